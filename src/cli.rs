@@ -1,0 +1,95 @@
+//! The command lines of both binaries, defined once with clap (the man pages and completions are
+//! generated from these definitions).
+
+use crate::store::Kind;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Where to find the config; shared by both binaries.
+#[derive(Debug, Args)]
+pub struct ConfigArg {
+    /// The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]
+    #[arg(long, short = 'c', global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    pub fn path(&self) -> PathBuf {
+        self.config
+            .clone()
+            .unwrap_or_else(crate::config::default_config_path)
+    }
+}
+
+/// abxd — the process supervisor for web-archiving crawls.
+///
+/// Without a command, runs the supervisor in the foreground: it records every process it starts
+/// in its SQLite process table, listens on its control socket for abxctl, reloads its config on
+/// SIGHUP and tears its whole tree down on SIGTERM.
+#[derive(Debug, Parser)]
+#[command(name = "abxd", version, about, long_about)]
+pub struct AbxdCli {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(subcommand)]
+    pub command: Option<AbxdCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AbxdCommand {
+    /// Run the supervisor in the foreground (the default).
+    Serve,
+    /// Validate the config file and print the resolved settings.
+    CheckConfig,
+}
+
+/// abxctl — watch and control abxd.
+#[derive(Debug, Parser)]
+#[command(name = "abxctl", version, about, long_about)]
+pub struct AbxctlCli {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(subcommand)]
+    pub command: AbxctlCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AbxctlCommand {
+    /// Whether the daemon is up: its pid, uptime and live processes by kind. Exits 3 when no
+    /// daemon is listening.
+    Status {
+        /// Print the daemon's answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The process table as a tree. Reads the database directly (read-only), so it works while
+    /// the daemon is stopped or crashed.
+    Ps {
+        /// Show ended processes too, not only live ones.
+        #[arg(long, short = 'a')]
+        all: bool,
+        /// Only processes of this kind.
+        #[arg(long, value_parser = parse_kind)]
+        kind: Option<Kind>,
+        /// Machine-readable output: {"version":1,"now_ms":…,"processes":[…]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true).
+    #[command(hide = true)]
+    Spawn {
+        /// Working directory [default: the data dir].
+        #[arg(long)]
+        cwd: Option<String>,
+        /// Deadline recorded on the row, e.g. 30s.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        /// The command and its arguments.
+        #[arg(required = true, last = true)]
+        argv: Vec<String>,
+    },
+}
+
+fn parse_kind(text: &str) -> Result<Kind, String> {
+    text.parse()
+}

@@ -1,0 +1,453 @@
+//! Configuration: `supervisor.toml`, parsed strictly and resolved once.
+//!
+//! Invariant: a [`Config`] value is always valid. Unknown keys, values of the wrong type and values
+//! out of range are refused at load time with a [`ConfigError`] that names the file, the dotted key
+//! and what is wrong; nothing downstream re-checks them. Relative paths in the file are resolved
+//! against the directory that holds the file, so a config means the same thing from any cwd.
+
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The longest path a Unix socket address can hold (`sun_path` is 108 bytes with its NUL).
+const MAX_SOCKET_PATH_BYTES: usize = 107;
+
+/// Where `abxd` and `abxctl` look for their config when `--config` is not given.
+pub fn default_config_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("ABXD_CONFIG") {
+        return PathBuf::from(path);
+    }
+    let local = PathBuf::from("supervisor.toml");
+    let system = PathBuf::from("/etc/abxd/supervisor.toml");
+    if !local.exists() && system.exists() {
+        system
+    } else {
+        local
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {cause}")]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{path}: key `{key}`: {message}")]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Syntax { path: PathBuf, message: String },
+}
+
+/// The resolved configuration (all paths absolute).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file this was loaded from.
+    pub source: PathBuf,
+    pub data_dir: PathBuf,
+    pub database: PathBuf,
+    pub plugins_dirs: Vec<PathBuf>,
+    pub limits: Limits,
+    pub timeouts: Timeouts,
+    pub control: Control,
+    pub log: Log,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    pub max_crawl_workers: u32,
+    pub max_snapshot_workers: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_crawl_workers: 2,
+            max_snapshot_workers: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    #[serde(deserialize_with = "duration")]
+    pub hook_timeout: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub kill_grace: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub min_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            hook_timeout: Duration::from_secs(60),
+            kill_grace: Duration::from_secs(5),
+            min_grace: Duration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    pub socket: PathBuf,
+    pub max_frame_bytes: usize,
+    pub allow_debug_spawn: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Log {
+    #[serde(deserialize_with = "level")]
+    pub level: log::LevelFilter,
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log {
+            level: log::LevelFilter::Info,
+        }
+    }
+}
+
+/// The file's shape: what a user may write, before paths are resolved.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct FileConfig {
+    paths: FilePaths,
+    limits: Limits,
+    timeouts: Timeouts,
+    control: FileControl,
+    log: Log,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct FilePaths {
+    data_dir: PathBuf,
+    database: Option<PathBuf>,
+    plugins_dirs: Vec<PathBuf>,
+}
+
+impl Default for FilePaths {
+    fn default() -> Self {
+        FilePaths {
+            data_dir: PathBuf::from("data"),
+            database: None,
+            plugins_dirs: vec![PathBuf::from("plugins")],
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct FileControl {
+    socket: Option<PathBuf>,
+    max_frame_bytes: usize,
+    allow_debug_spawn: bool,
+}
+
+impl Default for FileControl {
+    fn default() -> Self {
+        FileControl {
+            socket: None,
+            max_frame_bytes: 1 << 20,
+            allow_debug_spawn: false,
+        }
+    }
+}
+
+fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    humantime::parse_duration(&text).map_err(|err| {
+        serde::de::Error::custom(format!(
+            "invalid duration {text:?}: {err} (write it like \"30s\", \"500ms\" or \"2m\")"
+        ))
+    })
+}
+
+fn level<'de, D: Deserializer<'de>>(deserializer: D) -> Result<log::LevelFilter, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(|_| {
+        serde::de::Error::custom(format!(
+            "invalid log level {text:?} (one of off, error, warn, info, debug, trace)"
+        ))
+    })
+}
+
+impl Config {
+    /// Reads, parses, validates and resolves the config file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
+            path: path.to_path_buf(),
+            cause,
+        })?;
+        Config::parse(path, &text)
+    }
+
+    /// Parses `text` as if it were the content of `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let file: FileConfig = parse_file(path, text)?;
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let base = std::path::absolute(&base).unwrap_or(base);
+        let resolve = |p: &Path| -> PathBuf {
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                base.join(p)
+            }
+        };
+        let data_dir = resolve(&file.paths.data_dir);
+        let config = Config {
+            source: path.to_path_buf(),
+            database: file
+                .paths
+                .database
+                .as_deref()
+                .map(resolve)
+                .unwrap_or_else(|| data_dir.join("abxd.sqlite3")),
+            plugins_dirs: file.paths.plugins_dirs.iter().map(|p| resolve(p)).collect(),
+            control: Control {
+                socket: file
+                    .control
+                    .socket
+                    .as_deref()
+                    .map(resolve)
+                    .unwrap_or_else(|| data_dir.join("abxd.sock")),
+                max_frame_bytes: file.control.max_frame_bytes,
+                allow_debug_spawn: file.control.allow_debug_spawn,
+            },
+            data_dir,
+            limits: file.limits,
+            timeouts: file.timeouts,
+            log: file.log,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.source.clone(),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (key, value) in [
+            ("limits.max_crawl_workers", self.limits.max_crawl_workers),
+            (
+                "limits.max_snapshot_workers",
+                self.limits.max_snapshot_workers,
+            ),
+        ] {
+            if value == 0 {
+                return Err(self.invalid(key, "must be at least 1, got 0"));
+            }
+        }
+        for (key, value) in [
+            ("timeouts.hook_timeout", self.timeouts.hook_timeout),
+            ("timeouts.kill_grace", self.timeouts.kill_grace),
+        ] {
+            if value.is_zero() {
+                return Err(self.invalid(key, "must be longer than 0s"));
+            }
+        }
+        let frame = self.control.max_frame_bytes;
+        if !(1024..=64 << 20).contains(&frame) {
+            return Err(self.invalid(
+                "control.max_frame_bytes",
+                format!("must be between 1024 and 67108864, got {frame}"),
+            ));
+        }
+        let socket_len = self.control.socket.as_os_str().len();
+        if socket_len > MAX_SOCKET_PATH_BYTES {
+            return Err(self.invalid(
+                "control.socket",
+                format!(
+                    "path {} is {socket_len} bytes, longer than a Unix socket address allows \
+                     ({MAX_SOCKET_PATH_BYTES}); set control.socket to a shorter path",
+                    self.control.socket.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The differences between two configs, one line per changed key, for logging a reload.
+    pub fn changes_from(&self, old: &Config) -> Vec<String> {
+        let flat = |c: &Config| -> BTreeMap<&'static str, String> {
+            BTreeMap::from([
+                ("paths.data_dir", c.data_dir.display().to_string()),
+                ("paths.database", c.database.display().to_string()),
+                ("paths.plugins_dirs", format!("{:?}", c.plugins_dirs)),
+                (
+                    "limits.max_crawl_workers",
+                    c.limits.max_crawl_workers.to_string(),
+                ),
+                (
+                    "limits.max_snapshot_workers",
+                    c.limits.max_snapshot_workers.to_string(),
+                ),
+                ("timeouts.hook_timeout", humantime(c.timeouts.hook_timeout)),
+                ("timeouts.kill_grace", humantime(c.timeouts.kill_grace)),
+                ("timeouts.min_grace", humantime(c.timeouts.min_grace)),
+                ("control.socket", c.control.socket.display().to_string()),
+                (
+                    "control.max_frame_bytes",
+                    c.control.max_frame_bytes.to_string(),
+                ),
+                (
+                    "control.allow_debug_spawn",
+                    c.control.allow_debug_spawn.to_string(),
+                ),
+                ("log.level", c.log.level.to_string()),
+            ])
+        };
+        let (before, after) = (flat(old), flat(self));
+        after
+            .iter()
+            .filter(|(key, value)| before.get(*key) != Some(value))
+            .map(|(key, value)| format!("{key}: {} -> {value}", before[key]))
+            .collect()
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+fn parse_file(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
+    let deserializer = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let key = err.path().to_string();
+        let inner = err.into_inner();
+        let location = inner
+            .span()
+            .map(|span| {
+                let line = text[..span.start].matches('\n').count() + 1;
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        let message = format!("{}{location}", inner.message().trim_end());
+        if key.is_empty() || key == "." {
+            ConfigError::Syntax {
+                path: path.to_path_buf(),
+                message,
+            }
+        } else {
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key,
+                message,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new("/etc/abxd/supervisor.toml"), text)
+    }
+
+    #[test]
+    fn empty_file_gives_documented_defaults() {
+        let config = parse("").unwrap();
+        assert_eq!(config.data_dir, PathBuf::from("/etc/abxd/data"));
+        assert_eq!(
+            config.database,
+            PathBuf::from("/etc/abxd/data/abxd.sqlite3")
+        );
+        assert_eq!(
+            config.control.socket,
+            PathBuf::from("/etc/abxd/data/abxd.sock")
+        );
+        assert_eq!(config.limits, Limits::default());
+        assert_eq!(config.timeouts, Timeouts::default());
+    }
+
+    #[test]
+    fn bundled_supervisor_toml_equals_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("supervisor.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let documented = Config::parse(&path, &text).unwrap();
+        let defaults = Config::parse(&path, "").unwrap();
+        assert_eq!(documented, defaults);
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_its_table() {
+        let err = parse("[timeouts]\nkill_gracee = \"1s\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/etc/abxd/supervisor.toml"), "{err}");
+        assert!(err.contains("kill_gracee"), "{err}");
+        assert!(err.contains("timeouts"), "{err}");
+    }
+
+    #[test]
+    fn bad_duration_names_key_and_value() {
+        let err = parse("[timeouts]\nkill_grace = \"soon\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("timeouts.kill_grace"), "{err}");
+        assert!(err.contains("\"soon\""), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn zero_limit_is_refused() {
+        let err = parse("[limits]\nmax_crawl_workers = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("limits.max_crawl_workers"), "{err}");
+        assert!(err.contains("at least 1"), "{err}");
+    }
+
+    #[test]
+    fn negative_limit_is_refused() {
+        let err = parse("[limits]\nmax_snapshot_workers = -3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("limits.max_snapshot_workers"), "{err}");
+    }
+
+    #[test]
+    fn overlong_socket_path_is_refused() {
+        let long = format!("[control]\nsocket = \"/tmp/{}.sock\"\n", "x".repeat(120));
+        let err = parse(&long).unwrap_err().to_string();
+        assert!(err.contains("control.socket"), "{err}");
+        assert!(err.contains("Unix socket"), "{err}");
+    }
+
+    #[test]
+    fn bad_log_level_is_refused() {
+        let err = parse("[log]\nlevel = \"loud\"\n").unwrap_err().to_string();
+        assert!(err.contains("log.level"), "{err}");
+    }
+
+    #[test]
+    fn changes_name_each_changed_key() {
+        let old = parse("").unwrap();
+        let new = parse("[limits]\nmax_crawl_workers = 7\n").unwrap();
+        assert_eq!(
+            new.changes_from(&old),
+            vec!["limits.max_crawl_workers: 2 -> 7".to_string()]
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! The daemon side of the control socket: non-blocking connections driven by the event loop.
+//!
+//! Invariants: the server never blocks the loop — each connection keeps its own input and output
+//! buffers and is served as far as its socket allows; an input buffer never grows past the frame
+//! limit (an oversized frame is answered with an error and the connection closed); the socket file
+//! is created with mode 0660 and removed when the server is dropped.
+
+use super::protocol::{self, ErrorCode, Request, Response};
+use mio::net::{UnixListener, UnixStream};
+use mio::{Interest, Registry, Token};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+
+struct Connection {
+    stream: UnixStream,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    /// Close once `output` is flushed.
+    closing: bool,
+}
+
+pub struct Server {
+    listener: UnixListener,
+    path: PathBuf,
+    listener_token: Token,
+    connections: HashMap<Token, Connection>,
+    next_token: usize,
+    max_frame_bytes: usize,
+}
+
+impl Server {
+    /// Binds the socket at `path` (replacing a stale file: the caller holds the data-dir lock, so
+    /// no live daemon of this data dir owns it) and registers it under `token`. Connection tokens
+    /// are allocated above `token`.
+    pub fn bind(
+        path: &Path,
+        registry: &Registry,
+        token: Token,
+        max_frame_bytes: usize,
+    ) -> std::io::Result<Server> {
+        match std::fs::remove_file(path) {
+            Err(err) if err.kind() != ErrorKind::NotFound => return Err(err),
+            _ => {}
+        }
+        // The umask makes the socket 0660 from its first moment: no window where it is wider.
+        let old_mask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o117));
+        let bound = UnixListener::bind(path);
+        nix::sys::stat::umask(old_mask);
+        let mut listener = bound?;
+        registry.register(&mut listener, token, Interest::READABLE)?;
+        Ok(Server {
+            listener,
+            path: path.to_path_buf(),
+            listener_token: token,
+            connections: HashMap::new(),
+            next_token: token.0 + 1,
+            max_frame_bytes,
+        })
+    }
+
+    pub fn set_max_frame_bytes(&mut self, bytes: usize) {
+        self.max_frame_bytes = bytes;
+    }
+
+    pub fn owns(&self, token: Token) -> bool {
+        token == self.listener_token || self.connections.contains_key(&token)
+    }
+
+    /// Serves a readiness event for `token`, answering every complete request with `handle`.
+    pub fn on_event(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        handle: &mut dyn FnMut(Request) -> Response,
+    ) {
+        if token == self.listener_token {
+            self.accept(registry);
+            return;
+        }
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
+        let open = serve(connection, self.max_frame_bytes, handle);
+        if open {
+            let interest = if connection.output.is_empty() {
+                Interest::READABLE
+            } else {
+                Interest::READABLE | Interest::WRITABLE
+            };
+            if registry
+                .reregister(&mut connection.stream, token, interest)
+                .is_ok()
+            {
+                return;
+            }
+        }
+        if let Some(mut connection) = self.connections.remove(&token) {
+            let _ = registry.deregister(&mut connection.stream);
+        }
+    }
+
+    fn accept(&mut self, registry: &Registry) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    let token = Token(self.next_token);
+                    self.next_token += 1;
+                    if let Err(err) = registry.register(&mut stream, token, Interest::READABLE) {
+                        log::warn!("control: cannot register a connection: {err}");
+                        continue;
+                    }
+                    self.connections.insert(
+                        token,
+                        Connection {
+                            stream,
+                            input: Vec::new(),
+                            output: Vec::new(),
+                            closing: false,
+                        },
+                    );
+                }
+                Err(err) if err.kind() == ErrorKind::WouldBlock => return,
+                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    log::warn!("control: accept failed: {err}");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Reads what is there, answers complete frames, writes what the peer accepts. Returns whether
+/// the connection stays open.
+fn serve(
+    connection: &mut Connection,
+    max_frame_bytes: usize,
+    handle: &mut dyn FnMut(Request) -> Response,
+) -> bool {
+    let mut chunk = [0u8; 8192];
+    let mut peer_closed = false;
+    while !connection.closing {
+        match connection.stream.read(&mut chunk) {
+            Ok(0) => {
+                peer_closed = true;
+                break;
+            }
+            Ok(n) => {
+                connection.input.extend_from_slice(&chunk[..n]);
+                answer_complete_frames(connection, max_frame_bytes, handle);
+            }
+            Err(err) if err.kind() == ErrorKind::WouldBlock => break,
+            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        }
+    }
+    while !connection.output.is_empty() {
+        match connection.stream.write(&connection.output) {
+            Ok(0) => return false,
+            Ok(n) => {
+                connection.output.drain(..n);
+            }
+            Err(err) if err.kind() == ErrorKind::WouldBlock => return true,
+            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        }
+    }
+    !(connection.closing || peer_closed)
+}
+
+fn answer_complete_frames(
+    connection: &mut Connection,
+    max_frame_bytes: usize,
+    handle: &mut dyn FnMut(Request) -> Response,
+) {
+    while let Some(end) = connection.input.iter().position(|&b| b == b'\n') {
+        let line: Vec<u8> = connection.input.drain(..=end).collect();
+        let response = if line.len() - 1 > max_frame_bytes {
+            too_large(max_frame_bytes)
+        } else {
+            match protocol::decode_request(&line[..line.len() - 1]) {
+                Ok(request) => handle(request),
+                Err(err) => {
+                    log::warn!("control: bad request: {}", err.message);
+                    err.into_response()
+                }
+            }
+        };
+        connection
+            .output
+            .extend_from_slice(&protocol::encode_response(&response));
+    }
+    if connection.input.len() > max_frame_bytes {
+        log::warn!("control: request frame over {max_frame_bytes} bytes, closing the connection");
+        connection.input = Vec::new();
+        connection
+            .output
+            .extend_from_slice(&protocol::encode_response(&too_large(max_frame_bytes)));
+        connection.closing = true;
+    }
+}
+
+fn too_large(max_frame_bytes: usize) -> Response {
+    Response::Error {
+        code: ErrorCode::FrameTooLarge,
+        message: format!("request frame larger than {max_frame_bytes} bytes"),
+    }
+}

@@ -1,0 +1,206 @@
+//! Rendering the process table for people (`abxctl ps`) and machines (`abxctl ps --json`).
+//!
+//! Invariant: rendering reads, never writes — it checks each live row's identity against procfs
+//! and shows a row whose process is gone or whose pid was reused as unverified ("running?"),
+//! never hides it and never corrects it (reconciliation is the daemon's job).
+
+use crate::identity::{self, Liveness};
+use crate::store::{ProcessRow, Status};
+use comfy_table::{presets, ContentArrangement, Table};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// The version of the `ps --json` shape; bumped on any incompatible change.
+pub const PS_JSON_VERSION: u32 = 1;
+
+/// A row as `ps` shows it: the stored row and what procfs says of it now.
+#[derive(Debug, Clone, Serialize)]
+pub struct PsEntry {
+    #[serde(flatten)]
+    pub row: ProcessRow,
+    /// For rows that claim a live process: what procfs says now. `null` for final rows.
+    pub verified: Option<Liveness>,
+    /// Milliseconds until the deadline (negative when past it); `null` without a deadline or
+    /// for final rows.
+    pub time_left_ms: Option<i64>,
+}
+
+impl PsEntry {
+    pub fn new(row: ProcessRow, now_ms: i64) -> PsEntry {
+        let live = row.status.is_live();
+        let verified = match (&row.identity, live) {
+            (Some(identity), true) => Some(identity::check(identity)),
+            (None, true) => Some(Liveness::Gone),
+            (_, false) => None,
+        };
+        let time_left_ms = row.deadline_at.filter(|_| live).map(|d| d - now_ms);
+        PsEntry {
+            row,
+            verified,
+            time_left_ms,
+        }
+    }
+
+    fn unverified(&self) -> bool {
+        matches!(self.verified, Some(v) if v != Liveness::Alive)
+            && self.row.status != Status::Starting
+    }
+}
+
+#[derive(Serialize)]
+struct PsJson<'a> {
+    version: u32,
+    now_ms: i64,
+    processes: &'a [PsEntry],
+}
+
+/// The documented machine shape: `{"version":1,"now_ms":…,"processes":[…]}`, rows in id order.
+pub fn ps_json(entries: &[PsEntry], now_ms: i64) -> String {
+    serde_json::to_string_pretty(&PsJson {
+        version: PS_JSON_VERSION,
+        now_ms,
+        processes: entries,
+    })
+    .expect("rows serialize")
+}
+
+/// A compact duration: `850ms`, `42s`, `3m05s`, `2h07m`, `3d04h`.
+pub fn short_duration(ms: i64) -> String {
+    let (sign, ms) = if ms < 0 { ("-", -ms) } else { ("", ms) };
+    let s = ms / 1000;
+    let text = match s {
+        _ if ms < 1000 => format!("{ms}ms"),
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    };
+    format!("{sign}{text}")
+}
+
+fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().trim_start_matches("SIG").to_string())
+        .unwrap_or_else(|_| signal.to_string())
+}
+
+fn status_text(entry: &PsEntry) -> String {
+    let row = &entry.row;
+    if entry.unverified() {
+        return format!("{}?", row.status);
+    }
+    match (row.status, row.exit_code, row.exit_signal) {
+        (Status::Exited, Some(code), _) => format!("exited {code}"),
+        (Status::Exited, None, Some(signal)) => format!("killed {}", signal_name(signal)),
+        (Status::Exited, None, None) => match row.end_reason {
+            Some(reason) => format!("exited ({reason})"),
+            None => "exited".to_string(),
+        },
+        (status, _, _) => status.to_string(),
+    }
+}
+
+fn signals_text(row: &ProcessRow) -> String {
+    let sent: Vec<&str> = [(row.sigterm_at, "TERM"), (row.sigkill_at, "KILL")]
+        .into_iter()
+        .filter_map(|(at, name)| at.map(|_| name))
+        .collect();
+    if sent.is_empty() {
+        "-".into()
+    } else {
+        sent.join(",")
+    }
+}
+
+/// The table as a tree, parents above their children, like `systemctl status`.
+pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
+    let ids: HashSet<i64> = entries.iter().map(|e| e.row.id).collect();
+    let mut children: BTreeMap<Option<i64>, Vec<&PsEntry>> = BTreeMap::new();
+    for entry in entries {
+        let parent = entry.row.parent_id.filter(|p| ids.contains(p));
+        children.entry(parent).or_default().push(entry);
+    }
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header([
+            "ID", "PID", "KIND", "STATUS", "AGE", "LEFT", "SIGNALS", "COMMAND",
+        ]);
+    let mut stack: Vec<(&PsEntry, String, bool, usize)> = children
+        .get(&None)
+        .map(|roots| {
+            roots
+                .iter()
+                .rev()
+                .map(|e| (*e, String::new(), true, 0))
+                .collect()
+        })
+        .unwrap_or_default();
+    while let Some((entry, prefix, last, depth)) = stack.pop() {
+        let row = &entry.row;
+        let branch = match depth {
+            0 => String::new(),
+            _ if last => format!("{prefix}└─ "),
+            _ => format!("{prefix}├─ "),
+        };
+        let age = row
+            .started_at
+            .map(|start| short_duration(row.ended_at.unwrap_or(now_ms) - start))
+            .unwrap_or_else(|| "-".into());
+        let left = entry
+            .time_left_ms
+            .map(short_duration)
+            .unwrap_or_else(|| "-".into());
+        table.add_row([
+            row.id.to_string(),
+            row.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            format!("{branch}{}", row.kind),
+            status_text(entry),
+            age,
+            left,
+            signals_text(row),
+            row.argv.join(" "),
+        ]);
+        if let Some(kids) = children.get(&Some(row.id)) {
+            let child_prefix = match depth {
+                0 => String::new(),
+                _ if last => format!("{prefix}   "),
+                _ => format!("{prefix}│  "),
+            };
+            for (i, kid) in kids.iter().enumerate().rev() {
+                stack.push((kid, child_prefix.clone(), i == kids.len() - 1, depth + 1));
+            }
+        }
+    }
+    let mut out = String::new();
+    if entries.is_empty() {
+        out.push_str("no processes\n");
+        return out;
+    }
+    for line in table.to_string().lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if entries.iter().any(PsEntry::unverified) {
+        out.push_str(
+            "\n? recorded as live, but procfs shows the process gone or its pid reused:\n  \
+             abxd is not running or has not reconciled these rows yet.\n",
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_duration;
+
+    #[test]
+    fn durations_are_compact() {
+        assert_eq!(short_duration(850), "850ms");
+        assert_eq!(short_duration(42_000), "42s");
+        assert_eq!(short_duration(185_000), "3m05s");
+        assert_eq!(short_duration(7_620_000), "2h07m");
+        assert_eq!(short_duration(-3_000), "-3s");
+    }
+}

@@ -1,0 +1,86 @@
+//! Schema migrations: an ordered list, applied in one `BEGIN IMMEDIATE` transaction each.
+//!
+//! Invariant: `PRAGMA user_version` is the number of migrations applied. A migration is never
+//! edited once released; a change to the schema is a new entry at the end. A database whose
+//! version is higher than [`LATEST`] was written by a newer abxd and is refused, never touched.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// Each entry takes the schema from version `index` to version `index + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: the process table.
+    r#"
+    CREATE TABLE processes (
+        id            INTEGER PRIMARY KEY,
+        parent_id     INTEGER REFERENCES processes(id),
+        kind          TEXT NOT NULL CHECK (kind IN
+                          ('orchestrator', 'crawl_worker', 'snapshot_worker', 'hook', 'child')),
+        crawl_id      INTEGER,
+        snapshot_id   INTEGER,
+        result_id     INTEGER,
+        pid           INTEGER,
+        boot_id       TEXT,
+        start_ticks   INTEGER,
+        pgid          INTEGER,
+        argv          TEXT NOT NULL,          -- JSON array of strings
+        cwd           TEXT NOT NULL,
+        stdout_path   TEXT,
+        stderr_path   TEXT,
+        timeout_ms    INTEGER,
+        deadline_at   INTEGER,                -- unix ms
+        status        TEXT NOT NULL CHECK (status IN
+                          ('starting', 'running', 'stopping', 'exited', 'lost')),
+        created_at    INTEGER NOT NULL,       -- unix ms, all times below too
+        started_at    INTEGER,
+        sigterm_at    INTEGER,
+        sigkill_at    INTEGER,
+        exit_code     INTEGER,
+        exit_signal   INTEGER,
+        ended_at      INTEGER,
+        end_reason    TEXT CHECK (end_reason IN
+                          ('exited', 'timeout', 'killed', 'orphan_reaped', 'lost',
+                           'spawn_failed', 'unknown')),
+        end_detail    TEXT,
+        CHECK ((status IN ('exited', 'lost')) = (ended_at IS NOT NULL)),
+        CHECK (pid IS NULL OR (boot_id IS NOT NULL AND start_ticks IS NOT NULL))
+    );
+    CREATE INDEX processes_running ON processes(status)
+        WHERE status IN ('starting', 'running', 'stopping');
+    CREATE INDEX processes_children ON processes(parent_id);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const LATEST: u32 = MIGRATIONS.len() as u32;
+
+pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+}
+
+/// Outcome of [`migrate_to`] when the database is newer than `target`.
+#[derive(Debug)]
+pub(crate) struct TooNew {
+    pub found: u32,
+}
+
+/// Applies the migrations the database lacks, up to `target`. Each runs in its own immediate
+/// transaction that re-reads the version, so two processes migrating at once cannot both apply one.
+pub(crate) fn migrate_to(
+    conn: &mut Connection,
+    target: u32,
+) -> rusqlite::Result<Result<(), TooNew>> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version = user_version(&tx)?;
+        if version > LATEST {
+            return Ok(Err(TooNew { found: version }));
+        }
+        if version >= target {
+            return Ok(Ok(()));
+        }
+        tx.execute_batch(MIGRATIONS[version as usize])?;
+        tx.pragma_update(None, "user_version", version + 1)?;
+        tx.commit()?;
+        log::info!("database migrated to schema version {}", version + 1);
+    }
+}

@@ -1,0 +1,152 @@
+//! The store: one SQLite file holding the process table (and, later, the work queue).
+//!
+//! Invariants: every connection runs with WAL, `busy_timeout` and `foreign_keys=ON`; every write
+//! that touches more than one statement is one `BEGIN IMMEDIATE` transaction (so a writer waits
+//! for the lock up front instead of failing half-way with "database is locked"); the schema is
+//! at [`migrations::LATEST`] once [`Store::open`] returns. Times are unix milliseconds.
+
+pub mod migrations;
+mod processes;
+
+pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, ProcessRow, Status};
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long a statement waits for another writer before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open database {path}: {cause}")]
+    Open {
+        path: PathBuf,
+        cause: rusqlite::Error,
+    },
+    #[error(
+        "no database at {path}: abxd has not run with this config yet \
+         (start the daemon once, or check --config)"
+    )]
+    Missing { path: PathBuf },
+    #[error(
+        "database {path} has schema version {found}, newer than this abxd understands \
+         ({latest}); it was written by a newer abxd: upgrade abxd, or set paths.database \
+         to another file. The file was not changed."
+    )]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        latest: u32,
+    },
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("database holds a value it cannot hold: {0}")]
+    Corrupt(String),
+}
+
+/// Milliseconds since the Unix epoch, the time unit of every stored time.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database for reading and writing and migrates it to the
+    /// latest schema.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_at_version(path, migrations::LATEST)
+    }
+
+    /// Opens the database and migrates it to `version` only. For migration tests, which need a
+    /// database as every earlier release left it.
+    pub fn open_at_version(path: &Path, version: u32) -> Result<Store, StoreError> {
+        let open_err = |cause| StoreError::Open {
+            path: path.to_path_buf(),
+            cause,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        configure(&conn).map_err(open_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        if let Err(too_new) = migrations::migrate_to(&mut conn, version).map_err(open_err)? {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found: too_new.found,
+                latest: migrations::LATEST,
+            });
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens an existing database read-only, without migrating or creating anything: what
+    /// `abxctl ps` uses, so it works (and changes nothing) while the daemon is down.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let open_err = |cause| StoreError::Open {
+            path: path.to_path_buf(),
+            cause,
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+        configure(&conn).map_err(open_err)?;
+        let found = migrations::user_version(&conn).map_err(open_err)?;
+        if found > migrations::LATEST {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                latest: migrations::LATEST,
+            });
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        Ok(migrations::user_version(&self.conn)?)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it.
+    pub(crate) fn write<T>(
+        &mut self,
+        f: impl FnOnce(&Transaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+}

@@ -1,0 +1,454 @@
+//! The process table: one row per OS process abxd started or found, linked to its parent row.
+//!
+//! Invariants: a row with a pid always carries that process's identity (boot id and start time);
+//! a row becomes final (`exited`, `lost`) exactly once and never changes status after that;
+//! sending a signal only records the signal and moves a row to `stopping`, never to `exited`.
+
+use super::{now_ms, Store, StoreError};
+use crate::identity::Identity;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use rusqlite::{params, OptionalExtension, Row};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Declares a string-valued enum stored as TEXT: its SQL/JSON names and conversions.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(format!(
+                        "unknown {} {other:?} (one of {})",
+                        stringify!($name).to_lowercase(),
+                        [$($text),+].join(", ")
+                    )),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $name {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                value.as_str()?.parse().map_err(|e: String| FromSqlError::Other(e.into()))
+            }
+        }
+    };
+}
+
+text_enum!(
+    /// What a process is in the tree (SPEC §1).
+    Kind {
+        Orchestrator => "orchestrator",
+        CrawlWorker => "crawl_worker",
+        SnapshotWorker => "snapshot_worker",
+        Hook => "hook",
+        Child => "child",
+    }
+);
+
+text_enum!(
+    /// Where a process is in its life.
+    Status {
+        Starting => "starting",
+        Running => "running",
+        Stopping => "stopping",
+        Exited => "exited",
+        Lost => "lost",
+    }
+);
+
+text_enum!(
+    /// Why a process's row became final.
+    EndReason {
+        Exited => "exited",
+        Timeout => "timeout",
+        Killed => "killed",
+        OrphanReaped => "orphan_reaped",
+        Lost => "lost",
+        SpawnFailed => "spawn_failed",
+        Unknown => "unknown",
+    }
+);
+
+impl Status {
+    /// Whether the row still claims a live process.
+    pub fn is_live(self) -> bool {
+        matches!(self, Status::Starting | Status::Running | Status::Stopping)
+    }
+}
+
+/// How a reaped process ended: exactly one of an exit code or a terminating signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitOutcome {
+    Code(i32),
+    Signal(i32),
+}
+
+/// A process about to be started.
+#[derive(Debug, Clone)]
+pub struct NewProcess {
+    pub parent_id: Option<i64>,
+    pub kind: Kind,
+    pub crawl_id: Option<i64>,
+    pub snapshot_id: Option<i64>,
+    pub result_id: Option<i64>,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub timeout_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessRow {
+    pub id: i64,
+    pub parent_id: Option<i64>,
+    pub kind: Kind,
+    pub crawl_id: Option<i64>,
+    pub snapshot_id: Option<i64>,
+    pub result_id: Option<i64>,
+    pub pid: Option<i32>,
+    #[serde(skip)]
+    pub identity: Option<Identity>,
+    pub pgid: Option<i32>,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    pub timeout_ms: Option<i64>,
+    pub deadline_at: Option<i64>,
+    pub status: Status,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub sigterm_at: Option<i64>,
+    pub sigkill_at: Option<i64>,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub ended_at: Option<i64>,
+    pub end_reason: Option<EndReason>,
+    pub end_detail: Option<String>,
+}
+
+const COLUMNS: &str = "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
+    start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
+    created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
+    end_reason, end_detail";
+
+impl ProcessRow {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<ProcessRow> {
+        let pid: Option<i32> = row.get("pid")?;
+        let boot_id: Option<String> = row.get("boot_id")?;
+        let start_ticks: Option<i64> = row.get("start_ticks")?;
+        let identity = match (pid, boot_id, start_ticks) {
+            (Some(pid), Some(boot_id), Some(ticks)) => Some(Identity {
+                boot_id,
+                pid,
+                start_ticks: ticks as u64,
+            }),
+            _ => None,
+        };
+        let argv: String = row.get("argv")?;
+        let argv = serde_json::from_str(&argv).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(10, rusqlite::types::Type::Text, e.into())
+        })?;
+        Ok(ProcessRow {
+            id: row.get("id")?,
+            parent_id: row.get("parent_id")?,
+            kind: row.get("kind")?,
+            crawl_id: row.get("crawl_id")?,
+            snapshot_id: row.get("snapshot_id")?,
+            result_id: row.get("result_id")?,
+            pid,
+            identity,
+            pgid: row.get("pgid")?,
+            argv,
+            cwd: row.get("cwd")?,
+            stdout_path: row.get("stdout_path")?,
+            stderr_path: row.get("stderr_path")?,
+            timeout_ms: row.get("timeout_ms")?,
+            deadline_at: row.get("deadline_at")?,
+            status: row.get("status")?,
+            created_at: row.get("created_at")?,
+            started_at: row.get("started_at")?,
+            sigterm_at: row.get("sigterm_at")?,
+            sigkill_at: row.get("sigkill_at")?,
+            exit_code: row.get("exit_code")?,
+            exit_signal: row.get("exit_signal")?,
+            ended_at: row.get("ended_at")?,
+            end_reason: row.get("end_reason")?,
+            end_detail: row.get("end_detail")?,
+        })
+    }
+}
+
+/// Which rows [`Store::processes`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessFilter {
+    /// Only rows that still claim a live process (starting, running, stopping).
+    pub live_only: bool,
+    pub kind: Option<Kind>,
+}
+
+impl Store {
+    /// Records a process about to be spawned (status `starting`) and returns its row id.
+    pub fn insert_process(&mut self, new: &NewProcess) -> Result<i64, StoreError> {
+        let argv = serde_json::to_string(&new.argv).expect("strings serialize");
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, argv, \
+                 cwd, timeout_ms, status, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9)",
+                params![
+                    new.parent_id,
+                    new.kind,
+                    new.crawl_id,
+                    new.snapshot_id,
+                    new.result_id,
+                    argv,
+                    new.cwd,
+                    new.timeout_ms,
+                    now_ms()
+                ],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    /// Records that the process of row `id` exists: its identity, group and log files. The row
+    /// becomes `running`; its deadline is its start plus its timeout.
+    pub fn record_spawned(
+        &mut self,
+        id: i64,
+        identity: &Identity,
+        pgid: i32,
+        stdout_path: Option<&str>,
+        stderr_path: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE processes SET pid = ?2, boot_id = ?3, start_ticks = ?4, pgid = ?5, \
+                 stdout_path = ?6, stderr_path = ?7, status = 'running', started_at = ?8, \
+                 deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?8 + timeout_ms END \
+                 WHERE id = ?1 AND status = 'starting'",
+                params![
+                    id,
+                    identity.pid,
+                    identity.boot_id,
+                    identity.start_ticks as i64,
+                    pgid,
+                    stdout_path,
+                    stderr_path,
+                    now
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Makes a live row final. Does nothing to a row that is final already.
+    pub fn record_end(
+        &mut self,
+        id: i64,
+        outcome: Option<ExitOutcome>,
+        reason: EndReason,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let (code, signal) = match outcome {
+            Some(ExitOutcome::Code(code)) => (Some(code), None),
+            Some(ExitOutcome::Signal(signal)) => (None, Some(signal)),
+            None => (None, None),
+        };
+        let status = if reason == EndReason::Lost {
+            Status::Lost
+        } else {
+            Status::Exited
+        };
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE processes SET status = ?2, exit_code = ?3, exit_signal = ?4, \
+                 ended_at = ?5, end_reason = ?6, end_detail = ?7 \
+                 WHERE id = ?1 AND status IN ('starting', 'running', 'stopping')",
+                params![id, status, code, signal, now_ms(), reason, detail],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Records that `signal` was sent to row `id` now (the first SIGTERM and the first SIGKILL
+    /// are kept); a running row becomes `stopping`.
+    pub fn record_signal(
+        &mut self,
+        id: i64,
+        signal: nix::sys::signal::Signal,
+    ) -> Result<(), StoreError> {
+        let column = match signal {
+            nix::sys::signal::Signal::SIGKILL => "sigkill_at",
+            _ => "sigterm_at",
+        };
+        self.write(|tx| {
+            tx.execute(
+                &format!(
+                    "UPDATE processes SET {column} = COALESCE({column}, ?2), \
+                     status = CASE status WHEN 'running' THEN 'stopping' ELSE status END \
+                     WHERE id = ?1"
+                ),
+                params![id, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"),
+                [id],
+                ProcessRow::from_row,
+            )
+            .optional()?)
+    }
+
+    /// Rows matching `filter`, oldest first.
+    pub fn processes(&self, filter: &ProcessFilter) -> Result<Vec<ProcessRow>, StoreError> {
+        let live = if filter.live_only {
+            "status IN ('starting', 'running', 'stopping')"
+        } else {
+            "1"
+        };
+        let mut statement = self.conn().prepare(&format!(
+            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) ORDER BY id"
+        ))?;
+        let rows = statement
+            .query_map([filter.kind], ProcessRow::from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// How many rows of each kind claim a live process.
+    pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
+        let mut statement = self.conn().prepare(
+            "SELECT kind, count(*) FROM processes \
+             WHERE status IN ('starting', 'running', 'stopping') GROUP BY kind",
+        )?;
+        let counts = statement
+            .query_map([], |row| {
+                Ok((row.get::<_, Kind>(0)?, row.get::<_, u64>(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(counts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_hook(parent: Option<i64>) -> NewProcess {
+        NewProcess {
+            parent_id: parent,
+            kind: Kind::Hook,
+            crawl_id: None,
+            snapshot_id: None,
+            result_id: None,
+            argv: vec!["sleep".into(), "1".into()],
+            cwd: "/".into(),
+            timeout_ms: Some(1000),
+        }
+    }
+
+    fn identity() -> Identity {
+        Identity {
+            boot_id: "b".into(),
+            pid: 42,
+            start_ticks: 7,
+        }
+    }
+
+    #[test]
+    fn row_lifecycle_is_recorded_and_final_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let id = store.insert_process(&new_hook(None)).unwrap();
+        assert_eq!(store.process(id).unwrap().unwrap().status, Status::Starting);
+
+        store
+            .record_spawned(id, &identity(), 42, Some("/o"), Some("/e"))
+            .unwrap();
+        let row = store.process(id).unwrap().unwrap();
+        assert_eq!(row.status, Status::Running);
+        assert_eq!(row.identity, Some(identity()));
+        assert_eq!(row.deadline_at, Some(row.started_at.unwrap() + 1000));
+
+        store
+            .record_signal(id, nix::sys::signal::Signal::SIGTERM)
+            .unwrap();
+        let row = store.process(id).unwrap().unwrap();
+        assert_eq!(
+            row.status,
+            Status::Stopping,
+            "a signal never makes a row exited"
+        );
+        assert!(row.sigterm_at.is_some());
+
+        store
+            .record_end(id, Some(ExitOutcome::Signal(15)), EndReason::Exited, None)
+            .unwrap();
+        store
+            .record_end(id, Some(ExitOutcome::Code(0)), EndReason::Exited, None)
+            .unwrap();
+        let row = store.process(id).unwrap().unwrap();
+        assert_eq!(
+            (row.status, row.exit_signal, row.exit_code),
+            (Status::Exited, Some(15), None)
+        );
+    }
+
+    #[test]
+    fn live_filter_and_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let a = store.insert_process(&new_hook(None)).unwrap();
+        let b = store.insert_process(&new_hook(Some(a))).unwrap();
+        store
+            .record_end(b, None, EndReason::Lost, Some("gone"))
+            .unwrap();
+        let live = store
+            .processes(&ProcessFilter {
+                live_only: true,
+                kind: None,
+            })
+            .unwrap();
+        assert_eq!(live.iter().map(|r| r.id).collect::<Vec<_>>(), vec![a]);
+        assert_eq!(
+            store.live_counts_by_kind().unwrap(),
+            BTreeMap::from([(Kind::Hook, 1)])
+        );
+        assert_eq!(store.process(b).unwrap().unwrap().status, Status::Lost);
+    }
+}

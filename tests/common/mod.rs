@@ -1,0 +1,270 @@
+//! Test fixtures: a real abxd daemon in a temp dir, driven through the real abxctl binary.
+//!
+//! Every process a test starts carries `ABXD_TEST_TAG=<unique>` in its environment (children
+//! inherit it), and `Drop` kills every process with that tag — by pid, after checking the pid
+//! still is that process — so nothing outlives a test, also when it fails.
+
+#![allow(dead_code)]
+
+use abxd::identity;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const TAG_ENV: &str = "ABXD_TEST_TAG";
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// Polls `check` until it returns `Some`, failing the test after `timeout`.
+pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A tag unique to this test process and call.
+pub fn unique_tag() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "abxd-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Pids of live processes whose environment carries `TAG_ENV=tag`.
+pub fn tagged_pids(tag: &str) -> Vec<i32> {
+    let needle = format!("{TAG_ENV}={tag}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .filter(|&pid| identity::of_pid(pid).is_some())
+        .collect()
+}
+
+/// SIGKILLs every live process carrying `tag`, until none is left.
+pub fn kill_tagged(tag: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let pids = tagged_pids(tag);
+        if pids.is_empty() || Instant::now() > deadline {
+            return;
+        }
+        for pid in pids {
+            if let Some(id) = identity::of_pid(pid) {
+                if identity::check(&id).is_alive() {
+                    let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub fn abxd_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_abxd")
+}
+
+pub fn abxctl_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_abxctl")
+}
+
+/// A daemon in its own temp dir.
+pub struct TestDaemon {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub tag: String,
+    child: Option<Child>,
+}
+
+impl TestDaemon {
+    /// The config every test daemon gets, before `extra` lines.
+    pub const BASE_CONFIG: &'static str = "[control]\nallow_debug_spawn = true\n";
+
+    /// Writes a config (debug spawn allowed, plus `extra`) into a fresh temp dir; starts nothing.
+    pub fn prepare(extra: &str) -> TestDaemon {
+        let dir = tempfile::Builder::new().prefix("abxd").tempdir().unwrap();
+        let config = dir.path().join("supervisor.toml");
+        std::fs::write(&config, format!("{}{extra}", Self::BASE_CONFIG)).unwrap();
+        TestDaemon {
+            dir,
+            config,
+            tag: unique_tag(),
+            child: None,
+        }
+    }
+
+    pub fn start() -> TestDaemon {
+        Self::start_with("")
+    }
+
+    /// Starts a daemon with `extra` config and waits until it answers `status`.
+    pub fn start_with(extra: &str) -> TestDaemon {
+        let mut daemon = Self::prepare(extra);
+        daemon.launch();
+        daemon
+    }
+
+    /// Starts the daemon of this dir (again) and waits until it answers `status`.
+    pub fn launch(&mut self) {
+        let child = self.abxd_command(&[]).spawn().expect("start abxd");
+        self.child = Some(child);
+        wait_until("abxd to answer status", WAIT, || {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("abxd exited at start: {status}\n{}", self.log());
+            }
+            self.ctl(&["status"]).status.success().then_some(())
+        });
+    }
+
+    /// A command running the abxd binary on this daemon's config, tagged, logging to `abxd.log`.
+    pub fn abxd_command(&self, args: &[&str]) -> Command {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .unwrap();
+        let mut command = Command::new(abxd_bin());
+        command
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env(TAG_ENV, &self.tag)
+            .env("RUST_LOG", "abxd=debug")
+            .env_remove("ABXD_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        command
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("abxd.log")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn database(&self) -> PathBuf {
+        self.data_dir().join("abxd.sqlite3")
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().expect("daemon started").id() as i32
+    }
+
+    /// Runs abxctl on this daemon's config.
+    pub fn ctl(&self, args: &[&str]) -> Output {
+        Command::new(abxctl_bin())
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env(TAG_ENV, &self.tag)
+            .env_remove("ABXD_CONFIG")
+            .output()
+            .expect("run abxctl")
+    }
+
+    /// Runs abxctl and returns its stdout, failing the test if it did not succeed.
+    pub fn ctl_ok(&self, args: &[&str]) -> String {
+        let output = self.ctl(args);
+        assert!(
+            output.status.success(),
+            "abxctl {args:?} failed: {}\n{}\ndaemon log:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr),
+            self.log()
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Spawns `argv` under the daemon; returns (row id, pid).
+    pub fn spawn(&self, argv: &[&str]) -> (i64, i32) {
+        let mut args = vec!["spawn", "--"];
+        args.extend_from_slice(argv);
+        let out = self.ctl_ok(&args);
+        let mut fields = out.split_whitespace();
+        let id = fields.next().unwrap().parse().unwrap();
+        let pid = fields.next().unwrap().parse().unwrap();
+        (id, pid)
+    }
+
+    /// `abxctl ps --json` (with `--all` when `all`), parsed.
+    pub fn ps_json(&self, all: bool) -> serde_json::Value {
+        let mut args = vec!["ps", "--json"];
+        if all {
+            args.push("--all");
+        }
+        serde_json::from_str(&self.ctl_ok(&args)).unwrap()
+    }
+
+    /// The `ps --json --all` entry of row `id`.
+    pub fn row(&self, id: i64) -> serde_json::Value {
+        self.ps_json(true)["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no row {id}"))
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.pid()), signal).unwrap();
+    }
+
+    /// Waits for the daemon to exit and returns its status.
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let child = self.child.as_mut().expect("daemon started");
+        let status = wait_until("abxd to exit", WAIT, || child.try_wait().unwrap());
+        self.child = None;
+        status
+    }
+
+    /// SIGKILLs the daemon alone (its children live on) and reaps it.
+    pub fn crash(&mut self) {
+        self.signal(Signal::SIGKILL);
+        self.wait_exit();
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        kill_tagged(&self.tag);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("--- abxd log ---\n{}", self.log());
+        }
+    }
+}
+
+/// Whether `path` exists, for readable waits.
+pub fn exists(path: &Path) -> Option<()> {
+    path.exists().then_some(())
+}

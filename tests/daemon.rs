@@ -1,0 +1,232 @@
+//! The daemon's life: start, record itself, answer, run children, stop — against real processes.
+
+mod common;
+
+use common::{wait_until, TestDaemon, WAIT};
+use nix::sys::signal::Signal;
+use serde_json::Value;
+
+fn processes(ps: &Value) -> &Vec<Value> {
+    ps["processes"].as_array().unwrap()
+}
+
+#[test]
+fn daemon_records_itself_answers_status_and_exits_0_on_sigterm() {
+    let mut daemon = TestDaemon::start();
+    assert!(daemon.database().exists());
+
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(
+        status.contains(&format!("pid {}", daemon.pid())),
+        "{status}"
+    );
+    assert!(status.contains("orchestrator 1"), "{status}");
+
+    let ps = daemon.ps_json(false);
+    let rows = processes(&ps);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["kind"], "orchestrator");
+    assert_eq!(rows[0]["pid"], daemon.pid());
+    assert_eq!(rows[0]["status"], "running");
+    assert_eq!(rows[0]["verified"], "alive");
+    let orchestrator = rows[0]["id"].as_i64().unwrap();
+
+    daemon.signal(Signal::SIGTERM);
+    let exit = daemon.wait_exit();
+    assert_eq!(exit.code(), Some(0), "{}", daemon.log());
+    let row = daemon.row(orchestrator);
+    assert_eq!(row["status"], "exited");
+    assert_eq!(row["exit_code"], 0);
+    assert!(row["ended_at"].is_i64());
+    assert!(
+        !daemon.data_dir().join("abxd.sock").exists(),
+        "socket removed on exit"
+    );
+
+    let output = daemon.ctl(&["status"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("abxd is not running"));
+}
+
+#[test]
+fn spawned_commands_are_children_of_the_orchestrator_with_truthful_exits() {
+    let daemon = TestDaemon::start();
+    let (exits_3, _) = daemon.spawn(&["sh", "-c", "exit 3"]);
+    let (killed, _) = daemon.spawn(&["sh", "-c", "kill -KILL $$"]);
+    let (running, running_pid) = daemon.spawn(&["sleep", "300"]);
+
+    let final_row = |id| {
+        wait_until("the row to be final", WAIT, || {
+            let row = daemon.row(id);
+            (row["status"] == "exited").then_some(row)
+        })
+    };
+    let row = final_row(exits_3);
+    assert_eq!(
+        (row["exit_code"].clone(), row["exit_signal"].clone()),
+        (3.into(), Value::Null)
+    );
+    assert_eq!(row["end_reason"], "exited");
+    let row = final_row(killed);
+    assert_eq!(
+        (row["exit_code"].clone(), row["exit_signal"].clone()),
+        (Value::Null, 9.into())
+    );
+
+    let ps = daemon.ps_json(false);
+    let orchestrator = processes(&ps)
+        .iter()
+        .find(|p| p["kind"] == "orchestrator")
+        .unwrap();
+    let sleeper = processes(&ps).iter().find(|p| p["id"] == running).unwrap();
+    assert_eq!(sleeper["parent_id"], orchestrator["id"]);
+    assert_eq!(sleeper["pid"], running_pid);
+    assert_eq!(sleeper["pgid"], running_pid, "own process group");
+    assert_eq!(sleeper["status"], "running");
+    assert_eq!(
+        processes(&ps).len(),
+        2,
+        "ps shows live rows only by default"
+    );
+
+    // The hook's environment carries its row id and none of the supervisor's own variables.
+    let env = std::fs::read(format!("/proc/{running_pid}/environ")).unwrap();
+    let env: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+    assert!(env.contains(&format!("ABXD_PROCESS_ID={running}").as_bytes()));
+    assert!(!env.iter().any(|v| v.starts_with(b"NOTIFY_SOCKET=")));
+    let stdin = std::fs::read_link(format!("/proc/{running_pid}/fd/0")).unwrap();
+    assert_eq!(stdin, std::path::Path::new("/dev/null"));
+    let stdout = std::fs::read_link(format!("/proc/{running_pid}/fd/1")).unwrap();
+    assert_eq!(
+        Some(stdout.to_str().unwrap()),
+        sleeper["stdout_path"].as_str()
+    );
+}
+
+#[test]
+fn output_goes_to_the_rows_log_files() {
+    let daemon = TestDaemon::start();
+    let (id, _) = daemon.spawn(&["sh", "-c", "echo to-out; echo to-err >&2"]);
+    let row = wait_until("the row to be final", WAIT, || {
+        let row = daemon.row(id);
+        (row["status"] == "exited").then_some(row)
+    });
+    let read = |key: &str| std::fs::read_to_string(row[key].as_str().unwrap()).unwrap();
+    assert_eq!(read("stdout_path"), "to-out\n");
+    assert_eq!(read("stderr_path"), "to-err\n");
+}
+
+#[test]
+fn a_command_that_cannot_start_is_refused_and_recorded() {
+    let daemon = TestDaemon::start();
+    let output = daemon.ctl(&["spawn", "--", "/nonexistent/program"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("/nonexistent/program"), "{stderr}");
+    let ps = daemon.ps_json(true);
+    let row = processes(&ps)
+        .iter()
+        .find(|p| p["argv"][0] == "/nonexistent/program")
+        .unwrap();
+    assert_eq!(row["status"], "exited");
+    assert_eq!(row["end_reason"], "spawn_failed");
+    assert_eq!(row["exit_code"], Value::Null, "an unknown exit is never 0");
+}
+
+#[test]
+fn sigterm_tears_down_running_children_before_exiting() {
+    let mut daemon = TestDaemon::start();
+    let (polite, polite_pid) = daemon.spawn(&["sleep", "300"]);
+    let (stubborn, stubborn_pid) = daemon.spawn(&[
+        "sh",
+        "-c",
+        "trap '' TERM; echo ready; while :; do sleep 1; done",
+    ]);
+    wait_until("the stubborn child to trap TERM", WAIT, || {
+        let row = daemon.row(stubborn);
+        let out = std::fs::read_to_string(row["stdout_path"].as_str()?).ok()?;
+        out.contains("ready").then_some(())
+    });
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}[timeouts]\nkill_grace = \"300ms\"\n",
+            TestDaemon::BASE_CONFIG
+        ),
+    )
+    .unwrap();
+    daemon.signal(Signal::SIGHUP);
+    wait_until("the reload", WAIT, || {
+        daemon
+            .log()
+            .contains("timeouts.kill_grace: 5s -> 300ms")
+            .then_some(())
+    });
+
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    let row = daemon.row(polite);
+    assert_eq!(
+        (row["status"].as_str(), row["exit_signal"].as_i64()),
+        (Some("exited"), Some(15))
+    );
+    assert_eq!(row["end_reason"], "killed");
+    assert!(row["sigterm_at"].is_i64() && row["sigkill_at"].is_null());
+    let row = daemon.row(stubborn);
+    assert_eq!(row["exit_signal"], 9, "SIGKILL after kill_grace");
+    assert!(row["sigterm_at"].is_i64() && row["sigkill_at"].is_i64());
+    for pid in [polite_pid, stubborn_pid] {
+        assert!(abxd::identity::of_pid(pid).is_none(), "pid {pid} survived");
+    }
+}
+
+#[test]
+fn a_second_daemon_on_the_same_data_dir_is_refused_naming_the_holder() {
+    let daemon = TestDaemon::start();
+    let output = daemon
+        .abxd_command(&[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("in use by another abxd"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("pid {}", daemon.pid())),
+        "{stderr}"
+    );
+    // The first one still serves.
+    daemon.ctl_ok(&["status"]);
+}
+
+#[test]
+fn reload_with_a_bad_config_keeps_the_running_one() {
+    let daemon = TestDaemon::start();
+    std::fs::write(&daemon.config, "[limits]\nmax_crawl_workers = 0\n").unwrap();
+    daemon.signal(Signal::SIGHUP);
+    wait_until("the refused reload", WAIT, || {
+        daemon.log().contains("reload refused").then_some(())
+    });
+    assert!(daemon.log().contains("limits.max_crawl_workers"));
+    // Had the bad file (which lacks allow_debug_spawn) been applied, spawning would be refused.
+    // abxctl reads the file too, so give it back a valid one first — without reloading.
+    std::fs::write(&daemon.config, TestDaemon::BASE_CONFIG).unwrap();
+    daemon.spawn(&["true"]);
+}
+
+#[test]
+fn idle_daemon_sleeps_in_poll_without_a_timeout() {
+    let daemon = TestDaemon::start();
+    // /proc/PID/syscall: "<nr> <arg1> ... <arg6> <sp> <pc>"; epoll_wait's 4th argument is the
+    // timeout, -1 when the loop waits for an event with no timer.
+    let syscall = wait_until("the daemon to block in epoll_wait", WAIT, || {
+        let text = std::fs::read_to_string(format!("/proc/{}/syscall", daemon.pid())).ok()?;
+        let fields: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+        let number: i64 = fields.first()?.parse().ok()?;
+        // x86_64: epoll_wait 232, epoll_pwait 281; aarch64: epoll_pwait 22.
+        [232, 281, 22].contains(&number).then_some(fields)
+    });
+    let timeout = u64::from_str_radix(syscall[4].trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(timeout as u32 as i32, -1, "timeout argument of {syscall:?}");
+}

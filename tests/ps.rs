@@ -1,0 +1,149 @@
+//! `abxctl ps`: the tree, the JSON shape, and a table that outlives its daemon.
+
+mod common;
+
+use common::{wait_until, TestDaemon, WAIT};
+use serde_json::Value;
+
+/// Replaces what changes from run to run (pids, durations, temp paths) with placeholders and
+/// folds column padding, so the snapshot checks content and shape only.
+fn redact_tree(text: &str, daemon: &TestDaemon, pids: &[i64]) -> String {
+    let text = text
+        .replace(common::abxd_bin(), "[ABXD]")
+        .replace(daemon.dir.path().to_str().unwrap(), "[DIR]");
+    let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
+    text.lines()
+        .map(|line| {
+            line.split_whitespace()
+                .map(|word| match word {
+                    _ if pids.iter().any(|p| p == word) => "[PID]",
+                    _ if is_duration(word) => "[DUR]",
+                    _ => word,
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `word` is a compact duration as ps prints it (`850ms`, `3s`, `2m05s`, `-4s`, …).
+fn is_duration(word: &str) -> bool {
+    let word = word.strip_prefix('-').unwrap_or(word);
+    let digits_then = |w: &str, unit: &str| {
+        w.strip_suffix(unit)
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    };
+    digits_then(word, "ms")
+        || digits_then(word, "s")
+        || ["m", "h", "d"].iter().any(|sep| {
+            word.split_once(sep).is_some_and(|(a, b)| {
+                !a.is_empty()
+                    && a.chars().all(|c| c.is_ascii_digit())
+                    && b.len() >= 3
+                    && b[..2].chars().all(|c| c.is_ascii_digit())
+            })
+        })
+}
+
+fn redact_json(mut ps: Value) -> Value {
+    ps["now_ms"] = "[TIME]".into();
+    for row in ps["processes"].as_array_mut().unwrap() {
+        for key in [
+            "pid",
+            "pgid",
+            "created_at",
+            "started_at",
+            "ended_at",
+            "deadline_at",
+            "time_left_ms",
+            "sigterm_at",
+            "sigkill_at",
+        ] {
+            if !row[key].is_null() {
+                row[key] = format!("[{}]", key.to_uppercase()).into();
+            }
+        }
+        for key in ["cwd", "stdout_path", "stderr_path"] {
+            if let Some(path) = row[key].as_str() {
+                row[key] = path.rsplit('/').next().unwrap().into();
+            }
+        }
+        if row["kind"] == "orchestrator" {
+            row["argv"] = "[ABXD ARGV]".into();
+            row["cwd"] = "[TEST CWD]".into();
+        }
+    }
+    ps
+}
+
+fn started_tree() -> (TestDaemon, Vec<i64>) {
+    let daemon = TestDaemon::start();
+    let (exited, _) = daemon.spawn(&["sh", "-c", "exit 3"]);
+    wait_until("the first child to exit", WAIT, || {
+        (daemon.row(exited)["status"] == "exited").then_some(())
+    });
+    daemon.ctl_ok(&["spawn", "--timeout", "1h", "--", "sleep", "300"]);
+    let pids = daemon.ps_json(true)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["pid"].as_i64())
+        .collect();
+    (daemon, pids)
+}
+
+#[test]
+fn ps_tree_shows_live_rows_under_their_parents() {
+    let (daemon, pids) = started_tree();
+    let live = daemon.ctl_ok(&["ps"]);
+    insta::assert_snapshot!("ps_live", redact_tree(&live, &daemon, &pids));
+    let all = daemon.ctl_ok(&["ps", "--all"]);
+    insta::assert_snapshot!("ps_all", redact_tree(&all, &daemon, &pids));
+    let hooks = daemon.ctl_ok(&["ps", "--all", "--kind", "hook"]);
+    assert_eq!(hooks.lines().count(), 3, "{hooks}");
+}
+
+#[test]
+fn ps_json_has_the_documented_shape() {
+    let (daemon, _) = started_tree();
+    insta::assert_json_snapshot!("ps_json_all", redact_json(daemon.ps_json(true)));
+}
+
+#[test]
+fn ps_after_the_daemon_is_killed_shows_stale_rows_as_unverified() {
+    let (mut daemon, pids) = started_tree();
+    let sleeper_pid = *pids.last().unwrap() as i32;
+    daemon.crash();
+    // The orchestrator is gone; its child lives on (re-parented, not ours to kill here).
+    let ps = daemon.ps_json(false);
+    let rows = ps["processes"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "stale rows are shown, not hidden: {ps}");
+    let orchestrator = rows.iter().find(|p| p["kind"] == "orchestrator").unwrap();
+    assert_eq!(orchestrator["status"], "running");
+    assert_eq!(orchestrator["verified"], "gone");
+    let sleeper = rows.iter().find(|p| p["pid"] == sleeper_pid).unwrap();
+    assert_eq!(sleeper["verified"], "alive");
+
+    let tree = daemon.ctl_ok(&["ps"]);
+    insta::assert_snapshot!("ps_after_crash", redact_tree(&tree, &daemon, &pids));
+}
+
+#[test]
+fn ps_explains_a_missing_database() {
+    let daemon = TestDaemon::prepare("");
+    let output = daemon.ctl(&["ps"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no database at"), "{stderr}");
+    assert!(stderr.contains("abxd.sqlite3"), "{stderr}");
+}
+
+#[test]
+fn ps_rejects_an_unknown_kind() {
+    let daemon = TestDaemon::start();
+    let output = daemon.ctl(&["ps", "--kind", "zombie"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown kind \"zombie\""), "{stderr}");
+}

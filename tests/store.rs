@@ -1,0 +1,160 @@
+//! The store on disk: migrations from every earlier schema, refusal of newer ones, identity of
+//! rows against real processes.
+
+mod common;
+
+use abxd::identity::{self, Liveness};
+use abxd::store::{migrations, Kind, NewProcess, ProcessFilter, Store, StoreError};
+use std::process::Command;
+
+fn hook(argv: &[&str]) -> NewProcess {
+    NewProcess {
+        parent_id: None,
+        kind: Kind::Hook,
+        crawl_id: None,
+        snapshot_id: None,
+        result_id: None,
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        cwd: "/".into(),
+        timeout_ms: None,
+    }
+}
+
+#[test]
+fn a_database_of_every_earlier_schema_version_migrates_and_keeps_its_rows() {
+    for version in 0..migrations::LATEST {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("abxd.sqlite3");
+        let mut old = Store::open_at_version(&path, version).unwrap();
+        assert_eq!(old.schema_version().unwrap(), version);
+        let kept = (version >= 1).then(|| old.insert_process(&hook(&["old"])).unwrap());
+        drop(old);
+
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), migrations::LATEST);
+        if let Some(id) = kept {
+            let row = store.process(id).unwrap().expect("row survives migration");
+            assert_eq!(row.argv, vec!["old".to_string()]);
+        }
+    }
+}
+
+#[test]
+fn a_database_from_a_newer_abxd_is_refused_and_left_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abxd.sqlite3");
+    drop(Store::open(&path).unwrap());
+    let newer = migrations::LATEST + 1;
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", newer).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    drop(conn);
+    let before = std::fs::read(&path).unwrap();
+
+    for result in [Store::open(&path), Store::open_read_only(&path)] {
+        match result {
+            Err(err @ StoreError::TooNew { .. }) => {
+                let message = err.to_string();
+                assert!(
+                    message.contains(&format!("schema version {newer}")),
+                    "{message}"
+                );
+                assert!(message.contains(path.to_str().unwrap()), "{message}");
+            }
+            Err(other) => panic!("wrong error: {other}"),
+            Ok(_) => panic!("a newer database was opened"),
+        }
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "refused file is unchanged"
+    );
+}
+
+#[test]
+fn the_read_only_store_does_not_create_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("abxd.sqlite3");
+    assert!(matches!(
+        Store::open_read_only(&path),
+        Err(StoreError::Missing { .. })
+    ));
+    assert!(!path.exists());
+}
+
+/// Clock ticks since boot, the unit of a process's start time.
+fn uptime_ticks() -> u64 {
+    let uptime = std::fs::read_to_string("/proc/uptime").unwrap();
+    let seconds: f64 = uptime.split_whitespace().next().unwrap().parse().unwrap();
+    (seconds * procfs::ticks_per_second() as f64) as u64
+}
+
+/// Makes the kernel hand `pid` to the next process forked in this pid namespace (root only).
+fn next_pid_will_be(pid: i32) -> std::io::Result<()> {
+    std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string())
+}
+
+#[test]
+fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+
+    // The recorded process: a real one, recorded with its identity, then gone.
+    let mut first = Command::new("sleep").arg("300").spawn().unwrap();
+    let pid = first.id() as i32;
+    let recorded = identity::of_pid(pid).unwrap();
+    let id = store.insert_process(&hook(&["sleep", "300"])).unwrap();
+    store
+        .record_spawned(id, &recorded, pid, None, None)
+        .unwrap();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Start times have clock-tick resolution: let at least one tick pass, as it always has when
+    // pids wrap around for real.
+    common::wait_until(
+        "the clock to pass the recorded start tick",
+        common::WAIT,
+        || (uptime_ticks() > recorded.start_ticks + 1).then_some(()),
+    );
+
+    // A different process with the same pid: the kernel reuses it when told which pid is next.
+    let mut reuser = None;
+    for _ in 0..50 {
+        if let Err(err) = next_pid_will_be(pid) {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI runs as root and must be able to force pid reuse: {err}");
+            }
+            eprintln!("SKIPPED: cannot force pid reuse without root ({err})");
+            return;
+        }
+        let child = Command::new("sleep").arg("300").spawn().unwrap();
+        if child.id() as i32 == pid {
+            reuser = Some(child);
+            break;
+        }
+        let mut other = child;
+        other.kill().unwrap();
+        other.wait().unwrap();
+    }
+    let mut reuser = reuser.expect("another process raced us for the pid 50 times");
+
+    let row = store.process(id).unwrap().unwrap();
+    let stored = row.identity.clone().unwrap();
+    assert_eq!(stored.pid, pid);
+    assert_eq!(identity::check(&stored), Liveness::Reused);
+    assert_eq!(
+        identity::check(&identity::of_pid(pid).unwrap()),
+        Liveness::Alive
+    );
+
+    // ps shows the row as unverified, not as the new process's row.
+    let entry = abxd::render::PsEntry::new(row, abxd::store::now_ms());
+    assert_eq!(entry.verified, Some(Liveness::Reused));
+    let rows = store.processes(&ProcessFilter::default()).unwrap();
+    assert_eq!(rows.len(), 1);
+
+    reuser.kill().unwrap();
+    reuser.wait().unwrap();
+}

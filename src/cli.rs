@@ -41,6 +41,38 @@ pub enum AbxdCommand {
     Serve,
     /// Validate the config file and print the resolved settings.
     CheckConfig,
+    /// Archive URLs in one go: start the supervisor in the foreground, crawl, show progress,
+    /// print a summary with the output paths and stop. A local file or directory is served on
+    /// a loopback port for the crawl.
+    Run {
+        /// URLs, or local files / directories to serve and crawl.
+        #[arg(required = true, value_name = "URL|PATH")]
+        urls: Vec<String>,
+        #[command(flatten)]
+        crawl: CrawlArgs,
+    },
+    /// Internal: the worker processes abxd starts for a crawl or a snapshot.
+    #[command(hide = true, subcommand)]
+    Worker(WorkerCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkerCommand {
+    /// Run one crawl: its crawl hooks and its snapshot workers.
+    Crawl { id: i64 },
+    /// Run one snapshot's hooks.
+    Snapshot { id: i64 },
+}
+
+/// How to crawl: shared by `abxd run` and `abxctl add`.
+#[derive(Debug, Args)]
+pub struct CrawlArgs {
+    /// Follow discovered links this many levels deep.
+    #[arg(long, default_value_t = 0)]
+    pub depth: u32,
+    /// Only these plugins (comma-separated), instead of every enabled one.
+    #[arg(long, value_delimiter = ',')]
+    pub plugins: Option<Vec<String>>,
 }
 
 /// abxctl — watch and control abxd.
@@ -74,6 +106,31 @@ pub enum AbxctlCommand {
         /// Machine-readable output: {"version":1,"now_ms":…,"processes":[…]}.
         #[arg(long)]
         json: bool,
+    },
+    /// Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts).
+    Add {
+        #[arg(required = true, value_name = "URL")]
+        urls: Vec<String>,
+        #[command(flatten)]
+        crawl: CrawlArgs,
+        /// Follow the crawl until it is sealed and print its results.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// List crawls with their status and counts.
+    Crawls,
+    /// A crawl's snapshots and the result of every hook: status, time, output size.
+    Show {
+        /// The crawl id.
+        id: i64,
+    },
+    /// A process's stdout and stderr.
+    Logs {
+        /// The process row id (see `abxctl ps`).
+        id: i64,
+        /// Keep printing what is appended until the process has ended.
+        #[arg(long, short = 'f')]
+        follow: bool,
     },
     /// Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true).
     #[command(hide = true)]

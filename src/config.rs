@@ -56,6 +56,31 @@ pub struct Config {
     pub timeouts: Timeouts,
     pub control: Control,
     pub log: Log,
+    /// Per-plugin settings, by plugin (folder) name.
+    pub plugins: BTreeMap<String, PluginConfig>,
+}
+
+/// `[plugins.<name>]`: one plugin's settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginConfig {
+    /// Whether its hooks run at all.
+    pub enabled: bool,
+    /// Its hooks' timeout, instead of `timeouts.hook_timeout`.
+    #[serde(deserialize_with = "optional_duration")]
+    pub timeout: Option<Duration>,
+    /// Extra environment variables for its hooks.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Default for PluginConfig {
+    fn default() -> Self {
+        PluginConfig {
+            enabled: true,
+            timeout: None,
+            env: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -83,6 +108,8 @@ pub struct Timeouts {
     pub kill_grace: Duration,
     #[serde(deserialize_with = "duration")]
     pub min_grace: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub lease: Duration,
 }
 
 impl Default for Timeouts {
@@ -91,6 +118,7 @@ impl Default for Timeouts {
             hook_timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(5),
             min_grace: Duration::from_secs(1),
+            lease: Duration::from_secs(60),
         }
     }
 }
@@ -126,6 +154,7 @@ struct FileConfig {
     timeouts: Timeouts,
     control: FileControl,
     log: Log,
+    plugins: BTreeMap<String, PluginConfig>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -173,6 +202,12 @@ fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::E
     })
 }
 
+fn optional_duration<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    duration(deserializer).map(Some)
+}
+
 fn level<'de, D: Deserializer<'de>>(deserializer: D) -> Result<log::LevelFilter, D::Error> {
     let text = String::deserialize(deserializer)?;
     text.parse().map_err(|_| {
@@ -210,7 +245,7 @@ impl Config {
         };
         let data_dir = resolve(&file.paths.data_dir);
         let config = Config {
-            source: path.to_path_buf(),
+            source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             database: file
                 .paths
                 .database
@@ -232,6 +267,7 @@ impl Config {
             limits: file.limits,
             timeouts: file.timeouts,
             log: file.log,
+            plugins: file.plugins,
         };
         config.validate()?;
         Ok(config)
@@ -260,9 +296,17 @@ impl Config {
         for (key, value) in [
             ("timeouts.hook_timeout", self.timeouts.hook_timeout),
             ("timeouts.kill_grace", self.timeouts.kill_grace),
+            ("timeouts.lease", self.timeouts.lease),
         ] {
             if value.is_zero() {
                 return Err(self.invalid(key, "must be longer than 0s"));
+            }
+        }
+        for (name, plugin) in &self.plugins {
+            if plugin.timeout.is_some_and(|t| t.is_zero()) {
+                return Err(
+                    self.invalid(&format!("plugins.{name}.timeout"), "must be longer than 0s")
+                );
             }
         }
         let frame = self.control.max_frame_bytes;
@@ -304,6 +348,8 @@ impl Config {
                 ("timeouts.hook_timeout", humantime(c.timeouts.hook_timeout)),
                 ("timeouts.kill_grace", humantime(c.timeouts.kill_grace)),
                 ("timeouts.min_grace", humantime(c.timeouts.min_grace)),
+                ("timeouts.lease", humantime(c.timeouts.lease)),
+                ("plugins", format!("{:?}", c.plugins)),
                 ("control.socket", c.control.socket.display().to_string()),
                 (
                     "control.max_frame_bytes",
@@ -433,6 +479,17 @@ mod tests {
         let err = parse(&long).unwrap_err().to_string();
         assert!(err.contains("control.socket"), "{err}");
         assert!(err.contains("Unix socket"), "{err}");
+    }
+
+    #[test]
+    fn plugin_sections_are_strict() {
+        let config = parse("[plugins.wget]\nenabled = false\ntimeout = \"5s\"\n").unwrap();
+        assert!(!config.plugins["wget"].enabled);
+        assert_eq!(config.plugins["wget"].timeout, Some(Duration::from_secs(5)));
+        let err = parse("[plugins.wget]\nenable = false\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plugins.wget.enable"), "{err}");
     }
 
     #[test]

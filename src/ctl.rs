@@ -1,8 +1,10 @@
 //! abxctl's commands: each turns a parsed command line into requests or store reads and output.
 //!
-//! Invariant: abxctl never writes the database; what it changes, it changes by asking the daemon.
+//! Invariant: abxctl changes running work only by asking the daemon; the one thing it writes to
+//! the database itself is a new queued crawl (`add`), so work can be queued while the daemon is
+//! down.
 
-use crate::cli::AbxctlCommand;
+use crate::cli::{AbxctlCommand, CrawlArgs};
 use crate::config::Config;
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::ErrorCode;
@@ -10,6 +12,8 @@ use crate::control::protocol::{Request, Response};
 use crate::render::{self, PsEntry};
 use crate::store::StoreError;
 use crate::store::{now_ms, Kind, ProcessFilter, Store};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CtlError {
@@ -21,6 +25,8 @@ pub enum CtlError {
     Refused { code: ErrorCode, message: String },
     #[error("unexpected answer from abxd: {0}")]
     Unexpected(String),
+    #[error("{0}")]
+    BadInput(String),
 }
 
 type Result<T> = std::result::Result<T, CtlError>;
@@ -37,6 +43,129 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
         AbxctlCommand::Status { json } => status(config, json),
         AbxctlCommand::Ps { all, kind, json } => ps(config, all, kind, json),
         AbxctlCommand::Spawn { cwd, timeout, argv } => spawn(config, argv, cwd, timeout),
+        AbxctlCommand::Add { urls, crawl, wait } => add(config, &urls, &crawl, wait),
+        AbxctlCommand::Crawls => {
+            print!(
+                "{}",
+                render::crawls_table(&Store::open_read_only(&config.database)?)?
+            );
+            Ok(0)
+        }
+        AbxctlCommand::Show { id } => show(config, id),
+        AbxctlCommand::Logs { id, follow } => logs(config, id, follow),
+    }
+}
+
+/// How often a following command (`add --wait`, `logs -f`) looks again.
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(200);
+
+fn add(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: bool) -> Result<i32> {
+    for url in urls {
+        validate_url(url)?;
+    }
+    let mut store = Store::open(&config.database)?;
+    let id = store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?;
+    drop(store);
+    println!("crawl {id} queued");
+    match client(config).request(&Request::Wake) {
+        Ok(_) => {}
+        Err(ClientError::NotRunning { .. }) => {
+            println!("abxd is not running: the crawl runs when it starts");
+        }
+        Err(err) => eprintln!("abxctl: could not wake abxd: {err}"),
+    }
+    if !wait {
+        return Ok(0);
+    }
+    follow_crawl(config, id)
+}
+
+/// Prints a crawl's progress until it is sealed, then its report.
+fn follow_crawl(config: &Config, id: i64) -> Result<i32> {
+    let mut progress = render::Progress::default();
+    loop {
+        let store = Store::open_read_only(&config.database)?;
+        for line in progress.update(&store, id)? {
+            println!("{line}");
+        }
+        if store.crawl(id)?.is_some_and(|c| c.status == "sealed") {
+            println!();
+            print!(
+                "{}",
+                render::crawl_report(&store, &config.data_dir, id)?.unwrap_or_default()
+            );
+            return Ok(0);
+        }
+        drop(store);
+        std::thread::sleep(FOLLOW_INTERVAL);
+    }
+}
+
+/// Refuses what cannot be a URL to crawl, before anything is written.
+pub fn validate_url(url: &str) -> Result<()> {
+    let valid = url.split_once("://").is_some_and(|(scheme, rest)| {
+        matches!(scheme, "http" | "https" | "file") && !rest.is_empty()
+    }) && !url.chars().any(char::is_whitespace);
+    if valid {
+        Ok(())
+    } else {
+        Err(CtlError::BadInput(format!(
+            "{url:?} is not an http://, https:// or file:// URL"
+        )))
+    }
+}
+
+fn show(config: &Config, id: i64) -> Result<i32> {
+    let store = Store::open_read_only(&config.database)?;
+    match render::crawl_report(&store, &config.data_dir, id)? {
+        Some(report) => {
+            print!("{report}");
+            Ok(0)
+        }
+        None => Err(CtlError::BadInput(format!(
+            "no crawl {id} (see abxctl crawls)"
+        ))),
+    }
+}
+
+fn logs(config: &Config, id: i64, follow: bool) -> Result<i32> {
+    let store = Store::open_read_only(&config.database)?;
+    let row = store
+        .process(id)?
+        .ok_or_else(|| CtlError::BadInput(format!("no process row {id} (see abxctl ps --all)")))?;
+    let files: Vec<(&str, String)> = [("stdout", &row.stdout_path), ("stderr", &row.stderr_path)]
+        .into_iter()
+        .filter_map(|(name, path)| path.clone().map(|p| (name, p)))
+        .collect();
+    if files.is_empty() {
+        return Err(CtlError::BadInput(format!(
+            "process row {id} has no log files"
+        )));
+    }
+    let mut offsets = vec![0u64; files.len()];
+    let mut out = std::io::stdout();
+    loop {
+        for ((name, path), offset) in files.iter().zip(offsets.iter_mut()) {
+            let Ok(mut file) = std::fs::File::open(path) else {
+                continue;
+            };
+            let _ = file.seek(SeekFrom::Start(*offset));
+            let mut chunk = Vec::new();
+            let _ = file.read_to_end(&mut chunk);
+            if !chunk.is_empty() {
+                if !follow {
+                    let _ = writeln!(out, "==> {name}: {path} <==");
+                }
+                let _ = out.write_all(&chunk);
+                *offset += chunk.len() as u64;
+            }
+        }
+        let _ = out.flush();
+        let ended = !store.process(id)?.is_some_and(|r| r.status.is_live());
+        if !follow || ended {
+            return Ok(0);
+        }
+        std::thread::sleep(FOLLOW_INTERVAL);
     }
 }
 

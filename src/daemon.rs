@@ -1,29 +1,32 @@
-//! The daemon: start-up, the event loop, and shutdown of the orchestrator process.
+//! The daemon: start-up, the orchestrator's event loop, and shutdown.
 //!
-//! Invariants: one thread, one `mio` loop. Signals (SIGCHLD, SIGTERM, SIGINT, SIGHUP) arrive as
-//! events through signal-hook-mio; SIGCHLD drains every ended child through the reaper, the only
-//! place abxd waits on a child. With nothing to do the loop sleeps in `poll` with no timeout; the
-//! only timer is the teardown's next deadline. The daemon is a child subreaper, so whatever its
-//! children leave behind is re-parented to it and reaped here too.
+//! Invariants: one thread, one [`Supervisor`] loop. Signals arrive as events; SIGCHLD reaps
+//! through the supervisor, the only place the daemon waits on a child. With nothing to do the loop
+//! sleeps in `poll` with no timeout; its timers are real deadlines only (a SIGKILL deadline, the
+//! moment a backed-off crawl becomes due). The daemon is a child subreaper, so whatever its
+//! children leave behind is re-parented to it and reaped here too. It claims crawls and starts
+//! one crawl worker per crawl, at most `limits.max_crawl_workers` at once, whenever something may
+//! have made room or work: start, an `abxctl add` (a `wake` request), a worker's exit, a timer.
 
 use crate::config::Config;
 use crate::control::protocol::{ErrorCode, Request, Response, StatusInfo};
 use crate::control::server::Server;
 use crate::identity;
 use crate::lock::{DataDirLock, LockError};
-use crate::reaper;
-use crate::spawn::{self, Logs, SpawnRequest};
-use crate::store::{EndReason, ExitOutcome, Kind, NewProcess, Store, StoreError};
-use crate::teardown::{DeadlineMap, Target};
-use mio::{Events, Interest, Poll, Token};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
-use signal_hook_mio::v1_0::Signals;
+use crate::spawn::{Logs, SpawnRequest};
+use crate::store::{now_ms, EndReason, ExitOutcome, Kind, NewProcess, Queue, Store, StoreError};
+use crate::supervisor::{Event, Supervisor};
+use crate::worker;
+use mio::Token;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-const SIGNALS: Token = Token(0);
 const CONTROL: Token = Token(1);
+
+/// How long a crawl whose worker died waits before it is tried again.
+const CRAWL_RETRY_BACKOFF: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -45,22 +48,25 @@ pub enum DaemonError {
     Io(#[from] std::io::Error),
 }
 
-/// A live child of the daemon, as the reaper will find it.
-struct Child {
-    target: Target,
-}
-
-pub struct Daemon {
+/// The daemon's own state, apart from the loop and the socket.
+struct State {
     config: Config,
     store: Store,
-    poll: Poll,
-    signals: Signals,
-    server: Server,
-    children: HashMap<i32, Child>,
-    teardown: DeadlineMap,
     orchestrator_id: i64,
     started_at_ms: i64,
     stopping: bool,
+    /// Crawl workers by row id → the crawl each works on.
+    crawl_workers: HashMap<i64, i64>,
+    /// Spawned through `abxctl spawn` (debug only).
+    debug_children: usize,
+    /// Set by a `wake` request: look for due crawls.
+    wake: bool,
+}
+
+pub struct Daemon {
+    state: State,
+    supervisor: Supervisor,
+    server: Server,
     _lock: DataDirLock,
 }
 
@@ -77,11 +83,7 @@ impl Daemon {
         if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
             log::warn!("cannot become a child subreaper ({err}): orphans will escape to init");
         }
-        let poll = Poll::new()?;
-        let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
-        poll.registry()
-            .register(&mut signals, SIGNALS, Interest::READABLE)?;
-
+        let supervisor = Supervisor::new(config.timeouts.kill_grace)?;
         let store_err = |cause| DaemonError::Store {
             path: config.database.clone(),
             cause,
@@ -90,7 +92,7 @@ impl Daemon {
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
         let server = Server::bind(
             &config.control.socket,
-            poll.registry(),
+            supervisor.registry(),
             CONTROL,
             config.control.max_frame_bytes,
         )
@@ -106,44 +108,77 @@ impl Daemon {
             config.control.socket.display()
         );
         Ok(Daemon {
-            started_at_ms: crate::store::now_ms(),
-            config,
-            store,
-            poll,
-            signals,
+            state: State {
+                started_at_ms: now_ms(),
+                config,
+                store,
+                orchestrator_id,
+                stopping: false,
+                crawl_workers: HashMap::new(),
+                debug_children: 0,
+                wake: true,
+            },
+            supervisor,
             server,
-            children: HashMap::new(),
-            teardown: DeadlineMap::default(),
-            orchestrator_id,
-            stopping: false,
             _lock: lock,
         })
     }
 
-    /// Runs until a clean shutdown has torn down every child. Returns the exit code.
-    pub fn run(mut self) -> Result<i32, DaemonError> {
-        let mut events = Events::with_capacity(256);
-        while !(self.stopping && self.children.is_empty()) {
-            let timeout = self
-                .teardown
-                .next_deadline()
-                .map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            if let Err(err) = self.poll.poll(&mut events, timeout) {
-                if err.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
+    pub fn config(&self) -> &Config {
+        &self.state.config
+    }
+
+    /// Enqueues a crawl from inside the daemon's process (`abxd run`).
+    pub fn add_crawl(
+        &mut self,
+        urls: &[String],
+        depth: u32,
+        plugins: Option<&[String]>,
+    ) -> Result<i64, StoreError> {
+        self.state.wake = true;
+        self.state.store.add_crawl(urls, depth, plugins)
+    }
+
+    /// Runs until a clean shutdown has torn every child down. Returns the exit code.
+    pub fn run(self) -> Result<i32, DaemonError> {
+        self.run_until(None, |_| false)
+    }
+
+    /// Runs until shutdown, or until `done` says so (then shuts down); `tick` wakes the loop
+    /// at least that often to ask `done`.
+    pub fn run_until(
+        mut self,
+        tick: Option<Duration>,
+        mut done: impl FnMut(&Store) -> bool,
+    ) -> Result<i32, DaemonError> {
+        loop {
+            if !self.state.stopping {
+                if done(&self.state.store) {
+                    self.stop(SIGTERM);
+                } else if std::mem::take(&mut self.state.wake) {
+                    self.fill_crawl_workers();
                 }
-                return Err(err.into());
             }
-            for event in events.iter() {
-                match event.token() {
-                    SIGNALS => self.on_signals(),
-                    token => self.on_control(token),
+            if self.state.stopping && !self.supervisor.has_children() {
+                break;
+            }
+            let timer = self.next_timer(tick);
+            let events = self.supervisor.wait(&mut self.state.store, timer)?;
+            for event in events {
+                match event {
+                    Event::Exited {
+                        row_id, outcome, ..
+                    } => self.child_ended(row_id, outcome),
+                    Event::Signal(SIGTERM | SIGINT) => self.stop(SIGTERM),
+                    Event::Signal(SIGHUP) => self.reload(),
+                    Event::Signal(_) | Event::LeaseLost => {}
+                    Event::Ready(token) => self.on_control(token),
+                    Event::Timer => self.state.wake = true,
                 }
             }
-            self.teardown.expire(&mut self.store, Instant::now());
         }
-        if let Err(err) = self.store.record_end(
-            self.orchestrator_id,
+        if let Err(err) = self.state.store.record_end(
+            self.state.orchestrator_id,
             Some(ExitOutcome::Code(0)),
             EndReason::Exited,
             Some("clean shutdown"),
@@ -154,70 +189,99 @@ impl Daemon {
         Ok(0)
     }
 
-    fn on_signals(&mut self) {
-        let pending: Vec<i32> = self.signals.pending().collect();
-        for signal in pending {
-            match signal {
-                SIGCHLD => self.reap(),
-                SIGTERM | SIGINT => self.stop(signal),
-                SIGHUP => self.reload(),
-                _ => {}
+    /// When the loop must wake without an event: a backed-off crawl becoming due, or `tick`.
+    fn next_timer(&self, tick: Option<Duration>) -> Option<Instant> {
+        let now = Instant::now();
+        let due = (!self.state.stopping)
+            .then(|| self.state.store.next_retry_at(Queue::Crawls).ok().flatten())
+            .flatten()
+            .filter(|_| {
+                self.state.crawl_workers.len() < self.state.config.limits.max_crawl_workers as usize
+            })
+            .map(|at| now + Duration::from_millis((at - now_ms()).max(0) as u64));
+        [due, tick.map(|t| now + t)].into_iter().flatten().min()
+    }
+
+    /// Claims due crawls and starts a worker for each, up to the limit.
+    fn fill_crawl_workers(&mut self) {
+        let state = &mut self.state;
+        while state.crawl_workers.len() < state.config.limits.max_crawl_workers as usize {
+            let crawl_id = match state
+                .store
+                .claim(Queue::Crawls, None, state.config.timeouts.lease)
+            {
+                Ok(Some(id)) => id,
+                Ok(None) => return,
+                Err(err) => {
+                    log::error!("cannot claim a crawl: {err}");
+                    return;
+                }
+            };
+            let request = worker::worker_request(
+                &state.config,
+                Kind::CrawlWorker,
+                state.orchestrator_id,
+                crawl_id,
+                None,
+            );
+            match self.supervisor.spawn(&mut state.store, &request) {
+                Ok(spawned) => {
+                    log::info!("crawl {crawl_id}: worker row {} started", spawned.row_id);
+                    if let Err(err) = state
+                        .store
+                        .set_owner(Queue::Crawls, crawl_id, spawned.row_id)
+                    {
+                        log::error!("crawl {crawl_id}: cannot record its owner: {err}");
+                    }
+                    state.crawl_workers.insert(spawned.row_id, crawl_id);
+                }
+                Err(err) => {
+                    log::error!("crawl {crawl_id}: cannot start its worker: {err}");
+                    requeue_crawl(&mut state.store, crawl_id);
+                    return;
+                }
             }
         }
     }
 
-    fn reap(&mut self) {
-        for reaped in reaper::reap_ready() {
-            let Some(child) = self.children.remove(&reaped.pid) else {
-                log::debug!(
-                    "reaped pid {} (re-parented, not a recorded child)",
-                    reaped.pid
-                );
-                continue;
-            };
-            let row_id = child.target.row_id;
-            let reason = self.teardown.finished(row_id).unwrap_or(EndReason::Exited);
-            log::info!(
-                "row {row_id} (pid {}) ended: {:?}",
-                reaped.pid,
-                reaped.outcome
-            );
-            if let Err(err) = self
-                .store
-                .record_end(row_id, Some(reaped.outcome), reason, None)
-            {
-                log::error!("row {row_id}: cannot record its end: {err}");
-            }
+    fn child_ended(&mut self, row_id: i64, outcome: ExitOutcome) {
+        let state = &mut self.state;
+        let Some(crawl_id) = state.crawl_workers.remove(&row_id) else {
+            state.debug_children = state.debug_children.saturating_sub(1);
+            return;
+        };
+        let sealed = matches!(state.store.crawl(crawl_id), Ok(Some(c)) if c.status == "sealed");
+        if sealed {
+            log::info!("crawl {crawl_id} sealed; its worker exited ({outcome:?})");
+        } else {
+            log::warn!("crawl {crawl_id}: worker ended ({outcome:?}) before sealing: requeued");
+            requeue_crawl(&mut state.store, crawl_id);
         }
+        state.wake = true;
     }
 
     fn stop(&mut self, signal: i32) {
-        if self.stopping {
+        if self.state.stopping {
             log::warn!("signal {signal} while stopping: killing every child now");
-            self.teardown.hurry(&mut self.store);
+            self.supervisor.hurry(&mut self.state.store);
             return;
         }
         log::info!(
-            "signal {signal}: stopping, {} children to tear down",
-            self.children.len()
+            "stopping: {} children to tear down",
+            self.supervisor.child_count()
         );
-        self.stopping = true;
-        let grace = self.config.timeouts.kill_grace;
-        for child in self.children.values() {
-            self.teardown.begin(
-                &mut self.store,
-                child.target.clone(),
-                grace,
-                EndReason::Killed,
-            );
-        }
+        self.state.stopping = true;
+        let grace = self.state.config.timeouts.kill_grace;
+        self.supervisor
+            .stop_all(&mut self.state.store, grace, EndReason::Killed);
     }
 
     fn reload(&mut self) {
-        match Config::load(&self.config.source) {
+        let state = &mut self.state;
+        match Config::load(&state.config.source) {
             Err(err) => log::error!("reload refused, keeping the running config: {err}"),
             Ok(new) => {
-                let changes = new.changes_from(&self.config);
+                let changes = new.changes_from(&state.config);
                 for restart_only in ["paths.data_dir", "paths.database", "control.socket"] {
                     if changes.iter().any(|c| c.starts_with(restart_only)) {
                         log::warn!("reload: {restart_only} changes only on restart");
@@ -231,15 +295,17 @@ impl Daemon {
                 }
                 crate::logging::set_level(new.log.level);
                 self.server.set_max_frame_bytes(new.control.max_frame_bytes);
-                self.config = Config {
-                    data_dir: self.config.data_dir.clone(),
-                    database: self.config.database.clone(),
+                self.supervisor.set_kill_grace(new.timeouts.kill_grace);
+                state.config = Config {
+                    data_dir: state.config.data_dir.clone(),
+                    database: state.config.database.clone(),
                     control: crate::config::Control {
-                        socket: self.config.control.socket.clone(),
+                        socket: state.config.control.socket.clone(),
                         ..new.control.clone()
                     },
                     ..new
                 };
+                state.wake = true;
             }
         }
     }
@@ -248,132 +314,107 @@ impl Daemon {
         if !self.server.owns(token) {
             return;
         }
-        // Split the borrows: the server drives the connection, the context answers requests.
         let Daemon {
             server,
-            poll,
-            config,
-            store,
-            children,
-            orchestrator_id,
-            started_at_ms,
-            stopping,
+            supervisor,
+            state,
             ..
         } = self;
-        let mut state = RequestContext {
-            config,
-            store,
-            children,
-            orchestrator_id: *orchestrator_id,
-            started_at_ms: *started_at_ms,
-            stopping: *stopping,
-        };
-        server.on_event(poll.registry(), token, &mut |request| state.handle(request));
+        server.on_event(token, &mut |request| handle(state, supervisor, request));
     }
 }
 
-/// What answering a request may see and change.
-struct RequestContext<'a> {
-    config: &'a Config,
-    store: &'a mut Store,
-    children: &'a mut HashMap<i32, Child>,
-    orchestrator_id: i64,
-    started_at_ms: i64,
-    stopping: bool,
+fn requeue_crawl(store: &mut Store, crawl_id: i64) {
+    let retry_at = now_ms() + CRAWL_RETRY_BACKOFF.as_millis() as i64;
+    if let Err(err) = store.requeue(Queue::Crawls, crawl_id, retry_at) {
+        log::error!("crawl {crawl_id}: cannot requeue: {err}");
+    }
 }
 
-impl RequestContext<'_> {
-    fn handle(&mut self, request: Request) -> Response {
-        match request {
-            Request::Status => self.status(),
-            Request::Spawn {
-                argv,
-                cwd,
-                timeout_ms,
-            } => self.spawn(argv, cwd, timeout_ms),
-        }
+fn failed(message: impl std::fmt::Display) -> Response {
+    Response::Error {
+        code: ErrorCode::Failed,
+        message: message.to_string(),
     }
+}
 
-    fn failed(message: impl std::fmt::Display) -> Response {
-        Response::Error {
-            code: ErrorCode::Failed,
-            message: message.to_string(),
+fn handle(state: &mut State, supervisor: &mut Supervisor, request: Request) -> Response {
+    match request {
+        Request::Status => status(state),
+        Request::Wake => {
+            state.wake = true;
+            Response::Woken
         }
+        Request::Spawn {
+            argv,
+            cwd,
+            timeout_ms,
+        } => spawn(state, supervisor, argv, cwd, timeout_ms),
     }
+}
 
-    fn status(&mut self) -> Response {
-        let live = match self.store.live_counts_by_kind() {
-            Ok(counts) => counts
-                .into_iter()
-                .map(|(kind, n)| (kind.to_string(), n))
-                .collect(),
-            Err(err) => return Self::failed(err),
+fn status(state: &State) -> Response {
+    let live = match state.store.live_counts_by_kind() {
+        Ok(counts) => counts
+            .into_iter()
+            .map(|(kind, n)| (kind.to_string(), n))
+            .collect(),
+        Err(err) => return failed(err),
+    };
+    Response::Status(StatusInfo {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at_ms: state.started_at_ms,
+        uptime_ms: now_ms() - state.started_at_ms,
+        database: state.config.database.display().to_string(),
+        socket: state.config.control.socket.display().to_string(),
+        live,
+    })
+}
+
+fn spawn(
+    state: &mut State,
+    supervisor: &mut Supervisor,
+    argv: Vec<String>,
+    cwd: Option<String>,
+    timeout_ms: Option<u64>,
+) -> Response {
+    if !state.config.control.allow_debug_spawn {
+        return Response::Error {
+            code: ErrorCode::NotAllowed,
+            message: format!(
+                "spawn is a debugging aid and is disabled; set control.allow_debug_spawn = \
+                 true in {} to enable it",
+                state.config.source.display()
+            ),
         };
-        let now = crate::store::now_ms();
-        Response::Status(StatusInfo {
-            pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at_ms: self.started_at_ms,
-            uptime_ms: now - self.started_at_ms,
-            database: self.config.database.display().to_string(),
-            socket: self.config.control.socket.display().to_string(),
-            live,
-        })
     }
-
-    fn spawn(
-        &mut self,
-        argv: Vec<String>,
-        cwd: Option<String>,
-        timeout_ms: Option<u64>,
-    ) -> Response {
-        if !self.config.control.allow_debug_spawn {
-            return Response::Error {
-                code: ErrorCode::NotAllowed,
-                message: format!(
-                    "spawn is a debugging aid and is disabled; set control.allow_debug_spawn = \
-                     true in {} to enable it",
-                    self.config.source.display()
-                ),
-            };
-        }
-        if self.stopping {
-            return Self::failed("abxd is stopping and starts nothing new");
-        }
-        let request = SpawnRequest {
-            process: NewProcess {
-                parent_id: Some(self.orchestrator_id),
-                kind: Kind::Hook,
-                crawl_id: None,
-                snapshot_id: None,
-                result_id: None,
-                argv,
-                cwd: cwd.unwrap_or_else(|| self.config.data_dir.display().to_string()),
-                timeout_ms: timeout_ms.map(|ms| ms.min(i64::MAX as u64) as i64),
-            },
-            env: Vec::new(),
-            logs: Logs::InDir(self.config.data_dir.join("logs")),
-        };
-        match spawn::spawn(self.store, &request) {
-            Ok(spawned) => {
-                let pid = spawned.identity.pid;
-                self.children.insert(
-                    pid,
-                    Child {
-                        target: Target {
-                            row_id: spawned.row_id,
-                            identity: spawned.identity,
-                            pgid: pid,
-                        },
-                    },
-                );
-                Response::Spawned {
-                    id: spawned.row_id,
-                    pid,
-                }
+    if state.stopping {
+        return failed("abxd is stopping and starts nothing new");
+    }
+    let request = SpawnRequest {
+        process: NewProcess {
+            parent_id: Some(state.orchestrator_id),
+            kind: Kind::Hook,
+            crawl_id: None,
+            snapshot_id: None,
+            result_id: None,
+            argv,
+            cwd: cwd.unwrap_or_else(|| state.config.data_dir.display().to_string()),
+            timeout_ms: timeout_ms.map(|ms| ms.min(i64::MAX as u64) as i64),
+        },
+        env: Vec::new(),
+        logs: Logs::InDir(state.config.data_dir.join("logs")),
+    };
+    match supervisor.spawn(&mut state.store, &request) {
+        Ok(spawned) => {
+            state.debug_children += 1;
+            Response::Spawned {
+                id: spawned.row_id,
+                pid: spawned.identity.pid,
             }
-            Err(err) => Self::failed(err),
         }
+        Err(err) => failed(err),
     }
 }
 

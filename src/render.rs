@@ -1,14 +1,15 @@
-//! Rendering the process table for people (`abxctl ps`) and machines (`abxctl ps --json`).
+//! Rendering for people and machines: the process table (`abxctl ps`, `--json`), crawls and
+//! their results (`abxctl crawls`, `show`), and a crawl's progress (`abxd run`, `add --wait`).
 //!
 //! Invariant: rendering reads, never writes — it checks each live row's identity against procfs
 //! and shows a row whose process is gone or whose pid was reused as unverified ("running?"),
 //! never hides it and never corrects it (reconciliation is the daemon's job).
 
 use crate::identity::{self, Liveness};
-use crate::store::{ProcessRow, Status};
+use crate::store::{now_ms, HookResult, ProcessRow, Status, Store, StoreError};
 use comfy_table::{presets, ContentArrangement, Table};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.
 pub const PS_JSON_VERSION: u32 = 1;
@@ -202,5 +203,198 @@ mod tests {
         assert_eq!(short_duration(185_000), "3m05s");
         assert_eq!(short_duration(7_620_000), "2h07m");
         assert_eq!(short_duration(-3_000), "-3s");
+    }
+}
+
+/// A byte count for people: `512 B`, `4.2 KiB`, `3.0 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+fn plain_table(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.to_vec());
+    table
+}
+
+fn trimmed_lines(table: &Table, indent: &str) -> String {
+    table
+        .to_string()
+        .lines()
+        .map(|l| format!("{indent}{}\n", l.trim_end()))
+        .collect()
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+/// `abxctl crawls`: one line per crawl.
+pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
+    let crawls = store.crawls()?;
+    if crawls.is_empty() {
+        return Ok("no crawls\n".into());
+    }
+    let mut table = plain_table(&[
+        "ID",
+        "STATUS",
+        "DEPTH",
+        "SNAPSHOTS",
+        "RESULTS",
+        "AGE",
+        "URLS",
+    ]);
+    let now = now_ms();
+    for crawl in crawls {
+        let snapshots = store.snapshots(crawl.id)?;
+        let sealed = snapshots.iter().filter(|s| s.status == "sealed").count();
+        let results = store.results(crawl.id)?;
+        let count = |status: &str| results.iter().filter(|r| r.status == status).count();
+        let status = match &crawl.outcome {
+            Some(outcome) if crawl.status == "sealed" => format!("sealed ({outcome})"),
+            _ => crawl.status.clone(),
+        };
+        table.add_row([
+            crawl.id.to_string(),
+            status,
+            crawl.max_depth.to_string(),
+            format!("{sealed}/{}", snapshots.len()),
+            format!(
+                "{} ok, {} failed, {} skipped",
+                count("succeeded"),
+                count("failed"),
+                count("skipped")
+            ),
+            short_duration(now - crawl.created_at),
+            crawl.urls.join(" "),
+        ]);
+    }
+    Ok(trimmed_lines(&table, ""))
+}
+
+fn results_table(results: &[&HookResult]) -> Table {
+    let mut table = plain_table(&["HOOK", "STATUS", "TIME", "SIZE", "FILES", "OUTPUT"]);
+    for result in results {
+        let time = match (result.started_at, result.ended_at) {
+            (Some(start), Some(end)) => short_duration(end - start),
+            (Some(start), None) => format!("{}…", short_duration(now_ms() - start)),
+            _ => "-".into(),
+        };
+        table.add_row([
+            result.hook.clone(),
+            result.status.clone(),
+            time,
+            bytes(result.output_size),
+            result.output_files.len().to_string(),
+            one_line(result.output.as_deref().unwrap_or(""), 70),
+        ]);
+    }
+    table
+}
+
+/// `abxctl show ID`: a crawl, its crawl hooks' results, and each snapshot with its results.
+pub fn crawl_report(
+    store: &Store,
+    data_dir: &std::path::Path,
+    crawl_id: i64,
+) -> Result<Option<String>, StoreError> {
+    let Some(crawl) = store.crawl(crawl_id)? else {
+        return Ok(None);
+    };
+    let results = store.results(crawl_id)?;
+    let snapshots = store.snapshots(crawl_id)?;
+    let mut out = String::new();
+    let status = match &crawl.outcome {
+        Some(outcome) if crawl.status == "sealed" => format!("sealed ({outcome})"),
+        _ => crawl.status.clone(),
+    };
+    out.push_str(&format!(
+        "crawl {}: {status}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
+        crawl.id,
+        crawl.max_depth,
+        snapshots.len(),
+        crawl.urls.join(" "),
+        data_dir.join("crawls").join(crawl.id.to_string()).display()
+    ));
+    let crawl_hooks: Vec<&HookResult> =
+        results.iter().filter(|r| r.snapshot_id.is_none()).collect();
+    if !crawl_hooks.is_empty() {
+        out.push_str("\n  crawl hooks\n");
+        out.push_str(&trimmed_lines(&results_table(&crawl_hooks), "    "));
+    }
+    for snapshot in &snapshots {
+        out.push_str(&format!(
+            "\n  snapshot {} ({}, depth {}): {}\n",
+            snapshot.id, snapshot.status, snapshot.depth, snapshot.url
+        ));
+        let mine: Vec<&HookResult> = results
+            .iter()
+            .filter(|r| r.snapshot_id == Some(snapshot.id))
+            .collect();
+        if mine.is_empty() {
+            out.push_str("    no results yet\n");
+        } else {
+            out.push_str(&trimmed_lines(&results_table(&mine), "    "));
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Follows a crawl for a person: a line each time a result starts or ends.
+#[derive(Debug, Default)]
+pub struct Progress {
+    reported: HashMap<i64, String>,
+}
+
+impl Progress {
+    /// Lines for what changed since the last call.
+    pub fn update(&mut self, store: &Store, crawl_id: i64) -> Result<Vec<String>, StoreError> {
+        let snapshots: HashMap<i64, String> = store
+            .snapshots(crawl_id)?
+            .into_iter()
+            .map(|s| (s.id, s.url))
+            .collect();
+        let mut lines = Vec::new();
+        for result in store.results(crawl_id)? {
+            if self.reported.get(&result.id) == Some(&result.status) || result.status == "queued" {
+                continue;
+            }
+            self.reported.insert(result.id, result.status.clone());
+            let place = result
+                .snapshot_id
+                .and_then(|id| snapshots.get(&id).cloned())
+                .unwrap_or_else(|| "crawl".into());
+            let detail = match result.status.as_str() {
+                "started" => String::new(),
+                _ => format!(
+                    " {} {}",
+                    bytes(result.output_size),
+                    one_line(result.output.as_deref().unwrap_or(""), 60)
+                ),
+            };
+            lines.push(format!(
+                "{:<9} {:<36} {place}{detail}",
+                result.status, result.hook
+            ));
+        }
+        Ok(lines)
     }
 }

@@ -1,4 +1,4 @@
-use abxd::cli::{AbxdCli, AbxdCommand};
+use abxd::cli::{AbxdCli, AbxdCommand, WorkerCommand};
 use abxd::config::Config;
 use abxd::daemon::Daemon;
 use anyhow::Result;
@@ -24,6 +24,18 @@ fn run(cli: AbxdCli) -> Result<i32> {
         AbxdCommand::Serve => {
             abxd::logging::init(config.log.level);
             Ok(Daemon::start(config)?.run()?)
+        }
+        AbxdCommand::Run { urls, crawl } => {
+            // Progress goes to stdout; only warnings and errors go to the log unless asked.
+            abxd::logging::init(config.log.level.min(log::LevelFilter::Warn));
+            Ok(abxd::run::run(config, &urls, &crawl)?)
+        }
+        AbxdCommand::Worker(worker) => {
+            abxd::logging::init(config.log.level);
+            Ok(match worker {
+                WorkerCommand::Crawl { id } => abxd::worker::run_crawl_worker(config, id)?,
+                WorkerCommand::Snapshot { id } => abxd::worker::run_snapshot_worker(config, id)?,
+            })
         }
     }
 }

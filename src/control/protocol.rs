@@ -16,6 +16,8 @@ pub const VERSION: u32 = 1;
 pub enum Request {
     /// Is the daemon up, since when, and what runs.
     Status,
+    /// New work was enqueued: look for due crawls now.
+    Wake,
     /// Debug only (`control.allow_debug_spawn`): run a command as a child of the orchestrator.
     Spawn {
         argv: Vec<String>,
@@ -31,6 +33,7 @@ pub enum Request {
 pub enum Response {
     Status(StatusInfo),
     Spawned { id: i64, pid: i32 },
+    Woken,
     Error { code: ErrorCode, message: String },
 }
 

@@ -21,6 +21,7 @@ struct Connection {
 }
 
 pub struct Server {
+    registry: Registry,
     listener: UnixListener,
     path: PathBuf,
     listener_token: Token,
@@ -50,6 +51,7 @@ impl Server {
         let mut listener = bound?;
         registry.register(&mut listener, token, Interest::READABLE)?;
         Ok(Server {
+            registry: registry.try_clone()?,
             listener,
             path: path.to_path_buf(),
             listener_token: token,
@@ -68,14 +70,10 @@ impl Server {
     }
 
     /// Serves a readiness event for `token`, answering every complete request with `handle`.
-    pub fn on_event(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        handle: &mut dyn FnMut(Request) -> Response,
-    ) {
+    pub fn on_event(&mut self, token: Token, handle: &mut dyn FnMut(Request) -> Response) {
+        let registry = &self.registry;
         if token == self.listener_token {
-            self.accept(registry);
+            self.accept();
             return;
         }
         let Some(connection) = self.connections.get_mut(&token) else {
@@ -100,7 +98,8 @@ impl Server {
         }
     }
 
-    fn accept(&mut self, registry: &Registry) {
+    fn accept(&mut self) {
+        let registry = &self.registry;
         loop {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {

@@ -1,4 +1,4 @@
-//! The store: one SQLite file holding the process table (and, later, the work queue).
+//! The store: one SQLite file holding the process table and the work queue.
 //!
 //! Invariants: every connection runs with WAL, `busy_timeout` and `foreign_keys=ON`; every write
 //! that touches more than one statement is one `BEGIN IMMEDIATE` transaction (so a writer waits
@@ -7,8 +7,10 @@
 
 pub mod migrations;
 mod processes;
+mod work;
 
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, ProcessRow, Status};
+pub use work::{Crawl, HookResult, Lease, Queue, ResultStatus, Snapshot};
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};

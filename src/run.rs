@@ -1,0 +1,94 @@
+//! `abxd run`: the main job in one command — supervisor in the foreground, one crawl, progress,
+//! a summary, and a clean stop.
+//!
+//! Invariant: it is the same daemon as `abxd` (same lock, same store, same tree), with a crawl
+//! added before the loop starts and a stop when that crawl is sealed; local paths are served by
+//! [`crate::serve`] on loopback and crawled over HTTP.
+
+use crate::cli::CrawlArgs;
+use crate::config::Config;
+use crate::daemon::{Daemon, DaemonError};
+use crate::render::{self, Progress};
+use crate::store::StoreError;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Daemon(#[from] DaemonError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    BadInput(String),
+    #[error("cannot serve {path}: {cause}")]
+    Serve { path: String, cause: std::io::Error },
+}
+
+/// How often progress is printed while the crawl runs.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Turns each argument into a URL: URLs pass through; an existing local file or directory is
+/// served on loopback and replaced by its address.
+fn urls_for(args: &[String]) -> Result<Vec<String>, RunError> {
+    let mut urls = Vec::new();
+    for arg in args {
+        if arg.contains("://") {
+            crate::ctl::validate_url(arg).map_err(|e| RunError::BadInput(e.to_string()))?;
+            urls.push(arg.clone());
+            continue;
+        }
+        let path = Path::new(arg);
+        if !path.exists() {
+            return Err(RunError::BadInput(format!(
+                "{arg:?} is neither a URL nor an existing file or directory"
+            )));
+        }
+        let (root, page) = if path.is_dir() {
+            (path.to_path_buf(), String::new())
+        } else {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            (
+                parent.unwrap_or(Path::new(".")).to_path_buf(),
+                name.to_string(),
+            )
+        };
+        let addr = crate::serve::serve_dir(&root).map_err(|cause| RunError::Serve {
+            path: root.display().to_string(),
+            cause,
+        })?;
+        println!("serving {} on http://{addr}/", root.display());
+        urls.push(format!("http://{addr}/{page}"));
+    }
+    Ok(urls)
+}
+
+pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, RunError> {
+    let urls = urls_for(args)?;
+    let mut daemon = Daemon::start(config)?;
+    let data_dir = daemon.config().data_dir.clone();
+    let database = daemon.config().database.clone();
+    let crawl_id = daemon.add_crawl(&urls, crawl.depth, crawl.plugins.as_deref())?;
+    println!("crawl {crawl_id}: {}", urls.join(" "));
+    let mut progress = Progress::default();
+    let mut sealed = false;
+    daemon.run_until(Some(PROGRESS_INTERVAL), |store| {
+        match progress.update(store, crawl_id) {
+            Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
+            Err(err) => log::error!("progress: {err}"),
+        }
+        sealed = matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == "sealed");
+        sealed
+    })?;
+    let store = crate::store::Store::open_read_only(&database)?;
+    println!();
+    print!(
+        "{}",
+        render::crawl_report(&store, &data_dir, crawl_id)?.unwrap_or_default()
+    );
+    Ok(if sealed { 0 } else { 1 })
+}

@@ -1,0 +1,507 @@
+//! The work queue: crawls, their snapshots, and the result of each hook run.
+//!
+//! Invariants: a crawl or snapshot is taken by exactly one claimer — a claim is one atomic
+//! compare-and-set (inside `BEGIN IMMEDIATE`) that moves `retry_at` into the future; a future
+//! `retry_at` means owned and is never claimed by anyone else; only the owner renews it. A URL
+//! appears at most once per crawl. A result that succeeded is never reset.
+
+use super::{now_ms, Store, StoreError};
+use rusqlite::{params, OptionalExtension, Row};
+use serde::Serialize;
+use std::time::Duration;
+
+/// The two leased queues, which share their claim / renew / requeue / seal logic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Queue {
+    Crawls,
+    Snapshots,
+}
+
+impl Queue {
+    fn table(self) -> &'static str {
+        match self {
+            Queue::Crawls => "crawls",
+            Queue::Snapshots => "snapshots",
+        }
+    }
+}
+
+/// A lease held on one row of a queue by the process row `owner`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    pub queue: Queue,
+    pub id: i64,
+    pub owner: i64,
+    pub duration: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Crawl {
+    pub id: i64,
+    pub urls: Vec<String>,
+    pub max_depth: u32,
+    pub plugins: Option<Vec<String>>,
+    pub status: String,
+    pub outcome: Option<String>,
+    pub retry_at: i64,
+    pub owner_id: Option<i64>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub sealed_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    pub id: i64,
+    pub crawl_id: i64,
+    pub url: String,
+    pub depth: u32,
+    pub status: String,
+    pub retry_at: i64,
+    pub owner_id: Option<i64>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub sealed_at: Option<i64>,
+}
+
+/// The outcome of one hook for one snapshot (or crawl).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookResult {
+    pub id: i64,
+    pub crawl_id: i64,
+    pub snapshot_id: Option<i64>,
+    pub plugin: String,
+    pub hook: String,
+    pub status: String,
+    pub process_id: Option<i64>,
+    pub attempts: u32,
+    pub output: Option<String>,
+    pub output_files: Vec<String>,
+    pub output_size: u64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+}
+
+/// A final result status, as §4 of the spec derives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    Succeeded,
+    Failed,
+    Skipped,
+}
+
+impl ResultStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultStatus::Succeeded => "succeeded",
+            ResultStatus::Failed => "failed",
+            ResultStatus::Skipped => "skipped",
+        }
+    }
+}
+
+fn json_column<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rusqlite::Result<T> {
+    let text: String = row.get(name)?;
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+    })
+}
+
+impl Crawl {
+    const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
+        owner_id, created_at, started_at, sealed_at";
+
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Crawl> {
+        let plugins: Option<String> = row.get("plugins")?;
+        Ok(Crawl {
+            id: row.get("id")?,
+            urls: json_column(row, "urls")?,
+            max_depth: row.get("max_depth")?,
+            plugins: plugins.and_then(|p| serde_json::from_str(&p).ok()),
+            status: row.get("status")?,
+            outcome: row.get("outcome")?,
+            retry_at: row.get("retry_at")?,
+            owner_id: row.get("owner_id")?,
+            created_at: row.get("created_at")?,
+            started_at: row.get("started_at")?,
+            sealed_at: row.get("sealed_at")?,
+        })
+    }
+}
+
+impl Snapshot {
+    const COLUMNS: &'static str = "id, crawl_id, url, depth, status, retry_at, owner_id, \
+        created_at, started_at, sealed_at";
+
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Snapshot> {
+        Ok(Snapshot {
+            id: row.get("id")?,
+            crawl_id: row.get("crawl_id")?,
+            url: row.get("url")?,
+            depth: row.get("depth")?,
+            status: row.get("status")?,
+            retry_at: row.get("retry_at")?,
+            owner_id: row.get("owner_id")?,
+            created_at: row.get("created_at")?,
+            started_at: row.get("started_at")?,
+            sealed_at: row.get("sealed_at")?,
+        })
+    }
+}
+
+impl HookResult {
+    const COLUMNS: &'static str = "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
+        attempts, output, output_files, output_size, started_at, ended_at";
+
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<HookResult> {
+        Ok(HookResult {
+            id: row.get("id")?,
+            crawl_id: row.get("crawl_id")?,
+            snapshot_id: row.get("snapshot_id")?,
+            plugin: row.get("plugin")?,
+            hook: row.get("hook")?,
+            status: row.get("status")?,
+            process_id: row.get("process_id")?,
+            attempts: row.get("attempts")?,
+            output: row.get("output")?,
+            output_files: json_column(row, "output_files")?,
+            output_size: row.get::<_, i64>("output_size")? as u64,
+            started_at: row.get("started_at")?,
+            ended_at: row.get("ended_at")?,
+        })
+    }
+
+    pub fn is_final(&self) -> bool {
+        matches!(self.status.as_str(), "succeeded" | "failed" | "skipped")
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
+impl Store {
+    /// Enqueues a crawl, due now.
+    pub fn add_crawl(
+        &mut self,
+        urls: &[String],
+        max_depth: u32,
+        plugins: Option<&[String]>,
+    ) -> Result<i64, StoreError> {
+        let urls = serde_json::to_string(urls).expect("strings serialize");
+        let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at) \
+                 VALUES (?1, ?2, ?3, 'queued', ?4, ?4)",
+                params![urls, max_depth, plugins, now],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    /// Claims the next due, queued row of `queue` (within `crawl_id` for snapshots) for
+    /// `lease`: one compare-and-set on `retry_at`. Returns the claimed row's id.
+    pub fn claim(
+        &mut self,
+        queue: Queue,
+        crawl_id: Option<i64>,
+        lease: Duration,
+    ) -> Result<Option<i64>, StoreError> {
+        let table = queue.table();
+        let scope = match queue {
+            Queue::Crawls => "",
+            Queue::Snapshots => "AND crawl_id = ?3",
+        };
+        let now = now_ms();
+        self.write(|tx| {
+            let sql = format!(
+                "UPDATE {table} SET status = 'started', retry_at = ?1 + ?2, \
+                 started_at = COALESCE(started_at, ?1) \
+                 WHERE id = (SELECT id FROM {table} WHERE status = 'queued' AND retry_at <= ?1 \
+                             {scope} ORDER BY retry_at, id LIMIT 1) \
+                   AND status = 'queued' AND retry_at <= ?1 \
+                 RETURNING id"
+            );
+            let mut statement = tx.prepare(&sql)?;
+            let id = match queue {
+                Queue::Crawls => statement.query_row(params![now, millis(lease)], |r| r.get(0)),
+                Queue::Snapshots => {
+                    statement.query_row(params![now, millis(lease), crawl_id], |r| r.get(0))
+                }
+            }
+            .optional()?;
+            Ok(id)
+        })
+    }
+
+    /// Hands a claimed row to the process that works on it.
+    pub fn set_owner(&mut self, queue: Queue, id: i64, owner: i64) -> Result<(), StoreError> {
+        let table = queue.table();
+        self.write(|tx| {
+            tx.execute(
+                &format!("UPDATE {table} SET owner_id = ?2 WHERE id = ?1"),
+                params![id, owner],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
+    pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
+        let table = lease.queue.table();
+        let now = now_ms();
+        self.write(|tx| {
+            let changed = tx.execute(
+                &format!(
+                    "UPDATE {table} SET retry_at = ?3 WHERE id = ?1 AND owner_id = ?2 \
+                     AND status = 'started'"
+                ),
+                params![lease.id, lease.owner, now + millis(lease.duration)],
+            )?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// Puts a started row back in the queue, due at `retry_at`.
+    pub fn requeue(&mut self, queue: Queue, id: i64, retry_at: i64) -> Result<(), StoreError> {
+        let table = queue.table();
+        self.write(|tx| {
+            tx.execute(
+                &format!(
+                    "UPDATE {table} SET status = 'queued', retry_at = ?2, owner_id = NULL \
+                     WHERE id = ?1 AND status = 'started'"
+                ),
+                params![id, retry_at],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Seals a row: its work is done for good.
+    pub fn seal(&mut self, queue: Queue, id: i64) -> Result<(), StoreError> {
+        let table = queue.table();
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                &format!(
+                    "UPDATE {table} SET status = 'sealed', sealed_at = ?2 \
+                     WHERE id = ?1 AND status != 'sealed'"
+                ),
+                params![id, now],
+            )?;
+            if queue == Queue::Crawls {
+                tx.execute(
+                    "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
+                    [id],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// When the next queued row of `queue` becomes due, if one is waiting for a future time.
+    pub fn next_retry_at(&self, queue: Queue) -> Result<Option<i64>, StoreError> {
+        let table = queue.table();
+        Ok(self.conn().query_row(
+            &format!("SELECT min(retry_at) FROM {table} WHERE status = 'queued'"),
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    pub fn crawl(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!("SELECT {} FROM crawls WHERE id = ?1", Crawl::COLUMNS),
+                [id],
+                Crawl::from_row,
+            )
+            .optional()?)
+    }
+
+    pub fn crawls(&self) -> Result<Vec<Crawl>, StoreError> {
+        let mut statement = self.conn().prepare(&format!(
+            "SELECT {} FROM crawls ORDER BY id",
+            Crawl::COLUMNS
+        ))?;
+        let rows = statement.query_map([], Crawl::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Adds `url` to the crawl at `depth` unless the crawl has it already. Returns the new id.
+    pub fn add_snapshot(
+        &mut self,
+        crawl_id: i64,
+        url: &str,
+        depth: u32,
+    ) -> Result<Option<i64>, StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            let added = tx.execute(
+                "INSERT OR IGNORE INTO snapshots (crawl_id, url, depth, status, retry_at, \
+                 created_at) VALUES (?1, ?2, ?3, 'queued', ?4, ?4)",
+                params![crawl_id, url, depth, now],
+            )?;
+            Ok((added == 1).then(|| tx.last_insert_rowid()))
+        })
+    }
+
+    pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!("SELECT {} FROM snapshots WHERE id = ?1", Snapshot::COLUMNS),
+                [id],
+                Snapshot::from_row,
+            )
+            .optional()?)
+    }
+
+    pub fn snapshots(&self, crawl_id: i64) -> Result<Vec<Snapshot>, StoreError> {
+        let mut statement = self.conn().prepare(&format!(
+            "SELECT {} FROM snapshots WHERE crawl_id = ?1 ORDER BY id",
+            Snapshot::COLUMNS
+        ))?;
+        let rows = statement.query_map([crawl_id], Snapshot::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The result row of `hook` for this snapshot (or the crawl itself when `snapshot_id` is
+    /// `None`), created `queued` if it does not exist yet.
+    pub fn result_for(
+        &mut self,
+        crawl_id: i64,
+        snapshot_id: Option<i64>,
+        plugin: &str,
+        hook: &str,
+    ) -> Result<HookResult, StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO results (crawl_id, snapshot_id, plugin, hook, status) \
+                 VALUES (?1, ?2, ?3, ?4, 'queued')",
+                params![crawl_id, snapshot_id, plugin, hook],
+            )?;
+            Ok(tx.query_row(
+                &format!(
+                    "SELECT {} FROM results WHERE crawl_id = ?1 \
+                     AND COALESCE(snapshot_id, 0) = COALESCE(?2, 0) AND hook = ?3",
+                    HookResult::COLUMNS
+                ),
+                params![crawl_id, snapshot_id, hook],
+                HookResult::from_row,
+            )?)
+        })
+    }
+
+    /// Marks a result started by process row `process_id` (one more attempt).
+    pub fn start_result(&mut self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
+                 started_at = ?3, ended_at = NULL WHERE id = ?1 AND status != 'succeeded'",
+                params![id, process_id, now],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Records a result's final status and output.
+    pub fn finish_result(
+        &mut self,
+        id: i64,
+        status: ResultStatus,
+        output: Option<&str>,
+        output_files: &[String],
+        output_size: u64,
+    ) -> Result<(), StoreError> {
+        let files = serde_json::to_string(output_files).expect("strings serialize");
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
+                 output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded'",
+                params![id, status.as_str(), output, files, output_size as i64, now],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
+    pub fn results(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
+        let mut statement = self.conn().prepare(&format!(
+            "SELECT {} FROM results WHERE crawl_id = ?1 \
+             ORDER BY COALESCE(snapshot_id, 0), hook",
+            HookResult::COLUMNS
+        ))?;
+        let rows = statement.query_map([crawl_id], HookResult::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_future_retry_at_is_never_claimed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let id = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+        let lease = Duration::from_secs(60);
+        assert_eq!(store.claim(Queue::Crawls, None, lease).unwrap(), Some(id));
+        assert_eq!(store.claim(Queue::Crawls, None, lease).unwrap(), None);
+        store.requeue(Queue::Crawls, id, now_ms() + 60_000).unwrap();
+        assert_eq!(
+            store.claim(Queue::Crawls, None, lease).unwrap(),
+            None,
+            "backed off"
+        );
+        store.requeue(Queue::Crawls, id, 0).unwrap();
+        assert_eq!(
+            store.claim(Queue::Crawls, None, lease).unwrap(),
+            None,
+            "not started"
+        );
+    }
+
+    #[test]
+    fn only_the_owner_renews_and_urls_are_unique_per_crawl() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
+        assert!(store.add_snapshot(crawl, "http://a/", 0).unwrap().is_some());
+        assert!(store.add_snapshot(crawl, "http://a/", 1).unwrap().is_none());
+        let id = store
+            .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(1))
+            .unwrap()
+            .unwrap();
+        let lease = |owner| Lease {
+            queue: Queue::Snapshots,
+            id,
+            owner,
+            duration: Duration::from_secs(60),
+        };
+        let owner = store
+            .insert_process(&crate::store::NewProcess {
+                parent_id: None,
+                kind: crate::store::Kind::SnapshotWorker,
+                crawl_id: Some(crawl),
+                snapshot_id: Some(id),
+                result_id: None,
+                argv: vec![],
+                cwd: "/".into(),
+                timeout_ms: None,
+            })
+            .unwrap();
+        store.set_owner(Queue::Snapshots, id, owner).unwrap();
+        assert!(store.renew(&lease(owner)).unwrap());
+        assert!(!store.renew(&lease(owner + 1)).unwrap());
+        assert!(store.snapshot(id).unwrap().unwrap().retry_at > now_ms() + 30_000);
+    }
+}

@@ -63,6 +63,10 @@ fn add(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: bool) -> Resul
     for url in urls {
         validate_url(url)?;
     }
+    if let Some(dir) = config.database.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|err| CtlError::BadInput(format!("cannot create {}: {err}", dir.display())))?;
+    }
     let mut store = Store::open(&config.database)?;
     let id = store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?;
     drop(store);

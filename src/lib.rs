@@ -11,6 +11,8 @@
 //! ```
 //!
 //! Every process of the tree is a row of the process table (`store`), linked to its parent row.
+//! Each supervising process (daemon, crawl worker, snapshot worker) spawns, reaps and tears down
+//! its own children; the daemon, a child subreaper, also reaps whatever is orphaned below it.
 //!
 //! # Who owns what
 //!
@@ -20,9 +22,13 @@
 //! - `spawn`: the one way a process is started (own group, logs, marker env, row with identity).
 //! - `reaper`: the one place a child is waited for.
 //! - `teardown`: the deadline map — SIGTERM, then SIGKILL at each row's deadline.
+//! - `supervisor`: the loop every supervising process runs (signals, reaping, deadlines, lease).
 //! - `lock`: one daemon per data dir.
 //! - `control`: the socket protocol (`protocol`), the daemon side (`server`), abxctl's (`client`).
-//! - `daemon`: start-up, the event loop, shutdown.
+//! - `daemon`: start-up, the orchestrator (claims crawls, starts crawl workers), shutdown.
+//! - `worker`: the crawl and snapshot worker processes.
+//! - `plugins`, `hooks`: finding hooks by the naming rule; running them and judging results.
+//! - `run`, `serve`: `abxd run`, and the loopback server it crawls local pages through.
 //! - `render`, `ctl`, `cli`: what abxctl shows and does, and both command lines.
 //!
 //! # Invariants

@@ -14,6 +14,7 @@ browser=$!
 stop() {
     kill -TERM "$browser" 2>/dev/null
     wait "$browser"
+    rm -rf profile
     echo '{"type":"ArchiveResult","status":"succeeded","output":"chromium shut down"}'
     exit 0
 }

@@ -3,6 +3,6 @@
 set -u
 . "$(dirname "$0")/../chrome/chromium.sh"
 require_chromium
-run_chromium_once --dump-dom > output.html 2>chromium.log || { tail -n 5 chromium.log >&2; exit 1; }
+run_chromium_once --dump-dom > output.html || exit 1
 [ -s output.html ] || { echo "chromium wrote an empty DOM" >&2; exit 1; }
 echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output\":\"output.html, $(wc -c < output.html) bytes\"}"

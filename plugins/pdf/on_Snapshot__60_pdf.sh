@@ -3,7 +3,6 @@
 set -u
 . "$(dirname "$0")/../chrome/chromium.sh"
 require_chromium
-run_chromium_once --no-pdf-header-footer --print-to-pdf="$PWD/output.pdf" > chromium.log 2>&1 \
-    || { tail -n 5 chromium.log >&2; exit 1; }
+run_chromium_once --no-pdf-header-footer --print-to-pdf="$PWD/output.pdf" >&2 || exit 1
 [ -s output.pdf ] || { echo "chromium wrote no PDF" >&2; exit 1; }
 echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output\":\"output.pdf, $(wc -c < output.pdf) bytes\"}"

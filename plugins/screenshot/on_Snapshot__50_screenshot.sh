@@ -3,7 +3,6 @@
 set -u
 . "$(dirname "$0")/../chrome/chromium.sh"
 require_chromium
-run_chromium_once --window-size=1280,1024 --screenshot="$PWD/screenshot.png" > chromium.log 2>&1 \
-    || { tail -n 5 chromium.log >&2; exit 1; }
+run_chromium_once --window-size=1280,1024 --screenshot="$PWD/screenshot.png" >&2 || exit 1
 [ -s screenshot.png ] || { echo "chromium wrote no screenshot" >&2; exit 1; }
 echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output\":\"screenshot.png, $(wc -c < screenshot.png) bytes\"}"

@@ -246,6 +246,41 @@ impl TestDaemon {
         self.wait_exit();
     }
 
+    /// The database, read-only, as abxctl sees it.
+    pub fn store(&self) -> abxd::store::Store {
+        abxd::store::Store::open_read_only(&self.database()).unwrap()
+    }
+
+    /// `abxctl add ARGS…`; returns the crawl id.
+    pub fn add(&self, args: &[&str]) -> i64 {
+        let mut all = vec!["add"];
+        all.extend_from_slice(args);
+        let out = self.ctl_ok(&all);
+        out.split_whitespace()
+            .nth(1)
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("no crawl id in {out:?}"))
+    }
+
+    /// Waits until crawl `id` is sealed and every process that worked on it has ended.
+    pub fn wait_sealed(&self, id: i64, timeout: Duration) {
+        wait_until(&format!("crawl {id} to be sealed"), timeout, || {
+            let store = self.store();
+            let sealed = store
+                .crawl(id)
+                .unwrap()
+                .is_some_and(|c| c.status == "sealed");
+            let rows = store
+                .processes(&abxd::store::ProcessFilter::default())
+                .unwrap();
+            let ended = rows
+                .iter()
+                .filter(|r| r.crawl_id == Some(id))
+                .all(|r| !r.status.is_live());
+            (sealed && ended).then_some(())
+        });
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
@@ -262,6 +297,20 @@ impl Drop for TestDaemon {
             eprintln!("--- abxd log ---\n{}", self.log());
         }
     }
+}
+
+/// The directory of test fixtures.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Config lines that point the daemon at plugin dirs.
+pub fn plugins_config(dirs: &[&Path]) -> String {
+    let list: Vec<String> = dirs
+        .iter()
+        .map(|d| format!("{:?}", d.display().to_string()))
+        .collect();
+    format!("[paths]\nplugins_dirs = [{}]\n", list.join(", "))
 }
 
 /// Whether `path` exists, for readable waits.

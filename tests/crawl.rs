@@ -1,0 +1,348 @@
+//! Crawls end to end under the real daemon: the process tree, hook results by the contract,
+//! depth, concurrency limits, deadlines and background teardown.
+
+mod common;
+
+use abxd::store::{HookResult, Kind, ProcessFilter, ProcessRow};
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+const CRAWL_WAIT: Duration = Duration::from_secs(90);
+
+fn fixture_daemon(extra: &str) -> TestDaemon {
+    let plugins = fixtures().join("plugins");
+    TestDaemon::start_with(&format!(
+        "{}[timeouts]\nkill_grace = \"500ms\"\nmin_grace = \"200ms\"\n\
+         [plugins.slow]\ntimeout = \"1s\"\n[plugins.envcheck]\nenv = {{ FIXTURE_SETTING = \"from-config\" }}\n{extra}",
+        plugins_config(&[&plugins])
+    ))
+}
+
+fn all_rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
+    daemon.store().processes(&ProcessFilter::default()).unwrap()
+}
+
+fn results_by_hook(daemon: &TestDaemon, crawl: i64) -> BTreeMap<String, HookResult> {
+    daemon
+        .store()
+        .results(crawl)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.hook.clone(), r))
+        .collect()
+}
+
+#[test]
+fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
+    let daemon = fixture_daemon("");
+    let crawl = daemon.add(&["http://127.0.0.1:9/page"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+
+    let rows = all_rows(&daemon);
+    let by_id: HashMap<i64, &ProcessRow> = rows.iter().map(|r| (r.id, r)).collect();
+    let kind_of_parent = |row: &ProcessRow| row.parent_id.map(|p| by_id[&p].kind);
+    let orchestrator = rows.iter().find(|r| r.kind == Kind::Orchestrator).unwrap();
+    let crawl_worker = rows.iter().find(|r| r.kind == Kind::CrawlWorker).unwrap();
+    let snapshot_worker = rows
+        .iter()
+        .find(|r| r.kind == Kind::SnapshotWorker)
+        .unwrap();
+    assert_eq!(crawl_worker.parent_id, Some(orchestrator.id));
+    assert_eq!(crawl_worker.crawl_id, Some(crawl));
+    assert_eq!(snapshot_worker.parent_id, Some(crawl_worker.id));
+    let hooks: Vec<&ProcessRow> = rows.iter().filter(|r| r.kind == Kind::Hook).collect();
+    assert_eq!(hooks.len(), 9, "8 snapshot hooks and 1 crawl hook");
+    for hook in &hooks {
+        let crawl_hook = hook.argv[0].contains("on_Crawl__");
+        let expected = if crawl_hook {
+            Kind::CrawlWorker
+        } else {
+            Kind::SnapshotWorker
+        };
+        assert_eq!(kind_of_parent(hook), Some(expected), "{:?}", hook.argv);
+        assert!(!hook.status.is_live(), "{:?} still live", hook.argv);
+        assert!(hook.result_id.is_some());
+    }
+    for worker in [crawl_worker, snapshot_worker] {
+        assert_eq!(worker.exit_code, Some(0), "{:?}", worker.argv);
+    }
+
+    let results = results_by_hook(&daemon, crawl);
+    let status = |hook: &str| results[hook].status.as_str();
+    assert_eq!(status("on_Snapshot__05_envcheck.sh"), "succeeded");
+    assert_eq!(status("on_Snapshot__10_ok.sh"), "succeeded");
+    assert_eq!(
+        results["on_Snapshot__10_ok.sh"].output.as_deref(),
+        Some("all good")
+    );
+    assert_eq!(
+        results["on_Snapshot__10_ok.sh"].output_files,
+        vec!["ok.txt".to_string()]
+    );
+    assert_eq!(results["on_Snapshot__10_ok.sh"].output_size, 5);
+    assert_eq!(status("on_Snapshot__20_skipper.sh"), "skipped");
+    assert_eq!(
+        results["on_Snapshot__20_skipper.sh"].output.as_deref(),
+        Some("skipped: the tool this needs is missing")
+    );
+    assert_eq!(status("on_Snapshot__30_failer.sh"), "failed");
+    assert_eq!(
+        results["on_Snapshot__30_failer.sh"].output.as_deref(),
+        Some("something broke")
+    );
+    assert_eq!(status("on_Snapshot__40_recorder.sh"), "skipped");
+    assert_eq!(status("on_Snapshot__50_slow.sh"), "failed");
+    assert!(results["on_Snapshot__50_slow.sh"]
+        .output
+        .as_deref()
+        .unwrap()
+        .starts_with("timeout"));
+    assert_eq!(status("on_Snapshot__15_background.bg.sh"), "succeeded");
+    assert_eq!(status("on_Crawl__10_crawlbg.bg.sh"), "succeeded");
+    for result in results.values() {
+        assert!(
+            result.started_at.is_some() && result.ended_at.is_some(),
+            "{result:?}"
+        );
+    }
+
+    // The timed-out hook: SIGTERM to its group at the deadline, recorded as a timeout.
+    let slow = hooks
+        .iter()
+        .find(|h| h.argv[0].ends_with("on_Snapshot__50_slow.sh"))
+        .unwrap();
+    assert_eq!(slow.end_reason, Some(abxd::store::EndReason::Timeout));
+    assert!(slow.sigterm_at.is_some());
+    // The background hooks were torn down when their snapshot (or crawl) ended, after the last
+    // foreground hook.
+    let last_foreground_end = hooks
+        .iter()
+        .filter(|h| h.snapshot_id.is_some() && !h.argv[0].contains(".bg."))
+        .filter_map(|h| h.ended_at)
+        .max()
+        .unwrap();
+    for bg in hooks.iter().filter(|h| h.argv[0].contains(".bg.")) {
+        assert!(bg.sigterm_at.is_some(), "{:?} was not torn down", bg.argv);
+        assert!(bg.sigterm_at.unwrap() >= last_foreground_end || bg.snapshot_id.is_none());
+        assert_eq!(bg.exit_code, Some(0));
+    }
+    let crawlbg = hooks
+        .iter()
+        .find(|h| h.argv[0].contains("on_Crawl__"))
+        .unwrap();
+    assert!(crawlbg.sigterm_at.unwrap() >= snapshot_worker.ended_at.unwrap());
+
+    // What the hook contract passes: argv, cwd, env, stdin, its own process group.
+    let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+    let snapshot_dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{}", snapshot.id));
+    let contract = std::fs::read_to_string(snapshot_dir.join("envcheck/contract.txt")).unwrap();
+    let envcheck = hooks
+        .iter()
+        .find(|h| h.argv[0].contains("envcheck"))
+        .unwrap();
+    for line in [
+        format!(
+            "argv=--url=http://127.0.0.1:9/page --snapshot-id={} --crawl-id={crawl}",
+            snapshot.id
+        ),
+        format!("cwd={}", snapshot_dir.join("envcheck").display()),
+        format!("CRAWL_ID={crawl}"),
+        format!(
+            "CRAWL_DIR={}",
+            daemon.data_dir().join(format!("crawls/{crawl}")).display()
+        ),
+        format!("SNAPSHOT_ID={}", snapshot.id),
+        format!("SNAPSHOT_DIR={}", snapshot_dir.display()),
+        format!("ABXD_PROCESS_ID={}", envcheck.id),
+        "TIMEOUT=60".to_string(),
+        "FIXTURE_SETTING=from-config".to_string(),
+        "NOTIFY_SOCKET=<unset>".to_string(),
+        "stdin=/dev/null".to_string(),
+        format!(
+            "pgid={} pid={}",
+            envcheck.pid.unwrap(),
+            envcheck.pid.unwrap()
+        ),
+    ] {
+        assert!(
+            contract.lines().any(|l| l == line),
+            "missing {line:?} in\n{contract}"
+        );
+    }
+
+    // show reports every hook.
+    let show = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    for hook in results.keys() {
+        assert!(show.contains(hook.as_str()), "{show}");
+    }
+    assert!(show.contains("sealed (finished)"), "{show}");
+}
+
+#[test]
+fn depth_1_crawls_each_linked_page_once_and_no_page_twice() {
+    let site = tempfile::tempdir().unwrap();
+    let page = |name: &str, links: &[&str]| {
+        let anchors: String = links
+            .iter()
+            .map(|l| format!("<a href=\"{l}\">{l}</a>\n"))
+            .collect();
+        std::fs::write(
+            site.path().join(name),
+            format!("<html><head><title>{name}</title></head><body>{anchors}</body></html>"),
+        )
+        .unwrap();
+    };
+    page("index.html", &["b.html", "c.html", "index.html", "#top"]);
+    page("b.html", &["index.html", "c.html", "d.html"]);
+    page("c.html", &["b.html", "d.html"]);
+    page("d.html", &[]);
+    let addr = abxd::serve::serve_dir(site.path()).unwrap();
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let daemon = TestDaemon::start_with(&plugins_config(&[&bundled]));
+    let root = format!("http://{addr}/index.html");
+    let crawl = daemon.add(&[&root, "--depth", "1", "--plugins", "links,title"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+
+    let snapshots = daemon.store().snapshots(crawl).unwrap();
+    let found: BTreeSet<(String, u32)> =
+        snapshots.iter().map(|s| (s.url.clone(), s.depth)).collect();
+    let expected: BTreeSet<(String, u32)> = [
+        (root.clone(), 0),
+        (format!("http://{addr}/b.html"), 1),
+        (format!("http://{addr}/c.html"), 1),
+    ]
+    .into();
+    assert_eq!(found, expected);
+    assert_eq!(snapshots.len(), 3, "no URL twice");
+    assert!(snapshots.iter().all(|s| s.status == "sealed"));
+    let results = daemon.store().results(crawl).unwrap();
+    assert_eq!(results.len(), 6, "links and title, once per snapshot");
+    let workers = all_rows(&daemon)
+        .into_iter()
+        .filter(|r| r.kind == Kind::SnapshotWorker)
+        .count();
+    assert_eq!(workers, 3, "one snapshot worker per snapshot");
+}
+
+/// The largest number of intervals [start, end) that overlap at any moment.
+fn max_overlap(intervals: &[(i64, i64)]) -> usize {
+    let mut edges: Vec<(i64, i32)> = intervals
+        .iter()
+        .flat_map(|&(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    // At the same millisecond, an end comes before a start.
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, delta) in edges {
+        now += delta;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+#[test]
+fn no_more_snapshot_workers_run_at_once_than_the_limit() {
+    let daemon = fixture_daemon("[limits]\nmax_snapshot_workers = 2\n");
+    let urls: Vec<String> = (0..6).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+    args.extend(["--plugins", "sleepy"]);
+    let crawl = daemon.add(&args);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+
+    let workers: Vec<(i64, i64)> = all_rows(&daemon)
+        .into_iter()
+        .filter(|r| r.kind == Kind::SnapshotWorker)
+        .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
+        .collect();
+    assert_eq!(workers.len(), 6);
+    assert_eq!(
+        max_overlap(&workers),
+        2,
+        "the limit is used, and never exceeded"
+    );
+}
+
+#[test]
+fn a_crawl_added_while_the_daemon_is_down_runs_when_it_starts() {
+    let mut daemon = TestDaemon::prepare(&plugins_config(&[&fixtures().join("plugins")]));
+    let output = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "ok"]);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("abxd is not running: the crawl runs when it starts"),
+        "{stdout}"
+    );
+    daemon.launch();
+    daemon.wait_sealed(1, CRAWL_WAIT);
+    let results = results_by_hook(&daemon, 1);
+    assert_eq!(results["on_Snapshot__10_ok.sh"].status, "succeeded");
+}
+
+#[test]
+fn add_wait_follows_the_crawl_and_prints_its_results() {
+    let daemon = fixture_daemon("");
+    let output = daemon.ctl_ok(&[
+        "add",
+        "http://127.0.0.1:9/",
+        "--plugins",
+        "ok,failer",
+        "--wait",
+    ]);
+    assert!(output.contains("sealed (finished)"), "{output}");
+    assert!(output.contains("on_Snapshot__10_ok.sh"), "{output}");
+    assert!(output.contains("on_Snapshot__30_failer.sh"), "{output}");
+    let crawls = daemon.ctl_ok(&["crawls"]);
+    assert!(crawls.contains("1 ok, 1 failed, 0 skipped"), "{crawls}");
+}
+
+#[test]
+fn logs_prints_a_hooks_output() {
+    let daemon = fixture_daemon("");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "failer"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let hook = all_rows(&daemon)
+        .into_iter()
+        .find(|r| r.kind == Kind::Hook)
+        .unwrap();
+    let logs = daemon.ctl_ok(&["logs", &hook.id.to_string()]);
+    assert!(logs.contains("something broke"), "{logs}");
+    let missing = daemon.ctl(&["logs", "9999"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no process row 9999"));
+}
+
+#[test]
+fn bad_urls_are_refused_before_anything_is_queued() {
+    let daemon = fixture_daemon("");
+    let output = daemon.ctl(&["add", "not a url"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is not an http://"));
+    assert!(daemon.store().crawls().unwrap().is_empty());
+    wait_until("nothing to change", WAIT, || Some(()));
+}
+
+#[test]
+fn abxd_run_crawls_a_local_directory_and_prints_a_summary() {
+    let daemon = TestDaemon::prepare(&plugins_config(&[&fixtures().join("plugins")]));
+    let site = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/site");
+    let output = daemon
+        .abxd_command(&["run", site.to_str().unwrap(), "--plugins", "ok,skipper"])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", daemon.log());
+    assert!(stdout.contains("serving "), "{stdout}");
+    assert!(stdout.contains("sealed (finished)"), "{stdout}");
+    assert!(stdout.contains("on_Snapshot__10_ok.sh"), "{stdout}");
+    assert!(
+        stdout.contains("skipped: the tool this needs is missing"),
+        "{stdout}"
+    );
+    // The daemon stopped cleanly: its row is final, nothing of it runs.
+    let rows = daemon.store().processes(&ProcessFilter::default()).unwrap();
+    assert!(rows.iter().all(|r| !r.status.is_live()), "{rows:?}");
+    assert!(common::tagged_pids(&daemon.tag).is_empty());
+}

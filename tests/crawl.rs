@@ -346,3 +346,39 @@ fn abxd_run_crawls_a_local_directory_and_prints_a_summary() {
     assert!(rows.iter().all(|r| !r.status.is_live()), "{rows:?}");
     assert!(common::tagged_pids(&daemon.tag).is_empty());
 }
+
+#[test]
+fn a_disabled_plugin_does_not_run_even_when_the_crawl_lists_it() {
+    let daemon = fixture_daemon("[plugins.failer]\nenabled = false\n");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "ok,failer"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let hooks: Vec<String> = results_by_hook(&daemon, crawl).into_keys().collect();
+    assert_eq!(hooks, vec!["on_Snapshot__10_ok.sh".to_string()]);
+}
+
+#[test]
+fn a_worker_renews_its_lease_while_a_hook_outlasts_it() {
+    let daemon = TestDaemon::start_with(&format!(
+        "{}[timeouts]\nlease = \"600ms\"\n[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"1.5\" }}\n",
+        plugins_config(&[&fixtures().join("plugins")])
+    ));
+    // While the hook sleeps (1.5 s, longer than the lease), the snapshot's lease keeps moving.
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "sleepy"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+    let worker = all_rows(&daemon)
+        .into_iter()
+        .find(|r| r.kind == Kind::SnapshotWorker)
+        .unwrap();
+    assert!(
+        snapshot.retry_at > worker.started_at.unwrap() + 600,
+        "the lease was renewed past its first expiry"
+    );
+    assert_eq!(
+        all_rows(&daemon)
+            .iter()
+            .filter(|r| r.kind == Kind::SnapshotWorker)
+            .count(),
+        1
+    );
+}

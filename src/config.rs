@@ -110,6 +110,8 @@ pub struct Timeouts {
     pub min_grace: Duration,
     #[serde(deserialize_with = "duration")]
     pub lease: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub descendant_scan: Duration,
 }
 
 impl Default for Timeouts {
@@ -119,6 +121,7 @@ impl Default for Timeouts {
             kill_grace: Duration::from_secs(5),
             min_grace: Duration::from_secs(1),
             lease: Duration::from_secs(60),
+            descendant_scan: Duration::from_secs(1),
         }
     }
 }
@@ -273,6 +276,15 @@ impl Config {
         Ok(config)
     }
 
+    /// The timing the supervisor loop applies.
+    pub fn timing(&self) -> crate::supervisor::Timing {
+        crate::supervisor::Timing {
+            kill_grace: self.timeouts.kill_grace,
+            min_grace: self.timeouts.min_grace,
+            descendant_scan: self.timeouts.descendant_scan,
+        }
+    }
+
     fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             path: self.source.clone(),
@@ -297,6 +309,7 @@ impl Config {
             ("timeouts.hook_timeout", self.timeouts.hook_timeout),
             ("timeouts.kill_grace", self.timeouts.kill_grace),
             ("timeouts.lease", self.timeouts.lease),
+            ("timeouts.descendant_scan", self.timeouts.descendant_scan),
         ] {
             if value.is_zero() {
                 return Err(self.invalid(key, "must be longer than 0s"));
@@ -349,6 +362,10 @@ impl Config {
                 ("timeouts.kill_grace", humantime(c.timeouts.kill_grace)),
                 ("timeouts.min_grace", humantime(c.timeouts.min_grace)),
                 ("timeouts.lease", humantime(c.timeouts.lease)),
+                (
+                    "timeouts.descendant_scan",
+                    humantime(c.timeouts.descendant_scan),
+                ),
                 ("plugins", format!("{:?}", c.plugins)),
                 ("control.socket", c.control.socket.display().to_string()),
                 (

@@ -15,7 +15,7 @@ use crate::identity;
 use crate::lock::{DataDirLock, LockError};
 use crate::spawn::{Logs, SpawnRequest};
 use crate::store::{now_ms, EndReason, ExitOutcome, Kind, NewProcess, Queue, Store, StoreError};
-use crate::supervisor::{Event, Supervisor};
+use crate::supervisor::{ChildPolicy, Event, Supervisor};
 use crate::worker;
 use mio::Token;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -61,6 +61,8 @@ struct State {
     debug_children: usize,
     /// Set by a `wake` request: look for due crawls.
     wake: bool,
+    /// Connections waiting for the teardown of a row to finish.
+    waiting: HashMap<i64, Vec<Token>>,
 }
 
 pub struct Daemon {
@@ -83,12 +85,13 @@ impl Daemon {
         if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
             log::warn!("cannot become a child subreaper ({err}): orphans will escape to init");
         }
-        let supervisor = Supervisor::new(config.timeouts.kill_grace)?;
         let store_err = |cause| DaemonError::Store {
             path: config.database.clone(),
             cause,
         };
         let mut store = Store::open(&config.database).map_err(store_err)?;
+        let instance = store.instance_id().map_err(store_err)?;
+        let supervisor = Supervisor::new(config.timing(), instance)?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
         let server = Server::bind(
             &config.control.socket,
@@ -117,6 +120,7 @@ impl Daemon {
                 crawl_workers: HashMap::new(),
                 debug_children: 0,
                 wake: true,
+                waiting: HashMap::new(),
             },
             supervisor,
             server,
@@ -159,7 +163,7 @@ impl Daemon {
                     self.fill_crawl_workers();
                 }
             }
-            if self.state.stopping && !self.supervisor.has_children() {
+            if self.state.stopping && !self.supervisor.has_work() {
                 break;
             }
             let timer = self.next_timer(tick);
@@ -169,6 +173,7 @@ impl Daemon {
                     Event::Exited {
                         row_id, outcome, ..
                     } => self.child_ended(row_id, outcome),
+                    Event::TornDown(report) => self.torn_down(report),
                     Event::Signal(SIGTERM | SIGINT) => self.stop(SIGTERM),
                     Event::Signal(SIGHUP) => self.reload(),
                     Event::Signal(_) | Event::LeaseLost => {}
@@ -224,7 +229,10 @@ impl Daemon {
                 crawl_id,
                 None,
             );
-            match self.supervisor.spawn(&mut state.store, &request) {
+            match self
+                .supervisor
+                .spawn(&mut state.store, &request, ChildPolicy::WORKER)
+            {
                 Ok(spawned) => {
                     log::info!("crawl {crawl_id}: worker row {} started", spawned.row_id);
                     if let Err(err) = state
@@ -271,9 +279,8 @@ impl Daemon {
             self.supervisor.child_count()
         );
         self.state.stopping = true;
-        let grace = self.state.config.timeouts.kill_grace;
         self.supervisor
-            .stop_all(&mut self.state.store, grace, EndReason::Killed);
+            .stop_all(&mut self.state.store, EndReason::Killed);
     }
 
     fn reload(&mut self) {
@@ -295,7 +302,7 @@ impl Daemon {
                 }
                 crate::logging::set_level(new.log.level);
                 self.server.set_max_frame_bytes(new.control.max_frame_bytes);
-                self.supervisor.set_kill_grace(new.timeouts.kill_grace);
+                self.supervisor.set_timing(new.timing());
                 state.config = Config {
                     data_dir: state.config.data_dir.clone(),
                     database: state.config.database.clone(),
@@ -320,7 +327,31 @@ impl Daemon {
             state,
             ..
         } = self;
-        server.on_event(token, &mut |request| handle(state, supervisor, request));
+        server.on_event(token, &mut |token, request| {
+            handle(state, supervisor, token, request)
+        });
+    }
+
+    /// A teardown finished: answer whoever waits for it.
+    fn torn_down(&mut self, report: crate::teardown::Report) {
+        log::info!(
+            "teardown of row {} finished{}",
+            report.root_row,
+            if report.complete {
+                ""
+            } else {
+                " incomplete: processes survived SIGKILL"
+            }
+        );
+        let response = Response::TornDown(report.clone());
+        for token in self
+            .state
+            .waiting
+            .remove(&report.root_row)
+            .unwrap_or_default()
+        {
+            self.server.reply(token, &response);
+        }
     }
 }
 
@@ -338,18 +369,170 @@ fn failed(message: impl std::fmt::Display) -> Response {
     }
 }
 
-fn handle(state: &mut State, supervisor: &mut Supervisor, request: Request) -> Response {
+fn handle(
+    state: &mut State,
+    supervisor: &mut Supervisor,
+    token: Token,
+    request: Request,
+) -> Option<Response> {
     match request {
-        Request::Status => status(state),
+        Request::Status => Some(status(state)),
         Request::Wake => {
             state.wake = true;
-            Response::Woken
+            Some(Response::Woken)
         }
         Request::Spawn {
             argv,
             cwd,
             timeout_ms,
-        } => spawn(state, supervisor, argv, cwd, timeout_ms),
+        } => Some(spawn(state, supervisor, argv, cwd, timeout_ms)),
+        Request::Kill {
+            row,
+            pid,
+            signal,
+            grace_ms,
+            wait,
+        } => {
+            let row = match resolve_live_row(state, row, pid) {
+                Ok(row) => row,
+                Err(refusal) => return Some(refusal),
+            };
+            let Some(signal) = rustix::process::Signal::from_named_raw(signal.unwrap_or(15)) else {
+                return Some(refused(ErrorCode::Malformed, "not a signal number"));
+            };
+            let grace = grace_ms
+                .map(Duration::from_millis)
+                .unwrap_or(state.config.timeouts.kill_grace);
+            log::info!(
+                "kill request: row {row}, signal {}, grace {grace:?}",
+                signal.as_raw()
+            );
+            supervisor.stop(&mut state.store, row, signal, grace, EndReason::Killed);
+            if wait {
+                state.waiting.entry(row).or_default().push(token);
+                None
+            } else {
+                Some(Response::TeardownStarted { row })
+            }
+        }
+        Request::Cancel { crawl_id } => cancel(state, supervisor, token, crawl_id),
+    }
+}
+
+fn refused(code: ErrorCode, message: impl Into<String>) -> Response {
+    Response::Error {
+        code,
+        message: message.into(),
+    }
+}
+
+/// The row a kill request names, if it is a live process of the table (and not abxd itself).
+fn resolve_live_row(state: &State, row: Option<i64>, pid: Option<i32>) -> Result<i64, Response> {
+    let found =
+        match (row, pid) {
+            (Some(id), None) => state.store.process(id).map_err(failed)?.ok_or_else(|| {
+                refused(
+                    ErrorCode::NotFound,
+                    format!("no process row {id} (see abxctl ps --all)"),
+                )
+            })?,
+            (None, Some(pid)) => state
+                .store
+                .live_row_by_pid(pid)
+                .map_err(failed)?
+                .ok_or_else(|| {
+                    refused(
+                ErrorCode::NotFound,
+                format!("pid {pid} is not a live process of abxd's table: refusing to signal it"),
+            )
+                })?,
+            _ => {
+                return Err(refused(
+                    ErrorCode::Malformed,
+                    "name exactly one of a row id or a pid",
+                ))
+            }
+        };
+    let alive = found
+        .identity
+        .as_ref()
+        .is_some_and(|id| identity::check(id).is_alive());
+    if !found.status.is_live() || !alive {
+        return Err(refused(
+            ErrorCode::NotFound,
+            format!(
+                "row {} is not a live process (status {}{}): nothing to kill",
+                found.id,
+                found.status,
+                if found.status.is_live() {
+                    ", but its process is gone"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    if found.id == state.orchestrator_id {
+        return Err(refused(
+            ErrorCode::NotAllowed,
+            format!(
+                "row {} is abxd itself: stop it with SIGTERM (systemctl stop abxd)",
+                found.id
+            ),
+        ));
+    }
+    Ok(found.id)
+}
+
+/// `abxctl cancel`: seal the crawl as cancelled first (so nothing requeues it), then tear its
+/// worker's tree down and answer when it is gone.
+fn cancel(
+    state: &mut State,
+    supervisor: &mut Supervisor,
+    token: Token,
+    crawl_id: i64,
+) -> Option<Response> {
+    let crawl = match state.store.crawl(crawl_id) {
+        Ok(Some(crawl)) => crawl,
+        Ok(None) => return Some(refused(ErrorCode::NotFound, format!("no crawl {crawl_id}"))),
+        Err(err) => return Some(failed(err)),
+    };
+    if crawl.status == "sealed" {
+        return Some(refused(
+            ErrorCode::NotAllowed,
+            format!(
+                "crawl {crawl_id} is sealed already ({})",
+                crawl.outcome.unwrap_or_default()
+            ),
+        ));
+    }
+    if let Err(err) = state.store.cancel_crawl(crawl_id) {
+        return Some(failed(err));
+    }
+    let worker = state
+        .crawl_workers
+        .iter()
+        .find(|(_, c)| **c == crawl_id)
+        .map(|(row, _)| *row);
+    log::info!("crawl {crawl_id} cancelled");
+    match worker {
+        Some(row) => {
+            let grace = state.config.timeouts.kill_grace;
+            supervisor.stop(
+                &mut state.store,
+                row,
+                rustix::process::Signal::TERM,
+                grace,
+                EndReason::Killed,
+            );
+            state.waiting.entry(row).or_default().push(token);
+            None
+        }
+        None => Some(Response::TornDown(crate::teardown::Report {
+            root_row: 0,
+            complete: true,
+            processes: Vec::new(),
+        })),
     }
 }
 
@@ -406,7 +589,7 @@ fn spawn(
         env: Vec::new(),
         logs: Logs::InDir(state.config.data_dir.join("logs")),
     };
-    match supervisor.spawn(&mut state.store, &request) {
+    match supervisor.spawn(&mut state.store, &request, ChildPolicy::FOREGROUND_HOOK) {
         Ok(spawned) => {
             state.debug_children += 1;
             Response::Spawned {

@@ -13,7 +13,7 @@ use crate::spawn::{Logs, SpawnRequest};
 use crate::store::{
     Crawl, EndReason, ExitOutcome, Kind, NewProcess, ResultStatus, Snapshot, Store, StoreError,
 };
-use crate::supervisor::Supervisor;
+use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -329,7 +329,12 @@ impl HookRunner {
             if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
                 log::error!("{}: cannot create its dir: {err}", hook.file_name);
             }
-            match supervisor.spawn(store, &request) {
+            let policy = if hook.background {
+                ChildPolicy::BACKGROUND_HOOK
+            } else {
+                ChildPolicy::FOREGROUND_HOOK
+            };
+            match supervisor.spawn(store, &request, policy) {
                 Ok(spawned) => {
                     store.start_result(result.id, Some(spawned.row_id))?;
                     log::info!("{} started (row {})", hook.file_name, spawned.row_id);

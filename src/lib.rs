@@ -19,9 +19,10 @@
 //! - `config`: `supervisor.toml`, strictly parsed; a `Config` is always valid.
 //! - `store`: the SQLite file — process table and migrations; all writes `BEGIN IMMEDIATE`.
 //! - `identity`: (boot id, pid, start time) and the one check "is this still that process".
+//! - `proctree`: descendants through procfs and processes by marker.
 //! - `spawn`: the one way a process is started (own group, logs, marker env, row with identity).
 //! - `reaper`: the one place a child is waited for.
-//! - `teardown`: the deadline map — SIGTERM, then SIGKILL at each row's deadline.
+//! - `teardown`: the deadline map — whole trees, SIGTERM, then SIGKILL at each one's deadline.
 //! - `supervisor`: the loop every supervising process runs (signals, reaping, deadlines, lease).
 //! - `lock`: one daemon per data dir.
 //! - `control`: the socket protocol (`protocol`), the daemon side (`server`), abxctl's (`client`).
@@ -51,6 +52,7 @@ pub mod identity;
 pub mod lock;
 pub mod logging;
 pub mod plugins;
+pub mod proctree;
 pub mod reaper;
 pub mod render;
 pub mod run;

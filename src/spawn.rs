@@ -1,7 +1,8 @@
 //! Spawning: the one way abxd starts a process.
 //!
 //! Invariants: every child gets its own process group, stdin from `/dev/null`, stdout and stderr
-//! appended to its own log files, `ABXD_PROCESS_ID` set to its row id, and none of the service
+//! appended to its own log files, `ABXD_PROCESS_ID` set to its row id and `ABXD_INSTANCE` to the
+//! database's id (together, the marker its descendants inherit), and none of the service
 //! manager's variables; its row exists (`starting`) before the process does and carries its
 //! identity (`running`) before this function returns — before anyone can reap it, since only the
 //! event loop reaps and it is not running while we are here. Spawning never forks a copy of the
@@ -101,8 +102,9 @@ fn open_log(path: &Path) -> Result<File, SpawnError> {
 pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, SpawnError> {
     let argv = &request.process.argv;
     let program = argv.first().ok_or(SpawnError::EmptyArgv)?;
+    let instance = store.instance_id()?;
     let row_id = store.insert_process(&request.process)?;
-    match start(row_id, program, request) {
+    match start(row_id, &instance, program, request) {
         Ok((child, stdout, stderr)) => {
             let pid = child.id() as i32;
             // Unreaped, so the pid is ours even if the child already exited.
@@ -131,6 +133,7 @@ pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, Spawn
 
 fn start(
     row_id: i64,
+    instance: &str,
     program: &str,
     request: &SpawnRequest,
 ) -> Result<(std::process::Child, PathBuf, PathBuf), SpawnError> {
@@ -150,6 +153,7 @@ fn start(
     }
     command.envs(request.env.iter().map(|(k, v)| (k, v)));
     command.env(PROCESS_ID_ENV, row_id.to_string());
+    command.env(crate::proctree::INSTANCE_ENV, instance);
     let child = command.spawn().map_err(|cause| SpawnError::Exec {
         program: program.to_string(),
         cause,

@@ -1,35 +1,44 @@
 //! The supervising core shared by every abxd process that has children: the daemon, crawl
 //! workers and snapshot workers. It owns the `mio` loop, the signal pipe, the children, their
-//! deadlines, the teardown map and the lease its process holds.
+//! deadlines, the teardown map, the descendant scan and the lease its process holds.
 //!
 //! Invariants: the process that spawned a child is the one that reaps it, here and only here;
 //! a reaped child's row is made final here (one writer per row's lifecycle) before the caller
-//! hears of it; with nothing to wait for, [`Supervisor::wait`] blocks in `poll` with no timeout —
-//! the only timers are real deadlines (hook timeouts, SIGKILL deadlines, lease renewal, and the
-//! caller's own).
+//! hears of it, and so is the row of a descendant re-parented here (this process is a child
+//! subreaper). With nothing to wait for, [`Supervisor::wait`] blocks in `poll` with no timeout:
+//! the only timers are real deadlines (hook timeouts, SIGKILL deadlines, the descendant scan
+//! while hooks run, lease renewal, and the caller's own).
 
+use crate::identity::{self, Identity};
+use crate::proctree;
 use crate::reaper;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
-use crate::store::{EndReason, ExitOutcome, Lease, Store};
-use crate::teardown::{DeadlineMap, Target};
+use crate::store::{EndReason, ExitOutcome, Kind, Lease, Store};
+use crate::teardown::{self, DeadlineMap, Report};
 use mio::{Events, Interest, Poll, Registry, Token};
+use rustix::process::Signal;
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-/// The token of the signal pipe; callers register their own sources with other tokens.
+/// The end detail of a descendant that ended where no one here could see its exit status.
+const UNKNOWN_EXIT: &str = "ended; exit status unknown (not a child of its supervisor)";
+
+/// The token of the signal pipe; callers register their own sources with tokens from 1 up to
+/// [`teardown::FIRST_TOKEN`].
 pub const SIGNALS: Token = Token(0);
 
 /// Something the caller must act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// A child was reaped and its row made final.
+    /// A child was reaped and its row made final. `leaked`: processes it started live on.
     Exited {
         row_id: i64,
         pid: i32,
         outcome: ExitOutcome,
         reason: EndReason,
+        leaked: bool,
     },
     /// SIGTERM, SIGINT or SIGHUP arrived.
     Signal(i32),
@@ -39,12 +48,50 @@ pub enum Event {
     Timer,
     /// The lease could not be renewed: someone else owns the work now.
     LeaseLost,
+    /// A teardown finished.
+    TornDown(Report),
+}
+
+/// How a child is watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildPolicy {
+    /// Record its descendants as `child` rows while it runs, and flag it leaking if it exits
+    /// while they live on.
+    pub scan_descendants: bool,
+    /// Tear what it leaks down as soon as it exits (else with everything else, at the end).
+    pub leftovers_now: bool,
+}
+
+impl ChildPolicy {
+    pub const WORKER: ChildPolicy = ChildPolicy {
+        scan_descendants: false,
+        leftovers_now: true,
+    };
+    pub const FOREGROUND_HOOK: ChildPolicy = ChildPolicy {
+        scan_descendants: true,
+        leftovers_now: true,
+    };
+    pub const BACKGROUND_HOOK: ChildPolicy = ChildPolicy {
+        scan_descendants: true,
+        leftovers_now: false,
+    };
 }
 
 struct Child {
-    target: Target,
+    row_id: i64,
     /// When it must be stopped for running too long.
     deadline: Option<Instant>,
+    policy: ChildPolicy,
+    /// Descendants recorded so far: pid → (row, identity).
+    descendants: HashMap<i32, (i64, Identity)>,
+}
+
+/// Timing settings the supervisor applies.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub kill_grace: Duration,
+    pub min_grace: Duration,
+    pub descendant_scan: Duration,
 }
 
 pub struct Supervisor {
@@ -53,26 +100,34 @@ pub struct Supervisor {
     events: Events,
     children: HashMap<i32, Child>,
     teardown: DeadlineMap,
-    kill_grace: Duration,
+    timing: Timing,
     lease: Option<(Lease, Instant)>,
+    next_scan: Option<Instant>,
+    /// Rows whose leaked processes are torn down with everything else, at the end.
+    leftovers: Vec<i64>,
+    instance: String,
 }
 
 impl Supervisor {
-    /// Sets up the loop and the signal pipe. `kill_grace` is the time between SIGTERM and SIGKILL
-    /// for a child stopped at its deadline.
-    pub fn new(kill_grace: Duration) -> std::io::Result<Supervisor> {
+    /// Sets up the loop and the signal pipe. `instance` is the store's instance id (the marker
+    /// namespace).
+    pub fn new(timing: Timing, instance: String) -> std::io::Result<Supervisor> {
         let poll = Poll::new()?;
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
         poll.registry()
             .register(&mut signals, SIGNALS, Interest::READABLE)?;
+        let teardown = DeadlineMap::new(poll.registry().try_clone()?, instance.clone());
         Ok(Supervisor {
             poll,
             signals,
             events: Events::with_capacity(256),
             children: HashMap::new(),
-            teardown: DeadlineMap::default(),
-            kill_grace,
+            teardown,
+            timing,
             lease: None,
+            next_scan: None,
+            leftovers: Vec::new(),
+            instance,
         })
     }
 
@@ -80,8 +135,8 @@ impl Supervisor {
         self.poll.registry()
     }
 
-    pub fn set_kill_grace(&mut self, grace: Duration) {
-        self.kill_grace = grace;
+    pub fn set_timing(&mut self, timing: Timing) {
+        self.timing = timing;
     }
 
     /// Holds `lease` from now on: it is renewed every third of its duration while we wait.
@@ -94,6 +149,7 @@ impl Supervisor {
         &mut self,
         store: &mut Store,
         request: &SpawnRequest,
+        policy: ChildPolicy,
     ) -> Result<Spawned, SpawnError> {
         let spawned = spawn::spawn(store, request)?;
         let deadline = request
@@ -103,55 +159,69 @@ impl Supervisor {
         self.children.insert(
             spawned.identity.pid,
             Child {
-                target: Target {
-                    row_id: spawned.row_id,
-                    identity: spawned.identity.clone(),
-                    pgid: spawned.identity.pid,
-                },
+                row_id: spawned.row_id,
                 deadline,
+                policy,
+                descendants: HashMap::new(),
             },
         );
+        if policy.scan_descendants && self.next_scan.is_none() {
+            self.next_scan = Some(Instant::now() + self.timing.descendant_scan);
+        }
         Ok(spawned)
     }
 
-    pub fn has_children(&self) -> bool {
-        !self.children.is_empty()
+    /// Whether a child is still running or a teardown still under way.
+    pub fn has_work(&self) -> bool {
+        !self.children.is_empty() || !self.teardown.is_empty()
     }
 
     pub fn child_count(&self) -> usize {
         self.children.len()
     }
 
-    /// Whether row `row_id` is a live child of this process.
-    pub fn is_running(&self, row_id: i64) -> bool {
-        self.children.values().any(|c| c.target.row_id == row_id)
+    /// Row ids of the live children.
+    pub fn child_rows(&self) -> Vec<i64> {
+        self.children.values().map(|c| c.row_id).collect()
     }
 
-    /// Stops child row `row_id`: SIGTERM now, SIGKILL `grace` later.
-    pub fn stop(&mut self, store: &mut Store, row_id: i64, grace: Duration, reason: EndReason) {
-        if let Some(child) = self.children.values().find(|c| c.target.row_id == row_id) {
-            self.teardown
-                .begin(store, child.target.clone(), grace, reason);
-        }
+    /// Tears down the subtree of row `row_id`: `signal` now, SIGKILL `grace` later.
+    pub fn stop(
+        &mut self,
+        store: &mut Store,
+        row_id: i64,
+        signal: Signal,
+        grace: Duration,
+        reason: EndReason,
+    ) {
+        self.teardown.begin(
+            store,
+            teardown::Request {
+                root_row: row_id,
+                signal,
+                grace,
+                own_deadlines: false,
+                reason,
+            },
+        );
     }
 
-    /// Stops every child, each with `grace` — or, if it has a deadline, until its own deadline,
-    /// but never less than `min_grace`.
-    pub fn stop_all(&mut self, store: &mut Store, min_grace: Duration, reason: EndReason) {
-        let now = Instant::now();
-        let targets: Vec<(Target, Duration)> = self
-            .children
-            .values()
-            .map(|c| {
-                let remaining = c
-                    .deadline
-                    .map(|d| d.saturating_duration_since(now))
-                    .unwrap_or_default();
-                (c.target.clone(), remaining.max(min_grace))
-            })
-            .collect();
-        for (target, grace) in targets {
-            self.teardown.begin(store, target, grace, reason);
+    /// Tears down every child's subtree and every leftover at once, each process until its own
+    /// deadline but at least `min_grace` (SPEC §5).
+    pub fn stop_all(&mut self, store: &mut Store, reason: EndReason) {
+        let mut roots: Vec<i64> = self.child_rows();
+        roots.append(&mut self.leftovers);
+        for root in roots {
+            self.teardown.begin(
+                store,
+                teardown::Request {
+                    root_row: root,
+                    signal: Signal::TERM,
+                    grace: self.timing.min_grace,
+                    own_deadlines: true,
+                    reason,
+                },
+            );
         }
     }
 
@@ -174,11 +244,16 @@ impl Supervisor {
             next_deadline,
             lease_due,
             self.teardown.next_deadline(),
+            self.next_scan,
         ]
         .into_iter()
         .flatten()
         .min();
-        let timeout = wake_at.map(|at| at.saturating_duration_since(Instant::now()));
+        let timeout = if self.teardown.has_completed() {
+            Some(Duration::ZERO)
+        } else {
+            wake_at.map(|at| at.saturating_duration_since(Instant::now()))
+        };
         match self.poll.poll(&mut self.events, timeout) {
             Ok(()) => {}
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => return Ok(Vec::new()),
@@ -186,9 +261,11 @@ impl Supervisor {
         }
         let mut out = Vec::new();
         let mut signalled = false;
+        let mut gone = Vec::new();
         for event in self.events.iter() {
             match event.token() {
                 SIGNALS => signalled = true,
+                token if self.teardown.owns(token) => gone.push(token),
                 token => out.push(Event::Ready(token)),
             }
         }
@@ -201,10 +278,24 @@ impl Supervisor {
                 }
             }
         }
+        // Reap first, so a child's exit status is recorded before its pidfd says it is gone.
+        self.reap(store, &mut out);
+        for token in gone {
+            self.teardown.on_ready(store, token);
+        }
         let now = Instant::now();
         self.enforce_deadlines(store, now);
         self.teardown.expire(store, now);
+        if self.next_scan.is_some_and(|at| at <= now) {
+            self.scan_descendants(store);
+        }
         self.renew_lease(store, now, &mut out);
+        out.extend(
+            self.teardown
+                .take_completed()
+                .into_iter()
+                .map(Event::TornDown),
+        );
         if timer.is_some_and(|t| t <= now) {
             out.push(Event::Timer);
         }
@@ -214,14 +305,20 @@ impl Supervisor {
     fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
         for reaped in reaper::reap_ready() {
             let Some(child) = self.children.remove(&reaped.pid) else {
-                log::debug!(
-                    "reaped pid {} (re-parented, not a recorded child)",
-                    reaped.pid
-                );
+                self.reaped_descendant(store, reaped.pid, reaped.outcome);
+                self.teardown.on_reaped(store, reaped.pid);
                 continue;
             };
-            let row_id = child.target.row_id;
-            let reason = self.teardown.finished(row_id).unwrap_or(EndReason::Exited);
+            let row_id = child.row_id;
+            let reason = self.teardown.reason_for(row_id).unwrap_or_else(|| {
+                // Signalled by someone else's teardown (e.g. `abxctl kill`): killed by request.
+                match store.process(row_id) {
+                    Ok(Some(row)) if row.sigterm_at.is_some() || row.sigkill_at.is_some() => {
+                        EndReason::Killed
+                    }
+                    _ => EndReason::Exited,
+                }
+            });
             log::debug!(
                 "row {row_id} (pid {}) ended: {:?}",
                 reaped.pid,
@@ -230,29 +327,145 @@ impl Supervisor {
             if let Err(err) = store.record_end(row_id, Some(reaped.outcome), reason, None) {
                 log::error!("row {row_id}: cannot record its end: {err}");
             }
+            self.teardown.on_reaped(store, reaped.pid);
+            let leaked = child.policy.scan_descendants && self.handle_leak(store, &child);
+            close_ended_descendants(store, &child);
             out.push(Event::Exited {
                 row_id,
                 pid: reaped.pid,
                 outcome: reaped.outcome,
                 reason,
+                leaked,
             });
         }
     }
 
+    /// A process re-parented to us (we are a subreaper) ended: record it on its row.
+    fn reaped_descendant(&mut self, store: &mut Store, pid: i32, outcome: ExitOutcome) {
+        match store.live_row_by_pid(pid) {
+            Ok(Some(row)) if row.kind == Kind::Child => {
+                let reason = self
+                    .teardown
+                    .reason_for(row.id)
+                    .unwrap_or(EndReason::Exited);
+                let detail = "re-parented to its supervisor, which reaped it";
+                let _ = store.record_end(row.id, Some(outcome), reason, Some(detail));
+            }
+            _ => log::debug!("reaped pid {pid} (re-parented, not recorded)"),
+        }
+    }
+
+    /// After a scanned child exited: whether processes carrying its marker live on. If they do,
+    /// its row is flagged and they are torn down now or at the end, by its policy.
+    fn handle_leak(&mut self, store: &mut Store, child: &Child) -> bool {
+        let leftovers = proctree::marked(&self.instance, &[child.row_id]);
+        if leftovers.is_empty() {
+            return false;
+        }
+        log::warn!(
+            "row {} exited leaving {} processes behind",
+            child.row_id,
+            leftovers.values().map(Vec::len).sum::<usize>()
+        );
+        if let Err(err) = store.set_leaking(child.row_id) {
+            log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
+        }
+        if child.policy.leftovers_now {
+            self.stop(
+                store,
+                child.row_id,
+                Signal::TERM,
+                self.timing.kill_grace,
+                EndReason::Killed,
+            );
+        } else {
+            self.leftovers.push(child.row_id);
+        }
+        true
+    }
+
     fn enforce_deadlines(&mut self, store: &mut Store, now: Instant) {
-        let overdue: Vec<Target> = self
+        let overdue: Vec<i64> = self
             .children
             .values_mut()
             .filter(|c| c.deadline.is_some_and(|d| d <= now))
             .map(|c| {
                 c.deadline = None;
-                c.target.clone()
+                c.row_id
             })
             .collect();
-        for target in overdue {
-            log::info!("row {} passed its deadline: stopping it", target.row_id);
-            self.teardown
-                .begin(store, target, self.kill_grace, EndReason::Timeout);
+        for row in overdue {
+            log::info!("row {row} passed its deadline: stopping it");
+            self.stop(
+                store,
+                row,
+                Signal::TERM,
+                self.timing.kill_grace,
+                EndReason::Timeout,
+            );
+        }
+    }
+
+    /// Records the descendants of scanned children that appeared since the last scan, and the
+    /// end of those that went.
+    fn scan_descendants(&mut self, store: &mut Store) {
+        let scanned: Vec<i32> = self
+            .children
+            .iter()
+            .filter(|(_, c)| c.policy.scan_descendants)
+            .map(|(pid, _)| *pid)
+            .collect();
+        self.next_scan =
+            (!scanned.is_empty()).then(|| Instant::now() + self.timing.descendant_scan);
+        for pid in scanned {
+            let child = self.children.get_mut(&pid).expect("listed above");
+            let mut rows: Vec<i64> = vec![child.row_id];
+            rows.extend(child.descendants.values().map(|(row, _)| *row));
+            let mut now_found: HashMap<i32, proctree::Found> = proctree::descendants_of(&[pid])
+                .into_iter()
+                .map(|f| (f.identity.pid, f))
+                .collect();
+            for found in proctree::marked(&self.instance, &rows)
+                .into_values()
+                .flatten()
+            {
+                now_found.entry(found.identity.pid).or_insert(found);
+            }
+            now_found.remove(&pid);
+            // Parents first, so a child's parent row exists when it is recorded.
+            let mut new: Vec<&proctree::Found> = now_found
+                .values()
+                .filter(|f| !child.descendants.contains_key(&f.identity.pid))
+                .collect();
+            new.sort_by_key(|f| f.identity.start_ticks);
+            for found in new {
+                let parent = child
+                    .descendants
+                    .get(&found.ppid)
+                    .map(|(row, _)| *row)
+                    .unwrap_or(child.row_id);
+                match store.record_descendant(parent, found) {
+                    Ok(row) => {
+                        child
+                            .descendants
+                            .insert(found.identity.pid, (row, found.identity.clone()));
+                    }
+                    Err(err) => log::error!("cannot record pid {}: {err}", found.identity.pid),
+                }
+            }
+            let ended: Vec<(i32, i64)> = child
+                .descendants
+                .iter()
+                .filter(|(pid, _)| !now_found.contains_key(pid))
+                .map(|(pid, (row, _))| (*pid, *row))
+                .collect();
+            for (gone, row) in ended {
+                child.descendants.remove(&gone);
+                if !proctree::is_unreaped_child(gone) {
+                    // (An unreaped one is recorded, with its status, by the reaper.)
+                    let _ = store.record_end(row, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
+                }
+            }
         }
     }
 
@@ -279,5 +492,16 @@ impl Supervisor {
                 self.lease = Some((lease, now + lease.duration / 10));
             }
         }
+    }
+}
+
+/// Records the end of the descendants of `child` that are gone (those alive are leftovers, and
+/// their teardown records them; those re-parented here are recorded when reaped).
+fn close_ended_descendants(store: &mut Store, child: &Child) {
+    for (&pid, (row, identity)) in &child.descendants {
+        if identity::check(identity).is_alive() || proctree::is_unreaped_child(pid) {
+            continue;
+        }
+        let _ = store.record_end(*row, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
     }
 }

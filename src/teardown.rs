@@ -1,122 +1,610 @@
-//! Teardown: the deadline map that stops processes — SIGTERM now, SIGKILL at each one's deadline.
+//! Teardown: the deadline map that stops whole process trees — the first signal (SIGTERM) to
+//! every process of a tree at once, SIGKILL to whatever is left at each one's deadline.
 //!
-//! Invariants: the map is keyed by process row, never by name or bare pid; a signal is sent only
-//! after the row's identity is checked against procfs; every signal sent is recorded on its row;
-//! an entry leaves the map only when its process is reaped (or proven gone), never because a
-//! signal was sent. The event loop sleeps until [`DeadlineMap::next_deadline`] — no polling.
+//! A tree is keyed by a process row (never a name or a bare pid) and holds every live process of
+//! that row's subtree: the rows below it in the table, their descendants in procfs, and every
+//! process carrying the marker of one of those rows. Invariants:
+//! - every signal goes through a pidfd opened for the process and checked against the recorded
+//!   identity after opening it, so no signal reaches a pid that was reused;
+//! - every signal sent is recorded on the process's row, with when SIGKILL is due;
+//! - a tree is finished only when procfs shows none of it — every member gone and a fresh
+//!   enumeration (descendants and markers) finding nothing — never because a signal was sent;
+//!   SIGKILL goes out only after re-enumerating, so what forked meanwhile is killed too;
+//! - a process still alive [`SURVIVOR_WAIT`] after SIGKILL (e.g. in uninterruptible sleep) is
+//!   reported on its row and in the report, not forgotten;
+//! - waiting is driven by pidfd readiness and reaping, and by one timer at the earliest deadline.
 
-use crate::identity::{self, Identity, Liveness};
-use crate::store::{EndReason, Store};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
-use std::collections::BTreeMap;
+use crate::identity::{self, Identity};
+use crate::proctree::{self, Found};
+use crate::store::{now_ms, EndReason, Kind, Store};
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::process::{pidfd_open, pidfd_send_signal, PidfdFlags, Signal};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-/// A process to stop: its row, its identity and its process group.
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub row_id: i64,
-    pub identity: Identity,
-    pub pgid: i32,
+/// How long a process may stay alive after SIGKILL before it is reported as a survivor.
+pub const SURVIVOR_WAIT: Duration = Duration::from_secs(2);
+
+/// The first token the map uses for pidfds; tokens below are the caller's.
+pub const FIRST_TOKEN: usize = 1 << 20;
+
+/// How to tear a tree down.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    /// The row whose subtree goes.
+    pub root_row: i64,
+    /// The first signal (SIGTERM unless asked otherwise).
+    pub signal: Signal,
+    /// Time between the first signal and SIGKILL.
+    pub grace: Duration,
+    /// Give each process with a deadline of its own until that deadline instead, but at least
+    /// `grace` (the end of a snapshot, crawl or daemon: SPEC §5).
+    pub own_deadlines: bool,
+    /// The end reason rows get from this teardown.
+    pub reason: EndReason,
 }
 
-#[derive(Debug)]
-struct Entry {
-    target: Target,
+/// What happened to one process of a torn-down tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fate", rename_all = "snake_case")]
+pub enum Fate {
+    /// It was gone before any signal reached it.
+    AlreadyGone,
+    /// It exited after the first signal, this long after it.
+    ExitedOnSignal { after_ms: u64 },
+    /// It outlived its grace and was killed at its deadline.
+    KilledAtDeadline { after_ms: u64 },
+    /// It was still alive SURVIVOR_WAIT after SIGKILL.
+    Survived { state: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessFate {
+    pub row_id: Option<i64>,
+    pub pid: i32,
+    pub command: String,
+    #[serde(flatten)]
+    pub fate: Fate,
+}
+
+/// The outcome of one finished teardown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    pub root_row: i64,
+    pub complete: bool,
+    pub processes: Vec<ProcessFate>,
+}
+
+struct Member {
+    identity: Identity,
+    row_id: Option<i64>,
+    kind: Option<Kind>,
+    command: String,
+    pidfd: Option<OwnedFd>,
+    token: Option<Token>,
     deadline: Instant,
-    killed: bool,
-    reason: EndReason,
+    signalled_at: Option<Instant>,
+    killed_at: Option<Instant>,
+    gone_at: Option<Instant>,
+    /// The state it was in when reported as a survivor of SIGKILL.
+    survived: Option<char>,
 }
 
-#[derive(Debug, Default)]
+struct Tree {
+    request: Request,
+    /// Rows whose markers belong to this tree.
+    rows: Vec<i64>,
+    members: BTreeMap<i32, Member>,
+}
+
 pub struct DeadlineMap {
-    entries: BTreeMap<i64, Entry>,
+    registry: Registry,
+    instance: String,
+    trees: BTreeMap<i64, Tree>,
+    tokens: HashMap<Token, (i64, i32)>,
+    next_token: usize,
+    completed: Vec<Report>,
 }
 
-/// Sends `signal` to the process group of `target` if its leader is still the recorded process,
-/// and records the signal on the row. Returns whether it was sent.
-pub fn signal_checked(store: &mut Store, target: &Target, signal: Signal) -> bool {
-    let liveness = identity::check(&target.identity);
-    if liveness != Liveness::Alive {
-        log::debug!(
-            "row {}: not sending {signal} to pid {}: {liveness:?}",
-            target.row_id,
-            target.identity.pid
-        );
-        return false;
-    }
-    match killpg(Pid::from_raw(target.pgid), signal) {
-        Ok(()) => {
-            if let Err(err) = store.record_signal(target.row_id, signal) {
-                log::error!("row {}: cannot record {signal}: {err}", target.row_id);
-            }
-            true
-        }
-        Err(err) => {
-            log::debug!(
-                "row {}: {signal} to group {}: {err}",
-                target.row_id,
-                target.pgid
-            );
-            false
-        }
-    }
+fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
+    pidfd_send_signal(pidfd, signal).is_ok()
+}
+
+fn signal_name(signal: Signal) -> nix::sys::signal::Signal {
+    nix::sys::signal::Signal::try_from(signal.as_raw()).unwrap_or(nix::sys::signal::Signal::SIGTERM)
 }
 
 impl DeadlineMap {
-    /// Sends SIGTERM to `target` now and schedules SIGKILL `grace` from now. A target already in
-    /// the map keeps its earlier deadline.
-    pub fn begin(&mut self, store: &mut Store, target: Target, grace: Duration, reason: EndReason) {
-        if self.entries.contains_key(&target.row_id) {
-            return;
+    pub fn new(registry: Registry, instance: String) -> DeadlineMap {
+        DeadlineMap {
+            registry,
+            instance,
+            trees: BTreeMap::new(),
+            tokens: HashMap::new(),
+            next_token: FIRST_TOKEN,
+            completed: Vec::new(),
         }
-        signal_checked(store, &target, Signal::SIGTERM);
-        self.entries.insert(
-            target.row_id,
-            Entry {
-                target,
-                deadline: Instant::now() + grace,
-                killed: false,
-                reason,
-            },
-        );
     }
 
-    /// The earliest deadline whose SIGKILL is still to be sent.
+    pub fn is_empty(&self) -> bool {
+        self.trees.is_empty()
+    }
+
+    /// Whether `token` is one of this map's pidfds.
+    pub fn owns(&self, token: Token) -> bool {
+        self.tokens.contains_key(&token)
+    }
+
+    /// The end reason a teardown gives row `row_id`, if one is tearing it down.
+    pub fn reason_for(&self, row_id: i64) -> Option<EndReason> {
+        self.trees.values().find_map(|tree| {
+            tree.members
+                .values()
+                .any(|m| m.row_id == Some(row_id))
+                .then_some(tree.request.reason)
+        })
+    }
+
+    /// Starts tearing down the subtree of `request.root_row` (or adds what is new to a teardown
+    /// of it already under way).
+    pub fn begin(&mut self, store: &mut Store, request: Request) {
+        let rows = match store.live_subtree(request.root_row) {
+            Ok(rows) => rows,
+            Err(err) => {
+                log::error!(
+                    "teardown of row {}: cannot read its rows: {err}",
+                    request.root_row
+                );
+                Vec::new()
+            }
+        };
+        let tree = self.trees.entry(request.root_row).or_insert_with(|| Tree {
+            request,
+            rows: vec![request.root_row],
+            members: BTreeMap::new(),
+        });
+        for row in &rows {
+            if !tree.rows.contains(&row.id) {
+                tree.rows.push(row.id);
+            }
+        }
+        let now = Instant::now();
+        let own_deadline = |deadline_at: Option<i64>| -> Option<Instant> {
+            match (request.own_deadlines, deadline_at) {
+                (true, Some(at)) => {
+                    let remaining = Duration::from_millis((at - now_ms()).max(0) as u64);
+                    Some(now + remaining.max(request.grace))
+                }
+                _ => None,
+            }
+        };
+        // What has no deadline of its own (a worker, a descendant) goes last: it may be waiting
+        // on the others.
+        let default_deadline = rows
+            .iter()
+            .filter_map(|r| own_deadline(r.deadline_at))
+            .max()
+            .unwrap_or(now)
+            .max(now + request.grace);
+        let deadline_of =
+            |deadline_at: Option<i64>| own_deadline(deadline_at).unwrap_or(default_deadline);
+        // Recorded processes of the subtree that are still the recorded process.
+        let mut found: Vec<(Found, Option<i64>, Option<Kind>, Instant)> = Vec::new();
+        for row in &rows {
+            let Some(identity) = &row.identity else {
+                continue;
+            };
+            if let Some(process) = proctree::read(identity.pid) {
+                if &process.identity == identity {
+                    found.push((
+                        process,
+                        Some(row.id),
+                        Some(row.kind),
+                        deadline_of(row.deadline_at),
+                    ));
+                }
+            }
+        }
+        let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();
+        let discovered = self.enumerate(&known, &tree_rows(&self.trees, request.root_row));
+        for process in discovered {
+            found.push((process, None, None, default_deadline));
+        }
+        let tree = self
+            .trees
+            .get_mut(&request.root_row)
+            .expect("inserted above");
+        let Self {
+            registry,
+            tokens,
+            next_token,
+            ..
+        } = self;
+        for (process, row_id, kind, deadline) in found {
+            add_member(
+                store, registry, tokens, next_token, tree, process, row_id, kind, deadline,
+            );
+        }
+        self.finish_if_empty(store, request.root_row);
+    }
+
+    /// Live processes not in `known` that descend from `known` or carry a marker of `rows`.
+    fn enumerate(&self, known: &[i32], rows: &[i64]) -> Vec<Found> {
+        let mut found: BTreeMap<i32, Found> = BTreeMap::new();
+        for process in proctree::descendants_of(known) {
+            found.insert(process.identity.pid, process);
+        }
+        for processes in proctree::marked(&self.instance, rows).into_values() {
+            for process in processes {
+                found.insert(process.identity.pid, process);
+            }
+        }
+        found
+            .into_values()
+            .filter(|p| !known.contains(&p.identity.pid))
+            .collect()
+    }
+
+    /// The earliest moment something is due: a SIGKILL, or a survivor check.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.entries
+        self.trees
             .values()
-            .filter(|e| !e.killed)
-            .map(|e| e.deadline)
+            .flat_map(|t| t.members.values())
+            .filter(|m| m.gone_at.is_none())
+            .map(|m| match m.killed_at {
+                None => m.deadline,
+                Some(killed) => killed + SURVIVOR_WAIT,
+            })
             .min()
     }
 
-    /// Sends SIGKILL to every target whose deadline is at or before `now`.
-    pub fn expire(&mut self, store: &mut Store, now: Instant) {
-        for entry in self.entries.values_mut() {
-            if !entry.killed && entry.deadline <= now {
-                entry.killed = true;
-                signal_checked(store, &entry.target, Signal::SIGKILL);
-            }
+    /// A pidfd became readable: its process has ended.
+    pub fn on_ready(&mut self, store: &mut Store, token: Token) {
+        let Some((root, pid)) = self.tokens.remove(&token) else {
+            return;
+        };
+        self.mark_gone(store, root, pid);
+    }
+
+    /// A process was reaped by its parent (us): it is gone.
+    pub fn on_reaped(&mut self, store: &mut Store, pid: i32) {
+        let roots: Vec<i64> = self
+            .trees
+            .iter()
+            .filter(|(_, t)| t.members.contains_key(&pid))
+            .map(|(root, _)| *root)
+            .collect();
+        for root in roots {
+            self.mark_gone(store, root, pid);
         }
     }
 
-    /// Moves every deadline to now (a second request to stop escalates to SIGKILL at once).
+    fn mark_gone(&mut self, store: &mut Store, root: i64, pid: i32) {
+        let Some(tree) = self.trees.get_mut(&root) else {
+            return;
+        };
+        let reason = tree.request.reason;
+        if let Some(member) = tree.members.get_mut(&pid) {
+            if member.gone_at.is_none() {
+                member.gone_at = Some(Instant::now());
+                if let Some(fd) = member.pidfd.take() {
+                    let _ = self.registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+                }
+                // Descendants are not anyone's children to reap here: record their end. Rows of
+                // other kinds are made final by their parent's reaper, which knows the status.
+                if member.kind.is_none_or(|k| k == Kind::Child) && !proctree::is_unreaped_child(pid)
+                {
+                    if let Some(row) = member.row_id {
+                        let detail =
+                            "exit status unknown: not a child of the process that saw it end";
+                        let _ = store.record_end(row, None, reason, Some(detail));
+                    }
+                }
+            }
+        }
+        self.finish_if_empty(store, root);
+    }
+
+    /// Sends SIGKILL to every member whose deadline has come (re-enumerating first), and reports
+    /// survivors of SIGKILL.
+    pub fn expire(&mut self, store: &mut Store, now: Instant) {
+        let roots: Vec<i64> = self.trees.keys().copied().collect();
+        for root in roots {
+            let due = self.trees[&root]
+                .members
+                .values()
+                .any(|m| m.gone_at.is_none() && m.killed_at.is_none() && m.deadline <= now);
+            if due {
+                self.rescan(store, root, now);
+                self.kill_due(store, root, now);
+            }
+            self.report_survivors(store, root, now);
+            self.finish_if_empty(store, root);
+        }
+    }
+
+    /// Moves every deadline to now (a second request to stop escalates at once).
     pub fn hurry(&mut self, store: &mut Store) {
         let now = Instant::now();
-        for entry in self.entries.values_mut() {
-            entry.deadline = entry.deadline.min(now);
+        for tree in self.trees.values_mut() {
+            for member in tree.members.values_mut() {
+                member.deadline = member.deadline.min(now);
+            }
         }
         self.expire(store, now);
     }
 
-    /// Takes the row out of the map once its process is reaped; returns the end reason the
-    /// teardown gives it, or `None` if it was not being torn down.
-    pub fn finished(&mut self, row_id: i64) -> Option<EndReason> {
-        self.entries.remove(&row_id).map(|e| e.reason)
+    /// Adds processes of the tree that appeared since it began.
+    fn rescan(&mut self, store: &mut Store, root: i64, now: Instant) {
+        let tree = &self.trees[&root];
+        let known: Vec<i32> = tree.members.keys().copied().collect();
+        let alive: Vec<i32> = tree
+            .members
+            .iter()
+            .filter(|(_, m)| m.gone_at.is_none())
+            .map(|(pid, _)| *pid)
+            .collect();
+        let rows = tree.rows.clone();
+        let new: Vec<Found> = self
+            .enumerate(&alive, &rows)
+            .into_iter()
+            .filter(|p| !known.contains(&p.identity.pid))
+            .collect();
+        let Self {
+            registry,
+            tokens,
+            next_token,
+            trees,
+            ..
+        } = self;
+        let tree = trees.get_mut(&root).expect("exists");
+        for process in new {
+            log::info!(
+                "teardown of row {root}: found pid {} late",
+                process.identity.pid
+            );
+            add_member(
+                store, registry, tokens, next_token, tree, process, None, None, now,
+            );
+        }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+    fn kill_due(&mut self, store: &mut Store, root: i64, now: Instant) {
+        let tree = self.trees.get_mut(&root).expect("exists");
+        for member in tree.members.values_mut() {
+            if member.gone_at.is_some() || member.killed_at.is_some() || member.deadline > now {
+                continue;
+            }
+            member.killed_at = Some(now);
+            if let Some(fd) = &member.pidfd {
+                if send(fd, Signal::KILL) {
+                    if let Some(row) = member.row_id {
+                        let _ = store.record_signal(row, nix::sys::signal::Signal::SIGKILL, None);
+                    }
+                }
+            }
+        }
     }
+
+    fn report_survivors(&mut self, store: &mut Store, root: i64, now: Instant) {
+        let tree = self.trees.get_mut(&root).expect("exists");
+        for member in tree.members.values_mut() {
+            let Some(killed) = member.killed_at else {
+                continue;
+            };
+            if member.gone_at.is_some() || killed + SURVIVOR_WAIT > now {
+                continue;
+            }
+            if identity::check(&member.identity) != identity::Liveness::Alive {
+                member.gone_at = Some(now);
+                continue;
+            }
+            let state = proctree::read(member.identity.pid)
+                .map(|p| p.state)
+                .unwrap_or('?');
+            log::error!(
+                "teardown of row {root}: pid {} ({}) survived SIGKILL (state {state})",
+                member.identity.pid,
+                member.command
+            );
+            if let Some(row) = member.row_id {
+                let _ = store.set_end_detail(row, &format!("survived SIGKILL (state {state})"));
+            }
+            // Reported: the tree finishes as incomplete.
+            member.gone_at = Some(now);
+            member.survived = Some(state);
+        }
+    }
+
+    /// Finishes the tree when no member is alive and a fresh enumeration finds nothing.
+    fn finish_if_empty(&mut self, store: &mut Store, root: i64) {
+        let Some(tree) = self.trees.get(&root) else {
+            return;
+        };
+        if tree.members.values().any(|m| m.gone_at.is_none()) {
+            return;
+        }
+        let rows = tree.rows.clone();
+        let late = self.enumerate(&[], &rows);
+        if !late.is_empty() {
+            let now = Instant::now();
+            let Self {
+                registry,
+                tokens,
+                next_token,
+                trees,
+                ..
+            } = self;
+            let tree = trees.get_mut(&root).expect("exists");
+            let killing = tree.members.values().any(|m| m.killed_at.is_some());
+            for process in late {
+                let deadline = if killing {
+                    now
+                } else {
+                    now + tree.request.grace
+                };
+                add_member(
+                    store, registry, tokens, next_token, tree, process, None, None, deadline,
+                );
+            }
+            if killing {
+                self.kill_due(store, root, now);
+            }
+            return;
+        }
+        let tree = self.trees.remove(&root).expect("exists");
+        let mut complete = true;
+        let processes = tree
+            .members
+            .into_iter()
+            .map(|(pid, m)| {
+                let since = |at: Instant| {
+                    m.gone_at
+                        .map(|g| g.saturating_duration_since(at).as_millis() as u64)
+                        .unwrap_or(0)
+                };
+                let fate = match (m.survived, m.signalled_at, m.killed_at) {
+                    (Some(state), ..) => {
+                        complete = false;
+                        Fate::Survived {
+                            state: state.to_string(),
+                        }
+                    }
+                    (None, None, _) => Fate::AlreadyGone,
+                    (None, Some(signalled), None) => Fate::ExitedOnSignal {
+                        after_ms: since(signalled),
+                    },
+                    (None, Some(signalled), Some(_)) => Fate::KilledAtDeadline {
+                        after_ms: since(signalled),
+                    },
+                };
+                ProcessFate {
+                    row_id: m.row_id,
+                    pid,
+                    command: m.command,
+                    fate,
+                }
+            })
+            .collect();
+        for token in self
+            .tokens
+            .iter()
+            .filter(|(_, (r, _))| *r == root)
+            .map(|(t, _)| *t)
+            .collect::<Vec<_>>()
+        {
+            self.tokens.remove(&token);
+        }
+        self.completed.push(Report {
+            root_row: root,
+            complete,
+            processes,
+        });
+    }
+
+    /// Whether finished teardowns wait to be taken.
+    pub fn has_completed(&self) -> bool {
+        !self.completed.is_empty()
+    }
+
+    /// Reports of the teardowns finished since the last call.
+    pub fn take_completed(&mut self) -> Vec<Report> {
+        std::mem::take(&mut self.completed)
+    }
+}
+
+/// The rows whose markers a tree scans.
+fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
+    trees.get(&root).map(|t| t.rows.clone()).unwrap_or_default()
+}
+
+/// Adds a live process to `tree`: records it as a `child` row if it has none, opens and checks
+/// its pidfd, watches it, and sends it the tree's first signal (and SIGCONT, so a stopped
+/// process can act on it).
+#[allow(clippy::too_many_arguments)]
+fn add_member(
+    store: &mut Store,
+    registry: &Registry,
+    tokens: &mut HashMap<Token, (i64, i32)>,
+    next_token: &mut usize,
+    tree: &mut Tree,
+    process: Found,
+    row_id: Option<i64>,
+    kind: Option<Kind>,
+    deadline: Instant,
+) {
+    let pid = process.identity.pid;
+    if let Some(member) = tree.members.get_mut(&pid) {
+        member.deadline = member.deadline.min(deadline);
+        return;
+    }
+    let root = tree.request.root_row;
+    let row_id = row_id.or_else(|| {
+        let parent = tree
+            .members
+            .values()
+            .find(|m| m.identity.pid == process.ppid)
+            .and_then(|m| m.row_id)
+            .unwrap_or(root);
+        store
+            .record_descendant(parent, &process)
+            .map_err(|err| log::error!("cannot record descendant pid {pid}: {err}"))
+            .ok()
+    });
+    if row_id.is_some() && !tree.rows.contains(&row_id.unwrap_or_default()) {
+        tree.rows.push(row_id.unwrap_or_default());
+    }
+    let command = process.argv.join(" ");
+    // Open the pidfd first, then check that the pid still is the process we found: from then on
+    // the pidfd can only ever mean that process.
+    let pidfd = rustix::process::Pid::from_raw(pid)
+        .and_then(|p| pidfd_open(p, PidfdFlags::NONBLOCK).ok())
+        .filter(|_| identity::check(&process.identity) == identity::Liveness::Alive);
+    let mut member = Member {
+        identity: process.identity.clone(),
+        row_id,
+        kind: kind.or(Some(Kind::Child)),
+        command,
+        pidfd: None,
+        token: None,
+        deadline,
+        signalled_at: None,
+        killed_at: None,
+        gone_at: None,
+        survived: None,
+    };
+    let Some(pidfd) = pidfd else {
+        member.gone_at = Some(Instant::now());
+        tree.members.insert(pid, member);
+        return;
+    };
+    let token = Token(*next_token);
+    *next_token += 1;
+    if registry
+        .register(&mut SourceFd(&pidfd.as_raw_fd()), token, Interest::READABLE)
+        .is_ok()
+    {
+        tokens.insert(token, (root, pid));
+        member.token = Some(token);
+    }
+    let signal = tree.request.signal;
+    let now = Instant::now();
+    if send(&pidfd, signal) {
+        member.signalled_at = Some(now);
+        if signal != Signal::CONT && signal != Signal::KILL {
+            let _ = send(&pidfd, Signal::CONT);
+        }
+        if signal == Signal::KILL {
+            member.killed_at = Some(now);
+        }
+        if let Some(row) = row_id {
+            let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
+            let _ = store.record_signal(row, signal_name(signal), Some(kill_at));
+        }
+    }
+    member.pidfd = Some(pidfd);
+    tree.members.insert(pid, member);
 }

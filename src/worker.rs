@@ -18,7 +18,7 @@ use crate::spawn::{Logs, SpawnRequest, PROCESS_ID_ENV};
 use crate::store::{
     now_ms, EndReason, ExitOutcome, Kind, Lease, NewProcess, Queue, Store, StoreError,
 };
-use crate::supervisor::{Event, Supervisor};
+use crate::supervisor::{ChildPolicy, Event, Supervisor};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -61,7 +61,7 @@ impl Context {
             log::warn!("cannot become a child subreaper: {err}");
         }
         let store = Store::open(&config.database)?;
-        let mut supervisor = Supervisor::new(config.timeouts.kill_grace)?;
+        let mut supervisor = Supervisor::new(config.timing(), store.instance_id()?)?;
         supervisor.hold_lease(Lease {
             queue,
             id,
@@ -89,7 +89,7 @@ impl Context {
                     ..
                 } => exits.push((row_id, outcome, reason)),
                 Event::Signal(SIGTERM | SIGINT) | Event::LeaseLost => self.interrupt(),
-                Event::Signal(_) | Event::Ready(_) | Event::Timer => {}
+                Event::Signal(_) | Event::Ready(_) | Event::Timer | Event::TornDown(_) => {}
             }
         }
         exits
@@ -102,21 +102,17 @@ impl Context {
         }
         log::info!("interrupted: tearing down and leaving the work to be requeued");
         self.interrupted = true;
-        let grace = self.config.timeouts.kill_grace;
-        self.supervisor
-            .stop_all(&mut self.store, grace, EndReason::Killed);
+        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
     }
 
-    /// Tears every remaining child down (each until its own deadline, at least `min_grace`) and
-    /// waits until all are reaped, recording each exit through `on_exit`.
+    /// Tears every remaining child (and leftover) down, each until its own deadline but at least
+    /// `min_grace`, and waits until all are gone, recording each exit through `on_exit`.
     fn drain(
         &mut self,
         mut on_exit: impl FnMut(&mut Context, i64, ExitOutcome, EndReason) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
-        let min_grace = self.config.timeouts.min_grace;
-        self.supervisor
-            .stop_all(&mut self.store, min_grace, EndReason::Killed);
-        while self.supervisor.has_children() {
+        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+        while self.supervisor.has_work() {
             let events = self.supervisor.wait(&mut self.store, None)?;
             for (row, outcome, reason) in self.triage(events) {
                 on_exit(self, row, outcome, reason)?;
@@ -336,7 +332,10 @@ fn start_snapshot_workers(
             crawl_id,
             Some(snapshot_id),
         );
-        match cx.supervisor.spawn(&mut cx.store, &request) {
+        match cx
+            .supervisor
+            .spawn(&mut cx.store, &request, ChildPolicy::WORKER)
+        {
             Ok(spawned) => {
                 cx.store
                     .set_owner(Queue::Snapshots, snapshot_id, spawned.row_id)?;

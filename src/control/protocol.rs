@@ -18,6 +18,24 @@ pub enum Request {
     Status,
     /// New work was enqueued: look for due crawls now.
     Wake,
+    /// Tear down a live process of the table and its subtree. `row` or `pid` names it.
+    Kill {
+        #[serde(default)]
+        row: Option<i64>,
+        #[serde(default)]
+        pid: Option<i32>,
+        /// The first signal (a number); SIGTERM when absent.
+        #[serde(default)]
+        signal: Option<i32>,
+        /// Time between the first signal and SIGKILL; `timeouts.kill_grace` when absent.
+        #[serde(default)]
+        grace_ms: Option<u64>,
+        /// Answer when the teardown is finished, with what happened to each process.
+        #[serde(default)]
+        wait: bool,
+    },
+    /// Stop a crawl for good: seal it as cancelled and tear its processes down.
+    Cancel { crawl_id: i64 },
     /// Debug only (`control.allow_debug_spawn`): run a command as a child of the orchestrator.
     Spawn {
         argv: Vec<String>,
@@ -32,9 +50,21 @@ pub enum Request {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Response {
     Status(StatusInfo),
-    Spawned { id: i64, pid: i32 },
+    Spawned {
+        id: i64,
+        pid: i32,
+    },
     Woken,
-    Error { code: ErrorCode, message: String },
+    /// A teardown began; it was not asked to wait.
+    TeardownStarted {
+        row: i64,
+    },
+    /// A teardown finished.
+    TornDown(crate::teardown::Report),
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +75,7 @@ pub enum ErrorCode {
     UnknownRequest,
     FrameTooLarge,
     NotAllowed,
+    NotFound,
     Failed,
 }
 

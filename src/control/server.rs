@@ -69,9 +69,9 @@ impl Server {
         token == self.listener_token || self.connections.contains_key(&token)
     }
 
-    /// Serves a readiness event for `token`, answering every complete request with `handle`.
-    pub fn on_event(&mut self, token: Token, handle: &mut dyn FnMut(Request) -> Response) {
-        let registry = &self.registry;
+    /// Serves a readiness event for `token`, answering every complete request with `handle`
+    /// (which returns `None` for an answer it gives later through [`Server::reply`]).
+    pub fn on_event(&mut self, token: Token, handle: &mut Handler<'_>) {
         if token == self.listener_token {
             self.accept();
             return;
@@ -79,7 +79,28 @@ impl Server {
         let Some(connection) = self.connections.get_mut(&token) else {
             return;
         };
-        let open = serve(connection, self.max_frame_bytes, handle);
+        let open = serve(connection, token, self.max_frame_bytes, handle);
+        self.settle(token, open);
+    }
+
+    /// Sends a deferred answer to the connection `token` (if it is still open).
+    pub fn reply(&mut self, token: Token, response: &Response) {
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
+        connection
+            .output
+            .extend_from_slice(&protocol::encode_response(response));
+        let open = flush(connection);
+        self.settle(token, open);
+    }
+
+    /// Re-registers a connection for what it waits on, or drops it.
+    fn settle(&mut self, token: Token, open: bool) {
+        let registry = &self.registry;
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
         if open {
             let interest = if connection.output.is_empty() {
                 Interest::READABLE
@@ -136,12 +157,16 @@ impl Drop for Server {
     }
 }
 
+/// Answers a request now (`Some`) or later through [`Server::reply`] (`None`).
+pub type Handler<'a> = dyn FnMut(Token, Request) -> Option<Response> + 'a;
+
 /// Reads what is there, answers complete frames, writes what the peer accepts. Returns whether
 /// the connection stays open.
 fn serve(
     connection: &mut Connection,
+    token: Token,
     max_frame_bytes: usize,
-    handle: &mut dyn FnMut(Request) -> Response,
+    handle: &mut Handler<'_>,
 ) -> bool {
     let mut chunk = [0u8; 8192];
     let mut peer_closed = false;
@@ -153,13 +178,18 @@ fn serve(
             }
             Ok(n) => {
                 connection.input.extend_from_slice(&chunk[..n]);
-                answer_complete_frames(connection, max_frame_bytes, handle);
+                answer_complete_frames(connection, token, max_frame_bytes, handle);
             }
             Err(err) if err.kind() == ErrorKind::WouldBlock => break,
             Err(err) if err.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return false,
         }
     }
+    flush(connection) && !(connection.closing || peer_closed)
+}
+
+/// Writes what the peer accepts of the connection's output. Returns whether it stays usable.
+fn flush(connection: &mut Connection) -> bool {
     while !connection.output.is_empty() {
         match connection.stream.write(&connection.output) {
             Ok(0) => return false,
@@ -171,30 +201,33 @@ fn serve(
             Err(_) => return false,
         }
     }
-    !(connection.closing || peer_closed)
+    !connection.closing
 }
 
 fn answer_complete_frames(
     connection: &mut Connection,
+    token: Token,
     max_frame_bytes: usize,
-    handle: &mut dyn FnMut(Request) -> Response,
+    handle: &mut Handler<'_>,
 ) {
     while let Some(end) = connection.input.iter().position(|&b| b == b'\n') {
         let line: Vec<u8> = connection.input.drain(..=end).collect();
         let response = if line.len() - 1 > max_frame_bytes {
-            too_large(max_frame_bytes)
+            Some(too_large(max_frame_bytes))
         } else {
             match protocol::decode_request(&line[..line.len() - 1]) {
-                Ok(request) => handle(request),
+                Ok(request) => handle(token, request),
                 Err(err) => {
                     log::warn!("control: bad request: {}", err.message);
-                    err.into_response()
+                    Some(err.into_response())
                 }
             }
         };
-        connection
-            .output
-            .extend_from_slice(&protocol::encode_response(&response));
+        if let Some(response) = response {
+            connection
+                .output
+                .extend_from_slice(&protocol::encode_response(&response));
+        }
     }
     if connection.input.len() > max_frame_bytes {
         log::warn!("control: request frame over {max_frame_bytes} bytes, closing the connection");

@@ -41,6 +41,15 @@ pub enum StoreError {
         found: u32,
         latest: u32,
     },
+    #[error(
+        "database {path} has schema version {found}; this abxd reads version {latest}: start \
+         the daemon once (it migrates the file), then try again"
+    )]
+    TooOld {
+        path: PathBuf,
+        found: u32,
+        latest: u32,
+    },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("database holds a value it cannot hold: {0}")]
@@ -59,6 +68,9 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
 }
+
+/// What `Store::instance_id` reads: the id that makes this database's markers unique.
+const INSTANCE_ID_SQL: &str = "SELECT value FROM meta WHERE key = 'instance_id'";
 
 impl Store {
     /// Opens (creating if needed) the database for reading and writing and migrates it to the
@@ -116,6 +128,13 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
+        if found < migrations::LATEST {
+            return Err(StoreError::TooOld {
+                path: path.to_path_buf(),
+                found,
+                latest: migrations::LATEST,
+            });
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -124,6 +143,12 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The random id of this database, carried by every process it starts as `ABXD_INSTANCE`,
+    /// so that process markers of two abxd on one machine never match each other.
+    pub fn instance_id(&self) -> Result<String, StoreError> {
+        Ok(self.conn.query_row(INSTANCE_ID_SQL, [], |r| r.get(0))?)
     }
 
     pub fn schema_version(&self) -> Result<u32, StoreError> {

@@ -151,12 +151,16 @@ pub struct ProcessRow {
     pub ended_at: Option<i64>,
     pub end_reason: Option<EndReason>,
     pub end_detail: Option<String>,
+    /// The process exited while processes it started lived on.
+    pub leaking: bool,
+    /// When SIGKILL is due, once a teardown has begun.
+    pub kill_at: Option<i64>,
 }
 
 const COLUMNS: &str = "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail";
+    end_reason, end_detail, leaking, kill_at";
 
 impl ProcessRow {
     fn from_row(row: &Row<'_>) -> rusqlite::Result<ProcessRow> {
@@ -201,6 +205,8 @@ impl ProcessRow {
             ended_at: row.get("ended_at")?,
             end_reason: row.get("end_reason")?,
             end_detail: row.get("end_detail")?,
+            leaking: row.get("leaking")?,
+            kill_at: row.get("kill_at")?,
         })
     }
 }
@@ -300,11 +306,13 @@ impl Store {
     }
 
     /// Records that `signal` was sent to row `id` now (the first SIGTERM and the first SIGKILL
-    /// are kept); a running row becomes `stopping`.
+    /// are kept) and, for the first signal of a teardown, when SIGKILL is due; a running row
+    /// becomes `stopping`.
     pub fn record_signal(
         &mut self,
         id: i64,
         signal: nix::sys::signal::Signal,
+        kill_at: Option<i64>,
     ) -> Result<(), StoreError> {
         let column = match signal {
             nix::sys::signal::Signal::SIGKILL => "sigkill_at",
@@ -314,13 +322,98 @@ impl Store {
             tx.execute(
                 &format!(
                     "UPDATE processes SET {column} = COALESCE({column}, ?2), \
+                     kill_at = COALESCE(?3, kill_at), \
                      status = CASE status WHEN 'running' THEN 'stopping' ELSE status END \
                      WHERE id = ?1"
                 ),
-                params![id, now_ms()],
+                params![id, now_ms(), kill_at],
             )?;
             Ok(())
         })
+    }
+
+    /// Records a process found in procfs below row `parent_id` as a `child` row (once: a process
+    /// already recorded keeps its row). Returns its row id.
+    pub fn record_descendant(
+        &mut self,
+        parent_id: i64,
+        found: &crate::proctree::Found,
+    ) -> Result<i64, StoreError> {
+        let argv = serde_json::to_string(&found.argv).expect("strings serialize");
+        let identity = &found.identity;
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO processes (parent_id, kind, crawl_id, snapshot_id, \
+                 result_id, pid, boot_id, start_ticks, pgid, argv, cwd, status, created_at, \
+                 started_at) \
+                 SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
+                        'running', ?7, ?7 FROM processes WHERE id = ?1",
+                params![
+                    parent_id,
+                    identity.pid,
+                    identity.boot_id,
+                    identity.start_ticks as i64,
+                    found.pgid,
+                    argv,
+                    now
+                ],
+            )?;
+            Ok(tx.query_row(
+                "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3",
+                params![identity.boot_id, identity.pid, identity.start_ticks as i64],
+                |r| r.get(0),
+            )?)
+        })
+    }
+
+    /// Flags row `id` as leaking: it exited while processes it started lived on.
+    pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute("UPDATE processes SET leaking = 1 WHERE id = ?1", [id])?;
+            Ok(())
+        })
+    }
+
+    /// Notes something an operator must know on row `id`, without changing its status.
+    pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE processes SET end_detail = ?2 WHERE id = ?1",
+                params![id, detail],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Row `id` and every live row below it, parents before children.
+    pub fn live_subtree(&self, id: i64) -> Result<Vec<ProcessRow>, StoreError> {
+        let mut statement = self.conn().prepare(&format!(
+            "WITH RECURSIVE subtree(id, depth) AS ( \
+                 SELECT ?1, 0 \
+                 UNION SELECT p.id, s.depth + 1 FROM processes p \
+                       JOIN subtree s ON p.parent_id = s.id \
+             ) \
+             SELECT {COLUMNS} FROM processes JOIN subtree USING (id) \
+             WHERE status IN ('starting', 'running', 'stopping') ORDER BY depth, id"
+        ))?;
+        let rows = statement.query_map([id], ProcessRow::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The live row recorded for `pid` in this boot, newest first, if any.
+    pub fn live_row_by_pid(&self, pid: i32) -> Result<Option<ProcessRow>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
+                     AND status IN ('starting', 'running', 'stopping') ORDER BY id DESC LIMIT 1"
+                ),
+                params![pid, crate::identity::boot_id()],
+                ProcessRow::from_row,
+            )
+            .optional()?)
     }
 
     pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
@@ -406,7 +499,7 @@ mod tests {
         assert_eq!(row.deadline_at, Some(row.started_at.unwrap() + 1000));
 
         store
-            .record_signal(id, nix::sys::signal::Signal::SIGTERM)
+            .record_signal(id, nix::sys::signal::Signal::SIGTERM, None)
             .unwrap();
         let row = store.process(id).unwrap().unwrap();
         assert_eq!(

@@ -303,6 +303,24 @@ impl Store {
         })
     }
 
+    /// Seals a crawl as cancelled, with every snapshot it has not finished.
+    pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
+                 WHERE crawl_id = ?1 AND status != 'sealed'",
+                params![id, now],
+            )?;
+            tx.execute(
+                "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
+                 WHERE id = ?1 AND status != 'sealed'",
+                params![id, now],
+            )?;
+            Ok(())
+        })
+    }
+
     /// When the next queued row of `queue` becomes due, if one is waiting for a future time.
     pub fn next_retry_at(&self, queue: Queue) -> Result<Option<i64>, StoreError> {
         let table = queue.table();

@@ -1,0 +1,190 @@
+//! Process trees through procfs: the descendants of a process, and the processes that carry a
+//! row's marker.
+//!
+//! Invariants: everything here only reads procfs, and everything it returns is a live process
+//! with its identity read at the time (zombies are gone); a process is found as a descendant when
+//! it is a child (through `/proc/PID/task/*/children`, or a scan of `/proc/*/stat` by ppid where
+//! the kernel lacks that file) of a process found before, and by marker when its environment
+//! carries both `ABXD_PROCESS_ID=<row>` and this database's `ABXD_INSTANCE` — which finds what
+//! double-forked, changed its session or group, and was re-parented away.
+
+use crate::identity::{self, Identity};
+use std::collections::{BTreeMap, HashSet};
+
+/// The environment variable that names the database (instance) a marked process belongs to.
+pub const INSTANCE_ENV: &str = "ABXD_INSTANCE";
+
+/// A live process as found in procfs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub identity: Identity,
+    pub ppid: i32,
+    pub pgid: i32,
+    pub argv: Vec<String>,
+    /// The state letter (R, S, D, T, …).
+    pub state: char,
+}
+
+/// Reads one live process, or `None` if it is gone or a zombie.
+pub fn read(pid: i32) -> Option<Found> {
+    let process = procfs::process::Process::new(pid).ok()?;
+    let stat = process.stat().ok()?;
+    if matches!(stat.state, 'Z' | 'X') {
+        return None;
+    }
+    let argv = process
+        .cmdline()
+        .ok()
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| vec![format!("[{}]", stat.comm)]);
+    Some(Found {
+        identity: Identity {
+            boot_id: identity::boot_id().to_string(),
+            pid,
+            start_ticks: stat.starttime,
+        },
+        ppid: stat.ppid,
+        pgid: stat.pgrp,
+        argv,
+        state: stat.state,
+    })
+}
+
+fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `pid` is a zombie waiting for the calling process to reap it.
+pub fn is_unreaped_child(pid: i32) -> bool {
+    procfs::process::Process::new(pid)
+        .and_then(|p| p.stat())
+        .is_ok_and(|s| s.state == 'Z' && s.ppid == std::process::id() as i32)
+}
+
+/// The direct children of `pid`.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let tasks = match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(tasks) => tasks,
+        Err(_) => return Vec::new(),
+    };
+    let mut children = Vec::new();
+    for task in tasks.filter_map(|t| t.ok()) {
+        match std::fs::read_to_string(task.path().join("children")) {
+            Ok(list) => children.extend(
+                list.split_whitespace()
+                    .filter_map(|c| c.parse::<i32>().ok()),
+            ),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return children_by_scan(pid);
+            }
+            Err(_) => {}
+        }
+    }
+    children
+}
+
+/// The fallback for kernels without `/proc/PID/task/*/children`: every process whose ppid is `pid`.
+pub fn children_by_scan(pid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&p| read(p).is_some_and(|f| f.ppid == pid))
+        .collect()
+}
+
+/// Every live descendant of the processes in `roots` (not the roots themselves).
+pub fn descendants_of(roots: &[i32]) -> Vec<Found> {
+    let mut seen: HashSet<i32> = roots.iter().copied().collect();
+    let mut pending: Vec<i32> = roots.to_vec();
+    let mut found = Vec::new();
+    while let Some(pid) = pending.pop() {
+        for child in children_of(pid) {
+            if seen.insert(child) {
+                if let Some(process) = read(child) {
+                    found.push(process);
+                    pending.push(child);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Live processes carrying the marker of any of `rows` for `instance`, by row.
+pub fn marked(instance: &str, rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
+    let mut by_row: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
+    if rows.is_empty() {
+        return by_row;
+    }
+    let instance_var = format!("{INSTANCE_ENV}={instance}");
+    let me = std::process::id() as i32;
+    for pid in all_pids() {
+        if pid == me {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let mut ours = false;
+        let mut row = None;
+        for var in environ.split(|&b| b == 0) {
+            if var == instance_var.as_bytes() {
+                ours = true;
+            } else if let Some(value) = var.strip_prefix(crate::spawn::PROCESS_ID_ENV.as_bytes()) {
+                row = value
+                    .strip_prefix(b"=")
+                    .and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
+            }
+        }
+        if let (true, Some(row)) = (ours, row) {
+            if rows.contains(&row) {
+                if let Some(process) = read(pid) {
+                    by_row.entry(row).or_default().push(process);
+                }
+            }
+        }
+    }
+    by_row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn descendants_are_found_through_children_files_and_by_scan() {
+        let mut shell = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let pid = shell.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while descendants_of(&[pid]).len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "children never appeared"
+            );
+            std::thread::yield_now();
+        }
+        let mut by_file = children_of(pid);
+        let mut by_scan = children_by_scan(pid);
+        by_file.sort();
+        by_scan.sort();
+        assert_eq!(by_file, by_scan);
+        assert!(descendants_of(&[pid]).iter().all(|f| f.argv[0] == "sleep"));
+        for child in descendants_of(&[pid]) {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.identity.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .unwrap();
+        }
+        shell.wait().unwrap();
+    }
+}

@@ -132,6 +132,31 @@ pub enum AbxctlCommand {
         #[arg(long, short = 'f')]
         follow: bool,
     },
+    /// Tear down a live process of the table and everything below it: the first signal now,
+    /// SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not
+    /// a live process of abxd's table.
+    Kill {
+        /// The process row id (see `abxctl ps`).
+        #[arg(required_unless_present = "pid", conflicts_with = "pid")]
+        id: Option<i64>,
+        /// Name the process by its pid instead of its row id.
+        #[arg(long)]
+        pid: Option<i32>,
+        /// The first signal: a name (TERM, SIGINT, KILL, …) or a number.
+        #[arg(long, short = 's', default_value = "TERM", value_parser = parse_signal)]
+        signal: i32,
+        /// Time between the first signal and SIGKILL [default: timeouts.kill_grace].
+        #[arg(long, value_parser = humantime::parse_duration)]
+        grace: Option<std::time::Duration>,
+        /// Return once the teardown has begun, without waiting for it to finish.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Stop a crawl for good: seal it as cancelled and tear its processes down.
+    Cancel {
+        /// The crawl id.
+        crawl_id: i64,
+    },
     /// Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true).
     #[command(hide = true)]
     Spawn {
@@ -145,6 +170,24 @@ pub enum AbxctlCommand {
         #[arg(required = true, last = true)]
         argv: Vec<String>,
     },
+}
+
+/// A signal name (`TERM`, `SIGTERM`) or number, as its number.
+pub fn parse_signal(text: &str) -> Result<i32, String> {
+    if let Ok(number) = text.parse::<i32>() {
+        return nix::sys::signal::Signal::try_from(number)
+            .map(|s| s as i32)
+            .map_err(|_| format!("{number} is not a signal number"));
+    }
+    let name = text.to_ascii_uppercase();
+    let name = if name.starts_with("SIG") {
+        name
+    } else {
+        format!("SIG{name}")
+    };
+    name.parse::<nix::sys::signal::Signal>()
+        .map(|s| s as i32)
+        .map_err(|_| format!("{text:?} is not a signal name (e.g. TERM, INT, KILL)"))
 }
 
 fn parse_kind(text: &str) -> Result<Kind, String> {

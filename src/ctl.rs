@@ -53,6 +53,64 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
         }
         AbxctlCommand::Show { id } => show(config, id),
         AbxctlCommand::Logs { id, follow } => logs(config, id, follow),
+        AbxctlCommand::Kill {
+            id,
+            pid,
+            signal,
+            grace,
+            no_wait,
+        } => {
+            let request = Request::Kill {
+                row: id,
+                pid,
+                signal: Some(signal),
+                grace_ms: grace.map(|g| g.as_millis() as u64),
+                wait: !no_wait,
+            };
+            match ask(config, &request)? {
+                Response::TeardownStarted { row } => {
+                    println!("teardown of row {row} started");
+                    Ok(0)
+                }
+                Response::TornDown(report) => Ok(print_report(&report)),
+                other => Err(unexpected(other)),
+            }
+        }
+        AbxctlCommand::Cancel { crawl_id } => match ask(config, &Request::Cancel { crawl_id })? {
+            Response::TornDown(report) => {
+                println!("crawl {crawl_id} cancelled");
+                Ok(print_report(&report))
+            }
+            other => Err(unexpected(other)),
+        },
+    }
+}
+
+/// Prints what a teardown did to each process; the exit code says whether it was complete.
+fn print_report(report: &crate::teardown::Report) -> i32 {
+    use crate::teardown::Fate;
+    for process in &report.processes {
+        let row = process
+            .row_id
+            .map(|r| format!("row {r}"))
+            .unwrap_or_else(|| "no row".into());
+        let fate = match &process.fate {
+            Fate::AlreadyGone => "already gone".to_string(),
+            Fate::ExitedOnSignal { after_ms } => format!("exited on signal after {after_ms} ms"),
+            Fate::KilledAtDeadline { after_ms } => {
+                format!("killed at its deadline ({after_ms} ms after the first signal)")
+            }
+            Fate::Survived { state } => format!("SURVIVED SIGKILL (state {state})"),
+        };
+        let command: String = process.command.chars().take(60).collect();
+        println!("{row:<8} pid {:<7} {fate:<55} {command}", process.pid);
+    }
+    if report.complete {
+        println!("{} processes, none left", report.processes.len());
+        0
+    } else {
+        println!("incomplete: some processes survived SIGKILL");
+        1
     }
 }
 

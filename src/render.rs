@@ -90,7 +90,7 @@ fn status_text(entry: &PsEntry) -> String {
     if entry.unverified() {
         return format!("{}?", row.status);
     }
-    match (row.status, row.exit_code, row.exit_signal) {
+    let text = match (row.status, row.exit_code, row.exit_signal) {
         (Status::Exited, Some(code), _) => format!("exited {code}"),
         (Status::Exited, None, Some(signal)) => format!("killed {}", signal_name(signal)),
         (Status::Exited, None, None) => match row.end_reason {
@@ -98,6 +98,11 @@ fn status_text(entry: &PsEntry) -> String {
             None => "exited".to_string(),
         },
         (status, _, _) => status.to_string(),
+    };
+    if row.leaking {
+        format!("{text}, leaking")
+    } else {
+        text
     }
 }
 
@@ -149,10 +154,15 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
             .started_at
             .map(|start| short_duration(row.ended_at.unwrap_or(now_ms) - start))
             .unwrap_or_else(|| "-".into());
-        let left = entry
-            .time_left_ms
-            .map(short_duration)
-            .unwrap_or_else(|| "-".into());
+        let left = match (row.status, row.kill_at) {
+            (Status::Stopping, Some(kill_at)) => {
+                format!("KILL {}", short_duration(kill_at - now_ms))
+            }
+            _ => entry
+                .time_left_ms
+                .map(short_duration)
+                .unwrap_or_else(|| "-".into()),
+        };
         table.add_row([
             row.id.to_string(),
             row.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),

@@ -13,7 +13,7 @@ use crate::identity::{self, Identity};
 use crate::proctree;
 use crate::reaper;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
-use crate::store::{EndReason, ExitOutcome, Kind, Lease, Store};
+use crate::store::{EndReason, ExitOutcome, Lease, Store};
 use crate::teardown::{self, DeadlineMap, Report};
 use mio::{Events, Interest, Poll, Registry, Token};
 use rustix::process::Signal;
@@ -340,10 +340,11 @@ impl Supervisor {
         }
     }
 
-    /// A process re-parented to us (we are a subreaper) ended: record it on its row.
+    /// A process re-parented to us (we are a subreaper: its parent died first) ended: we are the
+    /// only one who can know its status, so record it on its row, whatever its kind.
     fn reaped_descendant(&mut self, store: &mut Store, pid: i32, outcome: ExitOutcome) {
         match store.live_row_by_pid(pid) {
-            Ok(Some(row)) if row.kind == Kind::Child => {
+            Ok(Some(row)) => {
                 let reason = self
                     .teardown
                     .reason_for(row.id)

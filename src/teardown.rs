@@ -293,10 +293,12 @@ impl DeadlineMap {
                 if let Some(fd) = member.pidfd.take() {
                     let _ = self.registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
                 }
-                // Descendants are not anyone's children to reap here: record their end. Rows of
-                // other kinds are made final by their parent's reaper, which knows the status.
-                if member.kind.is_none_or(|k| k == Kind::Child) && !proctree::is_unreaped_child(pid)
-                {
+                // A descendant's end is recorded by whoever sees it first. A row of another kind
+                // is made final by its parent's reaper, which knows the status — unless that
+                // parent is gone too; then nobody else will.
+                let recordable = member.kind.is_none_or(|k| k == Kind::Child)
+                    || member.row_id.is_some_and(|row| !parent_alive(store, row));
+                if recordable && !proctree::is_unreaped_child(pid) {
                     if let Some(row) = member.row_id {
                         let detail =
                             "exit status unknown: not a child of the process that saw it end";
@@ -380,11 +382,10 @@ impl DeadlineMap {
             }
             member.killed_at = Some(now);
             if let Some(fd) = &member.pidfd {
-                if send(fd, Signal::KILL) {
-                    if let Some(row) = member.row_id {
-                        let _ = store.record_signal(row, nix::sys::signal::Signal::SIGKILL, None);
-                    }
+                if let Some(row) = member.row_id {
+                    let _ = store.record_signal(row, nix::sys::signal::Signal::SIGKILL, None);
                 }
+                send(fd, Signal::KILL);
             }
         }
     }
@@ -521,6 +522,19 @@ fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
     trees.get(&root).map(|t| t.rows.clone()).unwrap_or_default()
 }
 
+/// Whether the process of row `row`'s parent row is alive (and so will reap and record it).
+fn parent_alive(store: &Store, row: i64) -> bool {
+    let parent = store
+        .process(row)
+        .ok()
+        .flatten()
+        .and_then(|r| r.parent_id)
+        .and_then(|p| store.process(p).ok().flatten());
+    parent
+        .and_then(|p| p.identity)
+        .is_some_and(|id| identity::check(&id).is_alive())
+}
+
 /// Adds a live process to `tree`: records it as a `child` row if it has none, opens and checks
 /// its pidfd, watches it, and sends it the tree's first signal (and SIGCONT, so a stopped
 /// process can act on it).
@@ -592,6 +606,12 @@ fn add_member(
     }
     let signal = tree.request.signal;
     let now = Instant::now();
+    // Recorded just before it is sent, so that whoever reaps the process already sees why it
+    // ended.
+    if let Some(row) = row_id {
+        let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
+        let _ = store.record_signal(row, signal_name(signal), Some(kill_at));
+    }
     if send(&pidfd, signal) {
         member.signalled_at = Some(now);
         if signal != Signal::CONT && signal != Signal::KILL {
@@ -599,10 +619,6 @@ fn add_member(
         }
         if signal == Signal::KILL {
             member.killed_at = Some(now);
-        }
-        if let Some(row) = row_id {
-            let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
-            let _ = store.record_signal(row, signal_name(signal), Some(kill_at));
         }
     }
     member.pidfd = Some(pidfd);

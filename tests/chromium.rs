@@ -92,6 +92,19 @@ fn chromium_hooks_archive_the_bundled_page_and_leave_no_browser_behind() {
         survivors.is_empty(),
         "chromium processes survived their crawl: {survivors:?}"
     );
+    // Chromium's own processes (browser, zygotes, renderers, …) were recorded as child rows
+    // while they ran, and every one of them ended.
+    let chromium_rows: Vec<&abxd::store::ProcessRow> = rows
+        .iter()
+        .filter(|r| r.kind == Kind::Child && r.argv.first().is_some_and(|a| a.contains("chrom")))
+        .collect();
+    let distinct: std::collections::BTreeSet<i32> =
+        chromium_rows.iter().filter_map(|r| r.pid).collect();
+    assert!(
+        distinct.len() >= 2,
+        "chromium processes as child rows: {chromium_rows:#?}"
+    );
+    assert!(chromium_rows.iter().all(|r| !r.status.is_live()));
     let cdp = daemon
         .data_dir()
         .join(format!("crawls/{crawl}/chrome/cdp_url.txt"));

@@ -262,9 +262,11 @@ impl TestDaemon {
             .unwrap_or_else(|| panic!("no crawl id in {out:?}"))
     }
 
-    /// Waits until crawl `id` is sealed and every process that worked on it has ended.
+    /// Waits until crawl `id` is sealed and every process that worked on it has ended; on
+    /// timeout, fails naming what is still live.
     pub fn wait_sealed(&self, id: i64, timeout: Duration) {
-        wait_until(&format!("crawl {id} to be sealed"), timeout, || {
+        let deadline = Instant::now() + timeout;
+        loop {
             let store = self.store();
             let sealed = store
                 .crawl(id)
@@ -273,12 +275,21 @@ impl TestDaemon {
             let rows = store
                 .processes(&abxd::store::ProcessFilter::default())
                 .unwrap();
-            let ended = rows
+            let live: Vec<String> = rows
                 .iter()
-                .filter(|r| r.crawl_id == Some(id))
-                .all(|r| !r.status.is_live());
-            (sealed && ended).then_some(())
-        });
+                .filter(|r| r.crawl_id == Some(id) && r.status.is_live())
+                .map(|r| format!("row {} {} {} {:?}", r.id, r.kind, r.status, r.argv))
+                .collect();
+            if sealed && live.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "crawl {id}: sealed {sealed}, live rows: {live:#?}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {

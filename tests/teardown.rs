@@ -1,0 +1,309 @@
+//! The escape matrix: hooks that try every way of outliving their teardown, run under the real
+//! daemon. After each: no process of the test is left but the daemon, every row is final, and
+//! the teardown ended at its deadline — not before — for what ignores SIGTERM.
+
+mod common;
+
+use abxd::store::{EndReason, Kind, ProcessFilter, ProcessRow};
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use nix::sys::signal::Signal;
+use std::time::Duration;
+
+const CRAWL_WAIT: Duration = Duration::from_secs(60);
+const KILL_GRACE_MS: i64 = 800;
+
+fn escape_daemon(extra: &str) -> TestDaemon {
+    TestDaemon::start_with(&format!(
+        "{}[timeouts]\nhook_timeout = \"1s\"\nkill_grace = \"{KILL_GRACE_MS}ms\"\n\
+         min_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n{extra}",
+        plugins_config(&[&fixtures().join("escape")])
+    ))
+}
+
+fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
+    daemon.store().processes(&ProcessFilter::default()).unwrap()
+}
+
+/// Runs one crawl of `plugin` to its end and checks what every case must show.
+fn run_case(plugin: &str) -> (TestDaemon, Vec<ProcessRow>) {
+    let daemon = escape_daemon("");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", plugin]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_nothing_left(&daemon);
+    let rows = rows(&daemon);
+    for row in &rows {
+        assert!(
+            !row.status.is_live() || row.kind == Kind::Orchestrator,
+            "row {} ({:?}) is still {}",
+            row.id,
+            row.argv,
+            row.status
+        );
+    }
+    (daemon, rows)
+}
+
+/// No process of this test lives on but the daemon itself.
+fn assert_nothing_left(daemon: &TestDaemon) {
+    let left: Vec<String> = common::tagged_pids(&daemon.tag)
+        .into_iter()
+        .filter(|&pid| pid != daemon.pid())
+        .map(|pid| {
+            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            format!("{pid}: {}", cmd.replace('\0', " "))
+        })
+        .collect();
+    assert!(
+        left.is_empty(),
+        "processes survived their teardown: {left:?}"
+    );
+}
+
+fn hook(rows: &[ProcessRow]) -> &ProcessRow {
+    rows.iter()
+        .find(|r| r.kind == Kind::Hook)
+        .expect("a hook row")
+}
+
+fn children(rows: &[ProcessRow]) -> Vec<&ProcessRow> {
+    rows.iter().filter(|r| r.kind == Kind::Child).collect()
+}
+
+/// SIGKILL went out at the deadline and not before it.
+fn assert_killed_at_deadline(row: &ProcessRow) {
+    let (term, kill) = (
+        row.sigterm_at.unwrap(),
+        row.sigkill_at.expect("SIGKILL sent"),
+    );
+    assert!(
+        kill >= term + KILL_GRACE_MS - 5,
+        "row {} got SIGKILL {} ms after SIGTERM, before its grace of {KILL_GRACE_MS} ms",
+        row.id,
+        kill - term
+    );
+}
+
+#[test]
+fn a_hook_that_exits_on_sigterm_ends_at_its_deadline_without_sigkill() {
+    let (_daemon, rows) = run_case("exits_on_term");
+    let hook = hook(&rows);
+    assert_eq!(hook.end_reason, Some(EndReason::Timeout));
+    assert_eq!(hook.exit_signal, Some(15));
+    assert!(hook.sigterm_at.is_some() && hook.sigkill_at.is_none());
+}
+
+#[test]
+fn a_hook_that_ignores_sigterm_is_killed_at_its_deadline() {
+    let (_daemon, rows) = run_case("ignores_term");
+    let hook = hook(&rows);
+    assert_eq!(hook.end_reason, Some(EndReason::Timeout));
+    assert_eq!(hook.exit_signal, Some(9));
+    assert_killed_at_deadline(hook);
+}
+
+#[test]
+fn children_that_ignore_sigterm_are_found_and_killed_at_the_deadline() {
+    let (_daemon, rows) = run_case("children_ignore_term");
+    // Three children ignore SIGTERM; the hook's own `sleep 300` does not.
+    let killed: Vec<&ProcessRow> = children(&rows)
+        .into_iter()
+        .filter(|c| c.argv == ["sleep", "300"] && c.sigkill_at.is_some())
+        .collect();
+    assert_eq!(killed.len(), 3, "{:#?}", children(&rows));
+    for sleeper in killed {
+        assert_killed_at_deadline(sleeper);
+    }
+}
+
+#[test]
+fn a_double_forked_daemon_in_its_own_session_is_found_by_its_marker_and_killed() {
+    let (_daemon, rows) = run_case("double_fork_setsid");
+    let daemonized = children(&rows)
+        .into_iter()
+        .find(|c| c.argv == ["sleep", "300"] && c.pgid == c.pid)
+        .expect("the setsid daemon was recorded as a child row");
+    assert!(daemonized.sigkill_at.is_some());
+}
+
+#[test]
+fn a_double_forked_process_that_also_changed_its_group_is_killed() {
+    let (_daemon, rows) = run_case("double_fork_new_group");
+    let hook = hook(&rows);
+    let escaped: Vec<&ProcessRow> = children(&rows)
+        .into_iter()
+        .filter(|c| c.pgid != hook.pgid && c.sigkill_at.is_some())
+        .collect();
+    assert!(
+        !escaped.is_empty(),
+        "the escaped grandchild was recorded and killed"
+    );
+}
+
+#[test]
+fn a_fork_tree_of_over_fifty_processes_is_torn_down_whole() {
+    let (_daemon, rows) = run_case("fork_tree");
+    let tree = children(&rows);
+    assert!(
+        tree.len() >= 60,
+        "all 60 descendants recorded, found {}",
+        tree.len()
+    );
+    assert!(tree
+        .iter()
+        .all(|c| c.sigterm_at.is_some() || c.ended_at.is_some()));
+}
+
+#[test]
+fn a_child_stopped_with_sigstop_is_torn_down() {
+    let (_daemon, rows) = run_case("stopped_child");
+    assert!(!children(&rows).is_empty());
+}
+
+#[test]
+fn a_hook_that_exits_leaving_a_grandchild_is_flagged_leaking_and_the_grandchild_killed() {
+    let (daemon, rows) = run_case("leaks_grandchild");
+    let hook = hook(&rows);
+    assert!(hook.leaking, "the leak is flagged on the hook's row");
+    assert_eq!(hook.exit_code, Some(0));
+    let ps = daemon.ctl_ok(&["ps", "--all"]);
+    assert!(ps.contains("exited 0, leaking"), "{ps}");
+    let leftover = children(&rows)
+        .into_iter()
+        .find(|c| c.argv == ["sleep", "300"])
+        .expect("the grandchild has a row");
+    assert!(leftover.sigterm_at.is_some());
+}
+
+#[test]
+fn two_background_hooks_with_the_same_interpreter_are_both_torn_down() {
+    let (_daemon, rows) = run_case("twins");
+    let twins: Vec<&ProcessRow> = rows
+        .iter()
+        .filter(|r| r.kind == Kind::Hook && r.argv[0].contains("twin_"))
+        .collect();
+    assert_eq!(twins.len(), 2);
+    for twin in twins {
+        assert!(
+            twin.sigterm_at.is_some() && twin.sigkill_at.is_some(),
+            "{twin:?}"
+        );
+        assert_eq!(twin.exit_signal, Some(9));
+    }
+}
+
+/// Starts a crawl of the long-running fixture and waits until its hook and the hook's child run.
+fn long_running_crawl(daemon: &TestDaemon) -> (i64, ProcessRow) {
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "long_running"]);
+    let hook = wait_until("the hook and its child to run", WAIT, || {
+        let rows = rows(daemon);
+        let hook = rows
+            .iter()
+            .find(|r| r.kind == Kind::Hook && r.status.is_live())?;
+        rows.iter()
+            .any(|r| r.kind == Kind::Child && r.parent_id == Some(hook.id))
+            .then(|| hook.clone())
+    });
+    (crawl, hook)
+}
+
+#[test]
+fn abxctl_kill_on_a_hook_tears_down_its_tree_and_reports_each_process() {
+    let daemon = escape_daemon("[plugins.long_running]\ntimeout = \"300s\"\n");
+    let (crawl, hook) = long_running_crawl(&daemon);
+    let report = daemon.ctl_ok(&["kill", &hook.id.to_string(), "--grace", "2s"]);
+    assert!(report.contains(&format!("row {}", hook.id)), "{report}");
+    assert!(report.contains("exited on signal after"), "{report}");
+    assert!(report.contains("none left"), "{report}");
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let row = daemon.store().process(hook.id).unwrap().unwrap();
+    assert_eq!(row.end_reason, Some(EndReason::Killed));
+    assert_nothing_left(&daemon);
+}
+
+#[test]
+fn abxctl_kill_on_a_snapshot_worker_interrupts_it_and_the_snapshot_runs_again() {
+    let daemon = escape_daemon("[plugins.long_running]\ntimeout = \"300s\"\n");
+    let (crawl, hook) = long_running_crawl(&daemon);
+    let worker = hook.parent_id.unwrap();
+    let report = daemon.ctl_ok(&["kill", &worker.to_string()]);
+    assert!(report.contains("none left"), "{report}");
+    let survivors: Vec<i64> = daemon
+        .store()
+        .live_subtree(worker)
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert!(
+        survivors.is_empty(),
+        "rows survived their worker's teardown: {survivors:?}"
+    );
+    // The snapshot was requeued and a new worker took it.
+    wait_until("a new snapshot worker", WAIT, || {
+        rows(&daemon)
+            .iter()
+            .any(|r| r.kind == Kind::SnapshotWorker && r.id != worker && r.status.is_live())
+            .then_some(())
+    });
+    let output = daemon.ctl_ok(&["cancel", &crawl.to_string()]);
+    assert!(
+        output.contains(&format!("crawl {crawl} cancelled")),
+        "{output}"
+    );
+    let crawl_row = daemon.store().crawl(crawl).unwrap().unwrap();
+    assert_eq!(crawl_row.outcome.as_deref(), Some("cancelled"));
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_nothing_left(&daemon);
+}
+
+#[test]
+fn abxctl_kill_refuses_what_is_not_a_live_process_of_the_table() {
+    let daemon = escape_daemon("");
+    let mut stranger = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let output = daemon.ctl(&["kill", "--pid", &stranger.id().to_string()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is not a live process of abxd's table"),
+        "{stderr}"
+    );
+    assert!(
+        stranger.try_wait().unwrap().is_none(),
+        "the stranger was not touched"
+    );
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+
+    for (args, expected) in [
+        (vec!["kill", "999"], "no process row 999"),
+        (vec!["kill", "1"], "is abxd itself"),
+    ] {
+        let output = daemon.ctl(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    let output = daemon.ctl(&["kill", "2", "--signal", "NOPE"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn sigterm_to_the_daemon_tears_the_whole_tree_down_and_exits_0() {
+    let mut daemon = escape_daemon("[plugins.long_running]\ntimeout = \"300s\"\n");
+    let (_crawl, _hook) = long_running_crawl(&daemon);
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    assert_nothing_left(&daemon);
+    for row in rows(&daemon) {
+        assert!(
+            !row.status.is_live(),
+            "row {} ({:?}) still {}",
+            row.id,
+            row.argv,
+            row.status
+        );
+    }
+}

@@ -182,6 +182,9 @@ impl Daemon {
                 }
             }
         }
+        for event in self.supervisor.reap_now(&mut self.state.store) {
+            log::debug!("at exit: {event:?}");
+        }
         if let Err(err) = self.state.store.record_end(
             self.state.orchestrator_id,
             Some(ExitOutcome::Code(0)),

@@ -60,11 +60,18 @@ fn all_pids() -> Vec<i32> {
         .unwrap_or_default()
 }
 
-/// Whether `pid` is a zombie waiting for the calling process to reap it.
-pub fn is_unreaped_child(pid: i32) -> bool {
+/// The parent of `pid` if it is a zombie (ended, waiting to be reaped by that parent).
+pub fn zombie_parent(pid: i32) -> Option<i32> {
     procfs::process::Process::new(pid)
         .and_then(|p| p.stat())
-        .is_ok_and(|s| s.state == 'Z' && s.ppid == std::process::id() as i32)
+        .ok()
+        .filter(|s| s.state == 'Z')
+        .map(|s| s.ppid)
+}
+
+/// Whether `pid` is a zombie waiting for the calling process to reap it.
+pub fn is_unreaped_child(pid: i32) -> bool {
+    zombie_parent(pid) == Some(std::process::id() as i32)
 }
 
 /// The direct children of `pid`.

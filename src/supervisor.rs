@@ -13,7 +13,7 @@ use crate::identity::{self, Identity};
 use crate::proctree;
 use crate::reaper;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
-use crate::store::{EndReason, ExitOutcome, Lease, Store};
+use crate::store::{EndReason, ExitOutcome, Kind, Lease, Store};
 use crate::teardown::{self, DeadlineMap, Report};
 use mio::{Events, Interest, Poll, Registry, Token};
 use rustix::process::Signal;
@@ -302,6 +302,14 @@ impl Supervisor {
         Ok(out)
     }
 
+    /// Reaps whatever has ended now, without waiting: for the last moment before this process
+    /// exits, so that nothing re-parented to it goes unrecorded.
+    pub fn reap_now(&mut self, store: &mut Store) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.reap(store, &mut out);
+        out
+    }
+
     fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
         for reaped in reaper::reap_ready() {
             let Some(child) = self.children.remove(&reaped.pid) else {
@@ -328,8 +336,7 @@ impl Supervisor {
                 log::error!("row {row_id}: cannot record its end: {err}");
             }
             self.teardown.on_reaped(store, reaped.pid);
-            let leaked = child.policy.scan_descendants && self.handle_leak(store, &child);
-            close_ended_descendants(store, &child);
+            let leaked = self.settle_leftovers(store, &child);
             out.push(Event::Exited {
                 row_id,
                 pid: reaped.pid,
@@ -356,18 +363,38 @@ impl Supervisor {
         }
     }
 
-    /// After a scanned child exited: whether processes carrying its marker live on. If they do,
-    /// its row is flagged and they are torn down now or at the end, by its policy.
-    fn handle_leak(&mut self, store: &mut Store, child: &Child) -> bool {
-        let leftovers = proctree::marked(&self.instance, &[child.row_id]);
-        if leftovers.is_empty() {
+    /// After a child exited: settles what it leaves. Rows below it whose process is gone are
+    /// made final (no one else will see them end); if processes of its subtree live on — by row,
+    /// or by marker for scanned children — the child is flagged leaking and they are torn down
+    /// now or at the end, by its policy. Returns whether it leaked.
+    fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
+        let mut alive = 0;
+        let below = store.live_subtree(child.row_id).unwrap_or_default();
+        for row in below.iter().filter(|r| r.id != child.row_id) {
+            let live = row
+                .identity
+                .as_ref()
+                .is_some_and(|id| identity::check(id).is_alive());
+            // A zombie is reaped (and recorded) by its parent or by the abxd process it is
+            // re-parented to; a hook or worker row likewise. Only a descendant that is gone
+            // entirely is recorded here.
+            let zombie = row.pid.and_then(proctree::zombie_parent).is_some();
+            if live {
+                alive += 1;
+            } else if row.kind == Kind::Child && !zombie {
+                let _ = store.record_end(row.id, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
+            }
+        }
+        if child.policy.scan_descendants {
+            alive += proctree::marked(&self.instance, &[child.row_id])
+                .values()
+                .map(Vec::len)
+                .sum::<usize>();
+        }
+        if alive == 0 {
             return false;
         }
-        log::warn!(
-            "row {} exited leaving {} processes behind",
-            child.row_id,
-            leftovers.values().map(Vec::len).sum::<usize>()
-        );
+        log::warn!("row {} exited leaving processes behind", child.row_id);
         if let Err(err) = store.set_leaking(child.row_id) {
             log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
         }
@@ -493,16 +520,5 @@ impl Supervisor {
                 self.lease = Some((lease, now + lease.duration / 10));
             }
         }
-    }
-}
-
-/// Records the end of the descendants of `child` that are gone (those alive are leftovers, and
-/// their teardown records them; those re-parented here are recorded when reaped).
-fn close_ended_descendants(store: &mut Store, child: &Child) {
-    for (&pid, (row, identity)) in &child.descendants {
-        if identity::check(identity).is_alive() || proctree::is_unreaped_child(pid) {
-            continue;
-        }
-        let _ = store.record_end(*row, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
     }
 }

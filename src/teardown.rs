@@ -294,10 +294,9 @@ impl DeadlineMap {
                     let _ = self.registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
                 }
                 // A descendant's end is recorded by whoever sees it first. A row of another kind
-                // is made final by its parent's reaper, which knows the status — unless that
-                // parent is gone too; then nobody else will.
-                let recordable = member.kind.is_none_or(|k| k == Kind::Child)
-                    || member.row_id.is_some_and(|row| !parent_alive(store, row));
+                // (hook, worker) is made final by whoever reaps it — its parent, or the abxd
+                // process above it that it is re-parented to — which knows its status.
+                let recordable = member.kind.is_none_or(|k| k == Kind::Child);
                 if recordable && !proctree::is_unreaped_child(pid) {
                     if let Some(row) = member.row_id {
                         let detail =
@@ -520,19 +519,6 @@ impl DeadlineMap {
 /// The rows whose markers a tree scans.
 fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
     trees.get(&root).map(|t| t.rows.clone()).unwrap_or_default()
-}
-
-/// Whether the process of row `row`'s parent row is alive (and so will reap and record it).
-fn parent_alive(store: &Store, row: i64) -> bool {
-    let parent = store
-        .process(row)
-        .ok()
-        .flatten()
-        .and_then(|r| r.parent_id)
-        .and_then(|p| store.process(p).ok().flatten());
-    parent
-        .and_then(|p| p.identity)
-        .is_some_and(|id| identity::check(&id).is_alive())
 }
 
 /// Adds a live process to `tree`: records it as a `child` row if it has none, opens and checks

@@ -96,8 +96,9 @@ impl Context {
     }
 
     fn interrupt(&mut self) {
+        // A worker hears SIGTERM from each supervisor above it (its parent and the daemon), so a
+        // repeated one is not an escalation here: the daemon escalates by killing the tree itself.
         if self.interrupted {
-            self.supervisor.hurry(&mut self.store);
             return;
         }
         log::info!("interrupted: tearing down and leaving the work to be requeued");
@@ -118,6 +119,7 @@ impl Context {
                 on_exit(self, row, outcome, reason)?;
             }
         }
+        self.supervisor.reap_now(&mut self.store);
         Ok(())
     }
 }

@@ -227,17 +227,16 @@ fn abxctl_kill_on_a_snapshot_worker_interrupts_it_and_the_snapshot_runs_again() 
     let worker = hook.parent_id.unwrap();
     let report = daemon.ctl_ok(&["kill", &worker.to_string()]);
     assert!(report.contains("none left"), "{report}");
-    let survivors: Vec<i64> = daemon
-        .store()
-        .live_subtree(worker)
-        .unwrap()
-        .iter()
-        .map(|r| r.id)
-        .collect();
-    assert!(
-        survivors.is_empty(),
-        "rows survived their worker's teardown: {survivors:?}"
-    );
+    // The processes are gone when the report comes; their rows become final as their reapers
+    // record them.
+    wait_until("the worker's rows to be final", WAIT, || {
+        daemon
+            .store()
+            .live_subtree(worker)
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    });
     // The snapshot was requeued and a new worker took it.
     wait_until("a new snapshot worker", WAIT, || {
         rows(&daemon)
@@ -306,4 +305,42 @@ fn sigterm_to_the_daemon_tears_the_whole_tree_down_and_exits_0() {
             row.status
         );
     }
+}
+
+#[test]
+fn ps_shows_a_teardown_in_progress_and_a_second_sigterm_kills_everything_at_once() {
+    let mut daemon = TestDaemon::start_with(&format!(
+        "{}[timeouts]\nmin_grace = \"300s\"\n[plugins.ignores_term]\ntimeout = \"300s\"\n",
+        plugins_config(&[&fixtures().join("escape")])
+    ));
+    daemon.add(&["http://127.0.0.1:9/", "--plugins", "ignores_term"]);
+    wait_until("the hook to ignore SIGTERM (it runs a child)", WAIT, || {
+        let rows = rows(&daemon);
+        let hook = rows
+            .iter()
+            .find(|r| r.kind == Kind::Hook && r.status.is_live())?;
+        rows.iter()
+            .any(|r| r.kind == Kind::Child && r.parent_id == Some(hook.id))
+            .then_some(())
+    });
+    daemon.signal(Signal::SIGTERM);
+    let ps = wait_until("ps to show the hook stopping", WAIT, || {
+        let ps = daemon.ctl_ok(&["ps"]);
+        ps.lines()
+            .any(|l| l.contains("hook") && l.contains("stopping") && l.contains("KILL 4m"))
+            .then_some(ps)
+    });
+    assert!(ps.contains("TERM"), "{ps}");
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    assert_nothing_left(&daemon);
+    let hook = rows(&daemon)
+        .into_iter()
+        .find(|r| r.kind == Kind::Hook)
+        .unwrap();
+    assert_eq!(hook.exit_signal, Some(9));
+    assert!(
+        hook.sigkill_at.unwrap() < hook.kill_at.unwrap(),
+        "killed before its deadline"
+    );
 }

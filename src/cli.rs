@@ -51,6 +51,14 @@ pub enum AbxdCommand {
         #[command(flatten)]
         crawl: CrawlArgs,
     },
+    /// Show what recovery would do now — rows to mark lost, orphan trees to kill (with their
+    /// pids), results to run again or fail, snapshots and crawls to seal or requeue — without
+    /// doing it. (abxd recovers on every start, before it claims any work.)
+    Recover {
+        /// Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Internal: the worker processes abxd starts for a crawl or a snapshot.
     #[command(hide = true, subcommand)]
     Worker(WorkerCommand),

@@ -88,6 +88,7 @@ impl Default for PluginConfig {
 pub struct Limits {
     pub max_crawl_workers: u32,
     pub max_snapshot_workers: u32,
+    pub max_result_attempts: u32,
 }
 
 impl Default for Limits {
@@ -95,6 +96,7 @@ impl Default for Limits {
         Limits {
             max_crawl_workers: 2,
             max_snapshot_workers: 2,
+            max_result_attempts: 3,
         }
     }
 }
@@ -112,6 +114,8 @@ pub struct Timeouts {
     pub lease: Duration,
     #[serde(deserialize_with = "duration")]
     pub descendant_scan: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub retry_backoff: Duration,
 }
 
 impl Default for Timeouts {
@@ -122,6 +126,7 @@ impl Default for Timeouts {
             min_grace: Duration::from_secs(1),
             lease: Duration::from_secs(60),
             descendant_scan: Duration::from_secs(1),
+            retry_backoff: Duration::from_secs(2),
         }
     }
 }
@@ -310,6 +315,7 @@ impl Config {
             ("timeouts.kill_grace", self.timeouts.kill_grace),
             ("timeouts.lease", self.timeouts.lease),
             ("timeouts.descendant_scan", self.timeouts.descendant_scan),
+            ("timeouts.retry_backoff", self.timeouts.retry_backoff),
         ] {
             if value.is_zero() {
                 return Err(self.invalid(key, "must be longer than 0s"));
@@ -358,6 +364,10 @@ impl Config {
                     "limits.max_snapshot_workers",
                     c.limits.max_snapshot_workers.to_string(),
                 ),
+                (
+                    "limits.max_result_attempts",
+                    c.limits.max_result_attempts.to_string(),
+                ),
                 ("timeouts.hook_timeout", humantime(c.timeouts.hook_timeout)),
                 ("timeouts.kill_grace", humantime(c.timeouts.kill_grace)),
                 ("timeouts.min_grace", humantime(c.timeouts.min_grace)),
@@ -365,6 +375,10 @@ impl Config {
                 (
                     "timeouts.descendant_scan",
                     humantime(c.timeouts.descendant_scan),
+                ),
+                (
+                    "timeouts.retry_backoff",
+                    humantime(c.timeouts.retry_backoff),
                 ),
                 ("plugins", format!("{:?}", c.plugins)),
                 ("control.socket", c.control.socket.display().to_string()),

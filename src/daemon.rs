@@ -13,20 +13,18 @@ use crate::control::protocol::{ErrorCode, Request, Response, StatusInfo};
 use crate::control::server::Server;
 use crate::identity;
 use crate::lock::{DataDirLock, LockError};
+use crate::recovery;
 use crate::spawn::{Logs, SpawnRequest};
 use crate::store::{now_ms, EndReason, ExitOutcome, Kind, NewProcess, Queue, Store, StoreError};
 use crate::supervisor::{ChildPolicy, Event, Supervisor};
 use crate::worker;
 use mio::Token;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const CONTROL: Token = Token(1);
-
-/// How long a crawl whose worker died waits before it is tried again.
-const CRAWL_RETRY_BACKOFF: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -63,6 +61,12 @@ struct State {
     wake: bool,
     /// Connections waiting for the teardown of a row to finish.
     waiting: HashMap<i64, Vec<Token>>,
+    /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
+    /// they are gone, then ownerless work is recovered.
+    orphans: BTreeSet<i64>,
+    /// Crawls whose dead worker left processes: recovered once that teardown (by worker row)
+    /// has finished.
+    recover_after_teardown: HashMap<i64, i64>,
 }
 
 pub struct Daemon {
@@ -90,9 +94,15 @@ impl Daemon {
             cause,
         };
         let mut store = Store::open(&config.database).map_err(store_err)?;
-        let instance = store.instance_id().map_err(store_err)?;
-        let supervisor = Supervisor::new(config.timing(), instance)?;
+        let instance = store.marker_namespace().map_err(store_err)?;
+        let supervisor = Supervisor::new(config.timing(), instance.clone())?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
+        let reconciliation =
+            recovery::reconcile(&store, &instance, Some(orchestrator_id)).map_err(store_err)?;
+        for line in recovery::describe(&reconciliation, &recovery::WorkPlan::default()) {
+            log::info!("recovery: {line}");
+        }
+        recovery::apply_lost(&mut store, &reconciliation.lost).map_err(store_err)?;
         let server = Server::bind(
             &config.control.socket,
             supervisor.registry(),
@@ -110,7 +120,7 @@ impl Daemon {
             config.database.display(),
             config.control.socket.display()
         );
-        Ok(Daemon {
+        let mut daemon = Daemon {
             state: State {
                 started_at_ms: now_ms(),
                 config,
@@ -121,11 +131,23 @@ impl Daemon {
                 debug_children: 0,
                 wake: true,
                 waiting: HashMap::new(),
+                orphans: BTreeSet::new(),
+                recover_after_teardown: HashMap::new(),
             },
             supervisor,
             server,
             _lock: lock,
-        })
+        };
+        for orphan in &reconciliation.orphans {
+            daemon.state.orphans.insert(orphan.row);
+            daemon
+                .supervisor
+                .stop_orphan(&mut daemon.state.store, orphan.row);
+        }
+        if reconciliation.orphans.is_empty() {
+            recover_work(&mut daemon.state, None, false);
+        }
+        Ok(daemon)
     }
 
     pub fn config(&self) -> &Config {
@@ -156,7 +178,7 @@ impl Daemon {
         mut done: impl FnMut(&Store) -> bool,
     ) -> Result<i32, DaemonError> {
         loop {
-            if !self.state.stopping {
+            if !self.state.stopping && self.state.orphans.is_empty() {
                 if done(&self.state.store) {
                     self.stop(SIGTERM);
                 } else if std::mem::take(&mut self.state.wake) {
@@ -171,8 +193,11 @@ impl Daemon {
             for event in events {
                 match event {
                     Event::Exited {
-                        row_id, outcome, ..
-                    } => self.child_ended(row_id, outcome),
+                        row_id,
+                        outcome,
+                        leaked,
+                        ..
+                    } => self.child_ended(row_id, outcome, leaked),
                     Event::TornDown(report) => self.torn_down(report),
                     Event::Signal(SIGTERM | SIGINT) => self.stop(SIGTERM),
                     Event::Signal(SIGHUP) => self.reload(),
@@ -248,14 +273,14 @@ impl Daemon {
                 }
                 Err(err) => {
                     log::error!("crawl {crawl_id}: cannot start its worker: {err}");
-                    requeue_crawl(&mut state.store, crawl_id);
+                    requeue_crawl(state, crawl_id);
                     return;
                 }
             }
         }
     }
 
-    fn child_ended(&mut self, row_id: i64, outcome: ExitOutcome) {
+    fn child_ended(&mut self, row_id: i64, outcome: ExitOutcome, leaked: bool) {
         let state = &mut self.state;
         let Some(crawl_id) = state.crawl_workers.remove(&row_id) else {
             state.debug_children = state.debug_children.saturating_sub(1);
@@ -264,9 +289,17 @@ impl Daemon {
         let sealed = matches!(state.store.crawl(crawl_id), Ok(Some(c)) if c.status == "sealed");
         if sealed {
             log::info!("crawl {crawl_id} sealed; its worker exited ({outcome:?})");
+        } else if leaked {
+            log::warn!(
+                "crawl {crawl_id}: worker ended ({outcome:?}) before sealing, leaving processes: \
+                 recovering it once they are torn down"
+            );
+            state.recover_after_teardown.insert(row_id, crawl_id);
         } else {
-            log::warn!("crawl {crawl_id}: worker ended ({outcome:?}) before sealing: requeued");
-            requeue_crawl(&mut state.store, crawl_id);
+            log::warn!(
+                "crawl {crawl_id}: worker ended ({outcome:?}) before sealing: recovering it"
+            );
+            recover_work(state, Some(crawl_id), true);
         }
         state.wake = true;
     }
@@ -335,8 +368,18 @@ impl Daemon {
         });
     }
 
-    /// A teardown finished: answer whoever waits for it.
+    /// A teardown finished: answer whoever waits for it, and recover the work it held up.
     fn torn_down(&mut self, report: crate::teardown::Report) {
+        let state = &mut self.state;
+        if state.orphans.remove(&report.root_row) && state.orphans.is_empty() {
+            log::info!("recovery: every orphan tree is gone");
+            recover_work(state, None, false);
+            state.wake = true;
+        }
+        if let Some(crawl_id) = state.recover_after_teardown.remove(&report.root_row) {
+            recover_work(state, Some(crawl_id), true);
+            state.wake = true;
+        }
         log::info!(
             "teardown of row {} finished{}",
             report.root_row,
@@ -358,10 +401,31 @@ impl Daemon {
     }
 }
 
-fn requeue_crawl(store: &mut Store, crawl_id: i64) {
-    let retry_at = now_ms() + CRAWL_RETRY_BACKOFF.as_millis() as i64;
-    if let Err(err) = store.requeue(Queue::Crawls, crawl_id, retry_at) {
+fn requeue_crawl(state: &mut State, crawl_id: i64) {
+    let restarts = state
+        .store
+        .crawl(crawl_id)
+        .ok()
+        .flatten()
+        .map(|c| c.restarts);
+    let wait = recovery::backoff(&state.config, restarts.unwrap_or(0));
+    let retry_at = now_ms() + wait.as_millis() as i64;
+    if let Err(err) = state.store.requeue(Queue::Crawls, crawl_id, retry_at) {
         log::error!("crawl {crawl_id}: cannot requeue: {err}");
+    }
+}
+
+/// Recovers ownerless work (of one crawl, or all), logging each action.
+fn recover_work(state: &mut State, crawl: Option<i64>, back_off: bool) {
+    let result = recovery::plan_work(&state.store, &state.config, crawl, &BTreeSet::new())
+        .and_then(|plan| {
+            for line in recovery::describe(&recovery::Reconciliation::default(), &plan) {
+                log::info!("recovery: {line}");
+            }
+            recovery::apply_work(&mut state.store, &state.config, &plan, back_off)
+        });
+    if let Err(err) = result {
+        log::error!("recovery failed: {err}");
     }
 }
 

@@ -3,8 +3,8 @@
 //! The contract is SPEC §4: argv `--url=… --snapshot-id=… --crawl-id=…`, cwd
 //! `<snapshot dir>/<plugin>/`, the merged config and the ids as environment, stdout and stderr
 //! to log files, JSON records on stdout. Invariants: foreground hooks run one at a time in order,
-//! background hooks are started in order and run alongside; a hook whose result already
-//! succeeded is never started again; every run that ends gets its result recorded from its exit,
+//! background hooks are started in order and run alongside; a hook whose result is already
+//! final (succeeded, failed or skipped) is never started again — only interrupted ones are; every run that ends gets its result recorded from its exit,
 //! its records and its deadline, by the rules of [`interpret`].
 
 use crate::config::Config;
@@ -293,13 +293,28 @@ pub struct HookRunner {
 }
 
 impl HookRunner {
-    pub fn new(scope: Scope, hooks: Vec<Hook>) -> HookRunner {
-        HookRunner {
+    /// Prepares to run `hooks`, recording a result row for each one up front: a scope whose
+    /// results are all final has run every hook (which is how recovery tells a finished snapshot
+    /// from an interrupted one).
+    pub fn new(
+        store: &mut Store,
+        scope: Scope,
+        hooks: Vec<Hook>,
+    ) -> Result<HookRunner, StoreError> {
+        for hook in &hooks {
+            store.result_for(
+                scope.crawl.id,
+                scope.snapshot.as_ref().map(|s| s.id),
+                &hook.plugin,
+                &hook.file_name,
+            )?;
+        }
+        Ok(HookRunner {
             scope,
             pending: hooks.into(),
             foreground: None,
             running: HashMap::new(),
-        }
+        })
     }
 
     /// Starts hooks in order until a foreground hook is running or none is left. Hooks whose
@@ -321,8 +336,12 @@ impl HookRunner {
                 &hook.plugin,
                 &hook.file_name,
             )?;
-            if result.status == "succeeded" {
-                log::info!("{}: succeeded before, not run again", hook.file_name);
+            if result.is_final() {
+                log::info!(
+                    "{}: {} before, not run again",
+                    hook.file_name,
+                    result.status
+                );
                 continue;
             }
             let request = spawn_request(config, &hook, scope, result.id);

@@ -36,10 +36,17 @@ impl Liveness {
     }
 }
 
+/// For tests only: makes this process believe it runs in another boot, to exercise recovery
+/// after a reboot without rebooting.
+pub const BOOT_ID_OVERRIDE_ENV: &str = "ABXD_TEST_BOOT_ID";
+
 /// The current boot id (`/proc/sys/kernel/random/boot_id`), read once.
 pub fn boot_id() -> &'static str {
     static BOOT_ID: OnceLock<String> = OnceLock::new();
     BOOT_ID.get_or_init(|| {
+        if let Ok(id) = std::env::var(BOOT_ID_OVERRIDE_ENV) {
+            return id;
+        }
         std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|err| {

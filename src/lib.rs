@@ -28,6 +28,7 @@
 //! - `control`: the socket protocol (`protocol`), the daemon side (`server`), abxctl's (`client`).
 //! - `daemon`: start-up, the orchestrator (claims crawls, starts crawl workers), shutdown.
 //! - `worker`: the crawl and snapshot worker processes.
+//! - `recovery`: reconciling the table with reality on start; recovering ownerless work.
 //! - `plugins`, `hooks`: finding hooks by the naming rule; running them and judging results.
 //! - `run`, `serve`: `abxd run`, and the loopback server it crawls local pages through.
 //! - `render`, `ctl`, `cli`: what abxctl shows and does, and both command lines.
@@ -54,6 +55,7 @@ pub mod logging;
 pub mod plugins;
 pub mod proctree;
 pub mod reaper;
+pub mod recovery;
 pub mod render;
 pub mod run;
 pub mod serve;

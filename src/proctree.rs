@@ -11,8 +11,15 @@
 use crate::identity::{self, Identity};
 use std::collections::{BTreeMap, HashSet};
 
-/// The environment variable that names the database (instance) a marked process belongs to.
+/// The environment variable that names the database (instance) and boot a marked process
+/// belongs to.
 pub const INSTANCE_ENV: &str = "ABXD_INSTANCE";
+
+/// The marker namespace of a database in this boot: `<instance id>@<boot id>`. A process of
+/// another database, or of an earlier boot, never matches it.
+pub fn namespace(instance_id: &str) -> String {
+    format!("{instance_id}@{}", identity::boot_id())
+}
 
 /// A live process as found in procfs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,10 +131,19 @@ pub fn descendants_of(roots: &[i32]) -> Vec<Found> {
 
 /// Live processes carrying the marker of any of `rows` for `instance`, by row.
 pub fn marked(instance: &str, rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
-    let mut by_row: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
     if rows.is_empty() {
-        return by_row;
+        return BTreeMap::new();
     }
+    marked_where(instance, |row| rows.contains(&row))
+}
+
+/// Every live process carrying a marker of `instance`, by row.
+pub fn marked_any(instance: &str) -> BTreeMap<i64, Vec<Found>> {
+    marked_where(instance, |_| true)
+}
+
+fn marked_where(instance: &str, wanted: impl Fn(i64) -> bool) -> BTreeMap<i64, Vec<Found>> {
+    let mut by_row: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
     let instance_var = format!("{INSTANCE_ENV}={instance}");
     let me = std::process::id() as i32;
     for pid in all_pids() {
@@ -149,7 +165,7 @@ pub fn marked(instance: &str, rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
             }
         }
         if let (true, Some(row)) = (ours, row) {
-            if rows.contains(&row) {
+            if wanted(row) {
                 if let Some(process) = read(pid) {
                     by_row.entry(row).or_default().push(process);
                 }

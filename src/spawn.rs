@@ -102,7 +102,7 @@ fn open_log(path: &Path) -> Result<File, SpawnError> {
 pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, SpawnError> {
     let argv = &request.process.argv;
     let program = argv.first().ok_or(SpawnError::EmptyArgv)?;
-    let instance = store.instance_id()?;
+    let instance = store.marker_namespace()?;
     let row_id = store.insert_process(&request.process)?;
     match start(row_id, &instance, program, request) {
         Ok((child, stdout, stderr)) => {

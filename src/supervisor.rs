@@ -202,6 +202,23 @@ impl Supervisor {
                 grace,
                 own_deadlines: false,
                 reason,
+                record_all: false,
+            },
+        );
+    }
+
+    /// Tears down the tree of an orphan row left by a previous incarnation: every row of it is
+    /// recorded `orphan_reaped` when its process goes.
+    pub fn stop_orphan(&mut self, store: &mut Store, row_id: i64) {
+        self.teardown.begin(
+            store,
+            teardown::Request {
+                root_row: row_id,
+                signal: Signal::TERM,
+                grace: self.timing.kill_grace,
+                own_deadlines: false,
+                reason: EndReason::OrphanReaped,
+                record_all: true,
             },
         );
     }
@@ -220,6 +237,7 @@ impl Supervisor {
                     grace: self.timing.min_grace,
                     own_deadlines: true,
                     reason,
+                    record_all: false,
                 },
             );
         }

@@ -45,6 +45,9 @@ pub struct Request {
     pub own_deadlines: bool,
     /// The end reason rows get from this teardown.
     pub reason: EndReason,
+    /// Record the end of every row of the tree when its process goes, whatever its kind: for
+    /// orphans, whose parents are gone and will reap nothing.
+    pub record_all: bool,
 }
 
 /// What happened to one process of a torn-down tree.
@@ -296,7 +299,8 @@ impl DeadlineMap {
                 // A descendant's end is recorded by whoever sees it first. A row of another kind
                 // (hook, worker) is made final by whoever reaps it — its parent, or the abxd
                 // process above it that it is re-parented to — which knows its status.
-                let recordable = member.kind.is_none_or(|k| k == Kind::Child);
+                let recordable =
+                    tree.request.record_all || member.kind.is_none_or(|k| k == Kind::Child);
                 if recordable && !proctree::is_unreaped_child(pid) {
                     if let Some(row) = member.row_id {
                         let detail =

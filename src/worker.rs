@@ -14,6 +14,7 @@
 use crate::config::Config;
 use crate::hooks::{HookRunner, Scope};
 use crate::plugins::{self, HookEvent};
+use crate::recovery;
 use crate::spawn::{Logs, SpawnRequest, PROCESS_ID_ENV};
 use crate::store::{
     now_ms, EndReason, ExitOutcome, Kind, Lease, NewProcess, Queue, Store, StoreError,
@@ -45,6 +46,17 @@ struct Context {
     supervisor: Supervisor,
     /// Set once SIGTERM/SIGINT arrived: tear down, do not seal.
     interrupted: bool,
+    /// Rows whose teardown finished since the caller last looked.
+    torn_down: Vec<i64>,
+}
+
+/// A child that ended, as a worker acts on it.
+#[derive(Debug, Clone, Copy)]
+struct Exit {
+    row: i64,
+    outcome: ExitOutcome,
+    reason: EndReason,
+    leaked: bool,
 }
 
 impl Context {
@@ -61,7 +73,7 @@ impl Context {
             log::warn!("cannot become a child subreaper: {err}");
         }
         let store = Store::open(&config.database)?;
-        let mut supervisor = Supervisor::new(config.timing(), store.instance_id()?)?;
+        let mut supervisor = Supervisor::new(config.timing(), store.marker_namespace()?)?;
         supervisor.hold_lease(Lease {
             queue,
             id,
@@ -74,11 +86,12 @@ impl Context {
             row_id,
             supervisor,
             interrupted: false,
+            torn_down: Vec::new(),
         })
     }
 
     /// Handles the events every worker handles alike; returns the exits for the caller.
-    fn triage(&mut self, events: Vec<Event>) -> Vec<(i64, ExitOutcome, EndReason)> {
+    fn triage(&mut self, events: Vec<Event>) -> Vec<Exit> {
         let mut exits = Vec::new();
         for event in events {
             match event {
@@ -86,10 +99,17 @@ impl Context {
                     row_id,
                     outcome,
                     reason,
+                    leaked,
                     ..
-                } => exits.push((row_id, outcome, reason)),
+                } => exits.push(Exit {
+                    row: row_id,
+                    outcome,
+                    reason,
+                    leaked,
+                }),
                 Event::Signal(SIGTERM | SIGINT) | Event::LeaseLost => self.interrupt(),
-                Event::Signal(_) | Event::Ready(_) | Event::Timer | Event::TornDown(_) => {}
+                Event::TornDown(report) => self.torn_down.push(report.root_row),
+                Event::Signal(_) | Event::Ready(_) | Event::Timer => {}
             }
         }
         exits
@@ -110,13 +130,13 @@ impl Context {
     /// `min_grace`, and waits until all are gone, recording each exit through `on_exit`.
     fn drain(
         &mut self,
-        mut on_exit: impl FnMut(&mut Context, i64, ExitOutcome, EndReason) -> Result<(), StoreError>,
+        mut on_exit: impl FnMut(&mut Context, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         self.supervisor.stop_all(&mut self.store, EndReason::Killed);
         while self.supervisor.has_work() {
             let events = self.supervisor.wait(&mut self.store, None)?;
-            for (row, outcome, reason) in self.triage(events) {
-                on_exit(self, row, outcome, reason)?;
+            for exit in self.triage(events) {
+                on_exit(self, exit)?;
             }
         }
         self.supervisor.reap_now(&mut self.store);
@@ -155,48 +175,51 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     );
     let (max_depth, depth, crawl_id) = (crawl.max_depth, snapshot.depth, crawl.id);
     let mut runner = HookRunner::new(
+        &mut cx.store,
         Scope {
             crawl,
             snapshot: Some(snapshot),
             parent_row: cx.row_id,
         },
         hooks,
-    );
-    let record = |cx: &mut Context,
-                  runner: &mut HookRunner,
-                  row: i64,
-                  outcome: ExitOutcome,
-                  reason: EndReason|
-     -> Result<(), StoreError> {
-        let Context {
-            config,
-            store,
-            supervisor,
-            interrupted,
-            ..
-        } = cx;
-        if *interrupted {
-            // Torn down by our own interruption: leave the result to be run again.
-            return Ok(());
-        }
-        let discovered = runner.on_exit(config, supervisor, store, row, outcome, reason)?;
-        for url in discovered.unwrap_or_default() {
-            if depth < max_depth {
-                if let Some(id) = store.add_snapshot(crawl_id, &url, depth + 1)? {
-                    log::info!("discovered {url} (snapshot {id}, depth {})", depth + 1);
+    )?;
+    let record =
+        |cx: &mut Context, runner: &mut HookRunner, exit: Exit| -> Result<(), StoreError> {
+            let Context {
+                config,
+                store,
+                supervisor,
+                interrupted,
+                ..
+            } = cx;
+            let Exit {
+                row,
+                outcome,
+                reason,
+                ..
+            } = exit;
+            if *interrupted {
+                // Torn down by our own interruption: leave the result to be run again.
+                return Ok(());
+            }
+            let discovered = runner.on_exit(config, supervisor, store, row, outcome, reason)?;
+            for url in discovered.unwrap_or_default() {
+                if depth < max_depth {
+                    if let Some(id) = store.add_snapshot(crawl_id, &url, depth + 1)? {
+                        log::info!("discovered {url} (snapshot {id}, depth {})", depth + 1);
+                    }
                 }
             }
-        }
-        Ok(())
-    };
+            Ok(())
+        };
     runner.start_next(&cx.config, &mut cx.supervisor, &mut cx.store)?;
     while !cx.interrupted && !runner.foreground_done() {
         let events = cx.supervisor.wait(&mut cx.store, None)?;
-        for (row, outcome, reason) in cx.triage(events) {
-            record(&mut cx, &mut runner, row, outcome, reason)?;
+        for exit in cx.triage(events) {
+            record(&mut cx, &mut runner, exit)?;
         }
     }
-    cx.drain(|cx, row, outcome, reason| record(cx, &mut runner, row, outcome, reason))?;
+    cx.drain(|cx, exit| record(cx, &mut runner, exit))?;
     if cx.interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
@@ -216,22 +239,45 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
     let mut runner = HookRunner::new(
+        &mut cx.store,
         Scope {
             crawl,
             snapshot: None,
             parent_row: cx.row_id,
         },
         hooks,
-    );
-    // Snapshot workers by row id → the snapshot each works on.
+    )?;
+    // Snapshot workers by row id → the snapshot each works on; and dead ones whose leftovers
+    // are still being torn down, by row → their snapshot, recovered once they are gone.
     let mut workers: HashMap<i64, i64> = HashMap::new();
+    let mut awaiting_teardown: HashMap<i64, i64> = HashMap::new();
     let record = |cx: &mut Context,
                   runner: &mut HookRunner,
                   workers: &mut HashMap<i64, i64>,
-                  row: i64,
-                  outcome: ExitOutcome,
-                  reason: EndReason|
+                  awaiting_teardown: &mut HashMap<i64, i64>,
+                  exit: Exit|
      -> Result<(), StoreError> {
+        record_teardowns(cx, crawl_id, awaiting_teardown)?;
+        if let Some(snapshot_id) = workers.remove(&exit.row) {
+            let sealed = cx
+                .store
+                .snapshot(snapshot_id)?
+                .is_some_and(|s| s.status == "sealed");
+            if !sealed {
+                log::warn!(
+                    "snapshot worker row {} for snapshot {snapshot_id} ended ({:?}) before \
+                     sealing it",
+                    exit.row,
+                    exit.outcome
+                );
+                if exit.leaked {
+                    awaiting_teardown.insert(exit.row, snapshot_id);
+                } else {
+                    recover_snapshot(cx, crawl_id, snapshot_id)?;
+                }
+            }
+            return Ok(());
+        }
         let Context {
             config,
             store,
@@ -239,11 +285,15 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             interrupted,
             ..
         } = cx;
-        if let Some(snapshot_id) = workers.remove(&row) {
-            return snapshot_worker_ended(store, snapshot_id, row, outcome);
-        }
         if !*interrupted {
-            runner.on_exit(config, supervisor, store, row, outcome, reason)?;
+            runner.on_exit(
+                config,
+                supervisor,
+                store,
+                exit.row,
+                exit.outcome,
+                exit.reason,
+            )?;
         }
         Ok(())
     };
@@ -251,8 +301,14 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     runner.start_next(&cx.config, &mut cx.supervisor, &mut cx.store)?;
     while !cx.interrupted && !runner.foreground_done() {
         let events = cx.supervisor.wait(&mut cx.store, None)?;
-        for (row, outcome, reason) in cx.triage(events) {
-            record(&mut cx, &mut runner, &mut workers, row, outcome, reason)?;
+        for exit in cx.triage(events) {
+            record(
+                &mut cx,
+                &mut runner,
+                &mut workers,
+                &mut awaiting_teardown,
+                exit,
+            )?;
         }
     }
     for url in &urls {
@@ -261,7 +317,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     while !cx.interrupted {
         start_snapshot_workers(&mut cx, crawl_id, &mut workers)?;
         let snapshots = cx.store.snapshots(crawl_id)?;
-        if workers.is_empty() && snapshots.iter().all(|s| s.status == "sealed") {
+        if workers.is_empty()
+            && awaiting_teardown.is_empty()
+            && snapshots.iter().all(|s| s.status == "sealed")
+        {
             break;
         }
         // Wake for a snapshot that is waiting out a back-off, if nothing else wakes us first.
@@ -277,13 +336,21 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             .flatten()
             .map(|at| Instant::now() + Duration::from_millis((at - now_ms()).max(0) as u64));
         let events = cx.supervisor.wait(&mut cx.store, timer)?;
-        for (row, outcome, reason) in cx.triage(events) {
-            record(&mut cx, &mut runner, &mut workers, row, outcome, reason)?;
+        let exits = cx.triage(events);
+        if exits.is_empty() && !cx.torn_down.is_empty() {
+            record_teardowns(&mut cx, crawl_id, &mut awaiting_teardown)?;
+        }
+        for exit in exits {
+            record(
+                &mut cx,
+                &mut runner,
+                &mut workers,
+                &mut awaiting_teardown,
+                exit,
+            )?;
         }
     }
-    cx.drain(|cx, row, outcome, reason| {
-        record(cx, &mut runner, &mut workers, row, outcome, reason)
-    })?;
+    cx.drain(|cx, exit| record(cx, &mut runner, &mut workers, &mut awaiting_teardown, exit))?;
     if cx.interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
@@ -292,27 +359,28 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     Ok(EXIT_DONE)
 }
 
-/// How long a snapshot whose worker failed waits before it is tried again.
-const SNAPSHOT_RETRY_BACKOFF: Duration = Duration::from_secs(2);
-
-fn snapshot_worker_ended(
-    store: &mut Store,
-    snapshot_id: i64,
-    row: i64,
-    outcome: ExitOutcome,
+/// Recovers the teardowns that finished: their snapshots are recovered now.
+fn record_teardowns(
+    cx: &mut Context,
+    crawl_id: i64,
+    awaiting_teardown: &mut HashMap<i64, i64>,
 ) -> Result<(), StoreError> {
-    let sealed = store
-        .snapshot(snapshot_id)?
-        .is_some_and(|s| s.status == "sealed");
-    if !sealed {
-        log::warn!(
-            "snapshot worker row {row} for snapshot {snapshot_id} ended ({outcome:?}) before \
-             sealing it: requeued"
-        );
-        let retry_at = now_ms() + SNAPSHOT_RETRY_BACKOFF.as_millis() as i64;
-        store.requeue(Queue::Snapshots, snapshot_id, retry_at)?;
+    for row in std::mem::take(&mut cx.torn_down) {
+        if let Some(snapshot_id) = awaiting_teardown.remove(&row) {
+            recover_snapshot(cx, crawl_id, snapshot_id)?;
+        }
     }
     Ok(())
+}
+
+/// Recovers a snapshot whose worker died, by the rules of `recovery`: sealed if all its results
+/// are final, else requeued (backing off) with its interrupted results to run again.
+fn recover_snapshot(cx: &mut Context, crawl_id: i64, snapshot_id: i64) -> Result<(), StoreError> {
+    let plan = recovery::plan_work(&cx.store, &cx.config, Some(crawl_id), &Default::default())?;
+    for line in recovery::describe(&Default::default(), &plan) {
+        log::info!("recovery of snapshot {snapshot_id}: {line}");
+    }
+    recovery::apply_work(&mut cx.store, &cx.config, &plan, true)
 }
 
 fn start_snapshot_workers(
@@ -345,7 +413,9 @@ fn start_snapshot_workers(
             }
             Err(err) => {
                 log::error!("cannot start a snapshot worker: {err}");
-                let retry_at = now_ms() + SNAPSHOT_RETRY_BACKOFF.as_millis() as i64;
+                let restarts = cx.store.snapshot(snapshot_id)?.map(|s| s.restarts);
+                let wait = recovery::backoff(&cx.config, restarts.unwrap_or(0));
+                let retry_at = now_ms() + wait.as_millis() as i64;
                 cx.store.requeue(Queue::Snapshots, snapshot_id, retry_at)?;
                 return Ok(());
             }

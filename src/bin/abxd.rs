@@ -30,6 +30,19 @@ fn run(cli: AbxdCli) -> Result<i32> {
             abxd::logging::init(config.log.level.min(log::LevelFilter::Warn));
             Ok(abxd::run::run(config, &urls, &crawl)?)
         }
+        AbxdCommand::Recover { dry_run: false } => {
+            anyhow::bail!("recovery runs each time abxd starts; `abxd recover --dry-run` shows what it would do")
+        }
+        AbxdCommand::Recover { dry_run: true } => {
+            let plan = abxd::recovery::dry_run(&config)?;
+            if plan.is_empty() {
+                println!("nothing to recover");
+            }
+            for line in plan {
+                println!("{line}");
+            }
+            Ok(0)
+        }
         AbxdCommand::Worker(worker) => {
             abxd::logging::init(config.log.level);
             Ok(match worker {

@@ -115,6 +115,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE UNIQUE INDEX processes_identity ON processes(boot_id, pid, start_ticks)
         WHERE pid IS NOT NULL;
     "#,
+    // 4: how often a crawl or snapshot was put back after its worker died (for back-off).
+    r#"
+    ALTER TABLE crawls ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE snapshots ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

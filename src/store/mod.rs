@@ -151,6 +151,11 @@ impl Store {
         Ok(self.conn.query_row(INSTANCE_ID_SQL, [], |r| r.get(0))?)
     }
 
+    /// The marker namespace of this database in this boot (see `proctree::namespace`).
+    pub fn marker_namespace(&self) -> Result<String, StoreError> {
+        Ok(crate::proctree::namespace(&self.instance_id()?))
+    }
+
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         Ok(migrations::user_version(&self.conn)?)
     }

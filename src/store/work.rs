@@ -49,6 +49,7 @@ pub struct Crawl {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub sealed_at: Option<i64>,
+    pub restarts: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -63,6 +64,7 @@ pub struct Snapshot {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub sealed_at: Option<i64>,
+    pub restarts: u32,
 }
 
 /// The outcome of one hook for one snapshot (or crawl).
@@ -111,7 +113,7 @@ fn json_column<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rus
 
 impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
-        owner_id, created_at, started_at, sealed_at";
+        owner_id, created_at, started_at, sealed_at, restarts";
 
     fn from_row(row: &Row<'_>) -> rusqlite::Result<Crawl> {
         let plugins: Option<String> = row.get("plugins")?;
@@ -127,13 +129,14 @@ impl Crawl {
             created_at: row.get("created_at")?,
             started_at: row.get("started_at")?,
             sealed_at: row.get("sealed_at")?,
+            restarts: row.get("restarts")?,
         })
     }
 }
 
 impl Snapshot {
     const COLUMNS: &'static str = "id, crawl_id, url, depth, status, retry_at, owner_id, \
-        created_at, started_at, sealed_at";
+        created_at, started_at, sealed_at, restarts";
 
     fn from_row(row: &Row<'_>) -> rusqlite::Result<Snapshot> {
         Ok(Snapshot {
@@ -147,6 +150,7 @@ impl Snapshot {
             created_at: row.get("created_at")?,
             started_at: row.get("started_at")?,
             sealed_at: row.get("sealed_at")?,
+            restarts: row.get("restarts")?,
         })
     }
 }
@@ -266,16 +270,38 @@ impl Store {
         })
     }
 
-    /// Puts a started row back in the queue, due at `retry_at`.
+    /// Puts a started row back in the queue, due at `retry_at`, counting the restart.
     pub fn requeue(&mut self, queue: Queue, id: i64, retry_at: i64) -> Result<(), StoreError> {
         let table = queue.table();
         self.write(|tx| {
             tx.execute(
                 &format!(
-                    "UPDATE {table} SET status = 'queued', retry_at = ?2, owner_id = NULL \
-                     WHERE id = ?1 AND status = 'started'"
+                    "UPDATE {table} SET status = 'queued', retry_at = ?2, owner_id = NULL, \
+                     restarts = restarts + 1 WHERE id = ?1 AND status = 'started'"
                 ),
                 params![id, retry_at],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Ids, owners and lease ends of the rows of `queue` that are `started`.
+    pub fn started(&self, queue: Queue) -> Result<Vec<(i64, Option<i64>, i64)>, StoreError> {
+        let table = queue.table();
+        let mut statement = self.conn().prepare(&format!(
+            "SELECT id, owner_id, retry_at FROM {table} WHERE status = 'started' ORDER BY id"
+        ))?;
+        let rows = statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Puts an interrupted result back to `queued`, so that it runs again.
+    pub fn retry_result(&mut self, id: i64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE results SET status = 'queued', ended_at = NULL \
+                 WHERE id = ?1 AND status = 'started'",
+                [id],
             )?;
             Ok(())
         })
@@ -448,6 +474,16 @@ impl Store {
             )?;
             Ok(())
         })
+    }
+
+    /// The results of one snapshot, by hook.
+    pub fn snapshot_results(&self, snapshot_id: i64) -> Result<Vec<HookResult>, StoreError> {
+        let mut statement = self.conn().prepare(&format!(
+            "SELECT {} FROM results WHERE snapshot_id = ?1 ORDER BY hook",
+            HookResult::COLUMNS
+        ))?;
+        let rows = statement.query_map([snapshot_id], HookResult::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Every result of a crawl (crawl hooks first, then by snapshot and hook).

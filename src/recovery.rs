@@ -1,0 +1,387 @@
+//! Recovery: reconciling the process table with reality, and recovering interrupted work.
+//!
+//! Reconciliation runs on every start, before any work is claimed, in one pass over the live
+//! rows: a row whose process is gone, reused or from an earlier boot becomes `lost` (nothing is
+//! signalled); a live process whose supervising parent is gone — its previous incarnation crashed
+//! — roots an orphan tree, torn down whole by the teardown map (marker scan included). Then, and
+//! also at run time when a worker dies, work without a live owner is recovered: a snapshot whose
+//! results are all final is sealed, any other is requeued and its interrupted results run again
+//! (a result interrupted `limits.max_result_attempts` times ends failed instead); a crawl whose
+//! snapshots are all sealed is sealed, any other is requeued. A result that succeeded is never
+//! touched.
+//!
+//! Invariants: the plan is computed read-only, so `abxd recover --dry-run` prints exactly what
+//! the daemon then does; process evidence (identity) decides first, an expired lease only where
+//! no owner row exists.
+
+use crate::config::Config;
+use crate::identity::{self, Liveness};
+use crate::proctree;
+use crate::store::{now_ms, EndReason, HookResult, Queue, ResultStatus, Store, StoreError};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// The most a piece of work waits before it runs again.
+const MAX_BACKOFF: Duration = Duration::from_secs(600);
+
+/// A live row whose process is not there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostRow {
+    pub row: i64,
+    pub pid: Option<i32>,
+    pub why: String,
+}
+
+/// A tree of live processes left by a previous incarnation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanTree {
+    pub row: i64,
+    pub pids: Vec<i32>,
+}
+
+/// What reconciling the process table does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconciliation {
+    pub lost: Vec<LostRow>,
+    pub orphans: Vec<OrphanTree>,
+}
+
+/// What recovering ownerless work does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkPlan {
+    pub retry_results: Vec<i64>,
+    pub fail_results: Vec<(i64, u32)>,
+    pub seal_snapshots: Vec<i64>,
+    pub requeue_snapshots: Vec<i64>,
+    pub seal_crawls: Vec<i64>,
+    pub requeue_crawls: Vec<i64>,
+}
+
+impl WorkPlan {
+    pub fn is_empty(&self) -> bool {
+        *self == WorkPlan::default()
+    }
+}
+
+/// Finds the lost rows and the orphan trees. `this_orchestrator` is the row of the running
+/// daemon (not an orphan of anything).
+pub fn reconcile(
+    store: &Store,
+    instance: &str,
+    this_orchestrator: Option<i64>,
+) -> Result<Reconciliation, StoreError> {
+    let live = store.processes(&crate::store::ProcessFilter {
+        live_only: true,
+        kind: None,
+    })?;
+    let mut plan = Reconciliation::default();
+    let mut alive: BTreeSet<i64> = BTreeSet::new();
+    for row in live.iter().filter(|r| Some(r.id) != this_orchestrator) {
+        let why = match &row.identity {
+            None => Some("never started: no process was recorded".to_string()),
+            Some(id) => match identity::check(id) {
+                Liveness::Alive => None,
+                Liveness::Gone => Some("process gone".to_string()),
+                Liveness::Reused => Some(format!(
+                    "pid {} now belongs to another process (start time differs)",
+                    id.pid
+                )),
+                Liveness::OtherBoot => Some("recorded during an earlier boot".to_string()),
+            },
+        };
+        match why {
+            Some(why) => plan.lost.push(LostRow {
+                row: row.id,
+                pid: row.pid,
+                why,
+            }),
+            None => {
+                alive.insert(row.id);
+            }
+        }
+    }
+    // A live process whose parent row is not alive roots an orphan tree. (A live orchestrator row
+    // is a running daemon — the data-dir lock allows only one — never an orphan.)
+    let mut covered: BTreeSet<i64> = BTreeSet::new();
+    for row in live.iter().filter(|r| alive.contains(&r.id)) {
+        let parent_alive = row
+            .parent_id
+            .is_some_and(|p| alive.contains(&p) || Some(p) == this_orchestrator);
+        if parent_alive || row.kind == crate::store::Kind::Orchestrator {
+            continue;
+        }
+        let subtree = store.live_subtree(row.id)?;
+        covered.extend(subtree.iter().map(|r| r.id));
+        plan.orphans.push(OrphanTree {
+            row: row.id,
+            pids: tree_pids(instance, &subtree),
+        });
+    }
+    // Processes that only their marker ties to us (their rows are final, or they double-forked
+    // away), unless a live, supervised row above them will see to them.
+    let supervised: BTreeSet<i64> = alive
+        .difference(&covered)
+        .copied()
+        .chain(this_orchestrator)
+        .collect();
+    for (row, processes) in proctree::marked_any(instance) {
+        if covered.contains(&row) || has_ancestor_in(store, row, &supervised)? {
+            continue;
+        }
+        plan.orphans.push(OrphanTree {
+            row,
+            pids: processes.iter().map(|p| p.identity.pid).collect(),
+        });
+    }
+    Ok(plan)
+}
+
+/// Whether row `row` or one of its ancestors is in `rows`.
+fn has_ancestor_in(store: &Store, row: i64, rows: &BTreeSet<i64>) -> Result<bool, StoreError> {
+    let mut current = Some(row);
+    while let Some(id) = current {
+        if rows.contains(&id) {
+            return Ok(true);
+        }
+        current = store.process(id)?.and_then(|r| r.parent_id);
+    }
+    Ok(false)
+}
+
+/// The pids alive in an orphan subtree now: its rows, their descendants, their markers.
+fn tree_pids(instance: &str, subtree: &[crate::store::ProcessRow]) -> Vec<i32> {
+    let mut pids: BTreeSet<i32> = subtree
+        .iter()
+        .filter(|r| {
+            r.identity
+                .as_ref()
+                .is_some_and(|id| identity::check(id).is_alive())
+        })
+        .filter_map(|r| r.pid)
+        .collect();
+    let roots: Vec<i32> = pids.iter().copied().collect();
+    pids.extend(
+        proctree::descendants_of(&roots)
+            .iter()
+            .map(|f| f.identity.pid),
+    );
+    let rows: Vec<i64> = subtree.iter().map(|r| r.id).collect();
+    for found in proctree::marked(instance, &rows).into_values().flatten() {
+        pids.insert(found.identity.pid);
+    }
+    pids.into_iter().collect()
+}
+
+/// Makes the lost rows final.
+pub fn apply_lost(store: &mut Store, lost: &[LostRow]) -> Result<(), StoreError> {
+    for row in lost {
+        store.record_end(row.row, None, EndReason::Lost, Some(&row.why))?;
+    }
+    Ok(())
+}
+
+/// Whether a work row's owner is a live process (not one of `dead_rows`).
+fn owner_alive(
+    store: &Store,
+    owner: Option<i64>,
+    dead_rows: &BTreeSet<i64>,
+) -> Result<bool, StoreError> {
+    let Some(owner) = owner else {
+        return Ok(false);
+    };
+    if dead_rows.contains(&owner) {
+        return Ok(false);
+    }
+    Ok(store.process(owner)?.is_some_and(|row| {
+        row.status.is_live()
+            && row
+                .identity
+                .as_ref()
+                .is_some_and(|id| identity::check(id).is_alive())
+    }))
+}
+
+/// Plans the recovery of started work whose owner is not alive, within `crawl` if given.
+/// `dead_rows` are rows to treat as dead although their processes still run (orphans about to
+/// be torn down, for a dry run).
+pub fn plan_work(
+    store: &Store,
+    config: &Config,
+    crawl: Option<i64>,
+    dead_rows: &BTreeSet<i64>,
+) -> Result<WorkPlan, StoreError> {
+    let mut plan = WorkPlan::default();
+    let now = now_ms();
+    let ownerless = |queue: Queue| -> Result<Vec<i64>, StoreError> {
+        let mut ids = Vec::new();
+        for (id, owner, retry_at) in store.started(queue)? {
+            // Process evidence first; a lease only where no owner was ever recorded.
+            let abandoned = match owner {
+                Some(_) => !owner_alive(store, owner, dead_rows)?,
+                None => retry_at <= now,
+            };
+            if abandoned {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    };
+    let max_attempts = config.limits.max_result_attempts;
+    let settle_results = |results: &[HookResult], plan: &mut WorkPlan| -> bool {
+        // Whether every result is (or is made) final.
+        let mut all_final = !results.is_empty();
+        for result in results {
+            match result.status.as_str() {
+                "started" if result.attempts >= max_attempts => {
+                    plan.fail_results.push((result.id, result.attempts))
+                }
+                "started" => {
+                    plan.retry_results.push(result.id);
+                    all_final = false;
+                }
+                "queued" => all_final = false,
+                _ => {}
+            }
+        }
+        all_final
+    };
+    let mut sealed_now: BTreeSet<i64> = BTreeSet::new();
+    for snapshot_id in ownerless(Queue::Snapshots)? {
+        let Some(snapshot) = store.snapshot(snapshot_id)? else {
+            continue;
+        };
+        if crawl.is_some_and(|c| c != snapshot.crawl_id) {
+            continue;
+        }
+        let results = store.snapshot_results(snapshot_id)?;
+        if settle_results(&results, &mut plan) {
+            plan.seal_snapshots.push(snapshot_id);
+            sealed_now.insert(snapshot_id);
+        } else {
+            plan.requeue_snapshots.push(snapshot_id);
+        }
+    }
+    for crawl_id in ownerless(Queue::Crawls)? {
+        if crawl.is_some_and(|c| c != crawl_id) {
+            continue;
+        }
+        let snapshots = store.snapshots(crawl_id)?;
+        let all_sealed = !snapshots.is_empty()
+            && snapshots
+                .iter()
+                .all(|s| s.status == "sealed" || sealed_now.contains(&s.id));
+        let crawl_results: Vec<HookResult> = store
+            .results(crawl_id)?
+            .into_iter()
+            .filter(|r| r.snapshot_id.is_none())
+            .collect();
+        if all_sealed {
+            // Its crawl hooks were only waiting for the end: an interrupted one is final now.
+            for result in crawl_results.iter().filter(|r| r.status == "started") {
+                plan.fail_results.push((result.id, result.attempts));
+            }
+            plan.seal_crawls.push(crawl_id);
+        } else {
+            settle_results(&crawl_results, &mut plan);
+            plan.requeue_crawls.push(crawl_id);
+        }
+    }
+    Ok(plan)
+}
+
+/// How long work restarted `restarts` times waits before it runs again.
+pub fn backoff(config: &Config, restarts: u32) -> Duration {
+    config
+        .timeouts
+        .retry_backoff
+        .saturating_mul(1 << restarts.min(10))
+        .min(MAX_BACKOFF)
+}
+
+/// Carries a work plan out. With `back_off`, requeued work waits by its restart count;
+/// otherwise it is due at once (recovery at start).
+pub fn apply_work(
+    store: &mut Store,
+    config: &Config,
+    plan: &WorkPlan,
+    back_off: bool,
+) -> Result<(), StoreError> {
+    for &id in &plan.retry_results {
+        store.retry_result(id)?;
+    }
+    for &(id, attempts) in &plan.fail_results {
+        let message = format!("interrupted {attempts} times; not run again");
+        store.finish_result(id, ResultStatus::Failed, Some(&message), &[], 0)?;
+    }
+    for &id in &plan.seal_snapshots {
+        store.seal(Queue::Snapshots, id)?;
+    }
+    let due = |restarts: u32| -> i64 {
+        if back_off {
+            now_ms() + backoff(config, restarts).as_millis() as i64
+        } else {
+            now_ms()
+        }
+    };
+    for &id in &plan.requeue_snapshots {
+        let restarts = store.snapshot(id)?.map(|s| s.restarts).unwrap_or(0);
+        store.requeue(Queue::Snapshots, id, due(restarts))?;
+    }
+    for &id in &plan.seal_crawls {
+        store.seal(Queue::Crawls, id)?;
+    }
+    for &id in &plan.requeue_crawls {
+        let restarts = store.crawl(id)?.map(|c| c.restarts).unwrap_or(0);
+        store.requeue(Queue::Crawls, id, due(restarts))?;
+    }
+    Ok(())
+}
+
+/// One line per action, as `abxd recover --dry-run` prints them and the daemon logs them.
+pub fn describe(reconciliation: &Reconciliation, work: &WorkPlan) -> Vec<String> {
+    let mut lines = Vec::new();
+    for lost in &reconciliation.lost {
+        let pid = lost.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+        lines.push(format!("mark row {}{pid} lost: {}", lost.row, lost.why));
+    }
+    for orphan in &reconciliation.orphans {
+        let pids: Vec<String> = orphan.pids.iter().map(i32::to_string).collect();
+        lines.push(format!(
+            "tear down orphan tree of row {}: pids {}",
+            orphan.row,
+            pids.join(" ")
+        ));
+    }
+    for id in &work.retry_results {
+        lines.push(format!("run interrupted result {id} again"));
+    }
+    for (id, attempts) in &work.fail_results {
+        lines.push(format!("fail result {id}: interrupted {attempts} times"));
+    }
+    for id in &work.seal_snapshots {
+        lines.push(format!("seal snapshot {id}: all its results are final"));
+    }
+    for id in &work.requeue_snapshots {
+        lines.push(format!("requeue snapshot {id}"));
+    }
+    for id in &work.seal_crawls {
+        lines.push(format!("seal crawl {id}: all its snapshots are sealed"));
+    }
+    for id in &work.requeue_crawls {
+        lines.push(format!("requeue crawl {id}"));
+    }
+    lines
+}
+
+/// `abxd recover --dry-run`: what recovery would do now, without doing it.
+pub fn dry_run(config: &Config) -> Result<Vec<String>, StoreError> {
+    let store = Store::open_read_only(&config.database)?;
+    let instance = store.marker_namespace()?;
+    let reconciliation = reconcile(&store, &instance, None)?;
+    let mut dead: BTreeSet<i64> = reconciliation.lost.iter().map(|l| l.row).collect();
+    for orphan in &reconciliation.orphans {
+        dead.extend(store.live_subtree(orphan.row)?.iter().map(|r| r.id));
+    }
+    let work = plan_work(&store, config, None, &dead)?;
+    Ok(describe(&reconciliation, &work))
+}

@@ -267,6 +267,11 @@ fn status(config: &Config, json: bool) -> Result<i32> {
             println!("socket:   {}", info.socket);
             let live: Vec<String> = info.live.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("live:     {}", live.join(", "));
+            if info.recovering {
+                println!(
+                    "recovering: tearing down what a previous run left; no work is claimed yet"
+                );
+            }
             Ok(0)
         }
         Ok(other) => Err(unexpected(other)),

@@ -619,6 +619,7 @@ fn status(state: &State) -> Response {
         database: state.config.database.display().to_string(),
         socket: state.config.control.socket.display().to_string(),
         live,
+        recovering: !state.orphans.is_empty(),
     })
 }
 

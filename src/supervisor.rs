@@ -401,6 +401,10 @@ impl Supervisor {
                 alive += 1;
             } else if row.kind == Kind::Child && !zombie {
                 let _ = store.record_end(row.id, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
+            } else if row.identity.is_none() && !parent_alive(store, row) {
+                // Its parent died while starting it: it never ran, and no one else will say so.
+                let detail = "never started: its parent ended while starting it";
+                let _ = store.record_end(row.id, None, EndReason::Lost, Some(detail));
             }
         }
         if child.policy.scan_descendants {
@@ -539,4 +543,12 @@ impl Supervisor {
             }
         }
     }
+}
+
+/// Whether the process of `row`'s parent row is alive.
+fn parent_alive(store: &Store, row: &crate::store::ProcessRow) -> bool {
+    row.parent_id
+        .and_then(|p| store.process(p).ok().flatten())
+        .and_then(|p| p.identity)
+        .is_some_and(|id| identity::check(&id).is_alive())
 }

@@ -270,9 +270,11 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
                     exit.row,
                     exit.outcome
                 );
-                if exit.leaked {
+                // An interrupted crawl worker leaves the recovery of its work to the daemon,
+                // which recovers the whole crawl once this worker is gone.
+                if !cx.interrupted && exit.leaked {
                     awaiting_teardown.insert(exit.row, snapshot_id);
-                } else {
+                } else if !cx.interrupted {
                     recover_snapshot(cx, crawl_id, snapshot_id)?;
                 }
             }

@@ -89,6 +89,9 @@ pub struct StatusInfo {
     pub socket: String,
     /// Rows that claim a live process, by kind.
     pub live: BTreeMap<String, u64>,
+    /// Orphan trees of a previous incarnation are still being torn down; no work is claimed yet.
+    #[serde(default)]
+    pub recovering: bool,
 }
 
 #[derive(Serialize, Deserialize)]

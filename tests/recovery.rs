@@ -1,0 +1,420 @@
+//! Crash recovery under the real daemon: kill -9 at random moments, worker deaths at run time,
+//! PID reuse, another boot, and `recover --dry-run`.
+
+mod common;
+
+use abxd::identity;
+use abxd::store::{EndReason, Kind, ProcessFilter, ProcessRow, Status};
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const CRAWL_WAIT: Duration = Duration::from_secs(120);
+
+/// A daemon (not started) with the ledger fixture plugin writing to `<dir>/ledger.txt`.
+fn ledger_daemon(extra: &str) -> TestDaemon {
+    let daemon = TestDaemon::prepare("");
+    let ledger = daemon.path("ledger.txt");
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[timeouts]\nkill_grace = \"500ms\"\nmin_grace = \"200ms\"\nretry_backoff = \"100ms\"\n\
+             [plugins.ledger]\nenv = {{ LEDGER = {:?} }}\n{extra}",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&fixtures().join("torture")]),
+            ledger.display().to_string()
+        ),
+    )
+    .unwrap();
+    daemon
+}
+
+fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
+    daemon.store().processes(&ProcessFilter::default()).unwrap()
+}
+
+/// Ledger lines: (event, snapshot id, hook, unix ms).
+fn ledger(daemon: &TestDaemon) -> Vec<(String, i64, String, i64)> {
+    std::fs::read_to_string(daemon.path("ledger.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            Some((
+                f.first()?.to_string(),
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.to_string(),
+                f.get(3)?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Every result of the crawl succeeded, and no hook started again after its success was recorded.
+fn assert_each_hook_succeeded_once(daemon: &TestDaemon, crawl: i64, hooks_per_snapshot: usize) {
+    let store = daemon.store();
+    let snapshots = store.snapshots(crawl).unwrap();
+    let results = store.results(crawl).unwrap();
+    assert_eq!(results.len(), snapshots.len() * hooks_per_snapshot);
+    let succeeded_at: BTreeMap<(i64, String), i64> = results
+        .iter()
+        .map(|r| {
+            assert_eq!(r.status, "succeeded", "{r:?}");
+            (
+                (r.snapshot_id.unwrap(), r.hook.clone()),
+                r.ended_at.unwrap(),
+            )
+        })
+        .collect();
+    for (event, snapshot, hook, at) in ledger(daemon) {
+        let success = succeeded_at[&(snapshot, hook.clone())];
+        assert!(
+            !(event == "start" && at > success),
+            "{hook} of snapshot {snapshot} started again at {at}, after it succeeded at {success}"
+        );
+    }
+}
+
+/// After a daemon's recovery: no process from an earlier incarnation lives on, and no row from
+/// one still claims a live process.
+fn assert_previous_incarnation_gone(daemon: &TestDaemon) {
+    wait_until("recovery to finish", WAIT, || {
+        let status = daemon.ctl_ok(&["status"]);
+        (!status.contains("recovering")).then_some(())
+    });
+    let me = identity::of_pid(daemon.pid()).unwrap();
+    let older: Vec<i32> = common::tagged_pids(&daemon.tag)
+        .into_iter()
+        .filter(|&pid| identity::of_pid(pid).is_some_and(|id| id.start_ticks < me.start_ticks))
+        .collect();
+    assert!(
+        older.is_empty(),
+        "processes of a previous incarnation survived: {older:?}"
+    );
+    let orchestrator = rows(daemon)
+        .into_iter()
+        .filter(|r| r.kind == Kind::Orchestrator)
+        .map(|r| r.id)
+        .max()
+        .unwrap();
+    let stale: Vec<i64> = rows(daemon)
+        .into_iter()
+        .filter(|r| r.id < orchestrator && r.status.is_live())
+        .map(|r| r.id)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "rows of a previous incarnation still live: {stale:?}"
+    );
+}
+
+/// A small deterministic random number generator (xorshift64*), seeded from the output.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+#[test]
+fn kill_9_torture_loses_nothing_and_runs_nothing_twice() {
+    let seed: u64 = std::env::var("ABXD_TORTURE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    println!("torture seed: {seed} (replay with ABXD_TORTURE_SEED={seed})");
+    let mut rng = Rng(seed);
+    let mut daemon = ledger_daemon("[limits]\nmax_result_attempts = 1000\n");
+    let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+    args.extend(["--plugins", "ledger"]);
+    let crawl = daemon.add(&args);
+
+    let mut kills = Vec::new();
+    while kills.len() < 15 {
+        daemon.launch();
+        assert_previous_incarnation_gone(&daemon);
+        if daemon.store().crawl(crawl).unwrap().unwrap().status == "sealed" {
+            break;
+        }
+        let delay = 50 + rng.below(600);
+        std::thread::sleep(Duration::from_millis(delay));
+        let done = daemon
+            .store()
+            .results(crawl)
+            .unwrap()
+            .iter()
+            .filter(|r| r.status == "succeeded")
+            .count();
+        kills.push((delay, done));
+        daemon.crash();
+    }
+    println!("kill points (ms after start, results done then): {kills:?}");
+    assert!(
+        kills.len() >= 10,
+        "only {} kills before the crawl ended",
+        kills.len()
+    );
+    daemon.launch();
+    assert_previous_incarnation_gone(&daemon);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_each_hook_succeeded_once(&daemon, crawl, 4);
+    for row in rows(&daemon) {
+        if row.status.is_live() {
+            let alive = row
+                .identity
+                .as_ref()
+                .is_some_and(|i| identity::check(i).is_alive());
+            assert!(
+                alive,
+                "row {} says {} for a dead process",
+                row.id, row.status
+            );
+        }
+    }
+}
+
+/// Waits until the crawl has a live worker of `kind` and one result succeeded; returns the worker.
+fn live_worker(daemon: &TestDaemon, crawl: i64, kind: Kind) -> ProcessRow {
+    wait_until("a worker with some work done", WAIT, || {
+        let done = daemon
+            .store()
+            .results(crawl)
+            .unwrap()
+            .iter()
+            .any(|r| r.status == "succeeded");
+        let worker = rows(daemon)
+            .into_iter()
+            .find(|r| r.kind == kind && r.status == Status::Running)?;
+        done.then_some(worker)
+    })
+}
+
+fn sigkill_row(row: &ProcessRow) {
+    let id = row.identity.clone().unwrap();
+    assert!(identity::check(&id).is_alive());
+    kill(Pid::from_raw(id.pid), Signal::SIGKILL).unwrap();
+}
+
+#[test]
+fn a_snapshot_worker_killed_at_run_time_is_recovered_without_a_restart() {
+    let mut daemon = ledger_daemon("");
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ledger"]);
+    let worker = live_worker(&daemon, crawl, Kind::SnapshotWorker);
+    sigkill_row(&worker);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_each_hook_succeeded_once(&daemon, crawl, 4);
+    let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+    assert_eq!(snapshot.restarts, 1);
+    let workers = rows(&daemon)
+        .into_iter()
+        .filter(|r| r.kind == Kind::SnapshotWorker)
+        .count();
+    assert_eq!(workers, 2, "a second worker finished the snapshot");
+    assert!(common::tagged_pids(&daemon.tag) == vec![daemon.pid()]);
+}
+
+#[test]
+fn a_crawl_worker_killed_at_run_time_is_recovered_without_a_restart() {
+    let mut daemon = ledger_daemon("");
+    daemon.launch();
+    let crawl = daemon.add(&[
+        "http://127.0.0.1:9/a",
+        "http://127.0.0.1:9/b",
+        "--plugins",
+        "ledger",
+    ]);
+    let worker = live_worker(&daemon, crawl, Kind::CrawlWorker);
+    sigkill_row(&worker);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_each_hook_succeeded_once(&daemon, crawl, 4);
+    assert_eq!(daemon.store().crawl(crawl).unwrap().unwrap().restarts, 1);
+    let row = daemon.store().process(worker.id).unwrap().unwrap();
+    assert_eq!(row.exit_signal, Some(9));
+}
+
+#[test]
+fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone() {
+    let mut daemon = TestDaemon::prepare("");
+    daemon.launch();
+    let mut stranger = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let real = identity::of_pid(stranger.id() as i32).unwrap();
+    daemon.crash();
+    // A row that claims the stranger's pid with another start time: a process that is gone,
+    // whose pid was reused.
+    let mut store = abxd::store::Store::open(&daemon.database()).unwrap();
+    let row = store
+        .insert_process(&abxd::store::NewProcess {
+            parent_id: Some(1),
+            kind: Kind::Hook,
+            crawl_id: None,
+            snapshot_id: None,
+            result_id: None,
+            argv: vec!["gone".into()],
+            cwd: "/".into(),
+            timeout_ms: None,
+        })
+        .unwrap();
+    let stale = identity::Identity {
+        start_ticks: real.start_ticks - 100,
+        ..real.clone()
+    };
+    store
+        .record_spawned(row, &stale, stale.pid, None, None)
+        .unwrap();
+    drop(store);
+
+    daemon.launch();
+    let row = daemon.store().process(row).unwrap().unwrap();
+    assert_eq!(row.status, Status::Lost);
+    assert_eq!(row.end_reason, Some(EndReason::Lost));
+    assert!(row
+        .end_detail
+        .unwrap()
+        .contains("now belongs to another process"));
+    assert!(
+        stranger.try_wait().unwrap().is_none(),
+        "the stranger was not signalled"
+    );
+    assert!(identity::check(&real).is_alive());
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+}
+
+#[test]
+fn after_a_reboot_every_running_row_is_lost_and_nothing_is_signalled() {
+    let mut daemon = TestDaemon::prepare(&format!(
+        "{}[plugins.long_running]\ntimeout = \"300s\"\n",
+        plugins_config(&[&fixtures().join("escape")])
+    ));
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "long_running"]);
+    wait_until("the hook's child to run", WAIT, || {
+        rows(&daemon)
+            .iter()
+            .any(|r| r.kind == Kind::Child && r.crawl_id == Some(crawl))
+            .then_some(())
+    });
+    daemon.crash();
+    let survivors: Vec<i32> = common::tagged_pids(&daemon.tag);
+    assert!(
+        !survivors.is_empty(),
+        "the crashed daemon's workers live on"
+    );
+    let live_before: Vec<i64> = rows(&daemon)
+        .into_iter()
+        .filter(|r| r.status.is_live())
+        .map(|r| r.id)
+        .collect();
+
+    // The same machine, pretending to be after a reboot.
+    let mut command = daemon.abxd_command(&[]);
+    command.env(
+        identity::BOOT_ID_OVERRIDE_ENV,
+        "00000000-0000-4000-8000-000000000000",
+    );
+    let mut rebooted = command.spawn().unwrap();
+    wait_until("the rebooted daemon to answer", WAIT, || {
+        daemon.ctl(&["status"]).status.success().then_some(())
+    });
+    for id in live_before {
+        let row = daemon.store().process(id).unwrap().unwrap();
+        assert_eq!(row.status, Status::Lost, "row {id}");
+        assert_eq!(
+            row.end_detail.as_deref(),
+            Some("recorded during an earlier boot")
+        );
+        assert!(
+            row.sigterm_at.is_none() && row.sigkill_at.is_none(),
+            "row {id} was signalled"
+        );
+    }
+    for pid in &survivors {
+        assert!(identity::of_pid(*pid).is_some(), "pid {pid} was signalled");
+    }
+    rebooted.kill().unwrap();
+    rebooted.wait().unwrap();
+}
+
+#[test]
+fn recover_dry_run_changes_nothing_and_lists_what_the_real_run_does() {
+    let mut daemon = ledger_daemon("");
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ledger"]);
+    live_worker(&daemon, crawl, Kind::SnapshotWorker);
+    daemon.crash();
+    // Freeze the orphans so that nothing changes between the dry run and the real one.
+    let orphans = common::tagged_pids(&daemon.tag);
+    for &pid in &orphans {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+    }
+    let before = daemon.ctl_ok(&["ps", "--all", "--json"]);
+    let output = daemon
+        .abxd_command(&["recover", "--dry-run"])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let plan: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let after = daemon.ctl_ok(&["ps", "--all", "--json"]);
+    let strip = |json: &str| -> serde_json::Value {
+        let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["now_ms"] = 0.into();
+        for p in v["processes"].as_array_mut().unwrap() {
+            p["time_left_ms"] = 0.into();
+        }
+        v
+    };
+    assert_eq!(strip(&before), strip(&after), "the dry run changed nothing");
+    assert!(
+        plan.iter()
+            .any(|l| l.starts_with("tear down orphan tree of row")),
+        "{plan:?}"
+    );
+    assert!(
+        plan.iter().any(|l| l.starts_with("requeue snapshot")),
+        "{plan:?}"
+    );
+
+    // Only the second daemon's log from here on.
+    std::fs::write(daemon.log_path(), "").unwrap();
+    daemon.launch();
+    assert_previous_incarnation_gone(&daemon);
+    let done: Vec<String> = daemon
+        .log()
+        .lines()
+        .filter_map(|l| {
+            l.split_once("recovery: ")
+                .map(|(_, action)| action.to_string())
+        })
+        .filter(|a| a != "every orphan tree is gone")
+        .collect();
+    let mut done_sorted = done.clone();
+    done_sorted.sort();
+    let mut plan_sorted = plan.clone();
+    plan_sorted.sort();
+    assert_eq!(
+        plan_sorted, done_sorted,
+        "the dry run listed what the real run did"
+    );
+}

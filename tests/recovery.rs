@@ -418,3 +418,34 @@ fn recover_dry_run_changes_nothing_and_lists_what_the_real_run_does() {
         "the dry run listed what the real run did"
     );
 }
+
+#[test]
+fn work_whose_worker_crashes_at_once_backs_off_and_ends_failed_instead_of_looping() {
+    let mut daemon = ledger_daemon("");
+    // A longer back-off than the ledger daemon's default, for clear gaps.
+    let config = std::fs::read_to_string(&daemon.config)
+        .unwrap()
+        .replace("retry_backoff = \"100ms\"", "retry_backoff = \"200ms\"");
+    std::fs::write(&daemon.config, config).unwrap();
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "killer"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+
+    let result = &daemon.store().results(crawl).unwrap()[0];
+    assert_eq!(result.status, "failed");
+    assert_eq!(
+        result.output.as_deref(),
+        Some("interrupted 3 times; not run again")
+    );
+    let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+    assert_eq!(snapshot.restarts, 2);
+    let starts: Vec<i64> = rows(&daemon)
+        .into_iter()
+        .filter(|r| r.kind == Kind::SnapshotWorker)
+        .map(|r| r.started_at.unwrap())
+        .collect();
+    assert_eq!(starts.len(), 3);
+    // Each restart waited out its back-off, doubled each time: 200 ms, then 400 ms.
+    assert!(starts[1] - starts[0] >= 200, "{starts:?}");
+    assert!(starts[2] - starts[1] >= 400, "{starts:?}");
+}

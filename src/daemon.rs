@@ -13,6 +13,7 @@ use crate::control::protocol::{ErrorCode, Request, Response, StatusInfo};
 use crate::control::server::Server;
 use crate::identity;
 use crate::lock::{DataDirLock, LockError};
+use crate::notify::Notifier;
 use crate::recovery;
 use crate::spawn::{Logs, SpawnRequest};
 use crate::store::{now_ms, EndReason, ExitOutcome, Kind, NewProcess, Queue, Store, StoreError};
@@ -73,6 +74,7 @@ pub struct Daemon {
     state: State,
     supervisor: Supervisor,
     server: Server,
+    notifier: Notifier,
     _lock: DataDirLock,
 }
 
@@ -136,6 +138,7 @@ impl Daemon {
             },
             supervisor,
             server,
+            notifier: Notifier::from_env(),
             _lock: lock,
         };
         for orphan in &reconciliation.orphans {
@@ -188,8 +191,19 @@ impl Daemon {
             if self.state.stopping && !self.supervisor.has_work() {
                 break;
             }
-            let timer = self.next_timer(tick);
+            if self.state.orphans.is_empty() && !self.notifier.is_ready() {
+                let status = self.status_line();
+                self.notifier.ready(status);
+            } else if self.notifier.enabled() {
+                let status = self.status_line();
+                self.notifier.status(status);
+            }
+            let timer = [self.next_timer(tick), self.notifier.next_deadline()]
+                .into_iter()
+                .flatten()
+                .min();
             let events = self.supervisor.wait(&mut self.state.store, timer)?;
+            self.notifier.ping_if_due(Instant::now());
             for event in events {
                 match event {
                     Event::Exited {
@@ -220,6 +234,15 @@ impl Daemon {
         }
         log::info!("abxd stopped");
         Ok(0)
+    }
+
+    /// The STATUS= line for systemd: what runs and what waits.
+    fn status_line(&self) -> String {
+        let queued = self.state.store.queued_count(Queue::Crawls).unwrap_or(0);
+        format!(
+            "{} crawl workers, {queued} crawls queued",
+            self.state.crawl_workers.len()
+        )
     }
 
     /// When the loop must wake without an event: a backed-off crawl becoming due, or `tick`.
@@ -315,6 +338,7 @@ impl Daemon {
             self.supervisor.child_count()
         );
         self.state.stopping = true;
+        self.notifier.stopping();
         self.supervisor
             .stop_all(&mut self.state.store, EndReason::Killed);
     }

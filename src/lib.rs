@@ -27,6 +27,7 @@
 //! - `lock`: one daemon per data dir.
 //! - `control`: the socket protocol (`protocol`), the daemon side (`server`), abxctl's (`client`).
 //! - `daemon`: start-up, the orchestrator (claims crawls, starts crawl workers), shutdown.
+//! - `notify`: what the daemon tells systemd (READY, WATCHDOG, STOPPING, STATUS).
 //! - `worker`: the crawl and snapshot worker processes.
 //! - `recovery`: reconciling the table with reality on start; recovering ownerless work.
 //! - `plugins`, `hooks`: finding hooks by the naming rule; running them and judging results.
@@ -52,6 +53,7 @@ pub mod hooks;
 pub mod identity;
 pub mod lock;
 pub mod logging;
+pub mod notify;
 pub mod plugins;
 pub mod proctree;
 pub mod reaper;

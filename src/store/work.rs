@@ -347,6 +347,16 @@ impl Store {
         })
     }
 
+    /// How many rows of `queue` wait to be claimed.
+    pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
+        let table = queue.table();
+        Ok(self.conn().query_row(
+            &format!("SELECT count(*) FROM {table} WHERE status = 'queued'"),
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
     /// When the next queued row of `queue` becomes due, if one is waiting for a future time.
     pub fn next_retry_at(&self, queue: Queue) -> Result<Option<i64>, StoreError> {
         let table = queue.table();

@@ -121,7 +121,14 @@ impl TestDaemon {
 
     /// Starts the daemon of this dir (again) and waits until it answers `status`.
     pub fn launch(&mut self) {
-        let child = self.abxd_command(&[]).spawn().expect("start abxd");
+        self.launch_with_env(&[]);
+    }
+
+    /// Like `launch`, with extra environment variables for the daemon.
+    pub fn launch_with_env(&mut self, env: &[(&str, &str)]) {
+        let mut command = self.abxd_command(&[]);
+        command.envs(env.iter().copied());
+        let child = command.spawn().expect("start abxd");
         self.child = Some(child);
         wait_until("abxd to answer status", WAIT, || {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {

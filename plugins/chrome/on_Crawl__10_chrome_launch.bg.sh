@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Background crawl hook: one headless Chromium for the whole crawl, with its own profile in the
 # crawl dir and remote debugging on a free local port. Writes the DevTools endpoint to
 # $CRAWL_DIR/chrome/cdp_url.txt for later hooks; on SIGTERM shuts Chromium down cleanly.

@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Snapshot hook: the DOM after scripts ran, as headless Chromium serializes it, to output.html.
 set -u
 . "$(dirname "$0")/../chrome/chromium.sh"

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Snapshot hook: the page's HTTP response status and headers, saved to headers.json."""
 import json
 import sys

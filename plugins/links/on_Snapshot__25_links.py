@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Snapshot hook: the page's links, saved to links.txt; each same-origin link is reported as a
 Snapshot record so that crawls with --depth follow it. LINKS_ALL_ORIGINS=1 reports every link."""
 import html.parser

@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Snapshot hook: the page printed to PDF by headless Chromium, to output.pdf.
 set -u
 . "$(dirname "$0")/../chrome/chromium.sh"

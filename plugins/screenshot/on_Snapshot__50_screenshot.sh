@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Snapshot hook: a PNG screenshot of the page by headless Chromium, to screenshot.png.
 set -u
 . "$(dirname "$0")/../chrome/chromium.sh"

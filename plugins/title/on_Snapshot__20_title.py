@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Snapshot hook: the page's <title>, saved to title.txt."""
 import html.parser
 import json

@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Background snapshot hook: the page with its requisites (images, CSS, scripts), via wget, into
 # this directory. Runs alongside the other hooks; if the snapshot ends first, it stops wget and
 # reports that it was cut short.

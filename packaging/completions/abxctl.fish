@@ -1,0 +1,81 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_abxctl_global_optspecs
+    string join \n c/config= h/help V/version
+end
+
+function __fish_abxctl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_abxctl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_abxctl_using_subcommand
+    set -l cmd (__fish_abxctl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c abxctl -n "__fish_abxctl_needs_command" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c abxctl -n "__fish_abxctl_needs_command" -s V -l version -d 'Print version'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "status" -d 'Whether the daemon is up: its pid, uptime and live processes by kind. Exits 3 when no daemon is listening'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "ps" -d 'The process table as a tree. Reads the database directly (read-only), so it works while the daemon is stopped or crashed'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "add" -d 'Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts)'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "crawls" -d 'List crawls with their status and counts'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "show" -d 'A crawl\'s snapshots and the result of every hook: status, time, output size'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "logs" -d 'A process\'s stdout and stderr'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled and tear its processes down'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand status" -l json -d 'Print the daemon\'s answer as JSON'
+complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l kind -d 'Only processes of this kind' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s a -l all -d 'Show ended processes too, not only live ones'
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l json -d 'Machine-readable output: {"version":1,"now_ms":…,"processes":[…]}'
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l depth -d 'Follow discovered links this many levels deep' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l wait -d 'Follow the crawl until it is sealed and print its results'
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s f -l follow -d 'Keep printing what is appended until the process has ended'
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l pid -d 'Name the process by its pid instead of its row id' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s s -l signal -d 'The first signal: a name (TERM, SIGINT, KILL, …) or a number' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l grace -d 'Time between the first signal and SIGKILL [default: timeouts.kill_grace]' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l no-wait -d 'Return once the teardown has begun, without waiting for it to finish'
+complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l cwd -d 'Working directory [default: the data dir]' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l timeout -d 'Deadline recorded on the row, e.g. 30s' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "status" -d 'Whether the daemon is up: its pid, uptime and live processes by kind. Exits 3 when no daemon is listening'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "ps" -d 'The process table as a tree. Reads the database directly (read-only), so it works while the daemon is stopped or crashed'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "add" -d 'Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "crawls" -d 'List crawls with their status and counts'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "show" -d 'A crawl\'s snapshots and the result of every hook: status, time, output size'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "logs" -d 'A process\'s stdout and stderr'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled and tear its processes down'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

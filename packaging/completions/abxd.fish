@@ -1,0 +1,66 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_abxd_global_optspecs
+    string join \n c/config= h/help V/version
+end
+
+function __fish_abxd_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_abxd_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_abxd_using_subcommand
+    set -l cmd (__fish_abxd_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c abxd -n "__fish_abxd_needs_command" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c abxd -n "__fish_abxd_needs_command" -s V -l version -d 'Print version'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "serve" -d 'Run the supervisor in the foreground (the default)'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "check-config" -d 'Validate the config file and print the resolved settings'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "run" -d 'Archive URLs in one go: start the supervisor in the foreground, crawl, show progress, print a summary with the output paths and stop. A local file or directory is served on a loopback port for the crawl'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "recover" -d 'Show what recovery would do now — rows to mark lost, orphan trees to kill (with their pids), results to run again or fail, snapshots and crawls to seal or requeue — without doing it. (abxd recovers on every start, before it claims any work.)'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "worker" -d 'Internal: the worker processes abxd starts for a crawl or a snapshot'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abxd -n "__fish_abxd_using_subcommand serve" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l depth -d 'Follow discovered links this many levels deep' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand run" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand recover" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand recover" -l dry-run -d 'Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)'
+complete -c abxd -n "__fish_abxd_using_subcommand recover" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -f -a "snapshot" -d 'Run one snapshot\'s hooks'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from crawl" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from crawl" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from snapshot" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from snapshot" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from help" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from help" -f -a "snapshot" -d 'Run one snapshot\'s hooks'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "serve" -d 'Run the supervisor in the foreground (the default)'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "check-config" -d 'Validate the config file and print the resolved settings'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "run" -d 'Archive URLs in one go: start the supervisor in the foreground, crawl, show progress, print a summary with the output paths and stop. A local file or directory is served on a loopback port for the crawl'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "recover" -d 'Show what recovery would do now — rows to mark lost, orphan trees to kill (with their pids), results to run again or fail, snapshots and crawls to seal or requeue — without doing it. (abxd recovers on every start, before it claims any work.)'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "worker" -d 'Internal: the worker processes abxd starts for a crawl or a snapshot'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and __fish_seen_subcommand_from worker" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and __fish_seen_subcommand_from worker" -f -a "snapshot" -d 'Run one snapshot\'s hooks'

@@ -96,3 +96,12 @@ fn a_missing_config_file_is_named() {
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr.contains("/nonexistent/supervisor.toml"), "{stderr}");
 }
+
+#[test]
+fn the_installed_config_checks_clean_and_points_at_the_system_paths() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/supervisor.toml");
+    let config = abxd::config::Config::load(&path).unwrap();
+    assert_eq!(config.data_dir, std::path::Path::new("/var/lib/abxd"));
+    assert_eq!(config.control.socket, std::path::Path::new("/run/abxd/abxd.sock"));
+    assert_eq!(config.plugins_dirs, vec![std::path::PathBuf::from("/usr/share/abxd/plugins")]);
+}

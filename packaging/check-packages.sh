@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Builds the .deb and the .rpm and checks them for real, as an operator would meet them:
+# lintian; the .deb installed with dpkg (files, user, state dir, enabled unit, systemd-analyze
+# verify); the installed abxd started as user abxd on the installed config, a crawl of a local
+# page sealed, a clean stop; a purge that leaves the machine clean; the .rpm inspected and
+# installed into a scratch root; every man page rendered without a warning.
+# Needs root. .ci/run installs what it needs first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n== check-packages: %s\n' "$*"; }
+fail() { printf 'check-packages: FAILED: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || fail "must run as root: it installs and purges the package"
+for tool in cargo-deb cargo-generate-rpm lintian rpm dpkg systemd-analyze man setpriv python3; do
+    command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
+done
+config=/etc/abxd/supervisor.toml
+cleanup() {
+    [ -n "${daemon:-}" ] && kill -KILL "$daemon" 2>/dev/null || true
+    [ -n "${server:-}" ] && kill -KILL "$server" 2>/dev/null || true
+    [ -n "${site:-}" ] && rm -rf "$site"
+    [ -n "${scratch:-}" ] && rm -rf "$scratch"
+    return 0
+}
+trap cleanup EXIT
+
+say "every man page renders without a warning"
+for page in man/*.[158]; do
+    out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+    [ -z "$out" ] || fail "$page: $out"
+done
+
+say "building both packages"
+cargo build --release --locked
+mkdir -p target/packaging/man
+for page in man/*.[158]; do gzip -9nc "$page" > "target/packaging/man/$(basename "$page").gz"; done
+cargo deb --no-build --locked --output target/packaging/ >/dev/null
+deb=$(ls target/packaging/abxd_*.deb)
+cargo generate-rpm --output target/packaging/ >/dev/null
+rpm=$(ls target/packaging/abxd-*.rpm)
+echo "$deb"
+echo "$rpm"
+
+say "lintian: no errors, no warnings"
+lintian --fail-on error,warning --no-tag-display-limit "$deb"
+
+say "installing the .deb with dpkg"
+dpkg --purge abxd >/dev/null 2>&1 || true
+dpkg -i "$deb"
+for file in /usr/bin/abxd /usr/bin/abxctl /usr/share/abxd/plugins/screenshot/on_Snapshot__50_screenshot.sh; do
+    [ -x "$file" ] || fail "$file missing or not executable"
+done
+for file in "$config" /usr/share/man/man8/abxd.8.gz /usr/share/man/man1/abxctl.1.gz \
+    /usr/share/man/man5/supervisor.toml.5.gz /usr/share/bash-completion/completions/abxctl \
+    /usr/share/doc/abxd/copyright /usr/share/doc/abxd/changelog.Debian.gz; do
+    [ -f "$file" ] || fail "$file missing"
+done
+unit=$(dpkg -L abxd | grep '/systemd/system/abxd.service$') || fail "no unit installed"
+getent passwd abxd >/dev/null || fail "no abxd user"
+[ "$(stat -c %U:%a /var/lib/abxd)" = "abxd:750" ] || fail "/var/lib/abxd is not abxd's, 0750"
+[ -L /etc/systemd/system/multi-user.target.wants/abxd.service ] || fail "the unit is not enabled"
+systemd-analyze verify "$unit"
+/usr/bin/abxd --config "$config" check-config >/dev/null
+MANWIDTH=80 man --warnings abxd >/dev/null
+
+say "running the installed abxd as user abxd on the installed config"
+install -d -o abxd -g abxd -m 0750 /run/abxd   # what RuntimeDirectory= does under systemd
+site=$(mktemp -d)
+cp -r examples/site/. "$site/"
+chmod -R a+rX "$site"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$site" "$port" >/dev/null 2>&1 &
+server=$!
+HOME=/var/lib/abxd setpriv --reuid=abxd --regid=abxd --init-groups \
+    /usr/bin/abxd --config "$config" > "$site/abxd.log" 2>&1 &
+daemon=$!
+for _ in $(seq 1 300); do
+    abxctl --config "$config" status >/dev/null 2>&1 && break
+    kill -0 "$daemon" 2>/dev/null || { cat "$site/abxd.log"; fail "abxd exited at start"; }
+    sleep 0.1
+done
+abxctl --config "$config" status
+[ "$(stat -c %U:%a /run/abxd/abxd.sock)" = "abxd:660" ] || fail "the socket is not abxd's, 0660"
+timeout 300 abxctl --config "$config" add "http://127.0.0.1:$port/" --wait
+abxctl --config "$config" ps --all
+abxctl --config "$config" crawls | grep -q "sealed (finished)" || fail "the crawl was not sealed"
+abxctl --config "$config" ps --all --json | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)["processes"]
+kinds = {r["kind"] for r in rows}
+assert {"orchestrator", "crawl_worker", "snapshot_worker", "hook"} <= kinds, kinds
+live = [r for r in rows if r["status"] in ("starting", "running", "stopping") and r["kind"] != "orchestrator"]
+assert not live, live
+'
+kill -TERM "$daemon"
+wait "$daemon" || fail "abxd did not exit 0 on SIGTERM: $(tail -n 20 "$site/abxd.log")"
+daemon=
+kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=
+
+say "purging leaves the machine clean"
+dpkg --purge abxd
+for path in /usr/bin/abxd /usr/bin/abxctl /etc/abxd /var/lib/abxd /run/abxd /usr/share/abxd \
+    /etc/systemd/system/multi-user.target.wants/abxd.service; do
+    [ ! -e "$path" ] || fail "$path is left after purge"
+done
+! getent passwd abxd >/dev/null || fail "the abxd user is left after purge"
+! getent group abxd >/dev/null || fail "the abxd group is left after purge"
+
+say "inspecting the .rpm"
+rpm -qip "$rpm"
+rpm -qlp "$rpm" | grep -qx /usr/bin/abxd || fail "the .rpm lacks /usr/bin/abxd"
+rpm -qlp "$rpm" | grep -qx /usr/lib/systemd/system/abxd.service || fail "the .rpm lacks the unit"
+rpm -qcp "$rpm" | grep -qx "$config" || fail "$config is not a config file of the .rpm"
+rpm -qp --scripts "$rpm" | grep -q "useradd --system" || fail "the .rpm does not create its user"
+scratch=$(mktemp -d)
+rpm --root "$scratch" --initdb
+rpm -i --root "$scratch" --nodeps --noscripts "$rpm"
+[ -x "$scratch/usr/bin/abxd" ] || fail "the .rpm did not install abxd into a scratch root"
+[ -f "$scratch$config" ] || fail "the .rpm did not install its config"
+
+say "all package checks passed"

@@ -13,6 +13,9 @@ use std::time::Duration;
 /// The longest path a Unix socket address can hold (`sun_path` is 108 bytes with its NUL).
 const MAX_SOCKET_PATH_BYTES: usize = 107;
 
+/// The environment variable through which a worker receives the text of its daemon's config.
+pub const CONFIG_TEXT_ENV: &str = "ABXD_CONFIG_TEXT";
+
 /// Where `abxd` and `abxctl` look for their config when `--config` is not given.
 pub fn default_config_path() -> PathBuf {
     if let Some(path) = std::env::var_os("ABXD_CONFIG") {
@@ -49,6 +52,9 @@ pub enum ConfigError {
 pub struct Config {
     /// The file this was loaded from.
     pub source: PathBuf,
+    /// The text it was parsed from: what workers are handed, so that they run with the config
+    /// the daemon runs with even if the file was changed (or broken) since.
+    pub text: String,
     pub data_dir: PathBuf,
     pub database: PathBuf,
     pub plugins_dirs: Vec<PathBuf>,
@@ -226,6 +232,15 @@ fn level<'de, D: Deserializer<'de>>(deserializer: D) -> Result<log::LevelFilter,
 }
 
 impl Config {
+    /// The config a worker runs with: the text its daemon handed it, resolved as if read from
+    /// `path`; or the file, for a worker started by other means.
+    pub fn for_worker(path: &Path) -> Result<Config, ConfigError> {
+        match std::env::var(CONFIG_TEXT_ENV) {
+            Ok(text) => Config::parse(path, &text),
+            Err(_) => Config::load(path),
+        }
+    }
+
     /// Reads, parses, validates and resolves the config file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
@@ -254,6 +269,7 @@ impl Config {
         let data_dir = resolve(&file.paths.data_dir);
         let config = Config {
             source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            text: text.to_string(),
             database: file
                 .paths
                 .database
@@ -464,7 +480,13 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let documented = Config::parse(&path, &text).unwrap();
         let defaults = Config::parse(&path, "").unwrap();
-        assert_eq!(documented, defaults);
+        assert_eq!(
+            Config {
+                text: String::new(),
+                ..documented
+            },
+            defaults
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ const SUPERVISOR_ONLY_ENV: &[&str] = &[
     "LISTEN_FDS",
     "LISTEN_PID",
     "LISTEN_FDNAMES",
+    crate::config::CONFIG_TEXT_ENV,
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -459,7 +459,7 @@ pub fn worker_request(
             cwd: config.data_dir.display().to_string(),
             timeout_ms: None,
         },
-        env: Vec::new(),
+        env: vec![(crate::config::CONFIG_TEXT_ENV.into(), config.text.clone())],
         logs: Logs::InDir(config.data_dir.join("logs")),
     }
 }

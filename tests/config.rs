@@ -102,6 +102,12 @@ fn the_installed_config_checks_clean_and_points_at_the_system_paths() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/supervisor.toml");
     let config = abxd::config::Config::load(&path).unwrap();
     assert_eq!(config.data_dir, std::path::Path::new("/var/lib/abxd"));
-    assert_eq!(config.control.socket, std::path::Path::new("/run/abxd/abxd.sock"));
-    assert_eq!(config.plugins_dirs, vec![std::path::PathBuf::from("/usr/share/abxd/plugins")]);
+    assert_eq!(
+        config.control.socket,
+        std::path::Path::new("/run/abxd/abxd.sock")
+    );
+    assert_eq!(
+        config.plugins_dirs,
+        vec![std::path::PathBuf::from("/usr/share/abxd/plugins")]
+    );
 }

@@ -382,3 +382,38 @@ fn a_worker_renews_its_lease_while_a_hook_outlasts_it() {
         1
     );
 }
+
+#[test]
+fn workers_run_with_the_daemons_config_even_after_the_file_was_broken() {
+    let daemon = fixture_daemon("");
+    std::fs::write(&daemon.config, "[limits]\nmax_crawl_workers = 0\n").unwrap();
+    daemon.signal(nix::sys::signal::Signal::SIGHUP);
+    wait_until("the refused reload", WAIT, || {
+        daemon.log().contains("reload refused").then_some(())
+    });
+    // abxctl gets a config of its own that points at the same data dir.
+    let other = daemon.path("abxctl.toml");
+    std::fs::write(
+        &other,
+        format!(
+            "[paths]\ndata_dir = {:?}\n",
+            daemon.data_dir().display().to_string()
+        ),
+    )
+    .unwrap();
+    let output = std::process::Command::new(common::abxctl_bin())
+        .args([
+            "--config",
+            other.to_str().unwrap(),
+            "add",
+            "http://127.0.0.1:9/",
+            "--plugins",
+            "ok",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    daemon.wait_sealed(1, CRAWL_WAIT);
+    let results = results_by_hook(&daemon, 1);
+    assert_eq!(results["on_Snapshot__10_ok.sh"].status, "succeeded");
+}

@@ -14,7 +14,10 @@ fn main() {
 }
 
 fn run(cli: AbxdCli) -> Result<i32> {
-    let config = Config::load(&cli.config.path())?;
+    let config = match cli.command {
+        Some(AbxdCommand::Worker(_)) => Config::for_worker(&cli.config.path())?,
+        _ => Config::load(&cli.config.path())?,
+    };
     match cli.command.unwrap_or(AbxdCommand::Serve) {
         AbxdCommand::CheckConfig => {
             println!("{}: ok", config.source.display());

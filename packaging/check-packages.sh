@@ -43,7 +43,7 @@ echo "$deb"
 echo "$rpm"
 
 say "lintian: no errors, no warnings"
-lintian --fail-on error,warning --no-tag-display-limit "$deb"
+lintian --fail-on error,warning --tag-display-limit 0 "$deb"
 
 say "installing the .deb with dpkg"
 dpkg --purge abxd >/dev/null 2>&1 || true

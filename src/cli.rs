@@ -27,7 +27,13 @@ impl ConfigArg {
 /// in its SQLite process table, listens on its control socket for abxctl, reloads its config on
 /// SIGHUP and tears its whole tree down on SIGTERM.
 #[derive(Debug, Parser)]
-#[command(name = "abxd", version, about, long_about)]
+#[command(
+    name = "abxd",
+    version,
+    about = "process supervisor for web-archiving crawls",
+    long_about,
+    disable_help_subcommand = true
+)]
 pub struct AbxdCli {
     #[command(flatten)]
     pub config: ConfigArg,
@@ -85,7 +91,13 @@ pub struct CrawlArgs {
 
 /// abxctl — watch and control abxd.
 #[derive(Debug, Parser)]
-#[command(name = "abxctl", version, about, long_about)]
+#[command(
+    name = "abxctl",
+    version,
+    about = "watch and control the abxd process supervisor",
+    long_about,
+    disable_help_subcommand = true
+)]
 pub struct AbxctlCli {
     #[command(flatten)]
     pub config: ConfigArg,

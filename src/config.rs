@@ -95,6 +95,7 @@ pub struct Limits {
     pub max_crawl_workers: u32,
     pub max_snapshot_workers: u32,
     pub max_result_attempts: u32,
+    pub max_log_bytes: u64,
 }
 
 impl Default for Limits {
@@ -103,6 +104,7 @@ impl Default for Limits {
             max_crawl_workers: 2,
             max_snapshot_workers: 2,
             max_result_attempts: 3,
+            max_log_bytes: 64 << 20,
         }
     }
 }
@@ -142,6 +144,8 @@ pub struct Control {
     pub socket: PathBuf,
     pub max_frame_bytes: usize,
     pub allow_debug_spawn: bool,
+    pub group: Option<String>,
+    pub public_read: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -195,6 +199,8 @@ struct FileControl {
     socket: Option<PathBuf>,
     max_frame_bytes: usize,
     allow_debug_spawn: bool,
+    group: Option<String>,
+    public_read: bool,
 }
 
 impl Default for FileControl {
@@ -203,6 +209,8 @@ impl Default for FileControl {
             socket: None,
             max_frame_bytes: 1 << 20,
             allow_debug_spawn: false,
+            group: None,
+            public_read: false,
         }
     }
 }
@@ -286,6 +294,8 @@ impl Config {
                     .unwrap_or_else(|| data_dir.join("abxd.sock")),
                 max_frame_bytes: file.control.max_frame_bytes,
                 allow_debug_spawn: file.control.allow_debug_spawn,
+                group: file.control.group,
+                public_read: file.control.public_read,
             },
             data_dir,
             limits: file.limits,
@@ -303,6 +313,7 @@ impl Config {
             kill_grace: self.timeouts.kill_grace,
             min_grace: self.timeouts.min_grace,
             descendant_scan: self.timeouts.descendant_scan,
+            max_log_bytes: self.limits.max_log_bytes,
         }
     }
 
@@ -344,6 +355,16 @@ impl Config {
                 );
             }
         }
+        if let Some(group) = &self.control.group {
+            crate::control::access::Policy::new(Some(group), false)
+                .map_err(|message| self.invalid("control.group", message))?;
+        }
+        if self.limits.max_log_bytes < 4096 {
+            return Err(self.invalid(
+                "limits.max_log_bytes",
+                format!("must be at least 4096, got {}", self.limits.max_log_bytes),
+            ));
+        }
         let frame = self.control.max_frame_bytes;
         if !(1024..=64 << 20).contains(&frame) {
             return Err(self.invalid(
@@ -362,6 +383,32 @@ impl Config {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// What only the daemon needs of its environment, checked when it starts and when it
+    /// reloads: every plugins dir exists, and the data dir exists (it is created) and is
+    /// writable.
+    pub fn check_for_daemon(&self) -> Result<(), ConfigError> {
+        for dir in &self.plugins_dirs {
+            if !dir.is_dir() {
+                return Err(self.invalid(
+                    "paths.plugins_dirs",
+                    format!("{} is not a directory", dir.display()),
+                ));
+            }
+        }
+        let unwritable = |err: std::io::Error| {
+            self.invalid(
+                "paths.data_dir",
+                format!(
+                    "{} is not a writable directory: {err}",
+                    self.data_dir.display()
+                ),
+            )
+        };
+        std::fs::create_dir_all(&self.data_dir).map_err(unwritable)?;
+        tempfile::tempfile_in(&self.data_dir).map_err(unwritable)?;
         Ok(())
     }
 
@@ -384,6 +431,7 @@ impl Config {
                     "limits.max_result_attempts",
                     c.limits.max_result_attempts.to_string(),
                 ),
+                ("limits.max_log_bytes", c.limits.max_log_bytes.to_string()),
                 ("timeouts.hook_timeout", humantime(c.timeouts.hook_timeout)),
                 ("timeouts.kill_grace", humantime(c.timeouts.kill_grace)),
                 ("timeouts.min_grace", humantime(c.timeouts.min_grace)),
@@ -406,6 +454,8 @@ impl Config {
                     "control.allow_debug_spawn",
                     c.control.allow_debug_spawn.to_string(),
                 ),
+                ("control.group", format!("{:?}", c.control.group)),
+                ("control.public_read", c.control.public_read.to_string()),
                 ("log.level", c.log.level.to_string()),
             ])
         };

@@ -9,6 +9,7 @@
 //! have made room or work: start, an `abxctl add` (a `wake` request), a worker's exit, a timer.
 
 use crate::config::Config;
+use crate::control::access::Policy;
 use crate::control::protocol::{ErrorCode, Request, Response, StatusInfo};
 use crate::control::server::Server;
 use crate::identity;
@@ -33,11 +34,8 @@ pub enum DaemonError {
     Lock(#[from] LockError),
     #[error("database {path}: {cause}")]
     Store { path: PathBuf, cause: StoreError },
-    #[error("cannot create data dir {path}: {cause}")]
-    DataDir {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     #[error("cannot listen on control socket {path}: {cause}")]
     Socket {
         path: PathBuf,
@@ -82,10 +80,7 @@ impl Daemon {
     /// Takes the data dir, opens the store, records the orchestrator and listens. Errors leave
     /// nothing running.
     pub fn start(config: Config) -> Result<Daemon, DaemonError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|cause| DaemonError::DataDir {
-            path: config.data_dir.clone(),
-            cause,
-        })?;
+        config.check_for_daemon()?;
         let lock = DataDirLock::acquire(&config.data_dir)?;
         mark_inherited_fds_close_on_exec();
         if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
@@ -105,11 +100,17 @@ impl Daemon {
             log::info!("recovery: {line}");
         }
         recovery::apply_lost(&mut store, &reconciliation.lost).map_err(store_err)?;
+        let policy = Policy::new(config.control.group.as_deref(), config.control.public_read)
+            .map_err(|cause| DaemonError::Socket {
+                path: config.control.socket.clone(),
+                cause: std::io::Error::other(format!("control.group: {cause}")),
+            })?;
         let server = Server::bind(
             &config.control.socket,
             supervisor.registry(),
             CONTROL,
             config.control.max_frame_bytes,
+            policy,
         )
         .map_err(|cause| DaemonError::Socket {
             path: config.control.socket.clone(),
@@ -345,7 +346,10 @@ impl Daemon {
 
     fn reload(&mut self) {
         let state = &mut self.state;
-        match Config::load(&state.config.source) {
+        match Config::load(&state.config.source).and_then(|new| {
+            new.check_for_daemon()?;
+            Ok(new)
+        }) {
             Err(err) => log::error!("reload refused, keeping the running config: {err}"),
             Ok(new) => {
                 let changes = new.changes_from(&state.config);

@@ -353,9 +353,12 @@ impl HookRunner {
             } else {
                 ChildPolicy::FOREGROUND_HOOK
             };
+            // The attempt counts from here: a worker that dies while starting the hook has
+            // interrupted it all the same.
+            store.start_result(result.id, None)?;
             match supervisor.spawn(store, &request, policy) {
                 Ok(spawned) => {
-                    store.start_result(result.id, Some(spawned.row_id))?;
+                    store.set_result_process(result.id, spawned.row_id)?;
                     log::info!("{} started (row {})", hook.file_name, spawned.row_id);
                     if !hook.background {
                         self.foreground = Some(spawned.row_id);
@@ -370,7 +373,6 @@ impl HookRunner {
                     );
                 }
                 Err(err) => {
-                    store.start_result(result.id, None)?;
                     let message = format!("could not start: {err}");
                     store.finish_result(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
                 }

@@ -31,8 +31,20 @@ pub struct Hook {
 /// A file in a plugin folder that is not a runnable hook, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejected {
+    pub plugin: String,
     pub path: PathBuf,
+    /// The event its name says, when its name can be read.
+    pub event: Option<HookEvent>,
     pub reason: String,
+}
+
+impl Rejected {
+    pub fn file_name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
 }
 
 /// Parses a hook file name: `(event, NN, name, background)`.
@@ -102,7 +114,7 @@ pub fn discover(dirs: &[PathBuf], event: HookEvent) -> (Vec<Hook>, Vec<Rejected>
             if plugin.starts_with('.') || !seen_plugins.insert(plugin.clone()) {
                 continue;
             }
-            scan_plugin(&plugin_dir, &plugin, event, &mut hooks, &mut rejected);
+            scan_plugin(dir, &plugin_dir, &plugin, event, &mut hooks, &mut rejected);
         }
     }
     hooks.sort_by(|a, b| (a.order, &a.plugin, &a.name).cmp(&(b.order, &b.plugin, &b.name)));
@@ -110,6 +122,7 @@ pub fn discover(dirs: &[PathBuf], event: HookEvent) -> (Vec<Hook>, Vec<Rejected>
 }
 
 fn scan_plugin(
+    plugins_dir: &Path,
     dir: &Path,
     plugin: &str,
     event: HookEvent,
@@ -131,34 +144,58 @@ fn scan_plugin(
         if !file_name.starts_with("on_") {
             continue;
         }
-        let reject = |reason: String| Rejected {
+        let reject = |event: Option<HookEvent>, reason: String| Rejected {
+            plugin: plugin.to_string(),
             path: path.clone(),
+            event,
             reason,
         };
-        match parse_hook_name(&file_name) {
-            Err(reason) => rejected.push(reject(format!(
-                "name breaks the hook naming rule: {reason}"
-            ))),
-            Ok((found, ..)) if found != event => {}
-            Ok((event, order, name, background)) => match std::fs::metadata(&path) {
-                Ok(meta) if !meta.is_file() => {
-                    rejected.push(reject("is not a regular file".into()))
-                }
-                Ok(meta) if meta.permissions().mode() & 0o111 == 0 => {
-                    rejected.push(reject("is not executable (chmod +x it)".into()))
-                }
-                Err(err) => rejected.push(reject(format!("cannot be read: {err}"))),
-                Ok(_) => hooks.push(Hook {
-                    plugin: plugin.to_string(),
-                    event,
-                    order,
-                    name,
-                    background,
-                    path,
-                    file_name,
-                }),
-            },
+        let (event, order, name, background) = match parse_hook_name(&file_name) {
+            Err(reason) => {
+                rejected.push(reject(
+                    None,
+                    format!("name breaks the hook naming rule: {reason}"),
+                ));
+                continue;
+            }
+            Ok((found, ..)) if found != event => continue,
+            Ok(parsed) => parsed,
+        };
+        let reject = |reason: String| reject(Some(event), reason);
+        if let Some(target) = outside(plugins_dir, &path) {
+            rejected.push(reject(format!(
+                "is a symlink to {}, outside the plugins dir {}",
+                target.display(),
+                plugins_dir.display()
+            )));
+            continue;
         }
+        match std::fs::metadata(&path) {
+            Ok(meta) if !meta.is_file() => rejected.push(reject("is not a regular file".into())),
+            Ok(meta) if meta.permissions().mode() & 0o111 == 0 => {
+                rejected.push(reject("is not executable (chmod +x it)".into()))
+            }
+            Err(err) => rejected.push(reject(format!("cannot be read: {err}"))),
+            Ok(_) => hooks.push(Hook {
+                plugin: plugin.to_string(),
+                event,
+                order,
+                name,
+                background,
+                path,
+                file_name,
+            }),
+        }
+    }
+}
+
+/// Where `path` really leads, if that is outside `plugins_dir` (or nowhere).
+fn outside(plugins_dir: &Path, path: &Path) -> Option<PathBuf> {
+    let root = plugins_dir.canonicalize().ok()?;
+    match path.canonicalize() {
+        Ok(target) if target.starts_with(&root) => None,
+        Ok(target) => Some(target),
+        Err(_) => Some(std::fs::read_link(path).unwrap_or_else(|_| path.to_path_buf())),
     }
 }
 
@@ -166,9 +203,14 @@ fn scan_plugin(
 pub fn select(hooks: Vec<Hook>, config: &Config, crawl_plugins: Option<&[String]>) -> Vec<Hook> {
     hooks
         .into_iter()
-        .filter(|hook| config.plugins.get(&hook.plugin).is_none_or(|p| p.enabled))
-        .filter(|hook| crawl_plugins.is_none_or(|list| list.iter().any(|p| p == &hook.plugin)))
+        .filter(|hook| selected(&hook.plugin, config, crawl_plugins))
         .collect()
+}
+
+/// Whether `plugin` runs in a crawl: it is enabled, and in the crawl's list if it has one.
+pub fn selected(plugin: &str, config: &Config, crawl_plugins: Option<&[String]>) -> bool {
+    config.plugins.get(plugin).is_none_or(|p| p.enabled)
+        && crawl_plugins.is_none_or(|list| list.iter().any(|p| p == plugin))
 }
 
 #[cfg(test)]

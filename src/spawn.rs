@@ -81,6 +81,8 @@ pub struct SpawnRequest {
 pub struct Spawned {
     pub row_id: i64,
     pub identity: Identity,
+    /// Its stdout and stderr log files.
+    pub logs: (PathBuf, PathBuf),
 }
 
 fn open_log(path: &Path) -> Result<File, SpawnError> {
@@ -123,7 +125,11 @@ pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, Spawn
             )?;
             // Dropping `child` neither waits nor kills: the event loop's reaper owns it now.
             drop(child);
-            Ok(Spawned { row_id, identity })
+            Ok(Spawned {
+                row_id,
+                identity,
+                logs: (stdout, stderr),
+            })
         }
         Err(err) => {
             store.record_end(row_id, None, EndReason::SpawnFailed, Some(&err.to_string()))?;

@@ -84,6 +84,8 @@ struct Child {
     policy: ChildPolicy,
     /// Descendants recorded so far: pid → (row, identity).
     descendants: HashMap<i32, (i64, Identity)>,
+    /// Its stdout and stderr log files.
+    logs: (std::path::PathBuf, std::path::PathBuf),
 }
 
 /// Timing settings the supervisor applies.
@@ -92,6 +94,8 @@ pub struct Timing {
     pub kill_grace: Duration,
     pub min_grace: Duration,
     pub descendant_scan: Duration,
+    /// The most a scanned child's log file may grow to before it is truncated.
+    pub max_log_bytes: u64,
 }
 
 pub struct Supervisor {
@@ -163,6 +167,7 @@ impl Supervisor {
                 deadline,
                 policy,
                 descendants: HashMap::new(),
+                logs: spawned.logs.clone(),
             },
         );
         if policy.scan_descendants && self.next_scan.is_none() {
@@ -469,6 +474,9 @@ impl Supervisor {
             (!scanned.is_empty()).then(|| Instant::now() + self.timing.descendant_scan);
         for pid in scanned {
             let child = self.children.get_mut(&pid).expect("listed above");
+            for log in [&child.logs.0, &child.logs.1] {
+                cap_log(log, self.timing.max_log_bytes);
+            }
             let mut rows: Vec<i64> = vec![child.row_id];
             rows.extend(child.descendants.values().map(|(row, _)| *row));
             let mut now_found: HashMap<i32, proctree::Found> = proctree::descendants_of(&[pid])
@@ -551,4 +559,31 @@ fn parent_alive(store: &Store, row: &crate::store::ProcessRow) -> bool {
         .and_then(|p| store.process(p).ok().flatten())
         .and_then(|p| p.identity)
         .is_some_and(|id| identity::check(&id).is_alive())
+}
+
+/// Truncates a log file that grew past `max` bytes, leaving a line that says so. The child keeps
+/// writing to it (it appends), so its size stays bounded by `max` plus what it writes between
+/// two scans.
+fn cap_log(path: &std::path::Path, max: u64) {
+    use std::io::Write;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if meta.len() <= max {
+        return;
+    }
+    let truncated = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| {
+            file.set_len(0)?;
+            writeln!(
+                file,
+                "[abxd: log truncated: it passed limits.max_log_bytes ({max} bytes)]"
+            )
+        });
+    match truncated {
+        Ok(()) => log::warn!("{} passed {max} bytes: truncated", path.display()),
+        Err(err) => log::error!("cannot truncate {}: {err}", path.display()),
+    }
 }

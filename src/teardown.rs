@@ -200,6 +200,13 @@ impl DeadlineMap {
             let Some(identity) = &row.identity else {
                 continue;
             };
+            let alive = identity::check(identity).is_alive();
+            let recordable = request.record_all || row.kind == Kind::Child;
+            if !alive && recordable && !proctree::is_unreaped_child(identity.pid) {
+                // Already gone, unseen: end its row now, or no one ever will.
+                let detail = "exit status unknown: it ended unobserved";
+                let _ = store.record_end(row.id, None, request.reason, Some(detail));
+            }
             if let Some(process) = proctree::read(identity.pid) {
                 if &process.identity == identity {
                     found.push((
@@ -581,7 +588,16 @@ fn add_member(
         survived: None,
     };
     let Some(pidfd) = pidfd else {
+        // Gone between being found and being opened: its row (if it is ours to record) ends
+        // here, or no one would ever end it.
         member.gone_at = Some(Instant::now());
+        let recordable = tree.request.record_all || member.kind == Some(Kind::Child);
+        if let (true, Some(row)) = (recordable, row_id) {
+            if !proctree::is_unreaped_child(pid) {
+                let detail = "exit status unknown: it ended as it was found";
+                let _ = store.record_end(row, None, tree.request.reason, Some(detail));
+            }
+        }
         tree.members.insert(pid, member);
         return;
     };

@@ -17,7 +17,7 @@ use crate::plugins::{self, HookEvent};
 use crate::recovery;
 use crate::spawn::{Logs, SpawnRequest, PROCESS_ID_ENV};
 use crate::store::{
-    now_ms, EndReason, ExitOutcome, Kind, Lease, NewProcess, Queue, Store, StoreError,
+    now_ms, EndReason, ExitOutcome, Kind, Lease, NewProcess, Queue, ResultStatus, Store, StoreError,
 };
 use crate::supervisor::{ChildPolicy, Event, Supervisor};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -144,16 +144,31 @@ impl Context {
     }
 }
 
+/// The hooks to run for `event` in `scope`. A file that looks like a hook of a selected plugin
+/// but cannot run is reported as a skipped result with the reason, so the operator sees it.
 fn hooks_for(
+    store: &mut Store,
     config: &Config,
     event: HookEvent,
-    crawl_plugins: Option<&[String]>,
-) -> Vec<plugins::Hook> {
+    crawl: &crate::store::Crawl,
+    snapshot_id: Option<i64>,
+) -> Result<Vec<plugins::Hook>, StoreError> {
+    let crawl_plugins = crawl.plugins.as_deref();
     let (found, rejected) = plugins::discover(&config.plugins_dirs, event);
     for reject in rejected {
+        let ours = reject.event == Some(event) || (reject.event.is_none() && snapshot_id.is_some());
+        if !ours || !plugins::selected(&reject.plugin, config, crawl_plugins) {
+            continue;
+        }
         log::warn!("hook {} rejected: {}", reject.path.display(), reject.reason);
+        let result =
+            store.result_for(crawl.id, snapshot_id, &reject.plugin, &reject.file_name())?;
+        if !result.is_final() {
+            let reason = format!("not run: {}", reject.reason);
+            store.finish_result(result.id, ResultStatus::Skipped, Some(&reason), &[], 0)?;
+        }
     }
-    plugins::select(found, config, crawl_plugins)
+    Ok(plugins::select(found, config, crawl_plugins))
 }
 
 /// `abxd worker snapshot ID`.
@@ -167,7 +182,13 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         .store
         .crawl(snapshot.crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {}", snapshot.crawl_id)))?;
-    let hooks = hooks_for(&cx.config, HookEvent::Snapshot, crawl.plugins.as_deref());
+    let hooks = hooks_for(
+        &mut cx.store,
+        &cx.config,
+        HookEvent::Snapshot,
+        &crawl,
+        Some(snapshot_id),
+    )?;
     log::info!(
         "snapshot {snapshot_id} ({}): {} hooks",
         snapshot.url,
@@ -235,7 +256,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         .store
         .crawl(crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {crawl_id}")))?;
-    let hooks = hooks_for(&cx.config, HookEvent::Crawl, crawl.plugins.as_deref());
+    let hooks = hooks_for(&mut cx.store, &cx.config, HookEvent::Crawl, &crawl, None)?;
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
     let mut runner = HookRunner::new(
@@ -257,7 +278,6 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
                   awaiting_teardown: &mut HashMap<i64, i64>,
                   exit: Exit|
      -> Result<(), StoreError> {
-        record_teardowns(cx, crawl_id, awaiting_teardown)?;
         if let Some(snapshot_id) = workers.remove(&exit.row) {
             let sealed = cx
                 .store
@@ -338,10 +358,9 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             .flatten()
             .map(|at| Instant::now() + Duration::from_millis((at - now_ms()).max(0) as u64));
         let events = cx.supervisor.wait(&mut cx.store, timer)?;
+        // Exits first: a teardown reported in the same batch may be of a worker that just
+        // exited leaving processes behind.
         let exits = cx.triage(events);
-        if exits.is_empty() && !cx.torn_down.is_empty() {
-            record_teardowns(&mut cx, crawl_id, &mut awaiting_teardown)?;
-        }
         for exit in exits {
             record(
                 &mut cx,
@@ -351,6 +370,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
                 exit,
             )?;
         }
+        record_teardowns(&mut cx, crawl_id, &mut awaiting_teardown)?;
     }
     cx.drain(|cx, exit| record(cx, &mut runner, &mut workers, &mut awaiting_teardown, exit))?;
     if cx.interrupted {

@@ -359,11 +359,18 @@ fn recover_dry_run_changes_nothing_and_lists_what_the_real_run_does() {
     let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ledger"]);
     live_worker(&daemon, crawl, Kind::SnapshotWorker);
     daemon.crash();
-    // Freeze the orphans so that nothing changes between the dry run and the real one.
-    let orphans = common::tagged_pids(&daemon.tag);
-    for &pid in &orphans {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
-    }
+    // Freeze the orphans so that nothing changes between the dry run and the real one: stop
+    // every process of the test until no new one appears (a running one may fork meanwhile).
+    let mut frozen: Vec<i32> = Vec::new();
+    wait_until("the orphans to be frozen", WAIT, || {
+        let pids = common::tagged_pids(&daemon.tag);
+        for &pid in &pids {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+        }
+        let stable = pids == frozen;
+        frozen = pids;
+        stable.then_some(())
+    });
     let before = daemon.ctl_ok(&["ps", "--all", "--json"]);
     let output = daemon
         .abxd_command(&["recover", "--dry-run"])

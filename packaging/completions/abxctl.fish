@@ -36,7 +36,6 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "logs" -d 'A process\'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled and tear its processes down'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
-complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -l json -d 'Print the daemon\'s answer as JSON'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s h -l help -d 'Print help'
@@ -69,13 +68,3 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l cwd -d 'Working 
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l timeout -d 'Deadline recorded on the row, e.g. 30s' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -s h -l help -d 'Print help'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "status" -d 'Whether the daemon is up: its pid, uptime and live processes by kind. Exits 3 when no daemon is listening'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "ps" -d 'The process table as a tree. Reads the database directly (read-only), so it works while the daemon is stopped or crashed'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "add" -d 'Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts)'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "crawls" -d 'List crawls with their status and counts'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "show" -d 'A crawl\'s snapshots and the result of every hook: status, time, output size'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "logs" -d 'A process\'s stdout and stderr'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled and tear its processes down'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
-complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls show logs kill cancel spawn help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

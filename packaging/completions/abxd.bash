@@ -19,9 +19,6 @@ _abxd() {
             abxd,check-config)
                 cmd="abxd__subcmd__check__subcmd__config"
                 ;;
-            abxd,help)
-                cmd="abxd__subcmd__help"
-                ;;
             abxd,recover)
                 cmd="abxd__subcmd__recover"
                 ;;
@@ -34,47 +31,11 @@ _abxd() {
             abxd,worker)
                 cmd="abxd__subcmd__worker"
                 ;;
-            abxd__subcmd__help,check-config)
-                cmd="abxd__subcmd__help__subcmd__check__subcmd__config"
-                ;;
-            abxd__subcmd__help,help)
-                cmd="abxd__subcmd__help__subcmd__help"
-                ;;
-            abxd__subcmd__help,recover)
-                cmd="abxd__subcmd__help__subcmd__recover"
-                ;;
-            abxd__subcmd__help,run)
-                cmd="abxd__subcmd__help__subcmd__run"
-                ;;
-            abxd__subcmd__help,serve)
-                cmd="abxd__subcmd__help__subcmd__serve"
-                ;;
-            abxd__subcmd__help,worker)
-                cmd="abxd__subcmd__help__subcmd__worker"
-                ;;
-            abxd__subcmd__help__subcmd__worker,crawl)
-                cmd="abxd__subcmd__help__subcmd__worker__subcmd__crawl"
-                ;;
-            abxd__subcmd__help__subcmd__worker,snapshot)
-                cmd="abxd__subcmd__help__subcmd__worker__subcmd__snapshot"
-                ;;
             abxd__subcmd__worker,crawl)
                 cmd="abxd__subcmd__worker__subcmd__crawl"
                 ;;
-            abxd__subcmd__worker,help)
-                cmd="abxd__subcmd__worker__subcmd__help"
-                ;;
             abxd__subcmd__worker,snapshot)
                 cmd="abxd__subcmd__worker__subcmd__snapshot"
-                ;;
-            abxd__subcmd__worker__subcmd__help,crawl)
-                cmd="abxd__subcmd__worker__subcmd__help__subcmd__crawl"
-                ;;
-            abxd__subcmd__worker__subcmd__help,help)
-                cmd="abxd__subcmd__worker__subcmd__help__subcmd__help"
-                ;;
-            abxd__subcmd__worker__subcmd__help,snapshot)
-                cmd="abxd__subcmd__worker__subcmd__help__subcmd__snapshot"
                 ;;
             *)
                 ;;
@@ -83,7 +44,7 @@ _abxd() {
 
     case "${cmd}" in
         abxd)
-            opts="-c -h -V --config --help --version serve check-config run recover worker help"
+            opts="-c -h -V --config --help --version serve check-config run recover worker"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -119,132 +80,6 @@ _abxd() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help)
-            opts="serve check-config run recover worker help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__check__subcmd__config)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__recover)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__serve)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__worker)
-            opts="crawl snapshot"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__worker__subcmd__crawl)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__help__subcmd__worker__subcmd__snapshot)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -327,7 +162,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__worker)
-            opts="-c -h --config --help crawl snapshot help"
+            opts="-c -h --config --help crawl snapshot"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -363,62 +198,6 @@ _abxd() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__worker__subcmd__help)
-            opts="crawl snapshot help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__worker__subcmd__help__subcmd__crawl)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__worker__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        abxd__subcmd__worker__subcmd__help__subcmd__snapshot)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

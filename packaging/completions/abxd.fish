@@ -32,7 +32,6 @@ complete -c abxd -n "__fish_abxd_needs_command" -f -a "check-config" -d 'Validat
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "run" -d 'Archive URLs in one go: start the supervisor in the foreground, crawl, show progress, print a summary with the output paths and stop. A local file or directory is served on a loopback port for the crawl'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "recover" -d 'Show what recovery would do now — rows to mark lost, orphan trees to kill (with their pids), results to run again or fail, snapshots and crawls to seal or requeue — without doing it. (abxd recovers on every start, before it claims any work.)'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "worker" -d 'Internal: the worker processes abxd starts for a crawl or a snapshot'
-complete -c abxd -n "__fish_abxd_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c abxd -n "__fish_abxd_using_subcommand serve" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
@@ -44,23 +43,11 @@ complete -c abxd -n "__fish_abxd_using_subcommand run" -s h -l help -d 'Print he
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -l dry-run -d 'Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)'
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -s h -l help -d 'Print help'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -s h -l help -d 'Print help'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -f -a "snapshot" -d 'Run one snapshot\'s hooks'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
+complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -f -a "snapshot" -d 'Run one snapshot\'s hooks'
 complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from crawl" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from crawl" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from snapshot" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from snapshot" -s h -l help -d 'Print help'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from help" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from help" -f -a "snapshot" -d 'Run one snapshot\'s hooks'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "serve" -d 'Run the supervisor in the foreground (the default)'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "check-config" -d 'Validate the config file and print the resolved settings'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "run" -d 'Archive URLs in one go: start the supervisor in the foreground, crawl, show progress, print a summary with the output paths and stop. A local file or directory is served on a loopback port for the crawl'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "recover" -d 'Show what recovery would do now — rows to mark lost, orphan trees to kill (with their pids), results to run again or fail, snapshots and crawls to seal or requeue — without doing it. (abxd recovers on every start, before it claims any work.)'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "worker" -d 'Internal: the worker processes abxd starts for a crawl or a snapshot'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run recover worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and __fish_seen_subcommand_from worker" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
-complete -c abxd -n "__fish_abxd_using_subcommand help; and __fish_seen_subcommand_from worker" -f -a "snapshot" -d 'Run one snapshot\'s hooks'

@@ -46,6 +46,13 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// Whether the request only reads (may be allowed to more peers than those that act).
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Request::Status)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Response {
@@ -76,6 +83,8 @@ pub enum ErrorCode {
     FrameTooLarge,
     NotAllowed,
     NotFound,
+    PermissionDenied,
+    TooManyConnections,
     Failed,
 }
 
@@ -248,5 +257,85 @@ mod tests {
             decode_response(&bytes[..bytes.len() - 1]).unwrap(),
             response
         );
+    }
+
+    /// A small deterministic generator (xorshift64*), so a failure can be replayed by seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Property: whatever the bytes — random, or a valid frame mutated, cut or grown — the
+    /// decoder returns a request or an error answer; it never panics, and what it accepts
+    /// encodes back to a frame it accepts again.
+    #[test]
+    fn the_decoder_survives_any_bytes() {
+        let seed = 0x5eed_abcd_u64;
+        let mut rng = Rng(seed);
+        let valid: Vec<Vec<u8>> = [
+            Request::Status,
+            Request::Wake,
+            Request::Cancel { crawl_id: 3 },
+            Request::Kill {
+                row: Some(4),
+                pid: None,
+                signal: Some(15),
+                grace_ms: Some(10),
+                wait: true,
+            },
+            Request::Spawn {
+                argv: vec!["true".into()],
+                cwd: None,
+                timeout_ms: None,
+            },
+        ]
+        .iter()
+        .map(|r| {
+            let mut bytes = encode_request(r);
+            bytes.pop();
+            bytes
+        })
+        .collect();
+        const ALPHABET: &[u8] = b"{}[]\":,0123456789-.eE truefalsnul\\\xff\x00versionrequesttype";
+        for case in 0..100_000 {
+            let mut bytes = valid[rng.below(valid.len())].clone();
+            match rng.below(5) {
+                0 => {
+                    bytes = (0..rng.below(64)).map(|_| rng.next() as u8).collect();
+                }
+                1 => {
+                    for _ in 0..=rng.below(4) {
+                        let at = rng.below(bytes.len());
+                        bytes[at] = ALPHABET[rng.below(ALPHABET.len())];
+                    }
+                }
+                2 => bytes.truncate(rng.below(bytes.len() + 1)),
+                3 => {
+                    let at = rng.below(bytes.len() + 1);
+                    let extra: Vec<u8> = (0..rng.below(8))
+                        .map(|_| ALPHABET[rng.below(ALPHABET.len())])
+                        .collect();
+                    bytes.splice(at..at, extra);
+                }
+                _ => {}
+            }
+            let outcome = std::panic::catch_unwind(|| decode_request(&bytes));
+            let decoded = outcome.unwrap_or_else(|_| {
+                panic!("seed {seed:#x}, case {case}: decoder panicked on {bytes:?}")
+            });
+            if let Ok(request) = decoded {
+                let again = encode_request(&request);
+                assert_eq!(decode_request(&again[..again.len() - 1]), Ok(request));
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! limit (an oversized frame is answered with an error and the connection closed); the socket file
 //! is created with mode 0660 and removed when the server is dropped.
 
+use super::access::{Access, Policy};
 use super::protocol::{self, ErrorCode, Request, Response};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Registry, Token};
@@ -14,14 +15,19 @@ use std::path::{Path, PathBuf};
 
 struct Connection {
     stream: UnixStream,
+    access: Access,
     input: Vec<u8>,
     output: Vec<u8>,
     /// Close once `output` is flushed.
     closing: bool,
 }
 
+/// The most connections served at once; more are answered "too many connections" and closed.
+pub const MAX_CONNECTIONS: usize = 256;
+
 pub struct Server {
     registry: Registry,
+    policy: Policy,
     listener: UnixListener,
     path: PathBuf,
     listener_token: Token,
@@ -39,6 +45,7 @@ impl Server {
         registry: &Registry,
         token: Token,
         max_frame_bytes: usize,
+        policy: Policy,
     ) -> std::io::Result<Server> {
         match std::fs::remove_file(path) {
             Err(err) if err.kind() != ErrorKind::NotFound => return Err(err),
@@ -49,9 +56,17 @@ impl Server {
         let bound = UnixListener::bind(path);
         nix::sys::stat::umask(old_mask);
         let mut listener = bound?;
+        if let Some(gid) = policy.group_id() {
+            nix::unistd::chown(path, None, Some(gid))?;
+        }
+        if policy.public_read() {
+            // Anyone may connect; what they may ask is checked per connection.
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
+        }
         registry.register(&mut listener, token, Interest::READABLE)?;
         Ok(Server {
             registry: registry.try_clone()?,
+            policy,
             listener,
             path: path.to_path_buf(),
             listener_token: token,
@@ -79,7 +94,13 @@ impl Server {
         let Some(connection) = self.connections.get_mut(&token) else {
             return;
         };
-        let open = serve(connection, token, self.max_frame_bytes, handle);
+        let open = serve(
+            connection,
+            token,
+            self.max_frame_bytes,
+            &self.policy,
+            handle,
+        );
         self.settle(token, open);
     }
 
@@ -102,8 +123,12 @@ impl Server {
             return;
         };
         if open {
+            // A peer that does not read its answers is not read from either, until it does:
+            // its buffers stay bounded.
             let interest = if connection.output.is_empty() {
                 Interest::READABLE
+            } else if connection.output.len() > output_limit(self.max_frame_bytes) {
+                Interest::WRITABLE
             } else {
                 Interest::READABLE | Interest::WRITABLE
             };
@@ -124,6 +149,38 @@ impl Server {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
+                    let access = match peer(&stream) {
+                        Some((uid, gid, pid)) => {
+                            let access = self.policy.access(uid, gid);
+                            if access == Access::Denied {
+                                log::warn!(
+                                    "control: refused uid {uid} (pid {pid}): {}",
+                                    self.policy.rule()
+                                );
+                            }
+                            access
+                        }
+                        None => Access::Denied,
+                    };
+                    let refusal = match access {
+                        Access::Denied => Some(denied(&self.policy)),
+                        _ if self.connections.len() >= MAX_CONNECTIONS => {
+                            log::warn!("control: {MAX_CONNECTIONS} connections open, refusing one");
+                            Some(Response::Error {
+                                code: ErrorCode::TooManyConnections,
+                                message: format!(
+                                    "abxd serves at most {MAX_CONNECTIONS} connections at once; \
+                                     try again"
+                                ),
+                            })
+                        }
+                        _ => None,
+                    };
+                    if let Some(refusal) = refusal {
+                        // Best effort, never blocking: the socket buffer takes one small frame.
+                        let _ = stream.write(&protocol::encode_response(&refusal));
+                        continue;
+                    }
                     let token = Token(self.next_token);
                     self.next_token += 1;
                     if let Err(err) = registry.register(&mut stream, token, Interest::READABLE) {
@@ -134,6 +191,7 @@ impl Server {
                         token,
                         Connection {
                             stream,
+                            access,
                             input: Vec::new(),
                             output: Vec::new(),
                             closing: false,
@@ -166,11 +224,12 @@ fn serve(
     connection: &mut Connection,
     token: Token,
     max_frame_bytes: usize,
+    policy: &Policy,
     handle: &mut Handler<'_>,
 ) -> bool {
     let mut chunk = [0u8; 8192];
     let mut peer_closed = false;
-    while !connection.closing {
+    while !connection.closing && connection.output.len() <= output_limit(max_frame_bytes) {
         match connection.stream.read(&mut chunk) {
             Ok(0) => {
                 peer_closed = true;
@@ -178,7 +237,7 @@ fn serve(
             }
             Ok(n) => {
                 connection.input.extend_from_slice(&chunk[..n]);
-                answer_complete_frames(connection, token, max_frame_bytes, handle);
+                answer_complete_frames(connection, token, max_frame_bytes, policy, handle);
             }
             Err(err) if err.kind() == ErrorKind::WouldBlock => break,
             Err(err) if err.kind() == ErrorKind::Interrupted => continue,
@@ -208,6 +267,7 @@ fn answer_complete_frames(
     connection: &mut Connection,
     token: Token,
     max_frame_bytes: usize,
+    policy: &Policy,
     handle: &mut Handler<'_>,
 ) {
     while let Some(end) = connection.input.iter().position(|&b| b == b'\n') {
@@ -216,7 +276,13 @@ fn answer_complete_frames(
             Some(too_large(max_frame_bytes))
         } else {
             match protocol::decode_request(&line[..line.len() - 1]) {
-                Ok(request) => handle(token, request),
+                Ok(request) if connection.access == Access::Full || request.is_read_only() => {
+                    handle(token, request)
+                }
+                Ok(_) => {
+                    log::warn!("control: refused a request from a read-only peer");
+                    Some(denied(policy))
+                }
                 Err(err) => {
                     log::warn!("control: bad request: {}", err.message);
                     Some(err.into_response())
@@ -236,6 +302,25 @@ fn answer_complete_frames(
             .output
             .extend_from_slice(&protocol::encode_response(&too_large(max_frame_bytes)));
         connection.closing = true;
+    }
+}
+
+/// How much unread output a connection may pile up before it is no longer read from.
+fn output_limit(max_frame_bytes: usize) -> usize {
+    4 * max_frame_bytes
+}
+
+/// The peer's (uid, gid, pid).
+fn peer(stream: &UnixStream) -> Option<(u32, u32, i32)> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let credentials = getsockopt(stream, PeerCredentials).ok()?;
+    Some((credentials.uid(), credentials.gid(), credentials.pid()))
+}
+
+fn denied(policy: &Policy) -> Response {
+    Response::Error {
+        code: ErrorCode::PermissionDenied,
+        message: format!("permission denied: {}", policy.rule()),
     }
 }
 

@@ -465,6 +465,17 @@ impl Store {
         })
     }
 
+    /// Records which process row runs a started result.
+    pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE results SET process_id = ?2 WHERE id = ?1",
+                params![id, process_id],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Records a result's final status and output.
     pub fn finish_result(
         &mut self,

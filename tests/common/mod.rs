@@ -100,6 +100,8 @@ impl TestDaemon {
         let dir = tempfile::Builder::new().prefix("abxd").tempdir().unwrap();
         let config = dir.path().join("supervisor.toml");
         std::fs::write(&config, format!("{}{extra}", Self::BASE_CONFIG)).unwrap();
+        // The default plugins dir (empty), for configs that name none.
+        std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
         TestDaemon {
             dir,
             config,
@@ -136,6 +138,19 @@ impl TestDaemon {
             }
             self.ctl(&["status"]).status.success().then_some(())
         });
+    }
+
+    /// Starts the daemon and expects it to exit at once with an error (and leave nothing running).
+    pub fn launch_expecting_failure(&mut self) {
+        let mut child = self.abxd_command(&[]).spawn().expect("start abxd");
+        let status = wait_until("abxd to refuse to start", WAIT, || {
+            child.try_wait().unwrap()
+        });
+        assert!(!status.success(), "abxd started: {}", self.log());
+        assert!(
+            tagged_pids(&self.tag).is_empty(),
+            "something was left running"
+        );
     }
 
     /// A command running the abxd binary on this daemon's config, tagged, logging to `abxd.log`.

@@ -1,0 +1,517 @@
+//! Hostile input from every side — the socket, the config, plugins, the database — and who may
+//! talk to the daemon. Each test is named for the attack it survives, checks the exact error a
+//! user sees, and that the daemon still answers `abxctl status` afterwards.
+
+mod common;
+
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use nix::sys::signal::Signal;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::Duration;
+
+fn connect(daemon: &TestDaemon) -> UnixStream {
+    let stream = UnixStream::connect(daemon.data_dir().join("abxd.sock")).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    stream
+}
+
+/// Sends raw bytes, returns the first answer line.
+fn exchange(daemon: &TestDaemon, bytes: &[u8]) -> String {
+    let mut stream = connect(daemon);
+    stream.write_all(bytes).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    line
+}
+
+fn still_answers(daemon: &TestDaemon) {
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("is running"), "{status}");
+}
+
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// Runs abxctl as user `nobody` on this daemon's config.
+fn abxctl_as_nobody(daemon: &TestDaemon, args: &[&str]) -> std::process::Output {
+    // nobody must be able to read the config and reach the socket's directory.
+    for dir in [daemon.dir.path(), &daemon.data_dir()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&daemon.config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            common::abxctl_bin(),
+        ])
+        .arg("--config")
+        .arg(&daemon.config)
+        .args(args)
+        .output()
+        .expect("setpriv (util-linux) runs abxctl as nobody")
+}
+
+#[test]
+fn a_stranger_cannot_connect_to_the_socket_at_all() {
+    let daemon = TestDaemon::start();
+    let socket = daemon.data_dir().join("abxd.sock");
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660);
+    let output = abxctl_as_nobody(&daemon, &["status"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    still_answers(&daemon);
+}
+
+#[test]
+fn a_stranger_with_public_read_may_read_but_not_act_and_is_told_the_rule() {
+    let daemon = TestDaemon::start_with("public_read = true\n");
+    let output = abxctl_as_nobody(&daemon, &["status"]);
+    assert!(output.status.success(), "{output:?}");
+    let output = abxctl_as_nobody(&daemon, &["kill", "1"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("abxd refused (PermissionDenied): permission denied: only root, user root may use this abxd (control.group)"),
+        "{stderr}"
+    );
+    assert!(daemon
+        .log()
+        .contains("refused a request from a read-only peer"));
+    still_answers(&daemon);
+}
+
+#[test]
+fn a_member_of_the_configured_group_may_act() {
+    // nobody's primary group is nogroup.
+    let daemon = TestDaemon::start_with("group = \"nogroup\"\n");
+    let socket = daemon.data_dir().join("abxd.sock");
+    let group = nix::unistd::Group::from_name("nogroup").unwrap().unwrap();
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(&socket).unwrap()),
+        group.gid.as_raw()
+    );
+    let output = abxctl_as_nobody(&daemon, &["kill", "999"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no process row 999"),
+        "past the access check: {stderr}"
+    );
+    still_answers(&daemon);
+}
+
+#[test]
+fn an_unknown_group_is_refused_at_start_naming_the_key() {
+    let mut daemon = TestDaemon::prepare("group = \"no-such-group-here\"\n");
+    let output = daemon
+        .abxd_command(&["check-config"])
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains("key `control.group`: no group named \"no-such-group-here\""),
+        "{stderr}"
+    );
+    daemon.launch_expecting_failure();
+}
+
+#[test]
+fn malformed_unknown_versioned_and_oversized_frames_get_error_answers() {
+    let daemon = TestDaemon::start_with("max_frame_bytes = 4096\n");
+    let cases: [(&[u8], &str); 4] = [
+        (b"{this is not json\n", "\"code\":\"malformed\""),
+        (
+            b"{\"version\":1,\"request\":{\"type\":\"reboot\"}}\n",
+            "\"code\":\"unknown_request\"",
+        ),
+        (
+            b"{\"version\":7,\"request\":{\"type\":\"status\"}}\n",
+            "\"code\":\"unsupported_version\"",
+        ),
+        (&[b'x'; 10_000], "\"code\":\"frame_too_large\""),
+    ];
+    for (bytes, expected) in cases {
+        let answer = exchange(&daemon, bytes);
+        assert!(answer.contains(expected), "{expected} in {answer}");
+    }
+    still_answers(&daemon);
+}
+
+#[test]
+fn a_half_frame_that_stalls_makes_no_other_client_wait() {
+    let daemon = TestDaemon::start();
+    let mut stalled = connect(&daemon);
+    stalled.write_all(b"{\"version\":1,\"requ").unwrap();
+    // Never finished, never closed: others are served meanwhile.
+    for _ in 0..5 {
+        still_answers(&daemon);
+    }
+    drop(stalled);
+    still_answers(&daemon);
+}
+
+#[test]
+fn a_client_that_never_reads_its_answers_keeps_daemon_memory_bounded() {
+    let daemon = TestDaemon::start();
+    let before = rss_kib(daemon.pid());
+    let mut greedy = connect(&daemon);
+    greedy.set_nonblocking(true).unwrap();
+    let request = b"{\"version\":1,\"request\":{\"type\":\"status\"}}\n".repeat(1000);
+    let mut sent = 0usize;
+    // Send 20 MB of requests without reading a byte of the answers, as far as the daemon takes.
+    for _ in 0..500 {
+        match greedy.write(&request) {
+            Ok(n) => sent += n,
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(err) => panic!("{err}"),
+        }
+    }
+    assert!(sent > 0);
+    still_answers(&daemon);
+    let after = rss_kib(daemon.pid());
+    assert!(
+        after < before + 32 * 1024,
+        "RSS grew from {before} KiB to {after} KiB"
+    );
+    drop(greedy);
+    still_answers(&daemon);
+}
+
+#[test]
+fn hundreds_of_simultaneous_connections_are_served_or_refused_and_the_daemon_carries_on() {
+    let daemon = TestDaemon::start();
+    let mut streams = Vec::new();
+    for _ in 0..400 {
+        match UnixStream::connect(daemon.data_dir().join("abxd.sock")) {
+            Ok(stream) => streams.push(stream),
+            Err(err) => panic!("connect: {err}"),
+        }
+    }
+    let mut answered = 0;
+    let mut refused = 0;
+    for stream in &mut streams {
+        stream.set_read_timeout(Some(WAIT)).unwrap();
+        let _ = stream.write_all(b"{\"version\":1,\"request\":{\"type\":\"status\"}}\n");
+        let mut answer = String::new();
+        let _ = BufReader::new(&*stream).read_line(&mut answer);
+        if answer.contains("\"type\":\"status\"") {
+            answered += 1;
+        } else if answer.contains("too_many_connections") {
+            refused += 1;
+        }
+    }
+    assert_eq!(answered + refused, 400, "every connection got an answer");
+    assert!(answered >= 200, "{answered} answered");
+    drop(streams);
+    still_answers(&daemon);
+    assert!(daemon.log().contains("connections open, refusing one") || refused == 0);
+}
+
+#[test]
+fn a_plugins_dir_that_does_not_exist_is_refused_at_start_and_on_reload() {
+    let missing = "/nonexistent/abxd-plugins";
+    let mut daemon = TestDaemon::prepare(&format!("[paths]\nplugins_dirs = [{missing:?}]\n"));
+    let output = daemon
+        .abxd_command(&[])
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!(
+            "key `paths.plugins_dirs`: {missing} is not a directory"
+        )),
+        "{stderr}"
+    );
+    // A good config; then a reload with the missing dir keeps it.
+    std::fs::write(&daemon.config, TestDaemon::BASE_CONFIG).unwrap();
+    std::fs::create_dir_all(daemon.path("plugins")).unwrap();
+    daemon.launch();
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}[paths]\nplugins_dirs = [{missing:?}]\n",
+            TestDaemon::BASE_CONFIG
+        ),
+    )
+    .unwrap();
+    daemon.signal(Signal::SIGHUP);
+    wait_until("the refused reload", WAIT, || {
+        daemon.log().contains("reload refused").then_some(())
+    });
+    assert!(daemon.log().contains("paths.plugins_dirs"));
+    still_answers(&daemon);
+}
+
+#[test]
+fn an_unwritable_data_dir_is_refused_at_start_naming_key_and_value() {
+    let daemon = TestDaemon::prepare("");
+    let file = daemon.path("a-file");
+    std::fs::write(&file, "").unwrap();
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "[paths]\ndata_dir = {:?}\n",
+            file.join("data").display().to_string()
+        ),
+    )
+    .unwrap();
+    let output = daemon
+        .abxd_command(&[])
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr.contains("key `paths.data_dir`"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} is not a writable directory",
+            file.join("data").display()
+        )),
+        "{stderr}"
+    );
+}
+
+/// A plugins dir with hooks that cannot run: not executable, a broken name, a symlink out.
+fn hostile_plugins(daemon: &TestDaemon) -> std::path::PathBuf {
+    let dir = daemon.path("hostile-plugins");
+    let plugin = dir.join("hostile");
+    std::fs::create_dir_all(&plugin).unwrap();
+    let hook = |name: &str, body: &str, mode: u32| {
+        let path = plugin.join(name);
+        std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    hook("on_Snapshot__10_not_executable.sh", "echo never", 0o644);
+    hook("on_Snapshot_20_broken_name.sh", "echo never", 0o755);
+    let outside = daemon.path("outside.sh");
+    std::fs::write(&outside, "#!/bin/bash\necho escaped\n").unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(&outside, plugin.join("on_Snapshot__30_symlinked_out.sh")).unwrap();
+    // And hooks that misbehave while running.
+    hook(
+        "on_Snapshot__40_no_newline_flood.sh",
+        "head -c 20000000 /dev/zero | tr '\\\\0' x; echo",
+        0o755,
+    );
+    hook(
+        "on_Snapshot__50_stderr_flood.sh",
+        "yes 'noise on stderr' | head -c 20000000 >&2",
+        0o755,
+    );
+    hook(
+        "on_Snapshot__60_bad_records.sh",
+        "echo '{\"type\":'; echo '{\"type\":\"Nonsense\",\"x\":1}'; echo '[1,2]'; echo done",
+        0o755,
+    );
+    hook(
+        "on_Snapshot__70_closes_stdout.sh",
+        "exec 1>&-; sleep 0.2; exit 0",
+        0o755,
+    );
+    hook(
+        "on_Snapshot__80_never_reads_stdin.sh",
+        "read -t 1 line; echo \"stdin gave: [$line]\"",
+        0o755,
+    );
+    dir
+}
+
+#[test]
+fn hooks_that_cannot_run_or_misbehave_are_reported_and_the_snapshot_goes_on() {
+    let mut daemon = TestDaemon::prepare("");
+    let plugins = hostile_plugins(&daemon);
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[limits]\nmax_log_bytes = 1048576\n[timeouts]\ndescendant_scan = \"50ms\"\n",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&plugins])
+        ),
+    )
+    .unwrap();
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, Duration::from_secs(120));
+    let results: std::collections::BTreeMap<String, abxd::store::HookResult> = daemon
+        .store()
+        .results(crawl)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.hook.clone(), r))
+        .collect();
+    let said = |hook: &str| {
+        let r = &results[hook];
+        (r.status.clone(), r.output.clone().unwrap_or_default())
+    };
+    assert_eq!(
+        said("on_Snapshot__10_not_executable.sh"),
+        (
+            "skipped".into(),
+            "not run: is not executable (chmod +x it)".into()
+        )
+    );
+    let (status, output) = said("on_Snapshot_20_broken_name.sh");
+    assert_eq!(status, "skipped");
+    assert!(
+        output.starts_with("not run: name breaks the hook naming rule"),
+        "{output}"
+    );
+    let (status, output) = said("on_Snapshot__30_symlinked_out.sh");
+    assert_eq!(status, "skipped");
+    assert!(output.contains("outside the plugins dir"), "{output}");
+    assert_eq!(said("on_Snapshot__40_no_newline_flood.sh").0, "succeeded");
+    assert_eq!(said("on_Snapshot__50_stderr_flood.sh").0, "succeeded");
+    assert_eq!(
+        said("on_Snapshot__60_bad_records.sh"),
+        ("succeeded".into(), "done".into())
+    );
+    assert_eq!(said("on_Snapshot__70_closes_stdout.sh").0, "succeeded");
+    // Its stdin is /dev/null: the read ends at once, nothing waits on it.
+    assert_eq!(
+        said("on_Snapshot__80_never_reads_stdin.sh"),
+        ("succeeded".into(), "stdin gave: []".into())
+    );
+    // Nothing escaped through the symlink, and the logs stayed bounded.
+    let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;
+    let logs = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{snapshot}/logs"));
+    for entry in std::fs::read_dir(&logs).unwrap() {
+        let entry = entry.unwrap();
+        let size = entry.metadata().unwrap().len();
+        assert!(
+            size < 20_000_000,
+            "{} is {size} bytes",
+            entry.path().display()
+        );
+    }
+    let mut stderr_log = String::new();
+    std::fs::File::open(logs.join("on_Snapshot__50_stderr_flood.sh.stderr.log"))
+        .unwrap()
+        .read_to_string(&mut stderr_log)
+        .unwrap();
+    assert!(
+        stderr_log.contains("[abxd: log truncated"),
+        "the flood was capped"
+    );
+    still_answers(&daemon);
+}
+
+#[test]
+fn a_corrupt_database_is_refused_at_start_and_never_overwritten() {
+    let mut daemon = TestDaemon::prepare("");
+    std::fs::create_dir_all(daemon.data_dir()).unwrap();
+    let garbage: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(daemon.database(), &garbage).unwrap();
+    let output = daemon
+        .abxd_command(&[])
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!(
+            "cannot open database {}: file is not a database",
+            daemon.database().display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(daemon.database()).unwrap(),
+        garbage,
+        "never overwritten"
+    );
+    let ps = daemon.ctl(&["ps"]);
+    assert!(String::from_utf8_lossy(&ps.stderr).contains("file is not a database"));
+    daemon.launch_expecting_failure();
+}
+
+#[test]
+fn twenty_concurrent_adds_while_eight_snapshot_workers_write_all_succeed() {
+    let mut daemon = TestDaemon::prepare(&format!(
+        "{}[limits]\nmax_snapshot_workers = 8\n",
+        plugins_config(&[&fixtures().join("plugins")])
+    ));
+    daemon.launch();
+    let urls: Vec<String> = (0..16).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+    args.extend(["--plugins", "ok,sleepy,recorder"]);
+    let first = daemon.add(&args);
+    wait_until("snapshot workers to run", WAIT, || {
+        let running = daemon
+            .store()
+            .processes(&Default::default())
+            .unwrap()
+            .iter()
+            .filter(|r| r.kind == abxd::store::Kind::SnapshotWorker && r.status.is_live())
+            .count();
+        (running >= 4).then_some(())
+    });
+    let adders: Vec<_> = (0..20)
+        .map(|i| {
+            Command::new(common::abxctl_bin())
+                .arg("--config")
+                .arg(&daemon.config)
+                .args([
+                    "add",
+                    &format!("http://127.0.0.1:9/extra/{i}"),
+                    "--plugins",
+                    "ok",
+                ])
+                .env(common::TAG_ENV, &daemon.tag)
+                .output_async()
+        })
+        .collect();
+    for adder in adders {
+        let output = adder.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert!(!stderr.contains("locked"), "{stderr}");
+    }
+    assert_eq!(daemon.store().crawls().unwrap().len(), 21);
+    daemon.wait_sealed(first, Duration::from_secs(120));
+    for crawl in daemon.store().crawls().unwrap() {
+        daemon.wait_sealed(crawl.id, Duration::from_secs(120));
+    }
+    let log = std::fs::read_dir(daemon.data_dir().join("logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        !log.contains("database is locked"),
+        "a worker saw a locked database"
+    );
+    still_answers(&daemon);
+}
+
+/// Spawning without waiting, for the concurrency test.
+trait SpawnAsync {
+    fn output_async(&mut self) -> std::process::Child;
+}
+
+impl SpawnAsync for Command {
+    fn output_async(&mut self) -> std::process::Child {
+        self.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}

@@ -22,6 +22,10 @@ use signal_hook_mio::v1_0::Signals;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+/// How long a just-started child may live before the end of its snapshot, crawl or daemon
+/// sends it SIGTERM.
+pub const STARTUP_ALLOWANCE: Duration = Duration::from_millis(250);
+
 /// The end detail of a descendant that ended where no one here could see its exit status.
 const UNKNOWN_EXIT: &str = "ended; exit status unknown (not a child of its supervisor)";
 
@@ -86,6 +90,7 @@ struct Child {
     descendants: HashMap<i32, (i64, Identity)>,
     /// Its stdout and stderr log files.
     logs: (std::path::PathBuf, std::path::PathBuf),
+    started: Instant,
 }
 
 /// Timing settings the supervisor applies.
@@ -109,6 +114,8 @@ pub struct Supervisor {
     next_scan: Option<Instant>,
     /// Rows whose leaked processes are torn down with everything else, at the end.
     leftovers: Vec<i64>,
+    /// Stops of children too young to be signalled yet: (when, row, reason).
+    delayed_stops: Vec<(Instant, i64, EndReason)>,
     instance: String,
 }
 
@@ -131,6 +138,7 @@ impl Supervisor {
             lease: None,
             next_scan: None,
             leftovers: Vec::new(),
+            delayed_stops: Vec::new(),
             instance,
         })
     }
@@ -168,6 +176,7 @@ impl Supervisor {
                 policy,
                 descendants: HashMap::new(),
                 logs: spawned.logs.clone(),
+                started: Instant::now(),
             },
         );
         if policy.scan_descendants && self.next_scan.is_none() {
@@ -230,21 +239,55 @@ impl Supervisor {
 
     /// Tears down every child's subtree and every leftover at once, each process until its own
     /// deadline but at least `min_grace` (SPEC §5).
+    ///
+    /// A child younger than [`STARTUP_ALLOWANCE`] (or `min_grace`, if less) is signalled only
+    /// once it is that old: a process just started has not yet had the chance to set up its
+    /// SIGTERM handler.
     pub fn stop_all(&mut self, store: &mut Store, reason: EndReason) {
-        let mut roots: Vec<i64> = self.child_rows();
-        roots.append(&mut self.leftovers);
-        for root in roots {
-            self.teardown.begin(
-                store,
-                teardown::Request {
-                    root_row: root,
-                    signal: Signal::TERM,
-                    grace: self.timing.min_grace,
-                    own_deadlines: true,
-                    reason,
-                    record_all: false,
-                },
-            );
+        let now = Instant::now();
+        let allowance = self.timing.min_grace.min(STARTUP_ALLOWANCE);
+        let mut roots: Vec<(i64, Instant)> = self
+            .children
+            .values()
+            .map(|c| (c.row_id, c.started + allowance))
+            .collect();
+        roots.extend(self.leftovers.drain(..).map(|row| (row, now)));
+        for (root, not_before) in roots {
+            if not_before > now {
+                self.delayed_stops.push((not_before, root, reason));
+            } else {
+                self.stop_at_end(store, root, reason);
+            }
+        }
+    }
+
+    fn stop_at_end(&mut self, store: &mut Store, root: i64, reason: EndReason) {
+        self.teardown.begin(
+            store,
+            teardown::Request {
+                root_row: root,
+                signal: Signal::TERM,
+                grace: self.timing.min_grace,
+                own_deadlines: true,
+                reason,
+                record_all: false,
+            },
+        );
+    }
+
+    /// Begins the delayed stops that are due.
+    fn run_delayed_stops(&mut self, store: &mut Store, now: Instant) {
+        let due: Vec<(Instant, i64, EndReason)> = self
+            .delayed_stops
+            .iter()
+            .filter(|(at, ..)| *at <= now)
+            .copied()
+            .collect();
+        self.delayed_stops.retain(|(at, ..)| *at > now);
+        for (_, row, reason) in due {
+            if self.children.values().any(|c| c.row_id == row) {
+                self.stop_at_end(store, row, reason);
+            }
         }
     }
 
@@ -268,6 +311,7 @@ impl Supervisor {
             lease_due,
             self.teardown.next_deadline(),
             self.next_scan,
+            self.delayed_stops.iter().map(|(at, ..)| *at).min(),
         ]
         .into_iter()
         .flatten()
@@ -308,6 +352,7 @@ impl Supervisor {
         }
         let now = Instant::now();
         self.enforce_deadlines(store, now);
+        self.run_delayed_stops(store, now);
         self.teardown.expire(store, now);
         if self.next_scan.is_some_and(|at| at <= now) {
             self.scan_descendants(store);
@@ -359,6 +404,11 @@ impl Supervisor {
                 log::error!("row {row_id}: cannot record its end: {err}");
             }
             self.teardown.on_reaped(store, reaped.pid);
+            if child.policy.scan_descendants {
+                for log in [&child.logs.0, &child.logs.1] {
+                    cap_log(log, self.timing.max_log_bytes);
+                }
+            }
             let leaked = self.settle_leftovers(store, &child);
             out.push(Event::Exited {
                 row_id,

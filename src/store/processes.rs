@@ -245,7 +245,8 @@ impl Store {
     }
 
     /// Records that the process of row `id` exists: its identity, group and log files. The row
-    /// becomes `running`; its deadline is its start plus its timeout.
+    /// becomes `running`; its deadline is its start plus its timeout. A `child` row another
+    /// process recorded for the same process (caught between fork and exec) is merged into it.
     pub fn record_spawned(
         &mut self,
         id: i64,
@@ -256,6 +257,28 @@ impl Store {
     ) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
+            // Another abxd process enumerating a tree may have seen this process in the instant
+            // between its fork and its exec, and recorded it as a `child`: that row is this one.
+            let seen: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 \
+                     AND start_ticks = ?3 AND kind = 'child' AND id != ?4",
+                    params![
+                        identity.boot_id,
+                        identity.pid,
+                        identity.start_ticks as i64,
+                        id
+                    ],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(seen) = seen {
+                tx.execute(
+                    "UPDATE processes SET parent_id = ?2 WHERE parent_id = ?1",
+                    params![seen, id],
+                )?;
+                tx.execute("DELETE FROM processes WHERE id = ?1", [seen])?;
+            }
             tx.execute(
                 "UPDATE processes SET pid = ?2, boot_id = ?3, start_ticks = ?4, pgid = ?5, \
                  stdout_path = ?6, stderr_path = ?7, status = 'running', started_at = ?8, \
@@ -543,5 +566,36 @@ mod tests {
             BTreeMap::from([(Kind::Hook, 1)])
         );
         assert_eq!(store.process(b).unwrap().unwrap().status, Status::Lost);
+    }
+
+    #[test]
+    fn a_child_row_recorded_between_fork_and_exec_is_merged_into_the_spawned_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let parent = store.insert_process(&new_hook(None)).unwrap();
+        let id = store.insert_process(&new_hook(Some(parent))).unwrap();
+        // Someone else's tree walk saw the process first, and one of its children too.
+        let found = crate::proctree::Found {
+            identity: identity(),
+            ppid: 1,
+            pgid: 42,
+            argv: vec!["abxd".into()],
+            state: 'R',
+        };
+        let seen = store.record_descendant(parent, &found).unwrap();
+        let grandchild = crate::proctree::Found {
+            identity: Identity {
+                pid: 43,
+                ..identity()
+            },
+            ..found.clone()
+        };
+        let below = store.record_descendant(seen, &grandchild).unwrap();
+        store
+            .record_spawned(id, &identity(), 42, None, None)
+            .unwrap();
+        assert!(store.process(seen).unwrap().is_none());
+        assert_eq!(store.process(below).unwrap().unwrap().parent_id, Some(id));
+        assert_eq!(store.process(id).unwrap().unwrap().status, Status::Running);
     }
 }

@@ -171,6 +171,16 @@ pub fn interpret(
             )),
         ),
     };
+    // Records that could not be used are reported with the output, not silently dropped.
+    let output = match (output, printed.ignored.is_empty()) {
+        (output, true) => output,
+        (output, false) => Some(format!(
+            "{}[{} records ignored: {}]",
+            output.map(|o| format!("{o} ")).unwrap_or_default(),
+            printed.ignored.len(),
+            printed.ignored.join(", ")
+        )),
+    };
     Outcome {
         status,
         output: output.map(|o| truncate(&o)),
@@ -195,6 +205,8 @@ struct Printed {
     output: Option<String>,
     discovered: Vec<String>,
     last_text: Option<String>,
+    /// Why each ignored record was ignored.
+    ignored: Vec<String>,
 }
 
 fn scan_stdout(path: &Path) -> Printed {
@@ -209,6 +221,8 @@ fn scan_stdout(path: &Path) -> Printed {
         let text = text.trim();
         match serde_json::from_str::<serde_json::Value>(text) {
             Ok(record) if record.get("type").is_some() => apply_record(&record, &mut printed),
+            // A line that opens a JSON object but is none: a broken record.
+            Err(_) if text.starts_with('{') => printed.ignored.push("not valid JSON".into()),
             _ if !text.is_empty() => printed.last_text = Some(text.to_string()),
             _ => {}
         }
@@ -236,7 +250,8 @@ fn apply_record(record: &serde_json::Value, printed: &mut Printed) {
                 printed.discovered.push(url.to_string());
             }
         }
-        other => log::debug!("ignoring a record of unknown type {other:?}"),
+        Some(other) => printed.ignored.push(format!("unknown type {other:?}")),
+        None => printed.ignored.push("a type that is not a string".into()),
     }
 }
 

@@ -380,7 +380,10 @@ fn hooks_that_cannot_run_or_misbehave_are_reported_and_the_snapshot_goes_on() {
     assert_eq!(said("on_Snapshot__50_stderr_flood.sh").0, "succeeded");
     assert_eq!(
         said("on_Snapshot__60_bad_records.sh"),
-        ("succeeded".into(), "done".into())
+        (
+            "succeeded".into(),
+            "done [2 records ignored: not valid JSON, unknown type \"Nonsense\"]".into()
+        )
     );
     assert_eq!(said("on_Snapshot__70_closes_stdout.sh").0, "succeeded");
     // Its stdin is /dev/null: the read ends at once, nothing waits on it.

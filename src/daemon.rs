@@ -28,6 +28,9 @@ use std::time::{Duration, Instant};
 
 const CONTROL: Token = Token(1);
 
+/// How long the daemon waits before it claims again after the store failed (e.g. a full disk).
+const STORE_RETRY: Duration = Duration::from_secs(2);
+
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     #[error(transparent)]
@@ -58,6 +61,8 @@ struct State {
     debug_children: usize,
     /// Set by a `wake` request: look for due crawls.
     wake: bool,
+    /// After the store failed a claim: when to try again.
+    retry_claims_at: Option<Instant>,
     /// Connections waiting for the teardown of a row to finish.
     waiting: HashMap<i64, Vec<Token>>,
     /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
@@ -133,6 +138,7 @@ impl Daemon {
                 crawl_workers: HashMap::new(),
                 debug_children: 0,
                 wake: true,
+                retry_claims_at: None,
                 waiting: HashMap::new(),
                 orphans: BTreeSet::new(),
                 recover_after_teardown: HashMap::new(),
@@ -218,7 +224,10 @@ impl Daemon {
                     Event::Signal(SIGHUP) => self.reload(),
                     Event::Signal(_) | Event::LeaseLost => {}
                     Event::Ready(token) => self.on_control(token),
-                    Event::Timer => self.state.wake = true,
+                    Event::Timer => {
+                        self.state.retry_claims_at = None;
+                        self.state.wake = true;
+                    }
                 }
             }
         }
@@ -256,7 +265,10 @@ impl Daemon {
                 self.state.crawl_workers.len() < self.state.config.limits.max_crawl_workers as usize
             })
             .map(|at| now + Duration::from_millis((at - now_ms()).max(0) as u64));
-        [due, tick.map(|t| now + t)].into_iter().flatten().min()
+        [due, tick.map(|t| now + t), self.state.retry_claims_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Claims due crawls and starts a worker for each, up to the limit.
@@ -270,7 +282,13 @@ impl Daemon {
                 Ok(Some(id)) => id,
                 Ok(None) => return,
                 Err(err) => {
-                    log::error!("cannot claim a crawl: {err}");
+                    // E.g. the disk is full: claim nothing now, and look again a little later
+                    // (an idle daemon otherwise waits for an event that may not come).
+                    log::error!(
+                        "cannot claim a crawl: {err}; trying again in {}s",
+                        STORE_RETRY.as_secs()
+                    );
+                    state.retry_claims_at = Some(Instant::now() + STORE_RETRY);
                     return;
                 }
             };

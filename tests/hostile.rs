@@ -518,3 +518,114 @@ impl SpawnAsync for Command {
             .unwrap()
     }
 }
+
+/// A small tmpfs mounted on a test's data dir, unmounted when dropped.
+struct SmallDisk {
+    mount: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(at: &std::path::Path, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(at).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .ok()?;
+        status.success().then(|| SmallDisk {
+            mount: at.to_path_buf(),
+        })
+    }
+
+    /// Fills the disk to the last byte; returns the filler file.
+    fn fill(&self) -> std::path::PathBuf {
+        let filler = self.mount.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 * 1024];
+        loop {
+            match file.write(&block) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = file.write_all(&[0u8; 512]);
+        filler
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_reported_claims_nothing_and_work_carries_on_when_space_returns() {
+    let mut daemon = TestDaemon::prepare(&plugins_config(&[&fixtures().join("plugins")]));
+    let Some(disk) = SmallDisk::mount(&daemon.data_dir(), "6m") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and can mount a tmpfs"
+        );
+        eprintln!("SKIPPED: cannot mount a tmpfs here (not root)");
+        return;
+    };
+    daemon.launch();
+    let first = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ok"]);
+    daemon.wait_sealed(first, WAIT);
+
+    let filler = disk.fill();
+    let output = daemon.ctl(&["add", "http://127.0.0.1:9/b", "--plugins", "ok"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("database or disk is full"), "{stderr}");
+    still_answers(&daemon);
+
+    // Space returns: work is accepted and done again, and what was recorded is intact.
+    std::fs::remove_file(&filler).unwrap();
+    let second = daemon.add(&["http://127.0.0.1:9/c", "--plugins", "ok"]);
+    daemon.wait_sealed(second, WAIT);
+    let store = daemon.store();
+    assert_eq!(store.crawl(first).unwrap().unwrap().status, "sealed");
+    let stale: Vec<i64> = store
+        .processes(&Default::default())
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.status.is_live() && r.kind != abxd::store::Kind::Orchestrator)
+        .map(|r| r.id)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "rows left claiming live processes: {stale:?}"
+    );
+    still_answers(&daemon);
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0));
+}
+
+#[test]
+fn a_daemon_started_on_a_full_disk_says_so_and_starts_later() {
+    let mut daemon = TestDaemon::prepare(&plugins_config(&[&fixtures().join("plugins")]));
+    let Some(disk) = SmallDisk::mount(&daemon.data_dir(), "6m") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and can mount a tmpfs"
+        );
+        eprintln!("SKIPPED: cannot mount a tmpfs here (not root)");
+        return;
+    };
+    // Queued while the daemon was down; then the disk fills.
+    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ok"]);
+    let filler = disk.fill();
+    daemon.launch_expecting_failure();
+    let log = daemon.log();
+    assert!(
+        log.contains("No space left on device") || log.contains("disk is full"),
+        "{log}"
+    );
+
+    std::fs::remove_file(&filler).unwrap();
+    daemon.launch();
+    daemon.wait_sealed(crawl, WAIT);
+    still_answers(&daemon);
+}

@@ -218,15 +218,5 @@ fn reload_with_a_bad_config_keeps_the_running_one() {
 #[test]
 fn idle_daemon_sleeps_in_poll_without_a_timeout() {
     let daemon = TestDaemon::start();
-    // /proc/PID/syscall: "<nr> <arg1> ... <arg6> <sp> <pc>"; epoll_wait's 4th argument is the
-    // timeout, -1 when the loop waits for an event with no timer.
-    let syscall = wait_until("the daemon to block in epoll_wait", WAIT, || {
-        let text = std::fs::read_to_string(format!("/proc/{}/syscall", daemon.pid())).ok()?;
-        let fields: Vec<String> = text.split_whitespace().map(str::to_string).collect();
-        let number: i64 = fields.first()?.parse().ok()?;
-        // x86_64: epoll_wait 232, epoll_pwait 281; aarch64: epoll_pwait 22.
-        [232, 281, 22].contains(&number).then_some(fields)
-    });
-    let timeout = u64::from_str_radix(syscall[4].trim_start_matches("0x"), 16).unwrap();
-    assert_eq!(timeout as u32 as i32, -1, "timeout argument of {syscall:?}");
+    common::assert_sleeps_without_timer(daemon.pid());
 }

@@ -96,12 +96,5 @@ fn without_notify_socket_nothing_is_sent_and_the_daemon_runs() {
     // it must neither fail nor wake up for a watchdog nobody asked for.
     let mut daemon = TestDaemon::prepare("");
     daemon.launch_with_env(&[("WATCHDOG_USEC", "100000")]);
-    let syscall = wait_until("the daemon to block in epoll_wait", WAIT, || {
-        let text = std::fs::read_to_string(format!("/proc/{}/syscall", daemon.pid())).ok()?;
-        let fields: Vec<String> = text.split_whitespace().map(str::to_string).collect();
-        let number: i64 = fields.first()?.parse().ok()?;
-        [232, 281, 22].contains(&number).then_some(fields)
-    });
-    let timeout = u64::from_str_radix(syscall[4].trim_start_matches("0x"), 16).unwrap();
-    assert_eq!(timeout as u32 as i32, -1, "no timer without NOTIFY_SOCKET");
+    common::assert_sleeps_without_timer(daemon.pid());
 }

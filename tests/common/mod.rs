@@ -332,6 +332,22 @@ impl Drop for TestDaemon {
     }
 }
 
+/// Waits until `pid` blocks in epoll_wait and asserts it waits with no timeout (no timer: it
+/// sleeps until an event comes).
+pub fn assert_sleeps_without_timer(pid: i32) {
+    // /proc/PID/syscall: "<nr> <arg1> ... <arg6> <sp> <pc>"; epoll_wait's 4th argument is the
+    // timeout, -1 when the loop waits for an event with no timer.
+    let syscall = wait_until("the process to block in epoll_wait", WAIT, || {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/syscall")).ok()?;
+        let fields: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+        let number: i64 = fields.first()?.parse().ok()?;
+        // x86_64: epoll_wait 232, epoll_pwait 281; aarch64: epoll_pwait 22.
+        [232, 281, 22].contains(&number).then_some(fields)
+    });
+    let timeout = u64::from_str_radix(syscall[4].trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(timeout as u32 as i32, -1, "timeout argument of {syscall:?}");
+}
+
 /// The directory of test fixtures.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -1,0 +1,419 @@
+//! abxd's benchmarks: each figure is printed next to a baseline measured in the same run, as a
+//! ratio, so the numbers mean something on a noisy shared machine. Nothing here asserts a time.
+//!
+//! `cargo bench` runs the full sizes; `ABXD_BENCH_SMOKE=1 cargo bench` runs small sizes, only
+//! to check that every benchmark runs (CI does that). See BENCHMARKS.md.
+
+use abxd::config::Config;
+use abxd::spawn::{Logs, SpawnRequest};
+use abxd::store::{Kind, NewProcess, ResultStatus, Store};
+use abxd::supervisor::{ChildPolicy, Event, Supervisor};
+use rustix::process::Signal;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Sizes {
+    hooks: usize,
+    tree_runs: usize,
+    ps_rows: usize,
+    ps_runs: usize,
+    idle: Duration,
+    load_urls: usize,
+}
+
+fn sizes() -> Sizes {
+    if std::env::var_os("ABXD_BENCH_SMOKE").is_some() {
+        Sizes {
+            hooks: 50,
+            tree_runs: 1,
+            ps_rows: 2_000,
+            ps_runs: 3,
+            idle: Duration::from_secs(2),
+            load_urls: 16,
+        }
+    } else {
+        Sizes {
+            hooks: 2_000,
+            tree_runs: 5,
+            ps_rows: 100_000,
+            ps_runs: 15,
+            idle: Duration::from_secs(30),
+            load_urls: 200,
+        }
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    values[values.len() / 2]
+}
+
+fn bin(name: &str) -> PathBuf {
+    PathBuf::from(match name {
+        "abxd" => env!("CARGO_BIN_EXE_abxd"),
+        _ => env!("CARGO_BIN_EXE_abxctl"),
+    })
+}
+
+fn config_in(dir: &Path, extra: &str) -> Config {
+    let path = dir.join("supervisor.toml");
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    std::fs::write(&path, extra).unwrap();
+    Config::load(&path).unwrap()
+}
+
+fn timing() -> abxd::supervisor::Timing {
+    abxd::supervisor::Timing {
+        kill_grace: Duration::from_secs(5),
+        min_grace: Duration::from_millis(200),
+        descendant_scan: Duration::from_secs(3600),
+        max_log_bytes: 64 << 20,
+    }
+}
+
+fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
+    SpawnRequest {
+        process: NewProcess {
+            parent_id: None,
+            kind: Kind::Hook,
+            crawl_id: None,
+            snapshot_id: None,
+            result_id: None,
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            cwd: dir.display().to_string(),
+            timeout_ms: Some(60_000),
+        },
+        env: Vec::new(),
+        logs: Logs::InDir(dir.join("logs")),
+    }
+}
+
+/// (1) Trivial hooks through the full path, against plain spawn + wait of the same program.
+fn hook_throughput(s: &Sizes) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let crawl = store.add_crawl(&["http://bench/".into()], 0, None).unwrap();
+    let mut supervisor = Supervisor::new(timing(), store.marker_namespace().unwrap()).unwrap();
+    let request = hook_request(dir.path(), &["/bin/true"]);
+
+    let started = Instant::now();
+    for _ in 0..s.hooks {
+        Command::new("/bin/true").spawn().unwrap().wait().unwrap();
+    }
+    let raw = s.hooks as f64 / started.elapsed().as_secs_f64();
+
+    let started = Instant::now();
+    for i in 0..s.hooks {
+        let result = store
+            .result_for(crawl, None, "bench", &format!("hook{i}"))
+            .unwrap();
+        store.start_result(result.id, None).unwrap();
+        supervisor
+            .spawn(&mut store, &request, ChildPolicy::FOREGROUND_HOOK)
+            .unwrap();
+        'reaped: loop {
+            for event in supervisor.wait(&mut store, None).unwrap() {
+                if let Event::Exited { .. } = event {
+                    store
+                        .finish_result(result.id, ResultStatus::Succeeded, None, &[], 0)
+                        .unwrap();
+                    break 'reaped;
+                }
+            }
+        }
+    }
+    let full = s.hooks as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "hook throughput ({} hooks): abxd {full:.0}/s, raw spawn+wait {raw:.0}/s, ratio {:.2}",
+        s.hooks,
+        full / raw
+    );
+}
+
+/// (2) Teardown of a 100-process tree: honouring SIGTERM (time to all gone), and ignoring it with
+/// a 200 ms grace (how far past the deadline the last one is gone).
+fn teardown(s: &Sizes) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let mut supervisor = Supervisor::new(timing(), store.marker_namespace().unwrap()).unwrap();
+    for (label, script, grace) in [
+        (
+            "honours SIGTERM",
+            "for i in $(seq 100); do sleep 300 & done; wait",
+            Duration::from_secs(5),
+        ),
+        (
+            "ignores SIGTERM, 200 ms grace",
+            "trap '' TERM; for i in $(seq 100); do sleep 300 & done; while :; do wait; done",
+            Duration::from_millis(200),
+        ),
+    ] {
+        let mut figures = Vec::new();
+        for _ in 0..s.tree_runs {
+            let request = hook_request(dir.path(), &["/bin/bash", "-c", script]);
+            let spawned = supervisor
+                .spawn(&mut store, &request, ChildPolicy::WORKER)
+                .unwrap();
+            let pid = spawned.identity.pid;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while abxd::proctree::descendants_of(&[pid]).len() < 100 {
+                assert!(Instant::now() < deadline, "the tree never grew");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let requested = Instant::now();
+            supervisor.stop(
+                &mut store,
+                spawned.row_id,
+                Signal::TERM,
+                grace,
+                abxd::store::EndReason::Killed,
+            );
+            'done: loop {
+                for event in supervisor.wait(&mut store, None).unwrap() {
+                    if let Event::TornDown(report) = event {
+                        assert!(report.complete && report.processes.len() > 100);
+                        break 'done;
+                    }
+                }
+            }
+            let elapsed = requested.elapsed();
+            figures.push(elapsed.saturating_sub(if grace < Duration::from_secs(1) {
+                grace
+            } else {
+                Duration::ZERO
+            }));
+            while supervisor.has_work() {
+                supervisor.wait(&mut store, Some(Instant::now())).unwrap();
+            }
+        }
+        let mut ms: Vec<f64> = figures.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+        let worst = ms.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "teardown of 101 processes that {label}: median {:.1} ms{}, worst {worst:.1} ms ({} runs)",
+            median(&mut ms),
+            if grace < Duration::from_secs(1) { " past the deadline" } else { "" },
+            s.tree_runs
+        );
+    }
+}
+
+/// (3) `abxctl ps` on a big table (1% running, trees several levels deep), against
+/// `abxctl --version`: process start included.
+fn ps_at_scale(s: &Sizes) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path(), "");
+    std::fs::create_dir_all(&config.data_dir).unwrap();
+    drop(Store::open(&config.database).unwrap());
+    let conn = rusqlite::Connection::open(&config.database).unwrap();
+    conn.execute_batch("BEGIN").unwrap();
+    let boot = abxd::identity::boot_id();
+    for id in 1..=s.ps_rows as i64 {
+        // Trees four levels deep: every row's parent is the row a quarter of its id below it.
+        let parent = (id > 4).then_some(id / 4);
+        let running = id % 100 == 0;
+        conn.execute(
+            "INSERT INTO processes (id, parent_id, kind, pid, boot_id, start_ticks, pgid, argv, \
+             cwd, status, created_at, started_at, ended_at, exit_code, end_reason) \
+             VALUES (?1, ?2, 'hook', ?3, ?4, 1, ?3, '[\"bench\",\"hook\"]', '/', ?5, 0, 0, ?6, ?7, ?8)",
+            rusqlite::params![
+                id,
+                parent,
+                (id % 30000 + 2) as i32,
+                boot,
+                if running { "running" } else { "exited" },
+                (!running).then_some(1i64),
+                (!running).then_some(0),
+                (!running).then_some("exited"),
+            ],
+        )
+        .unwrap();
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    let abxctl = bin("abxctl");
+    let time = |args: &[&str]| -> f64 {
+        let mut runs: Vec<f64> = (0..s.ps_runs)
+            .map(|_| {
+                let started = Instant::now();
+                let out = Command::new(&abxctl)
+                    .arg("--config")
+                    .arg(&config.source)
+                    .args(args)
+                    .stdout(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(out.success());
+                started.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        median(&mut runs)
+    };
+    let baseline = time(&["--version"]);
+    let tree = time(&["ps"]);
+    let json = time(&["ps", "--json"]);
+    println!(
+        "abxctl ps on {} rows ({} running): {tree:.1} ms, --json {json:.1} ms; \
+         abxctl --version {baseline:.1} ms; ratios {:.1} and {:.1}",
+        s.ps_rows,
+        s.ps_rows / 100,
+        tree / baseline,
+        json / baseline
+    );
+}
+
+fn proc_field(pid: i32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = procfs::process::Process::new(pid).unwrap().stat().unwrap();
+    stat.utime + stat.stime
+}
+
+/// A daemon of the release build in `dir`, killed when dropped.
+struct Daemon(std::process::Child, PathBuf);
+
+impl Daemon {
+    fn start(dir: &Path, extra: &str) -> Daemon {
+        let config = config_in(dir, extra);
+        let child = Command::new(bin("abxd"))
+            .arg("--config")
+            .arg(&config.source)
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let daemon = Daemon(child, config.source.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !daemon.ctl(&["status"]).status.success() {
+            assert!(Instant::now() < deadline, "abxd did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        daemon
+    }
+
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+
+    fn ctl(&self, args: &[&str]) -> std::process::Output {
+        Command::new(bin("abxctl"))
+            .arg("--config")
+            .arg(&self.1)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.0.wait();
+    }
+}
+
+/// (5) The idle daemon: wake-ups and CPU over a while, RSS; and the RSS of a worker.
+fn idle_cost(s: &Sizes) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
+    let daemon = Daemon::start(
+        dir.path(),
+        &format!(
+            "[paths]\nplugins_dirs = [{:?}]\n[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"3\" }}\n",
+            fixtures.display().to_string()
+        ),
+    );
+    let pid = daemon.pid();
+    std::thread::sleep(Duration::from_millis(300));
+    let switches = |pid| {
+        proc_field(pid, "voluntary_ctxt_switches:") + proc_field(pid, "nonvoluntary_ctxt_switches:")
+    };
+    let (w0, c0) = (switches(pid), cpu_ticks(pid));
+    std::thread::sleep(s.idle);
+    let (w1, c1) = (switches(pid), cpu_ticks(pid));
+    let rss = proc_field(pid, "VmRSS:");
+    println!(
+        "idle daemon over {:?}: {} wake-ups, {} CPU ticks, RSS {} KiB",
+        s.idle,
+        w1 - w0,
+        c1 - c0,
+        rss
+    );
+    let out = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "sleepy"]);
+    assert!(out.status.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let worker = loop {
+        let ps = daemon.ctl(&["ps", "--json", "--kind", "snapshot_worker"]);
+        let json: serde_json::Value = serde_json::from_slice(&ps.stdout).unwrap();
+        if let Some(pid) = json["processes"][0]["pid"].as_i64() {
+            break pid as i32;
+        }
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    println!("snapshot worker RSS {} KiB", proc_field(worker, "VmRSS:"));
+}
+
+/// (6) Results written per second with 8 snapshot workers running trivial hooks at once, and the
+/// "database is locked" errors seen.
+fn database_under_load(s: &Sizes) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
+    let daemon = Daemon::start(
+        dir.path(),
+        &format!(
+            "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = 8\n",
+            fixtures.display().to_string()
+        ),
+    );
+    let urls: Vec<String> = (0..s.load_urls)
+        .map(|i| format!("http://127.0.0.1:9/{i}"))
+        .collect();
+    let started = Instant::now();
+    let mut args = vec!["add".to_string()];
+    args.extend(urls);
+    args.extend([
+        "--plugins".into(),
+        "ok,recorder,skipper,failer".into(),
+        "--wait".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = daemon.ctl(&args);
+    assert!(out.status.success());
+    let elapsed = started.elapsed().as_secs_f64();
+    let results = s.load_urls * 4;
+    let logs: String = std::fs::read_dir(dir.path().join("data/logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    println!(
+        "database under load: {results} results by 8 snapshot workers in {elapsed:.2} s = {:.0} results/s; \
+         \"database is locked\" seen {} times",
+        results as f64 / elapsed,
+        logs.matches("database is locked").count()
+    );
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` does not run this harness at all.
+    let s = sizes();
+    println!(
+        "abxd benchmarks ({} sizes)",
+        if s.hooks < 100 { "smoke" } else { "full" }
+    );
+    hook_throughput(&s);
+    teardown(&s);
+    ps_at_scale(&s);
+    idle_cost(&s);
+    database_under_load(&s);
+}

@@ -14,6 +14,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 struct Sizes {
+    stale_rows: usize,
+    orphan_trees: usize,
     hooks: usize,
     tree_runs: usize,
     ps_rows: usize,
@@ -25,6 +27,8 @@ struct Sizes {
 fn sizes() -> Sizes {
     if std::env::var_os("ABXD_BENCH_SMOKE").is_some() {
         Sizes {
+            stale_rows: 500,
+            orphan_trees: 5,
             hooks: 50,
             tree_runs: 1,
             ps_rows: 2_000,
@@ -34,6 +38,8 @@ fn sizes() -> Sizes {
         }
     } else {
         Sizes {
+            stale_rows: 10_000,
+            orphan_trees: 100,
             hooks: 2_000,
             tree_runs: 5,
             ps_rows: 100_000,
@@ -404,6 +410,116 @@ fn database_under_load(s: &Sizes) {
     );
 }
 
+/// Starts abxd on `dir` with a notify socket and returns the time until READY=1.
+fn time_to_ready(dir: &Path) -> Duration {
+    let config = config_in(dir, "");
+    let socket_path = dir.join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let started = Instant::now();
+    let child = Command::new(bin("abxd"))
+        .arg("--config")
+        .arg(&config.source)
+        .env("NOTIFY_SOCKET", &socket_path)
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _daemon = Daemon(child, config.source);
+    let mut buffer = [0u8; 4096];
+    loop {
+        match socket.recv(&mut buffer) {
+            Ok(n)
+                if String::from_utf8_lossy(&buffer[..n])
+                    .lines()
+                    .any(|l| l == "READY=1") =>
+            {
+                break;
+            }
+            Ok(_) => {}
+            // SIGCHLD (this process supervised children earlier) interrupts the wait.
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => panic!("no READY within a minute: {err}"),
+        }
+    }
+    started.elapsed()
+}
+
+/// (4) Recovery at scale: stale running rows and live orphan trees left by a crashed
+/// incarnation; the time from start to READY, against an empty table.
+fn recovery_at_scale(s: &Sizes) {
+    let empty = tempfile::tempdir().unwrap();
+    let baseline = time_to_ready(empty.path());
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path(), "");
+    std::fs::create_dir_all(&config.data_dir).unwrap();
+    let mut store = Store::open(&config.database).unwrap();
+    let namespace = store.marker_namespace().unwrap();
+    let conn = rusqlite::Connection::open(&config.database).unwrap();
+    conn.execute_batch("BEGIN").unwrap();
+    let boot = abxd::identity::boot_id();
+    // A crashed orchestrator (no process has pid 99999: pid_max is 32768 here).
+    conn.execute(
+        "INSERT INTO processes (id, kind, pid, boot_id, start_ticks, argv, cwd, status, created_at) \
+         VALUES (1, 'orchestrator', 99999, ?1, 1, '[]', '/', 'running', 0)",
+        [boot],
+    )
+    .unwrap();
+    for id in 2..(2 + s.stale_rows as i64) {
+        conn.execute(
+            "INSERT INTO processes (id, parent_id, kind, pid, boot_id, start_ticks, argv, cwd, \
+             status, created_at) VALUES (?1, 1, 'hook', ?2, ?3, 1, '[]', '/', 'running', 0)",
+            rusqlite::params![id, (id % 30000 + 2) as i32, boot],
+        )
+        .unwrap();
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    let mut orphans = Vec::new();
+    for _ in 0..s.orphan_trees {
+        let row = store
+            .insert_process(&NewProcess {
+                parent_id: Some(1),
+                kind: Kind::Hook,
+                crawl_id: None,
+                snapshot_id: None,
+                result_id: None,
+                argv: vec!["sh".into()],
+                cwd: "/".into(),
+                timeout_ms: None,
+            })
+            .unwrap();
+        let child = Command::new("sh")
+            .args(["-c", "sleep 300 & wait"])
+            .env("ABXD_PROCESS_ID", row.to_string())
+            .env("ABXD_INSTANCE", &namespace)
+            .spawn()
+            .unwrap();
+        let identity = abxd::identity::of_unreaped_child(child.id() as i32).unwrap();
+        store
+            .record_spawned(row, &identity, identity.pid, None, None)
+            .unwrap();
+        orphans.push(child);
+    }
+    drop(store);
+    let recovering = time_to_ready(dir.path());
+    for mut orphan in orphans {
+        let _ = orphan.kill();
+        let _ = orphan.wait();
+    }
+    println!(
+        "recovery of {} stale rows and {} live orphan trees: READY after {:.0} ms; \
+         empty table {:.0} ms; ratio {:.1}",
+        s.stale_rows,
+        s.orphan_trees,
+        recovering.as_secs_f64() * 1000.0,
+        baseline.as_secs_f64() * 1000.0,
+        recovering.as_secs_f64() / baseline.as_secs_f64()
+    );
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not run this harness at all.
     let s = sizes();
@@ -414,6 +530,7 @@ fn main() {
     hook_throughput(&s);
     teardown(&s);
     ps_at_scale(&s);
+    recovery_at_scale(&s);
     idle_cost(&s);
     database_under_load(&s);
 }

@@ -221,7 +221,7 @@ fn ps_at_scale(s: &Sizes) {
         conn.execute(
             "INSERT INTO processes (id, parent_id, kind, pid, boot_id, start_ticks, pgid, argv, \
              cwd, status, created_at, started_at, ended_at, exit_code, end_reason) \
-             VALUES (?1, ?2, 'hook', ?3, ?4, 1, ?3, '[\"bench\",\"hook\"]', '/', ?5, 0, 0, ?6, ?7, ?8)",
+             VALUES (?1, ?2, 'hook', ?3, ?4, ?1, ?3, '[\"bench\",\"hook\"]', '/', ?5, 0, 0, ?6, ?7, ?8)",
             rusqlite::params![
                 id,
                 parent,

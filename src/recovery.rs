@@ -17,7 +17,7 @@
 use crate::config::Config;
 use crate::identity::{self, Liveness};
 use crate::proctree;
-use crate::store::{now_ms, EndReason, HookResult, Queue, ResultStatus, Store, StoreError};
+use crate::store::{now_ms, HookResult, Queue, ResultStatus, Store, StoreError};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -174,10 +174,8 @@ fn tree_pids(instance: &str, subtree: &[crate::store::ProcessRow]) -> Vec<i32> {
 
 /// Makes the lost rows final.
 pub fn apply_lost(store: &mut Store, lost: &[LostRow]) -> Result<(), StoreError> {
-    for row in lost {
-        store.record_end(row.row, None, EndReason::Lost, Some(&row.why))?;
-    }
-    Ok(())
+    let rows: Vec<(i64, &str)> = lost.iter().map(|l| (l.row, l.why.as_str())).collect();
+    store.record_lost(&rows)
 }
 
 /// Whether a work row's owner is a live process (not one of `dead_rows`).

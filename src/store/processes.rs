@@ -328,6 +328,22 @@ impl Store {
         })
     }
 
+    /// Marks many live rows lost at once, each with its reason, in one transaction (recovery
+    /// after a crash may find thousands).
+    pub fn record_lost(&mut self, rows: &[(i64, &str)]) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            let mut statement = tx.prepare(
+                "UPDATE processes SET status = 'lost', ended_at = ?2, end_reason = 'lost', \
+                 end_detail = ?3 WHERE id = ?1 AND status IN ('starting', 'running', 'stopping')",
+            )?;
+            for (id, detail) in rows {
+                statement.execute(params![id, now, detail])?;
+            }
+            Ok(())
+        })
+    }
+
     /// Records that `signal` was sent to row `id` now (the first SIGTERM and the first SIGKILL
     /// are kept) and, for the first signal of a teardown, when SIGKILL is due; a running row
     /// becomes `stopping`.

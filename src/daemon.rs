@@ -61,8 +61,10 @@ struct State {
     debug_children: usize,
     /// Set by a `wake` request: look for due crawls.
     wake: bool,
-    /// After the store failed a claim: when to try again.
+    /// After the store failed a claim or a recovery: when to try again.
     retry_claims_at: Option<Instant>,
+    /// A recovery failed: recover all ownerless work at the next retry.
+    retry_recovery: bool,
     /// Connections waiting for the teardown of a row to finish.
     waiting: HashMap<i64, Vec<Token>>,
     /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
@@ -139,6 +141,7 @@ impl Daemon {
                 debug_children: 0,
                 wake: true,
                 retry_claims_at: None,
+                retry_recovery: false,
                 waiting: HashMap::new(),
                 orphans: BTreeSet::new(),
                 recover_after_teardown: HashMap::new(),
@@ -226,6 +229,9 @@ impl Daemon {
                     Event::Ready(token) => self.on_control(token),
                     Event::Timer => {
                         self.state.retry_claims_at = None;
+                        if std::mem::take(&mut self.state.retry_recovery) {
+                            recover_work(&mut self.state, None, true);
+                        }
                         self.state.wake = true;
                     }
                 }
@@ -471,7 +477,13 @@ fn recover_work(state: &mut State, crawl: Option<i64>, back_off: bool) {
             recovery::apply_work(&mut state.store, &state.config, &plan, back_off)
         });
     if let Err(err) = result {
-        log::error!("recovery failed: {err}");
+        // E.g. the disk is full: recover everything ownerless again a little later.
+        log::error!(
+            "recovery failed: {err}; trying again in {}s",
+            STORE_RETRY.as_secs()
+        );
+        state.retry_recovery = true;
+        state.retry_claims_at = Some(Instant::now() + STORE_RETRY);
     }
 }
 

@@ -100,7 +100,8 @@ fn hook_throughput(s: &Sizes) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let crawl = store.add_crawl(&["http://bench/".into()], 0, None).unwrap();
-    let mut supervisor = Supervisor::new(timing(), store.marker_namespace().unwrap()).unwrap();
+    let mut supervisor =
+        Supervisor::new(timing(), store.marker_namespace().unwrap(), None).unwrap();
     let request = hook_request(dir.path(), &["/bin/true"]);
 
     let started = Instant::now();
@@ -142,7 +143,8 @@ fn hook_throughput(s: &Sizes) {
 fn teardown(s: &Sizes) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-    let mut supervisor = Supervisor::new(timing(), store.marker_namespace().unwrap()).unwrap();
+    let mut supervisor =
+        Supervisor::new(timing(), store.marker_namespace().unwrap(), None).unwrap();
     for (label, script, grace) in [
         (
             "honours SIGTERM",

@@ -99,8 +99,8 @@ impl Daemon {
         };
         let mut store = Store::open(&config.database).map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
-        let supervisor = Supervisor::new(config.timing(), instance.clone())?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
+        let supervisor = Supervisor::new(config.timing(), instance.clone(), Some(orchestrator_id))?;
         let reconciliation =
             recovery::reconcile(&store, &instance, Some(orchestrator_id)).map_err(store_err)?;
         for line in recovery::describe(&reconciliation, &recovery::WorkPlan::default()) {

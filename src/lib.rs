@@ -24,6 +24,7 @@
 //! - `reaper`: the one place a child is waited for.
 //! - `teardown`: the deadline map — whole trees, SIGTERM, then SIGKILL at each one's deadline.
 //! - `supervisor`: the loop every supervising process runs (signals, reaping, deadlines, lease).
+//! - `unrecorded`: ends a failed write left unrecorded, written once writes succeed again.
 //! - `lock`: one daemon per data dir.
 //! - `control`: the socket protocol (`protocol`), the daemon side (`server`), abxctl's (`client`).
 //! - `daemon`: start-up, the orchestrator (claims crawls, starts crawl workers), shutdown.
@@ -65,4 +66,5 @@ pub mod spawn;
 pub mod store;
 pub mod supervisor;
 pub mod teardown;
+pub mod unrecorded;
 pub mod worker;

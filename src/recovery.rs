@@ -15,7 +15,7 @@
 //! no owner row exists.
 
 use crate::config::Config;
-use crate::identity::{self, Liveness};
+use crate::identity::{self, Identity, Liveness};
 use crate::proctree;
 use crate::store::{now_ms, HookResult, Queue, ResultStatus, Store, StoreError};
 use std::collections::BTreeSet;
@@ -63,6 +63,19 @@ impl WorkPlan {
     }
 }
 
+/// Why the process of `identity` is not running any more, or `None` if it is.
+pub(crate) fn why_gone(identity: &Identity) -> Option<String> {
+    match identity::check(identity) {
+        Liveness::Alive => None,
+        Liveness::Gone => Some("process gone".to_string()),
+        Liveness::Reused => Some(format!(
+            "pid {} now belongs to another process (start time differs)",
+            identity.pid
+        )),
+        Liveness::OtherBoot => Some("recorded during an earlier boot".to_string()),
+    }
+}
+
 /// Finds the lost rows and the orphan trees. `this_orchestrator` is the row of the running
 /// daemon (not an orphan of anything).
 pub fn reconcile(
@@ -79,15 +92,7 @@ pub fn reconcile(
     for row in live.iter().filter(|r| Some(r.id) != this_orchestrator) {
         let why = match &row.identity {
             None => Some("never started: no process was recorded".to_string()),
-            Some(id) => match identity::check(id) {
-                Liveness::Alive => None,
-                Liveness::Gone => Some("process gone".to_string()),
-                Liveness::Reused => Some(format!(
-                    "pid {} now belongs to another process (start time differs)",
-                    id.pid
-                )),
-                Liveness::OtherBoot => Some("recorded during an earlier boot".to_string()),
-            },
+            Some(id) => why_gone(id),
         };
         match why {
             Some(why) => plan.lost.push(LostRow {

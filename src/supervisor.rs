@@ -15,6 +15,7 @@ use crate::reaper;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
 use crate::store::{EndReason, ExitOutcome, Kind, Lease, Store};
 use crate::teardown::{self, DeadlineMap, Report};
+use crate::unrecorded::Unrecorded;
 use mio::{Events, Interest, Poll, Registry, Token};
 use rustix::process::Signal;
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
@@ -117,12 +118,18 @@ pub struct Supervisor {
     /// Stops of children too young to be signalled yet: (when, row, reason).
     delayed_stops: Vec<(Instant, i64, EndReason)>,
     instance: String,
+    /// Ends that failed to be written, retried once writes succeed again.
+    unrecorded: Unrecorded,
 }
 
 impl Supervisor {
     /// Sets up the loop and the signal pipe. `instance` is the store's instance id (the marker
-    /// namespace).
-    pub fn new(timing: Timing, instance: String) -> std::io::Result<Supervisor> {
+    /// namespace); `own_row` the row of this process, the root of what it supervises.
+    pub fn new(
+        timing: Timing,
+        instance: String,
+        own_row: Option<i64>,
+    ) -> std::io::Result<Supervisor> {
         let poll = Poll::new()?;
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
         poll.registry()
@@ -140,6 +147,7 @@ impl Supervisor {
             leftovers: Vec::new(),
             delayed_stops: Vec::new(),
             instance,
+            unrecorded: Unrecorded::new(own_row),
         })
     }
 
@@ -312,6 +320,7 @@ impl Supervisor {
             self.teardown.next_deadline(),
             self.next_scan,
             self.delayed_stops.iter().map(|(at, ..)| *at).min(),
+            self.unrecorded.next_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -358,6 +367,9 @@ impl Supervisor {
             self.scan_descendants(store);
         }
         self.renew_lease(store, now, &mut out);
+        let children = &self.children;
+        self.unrecorded
+            .after_turn(store, now, |row| children.values().any(|c| c.row_id == row));
         out.extend(
             self.teardown
                 .take_completed()
@@ -401,7 +413,8 @@ impl Supervisor {
                 reaped.outcome
             );
             if let Err(err) = store.record_end(row_id, Some(reaped.outcome), reason, None) {
-                log::error!("row {row_id}: cannot record its end: {err}");
+                log::error!("row {row_id}: cannot record its end (kept to retry): {err}");
+                self.unrecorded.end_failed(row_id, reaped.outcome, reason);
             }
             self.teardown.on_reaped(store, reaped.pid);
             if child.policy.scan_descendants {
@@ -604,7 +617,7 @@ impl Supervisor {
 }
 
 /// Whether the process of `row`'s parent row is alive.
-fn parent_alive(store: &Store, row: &crate::store::ProcessRow) -> bool {
+pub(crate) fn parent_alive(store: &Store, row: &crate::store::ProcessRow) -> bool {
     row.parent_id
         .and_then(|p| store.process(p).ok().flatten())
         .and_then(|p| p.identity)

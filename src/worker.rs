@@ -73,7 +73,8 @@ impl Context {
             log::warn!("cannot become a child subreaper: {err}");
         }
         let store = Store::open(&config.database)?;
-        let mut supervisor = Supervisor::new(config.timing(), store.marker_namespace()?)?;
+        let mut supervisor =
+            Supervisor::new(config.timing(), store.marker_namespace()?, Some(row_id))?;
         supervisor.hold_lease(Lease {
             queue,
             id,

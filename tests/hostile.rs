@@ -616,3 +616,64 @@ fn a_daemon_started_on_a_full_disk_says_so_and_starts_later() {
     daemon.wait_sealed(crawl, WAIT);
     still_answers(&daemon);
 }
+
+#[test]
+fn a_disk_that_fills_while_hooks_run_leaves_no_stale_row_and_the_crawl_finishes() {
+    let mut daemon = TestDaemon::prepare(&format!(
+        "{}[limits]\nmax_snapshot_workers = 4\n[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"1\" }}\n",
+        plugins_config(&[&fixtures().join("plugins")])
+    ));
+    let Some(disk) = SmallDisk::mount(&daemon.data_dir(), "8m") else {
+        return;
+    };
+    daemon.launch();
+    let urls: Vec<String> = (0..6).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+    args.extend(["--plugins", "sleepy,ok"]);
+    let crawl = daemon.add(&args);
+    let running_hooks = || {
+        daemon
+            .store()
+            .processes(&Default::default())
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == abxd::store::Kind::Hook && r.status.is_live())
+            .filter_map(|r| r.identity)
+            .collect::<Vec<_>>()
+    };
+    let hooks = wait_until("sleepy hooks to run", WAIT, || {
+        let hooks = running_hooks();
+        (hooks.len() >= 2).then_some(hooks)
+    });
+
+    // The disk fills while they run; they end (and their workers try to say so) on a full disk.
+    let filler = disk.fill();
+    wait_until("the hooks to end", WAIT, || {
+        hooks
+            .iter()
+            .all(|id| !abxd::identity::check(id).is_alive())
+            .then_some(())
+    });
+    still_answers(&daemon);
+
+    std::fs::remove_file(&filler).unwrap();
+    daemon.wait_sealed(crawl, Duration::from_secs(120));
+    let store = daemon.store();
+    let results = store.results(crawl).unwrap();
+    assert_eq!(results.len(), 12, "{results:#?}");
+    for result in &results {
+        assert_eq!(result.status, "succeeded", "{result:#?}");
+    }
+    let stale: Vec<String> = store
+        .processes(&Default::default())
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.status.is_live() && r.kind != abxd::store::Kind::Orchestrator)
+        .map(|r| format!("row {} {} {:?}", r.id, r.kind, r.argv))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "rows left claiming live processes: {stale:#?}"
+    );
+    still_answers(&daemon);
+}

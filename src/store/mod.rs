@@ -67,6 +67,9 @@ pub fn now_ms() -> i64 {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Write transactions that failed so far (a full disk, an I/O error): what tells a
+    /// supervisor that rows may have been left claiming processes that are gone.
+    failed_writes: u64,
 }
 
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
@@ -102,6 +105,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            failed_writes: 0,
         })
     }
 
@@ -138,6 +142,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            failed_writes: 0,
         })
     }
 
@@ -165,12 +170,24 @@ impl Store {
         &mut self,
         f: impl FnOnce(&Transaction) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let tx = self
+        let written = self
             .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = f(&tx)?;
-        tx.commit()?;
-        Ok(value)
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)
+            .and_then(|tx| {
+                let value = f(&tx)?;
+                tx.commit()?;
+                Ok(value)
+            });
+        if written.is_err() {
+            self.failed_writes += 1;
+        }
+        written
+    }
+
+    /// How many write transactions have failed since the store was opened.
+    pub fn failed_writes(&self) -> u64 {
+        self.failed_writes
     }
 
     pub(crate) fn conn(&self) -> &Connection {

@@ -1,0 +1,146 @@
+//! Ends that could not be written. When a write fails (a full disk, an I/O error), the row it
+//! meant to make final stays live although its process is gone, and nothing else would ever
+//! look at it again while this incarnation runs. This module keeps the exit statuses a
+//! supervisor could not record and, once any write of its store has failed, goes over its part
+//! of the process table every [`RETRY`] until every end is written.
+//!
+//! Invariants: a row is made final here only when its process is proven gone (identity check)
+//! and no live worker between it and this process's own row will record it — each supervisor
+//! settles what it supervises, the daemon what dead workers left. A known exit status is
+//! recorded as such; only ends nobody saw are recorded `lost`, saying why. With no failed
+//! write, this costs nothing: no timer, no query.
+
+use crate::identity;
+use crate::recovery::why_gone;
+use crate::store::{EndReason, ExitOutcome, Kind, ProcessRow, Store};
+use crate::supervisor::parent_alive;
+use std::time::{Duration, Instant};
+
+/// How long after a failed write the table is gone over again.
+pub const RETRY: Duration = Duration::from_secs(1);
+
+/// What a row's end detail says when it is settled here.
+const LATE: &str = "its end could not be written when it happened (database write failed)";
+
+/// An exit status the reaper saw but could not write.
+struct End {
+    row: i64,
+    outcome: ExitOutcome,
+    reason: EndReason,
+}
+
+pub struct Unrecorded {
+    /// The row of the process this runs in: the root of what it settles.
+    own_row: Option<i64>,
+    ends: Vec<End>,
+    /// The store's count of failed writes when last looked at.
+    failures_seen: u64,
+    /// When to go over the table again.
+    due: Option<Instant>,
+}
+
+impl Unrecorded {
+    pub fn new(own_row: Option<i64>) -> Unrecorded {
+        Unrecorded {
+            own_row,
+            ends: Vec::new(),
+            failures_seen: 0,
+            due: None,
+        }
+    }
+
+    /// Keeps an exit status whose write failed, to write it later.
+    pub fn end_failed(&mut self, row: i64, outcome: ExitOutcome, reason: EndReason) {
+        self.ends.push(End {
+            row,
+            outcome,
+            reason,
+        });
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.due
+    }
+
+    /// After a turn of the loop: notices failed writes and, when due, settles what they left.
+    /// `tracked` says whether a row's process is a child still waited for (its end comes from
+    /// the reaper).
+    pub fn after_turn(&mut self, store: &mut Store, now: Instant, tracked: impl Fn(i64) -> bool) {
+        if store.failed_writes() > self.failures_seen {
+            self.failures_seen = store.failed_writes();
+            self.due.get_or_insert(now + RETRY);
+        }
+        if self.due.is_none_or(|due| due > now) {
+            return;
+        }
+        let settled = self.settle(store, &tracked);
+        let failed_again = store.failed_writes() > self.failures_seen;
+        self.failures_seen = store.failed_writes();
+        self.due = (!settled || failed_again).then(|| now + RETRY);
+        if settled && !failed_again {
+            log::info!("database writes succeed again: every unrecorded end is recorded");
+        }
+    }
+
+    /// Writes the kept exit statuses, then the ends no one saw. Returns whether all is written.
+    fn settle(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
+        self.ends.retain(|end| {
+            let detail = Some(LATE);
+            store
+                .record_end(end.row, Some(end.outcome), end.reason, detail)
+                .is_err()
+        });
+        if !self.ends.is_empty() {
+            return false;
+        }
+        let Some(own_row) = self.own_row else {
+            return true;
+        };
+        let Ok(rows) = store.live_subtree(own_row) else {
+            return false;
+        };
+        let stale: Vec<(i64, String)> = rows
+            .iter()
+            .filter(|row| row.id != own_row && !tracked(row.id))
+            .filter_map(|row| {
+                let why = match &row.identity {
+                    Some(identity) => why_gone(identity)?,
+                    None if parent_alive(store, row) => return None,
+                    None => "never started: its parent ended while starting it".to_string(),
+                };
+                let another_records_it = live_worker_between(store, row, own_row);
+                (!another_records_it).then(|| (row.id, format!("{why}; {LATE}")))
+            })
+            .collect();
+        if stale.is_empty() {
+            return true;
+        }
+        log::warn!(
+            "{} rows claimed processes that are gone: recording them lost",
+            stale.len()
+        );
+        let stale: Vec<(i64, &str)> = stale.iter().map(|(id, why)| (*id, why.as_str())).collect();
+        store.record_lost(&stale).is_ok()
+    }
+}
+
+/// Whether a worker process below `own_row` and above `row` is alive: it supervises `row` and
+/// records its end itself.
+fn live_worker_between(store: &Store, row: &ProcessRow, own_row: i64) -> bool {
+    let mut parent = row.parent_id;
+    while let Some(id) = parent.filter(|id| *id != own_row) {
+        let Ok(Some(above)) = store.process(id) else {
+            return false;
+        };
+        let worker = matches!(above.kind, Kind::CrawlWorker | Kind::SnapshotWorker);
+        if worker
+            && above
+                .identity
+                .is_some_and(|id| identity::check(&id).is_alive())
+        {
+            return true;
+        }
+        parent = above.parent_id;
+    }
+    false
+}

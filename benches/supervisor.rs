@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 struct Sizes {
+    rounds: usize,
     stale_rows: usize,
     orphan_trees: usize,
     hooks: usize,
@@ -27,6 +28,7 @@ struct Sizes {
 fn sizes() -> Sizes {
     if std::env::var_os("ABXD_BENCH_SMOKE").is_some() {
         Sizes {
+            rounds: 1,
             stale_rows: 500,
             orphan_trees: 5,
             hooks: 50,
@@ -38,6 +40,7 @@ fn sizes() -> Sizes {
         }
     } else {
         Sizes {
+            rounds: 3,
             stale_rows: 10_000,
             orphan_trees: 100,
             hooks: 2_000,
@@ -53,6 +56,63 @@ fn sizes() -> Sizes {
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap());
     values[values.len() / 2]
+}
+
+/// Every sample of every figure, over all rounds, each with the baseline measured next to it.
+#[derive(Default)]
+struct Figures {
+    order: Vec<String>,
+    samples: std::collections::HashMap<String, Vec<(f64, Option<f64>)>>,
+    baselines: std::collections::HashMap<String, String>,
+}
+
+impl Figures {
+    fn add(&mut self, name: &str, value: f64, baseline: Option<(&str, f64)>) {
+        if !self.samples.contains_key(name) {
+            self.order.push(name.to_string());
+        }
+        if let Some((baseline_name, _)) = baseline {
+            self.baselines
+                .insert(name.to_string(), baseline_name.to_string());
+        }
+        self.samples
+            .entry(name.to_string())
+            .or_default()
+            .push((value, baseline.map(|(_, v)| v)));
+    }
+
+    /// One line per figure: median (min–max), and where it has one, the baseline's median and
+    /// the median (min–max) of the per-sample ratios.
+    fn print(&self) {
+        let spread = |values: &mut Vec<f64>| {
+            let m = median(values);
+            let (lo, hi) = (values[0], values[values.len() - 1]);
+            if values.len() == 1 {
+                format!("{m:.2}")
+            } else {
+                format!("{m:.2} ({lo:.2}–{hi:.2}, n={})", values.len())
+            }
+        };
+        for name in &self.order {
+            let samples = &self.samples[name];
+            let mut values: Vec<f64> = samples.iter().map(|(v, _)| *v).collect();
+            print!("{name}: {}", spread(&mut values));
+            let mut bases: Vec<f64> = samples.iter().filter_map(|(_, b)| *b).collect();
+            if !bases.is_empty() {
+                let mut ratios: Vec<f64> = samples
+                    .iter()
+                    .filter_map(|(v, b)| b.map(|b| v / b))
+                    .collect();
+                print!(
+                    "; baseline {} {:.2}; ratio {}",
+                    self.baselines[name],
+                    median(&mut bases),
+                    spread(&mut ratios)
+                );
+            }
+            println!();
+        }
+    }
 }
 
 fn bin(name: &str) -> PathBuf {
@@ -96,7 +156,7 @@ fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
 }
 
 /// (1) Trivial hooks through the full path, against plain spawn + wait of the same program.
-fn hook_throughput(s: &Sizes) {
+fn hook_throughput(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let crawl = store.add_crawl(&["http://bench/".into()], 0, None).unwrap();
@@ -131,16 +191,16 @@ fn hook_throughput(s: &Sizes) {
         }
     }
     let full = s.hooks as f64 / started.elapsed().as_secs_f64();
-    println!(
-        "hook throughput ({} hooks): abxd {full:.0}/s, raw spawn+wait {raw:.0}/s, ratio {:.2}",
-        s.hooks,
-        full / raw
+    figures.add(
+        &format!("1 hook throughput, {} hooks (per s)", s.hooks),
+        full,
+        Some(("raw spawn+wait (per s)", raw)),
     );
 }
 
 /// (2) Teardown of a 100-process tree: honouring SIGTERM (time to all gone), and ignoring it with
 /// a 200 ms grace (how far past the deadline the last one is gone).
-fn teardown(s: &Sizes) {
+fn teardown(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let mut supervisor =
@@ -157,7 +217,6 @@ fn teardown(s: &Sizes) {
             Duration::from_millis(200),
         ),
     ] {
-        let mut figures = Vec::new();
         for _ in 0..s.tree_runs {
             let request = hook_request(dir.path(), &["/bin/bash", "-c", script]);
             let spawned = supervisor
@@ -185,30 +244,31 @@ fn teardown(s: &Sizes) {
                     }
                 }
             }
-            let elapsed = requested.elapsed();
-            figures.push(elapsed.saturating_sub(if grace < Duration::from_secs(1) {
-                grace
+            let past = if grace < Duration::from_secs(1) {
+                " past the deadline"
             } else {
+                ""
+            };
+            let elapsed = requested.elapsed().saturating_sub(if past.is_empty() {
                 Duration::ZERO
-            }));
+            } else {
+                grace
+            });
+            figures.add(
+                &format!("2 teardown of 101 processes that {label} (ms{past})"),
+                elapsed.as_secs_f64() * 1000.0,
+                None,
+            );
             while supervisor.has_work() {
                 supervisor.wait(&mut store, Some(Instant::now())).unwrap();
             }
         }
-        let mut ms: Vec<f64> = figures.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
-        let worst = ms.iter().cloned().fold(0.0, f64::max);
-        println!(
-            "teardown of 101 processes that {label}: median {:.1} ms{}, worst {worst:.1} ms ({} runs)",
-            median(&mut ms),
-            if grace < Duration::from_secs(1) { " past the deadline" } else { "" },
-            s.tree_runs
-        );
     }
 }
 
 /// (3) `abxctl ps` on a big table (1% running, trees several levels deep), against
 /// `abxctl --version`: process start included.
-fn ps_at_scale(s: &Sizes) {
+fn ps_at_scale(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let config = config_in(dir.path(), "");
     std::fs::create_dir_all(&config.data_dir).unwrap();
@@ -239,8 +299,8 @@ fn ps_at_scale(s: &Sizes) {
     }
     conn.execute_batch("COMMIT").unwrap();
     let abxctl = bin("abxctl");
-    let time = |args: &[&str]| -> f64 {
-        let mut runs: Vec<f64> = (0..s.ps_runs)
+    let time = |args: &[&str]| -> Vec<f64> {
+        (0..s.ps_runs)
             .map(|_| {
                 let started = Instant::now();
                 let out = Command::new(&abxctl)
@@ -253,20 +313,23 @@ fn ps_at_scale(s: &Sizes) {
                 assert!(out.success());
                 started.elapsed().as_secs_f64() * 1000.0
             })
-            .collect();
-        median(&mut runs)
+            .collect()
     };
-    let baseline = time(&["--version"]);
-    let tree = time(&["ps"]);
-    let json = time(&["ps", "--json"]);
-    println!(
-        "abxctl ps on {} rows ({} running): {tree:.1} ms, --json {json:.1} ms; \
-         abxctl --version {baseline:.1} ms; ratios {:.1} and {:.1}",
-        s.ps_rows,
-        s.ps_rows / 100,
-        tree / baseline,
-        json / baseline
-    );
+    let baseline = median(&mut time(&["--version"]));
+    for args in [&["ps"][..], &["ps", "--json"]] {
+        for ms in time(args) {
+            figures.add(
+                &format!(
+                    "3 abxctl {} on {} rows, {} running (ms)",
+                    args.join(" "),
+                    s.ps_rows,
+                    s.ps_rows / 100
+                ),
+                ms,
+                Some(("abxctl --version (ms)", baseline)),
+            );
+        }
+    }
 }
 
 fn proc_field(pid: i32, key: &str) -> u64 {
@@ -330,7 +393,7 @@ impl Drop for Daemon {
 }
 
 /// (5) The idle daemon: wake-ups and CPU over a while, RSS; and the RSS of a worker.
-fn idle_cost(s: &Sizes) {
+fn idle_cost(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
     let daemon = Daemon::start(
@@ -348,13 +411,14 @@ fn idle_cost(s: &Sizes) {
     let (w0, c0) = (switches(pid), cpu_ticks(pid));
     std::thread::sleep(s.idle);
     let (w1, c1) = (switches(pid), cpu_ticks(pid));
-    let rss = proc_field(pid, "VmRSS:");
-    println!(
-        "idle daemon over {:?}: {} wake-ups, {} CPU ticks, RSS {} KiB",
-        s.idle,
-        w1 - w0,
-        c1 - c0,
-        rss
+    let idle = format!("5 idle daemon over {} s:", s.idle.as_secs());
+    figures.add(&format!("{idle} wake-ups"), (w1 - w0) as f64, None);
+    figures.add(&format!("{idle} CPU ticks"), (c1 - c0) as f64, None);
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    figures.add(
+        &format!("{idle} RSS (MiB)"),
+        mib(proc_field(pid, "VmRSS:")),
+        None,
     );
     let out = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "sleepy"]);
     assert!(out.status.success());
@@ -369,12 +433,16 @@ fn idle_cost(s: &Sizes) {
         std::thread::sleep(Duration::from_millis(20));
     };
     std::thread::sleep(Duration::from_millis(500));
-    println!("snapshot worker RSS {} KiB", proc_field(worker, "VmRSS:"));
+    figures.add(
+        "5 snapshot worker RSS (MiB)",
+        mib(proc_field(worker, "VmRSS:")),
+        None,
+    );
 }
 
 /// (6) Results written per second with 8 snapshot workers running trivial hooks at once, and the
 /// "database is locked" errors seen.
-fn database_under_load(s: &Sizes) {
+fn database_under_load(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
     let daemon = Daemon::start(
@@ -404,11 +472,15 @@ fn database_under_load(s: &Sizes) {
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
         .collect();
-    println!(
-        "database under load: {results} results by 8 snapshot workers in {elapsed:.2} s = {:.0} results/s; \
-         \"database is locked\" seen {} times",
+    figures.add(
+        &format!("6 {results} results by 8 snapshot workers (per s)"),
         results as f64 / elapsed,
-        logs.matches("database is locked").count()
+        None,
+    );
+    figures.add(
+        "6 \"database is locked\" errors",
+        logs.matches("database is locked").count() as f64,
+        None,
     );
 }
 
@@ -451,7 +523,7 @@ fn time_to_ready(dir: &Path) -> Duration {
 
 /// (4) Recovery at scale: stale running rows and live orphan trees left by a crashed
 /// incarnation; the time from start to READY, against an empty table.
-fn recovery_at_scale(s: &Sizes) {
+fn recovery_at_scale(s: &Sizes, figures: &mut Figures) {
     let empty = tempfile::tempdir().unwrap();
     let baseline = time_to_ready(empty.path());
 
@@ -511,14 +583,16 @@ fn recovery_at_scale(s: &Sizes) {
         let _ = orphan.kill();
         let _ = orphan.wait();
     }
-    println!(
-        "recovery of {} stale rows and {} live orphan trees: READY after {:.0} ms; \
-         empty table {:.0} ms; ratio {:.1}",
-        s.stale_rows,
-        s.orphan_trees,
+    figures.add(
+        &format!(
+            "4 READY after recovering {} stale rows and {} live orphan trees (ms)",
+            s.stale_rows, s.orphan_trees
+        ),
         recovering.as_secs_f64() * 1000.0,
-        baseline.as_secs_f64() * 1000.0,
-        recovering.as_secs_f64() / baseline.as_secs_f64()
+        Some((
+            "READY on an empty table (ms)",
+            baseline.as_secs_f64() * 1000.0,
+        )),
     );
 }
 
@@ -529,10 +603,16 @@ fn main() {
         "abxd benchmarks ({} sizes)",
         if s.hooks < 100 { "smoke" } else { "full" }
     );
-    hook_throughput(&s);
-    teardown(&s);
-    ps_at_scale(&s);
-    recovery_at_scale(&s);
-    idle_cost(&s);
-    database_under_load(&s);
+    let mut figures = Figures::default();
+    for round in 1..=s.rounds {
+        eprintln!("round {round} of {}", s.rounds);
+        hook_throughput(&s, &mut figures);
+        teardown(&s, &mut figures);
+        ps_at_scale(&s, &mut figures);
+        recovery_at_scale(&s, &mut figures);
+        idle_cost(&s, &mut figures);
+        database_under_load(&s, &mut figures);
+    }
+    println!("median (min–max, n samples) over {} rounds:", s.rounds);
+    figures.print();
 }

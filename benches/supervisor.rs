@@ -2,7 +2,8 @@
 //! ratio, so the numbers mean something on a noisy shared machine. Nothing here asserts a time.
 //!
 //! `cargo bench` runs the full sizes; `ABXD_BENCH_SMOKE=1 cargo bench` runs small sizes, only
-//! to check that every benchmark runs (CI does that). See BENCHMARKS.md.
+//! to check that every benchmark runs (CI does that); `ABXD_BENCH_ONLY=2,4` runs some of them
+//! only (to profile one). See BENCHMARKS.md.
 
 use abxd::config::Config;
 use abxd::spawn::{Logs, SpawnRequest};
@@ -603,15 +604,26 @@ fn main() {
         "abxd benchmarks ({} sizes)",
         if s.hooks < 100 { "smoke" } else { "full" }
     );
+    // ABXD_BENCH_ONLY=2,4 runs benchmarks 2 and 4 only (for profiling one of them).
+    let only: Option<Vec<u32>> = std::env::var("ABXD_BENCH_ONLY")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
     let mut figures = Figures::default();
     for round in 1..=s.rounds {
         eprintln!("round {round} of {}", s.rounds);
-        hook_throughput(&s, &mut figures);
-        teardown(&s, &mut figures);
-        ps_at_scale(&s, &mut figures);
-        recovery_at_scale(&s, &mut figures);
-        idle_cost(&s, &mut figures);
-        database_under_load(&s, &mut figures);
+        let benches: [fn(&Sizes, &mut Figures); 6] = [
+            hook_throughput,
+            teardown,
+            ps_at_scale,
+            recovery_at_scale,
+            idle_cost,
+            database_under_load,
+        ];
+        for (number, bench) in (1..).zip(benches) {
+            if only.as_ref().is_none_or(|only| only.contains(&number)) {
+                bench(&s, &mut figures);
+            }
+        }
     }
     println!("median (min–max, n samples) over {} rounds:", s.rounds);
     figures.print();

@@ -335,6 +335,11 @@ impl Supervisor {
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => return Ok(Vec::new()),
             Err(err) => return Err(err),
         }
+        Ok(self.handle_events(store, timer))
+    }
+
+    /// Acts on what `poll` returned, and on whatever is due.
+    fn handle_events(&mut self, store: &mut Store, timer: Option<Instant>) -> Vec<Event> {
         let mut out = Vec::new();
         let mut signalled = false;
         let mut gone = Vec::new();
@@ -379,7 +384,21 @@ impl Supervisor {
         if timer.is_some_and(|t| t <= now) {
             out.push(Event::Timer);
         }
-        Ok(out)
+        out
+    }
+
+    /// For the last moment before this process exits: writes the ends a failed write left
+    /// unrecorded, retrying while writes fail, for at most `patience` (after which the daemon's
+    /// own pass settles them).
+    pub fn settle_before_exit(&mut self, store: &mut Store, patience: Duration) {
+        let give_up = Instant::now() + patience;
+        while !self.unrecorded.settle_now(store, |_| false) {
+            if Instant::now() >= give_up {
+                log::error!("exiting with ends still unrecorded: the database is not writable");
+                return;
+            }
+            std::thread::sleep(crate::unrecorded::RETRY);
+        }
     }
 
     /// Reaps whatever has ended now, without waiting: for the last moment before this process

@@ -152,8 +152,12 @@ impl DeadlineMap {
     }
 
     /// Starts tearing down the subtree of `request.root_row` (or adds what is new to a teardown
-    /// of it already under way).
+    /// of it already under way). What it records is one transaction.
     pub fn begin(&mut self, store: &mut Store, request: Request) {
+        store.batch(|store| self.begin_batched(store, request));
+    }
+
+    fn begin_batched(&mut self, store: &mut Store, request: Request) {
         let rows = match store.live_subtree(request.root_row) {
             Ok(rows) => rows,
             Err(err) => {

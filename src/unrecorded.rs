@@ -82,6 +82,15 @@ impl Unrecorded {
         }
     }
 
+    /// Settles now if a write ever failed; returns whether everything is written.
+    pub fn settle_now(&mut self, store: &mut Store, tracked: impl Fn(i64) -> bool) -> bool {
+        if store.failed_writes() == 0 && self.ends.is_empty() {
+            return true;
+        }
+        let before = store.failed_writes();
+        self.settle(store, &tracked) && store.failed_writes() == before
+    }
+
     /// Writes the kept exit statuses, then the ends no one saw. Returns whether all is written.
     fn settle(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
         self.ends.retain(|end| {

@@ -141,6 +141,9 @@ impl Context {
             }
         }
         self.supervisor.reap_now(&mut self.store);
+        let patience = self.config.timeouts.lease;
+        self.supervisor
+            .settle_before_exit(&mut self.store, patience);
         Ok(())
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! Invariants: every connection runs with WAL, `busy_timeout` and `foreign_keys=ON`; every write
 //! that touches more than one statement is one `BEGIN IMMEDIATE` transaction (so a writer waits
-//! for the lock up front instead of failing half-way with "database is locked"); the schema is
-//! at [`migrations::LATEST`] once [`Store::open`] returns. Times are unix milliseconds.
+//! for the lock up front instead of failing half-way with "database is locked"), or one savepoint
+//! of the transaction of a [`Store::batch`], which begins at its first write and commits when the
+//! batch ends; the schema is at [`migrations::LATEST`] once [`Store::open`] returns. Times are
+//! unix milliseconds.
 
 pub mod migrations;
 mod processes;
@@ -12,7 +14,7 @@ mod work;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, ProcessRow, Status};
 pub use work::{Crawl, HookResult, Lease, Queue, ResultStatus, Snapshot};
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -70,6 +72,10 @@ pub struct Store {
     /// Write transactions that failed so far (a full disk, an I/O error): what tells a
     /// supervisor that rows may have been left claiming processes that are gone.
     failed_writes: u64,
+    /// How many [`Store::batch`] calls are under way (they nest).
+    batch_depth: u32,
+    /// The marker namespace, read once (it cannot change while the store is open).
+    namespace: std::cell::OnceCell<String>,
 }
 
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
@@ -106,6 +112,8 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             failed_writes: 0,
+            batch_depth: 0,
+            namespace: std::cell::OnceCell::new(),
         })
     }
 
@@ -143,6 +151,8 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             failed_writes: 0,
+            batch_depth: 0,
+            namespace: std::cell::OnceCell::new(),
         })
     }
 
@@ -158,31 +168,83 @@ impl Store {
 
     /// The marker namespace of this database in this boot (see `proctree::namespace`).
     pub fn marker_namespace(&self) -> Result<String, StoreError> {
-        Ok(crate::proctree::namespace(&self.instance_id()?))
+        if let Some(namespace) = self.namespace.get() {
+            return Ok(namespace.clone());
+        }
+        let namespace = crate::proctree::namespace(&self.instance_id()?);
+        Ok(self.namespace.get_or_init(|| namespace).clone())
     }
 
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         Ok(migrations::user_version(&self.conn)?)
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it.
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it; inside a batch, in one
+    /// savepoint of the batch's transaction. Either way it is all or nothing.
     pub(crate) fn write<T>(
         &mut self,
-        f: impl FnOnce(&Transaction) -> Result<T, StoreError>,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let written = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)
-            .and_then(|tx| {
-                let value = f(&tx)?;
-                tx.commit()?;
-                Ok(value)
-            });
+        let written = if self.batch_depth > 0 {
+            self.write_in_batch(f)
+        } else {
+            self.conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::from)
+                .and_then(|tx| {
+                    let value = f(&tx)?;
+                    tx.commit()?;
+                    Ok(value)
+                })
+        };
         if written.is_err() {
             self.failed_writes += 1;
         }
         written
+    }
+
+    fn write_in_batch<T>(
+        &mut self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
+        if self.conn.is_autocommit() {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        }
+        self.conn.execute_batch("SAVEPOINT write")?;
+        match f(&self.conn) {
+            Ok(value) => {
+                self.conn.execute_batch("RELEASE write")?;
+                Ok(value)
+            }
+            Err(err) => {
+                if !self.conn.is_autocommit() {
+                    let _ = self.conn.execute_batch("ROLLBACK TO write; RELEASE write");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Runs `f` with every write it makes in one transaction, committed when `f` returns: what
+    /// a supervisor does in one turn of its loop costs one commit, not one per row. Batches
+    /// nest (the outermost commits). The write lock is taken at the first write, not before.
+    ///
+    /// If the commit fails (a full disk), the batch's writes are lost although each returned
+    /// Ok; the failure is counted in [`Store::failed_writes`], which is what makes supervisors
+    /// go over their rows again (see `unrecorded`).
+    pub fn batch<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> T {
+        self.batch_depth += 1;
+        let value = f(self);
+        self.batch_depth -= 1;
+        if self.batch_depth == 0 && !self.conn.is_autocommit() {
+            if let Err(err) = self.conn.execute_batch("COMMIT") {
+                log::error!("cannot commit a batch of writes: {err}");
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.failed_writes += 1;
+            }
+        }
+        value
     }
 
     /// How many write transactions have failed since the store was opened.
@@ -197,5 +259,7 @@ impl Store {
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Every statement the hot paths run stays parsed (they are prepared with `prepare_cached`).
+    conn.set_prepared_statement_cache_capacity(64);
     conn.pragma_update(None, "foreign_keys", "ON")
 }

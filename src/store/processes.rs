@@ -224,22 +224,22 @@ impl Store {
     pub fn insert_process(&mut self, new: &NewProcess) -> Result<i64, StoreError> {
         let argv = serde_json::to_string(&new.argv).expect("strings serialize");
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, argv, \
                  cwd, timeout_ms, status, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9)",
-                params![
-                    new.parent_id,
-                    new.kind,
-                    new.crawl_id,
-                    new.snapshot_id,
-                    new.result_id,
-                    argv,
-                    new.cwd,
-                    new.timeout_ms,
-                    now_ms()
-                ],
-            )?;
+            )?
+            .execute(params![
+                new.parent_id,
+                new.kind,
+                new.crawl_id,
+                new.snapshot_id,
+                new.result_id,
+                argv,
+                new.cwd,
+                new.timeout_ms,
+                now_ms()
+            ])?;
             Ok(tx.last_insert_rowid())
         })
     }
@@ -273,28 +273,27 @@ impl Store {
                 )
                 .optional()?;
             if let Some(seen) = seen {
-                tx.execute(
-                    "UPDATE processes SET parent_id = ?2 WHERE parent_id = ?1",
-                    params![seen, id],
-                )?;
-                tx.execute("DELETE FROM processes WHERE id = ?1", [seen])?;
+                tx.prepare_cached("UPDATE processes SET parent_id = ?2 WHERE parent_id = ?1")?
+                    .execute(params![seen, id])?;
+                tx.prepare_cached("DELETE FROM processes WHERE id = ?1")?
+                    .execute([seen])?;
             }
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE processes SET pid = ?2, boot_id = ?3, start_ticks = ?4, pgid = ?5, \
                  stdout_path = ?6, stderr_path = ?7, status = 'running', started_at = ?8, \
                  deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?8 + timeout_ms END \
                  WHERE id = ?1 AND status = 'starting'",
-                params![
-                    id,
-                    identity.pid,
-                    identity.boot_id,
-                    identity.start_ticks as i64,
-                    pgid,
-                    stdout_path,
-                    stderr_path,
-                    now
-                ],
-            )?;
+            )?
+            .execute(params![
+                id,
+                identity.pid,
+                identity.boot_id,
+                identity.start_ticks as i64,
+                pgid,
+                stdout_path,
+                stderr_path,
+                now
+            ])?;
             Ok(())
         })
     }
@@ -318,12 +317,12 @@ impl Store {
             Status::Exited
         };
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE processes SET status = ?2, exit_code = ?3, exit_signal = ?4, \
                  ended_at = ?5, end_reason = ?6, end_detail = ?7 \
                  WHERE id = ?1 AND status IN ('starting', 'running', 'stopping')",
-                params![id, status, code, signal, now_ms(), reason, detail],
-            )?;
+            )?
+            .execute(params![id, status, code, signal, now_ms(), reason, detail])?;
             Ok(())
         })
     }
@@ -333,7 +332,7 @@ impl Store {
     pub fn record_lost(&mut self, rows: &[(i64, &str)]) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
-            let mut statement = tx.prepare(
+            let mut statement = tx.prepare_cached(
                 "UPDATE processes SET status = 'lost', ended_at = ?2, end_reason = 'lost', \
                  end_detail = ?3 WHERE id = ?1 AND status IN ('starting', 'running', 'stopping')",
             )?;
@@ -382,22 +381,22 @@ impl Store {
         let identity = &found.identity;
         let now = now_ms();
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT OR IGNORE INTO processes (parent_id, kind, crawl_id, snapshot_id, \
                  result_id, pid, boot_id, start_ticks, pgid, argv, cwd, status, created_at, \
                  started_at) \
                  SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
                         'running', ?7, ?7 FROM processes WHERE id = ?1",
-                params![
-                    parent_id,
-                    identity.pid,
-                    identity.boot_id,
-                    identity.start_ticks as i64,
-                    found.pgid,
-                    argv,
-                    now
-                ],
-            )?;
+            )?
+            .execute(params![
+                parent_id,
+                identity.pid,
+                identity.boot_id,
+                identity.start_ticks as i64,
+                found.pgid,
+                argv,
+                now
+            ])?;
             Ok(tx.query_row(
                 "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3",
                 params![identity.boot_id, identity.pid, identity.start_ticks as i64],
@@ -409,7 +408,8 @@ impl Store {
     /// Flags row `id` as leaking: it exited while processes it started lived on.
     pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.execute("UPDATE processes SET leaking = 1 WHERE id = ?1", [id])?;
+            tx.prepare_cached("UPDATE processes SET leaking = 1 WHERE id = ?1")?
+                .execute([id])?;
             Ok(())
         })
     }
@@ -417,17 +417,15 @@ impl Store {
     /// Notes something an operator must know on row `id`, without changing its status.
     pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.execute(
-                "UPDATE processes SET end_detail = ?2 WHERE id = ?1",
-                params![id, detail],
-            )?;
+            tx.prepare_cached("UPDATE processes SET end_detail = ?2 WHERE id = ?1")?
+                .execute(params![id, detail])?;
             Ok(())
         })
     }
 
     /// Row `id` and every live row below it, parents before children.
     pub fn live_subtree(&self, id: i64) -> Result<Vec<ProcessRow>, StoreError> {
-        let mut statement = self.conn().prepare(&format!(
+        let mut statement = self.conn().prepare_cached(&format!(
             "WITH RECURSIVE subtree(id, depth) AS ( \
                  SELECT ?1, 0 \
                  UNION SELECT p.id, s.depth + 1 FROM processes p \
@@ -473,7 +471,7 @@ impl Store {
         } else {
             "1"
         };
-        let mut statement = self.conn().prepare(&format!(
+        let mut statement = self.conn().prepare_cached(&format!(
             "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) ORDER BY id"
         ))?;
         let rows = statement
@@ -484,7 +482,7 @@ impl Store {
 
     /// How many rows of each kind claim a live process.
     pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
-        let mut statement = self.conn().prepare(
+        let mut statement = self.conn().prepare_cached(
             "SELECT kind, count(*) FROM processes \
              WHERE status IN ('starting', 'running', 'stopping') GROUP BY kind",
         )?;
@@ -520,6 +518,38 @@ mod tests {
             pid: 42,
             start_ticks: 7,
         }
+    }
+
+    #[test]
+    fn a_batch_commits_at_its_end_and_a_failed_write_in_it_undoes_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut store = Store::open(&path).unwrap();
+        let reader = Store::open_read_only(&path).unwrap();
+        let found = crate::proctree::Found {
+            identity: identity(),
+            ppid: 1,
+            pgid: 42,
+            argv: vec!["x".into()],
+            state: 'S',
+        };
+        let id = store.batch(|store| {
+            let id = store.batch(|store| store.insert_process(&new_hook(None)).unwrap());
+            assert!(
+                reader.process(id).unwrap().is_none(),
+                "not visible before the outermost batch ends"
+            );
+            // A descendant of a row that does not exist: the write fails, and only it.
+            assert!(store.record_descendant(id + 100, &found).is_err());
+            store
+                .record_spawned(id, &identity(), 42, None, None)
+                .unwrap();
+            id
+        });
+        let row = reader.process(id).unwrap().unwrap();
+        assert_eq!(row.status, Status::Running);
+        assert_eq!(store.failed_writes(), 1);
+        assert_eq!(reader.processes(&Default::default()).unwrap().len(), 1);
     }
 
     #[test]

@@ -198,11 +198,11 @@ impl Store {
         let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
         let now = now_ms();
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at) \
                  VALUES (?1, ?2, ?3, 'queued', ?4, ?4)",
-                params![urls, max_depth, plugins, now],
-            )?;
+            )?
+            .execute(params![urls, max_depth, plugins, now])?;
             Ok(tx.last_insert_rowid())
         })
     }
@@ -230,7 +230,7 @@ impl Store {
                    AND status = 'queued' AND retry_at <= ?1 \
                  RETURNING id"
             );
-            let mut statement = tx.prepare(&sql)?;
+            let mut statement = tx.prepare_cached(&sql)?;
             let id = match queue {
                 Queue::Crawls => statement.query_row(params![now, millis(lease)], |r| r.get(0)),
                 Queue::Snapshots => {
@@ -288,7 +288,7 @@ impl Store {
     /// Ids, owners and lease ends of the rows of `queue` that are `started`.
     pub fn started(&self, queue: Queue) -> Result<Vec<(i64, Option<i64>, i64)>, StoreError> {
         let table = queue.table();
-        let mut statement = self.conn().prepare(&format!(
+        let mut statement = self.conn().prepare_cached(&format!(
             "SELECT id, owner_id, retry_at FROM {table} WHERE status = 'started' ORDER BY id"
         ))?;
         let rows = statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
@@ -298,11 +298,11 @@ impl Store {
     /// Puts an interrupted result back to `queued`, so that it runs again.
     pub fn retry_result(&mut self, id: i64) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE results SET status = 'queued', ended_at = NULL \
                  WHERE id = ?1 AND status = 'started'",
-                [id],
-            )?;
+            )?
+            .execute([id])?;
             Ok(())
         })
     }
@@ -320,10 +320,10 @@ impl Store {
                 params![id, now],
             )?;
             if queue == Queue::Crawls {
-                tx.execute(
+                tx.prepare_cached(
                     "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
-                    [id],
-                )?;
+                )?
+                .execute([id])?;
             }
             Ok(())
         })
@@ -333,16 +333,16 @@ impl Store {
     pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
                  WHERE crawl_id = ?1 AND status != 'sealed'",
-                params![id, now],
-            )?;
-            tx.execute(
+            )?
+            .execute(params![id, now])?;
+            tx.prepare_cached(
                 "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
                  WHERE id = ?1 AND status != 'sealed'",
-                params![id, now],
-            )?;
+            )?
+            .execute(params![id, now])?;
             Ok(())
         })
     }
@@ -379,7 +379,7 @@ impl Store {
     }
 
     pub fn crawls(&self) -> Result<Vec<Crawl>, StoreError> {
-        let mut statement = self.conn().prepare(&format!(
+        let mut statement = self.conn().prepare_cached(&format!(
             "SELECT {} FROM crawls ORDER BY id",
             Crawl::COLUMNS
         ))?;
@@ -396,11 +396,12 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let now = now_ms();
         self.write(|tx| {
-            let added = tx.execute(
-                "INSERT OR IGNORE INTO snapshots (crawl_id, url, depth, status, retry_at, \
+            let added = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO snapshots (crawl_id, url, depth, status, retry_at, \
                  created_at) VALUES (?1, ?2, ?3, 'queued', ?4, ?4)",
-                params![crawl_id, url, depth, now],
-            )?;
+                )?
+                .execute(params![crawl_id, url, depth, now])?;
             Ok((added == 1).then(|| tx.last_insert_rowid()))
         })
     }
@@ -417,7 +418,7 @@ impl Store {
     }
 
     pub fn snapshots(&self, crawl_id: i64) -> Result<Vec<Snapshot>, StoreError> {
-        let mut statement = self.conn().prepare(&format!(
+        let mut statement = self.conn().prepare_cached(&format!(
             "SELECT {} FROM snapshots WHERE crawl_id = ?1 ORDER BY id",
             Snapshot::COLUMNS
         ))?;
@@ -435,11 +436,11 @@ impl Store {
         hook: &str,
     ) -> Result<HookResult, StoreError> {
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT OR IGNORE INTO results (crawl_id, snapshot_id, plugin, hook, status) \
                  VALUES (?1, ?2, ?3, ?4, 'queued')",
-                params![crawl_id, snapshot_id, plugin, hook],
-            )?;
+            )?
+            .execute(params![crawl_id, snapshot_id, plugin, hook])?;
             Ok(tx.query_row(
                 &format!(
                     "SELECT {} FROM results WHERE crawl_id = ?1 \
@@ -456,11 +457,11 @@ impl Store {
     pub fn start_result(&mut self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
                  started_at = ?3, ended_at = NULL WHERE id = ?1 AND status != 'succeeded'",
-                params![id, process_id, now],
-            )?;
+            )?
+            .execute(params![id, process_id, now])?;
             Ok(())
         })
     }
@@ -468,10 +469,8 @@ impl Store {
     /// Records which process row runs a started result.
     pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.execute(
-                "UPDATE results SET process_id = ?2 WHERE id = ?1",
-                params![id, process_id],
-            )?;
+            tx.prepare_cached("UPDATE results SET process_id = ?2 WHERE id = ?1")?
+                .execute(params![id, process_id])?;
             Ok(())
         })
     }
@@ -488,18 +487,25 @@ impl Store {
         let files = serde_json::to_string(output_files).expect("strings serialize");
         let now = now_ms();
         self.write(|tx| {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
                  output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded'",
-                params![id, status.as_str(), output, files, output_size as i64, now],
-            )?;
+            )?
+            .execute(params![
+                id,
+                status.as_str(),
+                output,
+                files,
+                output_size as i64,
+                now
+            ])?;
             Ok(())
         })
     }
 
     /// The results of one snapshot, by hook.
     pub fn snapshot_results(&self, snapshot_id: i64) -> Result<Vec<HookResult>, StoreError> {
-        let mut statement = self.conn().prepare(&format!(
+        let mut statement = self.conn().prepare_cached(&format!(
             "SELECT {} FROM results WHERE snapshot_id = ?1 ORDER BY hook",
             HookResult::COLUMNS
         ))?;
@@ -509,7 +515,7 @@ impl Store {
 
     /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
     pub fn results(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
-        let mut statement = self.conn().prepare(&format!(
+        let mut statement = self.conn().prepare_cached(&format!(
             "SELECT {} FROM results WHERE crawl_id = ?1 \
              ORDER BY COALESCE(snapshot_id, 0), hook",
             HookResult::COLUMNS

@@ -151,12 +151,11 @@ impl Daemon {
             notifier: Notifier::from_env(),
             _lock: lock,
         };
-        for orphan in &reconciliation.orphans {
-            daemon.state.orphans.insert(orphan.row);
-            daemon
-                .supervisor
-                .stop_orphan(&mut daemon.state.store, orphan.row);
-        }
+        let orphan_rows: Vec<i64> = reconciliation.orphans.iter().map(|o| o.row).collect();
+        daemon.state.orphans.extend(&orphan_rows);
+        daemon
+            .supervisor
+            .stop_orphans(&mut daemon.state.store, &orphan_rows);
         if reconciliation.orphans.is_empty() {
             recover_work(&mut daemon.state, None, false);
         }

@@ -59,9 +59,19 @@ pub fn boot_id() -> &'static str {
 }
 
 /// A process's state letter and start time, or `None` when no process has this pid.
+///
+/// One read of `/proc/PID/stat` (the check `abxctl ps` makes for every live row, so it is kept
+/// to that): the fields after the command's closing parenthesis (the command may hold spaces and
+/// parentheses) are the state (field 3) … start time (field 22).
 fn stat_of(pid: i32) -> Option<(char, u64)> {
-    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
-    Some((stat.state, stat.starttime))
+    if pid <= 0 {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let start_ticks = fields.nth(22 - 4)?.parse().ok()?;
+    Some((state, start_ticks))
 }
 
 /// The identity of the live process `pid` has now, or `None` if there is none (zombies included).
@@ -137,6 +147,29 @@ mod tests {
         }
         assert_eq!(check(&identity), Liveness::Gone);
         assert_eq!(of_pid(pid), None);
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn the_start_time_is_read_as_procfs_reads_it_whatever_the_command_name() {
+        // A command name with a space and a parenthesis (the name of the program's file).
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("a) b");
+        std::os::unix::fs::symlink("/bin/sleep", &odd).unwrap();
+        let mut child = Command::new(&odd).arg("30").spawn().unwrap();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap()
+            .contains("a) b")
+        {
+            assert!(std::time::Instant::now() < deadline, "exec never happened");
+            std::thread::yield_now();
+        }
+        let expected = procfs::process::Process::new(pid).unwrap().stat().unwrap();
+        assert_eq!(stat_of(pid), Some((expected.state, expected.starttime)));
+        assert_eq!(stat_of(-1), None);
+        child.kill().unwrap();
         child.wait().unwrap();
     }
 

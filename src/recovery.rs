@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::identity::{self, Identity, Liveness};
 use crate::proctree;
 use crate::store::{now_ms, HookResult, Queue, ResultStatus, Store, StoreError};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// The most a piece of work waits before it runs again.
@@ -105,6 +105,8 @@ pub fn reconcile(
             }
         }
     }
+    // One marker scan for the whole reconciliation (each reads every process's environment).
+    let marked = proctree::marked_any(instance);
     // A live process whose parent row is not alive roots an orphan tree. (A live orchestrator row
     // is a running daemon — the data-dir lock allows only one — never an orphan.)
     let mut covered: BTreeSet<i64> = BTreeSet::new();
@@ -119,7 +121,7 @@ pub fn reconcile(
         covered.extend(subtree.iter().map(|r| r.id));
         plan.orphans.push(OrphanTree {
             row: row.id,
-            pids: tree_pids(instance, &subtree),
+            pids: tree_pids(&marked, &subtree),
         });
     }
     // Processes that only their marker ties to us (their rows are final, or they double-forked
@@ -129,7 +131,7 @@ pub fn reconcile(
         .copied()
         .chain(this_orchestrator)
         .collect();
-    for (row, processes) in proctree::marked_any(instance) {
+    for (row, processes) in marked {
         if covered.contains(&row) || has_ancestor_in(store, row, &supervised)? {
             continue;
         }
@@ -153,8 +155,12 @@ fn has_ancestor_in(store: &Store, row: i64, rows: &BTreeSet<i64>) -> Result<bool
     Ok(false)
 }
 
-/// The pids alive in an orphan subtree now: its rows, their descendants, their markers.
-fn tree_pids(instance: &str, subtree: &[crate::store::ProcessRow]) -> Vec<i32> {
+/// The pids alive in an orphan subtree now: its rows, their descendants, the processes `marked`
+/// with one of its rows.
+fn tree_pids(
+    marked: &BTreeMap<i64, Vec<proctree::Found>>,
+    subtree: &[crate::store::ProcessRow],
+) -> Vec<i32> {
     let mut pids: BTreeSet<i32> = subtree
         .iter()
         .filter(|r| {
@@ -170,9 +176,14 @@ fn tree_pids(instance: &str, subtree: &[crate::store::ProcessRow]) -> Vec<i32> {
             .iter()
             .map(|f| f.identity.pid),
     );
-    let rows: Vec<i64> = subtree.iter().map(|r| r.id).collect();
-    for found in proctree::marked(instance, &rows).into_values().flatten() {
-        pids.insert(found.identity.pid);
+    for row in subtree {
+        pids.extend(
+            marked
+                .get(&row.id)
+                .into_iter()
+                .flatten()
+                .map(|f| f.identity.pid),
+        );
     }
     pids.into_iter().collect()
 }

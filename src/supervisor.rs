@@ -229,20 +229,26 @@ impl Supervisor {
         );
     }
 
-    /// Tears down the tree of an orphan row left by a previous incarnation: every row of it is
-    /// recorded `orphan_reaped` when its process goes.
-    pub fn stop_orphan(&mut self, store: &mut Store, row_id: i64) {
-        self.teardown.begin(
-            store,
-            teardown::Request {
-                root_row: row_id,
-                signal: Signal::TERM,
-                grace: self.timing.kill_grace,
-                own_deadlines: false,
-                reason: EndReason::OrphanReaped,
-                record_all: true,
-            },
-        );
+    /// Tears down the trees of orphan rows left by a previous incarnation (one marker scan for
+    /// all): every row of them is recorded `orphan_reaped` when its process goes.
+    pub fn stop_orphans(&mut self, store: &mut Store, rows: &[i64]) {
+        self.teardown.start_sharing_scans();
+        store.batch(|store| {
+            for &row_id in rows {
+                self.teardown.begin(
+                    store,
+                    teardown::Request {
+                        root_row: row_id,
+                        signal: Signal::TERM,
+                        grace: self.timing.kill_grace,
+                        own_deadlines: false,
+                        reason: EndReason::OrphanReaped,
+                        record_all: true,
+                    },
+                );
+            }
+        });
+        self.teardown.stop_sharing_scans();
     }
 
     /// Tears down every child's subtree and every leftover at once, each process until its own
@@ -338,8 +344,20 @@ impl Supervisor {
         Ok(self.handle_events(store, timer))
     }
 
-    /// Acts on what `poll` returned, and on whatever is due.
+    /// Acts on what `poll` returned, and on whatever is due; every teardown of this turn shares
+    /// one marker scan.
     fn handle_events(&mut self, store: &mut Store, timer: Option<Instant>) -> Vec<Event> {
+        self.teardown.start_sharing_scans();
+        let out = self.handle_events_sharing_scans(store, timer);
+        self.teardown.stop_sharing_scans();
+        out
+    }
+
+    fn handle_events_sharing_scans(
+        &mut self,
+        store: &mut Store,
+        timer: Option<Instant>,
+    ) -> Vec<Event> {
         let mut out = Vec::new();
         let mut signalled = false;
         let mut gone = Vec::new();

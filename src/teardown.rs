@@ -12,7 +12,10 @@
 //!   SIGKILL goes out only after re-enumerating, so what forked meanwhile is killed too;
 //! - a process still alive [`SURVIVOR_WAIT`] after SIGKILL (e.g. in uninterruptible sleep) is
 //!   reported on its row and in the report, not forgotten;
-//! - waiting is driven by pidfd readiness and reaping, and by one timer at the earliest deadline.
+//! - waiting is driven by pidfd readiness and reaping, and by one timer at the earliest deadline;
+//! - within one turn of the loop ([`DeadlineMap::start_sharing_scans`]) the marker scan — which reads
+//!   every process's environment — is made once and shared by every tree, but a tree is only
+//!   finished on a scan made after its last member was seen gone.
 
 use crate::identity::{self, Identity};
 use crate::proctree::{self, Found};
@@ -24,6 +27,9 @@ use rustix::process::{pidfd_open, pidfd_send_signal, PidfdFlags, Signal};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
+
+/// A scan of every process carrying a marker, by row, and when it was made.
+type MarkerScan = (Instant, BTreeMap<i64, Vec<Found>>);
 
 /// How long a process may stay alive after SIGKILL before it is reported as a survivor.
 pub const SURVIVOR_WAIT: Duration = Duration::from_secs(2);
@@ -110,6 +116,8 @@ pub struct DeadlineMap {
     tokens: HashMap<Token, (i64, i32)>,
     next_token: usize,
     completed: Vec<Report>,
+    /// While scans are shared: the marker scan of this turn and when it was made, once made.
+    shared_scan: Option<Option<MarkerScan>>,
 }
 
 fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
@@ -129,7 +137,39 @@ impl DeadlineMap {
             tokens: HashMap::new(),
             next_token: FIRST_TOKEN,
             completed: Vec::new(),
+            shared_scan: None,
         }
+    }
+
+    /// From now until [`DeadlineMap::stop_sharing_scans`], one marker scan is shared by every
+    /// enumeration (see the invariants): for one turn of the loop.
+    pub fn start_sharing_scans(&mut self) {
+        self.shared_scan = Some(None);
+    }
+
+    pub fn stop_sharing_scans(&mut self) {
+        self.shared_scan = None;
+    }
+
+    /// The processes carrying a marker of one of `rows`, from a scan made after `fresh_after`:
+    /// this turn's shared scan if there is one that recent, else a new one.
+    fn marked(&mut self, rows: &[i64], fresh_after: Option<Instant>) -> Vec<Found> {
+        let Some(shared) = &mut self.shared_scan else {
+            return proctree::marked(&self.instance, rows)
+                .into_values()
+                .flatten()
+                .collect();
+        };
+        let stale = |(at, _): &(Instant, _)| fresh_after.is_some_and(|after| *at <= after);
+        if shared.as_ref().is_none_or(stale) {
+            *shared = Some((Instant::now(), proctree::marked_any(&self.instance)));
+        }
+        let (_, by_row) = shared.as_ref().expect("just made");
+        rows.iter()
+            .filter_map(|row| by_row.get(row))
+            .flatten()
+            .cloned()
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -223,7 +263,8 @@ impl DeadlineMap {
             }
         }
         let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();
-        let discovered = self.enumerate(&known, &tree_rows(&self.trees, request.root_row));
+        let rows = tree_rows(&self.trees, request.root_row);
+        let discovered = self.enumerate(&known, &rows, None);
         for process in discovered {
             found.push((process, None, None, default_deadline));
         }
@@ -245,16 +286,20 @@ impl DeadlineMap {
         self.finish_if_empty(store, request.root_row);
     }
 
-    /// Live processes not in `known` that descend from `known` or carry a marker of `rows`.
-    fn enumerate(&self, known: &[i32], rows: &[i64]) -> Vec<Found> {
+    /// Live processes not in `known` that descend from `known` or carry a marker of `rows`, by a
+    /// marker scan made after `fresh_after`.
+    fn enumerate(
+        &mut self,
+        known: &[i32],
+        rows: &[i64],
+        fresh_after: Option<Instant>,
+    ) -> Vec<Found> {
         let mut found: BTreeMap<i32, Found> = BTreeMap::new();
         for process in proctree::descendants_of(known) {
             found.insert(process.identity.pid, process);
         }
-        for processes in proctree::marked(&self.instance, rows).into_values() {
-            for process in processes {
-                found.insert(process.identity.pid, process);
-            }
+        for process in self.marked(rows, fresh_after) {
+            found.insert(process.identity.pid, process);
         }
         found
             .into_values()
@@ -365,7 +410,7 @@ impl DeadlineMap {
             .collect();
         let rows = tree.rows.clone();
         let new: Vec<Found> = self
-            .enumerate(&alive, &rows)
+            .enumerate(&alive, &rows, None)
             .into_iter()
             .filter(|p| !known.contains(&p.identity.pid))
             .collect();
@@ -443,7 +488,8 @@ impl DeadlineMap {
             return;
         }
         let rows = tree.rows.clone();
-        let late = self.enumerate(&[], &rows);
+        let last_gone = tree.members.values().filter_map(|m| m.gone_at).max();
+        let late = self.enumerate(&[], &rows, last_gone);
         if !late.is_empty() {
             let now = Instant::now();
             let Self {

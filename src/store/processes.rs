@@ -163,10 +163,12 @@ const COLUMNS: &str = "id, parent_id, kind, crawl_id, snapshot_id, result_id, pi
     end_reason, end_detail, leaking, kill_at";
 
 impl ProcessRow {
+    /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
+    /// every row cost `abxctl ps` a fifth of its time).
     fn from_row(row: &Row<'_>) -> rusqlite::Result<ProcessRow> {
-        let pid: Option<i32> = row.get("pid")?;
-        let boot_id: Option<String> = row.get("boot_id")?;
-        let start_ticks: Option<i64> = row.get("start_ticks")?;
+        let pid: Option<i32> = row.get(6)?;
+        let boot_id: Option<String> = row.get(7)?;
+        let start_ticks: Option<i64> = row.get(8)?;
         let identity = match (pid, boot_id, start_ticks) {
             (Some(pid), Some(boot_id), Some(ticks)) => Some(Identity {
                 boot_id,
@@ -175,38 +177,38 @@ impl ProcessRow {
             }),
             _ => None,
         };
-        let argv: String = row.get("argv")?;
+        let argv: String = row.get(10)?;
         let argv = serde_json::from_str(&argv).map_err(|e| {
             rusqlite::Error::FromSqlConversionFailure(10, rusqlite::types::Type::Text, e.into())
         })?;
         Ok(ProcessRow {
-            id: row.get("id")?,
-            parent_id: row.get("parent_id")?,
-            kind: row.get("kind")?,
-            crawl_id: row.get("crawl_id")?,
-            snapshot_id: row.get("snapshot_id")?,
-            result_id: row.get("result_id")?,
+            id: row.get(0)?,
+            parent_id: row.get(1)?,
+            kind: row.get(2)?,
+            crawl_id: row.get(3)?,
+            snapshot_id: row.get(4)?,
+            result_id: row.get(5)?,
             pid,
             identity,
-            pgid: row.get("pgid")?,
+            pgid: row.get(9)?,
             argv,
-            cwd: row.get("cwd")?,
-            stdout_path: row.get("stdout_path")?,
-            stderr_path: row.get("stderr_path")?,
-            timeout_ms: row.get("timeout_ms")?,
-            deadline_at: row.get("deadline_at")?,
-            status: row.get("status")?,
-            created_at: row.get("created_at")?,
-            started_at: row.get("started_at")?,
-            sigterm_at: row.get("sigterm_at")?,
-            sigkill_at: row.get("sigkill_at")?,
-            exit_code: row.get("exit_code")?,
-            exit_signal: row.get("exit_signal")?,
-            ended_at: row.get("ended_at")?,
-            end_reason: row.get("end_reason")?,
-            end_detail: row.get("end_detail")?,
-            leaking: row.get("leaking")?,
-            kill_at: row.get("kill_at")?,
+            cwd: row.get(11)?,
+            stdout_path: row.get(12)?,
+            stderr_path: row.get(13)?,
+            timeout_ms: row.get(14)?,
+            deadline_at: row.get(15)?,
+            status: row.get(16)?,
+            created_at: row.get(17)?,
+            started_at: row.get(18)?,
+            sigterm_at: row.get(19)?,
+            sigkill_at: row.get(20)?,
+            exit_code: row.get(21)?,
+            exit_signal: row.get(22)?,
+            ended_at: row.get(23)?,
+            end_reason: row.get(24)?,
+            end_detail: row.get(25)?,
+            leaking: row.get(26)?,
+            kill_at: row.get(27)?,
         })
     }
 }
@@ -518,6 +520,51 @@ mod tests {
             pid: 42,
             start_ticks: 7,
         }
+    }
+
+    #[test]
+    fn rows_are_read_by_the_positions_of_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let statement = store
+            .conn()
+            .prepare(&format!("SELECT {COLUMNS} FROM processes"))
+            .unwrap();
+        let names: Vec<&str> = statement.column_names();
+        // The positions `ProcessRow::from_row` reads.
+        assert_eq!(
+            names,
+            [
+                "id",
+                "parent_id",
+                "kind",
+                "crawl_id",
+                "snapshot_id",
+                "result_id",
+                "pid",
+                "boot_id",
+                "start_ticks",
+                "pgid",
+                "argv",
+                "cwd",
+                "stdout_path",
+                "stderr_path",
+                "timeout_ms",
+                "deadline_at",
+                "status",
+                "created_at",
+                "started_at",
+                "sigterm_at",
+                "sigkill_at",
+                "exit_code",
+                "exit_signal",
+                "ended_at",
+                "end_reason",
+                "end_detail",
+                "leaking",
+                "kill_at"
+            ]
+        );
     }
 
     #[test]

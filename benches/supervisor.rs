@@ -421,6 +421,18 @@ fn idle_cost(s: &Sizes, figures: &mut Figures) {
         mib(proc_field(pid, "VmRSS:")),
         None,
     );
+    // What RSS is made of: its own memory, and mapped files (the executable, shared with every
+    // worker, and libc).
+    figures.add(
+        &format!("{idle} RSS anonymous (MiB)"),
+        mib(proc_field(pid, "RssAnon:")),
+        None,
+    );
+    figures.add(
+        &format!("{idle} RSS of mapped files (MiB)"),
+        mib(proc_field(pid, "RssFile:")),
+        None,
+    );
     let out = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "sleepy"]);
     assert!(out.status.success());
     let deadline = Instant::now() + Duration::from_secs(30);

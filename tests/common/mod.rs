@@ -300,7 +300,16 @@ impl TestDaemon {
             let live: Vec<String> = rows
                 .iter()
                 .filter(|r| r.crawl_id == Some(id) && r.status.is_live())
-                .map(|r| format!("row {} {} {} {:?}", r.id, r.kind, r.status, r.argv))
+                .map(|r| {
+                    // The end of its log, to tell why it is still there.
+                    let log = r
+                        .stderr_path
+                        .as_ref()
+                        .and_then(|p| std::fs::read_to_string(p).ok())
+                        .unwrap_or_default();
+                    let tail = &log[log.len().saturating_sub(2000)..];
+                    format!("row {} {} {} {:?}\n{tail}", r.id, r.kind, r.status, r.argv)
+                })
                 .collect();
             if sealed && live.is_empty() {
                 return;

@@ -206,13 +206,17 @@ fn owner_alive(
     if dead_rows.contains(&owner) {
         return Ok(false);
     }
-    Ok(store.process(owner)?.is_some_and(|row| {
-        row.status.is_live()
-            && row
-                .identity
-                .as_ref()
-                .is_some_and(|id| identity::check(id).is_alive())
-    }))
+    let Some(row) = store.process(owner)? else {
+        return Ok(false);
+    };
+    if !row.status.is_live() {
+        return Ok(false);
+    }
+    Ok(match &row.identity {
+        Some(id) => identity::check(id).is_alive(),
+        // Started without its identity written (a failed write): its marker says if it runs.
+        None => !proctree::marked(&store.marker_namespace()?, &[owner]).is_empty(),
+    })
 }
 
 /// Plans the recovery of started work whose owner is not alive, within `crawl` if given.

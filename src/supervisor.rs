@@ -146,8 +146,8 @@ impl Supervisor {
             next_scan: None,
             leftovers: Vec::new(),
             delayed_stops: Vec::new(),
+            unrecorded: Unrecorded::new(own_row, instance.clone()),
             instance,
-            unrecorded: Unrecorded::new(own_row),
         })
     }
 
@@ -232,22 +232,19 @@ impl Supervisor {
     /// Tears down the trees of orphan rows left by a previous incarnation (one marker scan for
     /// all): every row of them is recorded `orphan_reaped` when its process goes.
     pub fn stop_orphans(&mut self, store: &mut Store, rows: &[i64]) {
+        let requests = rows
+            .iter()
+            .map(|&root_row| teardown::Request {
+                root_row,
+                signal: Signal::TERM,
+                grace: self.timing.kill_grace,
+                own_deadlines: false,
+                reason: EndReason::OrphanReaped,
+                record_all: true,
+            })
+            .collect();
         self.teardown.start_sharing_scans();
-        store.batch(|store| {
-            for &row_id in rows {
-                self.teardown.begin(
-                    store,
-                    teardown::Request {
-                        root_row: row_id,
-                        signal: Signal::TERM,
-                        grace: self.timing.kill_grace,
-                        own_deadlines: false,
-                        reason: EndReason::OrphanReaped,
-                        record_all: true,
-                    },
-                );
-            }
-        });
+        self.teardown.begin_all(store, requests);
         self.teardown.stop_sharing_scans();
     }
 
@@ -429,6 +426,10 @@ impl Supervisor {
 
     fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
         for reaped in reaper::reap_ready() {
+            if reaped.outcome != ExitOutcome::Code(0) {
+                // A supervisor that failed may have left ends unwritten: look again soon.
+                self.unrecorded.look_again(Instant::now());
+            }
             let Some(child) = self.children.remove(&reaped.pid) else {
                 self.reaped_descendant(store, reaped.pid, reaped.outcome);
                 self.teardown.on_reaped(store, reaped.pid);
@@ -493,6 +494,19 @@ impl Supervisor {
     fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
         let mut alive = 0;
         let below = store.live_subtree(child.row_id).unwrap_or_default();
+        // A row without identity may be a process whose start could not be recorded (a failed
+        // write): its marker tells whether it runs.
+        let unidentified: Vec<i64> = below
+            .iter()
+            .filter(|r| r.identity.is_none())
+            .map(|r| r.id)
+            .collect();
+        let running_unidentified = if unidentified.is_empty() {
+            Default::default()
+        } else {
+            proctree::marked(&self.instance, &unidentified)
+        };
+        alive += running_unidentified.values().map(Vec::len).sum::<usize>();
         for row in below.iter().filter(|r| r.id != child.row_id) {
             let live = row
                 .identity
@@ -506,7 +520,10 @@ impl Supervisor {
                 alive += 1;
             } else if row.kind == Kind::Child && !zombie {
                 let _ = store.record_end(row.id, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
-            } else if row.identity.is_none() && !parent_alive(store, row) {
+            } else if row.identity.is_none()
+                && !running_unidentified.contains_key(&row.id)
+                && !parent_alive(store, row)
+            {
                 // Its parent died while starting it: it never ran, and no one else will say so.
                 let detail = "never started: its parent ended while starting it";
                 let _ = store.record_end(row.id, None, EndReason::Lost, Some(detail));

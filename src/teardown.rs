@@ -100,6 +100,8 @@ struct Member {
     gone_at: Option<Instant>,
     /// The state it was in when reported as a survivor of SIGKILL.
     survived: Option<char>,
+    /// Its first signal is recorded but not sent yet (see [`DeadlineMap::begin`]).
+    unsignalled: bool,
 }
 
 struct Tree {
@@ -193,8 +195,36 @@ impl DeadlineMap {
 
     /// Starts tearing down the subtree of `request.root_row` (or adds what is new to a teardown
     /// of it already under way). What it records is one transaction.
+    ///
+    /// Every signal is recorded before it is sent (whoever reaps a process must see why it
+    /// ended), so the transaction is committed before the signals go out: not to be called
+    /// inside another [`Store::batch`].
     pub fn begin(&mut self, store: &mut Store, request: Request) {
-        store.batch(|store| self.begin_batched(store, request));
+        self.begin_all(store, vec![request]);
+    }
+
+    /// [`DeadlineMap::begin`] for many trees at once: one transaction, then the signals.
+    pub fn begin_all(&mut self, store: &mut Store, requests: Vec<Request>) {
+        debug_assert!(
+            !store.in_batch(),
+            "a teardown's signals would precede their records"
+        );
+        let roots: Vec<i64> = requests.iter().map(|r| r.root_row).collect();
+        store.batch(|store| {
+            for request in requests {
+                self.begin_batched(store, request);
+            }
+        });
+        for root in roots {
+            let Some(tree) = self.trees.get_mut(&root) else {
+                continue;
+            };
+            for member in tree.members.values_mut() {
+                if std::mem::take(&mut member.unsignalled) {
+                    signal_member(member, tree.request.signal);
+                }
+            }
+        }
     }
 
     fn begin_batched(&mut self, store: &mut Store, request: Request) {
@@ -280,7 +310,7 @@ impl DeadlineMap {
         } = self;
         for (process, row_id, kind, deadline) in found {
             add_member(
-                store, registry, tokens, next_token, tree, process, row_id, kind, deadline,
+                store, registry, tokens, next_token, tree, process, row_id, kind, deadline, false,
             );
         }
         self.finish_if_empty(store, request.root_row);
@@ -428,7 +458,7 @@ impl DeadlineMap {
                 process.identity.pid
             );
             add_member(
-                store, registry, tokens, next_token, tree, process, None, None, now,
+                store, registry, tokens, next_token, tree, process, None, None, now, true,
             );
         }
     }
@@ -508,7 +538,7 @@ impl DeadlineMap {
                     now + tree.request.grace
                 };
                 add_member(
-                    store, registry, tokens, next_token, tree, process, None, None, deadline,
+                    store, registry, tokens, next_token, tree, process, None, None, deadline, true,
                 );
             }
             if killing {
@@ -596,6 +626,7 @@ fn add_member(
     row_id: Option<i64>,
     kind: Option<Kind>,
     deadline: Instant,
+    send_now: bool,
 ) {
     let pid = process.identity.pid;
     if let Some(member) = tree.members.get_mut(&pid) {
@@ -636,6 +667,7 @@ fn add_member(
         killed_at: None,
         gone_at: None,
         survived: None,
+        unsignalled: false,
     };
     let Some(pidfd) = pidfd else {
         // Gone between being found and being opened: its row (if it is ours to record) ends
@@ -668,15 +700,28 @@ fn add_member(
         let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
         let _ = store.record_signal(row, signal_name(signal), Some(kill_at));
     }
-    if send(&pidfd, signal) {
+    member.pidfd = Some(pidfd);
+    if send_now {
+        signal_member(&mut member, signal);
+    } else {
+        member.unsignalled = true;
+    }
+    tree.members.insert(pid, member);
+}
+
+/// Sends a member its first signal (and SIGCONT, so a stopped process can act on it).
+fn signal_member(member: &mut Member, signal: Signal) {
+    let Some(pidfd) = &member.pidfd else {
+        return;
+    };
+    if send(pidfd, signal) {
+        let now = Instant::now();
         member.signalled_at = Some(now);
         if signal != Signal::CONT && signal != Signal::KILL {
-            let _ = send(&pidfd, Signal::CONT);
+            let _ = send(pidfd, Signal::CONT);
         }
         if signal == Signal::KILL {
             member.killed_at = Some(now);
         }
     }
-    member.pidfd = Some(pidfd);
-    tree.members.insert(pid, member);
 }

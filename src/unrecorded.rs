@@ -11,6 +11,7 @@
 //! write, this costs nothing: no timer, no query.
 
 use crate::identity;
+use crate::proctree;
 use crate::recovery::why_gone;
 use crate::store::{EndReason, ExitOutcome, Kind, ProcessRow, Store};
 use crate::supervisor::parent_alive;
@@ -32,6 +33,8 @@ struct End {
 pub struct Unrecorded {
     /// The row of the process this runs in: the root of what it settles.
     own_row: Option<i64>,
+    /// The marker namespace (for rows whose process was never recorded).
+    instance: String,
     ends: Vec<End>,
     /// The store's count of failed writes when last looked at.
     failures_seen: u64,
@@ -40,9 +43,10 @@ pub struct Unrecorded {
 }
 
 impl Unrecorded {
-    pub fn new(own_row: Option<i64>) -> Unrecorded {
+    pub fn new(own_row: Option<i64>, instance: String) -> Unrecorded {
         Unrecorded {
             own_row,
+            instance,
             ends: Vec::new(),
             failures_seen: 0,
             due: None,
@@ -56,6 +60,12 @@ impl Unrecorded {
             outcome,
             reason,
         });
+    }
+
+    /// Goes over the table again [`RETRY`] from now: a process below ended abnormally (a worker
+    /// that failed may have left ends unwritten, with no failed write in this process).
+    pub fn look_again(&mut self, now: Instant) {
+        self.due.get_or_insert(now + RETRY);
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
@@ -77,8 +87,8 @@ impl Unrecorded {
         let failed_again = store.failed_writes() > self.failures_seen;
         self.failures_seen = store.failed_writes();
         self.due = (!settled || failed_again).then(|| now + RETRY);
-        if settled && !failed_again {
-            log::info!("database writes succeed again: every unrecorded end is recorded");
+        if settled && !failed_again && self.failures_seen > 0 {
+            log::info!("database writes succeed: every unrecorded end is recorded");
         }
     }
 
@@ -111,10 +121,17 @@ impl Unrecorded {
         let stale: Vec<(i64, String)> = rows
             .iter()
             .filter(|row| row.id != own_row && !tracked(row.id))
+            // A zombie is reaped, and recorded with its status, by its parent or subreaper.
+            .filter(|row| row.pid.and_then(proctree::zombie_parent).is_none())
             .filter_map(|row| {
                 let why = match &row.identity {
                     Some(identity) => why_gone(identity)?,
-                    None if parent_alive(store, row) => return None,
+                    // Being started, or started without its identity written: alive.
+                    None if parent_alive(store, row)
+                        || !proctree::marked(&self.instance, &[row.id]).is_empty() =>
+                    {
+                        return None
+                    }
                     None => "never started: its parent ended while starting it".to_string(),
                 };
                 let another_records_it = live_worker_between(store, row, own_row);

@@ -14,7 +14,7 @@ mod work;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, ProcessRow, Status};
 pub use work::{Crawl, HookResult, Lease, Queue, ResultStatus, Snapshot};
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -163,7 +163,10 @@ impl Store {
     /// The random id of this database, carried by every process it starts as `ABXD_INSTANCE`,
     /// so that process markers of two abxd on one machine never match each other.
     pub fn instance_id(&self) -> Result<String, StoreError> {
-        Ok(self.conn.query_row(INSTANCE_ID_SQL, [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .prepare_cached(INSTANCE_ID_SQL)?
+            .query_row([], |r| r.get(0))?)
     }
 
     /// The marker namespace of this database in this boot (see `proctree::namespace`).
@@ -188,13 +191,22 @@ impl Store {
         let written = if self.batch_depth > 0 {
             self.write_in_batch(f)
         } else {
-            self.conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
+            if !self.conn.is_autocommit() {
+                // Left open by a write that never returned (a panic): nothing of it is kept.
+                let _ = self.run("ROLLBACK");
+            }
+            self.run("BEGIN IMMEDIATE")
                 .map_err(StoreError::from)
-                .and_then(|tx| {
-                    let value = f(&tx)?;
-                    tx.commit()?;
-                    Ok(value)
+                .and_then(|()| {
+                    let committed = f(&self.conn).and_then(|value| {
+                        self.run("COMMIT")?;
+                        Ok(value)
+                    });
+                    if committed.is_err() {
+                        // (Fails harmlessly if SQLite rolled back already, e.g. on a full disk.)
+                        let _ = self.run("ROLLBACK");
+                    }
+                    committed
                 })
         };
         if written.is_err() {
@@ -209,17 +221,18 @@ impl Store {
     ) -> Result<T, StoreError> {
         // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
         if self.conn.is_autocommit() {
-            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.run("BEGIN IMMEDIATE")?;
         }
-        self.conn.execute_batch("SAVEPOINT write")?;
+        self.run("SAVEPOINT write")?;
         match f(&self.conn) {
             Ok(value) => {
-                self.conn.execute_batch("RELEASE write")?;
+                self.run("RELEASE write")?;
                 Ok(value)
             }
             Err(err) => {
                 if !self.conn.is_autocommit() {
-                    let _ = self.conn.execute_batch("ROLLBACK TO write; RELEASE write");
+                    let _ = self.run("ROLLBACK TO write");
+                    let _ = self.run("RELEASE write");
                 }
                 Err(err)
             }
@@ -238,18 +251,29 @@ impl Store {
         let value = f(self);
         self.batch_depth -= 1;
         if self.batch_depth == 0 && !self.conn.is_autocommit() {
-            if let Err(err) = self.conn.execute_batch("COMMIT") {
+            if let Err(err) = self.run("COMMIT") {
                 log::error!("cannot commit a batch of writes: {err}");
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = self.run("ROLLBACK");
                 self.failed_writes += 1;
             }
         }
         value
     }
 
+    /// Whether a [`Store::batch`] is under way (its writes are not committed yet).
+    pub fn in_batch(&self) -> bool {
+        self.batch_depth > 0
+    }
+
     /// How many write transactions have failed since the store was opened.
     pub fn failed_writes(&self) -> u64 {
         self.failed_writes
+    }
+
+    /// Runs one statement without parameters, kept parsed (transaction control runs on every
+    /// write).
+    fn run(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(drop)
     }
 
     pub(crate) fn conn(&self) -> &Connection {

@@ -262,9 +262,11 @@ impl Store {
             // Another abxd process enumerating a tree may have seen this process in the instant
             // between its fork and its exec, and recorded it as a `child`: that row is this one.
             let seen: Option<i64> = tx
-                .query_row(
+                .prepare_cached(
                     "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 \
                      AND start_ticks = ?3 AND kind = 'child' AND id != ?4",
+                )?
+                .query_row(
                     params![
                         identity.boot_id,
                         identity.pid,
@@ -399,11 +401,14 @@ impl Store {
                 argv,
                 now
             ])?;
-            Ok(tx.query_row(
-                "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3",
-                params![identity.boot_id, identity.pid, identity.start_ticks as i64],
-                |r| r.get(0),
-            )?)
+            Ok(tx
+                .prepare_cached(
+                    "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3",
+                )?
+                .query_row(
+                    params![identity.boot_id, identity.pid, identity.start_ticks as i64],
+                    |r| r.get(0),
+                )?)
         })
     }
 
@@ -444,11 +449,11 @@ impl Store {
     pub fn live_row_by_pid(&self, pid: i32) -> Result<Option<ProcessRow>, StoreError> {
         Ok(self
             .conn()
-            .query_row(
-                &format!(
-                    "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
                      AND status IN ('starting', 'running', 'stopping') ORDER BY id DESC LIMIT 1"
-                ),
+            ))?
+            .query_row(
                 params![pid, crate::identity::boot_id()],
                 ProcessRow::from_row,
             )
@@ -458,11 +463,8 @@ impl Store {
     pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
         Ok(self
             .conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"),
-                [id],
-                ProcessRow::from_row,
-            )
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"))?
+            .query_row([id], ProcessRow::from_row)
             .optional()?)
     }
 

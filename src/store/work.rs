@@ -350,31 +350,33 @@ impl Store {
     /// How many rows of `queue` wait to be claimed.
     pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
         let table = queue.table();
-        Ok(self.conn().query_row(
-            &format!("SELECT count(*) FROM {table} WHERE status = 'queued'"),
-            [],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM {table} WHERE status = 'queued'"
+            ))?
+            .query_row([], |r| r.get(0))?)
     }
 
     /// When the next queued row of `queue` becomes due, if one is waiting for a future time.
     pub fn next_retry_at(&self, queue: Queue) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
-        Ok(self.conn().query_row(
-            &format!("SELECT min(retry_at) FROM {table} WHERE status = 'queued'"),
-            [],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT min(retry_at) FROM {table} WHERE status = 'queued'"
+            ))?
+            .query_row([], |r| r.get(0))?)
     }
 
     pub fn crawl(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
         Ok(self
             .conn()
-            .query_row(
-                &format!("SELECT {} FROM crawls WHERE id = ?1", Crawl::COLUMNS),
-                [id],
-                Crawl::from_row,
-            )
+            .prepare_cached(&format!(
+                "SELECT {} FROM crawls WHERE id = ?1",
+                Crawl::COLUMNS
+            ))?
+            .query_row([id], Crawl::from_row)
             .optional()?)
     }
 
@@ -409,11 +411,11 @@ impl Store {
     pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {
         Ok(self
             .conn()
-            .query_row(
-                &format!("SELECT {} FROM snapshots WHERE id = ?1", Snapshot::COLUMNS),
-                [id],
-                Snapshot::from_row,
-            )
+            .prepare_cached(&format!(
+                "SELECT {} FROM snapshots WHERE id = ?1",
+                Snapshot::COLUMNS
+            ))?
+            .query_row([id], Snapshot::from_row)
             .optional()?)
     }
 
@@ -441,15 +443,13 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, 'queued')",
             )?
             .execute(params![crawl_id, snapshot_id, plugin, hook])?;
-            Ok(tx.query_row(
-                &format!(
+            Ok(tx
+                .prepare_cached(&format!(
                     "SELECT {} FROM results WHERE crawl_id = ?1 \
                      AND COALESCE(snapshot_id, 0) = COALESCE(?2, 0) AND hook = ?3",
                     HookResult::COLUMNS
-                ),
-                params![crawl_id, snapshot_id, hook],
-                HookResult::from_row,
-            )?)
+                ))?
+                .query_row(params![crawl_id, snapshot_id, hook], HookResult::from_row)?)
         })
     }
 

@@ -121,25 +121,44 @@ fn add(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: bool) -> Resul
     for url in urls {
         validate_url(url)?;
     }
+    // Through the daemon when it runs (it owns the database: members of control.group may add
+    // without write access to it); written here when it does not, to run when it starts.
+    let request = Request::Add {
+        urls: urls.to_vec(),
+        depth: crawl.depth,
+        plugins: crawl.plugins.clone(),
+    };
+    let id = match client(config).request(&request) {
+        Ok(Response::Added { crawl_id }) => {
+            println!("crawl {crawl_id} queued");
+            crawl_id
+        }
+        Ok(Response::Error { code, message }) => {
+            return Err(CtlError::Refused { code, message });
+        }
+        Ok(other) => return Err(unexpected(other)),
+        Err(ClientError::NotRunning { .. }) => {
+            let crawl_id = add_while_down(config, urls, crawl)?;
+            println!("crawl {crawl_id} queued");
+            println!("abxd is not running: the crawl runs when it starts");
+            crawl_id
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if !wait {
+        return Ok(0);
+    }
+    follow_crawl(config, id)
+}
+
+/// Enqueues a crawl by writing the database itself (the daemon is down).
+fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
     if let Some(dir) = config.database.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|err| CtlError::BadInput(format!("cannot create {}: {err}", dir.display())))?;
     }
     let mut store = Store::open(&config.database)?;
-    let id = store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?;
-    drop(store);
-    println!("crawl {id} queued");
-    match client(config).request(&Request::Wake) {
-        Ok(_) => {}
-        Err(ClientError::NotRunning { .. }) => {
-            println!("abxd is not running: the crawl runs when it starts");
-        }
-        Err(err) => eprintln!("abxctl: could not wake abxd: {err}"),
-    }
-    if !wait {
-        return Ok(0);
-    }
-    follow_crawl(config, id)
+    Ok(store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?)
 }
 
 /// Prints a crawl's progress until it is sealed, then its report.
@@ -165,15 +184,9 @@ fn follow_crawl(config: &Config, id: i64) -> Result<i32> {
 
 /// Refuses what cannot be a URL to crawl, before anything is written.
 pub fn validate_url(url: &str) -> Result<()> {
-    let valid = url.split_once("://").is_some_and(|(scheme, rest)| {
-        matches!(scheme, "http" | "https" | "file") && !rest.is_empty()
-    }) && !url.chars().any(char::is_whitespace);
-    if valid {
-        Ok(())
-    } else {
-        Err(CtlError::BadInput(format!(
-            "{url:?} is not an http://, https:// or file:// URL"
-        )))
+    match Store::invalid_url(url) {
+        None => Ok(()),
+        Some(why) => Err(CtlError::BadInput(why)),
     }
 }
 

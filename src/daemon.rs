@@ -505,6 +505,11 @@ fn handle(
             state.wake = true;
             Some(Response::Woken)
         }
+        Request::Add {
+            urls,
+            depth,
+            plugins,
+        } => Some(add(state, &urls, depth, plugins.as_deref())),
         Request::Spawn {
             argv,
             cwd,
@@ -540,6 +545,24 @@ fn handle(
             }
         }
         Request::Cancel { crawl_id } => cancel(state, supervisor, token, crawl_id),
+    }
+}
+
+/// Enqueues a crawl a client asked for, and looks for due crawls at once.
+fn add(state: &mut State, urls: &[String], depth: u32, plugins: Option<&[String]>) -> Response {
+    if urls.is_empty() {
+        return refused(ErrorCode::Malformed, "a crawl needs at least one URL");
+    }
+    if let Some(why) = urls.iter().find_map(|url| Store::invalid_url(url)) {
+        return refused(ErrorCode::Malformed, why);
+    }
+    match state.store.add_crawl(urls, depth, plugins) {
+        Ok(crawl_id) => {
+            log::info!("crawl {crawl_id} added: {} URLs", urls.len());
+            state.wake = true;
+            Response::Added { crawl_id }
+        }
+        Err(err) => failed(format!("cannot enqueue the crawl: {err}")),
     }
 }
 

@@ -102,6 +102,16 @@ fn a_stranger_with_public_read_may_read_but_not_act_and_is_told_the_rule() {
     assert!(daemon
         .log()
         .contains("refused a request from a read-only peer"));
+    let output = abxctl_as_nobody(&daemon, &["add", "http://127.0.0.1:9/"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("permission denied"),
+        "{output:?}"
+    );
+    assert!(
+        daemon.store().crawls().unwrap().is_empty(),
+        "nothing queued"
+    );
     still_answers(&daemon);
 }
 
@@ -121,6 +131,15 @@ fn a_member_of_the_configured_group_may_act() {
         stderr.contains("no process row 999"),
         "past the access check: {stderr}"
     );
+    // Adding work goes through the daemon: no write access to the database is needed.
+    let output = abxctl_as_nobody(
+        &daemon,
+        &["add", "http://127.0.0.1:9/", "--plugins", "none"],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout.starts_with("crawl 1 queued"), "{stdout}");
+    assert_eq!(daemon.store().crawls().unwrap().len(), 1);
     still_answers(&daemon);
 }
 

@@ -18,6 +18,16 @@ pub enum Request {
     Status,
     /// New work was enqueued: look for due crawls now.
     Wake,
+    /// Enqueue a crawl (the daemon writes it, so whoever may act may add work without write
+    /// access to the database).
+    Add {
+        urls: Vec<String>,
+        #[serde(default)]
+        depth: u32,
+        /// The plugins to run; all enabled ones when absent.
+        #[serde(default)]
+        plugins: Option<Vec<String>>,
+    },
     /// Tear down a live process of the table and its subtree. `row` or `pid` names it.
     Kill {
         #[serde(default)]
@@ -62,6 +72,10 @@ pub enum Response {
         pid: i32,
     },
     Woken,
+    /// The crawl was enqueued.
+    Added {
+        crawl_id: i64,
+    },
     /// A teardown began; it was not asked to wait.
     TeardownStarted {
         row: i64,
@@ -284,6 +298,11 @@ mod tests {
         let valid: Vec<Vec<u8>> = [
             Request::Status,
             Request::Wake,
+            Request::Add {
+                urls: vec!["http://example.com/".into()],
+                depth: 1,
+                plugins: Some(vec!["title".into()]),
+            },
             Request::Cancel { crawl_id: 3 },
             Request::Kill {
                 row: Some(4),

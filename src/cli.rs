@@ -126,6 +126,10 @@ pub enum AbxctlCommand {
         /// Machine-readable output: {"version":1,"now_ms":…,"processes":[…]}.
         #[arg(long)]
         json: bool,
+        /// Whole command lines. Without it, lines are cut to the terminal's width when the
+        /// output is a terminal (never when it is piped).
+        #[arg(long, short = 'w')]
+        wide: bool,
     },
     /// Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts).
     Add {

@@ -41,7 +41,12 @@ pub const EXIT_NOT_RUNNING: i32 = 3;
 pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
     match command {
         AbxctlCommand::Status { json } => status(config, json),
-        AbxctlCommand::Ps { all, kind, json } => ps(config, all, kind, json),
+        AbxctlCommand::Ps {
+            all,
+            kind,
+            json,
+            wide,
+        } => ps(config, all, kind, json, wide),
         AbxctlCommand::Spawn { cwd, timeout, argv } => spawn(config, argv, cwd, timeout),
         AbxctlCommand::Add { urls, crawl, wait } => add(config, &urls, &crawl, wait),
         AbxctlCommand::Crawls => {
@@ -291,7 +296,7 @@ fn status(config: &Config, json: bool) -> Result<i32> {
     }
 }
 
-fn ps(config: &Config, all: bool, kind: Option<Kind>, json: bool) -> Result<i32> {
+fn ps(config: &Config, all: bool, kind: Option<Kind>, json: bool, wide: bool) -> Result<i32> {
     let store = Store::open_read_only(&config.database)?;
     let filter = ProcessFilter {
         live_only: !all,
@@ -306,9 +311,24 @@ fn ps(config: &Config, all: bool, kind: Option<Kind>, json: bool) -> Result<i32>
     if json {
         println!("{}", render::ps_json(&entries, now));
     } else {
-        print!("{}", render::ps_tree(&entries, now));
+        let tree = render::ps_tree(&entries, now);
+        match terminal_width().filter(|_| !wide) {
+            Some(width) => print!("{}", render::cut_to_width(&tree, width)),
+            None => print!("{tree}"),
+        }
     }
     Ok(0)
+}
+
+/// The width of the terminal standard output is, if it is one.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
+    }
+    let size = rustix::termios::tcgetwinsize(&stdout).ok()?;
+    (size.ws_col > 0).then_some(size.ws_col as usize)
 }
 
 fn spawn(

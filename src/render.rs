@@ -119,6 +119,22 @@ fn signals_text(row: &ProcessRow) -> String {
 }
 
 /// The table as a tree, parents above their children, like `systemctl status`.
+/// Cuts every line of `text` longer than `width` characters to that width, ending it with `…`
+/// (for a terminal: Chromium's command lines run to thousands of characters).
+pub fn cut_to_width(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.chars().count() > width {
+            out.extend(line.chars().take(width.saturating_sub(1)));
+            out.push('…');
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
 pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
     let ids: HashSet<i64> = entries.iter().map(|e| e.row.id).collect();
     let mut children: BTreeMap<Option<i64>, Vec<&PsEntry>> = BTreeMap::new();
@@ -204,7 +220,17 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::short_duration;
+    use super::{cut_to_width, short_duration};
+
+    #[test]
+    fn long_lines_are_cut_to_the_width_by_characters() {
+        let text = "ID  COMMAND\n2   └─ /usr/lib/chromium/chromium --type=renderer\n";
+        assert_eq!(
+            cut_to_width(text, 20),
+            "ID  COMMAND\n2   └─ /usr/lib/chr…\n"
+        );
+        assert_eq!(cut_to_width(text, 200), text);
+    }
 
     #[test]
     fn durations_are_compact() {

@@ -147,3 +147,35 @@ fn ps_rejects_an_unknown_kind() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("unknown kind \"zombie\""), "{stderr}");
 }
+
+#[test]
+fn ps_cuts_long_command_lines_to_a_terminal_but_not_when_piped_or_wide() {
+    let daemon = TestDaemon::start();
+    let long = format!("sleep 300 # {}", "x".repeat(300));
+    daemon.spawn(&["/bin/sh", "-c", &long]);
+    // A terminal 100 columns wide (util-linux `script` gives abxctl a pty).
+    let in_terminal = |args: &str| {
+        let command = format!(
+            "stty cols 100; {} --config {} ps {args}",
+            common::abxctl_bin(),
+            daemon.config.display()
+        );
+        let output = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .output()
+            .expect("script (util-linux) runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n")
+    };
+    let cut = in_terminal("");
+    assert!(
+        cut.lines().all(|l| l.chars().count() <= 100),
+        "every line fits: {cut}"
+    );
+    assert!(
+        cut.contains("/bin/sh -c sleep 300") && cut.contains('…'),
+        "{cut}"
+    );
+    assert!(in_terminal("--wide").contains(&long));
+    assert!(daemon.ctl_ok(&["ps"]).contains(&long), "piped: whole lines");
+}

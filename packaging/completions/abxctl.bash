@@ -206,7 +206,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__ps)
-            opts="-a -c -h --all --kind --json --config --help"
+            opts="-a -w -c -h --all --kind --json --wide --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -84,10 +84,9 @@ impl Unrecorded {
             return;
         }
         let settled = self.settle(store, &tracked);
-        let failed_again = store.failed_writes() > self.failures_seen;
         self.failures_seen = store.failed_writes();
-        self.due = (!settled || failed_again).then(|| now + RETRY);
-        if settled && !failed_again && self.failures_seen > 0 {
+        self.due = (!settled).then(|| now + RETRY);
+        if settled && self.failures_seen > 0 {
             log::info!("database writes succeed: every unrecorded end is recorded");
         }
     }
@@ -97,12 +96,17 @@ impl Unrecorded {
         if store.failed_writes() == 0 && self.ends.is_empty() {
             return true;
         }
-        let before = store.failed_writes();
-        self.settle(store, &tracked) && store.failed_writes() == before
+        self.settle(store, &tracked)
     }
 
-    /// Writes the kept exit statuses, then the ends no one saw. Returns whether all is written.
+    /// Writes the kept exit statuses, then the ends no one saw. Returns whether all is written
+    /// (no write failed meanwhile).
     fn settle(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
+        let failures_before = store.failed_writes();
+        self.write_all(store, tracked) && store.failed_writes() == failures_before
+    }
+
+    fn write_all(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
         self.ends.retain(|end| {
             let detail = Some(LATE);
             store
@@ -121,8 +125,6 @@ impl Unrecorded {
         let stale: Vec<(i64, String)> = rows
             .iter()
             .filter(|row| row.id != own_row && !tracked(row.id))
-            // A zombie is reaped, and recorded with its status, by its parent or subreaper.
-            .filter(|row| row.pid.and_then(proctree::zombie_parent).is_none())
             .filter_map(|row| {
                 let why = match &row.identity {
                     Some(identity) => why_gone(identity)?,
@@ -134,6 +136,10 @@ impl Unrecorded {
                     }
                     None => "never started: its parent ended while starting it".to_string(),
                 };
+                // A zombie is reaped, and recorded with its status, by its parent or subreaper.
+                if row.pid.and_then(proctree::zombie_parent).is_some() {
+                    return None;
+                }
                 let another_records_it = live_worker_between(store, row, own_row);
                 (!another_records_it).then(|| (row.id, format!("{why}; {LATE}")))
             })

@@ -369,6 +369,16 @@ impl Daemon {
         daemon
     }
 
+    /// A daemon whose plugins are the test fixtures (`tests/fixtures/plugins`), plus `extra`.
+    fn with_test_plugins(dir: &Path, extra: &str) -> Daemon {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
+        let paths = format!(
+            "[paths]\nplugins_dirs = [{:?}]\n",
+            fixtures.display().to_string()
+        );
+        Daemon::start(dir, &format!("{paths}{extra}"))
+    }
+
     fn pid(&self) -> i32 {
         self.0.id() as i32
     }
@@ -396,13 +406,9 @@ impl Drop for Daemon {
 /// (5) The idle daemon: wake-ups and CPU over a while, RSS; and the RSS of a worker.
 fn idle_cost(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
-    let daemon = Daemon::start(
+    let daemon = Daemon::with_test_plugins(
         dir.path(),
-        &format!(
-            "[paths]\nplugins_dirs = [{:?}]\n[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"3\" }}\n",
-            fixtures.display().to_string()
-        ),
+        "[plugins.sleepy]\nenv = { SLEEPY_SECONDS = \"3\" }\n",
     );
     let pid = daemon.pid();
     std::thread::sleep(Duration::from_millis(300));
@@ -457,14 +463,7 @@ fn idle_cost(s: &Sizes, figures: &mut Figures) {
 /// "database is locked" errors seen.
 fn database_under_load(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
-    let daemon = Daemon::start(
-        dir.path(),
-        &format!(
-            "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = 8\n",
-            fixtures.display().to_string()
-        ),
-    );
+    let daemon = Daemon::with_test_plugins(dir.path(), "[limits]\nmax_snapshot_workers = 8\n");
     let urls: Vec<String> = (0..s.load_urls)
         .map(|i| format!("http://127.0.0.1:9/{i}"))
         .collect();

@@ -6,10 +6,10 @@
 //! only (to profile one). See BENCHMARKS.md.
 
 use abxd::config::Config;
+use abxd::signal::Signal;
 use abxd::spawn::{Logs, SpawnRequest};
 use abxd::store::{Kind, NewProcess, ResultStatus, Store};
 use abxd::supervisor::{ChildPolicy, Event, Supervisor};
-use rustix::process::Signal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! The command lines of both binaries, defined once with clap (the man pages and completions are
 //! generated from these definitions).
 
+use crate::signal::Signal;
 use crate::store::Kind;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -167,8 +168,8 @@ pub enum AbxctlCommand {
         #[arg(long)]
         pid: Option<i32>,
         /// The first signal: a name (TERM, SIGINT, KILL, …) or a number.
-        #[arg(long, short = 's', default_value = "TERM", value_parser = parse_signal)]
-        signal: i32,
+        #[arg(long, short = 's', default_value = "TERM")]
+        signal: Signal,
         /// Time between the first signal and SIGKILL [default: timeouts.kill_grace].
         #[arg(long, value_parser = humantime::parse_duration)]
         grace: Option<std::time::Duration>,
@@ -194,24 +195,6 @@ pub enum AbxctlCommand {
         #[arg(required = true, last = true)]
         argv: Vec<String>,
     },
-}
-
-/// A signal name (`TERM`, `SIGTERM`) or number, as its number.
-pub fn parse_signal(text: &str) -> Result<i32, String> {
-    if let Ok(number) = text.parse::<i32>() {
-        return nix::sys::signal::Signal::try_from(number)
-            .map(|s| s as i32)
-            .map_err(|_| format!("{number} is not a signal number"));
-    }
-    let name = text.to_ascii_uppercase();
-    let name = if name.starts_with("SIG") {
-        name
-    } else {
-        format!("SIG{name}")
-    };
-    name.parse::<nix::sys::signal::Signal>()
-        .map(|s| s as i32)
-        .map_err(|_| format!("{text:?} is not a signal name (e.g. TERM, INT, KILL)"))
 }
 
 fn parse_kind(text: &str) -> Result<Kind, String> {

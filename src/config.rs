@@ -5,7 +5,7 @@
 //! and what is wrong; nothing downstream re-checks them. Relative paths in the file are resolved
 //! against the directory that holds the file, so a config means the same thing from any cwd.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -13,7 +13,8 @@ use std::time::Duration;
 /// The longest path a Unix socket address can hold (`sun_path` is 108 bytes with its NUL).
 const MAX_SOCKET_PATH_BYTES: usize = 107;
 
-/// The environment variable through which a worker receives the text of its daemon's config.
+/// The environment variable through which a worker receives its daemon's running config (see
+/// [`Config::running_text`]).
 pub const CONFIG_TEXT_ENV: &str = "ABXD_CONFIG_TEXT";
 
 /// Where `abxd` and `abxctl` look for their config when `--config` is not given.
@@ -52,9 +53,6 @@ pub enum ConfigError {
 pub struct Config {
     /// The file this was loaded from.
     pub source: PathBuf,
-    /// The text it was parsed from: what workers are handed, so that they run with the config
-    /// the daemon runs with even if the file was changed (or broken) since.
-    pub text: String,
     pub data_dir: PathBuf,
     pub database: PathBuf,
     pub plugins_dirs: Vec<PathBuf>,
@@ -67,13 +65,17 @@ pub struct Config {
 }
 
 /// `[plugins.<name>]`: one plugin's settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PluginConfig {
     /// Whether its hooks run at all.
     pub enabled: bool,
     /// Its hooks' timeout, instead of `timeouts.hook_timeout`.
-    #[serde(deserialize_with = "optional_duration")]
+    #[serde(
+        deserialize_with = "optional_duration",
+        serialize_with = "optional_duration_text",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub timeout: Option<Duration>,
     /// Extra environment variables for its hooks.
     pub env: BTreeMap<String, String>,
@@ -89,7 +91,7 @@ impl Default for PluginConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     pub max_crawl_workers: u32,
@@ -109,20 +111,20 @@ impl Default for Limits {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
     pub hook_timeout: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
     pub kill_grace: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
     pub min_grace: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
     pub lease: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
     pub descendant_scan: Duration,
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
     pub retry_backoff: Duration,
 }
 
@@ -148,10 +150,10 @@ pub struct Control {
     pub public_read: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Log {
-    #[serde(deserialize_with = "level")]
+    #[serde(deserialize_with = "level", serialize_with = "level_text")]
     pub level: log::LevelFilter,
 }
 
@@ -164,7 +166,7 @@ impl Default for Log {
 }
 
 /// The file's shape: what a user may write, before paths are resolved.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 struct FileConfig {
     paths: FilePaths,
@@ -175,10 +177,11 @@ struct FileConfig {
     plugins: BTreeMap<String, PluginConfig>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 struct FilePaths {
     data_dir: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
     database: Option<PathBuf>,
     plugins_dirs: Vec<PathBuf>,
 }
@@ -193,12 +196,14 @@ impl Default for FilePaths {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 struct FileControl {
+    #[serde(skip_serializing_if = "Option::is_none")]
     socket: Option<PathBuf>,
     max_frame_bytes: usize,
     allow_debug_spawn: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     group: Option<String>,
     public_read: bool,
 }
@@ -228,6 +233,33 @@ fn optional_duration<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Duration>, D::Error> {
     duration(deserializer).map(Some)
+}
+
+fn duration_text<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&humantime::format_duration(*value).to_string())
+}
+
+fn optional_duration_text<S: Serializer>(
+    value: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => duration_text(value, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
+fn level_text<S: Serializer>(value: &log::LevelFilter, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&value.as_str().to_ascii_lowercase())
+}
+
+/// The id of the group named `name`, or why there is none (for `control.group`).
+pub fn group_id(name: &str) -> Result<nix::unistd::Gid, String> {
+    match nix::unistd::Group::from_name(name) {
+        Ok(Some(found)) => Ok(found.gid),
+        Ok(None) => Err(format!("no group named {name:?}")),
+        Err(err) => Err(format!("cannot look up group {name:?}: {err}")),
+    }
 }
 
 fn level<'de, D: Deserializer<'de>>(deserializer: D) -> Result<log::LevelFilter, D::Error> {
@@ -277,7 +309,6 @@ impl Config {
         let data_dir = resolve(&file.paths.data_dir);
         let config = Config {
             source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-            text: text.to_string(),
             database: file
                 .paths
                 .database
@@ -305,16 +336,6 @@ impl Config {
         };
         config.validate()?;
         Ok(config)
-    }
-
-    /// The timing the supervisor loop applies.
-    pub fn timing(&self) -> crate::supervisor::Timing {
-        crate::supervisor::Timing {
-            kill_grace: self.timeouts.kill_grace,
-            min_grace: self.timeouts.min_grace,
-            descendant_scan: self.timeouts.descendant_scan,
-            max_log_bytes: self.limits.max_log_bytes,
-        }
     }
 
     fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
@@ -356,8 +377,7 @@ impl Config {
             }
         }
         if let Some(group) = &self.control.group {
-            crate::control::access::Policy::new(Some(group), false)
-                .map_err(|message| self.invalid("control.group", message))?;
+            group_id(group).map_err(|message| self.invalid("control.group", message))?;
         }
         if self.limits.max_log_bytes < 4096 {
             return Err(self.invalid(
@@ -412,64 +432,78 @@ impl Config {
         Ok(())
     }
 
+    /// The file form of this config, every path resolved: what [`Config::running_text`] and
+    /// [`Config::changes_from`] are derived from, so no key can be forgotten by either.
+    fn file_form(&self) -> FileConfig {
+        FileConfig {
+            paths: FilePaths {
+                data_dir: self.data_dir.clone(),
+                database: Some(self.database.clone()),
+                plugins_dirs: self.plugins_dirs.clone(),
+            },
+            limits: self.limits.clone(),
+            timeouts: self.timeouts.clone(),
+            control: FileControl {
+                socket: Some(self.control.socket.clone()),
+                max_frame_bytes: self.control.max_frame_bytes,
+                allow_debug_spawn: self.control.allow_debug_spawn,
+                group: self.control.group.clone(),
+                public_read: self.control.public_read,
+            },
+            log: self.log.clone(),
+            plugins: self.plugins.clone(),
+        }
+    }
+
+    /// This config as a file (every path absolute): what a worker is handed, so it runs with the
+    /// config its daemon runs with — including the paths the daemon kept across a reload — even
+    /// if the file was changed (or broken) since.
+    pub fn running_text(&self) -> String {
+        toml::to_string(&self.file_form()).expect("a config serializes")
+    }
+
     /// The differences between two configs, one line per changed key, for logging a reload.
     pub fn changes_from(&self, old: &Config) -> Vec<String> {
-        let flat = |c: &Config| -> BTreeMap<&'static str, String> {
-            BTreeMap::from([
-                ("paths.data_dir", c.data_dir.display().to_string()),
-                ("paths.database", c.database.display().to_string()),
-                ("paths.plugins_dirs", format!("{:?}", c.plugins_dirs)),
-                (
-                    "limits.max_crawl_workers",
-                    c.limits.max_crawl_workers.to_string(),
-                ),
-                (
-                    "limits.max_snapshot_workers",
-                    c.limits.max_snapshot_workers.to_string(),
-                ),
-                (
-                    "limits.max_result_attempts",
-                    c.limits.max_result_attempts.to_string(),
-                ),
-                ("limits.max_log_bytes", c.limits.max_log_bytes.to_string()),
-                ("timeouts.hook_timeout", humantime(c.timeouts.hook_timeout)),
-                ("timeouts.kill_grace", humantime(c.timeouts.kill_grace)),
-                ("timeouts.min_grace", humantime(c.timeouts.min_grace)),
-                ("timeouts.lease", humantime(c.timeouts.lease)),
-                (
-                    "timeouts.descendant_scan",
-                    humantime(c.timeouts.descendant_scan),
-                ),
-                (
-                    "timeouts.retry_backoff",
-                    humantime(c.timeouts.retry_backoff),
-                ),
-                ("plugins", format!("{:?}", c.plugins)),
-                ("control.socket", c.control.socket.display().to_string()),
-                (
-                    "control.max_frame_bytes",
-                    c.control.max_frame_bytes.to_string(),
-                ),
-                (
-                    "control.allow_debug_spawn",
-                    c.control.allow_debug_spawn.to_string(),
-                ),
-                ("control.group", format!("{:?}", c.control.group)),
-                ("control.public_read", c.control.public_read.to_string()),
-                ("log.level", c.log.level.to_string()),
-            ])
-        };
-        let (before, after) = (flat(old), flat(self));
-        after
-            .iter()
-            .filter(|(key, value)| before.get(*key) != Some(value))
-            .map(|(key, value)| format!("{key}: {} -> {value}", before[key]))
+        let (before, after) = (flatten(&old.file_form()), flatten(&self.file_form()));
+        let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        let absent = String::from("(unset)");
+        keys.into_iter()
+            .filter(|key| before.get(*key) != after.get(*key))
+            .map(|key| {
+                let old = before.get(key).unwrap_or(&absent);
+                let new = after.get(key).unwrap_or(&absent);
+                format!("{key}: {old} -> {new}")
+            })
             .collect()
     }
 }
 
-fn humantime(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
+/// A config as dotted keys and their values (tables of plugins included).
+fn flatten(file: &FileConfig) -> BTreeMap<String, String> {
+    fn walk(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (key, value) in table {
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    walk(&path, value, out);
+                }
+            }
+            toml::Value::String(text) => {
+                out.insert(prefix.to_string(), text.clone());
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    let value = toml::Value::try_from(file).expect("a config serializes");
+    walk("", &value, &mut out);
+    out
 }
 
 fn parse_file(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
@@ -530,13 +564,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let documented = Config::parse(&path, &text).unwrap();
         let defaults = Config::parse(&path, "").unwrap();
-        assert_eq!(
-            Config {
-                text: String::new(),
-                ..documented
-            },
-            defaults
-        );
+        assert_eq!(documented, defaults);
     }
 
     #[test]
@@ -599,6 +627,41 @@ mod tests {
     fn bad_log_level_is_refused() {
         let err = parse("[log]\nlevel = \"loud\"\n").unwrap_err().to_string();
         assert!(err.contains("log.level"), "{err}");
+    }
+
+    #[test]
+    fn the_running_text_parses_back_to_the_same_config_from_anywhere() {
+        let config = parse(
+            "[paths]\ndata_dir = \"d\"\n[plugins.wget]\nenabled = false\ntimeout = \"5s\"\n\
+             [plugins.wget.env]\nA = \"1\"\n[log]\nlevel = \"debug\"\n",
+        )
+        .unwrap();
+        let again = Config::parse(Path::new("/elsewhere/x.toml"), &config.running_text()).unwrap();
+        assert_eq!(
+            Config {
+                source: config.source.clone(),
+                ..again
+            },
+            config
+        );
+    }
+
+    #[test]
+    fn changes_cover_every_key_including_plugins() {
+        let old = parse("").unwrap();
+        let new = parse(
+            "[control]\npublic_read = true\n[plugins.wget]\nenabled = false\n[log]\nlevel = \"warn\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            new.changes_from(&old),
+            vec![
+                "control.public_read: false -> true".to_string(),
+                "log.level: info -> warn".to_string(),
+                "plugins.wget.enabled: (unset) -> false".to_string(),
+            ]
+        );
+        assert!(new.changes_from(&new).is_empty());
     }
 
     #[test]

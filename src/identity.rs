@@ -1,7 +1,7 @@
 //! Process identity: which process a stored pid really means.
 //!
 //! Invariant: a pid is never used alone. Every pid abxd stores is paired with the boot id and the
-//! process start time (clock ticks since boot, field 22 of `/proc/PID/stat`), and [`check`] is the
+//! process start time (clock ticks since boot, field 22 of `/proc/PID/stat`, read by `procstat`), and [`check`] is the
 //! one answer to "is this row's process alive and still the same process". A zombie counts as gone:
 //! it can run no code and will never exit again.
 
@@ -59,19 +59,8 @@ pub fn boot_id() -> &'static str {
 }
 
 /// A process's state letter and start time, or `None` when no process has this pid.
-///
-/// One read of `/proc/PID/stat` (the check `abxctl ps` makes for every live row, so it is kept
-/// to that): the fields after the command's closing parenthesis (the command may hold spaces and
-/// parentheses) are the state (field 3) … start time (field 22).
 fn stat_of(pid: i32) -> Option<(char, u64)> {
-    if pid <= 0 {
-        return None;
-    }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let start_ticks = fields.nth(22 - 4)?.parse().ok()?;
-    Some((state, start_ticks))
+    crate::procstat::read(pid).map(|stat| (stat.state, stat.start_ticks))
 }
 
 /// The identity of the live process `pid` has now, or `None` if there is none (zombies included).

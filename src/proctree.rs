@@ -1,25 +1,14 @@
-//! Process trees through procfs: the descendants of a process, and the processes that carry a
-//! row's marker.
+//! Process trees through procfs: one live process as read now, and the descendants of a process.
 //!
 //! Invariants: everything here only reads procfs, and everything it returns is a live process
 //! with its identity read at the time (zombies are gone); a process is found as a descendant when
 //! it is a child (through `/proc/PID/task/*/children`, or a scan of `/proc/*/stat` by ppid where
-//! the kernel lacks that file) of a process found before, and by marker when its environment
-//! carries both `ABXD_PROCESS_ID=<row>` and this database's `ABXD_INSTANCE` — which finds what
-//! double-forked, changed its session or group, and was re-parented away.
+//! the kernel lacks that file) of a process found before. (What left the tree is found by its
+//! marker: see `marker`.)
 
 use crate::identity::{self, Identity};
-use std::collections::{BTreeMap, HashSet};
-
-/// The environment variable that names the database (instance) and boot a marked process
-/// belongs to.
-pub const INSTANCE_ENV: &str = "ABXD_INSTANCE";
-
-/// The marker namespace of a database in this boot: `<instance id>@<boot id>`. A process of
-/// another database, or of an earlier boot, never matches it.
-pub fn namespace(instance_id: &str) -> String {
-    format!("{instance_id}@{}", identity::boot_id())
-}
+use crate::procstat;
+use std::collections::HashSet;
 
 /// A live process as found in procfs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,21 +23,23 @@ pub struct Found {
 
 /// Reads one live process, or `None` if it is gone or a zombie.
 pub fn read(pid: i32) -> Option<Found> {
-    let process = procfs::process::Process::new(pid).ok()?;
-    let stat = process.stat().ok()?;
-    if matches!(stat.state, 'Z' | 'X') {
-        return None;
-    }
-    let argv = process
-        .cmdline()
+    let stat = procstat::read(pid).filter(|stat| !stat.is_zombie())?;
+    let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
         .ok()
-        .filter(|a| !a.is_empty())
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|arg| !arg.is_empty())
+                .map(|arg| String::from_utf8_lossy(arg).into_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|argv| !argv.is_empty())
         .unwrap_or_else(|| vec![format!("[{}]", stat.comm)]);
     Some(Found {
         identity: Identity {
             boot_id: identity::boot_id().to_string(),
             pid,
-            start_ticks: stat.starttime,
+            start_ticks: stat.start_ticks,
         },
         ppid: stat.ppid,
         pgid: stat.pgrp,
@@ -57,7 +48,7 @@ pub fn read(pid: i32) -> Option<Found> {
     })
 }
 
-fn all_pids() -> Vec<i32> {
+pub(crate) fn all_pids() -> Vec<i32> {
     std::fs::read_dir("/proc")
         .map(|entries| {
             entries
@@ -69,11 +60,9 @@ fn all_pids() -> Vec<i32> {
 
 /// The parent of `pid` if it is a zombie (ended, waiting to be reaped by that parent).
 pub fn zombie_parent(pid: i32) -> Option<i32> {
-    procfs::process::Process::new(pid)
-        .and_then(|p| p.stat())
-        .ok()
-        .filter(|s| s.state == 'Z')
-        .map(|s| s.ppid)
+    procstat::read(pid)
+        .filter(|stat| stat.state == 'Z')
+        .map(|stat| stat.ppid)
 }
 
 /// Whether `pid` is a zombie waiting for the calling process to reap it.
@@ -127,52 +116,6 @@ pub fn descendants_of(roots: &[i32]) -> Vec<Found> {
         }
     }
     found
-}
-
-/// Live processes carrying the marker of any of `rows` for `instance`, by row.
-pub fn marked(instance: &str, rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
-    if rows.is_empty() {
-        return BTreeMap::new();
-    }
-    marked_where(instance, |row| rows.contains(&row))
-}
-
-/// Every live process carrying a marker of `instance`, by row.
-pub fn marked_any(instance: &str) -> BTreeMap<i64, Vec<Found>> {
-    marked_where(instance, |_| true)
-}
-
-fn marked_where(instance: &str, wanted: impl Fn(i64) -> bool) -> BTreeMap<i64, Vec<Found>> {
-    let mut by_row: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
-    let instance_var = format!("{INSTANCE_ENV}={instance}");
-    let me = std::process::id() as i32;
-    for pid in all_pids() {
-        if pid == me {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let mut ours = false;
-        let mut row = None;
-        for var in environ.split(|&b| b == 0) {
-            if var == instance_var.as_bytes() {
-                ours = true;
-            } else if let Some(value) = var.strip_prefix(crate::spawn::PROCESS_ID_ENV.as_bytes()) {
-                row = value
-                    .strip_prefix(b"=")
-                    .and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
-            }
-        }
-        if let (true, Some(row)) = (ours, row) {
-            if wanted(row) {
-                if let Some(process) = read(pid) {
-                    by_row.entry(row).or_default().push(process);
-                }
-            }
-        }
-    }
-    by_row
 }
 
 #[cfg(test)]

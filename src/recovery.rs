@@ -15,9 +15,11 @@
 //! no owner row exists.
 
 use crate::config::Config;
-use crate::identity::{self, Identity, Liveness};
+use crate::identity;
+use crate::liveness::{self, owner_alive, why_gone};
+use crate::marker;
 use crate::proctree;
-use crate::store::{now_ms, HookResult, Queue, ResultStatus, Store, StoreError};
+use crate::store::{now_ms, HookResult, Kind, Queue, ResultStatus, Store, StoreError, WorkStatus};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -63,19 +65,6 @@ impl WorkPlan {
     }
 }
 
-/// Why the process of `identity` is not running any more, or `None` if it is.
-pub(crate) fn why_gone(identity: &Identity) -> Option<String> {
-    match identity::check(identity) {
-        Liveness::Alive => None,
-        Liveness::Gone => Some("process gone".to_string()),
-        Liveness::Reused => Some(format!(
-            "pid {} now belongs to another process (start time differs)",
-            identity.pid
-        )),
-        Liveness::OtherBoot => Some("recorded during an earlier boot".to_string()),
-    }
-}
-
 /// Finds the lost rows and the orphan trees. `this_orchestrator` is the row of the running
 /// daemon (not an orphan of anything).
 pub fn reconcile(
@@ -106,7 +95,7 @@ pub fn reconcile(
         }
     }
     // One marker scan for the whole reconciliation (each reads every process's environment).
-    let marked = proctree::marked_any(instance);
+    let marked = marker::marked_any(instance);
     // A live process whose parent row is not alive roots an orphan tree. (A live orchestrator row
     // is a running daemon — the data-dir lock allows only one — never an orphan.)
     let mut covered: BTreeSet<i64> = BTreeSet::new();
@@ -114,7 +103,7 @@ pub fn reconcile(
         let parent_alive = row
             .parent_id
             .is_some_and(|p| alive.contains(&p) || Some(p) == this_orchestrator);
-        if parent_alive || row.kind == crate::store::Kind::Orchestrator {
+        if parent_alive || row.kind == Kind::Orchestrator {
             continue;
         }
         let subtree = store.live_subtree(row.id)?;
@@ -191,32 +180,23 @@ fn tree_pids(
 /// Makes the lost rows final.
 pub fn apply_lost(store: &mut Store, lost: &[LostRow]) -> Result<(), StoreError> {
     let rows: Vec<(i64, &str)> = lost.iter().map(|l| (l.row, l.why.as_str())).collect();
-    store.record_lost(&rows)
+    liveness::finish_lost(store, &rows)
 }
 
-/// Whether a work row's owner is a live process (not one of `dead_rows`).
-fn owner_alive(
-    store: &Store,
-    owner: Option<i64>,
-    dead_rows: &BTreeSet<i64>,
-) -> Result<bool, StoreError> {
-    let Some(owner) = owner else {
-        return Ok(false);
-    };
-    if dead_rows.contains(&owner) {
-        return Ok(false);
+/// Recovers the started work (of `crawl`, or all) whose owner is dead, logging each action: the
+/// one way both the daemon (a dead crawl worker) and a crawl worker (a dead snapshot worker)
+/// recover. With `back_off`, requeued work waits by its restart count.
+pub fn recover_ownerless(
+    store: &mut Store,
+    config: &Config,
+    crawl: Option<i64>,
+    back_off: bool,
+) -> Result<(), StoreError> {
+    let plan = plan_work(store, config, crawl, &BTreeSet::new())?;
+    for line in describe(&Reconciliation::default(), &plan) {
+        log::info!("recovery: {line}");
     }
-    let Some(row) = store.process(owner)? else {
-        return Ok(false);
-    };
-    if !row.status.is_live() {
-        return Ok(false);
-    }
-    Ok(match &row.identity {
-        Some(id) => identity::check(id).is_alive(),
-        // Started without its identity written (a failed write): its marker says if it runs.
-        None => !proctree::marked(&store.marker_namespace()?, &[owner]).is_empty(),
-    })
+    apply_work(store, config, &plan, back_off)
 }
 
 /// Plans the recovery of started work whose owner is not alive, within `crawl` if given.
@@ -249,15 +229,15 @@ pub fn plan_work(
         // Whether every result is (or is made) final.
         let mut all_final = !results.is_empty();
         for result in results {
-            match result.status.as_str() {
-                "started" if result.attempts >= max_attempts => {
+            match result.status {
+                ResultStatus::Started if result.attempts >= max_attempts => {
                     plan.fail_results.push((result.id, result.attempts))
                 }
-                "started" => {
+                ResultStatus::Started => {
                     plan.retry_results.push(result.id);
                     all_final = false;
                 }
-                "queued" => all_final = false,
+                ResultStatus::Queued => all_final = false,
                 _ => {}
             }
         }
@@ -287,7 +267,7 @@ pub fn plan_work(
         let all_sealed = !snapshots.is_empty()
             && snapshots
                 .iter()
-                .all(|s| s.status == "sealed" || sealed_now.contains(&s.id));
+                .all(|s| s.status == WorkStatus::Sealed || sealed_now.contains(&s.id));
         let crawl_results: Vec<HookResult> = store
             .results(crawl_id)?
             .into_iter()
@@ -295,7 +275,10 @@ pub fn plan_work(
             .collect();
         if all_sealed {
             // Its crawl hooks were only waiting for the end: an interrupted one is final now.
-            for result in crawl_results.iter().filter(|r| r.status == "started") {
+            for result in crawl_results
+                .iter()
+                .filter(|r| r.status == ResultStatus::Started)
+            {
                 plan.fail_results.push((result.id, result.attempts));
             }
             plan.seal_crawls.push(crawl_id);

@@ -6,7 +6,9 @@
 //! never hides it and never corrects it (reconciliation is the daemon's job).
 
 use crate::identity::{self, Liveness};
-use crate::store::{now_ms, HookResult, ProcessRow, Status, Store, StoreError};
+use crate::store::{
+    now_ms, Crawl, HookResult, ProcessRow, ResultStatus, Status, Store, StoreError, WorkStatus,
+};
 use comfy_table::{presets, ContentArrangement, Table};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -301,23 +303,22 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
     let now = now_ms();
     for crawl in crawls {
         let snapshots = store.snapshots(crawl.id)?;
-        let sealed = snapshots.iter().filter(|s| s.status == "sealed").count();
+        let sealed = snapshots
+            .iter()
+            .filter(|s| s.status == WorkStatus::Sealed)
+            .count();
         let results = store.results(crawl.id)?;
-        let count = |status: &str| results.iter().filter(|r| r.status == status).count();
-        let status = match &crawl.outcome {
-            Some(outcome) if crawl.status == "sealed" => format!("sealed ({outcome})"),
-            _ => crawl.status.clone(),
-        };
+        let count = |status| results.iter().filter(|r| r.status == status).count();
         table.add_row([
             crawl.id.to_string(),
-            status,
+            crawl_status(&crawl),
             crawl.max_depth.to_string(),
             format!("{sealed}/{}", snapshots.len()),
             format!(
                 "{} ok, {} failed, {} skipped",
-                count("succeeded"),
-                count("failed"),
-                count("skipped")
+                count(ResultStatus::Succeeded),
+                count(ResultStatus::Failed),
+                count(ResultStatus::Skipped)
             ),
             short_duration(now - crawl.created_at),
             crawl.urls.join(" "),
@@ -336,7 +337,7 @@ fn results_table(results: &[&HookResult]) -> Table {
         };
         table.add_row([
             result.hook.clone(),
-            result.status.clone(),
+            result.status.to_string(),
             time,
             bytes(result.output_size),
             result.output_files.len().to_string(),
@@ -358,13 +359,10 @@ pub fn crawl_report(
     let results = store.results(crawl_id)?;
     let snapshots = store.snapshots(crawl_id)?;
     let mut out = String::new();
-    let status = match &crawl.outcome {
-        Some(outcome) if crawl.status == "sealed" => format!("sealed ({outcome})"),
-        _ => crawl.status.clone(),
-    };
     out.push_str(&format!(
-        "crawl {}: {status}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
+        "crawl {}: {}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
         crawl.id,
+        crawl_status(&crawl),
         crawl.max_depth,
         snapshots.len(),
         crawl.urls.join(" "),
@@ -394,10 +392,18 @@ pub fn crawl_report(
     Ok(Some(out))
 }
 
+/// A crawl's status as shown: `sealed (cancelled)`, `started`, …
+fn crawl_status(crawl: &Crawl) -> String {
+    match crawl.outcome {
+        Some(outcome) if crawl.status == WorkStatus::Sealed => format!("sealed ({outcome})"),
+        _ => crawl.status.to_string(),
+    }
+}
+
 /// Follows a crawl for a person: a line each time a result starts or ends.
 #[derive(Debug, Default)]
 pub struct Progress {
-    reported: HashMap<i64, String>,
+    reported: HashMap<i64, ResultStatus>,
 }
 
 impl Progress {
@@ -410,16 +416,18 @@ impl Progress {
             .collect();
         let mut lines = Vec::new();
         for result in store.results(crawl_id)? {
-            if self.reported.get(&result.id) == Some(&result.status) || result.status == "queued" {
+            if self.reported.get(&result.id) == Some(&result.status)
+                || result.status == ResultStatus::Queued
+            {
                 continue;
             }
-            self.reported.insert(result.id, result.status.clone());
+            self.reported.insert(result.id, result.status);
             let place = result
                 .snapshot_id
                 .and_then(|id| snapshots.get(&id).cloned())
                 .unwrap_or_else(|| "crawl".into());
-            let detail = match result.status.as_str() {
-                "started" => String::new(),
+            let detail = match result.status {
+                ResultStatus::Started => String::new(),
                 _ => format!(
                     " {} {}",
                     bytes(result.output_size),

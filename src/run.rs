@@ -81,7 +81,7 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
             Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
             Err(err) => log::error!("progress: {err}"),
         }
-        sealed = matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == "sealed");
+        sealed = matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == crate::store::WorkStatus::Sealed);
         sealed
     })?;
     let store = crate::store::Store::open_read_only(&database)?;

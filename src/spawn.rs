@@ -9,14 +9,12 @@
 //! caller: std's `Command` without `pre_exec` takes the `posix_spawn` path.
 
 use crate::identity::{self, Identity};
+use crate::marker::{INSTANCE_ENV, PROCESS_ID_ENV};
 use crate::store::{EndReason, NewProcess, Store, StoreError};
 use std::fs::{File, OpenOptions};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-/// The environment variable that marks a process, and everything it starts, as belonging to row N.
-pub const PROCESS_ID_ENV: &str = "ABXD_PROCESS_ID";
 
 /// Variables a child must not inherit: they speak for the supervisor to its own service manager.
 const SUPERVISOR_ONLY_ENV: &[&str] = &[
@@ -160,7 +158,7 @@ fn start(
     }
     command.envs(request.env.iter().map(|(k, v)| (k, v)));
     command.env(PROCESS_ID_ENV, row_id.to_string());
-    command.env(crate::proctree::INSTANCE_ENV, instance);
+    command.env(INSTANCE_ENV, instance);
     let child = command.spawn().map_err(|cause| SpawnError::Exec {
         program: program.to_string(),
         cause,

@@ -18,13 +18,15 @@
 //!   finished on a scan made after its last member was seen gone.
 
 use crate::identity::{self, Identity};
+use crate::liveness::{self, Recording};
+use crate::marker;
 use crate::proctree::{self, Found};
+use crate::signal::Signal;
 use crate::store::{now_ms, EndReason, Kind, Store};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
-use rustix::process::{pidfd_open, pidfd_send_signal, PidfdFlags, Signal};
-use serde::{Deserialize, Serialize};
+use rustix::process::{pidfd_open, pidfd_send_signal, PidfdFlags};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -51,14 +53,13 @@ pub struct Request {
     pub own_deadlines: bool,
     /// The end reason rows get from this teardown.
     pub reason: EndReason,
-    /// Record the end of every row of the tree when its process goes, whatever its kind: for
-    /// orphans, whose parents are gone and will reap nothing.
-    pub record_all: bool,
+    /// Which rows of the tree this teardown makes final when their process goes: `child` rows
+    /// only, or — for orphans, whose parents are gone and will reap nothing — every row.
+    pub recording: Recording,
 }
 
 /// What happened to one process of a torn-down tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "fate", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fate {
     /// It was gone before any signal reached it.
     AlreadyGone,
@@ -70,17 +71,16 @@ pub enum Fate {
     Survived { state: String },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessFate {
     pub row_id: Option<i64>,
     pub pid: i32,
     pub command: String,
-    #[serde(flatten)]
     pub fate: Fate,
 }
 
 /// The outcome of one finished teardown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     pub root_row: i64,
     pub complete: bool,
@@ -90,7 +90,8 @@ pub struct Report {
 struct Member {
     identity: Identity,
     row_id: Option<i64>,
-    kind: Option<Kind>,
+    /// Its row's kind (`child` for a process found without a row).
+    kind: Kind,
     command: String,
     pidfd: Option<OwnedFd>,
     token: Option<Token>,
@@ -123,11 +124,7 @@ pub struct DeadlineMap {
 }
 
 fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
-    pidfd_send_signal(pidfd, signal).is_ok()
-}
-
-fn signal_name(signal: Signal) -> nix::sys::signal::Signal {
-    nix::sys::signal::Signal::try_from(signal.as_raw()).unwrap_or(nix::sys::signal::Signal::SIGTERM)
+    pidfd_send_signal(pidfd, signal.to_rustix()).is_ok()
 }
 
 impl DeadlineMap {
@@ -157,14 +154,14 @@ impl DeadlineMap {
     /// this turn's shared scan if there is one that recent, else a new one.
     fn marked(&mut self, rows: &[i64], fresh_after: Option<Instant>) -> Vec<Found> {
         let Some(shared) = &mut self.shared_scan else {
-            return proctree::marked(&self.instance, rows)
+            return marker::marked(&self.instance, rows)
                 .into_values()
                 .flatten()
                 .collect();
         };
         let stale = |(at, _): &(Instant, _)| fresh_after.is_some_and(|after| *at <= after);
         if shared.as_ref().is_none_or(stale) {
-            *shared = Some((Instant::now(), proctree::marked_any(&self.instance)));
+            *shared = Some((Instant::now(), marker::marked_any(&self.instance)));
         }
         let (_, by_row) = shared.as_ref().expect("just made");
         rows.iter()
@@ -274,12 +271,13 @@ impl DeadlineMap {
             let Some(identity) = &row.identity else {
                 continue;
             };
-            let alive = identity::check(identity).is_alive();
-            let recordable = request.record_all || row.kind == Kind::Child;
-            if !alive && recordable && !proctree::is_unreaped_child(identity.pid) {
-                // Already gone, unseen: end its row now, or no one ever will.
+            if !identity::check(identity).is_alive() {
+                // Already gone, unseen: end its row now (if it is ours), or no one ever will.
                 let detail = "exit status unknown: it ended unobserved";
-                let _ = store.record_end(row.id, None, request.reason, Some(detail));
+                let (reason, recording) = (request.reason, request.recording);
+                liveness::finish_unobserved(
+                    store, row.id, row.kind, row.pid, recording, reason, detail,
+                );
             }
             if let Some(process) = proctree::read(identity.pid) {
                 if &process.identity == identity {
@@ -385,14 +383,18 @@ impl DeadlineMap {
                 // A descendant's end is recorded by whoever sees it first. A row of another kind
                 // (hook, worker) is made final by whoever reaps it — its parent, or the abxd
                 // process above it that it is re-parented to — which knows its status.
-                let recordable =
-                    tree.request.record_all || member.kind.is_none_or(|k| k == Kind::Child);
-                if recordable && !proctree::is_unreaped_child(pid) {
-                    if let Some(row) = member.row_id {
-                        let detail =
-                            "exit status unknown: not a child of the process that saw it end";
-                        let _ = store.record_end(row, None, reason, Some(detail));
-                    }
+                if let Some(row) = member.row_id {
+                    let detail = "exit status unknown: not a child of the process that saw it end";
+                    let recording = tree.request.recording;
+                    liveness::finish_unobserved(
+                        store,
+                        row,
+                        member.kind,
+                        Some(pid),
+                        recording,
+                        reason,
+                        detail,
+                    );
                 }
             }
         }
@@ -472,7 +474,7 @@ impl DeadlineMap {
             member.killed_at = Some(now);
             if let Some(fd) = &member.pidfd {
                 if let Some(row) = member.row_id {
-                    let _ = store.record_signal(row, nix::sys::signal::Signal::SIGKILL, None);
+                    let _ = store.record_signal(row, Signal::KILL, None);
                 }
                 send(fd, Signal::KILL);
             }
@@ -658,7 +660,7 @@ fn add_member(
     let mut member = Member {
         identity: process.identity.clone(),
         row_id,
-        kind: kind.or(Some(Kind::Child)),
+        kind: kind.unwrap_or(Kind::Child),
         command,
         pidfd: None,
         token: None,
@@ -673,12 +675,18 @@ fn add_member(
         // Gone between being found and being opened: its row (if it is ours to record) ends
         // here, or no one would ever end it.
         member.gone_at = Some(Instant::now());
-        let recordable = tree.request.record_all || member.kind == Some(Kind::Child);
-        if let (true, Some(row)) = (recordable, row_id) {
-            if !proctree::is_unreaped_child(pid) {
-                let detail = "exit status unknown: it ended as it was found";
-                let _ = store.record_end(row, None, tree.request.reason, Some(detail));
-            }
+        if let Some(row) = row_id {
+            let detail = "exit status unknown: it ended as it was found";
+            let (reason, recording) = (tree.request.reason, tree.request.recording);
+            liveness::finish_unobserved(
+                store,
+                row,
+                member.kind,
+                Some(pid),
+                recording,
+                reason,
+                detail,
+            );
         }
         tree.members.insert(pid, member);
         return;
@@ -698,7 +706,7 @@ fn add_member(
     // ended.
     if let Some(row) = row_id {
         let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
-        let _ = store.record_signal(row, signal_name(signal), Some(kill_at));
+        let _ = store.record_signal(row, signal, Some(kill_at));
     }
     member.pidfd = Some(pidfd);
     if send_now {

@@ -96,7 +96,7 @@ fn a_stranger_with_public_read_may_read_but_not_act_and_is_told_the_rule() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("abxd refused (PermissionDenied): permission denied: only root, user root may use this abxd (control.group)"),
+        stderr.contains("abxd refused (permission_denied): permission denied: only root, user root may use this abxd (control.group)"),
         "{stderr}"
     );
     assert!(daemon
@@ -371,7 +371,7 @@ fn hooks_that_cannot_run_or_misbehave_are_reported_and_the_snapshot_goes_on() {
         .collect();
     let said = |hook: &str| {
         let r = &results[hook];
-        (r.status.clone(), r.output.clone().unwrap_or_default())
+        (r.status.to_string(), r.output.clone().unwrap_or_default())
     };
     assert_eq!(
         said("on_Snapshot__10_not_executable.sh"),

@@ -251,7 +251,10 @@ fn abxctl_kill_on_a_snapshot_worker_interrupts_it_and_the_snapshot_runs_again() 
         "{output}"
     );
     let crawl_row = daemon.store().crawl(crawl).unwrap().unwrap();
-    assert_eq!(crawl_row.outcome.as_deref(), Some("cancelled"));
+    assert_eq!(
+        crawl_row.outcome,
+        Some(abxd::store::CrawlOutcome::Cancelled)
+    );
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     assert_nothing_left(&daemon);
 }

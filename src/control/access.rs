@@ -6,7 +6,7 @@
 //! world-connectable for that); everyone else is answered "permission denied" with the rule, and
 //! the attempt is logged.
 
-use nix::unistd::{Gid, Group, Uid, User};
+use nix::unistd::{Gid, Uid, User};
 
 /// What a connection may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,7 @@ impl Policy {
     pub fn new(group: Option<&str>, public_read: bool) -> Result<Policy, String> {
         let group = match group {
             None => None,
-            Some(name) => match Group::from_name(name) {
-                Ok(Some(found)) => Some((name.to_string(), found.gid)),
-                Ok(None) => return Err(format!("no group named {name:?}")),
-                Err(err) => return Err(format!("cannot look up group {name:?}: {err}")),
-            },
+            Some(name) => Some((name.to_string(), crate::config::group_id(name)?)),
         };
         Ok(Policy {
             daemon_uid: Uid::effective(),

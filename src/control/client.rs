@@ -2,10 +2,10 @@
 //!
 //! Invariant: a client never waits forever — connecting to a socket nobody listens on fails at
 //! once with [`ClientError::NotRunning`], and a daemon that does not answer in
-//! [`ANSWER_TIMEOUT`] is reported as such.
+//! [`ANSWER_TIMEOUT`] is reported as such. Framing is the protocol's (`protocol::read_frame`).
 
-use super::protocol::{self, Request, Response};
-use std::io::{BufRead, BufReader, Read, Write};
+use super::protocol::{self, FrameError, Request, Response};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,24 +61,16 @@ impl Client {
         stream
             .write_all(&protocol::encode_request(request))
             .map_err(io_err)?;
-        let mut line = Vec::new();
-        BufReader::new(stream)
-            .take(self.max_frame_bytes as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(io_err)?;
-        if line.last() != Some(&b'\n') {
-            return Err(if line.is_empty() {
-                ClientError::NoAnswer {
+        let frame =
+            protocol::read_frame(stream, self.max_frame_bytes).map_err(|err| match err {
+                FrameError::Closed => ClientError::NoAnswer {
                     socket: self.socket.clone(),
-                }
-            } else {
-                ClientError::Protocol(format!(
-                    "the answer from abxd is incomplete or larger than {} bytes",
-                    self.max_frame_bytes
-                ))
-            });
-        }
-        line.pop();
-        protocol::decode_response(&line).map_err(|err| ClientError::Protocol(err.message))
+                },
+                FrameError::TooLarge { max } => ClientError::Protocol(format!(
+                    "the answer from abxd is incomplete or larger than {max} bytes"
+                )),
+                FrameError::Io(cause) => io_err(cause),
+            })?;
+        protocol::decode_response(&frame).map_err(|err| ClientError::Protocol(err.message))
     }
 }

@@ -6,7 +6,7 @@
 //! is created with mode 0660 and removed when the server is dropped.
 
 use super::access::{Access, Policy};
-use super::protocol::{self, ErrorCode, Request, Response};
+use super::protocol::{self, Cut, ErrorCode, FrameBuffer, Request, Response};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Registry, Token};
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 struct Connection {
     stream: UnixStream,
     access: Access,
-    input: Vec<u8>,
+    input: FrameBuffer,
     output: Vec<u8>,
     /// Close once `output` is flushed.
     closing: bool,
@@ -56,13 +56,7 @@ impl Server {
         let bound = UnixListener::bind(path);
         nix::sys::stat::umask(old_mask);
         let mut listener = bound?;
-        if let Some(gid) = policy.group_id() {
-            nix::unistd::chown(path, None, Some(gid))?;
-        }
-        if policy.public_read() {
-            // Anyone may connect; what they may ask is checked per connection.
-            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o666))?;
-        }
+        apply_to_socket_file(path, &policy)?;
         registry.register(&mut listener, token, Interest::READABLE)?;
         Ok(Server {
             registry: registry.try_clone()?,
@@ -78,6 +72,14 @@ impl Server {
 
     pub fn set_max_frame_bytes(&mut self, bytes: usize) {
         self.max_frame_bytes = bytes;
+    }
+
+    /// Applies a new access policy: to the socket file (group, mode) now, and to connections
+    /// accepted from now on.
+    pub fn set_policy(&mut self, policy: Policy) -> std::io::Result<()> {
+        let applied = apply_to_socket_file(&self.path, &policy);
+        self.policy = policy;
+        applied
     }
 
     pub fn owns(&self, token: Token) -> bool {
@@ -192,7 +194,7 @@ impl Server {
                         Connection {
                             stream,
                             access,
-                            input: Vec::new(),
+                            input: FrameBuffer::default(),
                             output: Vec::new(),
                             closing: false,
                         },
@@ -213,6 +215,17 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Gives the socket file the group and mode `policy` asks for: owned by `control.group` (else
+/// the daemon's group), mode 0666 with `control.public_read` (anyone may connect; what they may
+/// ask is checked per connection), else 0660.
+fn apply_to_socket_file(path: &Path, policy: &Policy) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let group = policy.group_id().unwrap_or_else(nix::unistd::getegid);
+    nix::unistd::chown(path, None, Some(group))?;
+    let mode = if policy.public_read() { 0o666 } else { 0o660 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
 /// Answers a request now (`Some`) or later through [`Server::reply`] (`None`).
@@ -236,7 +249,7 @@ fn serve(
                 break;
             }
             Ok(n) => {
-                connection.input.extend_from_slice(&chunk[..n]);
+                connection.input.push(&chunk[..n]);
                 answer_complete_frames(connection, token, max_frame_bytes, policy, handle);
             }
             Err(err) if err.kind() == ErrorKind::WouldBlock => break,
@@ -270,12 +283,10 @@ fn answer_complete_frames(
     policy: &Policy,
     handle: &mut Handler<'_>,
 ) {
-    while let Some(end) = connection.input.iter().position(|&b| b == b'\n') {
-        let line: Vec<u8> = connection.input.drain(..=end).collect();
-        let response = if line.len() - 1 > max_frame_bytes {
-            Some(too_large(max_frame_bytes))
-        } else {
-            match protocol::decode_request(&line[..line.len() - 1]) {
+    while let Some(cut) = connection.input.next_frame(max_frame_bytes) {
+        let response = match cut {
+            Cut::Oversized => Some(too_large(max_frame_bytes)),
+            Cut::Frame(line) => match protocol::decode_request(&line) {
                 Ok(request) if connection.access == Access::Full || request.is_read_only() => {
                     handle(token, request)
                 }
@@ -287,7 +298,7 @@ fn answer_complete_frames(
                     log::warn!("control: bad request: {}", err.message);
                     Some(err.into_response())
                 }
-            }
+            },
         };
         if let Some(response) = response {
             connection
@@ -295,9 +306,9 @@ fn answer_complete_frames(
                 .extend_from_slice(&protocol::encode_response(&response));
         }
     }
-    if connection.input.len() > max_frame_bytes {
+    if connection.input.overflowed(max_frame_bytes) {
         log::warn!("control: request frame over {max_frame_bytes} bytes, closing the connection");
-        connection.input = Vec::new();
+        connection.input.clear();
         connection
             .output
             .extend_from_slice(&protocol::encode_response(&too_large(max_frame_bytes)));

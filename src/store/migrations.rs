@@ -120,6 +120,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE crawls ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE snapshots ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 5: per-crawl config overrides were never written nor read: the column goes.
+    r#"
+    ALTER TABLE crawls DROP COLUMN config;
+    "#,
 ];
 
 /// The schema version this build writes.

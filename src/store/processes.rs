@@ -4,62 +4,11 @@
 //! a row becomes final (`exited`, `lost`) exactly once and never changes status after that;
 //! sending a signal only records the signal and moves a row to `stopping`, never to `exited`.
 
-use super::{now_ms, Store, StoreError};
+use super::{now_ms, text_enum, Store, StoreError};
 use crate::identity::Identity;
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// Declares a string-valued enum stored as TEXT: its SQL/JSON names and conversions.
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name { $($variant),+ }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(format!(
-                        "unknown {} {other:?} (one of {})",
-                        stringify!($name).to_lowercase(),
-                        [$($text),+].join(", ")
-                    )),
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::from(self.as_str()))
-            }
-        }
-
-        impl FromSql for $name {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                value.as_str()?.parse().map_err(|e: String| FromSqlError::Other(e.into()))
-            }
-        }
-    };
-}
 
 text_enum!(
     /// What a process is in the tree (SPEC §1).
@@ -97,17 +46,49 @@ text_enum!(
 );
 
 impl Status {
-    /// Whether the row still claims a live process.
+    /// Whether the row still claims a live process. (Its SQL form is [`LIVE_STATUSES`].)
     pub fn is_live(self) -> bool {
         matches!(self, Status::Starting | Status::Running | Status::Stopping)
     }
 }
 
-/// How a reaped process ended: exactly one of an exit code or a terminating signal.
+/// The statuses of a row that claims a live process, as an SQL list: the one SQL form of
+/// [`Status::is_live`] (a test keeps the two equal).
+pub(crate) const LIVE_STATUSES: &str = "('starting', 'running', 'stopping')";
+
+impl Kind {
+    /// Whether a process of this kind supervises children: it reaps them and records their ends
+    /// (and, being a subreaper, those of what is re-parented to it).
+    pub fn is_supervisor(self) -> bool {
+        matches!(
+            self,
+            Kind::Orchestrator | Kind::CrawlWorker | Kind::SnapshotWorker
+        )
+    }
+
+    /// Whether it is a worker process (a crawl or snapshot worker).
+    pub fn is_worker(self) -> bool {
+        matches!(self, Kind::CrawlWorker | Kind::SnapshotWorker)
+    }
+}
+
+/// How a reaped process ended: exactly one of an exit code or a terminating signal (the raw
+/// number the kernel reported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitOutcome {
     Code(i32),
     Signal(i32),
+}
+
+impl std::fmt::Display for ExitOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitOutcome::Code(code) => write!(f, "exit code {code}"),
+            ExitOutcome::Signal(signal) => {
+                write!(f, "killed by {}", crate::signal::name_of_raw(*signal))
+            }
+        }
+    }
 }
 
 /// A process about to be started.
@@ -321,11 +302,11 @@ impl Store {
             Status::Exited
         };
         self.write(|tx| {
-            tx.prepare_cached(
+            tx.prepare_cached(&format!(
                 "UPDATE processes SET status = ?2, exit_code = ?3, exit_signal = ?4, \
                  ended_at = ?5, end_reason = ?6, end_detail = ?7 \
-                 WHERE id = ?1 AND status IN ('starting', 'running', 'stopping')",
-            )?
+                 WHERE id = ?1 AND status IN {LIVE_STATUSES}"
+            ))?
             .execute(params![id, status, code, signal, now_ms(), reason, detail])?;
             Ok(())
         })
@@ -336,10 +317,10 @@ impl Store {
     pub fn record_lost(&mut self, rows: &[(i64, &str)]) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
-            let mut statement = tx.prepare_cached(
+            let mut statement = tx.prepare_cached(&format!(
                 "UPDATE processes SET status = 'lost', ended_at = ?2, end_reason = 'lost', \
-                 end_detail = ?3 WHERE id = ?1 AND status IN ('starting', 'running', 'stopping')",
-            )?;
+                 end_detail = ?3 WHERE id = ?1 AND status IN {LIVE_STATUSES}"
+            ))?;
             for (id, detail) in rows {
                 statement.execute(params![id, now, detail])?;
             }
@@ -353,12 +334,13 @@ impl Store {
     pub fn record_signal(
         &mut self,
         id: i64,
-        signal: nix::sys::signal::Signal,
+        signal: crate::signal::Signal,
         kill_at: Option<i64>,
     ) -> Result<(), StoreError> {
-        let column = match signal {
-            nix::sys::signal::Signal::SIGKILL => "sigkill_at",
-            _ => "sigterm_at",
+        let column = if signal == crate::signal::Signal::KILL {
+            "sigkill_at"
+        } else {
+            "sigterm_at"
         };
         self.write(|tx| {
             tx.execute(
@@ -439,7 +421,7 @@ impl Store {
                        JOIN subtree s ON p.parent_id = s.id \
              ) \
              SELECT {COLUMNS} FROM processes JOIN subtree USING (id) \
-             WHERE status IN ('starting', 'running', 'stopping') ORDER BY depth, id"
+             WHERE status IN {LIVE_STATUSES} ORDER BY depth, id"
         ))?;
         let rows = statement.query_map([id], ProcessRow::from_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -451,7 +433,7 @@ impl Store {
             .conn()
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
-                     AND status IN ('starting', 'running', 'stopping') ORDER BY id DESC LIMIT 1"
+                     AND status IN {LIVE_STATUSES} ORDER BY id DESC LIMIT 1"
             ))?
             .query_row(
                 params![pid, crate::identity::boot_id()],
@@ -471,9 +453,9 @@ impl Store {
     /// Rows matching `filter`, oldest first.
     pub fn processes(&self, filter: &ProcessFilter) -> Result<Vec<ProcessRow>, StoreError> {
         let live = if filter.live_only {
-            "status IN ('starting', 'running', 'stopping')"
+            format!("status IN {LIVE_STATUSES}")
         } else {
-            "1"
+            "1".to_string()
         };
         let mut statement = self.conn().prepare_cached(&format!(
             "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) ORDER BY id"
@@ -486,10 +468,10 @@ impl Store {
 
     /// How many rows of each kind claim a live process.
     pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
-        let mut statement = self.conn().prepare_cached(
+        let mut statement = self.conn().prepare_cached(&format!(
             "SELECT kind, count(*) FROM processes \
-             WHERE status IN ('starting', 'running', 'stopping') GROUP BY kind",
-        )?;
+             WHERE status IN {LIVE_STATUSES} GROUP BY kind"
+        ))?;
         let counts = statement
             .query_map([], |row| {
                 Ok((row.get::<_, Kind>(0)?, row.get::<_, u64>(1)?))
@@ -502,6 +484,16 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sql_list_of_live_statuses_is_is_live() {
+        let live: Vec<String> = Status::ALL
+            .iter()
+            .filter(|s| s.is_live())
+            .map(|s| format!("'{s}'"))
+            .collect();
+        assert_eq!(LIVE_STATUSES, format!("({})", live.join(", ")));
+    }
 
     fn new_hook(parent: Option<i64>) -> NewProcess {
         NewProcess {
@@ -617,7 +609,7 @@ mod tests {
         assert_eq!(row.deadline_at, Some(row.started_at.unwrap() + 1000));
 
         store
-            .record_signal(id, nix::sys::signal::Signal::SIGTERM, None)
+            .record_signal(id, crate::signal::Signal::TERM, None)
             .unwrap();
         let row = store.process(id).unwrap().unwrap();
         assert_eq!(

@@ -5,7 +5,7 @@
 //! `retry_at` means owned and is never claimed by anyone else; only the owner renews it. A URL
 //! appears at most once per crawl. A result that succeeded is never reset.
 
-use super::{now_ms, Store, StoreError};
+use super::{now_ms, text_enum, Store, StoreError};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 use std::time::Duration;
@@ -19,11 +19,25 @@ pub enum Queue {
 }
 
 impl Queue {
+    /// What one row of it is called: `crawl`, `snapshot`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Queue::Crawls => "crawl",
+            Queue::Snapshots => "snapshot",
+        }
+    }
+
     fn table(self) -> &'static str {
         match self {
             Queue::Crawls => "crawls",
             Queue::Snapshots => "snapshots",
         }
+    }
+}
+
+impl std::fmt::Display for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.noun())
     }
 }
 
@@ -42,8 +56,8 @@ pub struct Crawl {
     pub urls: Vec<String>,
     pub max_depth: u32,
     pub plugins: Option<Vec<String>>,
-    pub status: String,
-    pub outcome: Option<String>,
+    pub status: WorkStatus,
+    pub outcome: Option<CrawlOutcome>,
     pub retry_at: i64,
     pub owner_id: Option<i64>,
     pub created_at: i64,
@@ -58,7 +72,7 @@ pub struct Snapshot {
     pub crawl_id: i64,
     pub url: String,
     pub depth: u32,
-    pub status: String,
+    pub status: WorkStatus,
     pub retry_at: i64,
     pub owner_id: Option<i64>,
     pub created_at: i64,
@@ -75,7 +89,7 @@ pub struct HookResult {
     pub snapshot_id: Option<i64>,
     pub plugin: String,
     pub hook: String,
-    pub status: String,
+    pub status: ResultStatus,
     pub process_id: Option<i64>,
     pub attempts: u32,
     pub output: Option<String>,
@@ -85,22 +99,41 @@ pub struct HookResult {
     pub ended_at: Option<i64>,
 }
 
-/// A final result status, as §4 of the spec derives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResultStatus {
-    Succeeded,
-    Failed,
-    Skipped,
-}
+text_enum!(
+    /// Where a crawl or a snapshot is: waiting (or backing off), owned by a worker, or done.
+    WorkStatus {
+        Queued => "queued",
+        Started => "started",
+        Sealed => "sealed",
+    }
+);
+
+text_enum!(
+    /// How a sealed crawl ended.
+    CrawlOutcome {
+        Finished => "finished",
+        Cancelled => "cancelled",
+    }
+);
+
+text_enum!(
+    /// Where the result of one hook is; the last three are final, as §4 of the spec derives them.
+    ResultStatus {
+        Queued => "queued",
+        Started => "started",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Skipped => "skipped",
+    }
+);
 
 impl ResultStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResultStatus::Succeeded => "succeeded",
-            ResultStatus::Failed => "failed",
-            ResultStatus::Skipped => "skipped",
-        }
+    /// Whether the result is final: the hook is never started again for it.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            ResultStatus::Succeeded | ResultStatus::Failed | ResultStatus::Skipped
+        )
     }
 }
 
@@ -178,7 +211,7 @@ impl HookResult {
     }
 
     pub fn is_final(&self) -> bool {
-        matches!(self.status.as_str(), "succeeded" | "failed" | "skipped")
+        self.status.is_final()
     }
 }
 
@@ -367,15 +400,24 @@ impl Store {
             .query_row([], |r| r.get(0))?)
     }
 
-    /// When the next queued row of `queue` becomes due, if one is waiting for a future time.
-    pub fn next_retry_at(&self, queue: Queue) -> Result<Option<i64>, StoreError> {
+    /// When the next queued row of `queue` becomes due (of snapshots, those of `crawl_id` if
+    /// given), if one is waiting.
+    pub fn next_retry_at(
+        &self,
+        queue: Queue,
+        crawl_id: Option<i64>,
+    ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
+        let scope = match queue {
+            Queue::Crawls => "?1 IS NULL OR ?1 IS NOT NULL",
+            Queue::Snapshots => "?1 IS NULL OR crawl_id = ?1",
+        };
         Ok(self
             .conn()
             .prepare_cached(&format!(
-                "SELECT min(retry_at) FROM {table} WHERE status = 'queued'"
+                "SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND ({scope})"
             ))?
-            .query_row([], |r| r.get(0))?)
+            .query_row([crawl_id], |r| r.get(0))?)
     }
 
     pub fn crawl(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
@@ -500,14 +542,7 @@ impl Store {
                 "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
                  output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded'",
             )?
-            .execute(params![
-                id,
-                status.as_str(),
-                output,
-                files,
-                output_size as i64,
-                now
-            ])?;
+            .execute(params![id, status, output, files, output_size as i64, now])?;
             Ok(())
         })
     }

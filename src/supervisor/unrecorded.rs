@@ -10,11 +10,9 @@
 //! recorded as such; only ends nobody saw are recorded `lost`, saying why. With no failed
 //! write, this costs nothing: no timer, no query.
 
-use crate::identity;
-use crate::proctree;
-use crate::recovery::why_gone;
-use crate::store::{EndReason, ExitOutcome, Kind, ProcessRow, Store};
-use crate::supervisor::parent_alive;
+use crate::liveness::{self, live_worker_between, parent_alive, why_gone};
+use crate::marker;
+use crate::store::{EndReason, ExitOutcome, Store};
 use std::time::{Duration, Instant};
 
 /// How long after a failed write the table is gone over again.
@@ -108,10 +106,7 @@ impl Unrecorded {
 
     fn write_all(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
         self.ends.retain(|end| {
-            let detail = Some(LATE);
-            store
-                .record_end(end.row, Some(end.outcome), end.reason, detail)
-                .is_err()
+            liveness::finish_reaped(store, end.row, end.outcome, end.reason, Some(LATE)).is_err()
         });
         if !self.ends.is_empty() {
             return false;
@@ -130,14 +125,17 @@ impl Unrecorded {
                     Some(identity) => why_gone(identity)?,
                     // Being started, or started without its identity written: alive.
                     None if parent_alive(store, row)
-                        || !proctree::marked(&self.instance, &[row.id]).is_empty() =>
+                        || !marker::marked(&self.instance, &[row.id]).is_empty() =>
                     {
                         return None
                     }
                     None => "never started: its parent ended while starting it".to_string(),
                 };
-                // A zombie is reaped, and recorded with its status, by its parent or subreaper.
-                if row.pid.and_then(proctree::zombie_parent).is_some() {
+                // A zombie of an abxd supervisor is reaped, and recorded with its status, there.
+                if row
+                    .pid
+                    .is_some_and(|pid| liveness::left_to_reaper(store, pid))
+                {
                     return None;
                 }
                 let another_records_it = live_worker_between(store, row, own_row);
@@ -152,27 +150,6 @@ impl Unrecorded {
             stale.len()
         );
         let stale: Vec<(i64, &str)> = stale.iter().map(|(id, why)| (*id, why.as_str())).collect();
-        store.record_lost(&stale).is_ok()
+        liveness::finish_lost(store, &stale).is_ok()
     }
-}
-
-/// Whether a worker process below `own_row` and above `row` is alive: it supervises `row` and
-/// records its end itself.
-fn live_worker_between(store: &Store, row: &ProcessRow, own_row: i64) -> bool {
-    let mut parent = row.parent_id;
-    while let Some(id) = parent.filter(|id| *id != own_row) {
-        let Ok(Some(above)) = store.process(id) else {
-            return false;
-        };
-        let worker = matches!(above.kind, Kind::CrawlWorker | Kind::SnapshotWorker);
-        if worker
-            && above
-                .identity
-                .is_some_and(|id| identity::check(&id).is_alive())
-        {
-            return true;
-        }
-        parent = above.parent_id;
-    }
-    false
 }

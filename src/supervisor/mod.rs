@@ -2,6 +2,11 @@
 //! workers and snapshot workers. It owns the `mio` loop, the signal pipe, the children, their
 //! deadlines, the teardown map, the descendant scan and the lease its process holds.
 //!
+//! One file per concern: `children` (the registry, deadlines, delayed stops), `descendants`
+//! (scans, leftovers, log caps), `lease`, `unrecorded` (ends a failed write left unwritten), and
+//! `decide` — the rules, as functions of state that return actions. This file is the loop: it
+//! turns readiness into facts, asks `decide`, and applies the answer.
+//!
 //! Invariants: the process that spawned a child is the one that reaps it, here and only here;
 //! a reaped child's row is made final here (one writer per row's lifecycle) before the caller
 //! hears of it, and so is the row of a descendant re-parented here (this process is a child
@@ -9,26 +14,34 @@
 //! the only timers are real deadlines (hook timeouts, SIGKILL deadlines, the descendant scan
 //! while hooks run, lease renewal, and the caller's own).
 
-use crate::identity::{self, Identity};
-use crate::proctree;
+mod children;
+pub mod decide;
+mod descendants;
+mod lease;
+mod unrecorded;
+
+use crate::config::Config;
+use crate::liveness;
 use crate::reaper;
+use crate::signal::Signal;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
-use crate::store::{EndReason, ExitOutcome, Kind, Lease, Store};
+use crate::store::{EndReason, ExitOutcome, Lease, Store};
 use crate::teardown::{self, DeadlineMap, Report};
-use crate::unrecorded::Unrecorded;
+use children::{Child, Children};
+use decide::Leftovers;
+use lease::LeaseKeeper;
 use mio::{Events, Interest, Poll, Registry, Token};
-use rustix::process::Signal;
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+use unrecorded::Unrecorded;
+
+pub use unrecorded::RETRY as UNRECORDED_RETRY;
 
 /// How long a just-started child may live before the end of its snapshot, crawl or daemon
 /// sends it SIGTERM.
 pub const STARTUP_ALLOWANCE: Duration = Duration::from_millis(250);
-
-/// The end detail of a descendant that ended where no one here could see its exit status.
-const UNKNOWN_EXIT: &str = "ended; exit status unknown (not a child of its supervisor)";
 
 /// The token of the signal pipe; callers register their own sources with tokens from 1 up to
 /// [`teardown::FIRST_TOKEN`].
@@ -46,7 +59,7 @@ pub enum Event {
         leaked: bool,
     },
     /// SIGTERM, SIGINT or SIGHUP arrived.
-    Signal(i32),
+    Signal(Signal),
     /// A source the caller registered is ready.
     Ready(Token),
     /// The caller's timer passed.
@@ -82,18 +95,6 @@ impl ChildPolicy {
     };
 }
 
-struct Child {
-    row_id: i64,
-    /// When it must be stopped for running too long.
-    deadline: Option<Instant>,
-    policy: ChildPolicy,
-    /// Descendants recorded so far: pid → (row, identity).
-    descendants: HashMap<i32, (i64, Identity)>,
-    /// Its stdout and stderr log files.
-    logs: (std::path::PathBuf, std::path::PathBuf),
-    started: Instant,
-}
-
 /// Timing settings the supervisor applies.
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
@@ -104,19 +105,29 @@ pub struct Timing {
     pub max_log_bytes: u64,
 }
 
+impl Timing {
+    /// The timing `config` asks for.
+    pub fn from_config(config: &Config) -> Timing {
+        Timing {
+            kill_grace: config.timeouts.kill_grace,
+            min_grace: config.timeouts.min_grace,
+            descendant_scan: config.timeouts.descendant_scan,
+            max_log_bytes: config.limits.max_log_bytes,
+        }
+    }
+}
+
 pub struct Supervisor {
     poll: Poll,
     signals: Signals,
     events: Events,
-    children: HashMap<i32, Child>,
+    children: Children,
     teardown: DeadlineMap,
     timing: Timing,
-    lease: Option<(Lease, Instant)>,
+    lease: LeaseKeeper,
     next_scan: Option<Instant>,
     /// Rows whose leaked processes are torn down with everything else, at the end.
     leftovers: Vec<i64>,
-    /// Stops of children too young to be signalled yet: (when, row, reason).
-    delayed_stops: Vec<(Instant, i64, EndReason)>,
     instance: String,
     /// Ends that failed to be written, retried once writes succeed again.
     unrecorded: Unrecorded,
@@ -139,13 +150,12 @@ impl Supervisor {
             poll,
             signals,
             events: Events::with_capacity(256),
-            children: HashMap::new(),
+            children: Children::default(),
             teardown,
             timing,
-            lease: None,
+            lease: LeaseKeeper::default(),
             next_scan: None,
             leftovers: Vec::new(),
-            delayed_stops: Vec::new(),
             unrecorded: Unrecorded::new(own_row, instance.clone()),
             instance,
         })
@@ -161,7 +171,7 @@ impl Supervisor {
 
     /// Holds `lease` from now on: it is renewed every third of its duration while we wait.
     pub fn hold_lease(&mut self, lease: Lease) {
-        self.lease = Some((lease, Instant::now() + lease.duration / 3));
+        self.lease.hold(lease, Instant::now());
     }
 
     /// Spawns a child; if its row has a timeout, it is stopped at its deadline.
@@ -172,10 +182,11 @@ impl Supervisor {
         policy: ChildPolicy,
     ) -> Result<Spawned, SpawnError> {
         let spawned = spawn::spawn(store, request)?;
+        let now = Instant::now();
         let deadline = request
             .process
             .timeout_ms
-            .map(|ms| Instant::now() + Duration::from_millis(ms.max(0) as u64));
+            .map(|ms| now + Duration::from_millis(ms.max(0) as u64));
         self.children.insert(
             spawned.identity.pid,
             Child {
@@ -184,11 +195,11 @@ impl Supervisor {
                 policy,
                 descendants: HashMap::new(),
                 logs: spawned.logs.clone(),
-                started: Instant::now(),
+                started: now,
             },
         );
         if policy.scan_descendants && self.next_scan.is_none() {
-            self.next_scan = Some(Instant::now() + self.timing.descendant_scan);
+            self.next_scan = Some(now + self.timing.descendant_scan);
         }
         Ok(spawned)
     }
@@ -200,11 +211,6 @@ impl Supervisor {
 
     pub fn child_count(&self) -> usize {
         self.children.len()
-    }
-
-    /// Row ids of the live children.
-    pub fn child_rows(&self) -> Vec<i64> {
-        self.children.values().map(|c| c.row_id).collect()
     }
 
     /// Tears down the subtree of row `row_id`: `signal` now, SIGKILL `grace` later.
@@ -224,7 +230,7 @@ impl Supervisor {
                 grace,
                 own_deadlines: false,
                 reason,
-                record_all: false,
+                recording: liveness::Recording::ChildRows,
             },
         );
     }
@@ -240,7 +246,7 @@ impl Supervisor {
                 grace: self.timing.kill_grace,
                 own_deadlines: false,
                 reason: EndReason::OrphanReaped,
-                record_all: true,
+                recording: liveness::Recording::AllRows,
             })
             .collect();
         self.teardown.start_sharing_scans();
@@ -255,19 +261,18 @@ impl Supervisor {
     /// once it is that old: a process just started has not yet had the chance to set up its
     /// SIGTERM handler.
     pub fn stop_all(&mut self, store: &mut Store, reason: EndReason) {
-        let now = Instant::now();
         let allowance = self.timing.min_grace.min(STARTUP_ALLOWANCE);
-        let mut roots: Vec<(i64, Instant)> = self
-            .children
-            .values()
-            .map(|c| (c.row_id, c.started + allowance))
-            .collect();
-        roots.extend(self.leftovers.drain(..).map(|row| (row, now)));
-        for (root, not_before) in roots {
-            if not_before > now {
-                self.delayed_stops.push((not_before, root, reason));
-            } else {
-                self.stop_at_end(store, root, reason);
+        let leftovers = std::mem::take(&mut self.leftovers);
+        let stops = decide::stop_all(
+            &self.children.roots(),
+            &leftovers,
+            Instant::now(),
+            allowance,
+        );
+        for stop in stops {
+            match stop.not_before {
+                Some(_) => self.children.delay(stop, reason),
+                None => self.stop_at_end(store, stop.row, reason),
             }
         }
     }
@@ -281,25 +286,9 @@ impl Supervisor {
                 grace: self.timing.min_grace,
                 own_deadlines: true,
                 reason,
-                record_all: false,
+                recording: liveness::Recording::ChildRows,
             },
         );
-    }
-
-    /// Begins the delayed stops that are due.
-    fn run_delayed_stops(&mut self, store: &mut Store, now: Instant) {
-        let due: Vec<(Instant, i64, EndReason)> = self
-            .delayed_stops
-            .iter()
-            .filter(|(at, ..)| *at <= now)
-            .copied()
-            .collect();
-        self.delayed_stops.retain(|(at, ..)| *at > now);
-        for (_, row, reason) in due {
-            if self.children.values().any(|c| c.row_id == row) {
-                self.stop_at_end(store, row, reason);
-            }
-        }
     }
 
     /// Moves every SIGKILL deadline to now.
@@ -314,15 +303,12 @@ impl Supervisor {
         store: &mut Store,
         timer: Option<Instant>,
     ) -> std::io::Result<Vec<Event>> {
-        let next_deadline = self.children.values().filter_map(|c| c.deadline).min();
-        let lease_due = self.lease.map(|(_, at)| at);
         let wake_at = [
             timer,
-            next_deadline,
-            lease_due,
+            self.children.next_deadline(),
+            self.lease.next_deadline(),
             self.teardown.next_deadline(),
             self.next_scan,
-            self.delayed_stops.iter().map(|(at, ..)| *at).min(),
             self.unrecorded.next_deadline(),
         ]
         .into_iter()
@@ -338,23 +324,15 @@ impl Supervisor {
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => return Ok(Vec::new()),
             Err(err) => return Err(err),
         }
-        Ok(self.handle_events(store, timer))
-    }
-
-    /// Acts on what `poll` returned, and on whatever is due; every teardown of this turn shares
-    /// one marker scan.
-    fn handle_events(&mut self, store: &mut Store, timer: Option<Instant>) -> Vec<Event> {
+        // Every teardown of this turn shares one marker scan.
         self.teardown.start_sharing_scans();
-        let out = self.handle_events_sharing_scans(store, timer);
+        let out = self.handle_events(store, timer);
         self.teardown.stop_sharing_scans();
-        out
+        Ok(out)
     }
 
-    fn handle_events_sharing_scans(
-        &mut self,
-        store: &mut Store,
-        timer: Option<Instant>,
-    ) -> Vec<Event> {
+    /// Acts on what `poll` returned, and on whatever is due.
+    fn handle_events(&mut self, store: &mut Store, timer: Option<Instant>) -> Vec<Event> {
         let mut out = Vec::new();
         let mut signalled = false;
         let mut gone = Vec::new();
@@ -367,29 +345,35 @@ impl Supervisor {
         }
         if signalled {
             let pending: Vec<i32> = self.signals.pending().collect();
-            for signal in pending {
-                match signal {
-                    SIGCHLD => self.reap(store, &mut out),
-                    other => out.push(Event::Signal(other)),
-                }
+            for signal in pending.into_iter().filter(|s| *s != SIGCHLD) {
+                out.extend(Signal::from_raw(signal).map(Event::Signal));
             }
         }
-        // Reap first, so a child's exit status is recorded before its pidfd says it is gone.
+        // Reap first (also without SIGCHLD: signals coalesce), so a child's exit status is
+        // recorded before its pidfd says it is gone.
         self.reap(store, &mut out);
         for token in gone {
             self.teardown.on_ready(store, token);
         }
         let now = Instant::now();
-        self.enforce_deadlines(store, now);
-        self.run_delayed_stops(store, now);
+        for row in self.children.take_overdue(now) {
+            log::info!("row {row} passed its deadline: stopping it");
+            let grace = self.timing.kill_grace;
+            self.stop(store, row, Signal::TERM, grace, EndReason::Timeout);
+        }
+        for (row, reason) in self.children.take_due_stops(now) {
+            self.stop_at_end(store, row, reason);
+        }
         self.teardown.expire(store, now);
         if self.next_scan.is_some_and(|at| at <= now) {
             self.scan_descendants(store);
         }
-        self.renew_lease(store, now, &mut out);
+        if self.lease.renew_if_due(store, now) {
+            out.push(Event::LeaseLost);
+        }
         let children = &self.children;
         self.unrecorded
-            .after_turn(store, now, |row| children.values().any(|c| c.row_id == row));
+            .after_turn(store, now, |row| children.has_row(row));
         out.extend(
             self.teardown
                 .take_completed()
@@ -412,7 +396,7 @@ impl Supervisor {
                 log::error!("exiting with ends still unrecorded: the database is not writable");
                 return;
             }
-            std::thread::sleep(crate::unrecorded::RETRY);
+            std::thread::sleep(UNRECORDED_RETRY);
         }
     }
 
@@ -430,34 +414,34 @@ impl Supervisor {
                 // A supervisor that failed may have left ends unwritten: look again soon.
                 self.unrecorded.look_again(Instant::now());
             }
-            let Some(child) = self.children.remove(&reaped.pid) else {
+            let Some(child) = self.children.remove(reaped.pid) else {
                 self.reaped_descendant(store, reaped.pid, reaped.outcome);
                 self.teardown.on_reaped(store, reaped.pid);
                 continue;
             };
             let row_id = child.row_id;
-            let reason = self.teardown.reason_for(row_id).unwrap_or_else(|| {
-                // Signalled by someone else's teardown (e.g. `abxctl kill`): killed by request.
-                match store.process(row_id) {
-                    Ok(Some(row)) if row.sigterm_at.is_some() || row.sigkill_at.is_some() => {
-                        EndReason::Killed
-                    }
-                    _ => EndReason::Exited,
-                }
-            });
+            let signalled_by_others = || {
+                matches!(store.process(row_id), Ok(Some(row))
+                    if row.sigterm_at.is_some() || row.sigkill_at.is_some())
+            };
+            let teardown_reason = self.teardown.reason_for(row_id);
+            let reason = decide::reason_for_reaped(
+                teardown_reason,
+                teardown_reason.is_none() && signalled_by_others(),
+            );
             log::debug!(
-                "row {row_id} (pid {}) ended: {:?}",
+                "row {row_id} (pid {}) ended: {}",
                 reaped.pid,
                 reaped.outcome
             );
-            if let Err(err) = store.record_end(row_id, Some(reaped.outcome), reason, None) {
+            if let Err(err) = liveness::finish_reaped(store, row_id, reaped.outcome, reason, None) {
                 log::error!("row {row_id}: cannot record its end (kept to retry): {err}");
                 self.unrecorded.end_failed(row_id, reaped.outcome, reason);
             }
             self.teardown.on_reaped(store, reaped.pid);
             if child.policy.scan_descendants {
                 for log in [&child.logs.0, &child.logs.1] {
-                    cap_log(log, self.timing.max_log_bytes);
+                    descendants::cap_log(log, self.timing.max_log_bytes);
                 }
             }
             let leaked = self.settle_leftovers(store, &child);
@@ -481,226 +465,62 @@ impl Supervisor {
                     .reason_for(row.id)
                     .unwrap_or(EndReason::Exited);
                 let detail = "re-parented to its supervisor, which reaped it";
-                let _ = store.record_end(row.id, Some(outcome), reason, Some(detail));
+                if let Err(err) =
+                    liveness::finish_reaped(store, row.id, outcome, reason, Some(detail))
+                {
+                    log::error!(
+                        "row {}: cannot record its end (kept to retry): {err}",
+                        row.id
+                    );
+                    self.unrecorded.end_failed(row.id, outcome, reason);
+                }
             }
             _ => log::debug!("reaped pid {pid} (re-parented, not recorded)"),
         }
     }
 
-    /// After a child exited: settles what it leaves. Rows below it whose process is gone are
-    /// made final (no one else will see them end); if processes of its subtree live on — by row,
-    /// or by marker for scanned children — the child is flagged leaking and they are torn down
-    /// now or at the end, by its policy. Returns whether it leaked.
+    /// After a child exited: settles what it leaves (see `descendants::count_leftovers`) and,
+    /// if processes of its subtree live on, flags it leaking and tears them down now or at the
+    /// end, as `decide::after_exit` says. Returns whether it leaked.
     fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
-        let mut alive = 0;
-        let below = store.live_subtree(child.row_id).unwrap_or_default();
-        // A row without identity may be a process whose start could not be recorded (a failed
-        // write): its marker tells whether it runs.
-        let unidentified: Vec<i64> = below
-            .iter()
-            .filter(|r| r.identity.is_none())
-            .map(|r| r.id)
-            .collect();
-        let running_unidentified = if unidentified.is_empty() {
-            Default::default()
-        } else {
-            proctree::marked(&self.instance, &unidentified)
-        };
-        alive += running_unidentified.values().map(Vec::len).sum::<usize>();
-        for row in below.iter().filter(|r| r.id != child.row_id) {
-            let live = row
-                .identity
-                .as_ref()
-                .is_some_and(|id| identity::check(id).is_alive());
-            // A zombie is reaped (and recorded) by its parent or by the abxd process it is
-            // re-parented to; a hook or worker row likewise. Only a descendant that is gone
-            // entirely is recorded here.
-            let zombie = row.pid.and_then(proctree::zombie_parent).is_some();
-            if live {
-                alive += 1;
-            } else if row.kind == Kind::Child && !zombie {
-                let _ = store.record_end(row.id, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
-            } else if row.identity.is_none()
-                && !running_unidentified.contains_key(&row.id)
-                && !parent_alive(store, row)
-            {
-                // Its parent died while starting it: it never ran, and no one else will say so.
-                let detail = "never started: its parent ended while starting it";
-                let _ = store.record_end(row.id, None, EndReason::Lost, Some(detail));
+        let alive = descendants::count_leftovers(
+            store,
+            &self.instance,
+            child.row_id,
+            child.policy.scan_descendants,
+        );
+        let leftovers = decide::after_exit(child.policy, alive);
+        if leftovers.leaked() {
+            log::warn!("row {} exited leaving processes behind", child.row_id);
+            if let Err(err) = store.set_leaking(child.row_id) {
+                log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
             }
         }
-        if child.policy.scan_descendants {
-            alive += proctree::marked(&self.instance, &[child.row_id])
-                .values()
-                .map(Vec::len)
-                .sum::<usize>();
+        match leftovers {
+            Leftovers::None => {}
+            Leftovers::StopNow => {
+                let grace = self.timing.kill_grace;
+                self.stop(store, child.row_id, Signal::TERM, grace, EndReason::Killed);
+            }
+            Leftovers::StopAtEnd => self.leftovers.push(child.row_id),
         }
-        if alive == 0 {
-            return false;
-        }
-        log::warn!("row {} exited leaving processes behind", child.row_id);
-        if let Err(err) = store.set_leaking(child.row_id) {
-            log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
-        }
-        if child.policy.leftovers_now {
-            self.stop(
-                store,
-                child.row_id,
-                Signal::TERM,
-                self.timing.kill_grace,
-                EndReason::Killed,
-            );
-        } else {
-            self.leftovers.push(child.row_id);
-        }
-        true
-    }
-
-    fn enforce_deadlines(&mut self, store: &mut Store, now: Instant) {
-        let overdue: Vec<i64> = self
-            .children
-            .values_mut()
-            .filter(|c| c.deadline.is_some_and(|d| d <= now))
-            .map(|c| {
-                c.deadline = None;
-                c.row_id
-            })
-            .collect();
-        for row in overdue {
-            log::info!("row {row} passed its deadline: stopping it");
-            self.stop(
-                store,
-                row,
-                Signal::TERM,
-                self.timing.kill_grace,
-                EndReason::Timeout,
-            );
-        }
+        leftovers.leaked()
     }
 
     /// Records the descendants of scanned children that appeared since the last scan, and the
-    /// end of those that went.
+    /// end of those that went; caps their logs.
     fn scan_descendants(&mut self, store: &mut Store) {
-        let scanned: Vec<i32> = self
-            .children
-            .iter()
-            .filter(|(_, c)| c.policy.scan_descendants)
-            .map(|(pid, _)| *pid)
-            .collect();
+        let scanned = self.children.scanned();
         self.next_scan =
             (!scanned.is_empty()).then(|| Instant::now() + self.timing.descendant_scan);
         for pid in scanned {
-            let child = self.children.get_mut(&pid).expect("listed above");
+            let Some(child) = self.children.get_mut(pid) else {
+                continue;
+            };
             for log in [&child.logs.0, &child.logs.1] {
-                cap_log(log, self.timing.max_log_bytes);
+                descendants::cap_log(log, self.timing.max_log_bytes);
             }
-            let mut rows: Vec<i64> = vec![child.row_id];
-            rows.extend(child.descendants.values().map(|(row, _)| *row));
-            let mut now_found: HashMap<i32, proctree::Found> = proctree::descendants_of(&[pid])
-                .into_iter()
-                .map(|f| (f.identity.pid, f))
-                .collect();
-            for found in proctree::marked(&self.instance, &rows)
-                .into_values()
-                .flatten()
-            {
-                now_found.entry(found.identity.pid).or_insert(found);
-            }
-            now_found.remove(&pid);
-            // Parents first, so a child's parent row exists when it is recorded.
-            let mut new: Vec<&proctree::Found> = now_found
-                .values()
-                .filter(|f| !child.descendants.contains_key(&f.identity.pid))
-                .collect();
-            new.sort_by_key(|f| f.identity.start_ticks);
-            for found in new {
-                let parent = child
-                    .descendants
-                    .get(&found.ppid)
-                    .map(|(row, _)| *row)
-                    .unwrap_or(child.row_id);
-                match store.record_descendant(parent, found) {
-                    Ok(row) => {
-                        child
-                            .descendants
-                            .insert(found.identity.pid, (row, found.identity.clone()));
-                    }
-                    Err(err) => log::error!("cannot record pid {}: {err}", found.identity.pid),
-                }
-            }
-            let ended: Vec<(i32, i64)> = child
-                .descendants
-                .iter()
-                .filter(|(pid, _)| !now_found.contains_key(pid))
-                .map(|(pid, (row, _))| (*pid, *row))
-                .collect();
-            for (gone, row) in ended {
-                child.descendants.remove(&gone);
-                if !proctree::is_unreaped_child(gone) {
-                    // (An unreaped one is recorded, with its status, by the reaper.)
-                    let _ = store.record_end(row, None, EndReason::Unknown, Some(UNKNOWN_EXIT));
-                }
-            }
+            descendants::scan(store, &self.instance, pid, child);
         }
-    }
-
-    fn renew_lease(&mut self, store: &mut Store, now: Instant, out: &mut Vec<Event>) {
-        let Some((lease, due)) = self.lease else {
-            return;
-        };
-        if due > now {
-            return;
-        }
-        match store.renew(&lease) {
-            Ok(true) => self.lease = Some((lease, now + lease.duration / 3)),
-            Ok(false) => {
-                log::error!("lost the lease on {:?} {}", lease.queue, lease.id);
-                self.lease = None;
-                out.push(Event::LeaseLost);
-            }
-            Err(err) => {
-                log::error!(
-                    "cannot renew the lease on {:?} {}: {err}",
-                    lease.queue,
-                    lease.id
-                );
-                self.lease = Some((lease, now + lease.duration / 10));
-            }
-        }
-    }
-}
-
-/// Whether the process of `row`'s parent row is alive.
-pub(crate) fn parent_alive(store: &Store, row: &crate::store::ProcessRow) -> bool {
-    row.parent_id
-        .and_then(|p| store.process(p).ok().flatten())
-        .and_then(|p| p.identity)
-        .is_some_and(|id| identity::check(&id).is_alive())
-}
-
-/// Truncates a log file that grew past `max` bytes, leaving a line that says so. The child keeps
-/// writing to it (it appends), so its size stays bounded by `max` plus what it writes between
-/// two scans.
-fn cap_log(path: &std::path::Path, max: u64) {
-    use std::io::Write;
-    let Ok(meta) = std::fs::metadata(path) else {
-        return;
-    };
-    if meta.len() <= max {
-        return;
-    }
-    let truncated = std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)
-        .and_then(|mut file| {
-            file.set_len(0)?;
-            writeln!(
-                file,
-                "[abxd: log truncated: it passed limits.max_log_bytes ({max} bytes)]"
-            )
-        });
-    match truncated {
-        Ok(()) => log::warn!("{} passed {max} bytes: truncated", path.display()),
-        Err(err) => log::error!("cannot truncate {}: {err}", path.display()),
     }
 }

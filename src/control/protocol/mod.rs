@@ -1,0 +1,165 @@
+//! The control protocol: what a request and an answer are (this file), and how they travel
+//! (`frame`: newline-delimited JSON frames, versioned, size-limited).
+//!
+//! A request frame is `{"version":1,"request":{"type":"status"}}`; an answer frame is
+//! `{"version":1,"response":{"type":"status",...}}` or `{"version":1,"response":{"type":"error",
+//! "code":"...","message":"..."}}`. Invariants: the types here are the protocol's own — an
+//! engine type never goes on the wire, so the engine can change without changing the protocol;
+//! decoding never panics and every malformed frame maps to an [`ErrorCode`] the peer is told
+//! about.
+
+mod frame;
+
+pub use frame::{
+    decode_request, decode_response, encode_request, encode_response, read_frame, Cut, DecodeError,
+    FrameBuffer, FrameError, VERSION,
+};
+
+use crate::signal::Signal;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Is the daemon up, since when, and what runs.
+    Status,
+    /// Enqueue a crawl (the daemon writes it, so whoever may act may add work without write
+    /// access to the database).
+    Add {
+        urls: Vec<String>,
+        #[serde(default)]
+        depth: u32,
+        /// The plugins to run; all enabled ones when absent.
+        #[serde(default)]
+        plugins: Option<Vec<String>>,
+    },
+    /// Tear down a live process of the table and its subtree. `row` or `pid` names it.
+    Kill {
+        #[serde(default)]
+        row: Option<i64>,
+        #[serde(default)]
+        pid: Option<i32>,
+        /// The first signal (its number on the wire); SIGTERM when absent.
+        #[serde(default)]
+        signal: Option<Signal>,
+        /// Time between the first signal and SIGKILL; `timeouts.kill_grace` when absent.
+        #[serde(default)]
+        grace_ms: Option<u64>,
+        /// Answer when the teardown is finished, with what happened to each process.
+        #[serde(default)]
+        wait: bool,
+    },
+    /// Stop a crawl for good: seal it as cancelled and tear its processes down.
+    Cancel { crawl_id: i64 },
+    /// Debug only (`control.allow_debug_spawn`): run a command as a child of the orchestrator.
+    Spawn {
+        argv: Vec<String>,
+        #[serde(default)]
+        cwd: Option<String>,
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+    },
+}
+
+impl Request {
+    /// Whether the request only reads (may be allowed to more peers than those that act).
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Request::Status)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Response {
+    Status(StatusInfo),
+    Spawned {
+        id: i64,
+        pid: i32,
+    },
+    /// The crawl was enqueued.
+    Added {
+        crawl_id: i64,
+    },
+    /// A teardown began; it was not asked to wait.
+    TeardownStarted {
+        row: i64,
+    },
+    /// A teardown finished.
+    TornDown(TeardownReport),
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    Malformed,
+    UnsupportedVersion,
+    UnknownRequest,
+    FrameTooLarge,
+    NotAllowed,
+    NotFound,
+    PermissionDenied,
+    TooManyConnections,
+    Failed,
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Its wire name: `not_found`, `permission_denied`, …
+        let name = serde_json::to_value(self).ok();
+        f.write_str(name.as_ref().and_then(|v| v.as_str()).unwrap_or("error"))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusInfo {
+    pub pid: u32,
+    pub version: String,
+    pub started_at_ms: i64,
+    pub uptime_ms: i64,
+    pub database: String,
+    pub socket: String,
+    /// Rows that claim a live process, by kind.
+    pub live: BTreeMap<String, u64>,
+    /// Orphan trees of a previous incarnation are still being torn down; no work is claimed yet.
+    #[serde(default)]
+    pub recovering: bool,
+}
+
+/// What happened to one process of a torn-down tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fate", rename_all = "snake_case")]
+pub enum Fate {
+    /// It was gone before any signal reached it.
+    AlreadyGone,
+    /// It exited after the first signal, this long after it.
+    ExitedOnSignal { after_ms: u64 },
+    /// It outlived its grace and was killed at its deadline.
+    KilledAtDeadline { after_ms: u64 },
+    /// It was still alive a while after SIGKILL (e.g. in uninterruptible sleep).
+    Survived { state: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessFate {
+    pub row_id: Option<i64>,
+    pub pid: i32,
+    pub command: String,
+    #[serde(flatten)]
+    pub fate: Fate,
+}
+
+/// The outcome of a finished teardown: each process's fate, and whether none is left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeardownReport {
+    pub root_row: i64,
+    pub complete: bool,
+    pub processes: Vec<ProcessFate>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! `abxctl add`: queue a crawl — through the daemon when it runs, in the database when it does
+//! not — and with `--wait` follow it until it is sealed.
+
+use super::{client, unexpected, CtlError, Result, FOLLOW_INTERVAL};
+use crate::cli::CrawlArgs;
+use crate::config::Config;
+use crate::control::client::ClientError;
+use crate::control::protocol::{Request, Response};
+use crate::render;
+use crate::store::{Store, WorkStatus};
+
+pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: bool) -> Result<i32> {
+    for url in urls {
+        validate_url(url)?;
+    }
+    // Through the daemon when it runs (it owns the database: members of control.group may add
+    // without write access to it); written here when it does not, to run when it starts.
+    let request = Request::Add {
+        urls: urls.to_vec(),
+        depth: crawl.depth,
+        plugins: crawl.plugins.clone(),
+    };
+    let id = match client(config).request(&request) {
+        Ok(Response::Added { crawl_id }) => {
+            println!("crawl {crawl_id} queued");
+            crawl_id
+        }
+        Ok(Response::Error { code, message }) => {
+            return Err(CtlError::Refused { code, message });
+        }
+        Ok(other) => return Err(unexpected(other)),
+        Err(ClientError::NotRunning { .. }) => {
+            let crawl_id = add_while_down(config, urls, crawl)?;
+            println!("crawl {crawl_id} queued");
+            println!("abxd is not running: the crawl runs when it starts");
+            crawl_id
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if !wait {
+        return Ok(0);
+    }
+    follow_crawl(config, id)
+}
+
+/// Enqueues a crawl by writing the database itself (the daemon is down).
+fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
+    if let Some(dir) = config.database.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|err| CtlError::BadInput(format!("cannot create {}: {err}", dir.display())))?;
+    }
+    let mut store = Store::open(&config.database)?;
+    Ok(store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?)
+}
+
+/// Prints a crawl's progress until it is sealed, then its report.
+fn follow_crawl(config: &Config, id: i64) -> Result<i32> {
+    let mut progress = render::Progress::default();
+    loop {
+        let store = Store::open_read_only(&config.database)?;
+        for line in progress.update(&store, id)? {
+            println!("{line}");
+        }
+        if store
+            .crawl(id)?
+            .is_some_and(|c| c.status == WorkStatus::Sealed)
+        {
+            println!();
+            print!(
+                "{}",
+                render::crawl_report(&store, &config.data_dir, id)?.unwrap_or_default()
+            );
+            return Ok(0);
+        }
+        drop(store);
+        std::thread::sleep(FOLLOW_INTERVAL);
+    }
+}
+
+/// Refuses what cannot be a URL to crawl, before anything is written.
+pub fn validate_url(url: &str) -> Result<()> {
+    match Store::invalid_url(url) {
+        None => Ok(()),
+        Some(why) => Err(CtlError::BadInput(why)),
+    }
+}

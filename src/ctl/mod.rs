@@ -1,0 +1,90 @@
+//! abxctl's verbs, one file each, mirroring the daemon's request handlers: each turns a parsed
+//! command line into requests or store reads, and output.
+//!
+//! Invariant: abxctl changes running work only by asking the daemon; the one thing it writes to
+//! the database itself is a new queued crawl (`add`), so work can be queued while the daemon is
+//! down.
+
+mod add;
+mod kill;
+mod logs;
+mod ps;
+mod show;
+mod spawn;
+mod status;
+
+pub use add::validate_url;
+
+use crate::cli::AbxctlCommand;
+use crate::config::Config;
+use crate::control::client::{Client, ClientError};
+use crate::control::protocol::{ErrorCode, Request, Response};
+use crate::store::StoreError;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CtlError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("abxd refused ({code}): {message}")]
+    Refused { code: ErrorCode, message: String },
+    #[error("unexpected answer from abxd: {0}")]
+    Unexpected(String),
+    #[error("{0}")]
+    BadInput(String),
+}
+
+type Result<T> = std::result::Result<T, CtlError>;
+
+/// What `abxctl status` exits with when no daemon listens (as `systemctl status` does).
+pub const EXIT_NOT_RUNNING: i32 = 3;
+
+/// How often a following command (`add --wait`, `logs -f`) looks again.
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(200);
+
+pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
+    match command {
+        AbxctlCommand::Status { json } => status::run(config, json),
+        AbxctlCommand::Ps {
+            all,
+            kind,
+            json,
+            wide,
+        } => ps::run(config, all, kind, json, wide),
+        AbxctlCommand::Spawn { cwd, timeout, argv } => spawn::run(config, argv, cwd, timeout),
+        AbxctlCommand::Add { urls, crawl, wait } => add::run(config, &urls, &crawl, wait),
+        AbxctlCommand::Crawls => show::crawls(config),
+        AbxctlCommand::Show { id } => show::run(config, id),
+        AbxctlCommand::Logs { id, follow } => logs::run(config, id, follow),
+        AbxctlCommand::Kill {
+            id,
+            pid,
+            signal,
+            grace,
+            no_wait,
+        } => kill::run(config, id, pid, signal, grace, no_wait),
+        AbxctlCommand::Cancel { crawl_id } => kill::cancel(config, crawl_id),
+    }
+}
+
+fn unexpected(response: Response) -> CtlError {
+    let what = match response {
+        Response::Error { code, message } => format!("error {code}: {message}"),
+        other => serde_json::to_string(&other).unwrap_or_else(|_| "an unreadable answer".into()),
+    };
+    CtlError::Unexpected(what)
+}
+
+fn client(config: &Config) -> Client {
+    Client::new(&config.control.socket, config.control.max_frame_bytes)
+}
+
+/// Asks the daemon; an error answer becomes [`CtlError::Refused`].
+fn ask(config: &Config, request: &Request) -> Result<Response> {
+    match client(config).request(request)? {
+        Response::Error { code, message } => Err(CtlError::Refused { code, message }),
+        response => Ok(response),
+    }
+}

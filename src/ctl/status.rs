@@ -1,0 +1,43 @@
+//! `abxctl status`: is the daemon up (exit 3 when nothing listens), its pid, uptime, live rows.
+
+use super::{client, unexpected, Result, EXIT_NOT_RUNNING};
+use crate::config::Config;
+use crate::control::client::ClientError;
+use crate::control::protocol::{Request, Response};
+use crate::render;
+
+pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
+    match client(config).request(&Request::Status) {
+        Err(err @ ClientError::NotRunning { .. }) => {
+            println!("{err}");
+            Ok(EXIT_NOT_RUNNING)
+        }
+        Err(err) => Err(err.into()),
+        Ok(Response::Status(info)) if json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&info).expect("status serializes")
+            );
+            Ok(0)
+        }
+        Ok(Response::Status(info)) => {
+            println!(
+                "abxd {} is running: pid {}, up {}",
+                info.version,
+                info.pid,
+                render::short_duration(info.uptime_ms)
+            );
+            println!("database: {}", info.database);
+            println!("socket:   {}", info.socket);
+            let live: Vec<String> = info.live.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            println!("live:     {}", live.join(", "));
+            if info.recovering {
+                println!(
+                    "recovering: tearing down what a previous run left; no work is claimed yet"
+                );
+            }
+            Ok(0)
+        }
+        Ok(other) => Err(unexpected(other)),
+    }
+}

@@ -1,0 +1,50 @@
+//! `cancel`: seal the crawl as cancelled first (so nothing requeues it), then tear its worker's
+//! tree down and answer when it is gone.
+
+use super::{failed, refused, State};
+use crate::control::protocol::{ErrorCode, Response, TeardownReport};
+use crate::signal::Signal;
+use crate::store::{EndReason, WorkStatus};
+use crate::supervisor::Supervisor;
+use mio::Token;
+
+pub(super) fn handle(
+    state: &mut State,
+    supervisor: &mut Supervisor,
+    token: Token,
+    crawl_id: i64,
+) -> Option<Response> {
+    let crawl = match state.store.crawl(crawl_id) {
+        Ok(Some(crawl)) => crawl,
+        Ok(None) => return Some(refused(ErrorCode::NotFound, format!("no crawl {crawl_id}"))),
+        Err(err) => return Some(failed(err)),
+    };
+    if crawl.status == WorkStatus::Sealed {
+        let outcome = crawl.outcome.map(|o| o.to_string()).unwrap_or_default();
+        let why = format!("crawl {crawl_id} is sealed already ({outcome})");
+        return Some(refused(ErrorCode::NotAllowed, why));
+    }
+    if let Err(err) = state.store.cancel_crawl(crawl_id) {
+        return Some(failed(err));
+    }
+    log::info!("crawl {crawl_id} cancelled");
+    match state.crawls.worker_of(crawl_id) {
+        Some(row) => {
+            let grace = state.config.timeouts.kill_grace;
+            supervisor.stop(
+                &mut state.store,
+                row,
+                Signal::TERM,
+                grace,
+                EndReason::Killed,
+            );
+            state.waiting.entry(row).or_default().push(token);
+            None
+        }
+        None => Some(Response::TornDown(TeardownReport {
+            root_row: 0,
+            complete: true,
+            processes: Vec::new(),
+        })),
+    }
+}

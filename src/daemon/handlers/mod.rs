@@ -1,0 +1,97 @@
+//! One handler per control request, each in its own file, mirrored by one abxctl verb in `ctl`.
+//!
+//! Invariants: a handler never blocks the loop (a request that waits — `kill`, `cancel` — is
+//! parked on `State::waiting` and answered when its teardown finishes); it refuses what makes no
+//! sense with an error code and a message naming the state; it answers with protocol types only.
+
+mod add;
+mod cancel;
+mod kill;
+mod spawn;
+mod status;
+
+use super::State;
+use crate::control::protocol::{ErrorCode, Fate, ProcessFate, Request, Response, TeardownReport};
+use crate::supervisor::Supervisor;
+use crate::teardown;
+use mio::Token;
+
+/// Answers `request` now (`Some`), or later when the teardown it started finishes (`None`).
+pub(super) fn handle(
+    state: &mut State,
+    supervisor: &mut Supervisor,
+    token: Token,
+    request: Request,
+) -> Option<Response> {
+    match request {
+        Request::Status => Some(status::handle(state)),
+        Request::Add {
+            urls,
+            depth,
+            plugins,
+        } => Some(add::handle(state, &urls, depth, plugins.as_deref())),
+        Request::Spawn {
+            argv,
+            cwd,
+            timeout_ms,
+        } => Some(spawn::handle(state, supervisor, argv, cwd, timeout_ms)),
+        Request::Kill {
+            row,
+            pid,
+            signal,
+            grace_ms,
+            wait,
+        } => {
+            let kill = kill::Kill {
+                row,
+                pid,
+                signal,
+                grace_ms,
+                wait,
+            };
+            kill::handle(state, supervisor, token, kill)
+        }
+        Request::Cancel { crawl_id } => cancel::handle(state, supervisor, token, crawl_id),
+    }
+}
+
+/// The answer to whoever waits for a teardown.
+pub(super) fn torn_down(report: &teardown::Report) -> Response {
+    let processes = report
+        .processes
+        .iter()
+        .map(|p| ProcessFate {
+            row_id: p.row_id,
+            pid: p.pid,
+            command: p.command.clone(),
+            fate: match &p.fate {
+                teardown::Fate::AlreadyGone => Fate::AlreadyGone,
+                teardown::Fate::ExitedOnSignal { after_ms } => Fate::ExitedOnSignal {
+                    after_ms: *after_ms,
+                },
+                teardown::Fate::KilledAtDeadline { after_ms } => Fate::KilledAtDeadline {
+                    after_ms: *after_ms,
+                },
+                teardown::Fate::Survived { state } => Fate::Survived {
+                    state: state.clone(),
+                },
+            },
+        })
+        .collect();
+    Response::TornDown(TeardownReport {
+        root_row: report.root_row,
+        complete: report.complete,
+        processes,
+    })
+}
+
+fn failed(message: impl std::fmt::Display) -> Response {
+    refused(ErrorCode::Failed, message.to_string())
+}
+
+fn refused(code: ErrorCode, message: impl Into<String>) -> Response {
+    Response::Error {
+        code,
+        message: message.into(),
+    }
+}

@@ -1,0 +1,25 @@
+//! `status`: is the daemon up, since when, what runs.
+
+use super::{failed, State};
+use crate::control::protocol::{Response, StatusInfo};
+use crate::store::now_ms;
+
+pub(super) fn handle(state: &State) -> Response {
+    let live = match state.store.live_counts_by_kind() {
+        Ok(counts) => counts
+            .into_iter()
+            .map(|(kind, n)| (kind.to_string(), n))
+            .collect(),
+        Err(err) => return failed(err),
+    };
+    Response::Status(StatusInfo {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at_ms: state.started_at_ms,
+        uptime_ms: now_ms() - state.started_at_ms,
+        database: state.config.database.display().to_string(),
+        socket: state.config.control.socket.display().to_string(),
+        live,
+        recovering: !state.orphans.is_empty(),
+    })
+}

@@ -1,0 +1,427 @@
+//! The daemon: start-up, the orchestrator's event loop, and shutdown (this file); reloading the
+//! config (`reload`); one handler per control request (`handlers`).
+//!
+//! Invariants: one thread, one [`Supervisor`] loop. Signals arrive as events; SIGCHLD reaps
+//! through the supervisor, the only place the daemon waits on a child. With nothing to do the loop
+//! sleeps in `poll` with no timeout; its timers are real deadlines only (a SIGKILL deadline, the
+//! moment a backed-off crawl becomes due, a retry after the store failed). The daemon is a child
+//! subreaper, so whatever its children leave behind is re-parented to it and reaped here too. It
+//! claims crawls and starts one crawl worker per crawl (a [`WorkerPool`]), at most
+//! `limits.max_crawl_workers` at once, whenever something may have made room or work: start, an
+//! `add` request, a worker's exit, a timer.
+
+mod handlers;
+mod reload;
+
+use crate::config::Config;
+use crate::control::access::Policy;
+use crate::control::server::Server;
+use crate::identity;
+use crate::liveness;
+use crate::lock::{DataDirLock, LockError};
+use crate::notify::Notifier;
+use crate::pool::{WorkerEnd, WorkerPool};
+use crate::recovery;
+use crate::signal::Signal;
+use crate::store::{now_ms, EndReason, Kind, NewProcess, Queue, Store, StoreError};
+use crate::supervisor::{Event, Supervisor, Timing};
+use crate::teardown::Report;
+use mio::Token;
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const CONTROL: Token = Token(1);
+
+/// How long the daemon waits before it claims again after the store failed (e.g. a full disk).
+const STORE_RETRY: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("database {path}: {cause}")]
+    Store { path: PathBuf, cause: StoreError },
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot listen on control socket {path}: {cause}")]
+    Socket {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("event loop: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The daemon's own state, apart from the loop and the socket: what handlers read and change.
+struct State {
+    config: Config,
+    store: Store,
+    orchestrator_id: i64,
+    started_at_ms: i64,
+    stopping: bool,
+    /// The crawl workers.
+    crawls: WorkerPool,
+    /// Spawned through `abxctl spawn` (debug only).
+    debug_children: usize,
+    /// Look for due crawls at the next turn.
+    wake: bool,
+    /// After the store failed a claim or a recovery: when to try again.
+    retry_claims_at: Option<Instant>,
+    /// A recovery failed: recover all ownerless work at the next retry.
+    retry_recovery: bool,
+    /// Connections waiting for the teardown of a row to finish.
+    waiting: HashMap<i64, Vec<Token>>,
+    /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
+    /// they are gone, then ownerless work is recovered.
+    orphans: BTreeSet<i64>,
+}
+
+impl State {
+    /// Recovers ownerless work (of one crawl, or all); on a store failure, tries again later.
+    fn recover(&mut self, crawl: Option<i64>, back_off: bool) {
+        let result = recovery::recover_ownerless(&mut self.store, &self.config, crawl, back_off);
+        self.retry_later_on(result, "recovery");
+    }
+
+    /// After a store failure (e.g. a full disk), looks again a little later: an idle daemon
+    /// otherwise waits for an event that may not come.
+    fn retry_later_on(&mut self, result: Result<(), StoreError>, what: &str) {
+        if let Err(err) = result {
+            log::error!(
+                "{what} failed: {err}; trying again in {}s",
+                STORE_RETRY.as_secs()
+            );
+            self.retry_recovery |= what == "recovery";
+            self.retry_claims_at = Some(Instant::now() + STORE_RETRY);
+        }
+    }
+}
+
+pub struct Daemon {
+    state: State,
+    supervisor: Supervisor,
+    server: Server,
+    notifier: Notifier,
+    _lock: DataDirLock,
+}
+
+impl Daemon {
+    /// Takes the data dir, opens the store, records the orchestrator and listens. Errors leave
+    /// nothing running.
+    pub fn start(config: Config) -> Result<Daemon, DaemonError> {
+        config.check_for_daemon()?;
+        let lock = DataDirLock::acquire(&config.data_dir)?;
+        mark_inherited_fds_close_on_exec();
+        if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
+            log::warn!("cannot become a child subreaper ({err}): orphans will escape to init");
+        }
+        let store_err = |cause| DaemonError::Store {
+            path: config.database.clone(),
+            cause,
+        };
+        let mut store = Store::open(&config.database).map_err(store_err)?;
+        let instance = store.marker_namespace().map_err(store_err)?;
+        let orchestrator_id = record_self(&mut store).map_err(store_err)?;
+        let timing = Timing::from_config(&config);
+        let mut supervisor = Supervisor::new(timing, instance.clone(), Some(orchestrator_id))?;
+        let reconciliation =
+            recovery::reconcile(&store, &instance, Some(orchestrator_id)).map_err(store_err)?;
+        for line in recovery::describe(&reconciliation, &recovery::WorkPlan::default()) {
+            log::info!("recovery: {line}");
+        }
+        recovery::apply_lost(&mut store, &reconciliation.lost).map_err(store_err)?;
+        let socket_err = |cause| DaemonError::Socket {
+            path: config.control.socket.clone(),
+            cause,
+        };
+        let policy = Policy::new(config.control.group.as_deref(), config.control.public_read)
+            .map_err(|cause| {
+                socket_err(std::io::Error::other(format!("control.group: {cause}")))
+            })?;
+        let server = Server::bind(
+            &config.control.socket,
+            supervisor.registry(),
+            CONTROL,
+            config.control.max_frame_bytes,
+            policy,
+        )
+        .map_err(socket_err)?;
+        log::info!(
+            "abxd {} ready: pid {}, database {}, socket {}",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            config.database.display(),
+            config.control.socket.display()
+        );
+        let orphans: BTreeSet<i64> = reconciliation.orphans.iter().map(|o| o.row).collect();
+        let orphan_rows: Vec<i64> = orphans.iter().copied().collect();
+        supervisor.stop_orphans(&mut store, &orphan_rows);
+        let mut state = State {
+            started_at_ms: now_ms(),
+            config,
+            store,
+            orchestrator_id,
+            stopping: false,
+            crawls: WorkerPool::crawls(orchestrator_id),
+            debug_children: 0,
+            wake: true,
+            retry_claims_at: None,
+            retry_recovery: false,
+            waiting: HashMap::new(),
+            orphans,
+        };
+        if state.orphans.is_empty() {
+            state.recover(None, false);
+        }
+        Ok(Daemon {
+            state,
+            supervisor,
+            server,
+            notifier: Notifier::from_env(),
+            _lock: lock,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.state.config
+    }
+
+    /// Enqueues a crawl from inside the daemon's process (`abxd run`).
+    pub fn add_crawl(
+        &mut self,
+        urls: &[String],
+        depth: u32,
+        plugins: Option<&[String]>,
+    ) -> Result<i64, StoreError> {
+        self.state.wake = true;
+        self.state.store.add_crawl(urls, depth, plugins)
+    }
+
+    /// Runs until a clean shutdown has torn every child down. Returns the exit code.
+    pub fn run(self) -> Result<i32, DaemonError> {
+        self.run_until(None, |_| false)
+    }
+
+    /// Runs until shutdown, or until `done` says so (then shuts down); `tick` wakes the loop
+    /// at least that often to ask `done`.
+    pub fn run_until(
+        mut self,
+        tick: Option<Duration>,
+        mut done: impl FnMut(&Store) -> bool,
+    ) -> Result<i32, DaemonError> {
+        loop {
+            if !self.state.stopping && self.state.orphans.is_empty() {
+                if done(&self.state.store) {
+                    self.stop();
+                } else if std::mem::take(&mut self.state.wake) {
+                    self.fill_crawl_workers();
+                }
+            }
+            if self.state.stopping && !self.supervisor.has_work() {
+                break;
+            }
+            self.tell_systemd();
+            let timer = [self.next_timer(tick), self.notifier.next_deadline()]
+                .into_iter()
+                .flatten()
+                .min();
+            let events = self.supervisor.wait(&mut self.state.store, timer)?;
+            self.notifier.ping_if_due(Instant::now());
+            for event in events {
+                self.on_event(event);
+            }
+        }
+        for event in self.supervisor.reap_now(&mut self.state.store) {
+            log::debug!("at exit: {event:?}");
+        }
+        let own = self.state.orchestrator_id;
+        if let Err(err) = liveness::finish_own(&mut self.state.store, own, "clean shutdown") {
+            log::error!("cannot record the orchestrator's end: {err}");
+        }
+        log::info!("abxd stopped");
+        Ok(0)
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Exited { row_id, leaked, .. } => self.child_ended(row_id, leaked),
+            Event::TornDown(report) => self.torn_down(report),
+            Event::Signal(Signal::TERM | Signal::INT) => self.stop(),
+            Event::Signal(Signal::HUP) => self.reload(),
+            Event::Signal(_) | Event::LeaseLost => {}
+            Event::Ready(token) => self.on_control(token),
+            Event::Timer => {
+                self.state.retry_claims_at = None;
+                if std::mem::take(&mut self.state.retry_recovery) {
+                    self.state.recover(None, true);
+                }
+                self.state.wake = true;
+            }
+        }
+    }
+
+    /// READY once recovery is over, then STATUS as it changes.
+    fn tell_systemd(&mut self) {
+        if !self.notifier.enabled() {
+            return;
+        }
+        let queued = self.state.store.queued_count(Queue::Crawls).unwrap_or(0);
+        let status = format!(
+            "{} crawl workers, {queued} crawls queued",
+            self.state.crawls.len()
+        );
+        if self.state.orphans.is_empty() && !self.notifier.is_ready() {
+            self.notifier.ready(status);
+        } else {
+            self.notifier.status(status);
+        }
+    }
+
+    /// When the loop must wake without an event: a backed-off crawl becoming due, a retry after
+    /// a store failure, or `tick`.
+    fn next_timer(&self, tick: Option<Duration>) -> Option<Instant> {
+        let state = &self.state;
+        let due = (!state.stopping)
+            .then(|| state.crawls.next_due(&state.config, &state.store))
+            .flatten();
+        let tick = tick.map(|t| Instant::now() + t);
+        [due, tick, state.retry_claims_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Claims due crawls and starts a worker for each, up to the limit.
+    fn fill_crawl_workers(&mut self) {
+        let state = &mut self.state;
+        let filled = state
+            .crawls
+            .fill(&state.config, &mut self.supervisor, &mut state.store);
+        state.retry_later_on(filled, "claiming crawls");
+    }
+
+    fn child_ended(&mut self, row_id: i64, leaked: bool) {
+        let state = &mut self.state;
+        let ended = state
+            .crawls
+            .on_exit(&state.config, &mut state.store, row_id, leaked, true);
+        match ended {
+            Ok(None) => state.debug_children = state.debug_children.saturating_sub(1),
+            Ok(Some(WorkerEnd::Sealed { work })) => {
+                log::info!("crawl {work} sealed; its worker (row {row_id}) exited")
+            }
+            Ok(Some(WorkerEnd::AwaitingTeardown { work })) => log::warn!(
+                "crawl {work}: worker row {row_id} ended before sealing, leaving processes: \
+                 recovering it once they are torn down"
+            ),
+            Ok(Some(WorkerEnd::Recovered { work } | WorkerEnd::Abandoned { work })) => {
+                log::warn!("crawl {work}: worker row {row_id} ended before sealing: recovered")
+            }
+            Err(err) => state.retry_later_on(Err(err), "recovery"),
+        }
+        state.wake = true;
+    }
+
+    /// SIGTERM or SIGINT: tear every child down, then exit; a second one kills at once.
+    fn stop(&mut self) {
+        if self.state.stopping {
+            log::warn!("signalled again while stopping: killing every child now");
+            self.supervisor.hurry(&mut self.state.store);
+            return;
+        }
+        log::info!(
+            "stopping: {} children to tear down",
+            self.supervisor.child_count()
+        );
+        self.state.stopping = true;
+        self.notifier.stopping();
+        self.supervisor
+            .stop_all(&mut self.state.store, EndReason::Killed);
+    }
+
+    fn on_control(&mut self, token: Token) {
+        if !self.server.owns(token) {
+            return;
+        }
+        let Daemon {
+            server,
+            supervisor,
+            state,
+            ..
+        } = self;
+        server.on_event(token, &mut |token, request| {
+            handlers::handle(state, supervisor, token, request)
+        });
+    }
+
+    /// A teardown finished: answer whoever waits for it, and recover the work it held up.
+    fn torn_down(&mut self, report: Report) {
+        let state = &mut self.state;
+        if state.orphans.remove(&report.root_row) && state.orphans.is_empty() {
+            log::info!("recovery: every orphan tree is gone");
+            state.recover(None, false);
+            state.wake = true;
+        }
+        let recovered = state
+            .crawls
+            .on_torn_down(&state.config, &mut state.store, report.root_row);
+        match recovered {
+            Ok(Some(_)) => state.wake = true,
+            Ok(None) => {}
+            Err(err) => state.retry_later_on(Err(err), "recovery"),
+        }
+        log::info!(
+            "teardown of row {} finished{}",
+            report.root_row,
+            if report.complete {
+                ""
+            } else {
+                " incomplete: processes survived SIGKILL"
+            }
+        );
+        let response = handlers::torn_down(&report);
+        for token in state.waiting.remove(&report.root_row).unwrap_or_default() {
+            self.server.reply(token, &response);
+        }
+    }
+}
+
+/// Records the daemon itself as the `orchestrator` row, running, and returns its id.
+fn record_self(store: &mut Store) -> Result<i64, StoreError> {
+    let pid = std::process::id() as i32;
+    let id = store.insert_process(&NewProcess {
+        parent_id: None,
+        kind: Kind::Orchestrator,
+        crawl_id: None,
+        snapshot_id: None,
+        result_id: None,
+        argv: std::env::args().collect(),
+        cwd: std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        timeout_ms: None,
+    })?;
+    let me = identity::of_pid(pid).expect("the running process has an identity");
+    let pgid = nix::unistd::getpgrp().as_raw();
+    store.record_spawned(id, &me, pgid, None, None)?;
+    Ok(id)
+}
+
+/// Sets FD_CLOEXEC on every descriptor above stderr that the daemon inherited, so none of them
+/// leaks into a hook.
+fn mark_inherited_fds_close_on_exec() {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: the number is only passed to fcntl; if it was closed meanwhile, fcntl fails.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let _ = fcntl(borrowed, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+    }
+}

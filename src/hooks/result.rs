@@ -1,0 +1,258 @@
+//! A finished hook run, turned into its result: the status, the output text, the URLs it
+//! discovered and the files it wrote.
+//!
+//! Invariant: [`interpret`] is the one place the rules of SPEC §4 live; it reads only the run's
+//! log files, so it is tested with files, without running a hook.
+
+use crate::store::{EndReason, ExitOutcome, ResultStatus};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::time::Duration;
+
+/// The exit code by which a hook says it skipped (e.g. a tool it needs is missing).
+pub const EXIT_SKIPPED: i32 = 10;
+
+/// How much of a hook's stdout is read for records.
+const MAX_STDOUT_SCAN: u64 = 16 << 20;
+/// The longest output text kept on a result.
+const MAX_OUTPUT_TEXT: usize = 4096;
+
+/// What a finished hook run amounts to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub status: ResultStatus,
+    pub output: Option<String>,
+    /// URLs reported by `{"type":"Snapshot","url":…}` records.
+    pub discovered: Vec<String>,
+}
+
+/// Derives a result from how the hook ended and what it printed (SPEC §4): a record's status
+/// wins when the hook exited 0; otherwise 0 = succeeded, 10 = skipped, anything else = failed;
+/// a hook stopped at its deadline failed with reason timeout. (A background hook that wants to
+/// succeed when its snapshot ends traps SIGTERM and exits 0.)
+pub fn interpret(
+    stdout: &Path,
+    stderr: &Path,
+    outcome: ExitOutcome,
+    reason: EndReason,
+    timeout: Duration,
+) -> Outcome {
+    let printed = scan_stdout(stdout);
+    let last_line = printed.last_text.clone().or_else(|| last_line_of(stderr));
+    let recorded_output = printed.output.clone().or(last_line);
+    let (status, output) = match (reason, outcome) {
+        (EndReason::Timeout, _) => (
+            ResultStatus::Failed,
+            Some(format!(
+                "timeout: still running after {}",
+                humantime::format_duration(timeout)
+            )),
+        ),
+        (_, ExitOutcome::Code(0)) => (
+            printed.status.unwrap_or(ResultStatus::Succeeded),
+            recorded_output,
+        ),
+        (_, ExitOutcome::Code(EXIT_SKIPPED)) => (ResultStatus::Skipped, recorded_output),
+        (_, ExitOutcome::Code(code)) => (
+            ResultStatus::Failed,
+            Some(recorded_output.unwrap_or_else(|| format!("exited with code {code}"))),
+        ),
+        (_, ExitOutcome::Signal(signal)) => (
+            ResultStatus::Failed,
+            Some(format!(
+                "killed by {}{}",
+                crate::signal::name_of_raw(signal),
+                recorded_output
+                    .map(|o| format!(": {o}"))
+                    .unwrap_or_default()
+            )),
+        ),
+    };
+    // Records that could not be used are reported with the output, not silently dropped.
+    let output = match (output, printed.ignored.is_empty()) {
+        (output, true) => output,
+        (output, false) => Some(format!(
+            "{}[{} records ignored: {}]",
+            output.map(|o| format!("{o} ")).unwrap_or_default(),
+            printed.ignored.len(),
+            printed.ignored.join(", ")
+        )),
+    };
+    Outcome {
+        status,
+        output: output.map(|o| truncate(&o)),
+        discovered: printed.discovered,
+    }
+}
+
+fn truncate(text: &str) -> String {
+    if text.len() <= MAX_OUTPUT_TEXT {
+        return text.to_string();
+    }
+    let mut end = MAX_OUTPUT_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[derive(Default)]
+struct Printed {
+    status: Option<ResultStatus>,
+    output: Option<String>,
+    discovered: Vec<String>,
+    last_text: Option<String>,
+    /// Why each ignored record was ignored.
+    ignored: Vec<String>,
+}
+
+fn scan_stdout(path: &Path) -> Printed {
+    let mut printed = Printed::default();
+    let Ok(file) = std::fs::File::open(path) else {
+        return printed;
+    };
+    let mut reader = BufReader::new(file.take(MAX_STDOUT_SCAN));
+    let mut line = Vec::new();
+    while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(record) if record.get("type").is_some() => apply_record(&record, &mut printed),
+            // A line that opens a JSON object but is none: a broken record.
+            Err(_) if text.starts_with('{') => printed.ignored.push("not valid JSON".into()),
+            _ if !text.is_empty() => printed.last_text = Some(text.to_string()),
+            _ => {}
+        }
+        line.clear();
+    }
+    printed
+}
+
+fn apply_record(record: &serde_json::Value, printed: &mut Printed) {
+    let field = |name: &str| record.get(name).and_then(|v| v.as_str());
+    match field("type") {
+        Some("ArchiveResult") => {
+            printed.status = match field("status") {
+                Some("succeeded") => Some(ResultStatus::Succeeded),
+                Some("failed") => Some(ResultStatus::Failed),
+                Some("skipped") => Some(ResultStatus::Skipped),
+                _ => printed.status,
+            };
+            if let Some(output) = field("output") {
+                printed.output = Some(output.to_string());
+            }
+        }
+        Some("Snapshot") => {
+            if let Some(url) = field("url") {
+                printed.discovered.push(url.to_string());
+            }
+        }
+        Some(other) => printed.ignored.push(format!("unknown type {other:?}")),
+        None => printed.ignored.push("a type that is not a string".into()),
+    }
+}
+
+fn last_line_of(path: &Path) -> Option<String> {
+    let text = std::fs::read(path).ok()?;
+    let tail = &text[text.len().saturating_sub(MAX_OUTPUT_TEXT)..];
+    String::from_utf8_lossy(tail)
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// The files under `dir` (relative paths, sorted) and their total size.
+pub fn output_files(dir: &Path) -> (Vec<String>, u64) {
+    let mut files = Vec::new();
+    let mut total = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else if meta.is_file() {
+                total += meta.len();
+                if let Ok(rel) = entry.path().strip_prefix(dir) {
+                    files.push(rel.display().to_string());
+                }
+            }
+        }
+    }
+    files.sort();
+    (files, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(stdout: &str, stderr: &str, outcome: ExitOutcome, reason: EndReason) -> Outcome {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        std::fs::write(&out, stdout).unwrap();
+        std::fs::write(&err, stderr).unwrap();
+        interpret(&out, &err, outcome, reason, Duration::from_secs(3))
+    }
+
+    #[test]
+    fn a_record_decides_when_the_hook_exits_zero() {
+        let stdout =
+            "{\"type\":\"ArchiveResult\",\"status\":\"skipped\",\"output\":\"no title\"}\n";
+        let outcome = run(stdout, "", ExitOutcome::Code(0), EndReason::Exited);
+        assert_eq!(outcome.status, ResultStatus::Skipped);
+        assert_eq!(outcome.output.as_deref(), Some("no title"));
+    }
+
+    #[test]
+    fn exit_codes_decide_without_a_record() {
+        let ok = run("done\n", "", ExitOutcome::Code(0), EndReason::Exited);
+        assert_eq!(
+            (ok.status, ok.output.as_deref()),
+            (ResultStatus::Succeeded, Some("done"))
+        );
+        let skipped = run(
+            "",
+            "no wget\n",
+            ExitOutcome::Code(EXIT_SKIPPED),
+            EndReason::Exited,
+        );
+        assert_eq!(skipped.status, ResultStatus::Skipped);
+        assert_eq!(skipped.output.as_deref(), Some("no wget"));
+        let failed = run("", "", ExitOutcome::Code(3), EndReason::Exited);
+        assert_eq!(failed.status, ResultStatus::Failed);
+        assert_eq!(failed.output.as_deref(), Some("exited with code 3"));
+    }
+
+    #[test]
+    fn a_timeout_fails_whatever_the_exit_and_a_signal_is_named() {
+        let late = run("", "", ExitOutcome::Code(0), EndReason::Timeout);
+        assert_eq!(late.status, ResultStatus::Failed);
+        assert_eq!(
+            late.output.as_deref(),
+            Some("timeout: still running after 3s")
+        );
+        let killed = run("", "bye\n", ExitOutcome::Signal(9), EndReason::Killed);
+        assert_eq!(killed.status, ResultStatus::Failed);
+        assert_eq!(killed.output.as_deref(), Some("killed by SIGKILL: bye"));
+    }
+
+    #[test]
+    fn snapshots_are_discovered_and_bad_records_reported() {
+        let stdout = "{\"type\":\"Snapshot\",\"url\":\"http://a/\"}\n{broken\n\
+                      {\"type\":\"Tag\"}\n";
+        let outcome = run(stdout, "", ExitOutcome::Code(0), EndReason::Exited);
+        assert_eq!(outcome.discovered, vec!["http://a/".to_string()]);
+        let output = outcome.output.unwrap();
+        assert!(output.contains("2 records ignored"), "{output}");
+        assert!(output.contains("not valid JSON"), "{output}");
+        assert!(output.contains("unknown type \"Tag\""), "{output}");
+    }
+}

@@ -1,0 +1,70 @@
+//! Markers: how a process abxd started, and everything that process starts, is recognised again
+//! after it left the tree (double-forked, changed its session or group, re-parented away).
+//!
+//! Invariant: the two variable names and the namespace live here and nowhere else. Every process
+//! abxd spawns carries `ABXD_PROCESS_ID=<row>` and `ABXD_INSTANCE=<instance id>@<boot id>`; a
+//! process matches a row only when both are present and the namespace is this database's in this
+//! boot, so markers of another abxd, or of an earlier boot, never match.
+
+use crate::identity;
+use crate::proctree::{all_pids, read, Found};
+use std::collections::BTreeMap;
+
+/// The environment variable that marks a process, and everything it starts, as belonging to row N.
+pub const PROCESS_ID_ENV: &str = "ABXD_PROCESS_ID";
+
+/// The environment variable that names the database (instance) and boot a marked process
+/// belongs to.
+pub const INSTANCE_ENV: &str = "ABXD_INSTANCE";
+
+/// The marker namespace of a database in this boot: `<instance id>@<boot id>`. A process of
+/// another database, or of an earlier boot, never matches it.
+pub fn namespace(instance_id: &str) -> String {
+    format!("{instance_id}@{}", identity::boot_id())
+}
+
+/// Live processes carrying the marker of any of `rows` for `instance`, by row.
+pub fn marked(instance: &str, rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
+    if rows.is_empty() {
+        return BTreeMap::new();
+    }
+    marked_where(instance, |row| rows.contains(&row))
+}
+
+/// Every live process carrying a marker of `instance`, by row.
+pub fn marked_any(instance: &str) -> BTreeMap<i64, Vec<Found>> {
+    marked_where(instance, |_| true)
+}
+
+fn marked_where(instance: &str, wanted: impl Fn(i64) -> bool) -> BTreeMap<i64, Vec<Found>> {
+    let mut by_row: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
+    let instance_var = format!("{INSTANCE_ENV}={instance}");
+    let me = std::process::id() as i32;
+    for pid in all_pids() {
+        if pid == me {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let mut ours = false;
+        let mut row = None;
+        for var in environ.split(|&b| b == 0) {
+            if var == instance_var.as_bytes() {
+                ours = true;
+            } else if let Some(value) = var.strip_prefix(PROCESS_ID_ENV.as_bytes()) {
+                row = value
+                    .strip_prefix(b"=")
+                    .and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
+            }
+        }
+        if let (true, Some(row)) = (ours, row) {
+            if wanted(row) {
+                if let Some(process) = read(pid) {
+                    by_row.entry(row).or_default().push(process);
+                }
+            }
+        }
+    }
+    by_row
+}

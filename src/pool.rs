@@ -1,0 +1,244 @@
+//! A pool of worker processes, one per claimed piece of work: the daemon's crawl workers, and a
+//! crawl worker's snapshot workers. Both do the same thing — claim → spawn a worker → hand it the
+//! work → on its exit: sealed, or recovered (now, or once what it leaked is torn down) — so it is
+//! written once, here.
+//!
+//! Invariants: at most `limit` workers at once; a claimed row is owned by the worker's process
+//! row before anything else happens to it; a worker that could not be started puts its work back
+//! (backing off by its restart count) instead of leaving it claimed; work whose worker died is
+//! recovered by `recovery`'s rules, never re-run by hand; a worker that leaked processes is
+//! recovered only once its teardown finished, so no two workers ever run the same work.
+
+use crate::config::Config;
+use crate::marker;
+use crate::recovery;
+use crate::spawn::{Logs, SpawnRequest};
+use crate::store::{now_ms, Kind, NewProcess, Queue, Store, StoreError, WorkStatus};
+use crate::supervisor::{ChildPolicy, Supervisor};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// What the exit of one of the pool's workers meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEnd {
+    /// It sealed its work.
+    Sealed { work: i64 },
+    /// It ended first; its work was recovered.
+    Recovered { work: i64 },
+    /// It ended first, leaving processes; its work is recovered when their teardown finishes.
+    AwaitingTeardown { work: i64 },
+    /// It ended first and recovery was left to someone else (the pool is being interrupted).
+    Abandoned { work: i64 },
+}
+
+pub struct WorkerPool {
+    queue: Queue,
+    /// For snapshot workers: the crawl whose snapshots they work on.
+    crawl: Option<i64>,
+    /// The process row of the pool's owner, the workers' parent.
+    parent_row: i64,
+    /// Workers by process row → the work each owns.
+    workers: HashMap<i64, i64>,
+    /// Dead workers whose leftovers are still being torn down, by row → their work.
+    awaiting_teardown: HashMap<i64, i64>,
+}
+
+impl WorkerPool {
+    /// The daemon's pool of crawl workers.
+    pub fn crawls(parent_row: i64) -> WorkerPool {
+        WorkerPool::new(Queue::Crawls, None, parent_row)
+    }
+
+    /// A crawl worker's pool of snapshot workers for `crawl`.
+    pub fn snapshots(crawl: i64, parent_row: i64) -> WorkerPool {
+        WorkerPool::new(Queue::Snapshots, Some(crawl), parent_row)
+    }
+
+    fn new(queue: Queue, crawl: Option<i64>, parent_row: i64) -> WorkerPool {
+        WorkerPool {
+            queue,
+            crawl,
+            parent_row,
+            workers: HashMap::new(),
+            awaiting_teardown: HashMap::new(),
+        }
+    }
+
+    fn limit(&self, config: &Config) -> usize {
+        (match self.queue {
+            Queue::Crawls => config.limits.max_crawl_workers,
+            Queue::Snapshots => config.limits.max_snapshot_workers,
+        }) as usize
+    }
+
+    pub fn len(&self) -> usize {
+        self.workers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.workers.is_empty()
+    }
+
+    /// No worker runs and no dead worker's teardown is awaited.
+    pub fn is_idle(&self) -> bool {
+        self.workers.is_empty() && self.awaiting_teardown.is_empty()
+    }
+
+    /// The process row of the worker that owns `work`, if one runs.
+    pub fn worker_of(&self, work: i64) -> Option<i64> {
+        self.workers
+            .iter()
+            .find(|(_, w)| **w == work)
+            .map(|(row, _)| *row)
+    }
+
+    /// Claims due work and starts a worker for each, up to the limit. A worker that cannot be
+    /// started puts its work back (backing off) and ends this round. Store errors are returned
+    /// (the caller decides whether to retry later or fail).
+    pub fn fill(
+        &mut self,
+        config: &Config,
+        supervisor: &mut Supervisor,
+        store: &mut Store,
+    ) -> Result<(), StoreError> {
+        while self.workers.len() < self.limit(config) {
+            let Some(work) = store.claim(self.queue, self.crawl, config.timeouts.lease)? else {
+                return Ok(());
+            };
+            let request = self.worker_request(config, work);
+            match supervisor.spawn(store, &request, ChildPolicy::WORKER) {
+                Ok(spawned) => {
+                    log::info!(
+                        "{} {work}: worker row {} started",
+                        self.queue.noun(),
+                        spawned.row_id
+                    );
+                    self.workers.insert(spawned.row_id, work);
+                    store.set_owner(self.queue, work, spawned.row_id)?;
+                }
+                Err(err) => {
+                    log::error!(
+                        "{} {work}: cannot start its worker: {err}",
+                        self.queue.noun()
+                    );
+                    self.put_back(config, store, work)?;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// When the loop must wake to claim work that is backing off (only with room for it).
+    pub fn next_due(&self, config: &Config, store: &Store) -> Option<Instant> {
+        if self.workers.len() >= self.limit(config) {
+            return None;
+        }
+        let at = store.next_retry_at(self.queue, self.crawl).ok().flatten()?;
+        Some(Instant::now() + Duration::from_millis((at - now_ms()).max(0) as u64))
+    }
+
+    /// A child of the pool's owner exited. `None`: it was not one of the pool's workers. With
+    /// `recover` false (the owner is being interrupted), its work is left to whoever recovers
+    /// the owner's work.
+    pub fn on_exit(
+        &mut self,
+        config: &Config,
+        store: &mut Store,
+        row: i64,
+        leaked: bool,
+        recover: bool,
+    ) -> Result<Option<WorkerEnd>, StoreError> {
+        let Some(work) = self.workers.remove(&row) else {
+            return Ok(None);
+        };
+        let end = if self.sealed(store, work)? {
+            WorkerEnd::Sealed { work }
+        } else if !recover {
+            WorkerEnd::Abandoned { work }
+        } else if leaked {
+            self.awaiting_teardown.insert(row, work);
+            WorkerEnd::AwaitingTeardown { work }
+        } else {
+            recovery::recover_ownerless(store, config, Some(self.crawl_of(work)), true)?;
+            WorkerEnd::Recovered { work }
+        };
+        Ok(Some(end))
+    }
+
+    /// A teardown rooted at `row` finished: if it was a dead worker's leftovers, its work is
+    /// recovered now. Returns the work recovered.
+    pub fn on_torn_down(
+        &mut self,
+        config: &Config,
+        store: &mut Store,
+        row: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let Some(work) = self.awaiting_teardown.remove(&row) else {
+            return Ok(None);
+        };
+        recovery::recover_ownerless(store, config, Some(self.crawl_of(work)), true)?;
+        Ok(Some(work))
+    }
+
+    fn sealed(&self, store: &Store, work: i64) -> Result<bool, StoreError> {
+        Ok(match self.queue {
+            Queue::Crawls => store.crawl(work)?.map(|c| c.status),
+            Queue::Snapshots => store.snapshot(work)?.map(|s| s.status),
+        } == Some(WorkStatus::Sealed))
+    }
+
+    /// The crawl that `work` belongs to (recovery is scoped by crawl).
+    fn crawl_of(&self, work: i64) -> i64 {
+        self.crawl.unwrap_or(work)
+    }
+
+    /// Puts claimed work back on its queue, due after its back-off.
+    fn put_back(&self, config: &Config, store: &mut Store, work: i64) -> Result<(), StoreError> {
+        let restarts = match self.queue {
+            Queue::Crawls => store.crawl(work)?.map(|c| c.restarts),
+            Queue::Snapshots => store.snapshot(work)?.map(|s| s.restarts),
+        };
+        let wait = recovery::backoff(config, restarts.unwrap_or(0));
+        store.requeue(self.queue, work, now_ms() + wait.as_millis() as i64)
+    }
+
+    /// The spawn request of a worker process: `abxd --config C worker crawl|snapshot ID`, handed
+    /// the running config (see `Config::running_text`).
+    fn worker_request(&self, config: &Config, work: i64) -> SpawnRequest {
+        let exe = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "abxd".into());
+        let (kind, snapshot_id) = match self.queue {
+            Queue::Crawls => (Kind::CrawlWorker, None),
+            Queue::Snapshots => (Kind::SnapshotWorker, Some(work)),
+        };
+        SpawnRequest {
+            process: NewProcess {
+                parent_id: Some(self.parent_row),
+                kind,
+                crawl_id: Some(self.crawl_of(work)),
+                snapshot_id,
+                result_id: None,
+                argv: vec![
+                    exe,
+                    "--config".into(),
+                    config.source.display().to_string(),
+                    "worker".into(),
+                    self.queue.noun().into(),
+                    work.to_string(),
+                ],
+                cwd: config.data_dir.display().to_string(),
+                timeout_ms: None,
+            },
+            env: vec![(crate::config::CONFIG_TEXT_ENV.into(), config.running_text())],
+            logs: Logs::InDir(config.data_dir.join("logs")),
+        }
+    }
+}
+
+/// The process row a worker runs as: its `ABXD_PROCESS_ID` marker, set by the pool that
+/// spawned it.
+pub fn own_row() -> Option<i64> {
+    std::env::var(marker::PROCESS_ID_ENV).ok()?.parse().ok()
+}

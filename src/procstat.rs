@@ -1,0 +1,92 @@
+//! `/proc/PID/stat`, read and parsed in one place.
+//!
+//! Invariant: this is the only parser of that file in abxd. The command (field 2) may hold
+//! spaces and parentheses, so fields are counted from the *last* closing parenthesis; a pid that
+//! has no stat file (or one that cannot be parsed) is reported as no process at all.
+
+/// The fields of `/proc/PID/stat` that abxd uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// The command name (field 2), without its parentheses.
+    pub comm: String,
+    /// The state letter (field 3: R, S, D, T, Z, X, …).
+    pub state: char,
+    /// The parent pid (field 4).
+    pub ppid: i32,
+    /// The process group (field 5).
+    pub pgrp: i32,
+    /// The start time in clock ticks since boot (field 22).
+    pub start_ticks: u64,
+}
+
+impl Stat {
+    /// Whether the process has ended (a zombie waiting for its reaper, or dead).
+    pub fn is_zombie(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Parses the text of a stat file.
+pub fn parse(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let mut fields = text[close + 1..].split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    // Fields 6 … 21 lie between the group (5) and the start time (22).
+    let start_ticks = fields.nth(22 - 6)?.parse().ok()?;
+    Some(Stat {
+        comm,
+        state,
+        ppid,
+        pgrp,
+        start_ticks,
+    })
+}
+
+/// Reads the stat of `pid`, or `None` when no process has that pid.
+pub fn read(pid: i32) -> Option<Stat> {
+    if pid <= 0 {
+        return None;
+    }
+    parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_counted_from_the_last_parenthesis() {
+        let text = "42 (a) b (c)) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 \
+                    1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        let stat = parse(text).unwrap();
+        assert_eq!(stat.comm, "a) b (c)");
+        assert_eq!(stat.state, 'S');
+        assert_eq!(stat.ppid, 7);
+        assert_eq!(stat.pgrp, 42);
+        assert_eq!(stat.start_ticks, 123456);
+    }
+
+    #[test]
+    fn truncated_or_garbled_text_is_no_process() {
+        assert_eq!(parse(""), None);
+        assert_eq!(parse("42 (sh) S 1"), None);
+        assert_eq!(parse("42 sh S 1 2 3"), None);
+        assert_eq!(read(-1), None);
+        assert_eq!(read(0), None);
+    }
+
+    #[test]
+    fn reads_what_procfs_reads() {
+        let me = std::process::id() as i32;
+        let expected = procfs::process::Process::myself().unwrap().stat().unwrap();
+        let stat = read(me).unwrap();
+        assert_eq!(stat.start_ticks, expected.starttime);
+        assert_eq!(stat.ppid, expected.ppid);
+        assert_eq!(stat.pgrp, expected.pgrp);
+        assert_eq!(stat.comm, expected.comm);
+    }
+}

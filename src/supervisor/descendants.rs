@@ -1,0 +1,161 @@
+//! What lives below a child: the descendants of scanned children (recorded as `child` rows while
+//! they run), what an exited child leaves behind (its leftovers), and the cap on its log files.
+//!
+//! Invariants: a descendant is found as a procfs descendant of the child or by its marker, and
+//! recorded once, below the row of its parent where that is known; a recorded descendant that is
+//! no longer found is made final here unless an abxd reaper will record its status
+//! (`liveness::finish_unobserved`). Leftovers are counted by row identity and by marker, so a
+//! process that double-forked away still counts.
+
+use super::children::Child;
+use super::decide::descendant_changes;
+use crate::liveness::{self, Recording};
+use crate::marker;
+use crate::proctree::{self, Found};
+use crate::store::{EndReason, Store};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The end detail of a descendant that ended where no one here could see its exit status.
+const UNKNOWN_EXIT: &str = "ended; exit status unknown (not a child of its supervisor)";
+
+/// The end detail of a row whose process was never started: its parent died while starting it.
+const NEVER_STARTED: &str = "never started: its parent ended while starting it";
+
+/// Records the descendants of the child `pid` that appeared since the last scan, and the end
+/// of those that went.
+pub(super) fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
+    let mut rows: Vec<i64> = vec![child.row_id];
+    rows.extend(child.descendants.values().map(|(row, _)| *row));
+    let mut now_found: HashMap<i32, Found> = proctree::descendants_of(&[pid])
+        .into_iter()
+        .map(|f| (f.identity.pid, f))
+        .collect();
+    for found in marker::marked(instance, &rows).into_values().flatten() {
+        now_found.entry(found.identity.pid).or_insert(found);
+    }
+    now_found.remove(&pid);
+    let known: HashMap<i32, i64> = child
+        .descendants
+        .iter()
+        .map(|(pid, (row, _))| (*pid, *row))
+        .collect();
+    let changes = descendant_changes(&known, &now_found);
+    for found in changes.new {
+        let parent = child
+            .descendants
+            .get(&found.ppid)
+            .map(|(row, _)| *row)
+            .unwrap_or(child.row_id);
+        match store.record_descendant(parent, found) {
+            Ok(row) => {
+                child
+                    .descendants
+                    .insert(found.identity.pid, (row, found.identity.clone()));
+            }
+            Err(err) => log::error!("cannot record pid {}: {err}", found.identity.pid),
+        }
+    }
+    for (gone, row) in changes.ended {
+        child.descendants.remove(&gone);
+        liveness::finish_unobserved(
+            store,
+            row,
+            crate::store::Kind::Child,
+            Some(gone),
+            Recording::ChildRows,
+            EndReason::Unknown,
+            UNKNOWN_EXIT,
+        );
+    }
+}
+
+/// After `child` exited: makes final the rows below it whose process is gone unobserved, and
+/// counts the processes of its subtree that live on (by row, and by marker for rows whose start
+/// was not recorded and, with `by_marker`, for the child itself).
+pub(super) fn count_leftovers(
+    store: &mut Store,
+    instance: &str,
+    child_row: i64,
+    by_marker: bool,
+) -> usize {
+    let below = store.live_subtree(child_row).unwrap_or_default();
+    // A row without identity may be a process whose start could not be recorded (a failed
+    // write): its marker tells whether it runs.
+    let unidentified: Vec<i64> = below
+        .iter()
+        .filter(|r| r.identity.is_none())
+        .map(|r| r.id)
+        .collect();
+    let running_unidentified = if unidentified.is_empty() {
+        Default::default()
+    } else {
+        marker::marked(instance, &unidentified)
+    };
+    let mut alive: usize = running_unidentified.values().map(Vec::len).sum();
+    for row in below.iter().filter(|r| r.id != child_row) {
+        let live = row
+            .identity
+            .as_ref()
+            .is_some_and(|id| crate::identity::check(id).is_alive());
+        if live {
+            alive += 1;
+        } else if row.identity.is_some() {
+            liveness::finish_unobserved(
+                store,
+                row.id,
+                row.kind,
+                row.pid,
+                Recording::ChildRows,
+                EndReason::Unknown,
+                UNKNOWN_EXIT,
+            );
+        } else if !running_unidentified.contains_key(&row.id) && !liveness::parent_alive(store, row)
+        {
+            // Its parent died while starting it: it never ran, and no one else will say so.
+            liveness::finish_unobserved(
+                store,
+                row.id,
+                row.kind,
+                None,
+                Recording::AllRows,
+                EndReason::Lost,
+                NEVER_STARTED,
+            );
+        }
+    }
+    if by_marker {
+        alive += marker::marked(instance, &[child_row])
+            .values()
+            .map(Vec::len)
+            .sum::<usize>();
+    }
+    alive
+}
+
+/// Truncates a log file that grew past `max` bytes, leaving a line that says so. The child keeps
+/// writing to it (it appends), so its size stays bounded by `max` plus what it writes between
+/// two scans.
+pub(super) fn cap_log(path: &Path, max: u64) {
+    use std::io::Write;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if meta.len() <= max {
+        return;
+    }
+    let truncated = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| {
+            file.set_len(0)?;
+            writeln!(
+                file,
+                "[abxd: log truncated: it passed limits.max_log_bytes ({max} bytes)]"
+            )
+        });
+    match truncated {
+        Ok(()) => log::warn!("{} passed {max} bytes: truncated", path.display()),
+        Err(err) => log::error!("cannot truncate {}: {err}", path.display()),
+    }
+}

@@ -1,0 +1,215 @@
+//! Workers: `abxd worker crawl ID` (`crawl`) and `abxd worker snapshot ID` (`snapshot`), each a
+//! process of its own.
+//!
+//! A crawl worker runs its crawl's hooks, creates the depth-0 snapshots, keeps up to
+//! `max_snapshot_workers` snapshot workers running (a [`WorkerPool`]), seals the crawl when every
+//! snapshot is sealed and then tears its background crawl hooks down. A snapshot worker runs the
+//! snapshot's hooks, turns discovered URLs into snapshots at depth+1, tears its background hooks
+//! down when the foreground ones are done, and seals the snapshot.
+//!
+//! Invariants: a worker works only on what its parent claimed for it and hands over (the lease
+//! names its process row as owner) and renews that lease while it works; it reaps its own
+//! children; on SIGTERM it tears its children down and exits [`EXIT_INTERRUPTED`] without
+//! sealing, so the work is requeued; it seals only work that is really finished.
+
+mod crawl;
+mod snapshot;
+
+pub use crawl::run_crawl_worker;
+pub use snapshot::run_snapshot_worker;
+
+use crate::config::Config;
+use crate::hooks::HookRunner;
+use crate::marker::PROCESS_ID_ENV;
+use crate::plugins::{self, HookEvent};
+use crate::pool::WorkerPool;
+use crate::signal::Signal;
+use crate::store::{Crawl, EndReason, ExitOutcome, Lease, Queue, ResultStatus, Store, StoreError};
+use crate::supervisor::{Event, Supervisor, Timing};
+
+/// A worker that finished its work exits 0.
+pub const EXIT_DONE: i32 = 0;
+/// A worker that was interrupted (SIGTERM, a lost lease) exits EX_TEMPFAIL: its work goes back
+/// to the queue, and its parent recovers it (see `docs/design.md`).
+pub const EXIT_INTERRUPTED: i32 = 75;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("event loop: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What every worker starts from: config, store, its own row, the loop.
+struct Context {
+    config: Config,
+    store: Store,
+    row_id: i64,
+    supervisor: Supervisor,
+    /// Set once SIGTERM/SIGINT arrived or the lease was lost: tear down, do not seal.
+    interrupted: bool,
+    /// Rows whose teardown finished since the caller last looked.
+    torn_down: Vec<i64>,
+}
+
+/// A child that ended, as a worker acts on it.
+#[derive(Debug, Clone, Copy)]
+struct Exit {
+    row: i64,
+    outcome: ExitOutcome,
+    reason: EndReason,
+    leaked: bool,
+}
+
+impl Context {
+    fn open(config: Config, queue: Queue, id: i64) -> Result<Context, WorkerError> {
+        let row_id = crate::pool::own_row().ok_or_else(|| {
+            WorkerError::Setup(format!(
+                "{PROCESS_ID_ENV} is not set: workers are started by abxd, not by hand"
+            ))
+        })?;
+        if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
+            log::warn!("cannot become a child subreaper: {err}");
+        }
+        let store = Store::open(&config.database)?;
+        let timing = Timing::from_config(&config);
+        let mut supervisor = Supervisor::new(timing, store.marker_namespace()?, Some(row_id))?;
+        supervisor.hold_lease(Lease {
+            queue,
+            id,
+            owner: row_id,
+            duration: config.timeouts.lease,
+        });
+        Ok(Context {
+            config,
+            store,
+            row_id,
+            supervisor,
+            interrupted: false,
+            torn_down: Vec::new(),
+        })
+    }
+
+    /// Waits for the next events (or `timer`) and handles those every worker handles alike;
+    /// returns the exits for the caller.
+    fn next_exits(&mut self, timer: Option<std::time::Instant>) -> Result<Vec<Exit>, WorkerError> {
+        let events = self.supervisor.wait(&mut self.store, timer)?;
+        let mut exits = Vec::new();
+        for event in events {
+            match event {
+                Event::Exited {
+                    row_id,
+                    outcome,
+                    reason,
+                    leaked,
+                    ..
+                } => exits.push(Exit {
+                    row: row_id,
+                    outcome,
+                    reason,
+                    leaked,
+                }),
+                Event::Signal(Signal::TERM | Signal::INT) | Event::LeaseLost => self.interrupt(),
+                Event::TornDown(report) => self.torn_down.push(report.root_row),
+                Event::Signal(_) | Event::Ready(_) | Event::Timer => {}
+            }
+        }
+        Ok(exits)
+    }
+
+    fn interrupt(&mut self) {
+        // A worker hears SIGTERM from each supervisor above it (its parent and the daemon), so a
+        // repeated one is not an escalation here: the daemon escalates by killing the tree itself.
+        if self.interrupted {
+            return;
+        }
+        log::info!("interrupted: tearing down and leaving the work to be requeued");
+        self.interrupted = true;
+        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+    }
+
+    /// Records a hook's exit on its result (unless this worker was interrupted: then the result
+    /// is left to run again); returns the URLs it discovered.
+    fn record_hook(
+        &mut self,
+        runner: &mut HookRunner,
+        exit: Exit,
+    ) -> Result<Vec<String>, StoreError> {
+        if self.interrupted {
+            return Ok(Vec::new());
+        }
+        let discovered = runner.on_exit(
+            &self.config,
+            &mut self.supervisor,
+            &mut self.store,
+            exit.row,
+            exit.outcome,
+            exit.reason,
+        )?;
+        Ok(discovered.unwrap_or_default())
+    }
+
+    /// Tears every remaining child (and leftover) down, each until its own deadline but at least
+    /// `min_grace`, and waits until all are gone, recording each exit through `on_exit`.
+    fn drain(
+        &mut self,
+        mut on_exit: impl FnMut(&mut Context, Exit) -> Result<(), StoreError>,
+    ) -> Result<(), WorkerError> {
+        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+        while self.supervisor.has_work() {
+            for exit in self.next_exits(None)? {
+                on_exit(self, exit)?;
+            }
+        }
+        self.supervisor.reap_now(&mut self.store);
+        let patience = self.config.timeouts.lease;
+        self.supervisor
+            .settle_before_exit(&mut self.store, patience);
+        Ok(())
+    }
+
+    /// Seals the work unless interrupted; returns the exit code.
+    fn finish(mut self, queue: Queue, id: i64) -> Result<i32, WorkerError> {
+        if self.interrupted {
+            return Ok(EXIT_INTERRUPTED);
+        }
+        self.store.seal(queue, id)?;
+        log::info!("{queue} {id} sealed");
+        Ok(EXIT_DONE)
+    }
+
+    /// Starts snapshot workers for due snapshots (a crawl worker's pool).
+    fn fill(&mut self, pool: &mut WorkerPool) -> Result<(), StoreError> {
+        pool.fill(&self.config, &mut self.supervisor, &mut self.store)
+    }
+}
+
+/// The hooks to run for `event` in `scope`. A file that looks like a hook of a selected plugin
+/// but cannot run is reported as a skipped result with the reason, so the operator sees it.
+fn hooks_for(
+    store: &mut Store,
+    config: &Config,
+    event: HookEvent,
+    crawl: &Crawl,
+    snapshot_id: Option<i64>,
+) -> Result<Vec<plugins::Hook>, StoreError> {
+    let crawl_plugins = crawl.plugins.as_deref();
+    let (found, rejected) = plugins::discover(&config.plugins_dirs, event);
+    for reject in rejected {
+        let ours = reject.event == Some(event) || (reject.event.is_none() && snapshot_id.is_some());
+        if !ours || !plugins::selected(&reject.plugin, config, crawl_plugins) {
+            continue;
+        }
+        log::warn!("hook {} rejected: {}", reject.path.display(), reject.reason);
+        let result =
+            store.result_for(crawl.id, snapshot_id, &reject.plugin, &reject.file_name())?;
+        if !result.is_final() {
+            let reason = format!("not run: {}", reject.reason);
+            store.finish_result(result.id, ResultStatus::Skipped, Some(&reason), &[], 0)?;
+        }
+    }
+    Ok(plugins::select(found, config, crawl_plugins))
+}

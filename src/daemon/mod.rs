@@ -12,19 +12,18 @@
 
 mod handlers;
 mod reload;
+mod startup;
 
 use crate::config::Config;
-use crate::control::access::Policy;
 use crate::control::server::Server;
-use crate::identity;
 use crate::liveness;
 use crate::lock::{DataDirLock, LockError};
 use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::recovery;
 use crate::signal::Signal;
-use crate::store::{now_ms, EndReason, Kind, NewProcess, Queue, Store, StoreError};
-use crate::supervisor::{Event, Supervisor, Timing};
+use crate::store::{EndReason, Queue, Store, StoreError};
+use crate::supervisor::{Event, Supervisor};
 use crate::teardown::Report;
 use mio::Token;
 use std::collections::{BTreeSet, HashMap};
@@ -107,82 +106,6 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Takes the data dir, opens the store, records the orchestrator and listens. Errors leave
-    /// nothing running.
-    pub fn start(config: Config) -> Result<Daemon, DaemonError> {
-        config.check_for_daemon()?;
-        let lock = DataDirLock::acquire(&config.data_dir)?;
-        mark_inherited_fds_close_on_exec();
-        if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
-            log::warn!("cannot become a child subreaper ({err}): orphans will escape to init");
-        }
-        let store_err = |cause| DaemonError::Store {
-            path: config.database.clone(),
-            cause,
-        };
-        let mut store = Store::open(&config.database).map_err(store_err)?;
-        let instance = store.marker_namespace().map_err(store_err)?;
-        let orchestrator_id = record_self(&mut store).map_err(store_err)?;
-        let timing = Timing::from_config(&config);
-        let mut supervisor = Supervisor::new(timing, instance.clone(), Some(orchestrator_id))?;
-        let reconciliation =
-            recovery::reconcile(&store, &instance, Some(orchestrator_id)).map_err(store_err)?;
-        for line in recovery::describe(&reconciliation, &recovery::WorkPlan::default()) {
-            log::info!("recovery: {line}");
-        }
-        recovery::apply_lost(&mut store, &reconciliation.lost).map_err(store_err)?;
-        let socket_err = |cause| DaemonError::Socket {
-            path: config.control.socket.clone(),
-            cause,
-        };
-        let policy = Policy::new(config.control.group.as_deref(), config.control.public_read)
-            .map_err(|cause| {
-                socket_err(std::io::Error::other(format!("control.group: {cause}")))
-            })?;
-        let server = Server::bind(
-            &config.control.socket,
-            supervisor.registry(),
-            CONTROL,
-            config.control.max_frame_bytes,
-            policy,
-        )
-        .map_err(socket_err)?;
-        log::info!(
-            "abxd {} ready: pid {}, database {}, socket {}",
-            env!("CARGO_PKG_VERSION"),
-            std::process::id(),
-            config.database.display(),
-            config.control.socket.display()
-        );
-        let orphans: BTreeSet<i64> = reconciliation.orphans.iter().map(|o| o.row).collect();
-        let orphan_rows: Vec<i64> = orphans.iter().copied().collect();
-        supervisor.stop_orphans(&mut store, &orphan_rows);
-        let mut state = State {
-            started_at_ms: now_ms(),
-            config,
-            store,
-            orchestrator_id,
-            stopping: false,
-            crawls: WorkerPool::crawls(orchestrator_id),
-            debug_children: 0,
-            wake: true,
-            retry_claims_at: None,
-            retry_recovery: false,
-            waiting: HashMap::new(),
-            orphans,
-        };
-        if state.orphans.is_empty() {
-            state.recover(None, false);
-        }
-        Ok(Daemon {
-            state,
-            supervisor,
-            server,
-            notifier: Notifier::from_env(),
-            _lock: lock,
-        })
-    }
-
     pub fn config(&self) -> &Config {
         &self.state.config
     }
@@ -384,44 +307,5 @@ impl Daemon {
         for token in state.waiting.remove(&report.root_row).unwrap_or_default() {
             self.server.reply(token, &response);
         }
-    }
-}
-
-/// Records the daemon itself as the `orchestrator` row, running, and returns its id.
-fn record_self(store: &mut Store) -> Result<i64, StoreError> {
-    let pid = std::process::id() as i32;
-    let id = store.insert_process(&NewProcess {
-        parent_id: None,
-        kind: Kind::Orchestrator,
-        crawl_id: None,
-        snapshot_id: None,
-        result_id: None,
-        argv: std::env::args().collect(),
-        cwd: std::env::current_dir()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default(),
-        timeout_ms: None,
-    })?;
-    let me = identity::of_pid(pid).expect("the running process has an identity");
-    let pgid = nix::unistd::getpgrp().as_raw();
-    store.record_spawned(id, &me, pgid, None, None)?;
-    Ok(id)
-}
-
-/// Sets FD_CLOEXEC on every descriptor above stderr that the daemon inherited, so none of them
-/// leaks into a hook.
-fn mark_inherited_fds_close_on_exec() {
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    let fds: Vec<i32> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&fd| fd > 2)
-        .collect();
-    for fd in fds {
-        // SAFETY: the number is only passed to fcntl; if it was closed meanwhile, fcntl fails.
-        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        let _ = fcntl(borrowed, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
     }
 }

@@ -8,7 +8,10 @@
 //! unix milliseconds.
 
 pub mod migrations;
+mod process_queries;
 mod processes;
+mod queue;
+mod results;
 mod work;
 
 /// Declares a string-valued enum stored as TEXT: its SQL/JSON names and conversions.

@@ -8,7 +8,6 @@ use super::{now_ms, text_enum, Store, StoreError};
 use crate::identity::Identity;
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 text_enum!(
     /// What a process is in the tree (SPEC §1).
@@ -138,7 +137,8 @@ pub struct ProcessRow {
     pub kill_at: Option<i64>,
 }
 
-const COLUMNS: &str = "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
+pub(super) const COLUMNS: &str =
+    "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
     end_reason, end_detail, leaking, kill_at";
@@ -146,7 +146,7 @@ const COLUMNS: &str = "id, parent_id, kind, crawl_id, snapshot_id, result_id, pi
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
     /// every row cost `abxctl ps` a fifth of its time).
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<ProcessRow> {
+    pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<ProcessRow> {
         let pid: Option<i32> = row.get(6)?;
         let boot_id: Option<String> = row.get(7)?;
         let start_ticks: Option<i64> = row.get(8)?;
@@ -411,74 +411,6 @@ impl Store {
             Ok(())
         })
     }
-
-    /// Row `id` and every live row below it, parents before children.
-    pub fn live_subtree(&self, id: i64) -> Result<Vec<ProcessRow>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "WITH RECURSIVE subtree(id, depth) AS ( \
-                 SELECT ?1, 0 \
-                 UNION SELECT p.id, s.depth + 1 FROM processes p \
-                       JOIN subtree s ON p.parent_id = s.id \
-             ) \
-             SELECT {COLUMNS} FROM processes JOIN subtree USING (id) \
-             WHERE status IN {LIVE_STATUSES} ORDER BY depth, id"
-        ))?;
-        let rows = statement.query_map([id], ProcessRow::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// The live row recorded for `pid` in this boot, newest first, if any.
-    pub fn live_row_by_pid(&self, pid: i32) -> Result<Option<ProcessRow>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
-                     AND status IN {LIVE_STATUSES} ORDER BY id DESC LIMIT 1"
-            ))?
-            .query_row(
-                params![pid, crate::identity::boot_id()],
-                ProcessRow::from_row,
-            )
-            .optional()?)
-    }
-
-    pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"))?
-            .query_row([id], ProcessRow::from_row)
-            .optional()?)
-    }
-
-    /// Rows matching `filter`, oldest first.
-    pub fn processes(&self, filter: &ProcessFilter) -> Result<Vec<ProcessRow>, StoreError> {
-        let live = if filter.live_only {
-            format!("status IN {LIVE_STATUSES}")
-        } else {
-            "1".to_string()
-        };
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) ORDER BY id"
-        ))?;
-        let rows = statement
-            .query_map([filter.kind], ProcessRow::from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
-    }
-
-    /// How many rows of each kind claim a live process.
-    pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT kind, count(*) FROM processes \
-             WHERE status IN {LIVE_STATUSES} GROUP BY kind"
-        ))?;
-        let counts = statement
-            .query_map([], |row| {
-                Ok((row.get::<_, Kind>(0)?, row.get::<_, u64>(1)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(counts)
-    }
 }
 
 #[cfg(test)]
@@ -650,7 +582,7 @@ mod tests {
         assert_eq!(live.iter().map(|r| r.id).collect::<Vec<_>>(), vec![a]);
         assert_eq!(
             store.live_counts_by_kind().unwrap(),
-            BTreeMap::from([(Kind::Hook, 1)])
+            std::collections::BTreeMap::from([(Kind::Hook, 1)])
         );
         assert_eq!(store.process(b).unwrap().unwrap().status, Status::Lost);
     }

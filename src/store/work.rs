@@ -27,7 +27,7 @@ impl Queue {
         }
     }
 
-    fn table(self) -> &'static str {
+    pub(super) fn table(self) -> &'static str {
         match self {
             Queue::Crawls => "crawls",
             Queue::Snapshots => "snapshots",
@@ -189,10 +189,11 @@ impl Snapshot {
 }
 
 impl HookResult {
-    const COLUMNS: &'static str = "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
+    pub(super) const COLUMNS: &'static str =
+        "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
         attempts, output, output_files, output_size, started_at, ended_at";
 
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<HookResult> {
+    pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<HookResult> {
         Ok(HookResult {
             id: row.get("id")?,
             crawl_id: row.get("crawl_id")?,
@@ -215,7 +216,7 @@ impl HookResult {
     }
 }
 
-fn millis(d: Duration) -> i64 {
+pub(super) fn millis(d: Duration) -> i64 {
     d.as_millis().min(i64::MAX as u128) as i64
 }
 
@@ -247,177 +248,6 @@ impl Store {
             .execute(params![urls, max_depth, plugins, now])?;
             Ok(tx.last_insert_rowid())
         })
-    }
-
-    /// Claims the next due, queued row of `queue` (within `crawl_id` for snapshots) for
-    /// `lease`: one compare-and-set on `retry_at`. Returns the claimed row's id.
-    pub fn claim(
-        &mut self,
-        queue: Queue,
-        crawl_id: Option<i64>,
-        lease: Duration,
-    ) -> Result<Option<i64>, StoreError> {
-        let table = queue.table();
-        let scope = match queue {
-            Queue::Crawls => "",
-            Queue::Snapshots => "AND crawl_id = ?3",
-        };
-        let now = now_ms();
-        self.write(|tx| {
-            let sql = format!(
-                "UPDATE {table} SET status = 'started', retry_at = ?1 + ?2, \
-                 started_at = COALESCE(started_at, ?1) \
-                 WHERE id = (SELECT id FROM {table} WHERE status = 'queued' AND retry_at <= ?1 \
-                             {scope} ORDER BY retry_at, id LIMIT 1) \
-                   AND status = 'queued' AND retry_at <= ?1 \
-                 RETURNING id"
-            );
-            let mut statement = tx.prepare_cached(&sql)?;
-            let id = match queue {
-                Queue::Crawls => statement.query_row(params![now, millis(lease)], |r| r.get(0)),
-                Queue::Snapshots => {
-                    statement.query_row(params![now, millis(lease), crawl_id], |r| r.get(0))
-                }
-            }
-            .optional()?;
-            Ok(id)
-        })
-    }
-
-    /// Hands a claimed row to the process that works on it.
-    pub fn set_owner(&mut self, queue: Queue, id: i64, owner: i64) -> Result<(), StoreError> {
-        let table = queue.table();
-        self.write(|tx| {
-            tx.execute(
-                &format!("UPDATE {table} SET owner_id = ?2 WHERE id = ?1"),
-                params![id, owner],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
-    pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
-        let table = lease.queue.table();
-        let now = now_ms();
-        self.write(|tx| {
-            let changed = tx.execute(
-                &format!(
-                    "UPDATE {table} SET retry_at = ?3 WHERE id = ?1 AND owner_id = ?2 \
-                     AND status = 'started'"
-                ),
-                params![lease.id, lease.owner, now + millis(lease.duration)],
-            )?;
-            Ok(changed == 1)
-        })
-    }
-
-    /// Puts a started row back in the queue, due at `retry_at`, counting the restart.
-    pub fn requeue(&mut self, queue: Queue, id: i64, retry_at: i64) -> Result<(), StoreError> {
-        let table = queue.table();
-        self.write(|tx| {
-            tx.execute(
-                &format!(
-                    "UPDATE {table} SET status = 'queued', retry_at = ?2, owner_id = NULL, \
-                     restarts = restarts + 1 WHERE id = ?1 AND status = 'started'"
-                ),
-                params![id, retry_at],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// Ids, owners and lease ends of the rows of `queue` that are `started`.
-    pub fn started(&self, queue: Queue) -> Result<Vec<(i64, Option<i64>, i64)>, StoreError> {
-        let table = queue.table();
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT id, owner_id, retry_at FROM {table} WHERE status = 'started' ORDER BY id"
-        ))?;
-        let rows = statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Puts an interrupted result back to `queued`, so that it runs again.
-    pub fn retry_result(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE results SET status = 'queued', ended_at = NULL \
-                 WHERE id = ?1 AND status = 'started'",
-            )?
-            .execute([id])?;
-            Ok(())
-        })
-    }
-
-    /// Seals a row: its work is done for good.
-    pub fn seal(&mut self, queue: Queue, id: i64) -> Result<(), StoreError> {
-        let table = queue.table();
-        let now = now_ms();
-        self.write(|tx| {
-            tx.execute(
-                &format!(
-                    "UPDATE {table} SET status = 'sealed', sealed_at = ?2 \
-                     WHERE id = ?1 AND status != 'sealed'"
-                ),
-                params![id, now],
-            )?;
-            if queue == Queue::Crawls {
-                tx.prepare_cached(
-                    "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
-                )?
-                .execute([id])?;
-            }
-            Ok(())
-        })
-    }
-
-    /// Seals a crawl as cancelled, with every snapshot it has not finished.
-    pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
-        let now = now_ms();
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
-                 WHERE crawl_id = ?1 AND status != 'sealed'",
-            )?
-            .execute(params![id, now])?;
-            tx.prepare_cached(
-                "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
-                 WHERE id = ?1 AND status != 'sealed'",
-            )?
-            .execute(params![id, now])?;
-            Ok(())
-        })
-    }
-
-    /// How many rows of `queue` wait to be claimed.
-    pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
-        let table = queue.table();
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT count(*) FROM {table} WHERE status = 'queued'"
-            ))?
-            .query_row([], |r| r.get(0))?)
-    }
-
-    /// When the next queued row of `queue` becomes due (of snapshots, those of `crawl_id` if
-    /// given), if one is waiting.
-    pub fn next_retry_at(
-        &self,
-        queue: Queue,
-        crawl_id: Option<i64>,
-    ) -> Result<Option<i64>, StoreError> {
-        let table = queue.table();
-        let scope = match queue {
-            Queue::Crawls => "?1 IS NULL OR ?1 IS NOT NULL",
-            Queue::Snapshots => "?1 IS NULL OR crawl_id = ?1",
-        };
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND ({scope})"
-            ))?
-            .query_row([crawl_id], |r| r.get(0))?)
     }
 
     pub fn crawl(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
@@ -476,95 +306,6 @@ impl Store {
             Snapshot::COLUMNS
         ))?;
         let rows = statement.query_map([crawl_id], Snapshot::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// The result row of `hook` for this snapshot (or the crawl itself when `snapshot_id` is
-    /// `None`), created `queued` if it does not exist yet.
-    pub fn result_for(
-        &mut self,
-        crawl_id: i64,
-        snapshot_id: Option<i64>,
-        plugin: &str,
-        hook: &str,
-    ) -> Result<HookResult, StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO results (crawl_id, snapshot_id, plugin, hook, status) \
-                 VALUES (?1, ?2, ?3, ?4, 'queued')",
-            )?
-            .execute(params![crawl_id, snapshot_id, plugin, hook])?;
-            Ok(tx
-                .prepare_cached(&format!(
-                    "SELECT {} FROM results WHERE crawl_id = ?1 \
-                     AND COALESCE(snapshot_id, 0) = COALESCE(?2, 0) AND hook = ?3",
-                    HookResult::COLUMNS
-                ))?
-                .query_row(params![crawl_id, snapshot_id, hook], HookResult::from_row)?)
-        })
-    }
-
-    /// Marks a result started by process row `process_id` (one more attempt).
-    pub fn start_result(&mut self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
-        let now = now_ms();
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
-                 started_at = ?3, ended_at = NULL WHERE id = ?1 AND status != 'succeeded'",
-            )?
-            .execute(params![id, process_id, now])?;
-            Ok(())
-        })
-    }
-
-    /// Records which process row runs a started result.
-    pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE results SET process_id = ?2 WHERE id = ?1")?
-                .execute(params![id, process_id])?;
-            Ok(())
-        })
-    }
-
-    /// Records a result's final status and output.
-    pub fn finish_result(
-        &mut self,
-        id: i64,
-        status: ResultStatus,
-        output: Option<&str>,
-        output_files: &[String],
-        output_size: u64,
-    ) -> Result<(), StoreError> {
-        let files = serde_json::to_string(output_files).expect("strings serialize");
-        let now = now_ms();
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
-                 output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded'",
-            )?
-            .execute(params![id, status, output, files, output_size as i64, now])?;
-            Ok(())
-        })
-    }
-
-    /// The results of one snapshot, by hook.
-    pub fn snapshot_results(&self, snapshot_id: i64) -> Result<Vec<HookResult>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {} FROM results WHERE snapshot_id = ?1 ORDER BY hook",
-            HookResult::COLUMNS
-        ))?;
-        let rows = statement.query_map([snapshot_id], HookResult::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
-    pub fn results(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {} FROM results WHERE crawl_id = ?1 \
-             ORDER BY COALESCE(snapshot_id, 0), hook",
-            HookResult::COLUMNS
-        ))?;
-        let rows = statement.query_map([crawl_id], HookResult::from_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }

@@ -8,13 +8,16 @@
 //! process that double-forked away still counts.
 
 use super::children::Child;
-use super::decide::descendant_changes;
+use super::decide::{self, descendant_changes, Leftovers};
+use super::Supervisor;
 use crate::liveness::{self, Recording};
 use crate::marker;
 use crate::proctree::{self, Found};
+use crate::signal::Signal;
 use crate::store::{EndReason, Store};
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::Instant;
 
 /// The end detail of a descendant that ended where no one here could see its exit status.
 const UNKNOWN_EXIT: &str = "ended; exit status unknown (not a child of its supervisor)";
@@ -22,9 +25,56 @@ const UNKNOWN_EXIT: &str = "ended; exit status unknown (not a child of its super
 /// The end detail of a row whose process was never started: its parent died while starting it.
 const NEVER_STARTED: &str = "never started: its parent ended while starting it";
 
+impl Supervisor {
+    /// After a child exited: settles what it leaves (see `descendants::count_leftovers`) and,
+    /// if processes of its subtree live on, flags it leaking and tears them down now or at the
+    /// end, as `decide::after_exit` says. Returns whether it leaked.
+    pub(super) fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
+        let alive = count_leftovers(
+            store,
+            &self.instance,
+            child.row_id,
+            child.policy.scan_descendants,
+        );
+        let leftovers = decide::after_exit(child.policy, alive);
+        if leftovers.leaked() {
+            log::warn!("row {} exited leaving processes behind", child.row_id);
+            if let Err(err) = store.set_leaking(child.row_id) {
+                log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
+            }
+        }
+        match leftovers {
+            Leftovers::None => {}
+            Leftovers::StopNow => {
+                let grace = self.timing.kill_grace;
+                self.stop(store, child.row_id, Signal::TERM, grace, EndReason::Killed);
+            }
+            Leftovers::StopAtEnd => self.leftovers.push(child.row_id),
+        }
+        leftovers.leaked()
+    }
+
+    /// Records the descendants of scanned children that appeared since the last scan, and the
+    /// end of those that went; caps their logs.
+    pub(super) fn scan_descendants(&mut self, store: &mut Store) {
+        let scanned = self.children.scanned();
+        self.next_scan =
+            (!scanned.is_empty()).then(|| Instant::now() + self.timing.descendant_scan);
+        for pid in scanned {
+            let Some(child) = self.children.get_mut(pid) else {
+                continue;
+            };
+            for log in [&child.logs.0, &child.logs.1] {
+                cap_log(log, self.timing.max_log_bytes);
+            }
+            scan(store, &self.instance, pid, child);
+        }
+    }
+}
+
 /// Records the descendants of the child `pid` that appeared since the last scan, and the end
 /// of those that went.
-pub(super) fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
+fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
     let mut rows: Vec<i64> = vec![child.row_id];
     rows.extend(child.descendants.values().map(|(row, _)| *row));
     let mut now_found: HashMap<i32, Found> = proctree::descendants_of(&[pid])
@@ -73,12 +123,7 @@ pub(super) fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Chil
 /// After `child` exited: makes final the rows below it whose process is gone unobserved, and
 /// counts the processes of its subtree that live on (by row, and by marker for rows whose start
 /// was not recorded and, with `by_marker`, for the child itself).
-pub(super) fn count_leftovers(
-    store: &mut Store,
-    instance: &str,
-    child_row: i64,
-    by_marker: bool,
-) -> usize {
+fn count_leftovers(store: &mut Store, instance: &str, child_row: i64, by_marker: bool) -> usize {
     let below = store.live_subtree(child_row).unwrap_or_default();
     // A row without identity may be a process whose start could not be recorded (a failed
     // write): its marker tells whether it runs.

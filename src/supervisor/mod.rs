@@ -18,17 +18,18 @@ mod children;
 pub mod decide;
 mod descendants;
 mod lease;
+mod reaping;
 mod unrecorded;
 
 use crate::config::Config;
 use crate::liveness;
-use crate::reaper;
+
 use crate::signal::Signal;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
 use crate::store::{EndReason, ExitOutcome, Lease, Store};
 use crate::teardown::{self, DeadlineMap, Report};
 use children::{Child, Children};
-use decide::Leftovers;
+
 use lease::LeaseKeeper;
 use mio::{Events, Interest, Poll, Registry, Token};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
@@ -384,143 +385,5 @@ impl Supervisor {
             out.push(Event::Timer);
         }
         out
-    }
-
-    /// For the last moment before this process exits: writes the ends a failed write left
-    /// unrecorded, retrying while writes fail, for at most `patience` (after which the daemon's
-    /// own pass settles them).
-    pub fn settle_before_exit(&mut self, store: &mut Store, patience: Duration) {
-        let give_up = Instant::now() + patience;
-        while !self.unrecorded.settle_now(store, |_| false) {
-            if Instant::now() >= give_up {
-                log::error!("exiting with ends still unrecorded: the database is not writable");
-                return;
-            }
-            std::thread::sleep(UNRECORDED_RETRY);
-        }
-    }
-
-    /// Reaps whatever has ended now, without waiting: for the last moment before this process
-    /// exits, so that nothing re-parented to it goes unrecorded.
-    pub fn reap_now(&mut self, store: &mut Store) -> Vec<Event> {
-        let mut out = Vec::new();
-        self.reap(store, &mut out);
-        out
-    }
-
-    fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
-        for reaped in reaper::reap_ready() {
-            if reaped.outcome != ExitOutcome::Code(0) {
-                // A supervisor that failed may have left ends unwritten: look again soon.
-                self.unrecorded.look_again(Instant::now());
-            }
-            let Some(child) = self.children.remove(reaped.pid) else {
-                self.reaped_descendant(store, reaped.pid, reaped.outcome);
-                self.teardown.on_reaped(store, reaped.pid);
-                continue;
-            };
-            let row_id = child.row_id;
-            let signalled_by_others = || {
-                matches!(store.process(row_id), Ok(Some(row))
-                    if row.sigterm_at.is_some() || row.sigkill_at.is_some())
-            };
-            let teardown_reason = self.teardown.reason_for(row_id);
-            let reason = decide::reason_for_reaped(
-                teardown_reason,
-                teardown_reason.is_none() && signalled_by_others(),
-            );
-            log::debug!(
-                "row {row_id} (pid {}) ended: {}",
-                reaped.pid,
-                reaped.outcome
-            );
-            if let Err(err) = liveness::finish_reaped(store, row_id, reaped.outcome, reason, None) {
-                log::error!("row {row_id}: cannot record its end (kept to retry): {err}");
-                self.unrecorded.end_failed(row_id, reaped.outcome, reason);
-            }
-            self.teardown.on_reaped(store, reaped.pid);
-            if child.policy.scan_descendants {
-                for log in [&child.logs.0, &child.logs.1] {
-                    descendants::cap_log(log, self.timing.max_log_bytes);
-                }
-            }
-            let leaked = self.settle_leftovers(store, &child);
-            out.push(Event::Exited {
-                row_id,
-                pid: reaped.pid,
-                outcome: reaped.outcome,
-                reason,
-                leaked,
-            });
-        }
-    }
-
-    /// A process re-parented to us (we are a subreaper: its parent died first) ended: we are the
-    /// only one who can know its status, so record it on its row, whatever its kind.
-    fn reaped_descendant(&mut self, store: &mut Store, pid: i32, outcome: ExitOutcome) {
-        match store.live_row_by_pid(pid) {
-            Ok(Some(row)) => {
-                let reason = self
-                    .teardown
-                    .reason_for(row.id)
-                    .unwrap_or(EndReason::Exited);
-                let detail = "re-parented to its supervisor, which reaped it";
-                if let Err(err) =
-                    liveness::finish_reaped(store, row.id, outcome, reason, Some(detail))
-                {
-                    log::error!(
-                        "row {}: cannot record its end (kept to retry): {err}",
-                        row.id
-                    );
-                    self.unrecorded.end_failed(row.id, outcome, reason);
-                }
-            }
-            _ => log::debug!("reaped pid {pid} (re-parented, not recorded)"),
-        }
-    }
-
-    /// After a child exited: settles what it leaves (see `descendants::count_leftovers`) and,
-    /// if processes of its subtree live on, flags it leaking and tears them down now or at the
-    /// end, as `decide::after_exit` says. Returns whether it leaked.
-    fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
-        let alive = descendants::count_leftovers(
-            store,
-            &self.instance,
-            child.row_id,
-            child.policy.scan_descendants,
-        );
-        let leftovers = decide::after_exit(child.policy, alive);
-        if leftovers.leaked() {
-            log::warn!("row {} exited leaving processes behind", child.row_id);
-            if let Err(err) = store.set_leaking(child.row_id) {
-                log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
-            }
-        }
-        match leftovers {
-            Leftovers::None => {}
-            Leftovers::StopNow => {
-                let grace = self.timing.kill_grace;
-                self.stop(store, child.row_id, Signal::TERM, grace, EndReason::Killed);
-            }
-            Leftovers::StopAtEnd => self.leftovers.push(child.row_id),
-        }
-        leftovers.leaked()
-    }
-
-    /// Records the descendants of scanned children that appeared since the last scan, and the
-    /// end of those that went; caps their logs.
-    fn scan_descendants(&mut self, store: &mut Store) {
-        let scanned = self.children.scanned();
-        self.next_scan =
-            (!scanned.is_empty()).then(|| Instant::now() + self.timing.descendant_scan);
-        for pid in scanned {
-            let Some(child) = self.children.get_mut(pid) else {
-                continue;
-            };
-            for log in [&child.logs.0, &child.logs.1] {
-                descendants::cap_log(log, self.timing.max_log_bytes);
-            }
-            descendants::scan(store, &self.instance, pid, child);
-        }
     }
 }

@@ -16,6 +16,16 @@
 //! - within one turn of the loop ([`DeadlineMap::start_sharing_scans`]) the marker scan — which reads
 //!   every process's environment — is made once and shared by every tree, but a tree is only
 //!   finished on a scan made after its last member was seen gone.
+//!
+//! This file holds the map and how a teardown begins and learns that processes went;
+//! `expire` the deadlines (SIGKILL, survivors) and how a tree finishes; `member` how one process
+//! joins a tree and is signalled.
+
+mod expire;
+mod member;
+
+pub use expire::{Fate, ProcessFate, Report};
+use member::{add_member, signal_member, tree_rows};
 
 use crate::identity::{self, Identity};
 use crate::liveness::{self, Recording};
@@ -24,9 +34,9 @@ use crate::proctree::{self, Found};
 use crate::signal::Signal;
 use crate::store::{now_ms, EndReason, Kind, Store};
 use mio::unix::SourceFd;
-use mio::{Interest, Registry, Token};
+use mio::{Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
-use rustix::process::{pidfd_open, pidfd_send_signal, PidfdFlags};
+
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -56,35 +66,6 @@ pub struct Request {
     /// Which rows of the tree this teardown makes final when their process goes: `child` rows
     /// only, or — for orphans, whose parents are gone and will reap nothing — every row.
     pub recording: Recording,
-}
-
-/// What happened to one process of a torn-down tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fate {
-    /// It was gone before any signal reached it.
-    AlreadyGone,
-    /// It exited after the first signal, this long after it.
-    ExitedOnSignal { after_ms: u64 },
-    /// It outlived its grace and was killed at its deadline.
-    KilledAtDeadline { after_ms: u64 },
-    /// It was still alive SURVIVOR_WAIT after SIGKILL.
-    Survived { state: String },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessFate {
-    pub row_id: Option<i64>,
-    pub pid: i32,
-    pub command: String,
-    pub fate: Fate,
-}
-
-/// The outcome of one finished teardown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
-    pub root_row: i64,
-    pub complete: bool,
-    pub processes: Vec<ProcessFate>,
 }
 
 struct Member {
@@ -121,10 +102,6 @@ pub struct DeadlineMap {
     completed: Vec<Report>,
     /// While scans are shared: the marker scan of this turn and when it was made, once made.
     shared_scan: Option<Option<MarkerScan>>,
-}
-
-fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
-    pidfd_send_signal(pidfd, signal.to_rustix()).is_ok()
 }
 
 impl DeadlineMap {
@@ -401,203 +378,6 @@ impl DeadlineMap {
         self.finish_if_empty(store, root);
     }
 
-    /// Sends SIGKILL to every member whose deadline has come (re-enumerating first), and reports
-    /// survivors of SIGKILL.
-    pub fn expire(&mut self, store: &mut Store, now: Instant) {
-        let roots: Vec<i64> = self.trees.keys().copied().collect();
-        for root in roots {
-            let due = self.trees[&root]
-                .members
-                .values()
-                .any(|m| m.gone_at.is_none() && m.killed_at.is_none() && m.deadline <= now);
-            if due {
-                self.rescan(store, root, now);
-                self.kill_due(store, root, now);
-            }
-            self.report_survivors(store, root, now);
-            self.finish_if_empty(store, root);
-        }
-    }
-
-    /// Moves every deadline to now (a second request to stop escalates at once).
-    pub fn hurry(&mut self, store: &mut Store) {
-        let now = Instant::now();
-        for tree in self.trees.values_mut() {
-            for member in tree.members.values_mut() {
-                member.deadline = member.deadline.min(now);
-            }
-        }
-        self.expire(store, now);
-    }
-
-    /// Adds processes of the tree that appeared since it began.
-    fn rescan(&mut self, store: &mut Store, root: i64, now: Instant) {
-        let tree = &self.trees[&root];
-        let known: Vec<i32> = tree.members.keys().copied().collect();
-        let alive: Vec<i32> = tree
-            .members
-            .iter()
-            .filter(|(_, m)| m.gone_at.is_none())
-            .map(|(pid, _)| *pid)
-            .collect();
-        let rows = tree.rows.clone();
-        let new: Vec<Found> = self
-            .enumerate(&alive, &rows, None)
-            .into_iter()
-            .filter(|p| !known.contains(&p.identity.pid))
-            .collect();
-        let Self {
-            registry,
-            tokens,
-            next_token,
-            trees,
-            ..
-        } = self;
-        let tree = trees.get_mut(&root).expect("exists");
-        for process in new {
-            log::info!(
-                "teardown of row {root}: found pid {} late",
-                process.identity.pid
-            );
-            add_member(
-                store, registry, tokens, next_token, tree, process, None, None, now, true,
-            );
-        }
-    }
-
-    fn kill_due(&mut self, store: &mut Store, root: i64, now: Instant) {
-        let tree = self.trees.get_mut(&root).expect("exists");
-        for member in tree.members.values_mut() {
-            if member.gone_at.is_some() || member.killed_at.is_some() || member.deadline > now {
-                continue;
-            }
-            member.killed_at = Some(now);
-            if let Some(fd) = &member.pidfd {
-                if let Some(row) = member.row_id {
-                    let _ = store.record_signal(row, Signal::KILL, None);
-                }
-                send(fd, Signal::KILL);
-            }
-        }
-    }
-
-    fn report_survivors(&mut self, store: &mut Store, root: i64, now: Instant) {
-        let tree = self.trees.get_mut(&root).expect("exists");
-        for member in tree.members.values_mut() {
-            let Some(killed) = member.killed_at else {
-                continue;
-            };
-            if member.gone_at.is_some() || killed + SURVIVOR_WAIT > now {
-                continue;
-            }
-            if identity::check(&member.identity) != identity::Liveness::Alive {
-                member.gone_at = Some(now);
-                continue;
-            }
-            let state = proctree::read(member.identity.pid)
-                .map(|p| p.state)
-                .unwrap_or('?');
-            log::error!(
-                "teardown of row {root}: pid {} ({}) survived SIGKILL (state {state})",
-                member.identity.pid,
-                member.command
-            );
-            if let Some(row) = member.row_id {
-                let _ = store.set_end_detail(row, &format!("survived SIGKILL (state {state})"));
-            }
-            // Reported: the tree finishes as incomplete.
-            member.gone_at = Some(now);
-            member.survived = Some(state);
-        }
-    }
-
-    /// Finishes the tree when no member is alive and a fresh enumeration finds nothing.
-    fn finish_if_empty(&mut self, store: &mut Store, root: i64) {
-        let Some(tree) = self.trees.get(&root) else {
-            return;
-        };
-        if tree.members.values().any(|m| m.gone_at.is_none()) {
-            return;
-        }
-        let rows = tree.rows.clone();
-        let last_gone = tree.members.values().filter_map(|m| m.gone_at).max();
-        let late = self.enumerate(&[], &rows, last_gone);
-        if !late.is_empty() {
-            let now = Instant::now();
-            let Self {
-                registry,
-                tokens,
-                next_token,
-                trees,
-                ..
-            } = self;
-            let tree = trees.get_mut(&root).expect("exists");
-            let killing = tree.members.values().any(|m| m.killed_at.is_some());
-            for process in late {
-                let deadline = if killing {
-                    now
-                } else {
-                    now + tree.request.grace
-                };
-                add_member(
-                    store, registry, tokens, next_token, tree, process, None, None, deadline, true,
-                );
-            }
-            if killing {
-                self.kill_due(store, root, now);
-            }
-            return;
-        }
-        let tree = self.trees.remove(&root).expect("exists");
-        let mut complete = true;
-        let processes = tree
-            .members
-            .into_iter()
-            .map(|(pid, m)| {
-                let since = |at: Instant| {
-                    m.gone_at
-                        .map(|g| g.saturating_duration_since(at).as_millis() as u64)
-                        .unwrap_or(0)
-                };
-                let fate = match (m.survived, m.signalled_at, m.killed_at) {
-                    (Some(state), ..) => {
-                        complete = false;
-                        Fate::Survived {
-                            state: state.to_string(),
-                        }
-                    }
-                    (None, None, _) => Fate::AlreadyGone,
-                    (None, Some(signalled), None) => Fate::ExitedOnSignal {
-                        after_ms: since(signalled),
-                    },
-                    (None, Some(signalled), Some(_)) => Fate::KilledAtDeadline {
-                        after_ms: since(signalled),
-                    },
-                };
-                ProcessFate {
-                    row_id: m.row_id,
-                    pid,
-                    command: m.command,
-                    fate,
-                }
-            })
-            .collect();
-        for token in self
-            .tokens
-            .iter()
-            .filter(|(_, (r, _))| *r == root)
-            .map(|(t, _)| *t)
-            .collect::<Vec<_>>()
-        {
-            self.tokens.remove(&token);
-        }
-        self.completed.push(Report {
-            root_row: root,
-            complete,
-            processes,
-        });
-    }
-
     /// Whether finished teardowns wait to be taken.
     pub fn has_completed(&self) -> bool {
         !self.completed.is_empty()
@@ -606,130 +386,5 @@ impl DeadlineMap {
     /// Reports of the teardowns finished since the last call.
     pub fn take_completed(&mut self) -> Vec<Report> {
         std::mem::take(&mut self.completed)
-    }
-}
-
-/// The rows whose markers a tree scans.
-fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
-    trees.get(&root).map(|t| t.rows.clone()).unwrap_or_default()
-}
-
-/// Adds a live process to `tree`: records it as a `child` row if it has none, opens and checks
-/// its pidfd, watches it, and sends it the tree's first signal (and SIGCONT, so a stopped
-/// process can act on it).
-#[allow(clippy::too_many_arguments)]
-fn add_member(
-    store: &mut Store,
-    registry: &Registry,
-    tokens: &mut HashMap<Token, (i64, i32)>,
-    next_token: &mut usize,
-    tree: &mut Tree,
-    process: Found,
-    row_id: Option<i64>,
-    kind: Option<Kind>,
-    deadline: Instant,
-    send_now: bool,
-) {
-    let pid = process.identity.pid;
-    if let Some(member) = tree.members.get_mut(&pid) {
-        member.deadline = member.deadline.min(deadline);
-        return;
-    }
-    let root = tree.request.root_row;
-    let row_id = row_id.or_else(|| {
-        let parent = tree
-            .members
-            .values()
-            .find(|m| m.identity.pid == process.ppid)
-            .and_then(|m| m.row_id)
-            .unwrap_or(root);
-        store
-            .record_descendant(parent, &process)
-            .map_err(|err| log::error!("cannot record descendant pid {pid}: {err}"))
-            .ok()
-    });
-    if row_id.is_some() && !tree.rows.contains(&row_id.unwrap_or_default()) {
-        tree.rows.push(row_id.unwrap_or_default());
-    }
-    let command = process.argv.join(" ");
-    // Open the pidfd first, then check that the pid still is the process we found: from then on
-    // the pidfd can only ever mean that process.
-    let pidfd = rustix::process::Pid::from_raw(pid)
-        .and_then(|p| pidfd_open(p, PidfdFlags::NONBLOCK).ok())
-        .filter(|_| identity::check(&process.identity) == identity::Liveness::Alive);
-    let mut member = Member {
-        identity: process.identity.clone(),
-        row_id,
-        kind: kind.unwrap_or(Kind::Child),
-        command,
-        pidfd: None,
-        token: None,
-        deadline,
-        signalled_at: None,
-        killed_at: None,
-        gone_at: None,
-        survived: None,
-        unsignalled: false,
-    };
-    let Some(pidfd) = pidfd else {
-        // Gone between being found and being opened: its row (if it is ours to record) ends
-        // here, or no one would ever end it.
-        member.gone_at = Some(Instant::now());
-        if let Some(row) = row_id {
-            let detail = "exit status unknown: it ended as it was found";
-            let (reason, recording) = (tree.request.reason, tree.request.recording);
-            liveness::finish_unobserved(
-                store,
-                row,
-                member.kind,
-                Some(pid),
-                recording,
-                reason,
-                detail,
-            );
-        }
-        tree.members.insert(pid, member);
-        return;
-    };
-    let token = Token(*next_token);
-    *next_token += 1;
-    if registry
-        .register(&mut SourceFd(&pidfd.as_raw_fd()), token, Interest::READABLE)
-        .is_ok()
-    {
-        tokens.insert(token, (root, pid));
-        member.token = Some(token);
-    }
-    let signal = tree.request.signal;
-    let now = Instant::now();
-    // Recorded just before it is sent, so that whoever reaps the process already sees why it
-    // ended.
-    if let Some(row) = row_id {
-        let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
-        let _ = store.record_signal(row, signal, Some(kill_at));
-    }
-    member.pidfd = Some(pidfd);
-    if send_now {
-        signal_member(&mut member, signal);
-    } else {
-        member.unsignalled = true;
-    }
-    tree.members.insert(pid, member);
-}
-
-/// Sends a member its first signal (and SIGCONT, so a stopped process can act on it).
-fn signal_member(member: &mut Member, signal: Signal) {
-    let Some(pidfd) = &member.pidfd else {
-        return;
-    };
-    if send(pidfd, signal) {
-        let now = Instant::now();
-        member.signalled_at = Some(now);
-        if signal != Signal::CONT && signal != Signal::KILL {
-            let _ = send(pidfd, Signal::CONT);
-        }
-        if signal == Signal::KILL {
-            member.killed_at = Some(now);
-        }
     }
 }

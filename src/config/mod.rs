@@ -4,8 +4,18 @@
 //! out of range are refused at load time with a [`ConfigError`] that names the file, the dotted key
 //! and what is wrong; nothing downstream re-checks them. Relative paths in the file are resolved
 //! against the directory that holds the file, so a config means the same thing from any cwd.
+//!
+//! This file holds the resolved [`Config`] and its checks; `file` the shape of the file (what
+//! serde reads and writes) and the derived views of a config (its running text, its keys).
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+mod file;
+
+use file::{
+    duration, duration_text, flatten, level, level_text, optional_duration, optional_duration_text,
+    parse_file, FileConfig, FileControl, FilePaths,
+};
+
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -165,94 +175,6 @@ impl Default for Log {
     }
 }
 
-/// The file's shape: what a user may write, before paths are resolved.
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-struct FileConfig {
-    paths: FilePaths,
-    limits: Limits,
-    timeouts: Timeouts,
-    control: FileControl,
-    log: Log,
-    plugins: BTreeMap<String, PluginConfig>,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-struct FilePaths {
-    data_dir: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    database: Option<PathBuf>,
-    plugins_dirs: Vec<PathBuf>,
-}
-
-impl Default for FilePaths {
-    fn default() -> Self {
-        FilePaths {
-            data_dir: PathBuf::from("data"),
-            database: None,
-            plugins_dirs: vec![PathBuf::from("plugins")],
-        }
-    }
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-struct FileControl {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    socket: Option<PathBuf>,
-    max_frame_bytes: usize,
-    allow_debug_spawn: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    group: Option<String>,
-    public_read: bool,
-}
-
-impl Default for FileControl {
-    fn default() -> Self {
-        FileControl {
-            socket: None,
-            max_frame_bytes: 1 << 20,
-            allow_debug_spawn: false,
-            group: None,
-            public_read: false,
-        }
-    }
-}
-
-fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    humantime::parse_duration(&text).map_err(|err| {
-        serde::de::Error::custom(format!(
-            "invalid duration {text:?}: {err} (write it like \"30s\", \"500ms\" or \"2m\")"
-        ))
-    })
-}
-
-fn optional_duration<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Duration>, D::Error> {
-    duration(deserializer).map(Some)
-}
-
-fn duration_text<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&humantime::format_duration(*value).to_string())
-}
-
-fn optional_duration_text<S: Serializer>(
-    value: &Option<Duration>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(value) => duration_text(value, serializer),
-        None => serializer.serialize_none(),
-    }
-}
-
-fn level_text<S: Serializer>(value: &log::LevelFilter, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&value.as_str().to_ascii_lowercase())
-}
-
 /// The id of the group named `name`, or why there is none (for `control.group`).
 pub fn group_id(name: &str) -> Result<nix::unistd::Gid, String> {
     match nix::unistd::Group::from_name(name) {
@@ -260,15 +182,6 @@ pub fn group_id(name: &str) -> Result<nix::unistd::Gid, String> {
         Ok(None) => Err(format!("no group named {name:?}")),
         Err(err) => Err(format!("cannot look up group {name:?}: {err}")),
     }
-}
-
-fn level<'de, D: Deserializer<'de>>(deserializer: D) -> Result<log::LevelFilter, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    text.parse().map_err(|_| {
-        serde::de::Error::custom(format!(
-            "invalid log level {text:?} (one of off, error, warn, info, debug, trace)"
-        ))
-    })
 }
 
 impl Config {
@@ -476,62 +389,6 @@ impl Config {
             })
             .collect()
     }
-}
-
-/// A config as dotted keys and their values (tables of plugins included).
-fn flatten(file: &FileConfig) -> BTreeMap<String, String> {
-    fn walk(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>) {
-        match value {
-            toml::Value::Table(table) => {
-                for (key, value) in table {
-                    let path = if prefix.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{prefix}.{key}")
-                    };
-                    walk(&path, value, out);
-                }
-            }
-            toml::Value::String(text) => {
-                out.insert(prefix.to_string(), text.clone());
-            }
-            other => {
-                out.insert(prefix.to_string(), other.to_string());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    let value = toml::Value::try_from(file).expect("a config serializes");
-    walk("", &value, &mut out);
-    out
-}
-
-fn parse_file(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
-    let deserializer = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
-        let key = err.path().to_string();
-        let inner = err.into_inner();
-        let location = inner
-            .span()
-            .map(|span| {
-                let line = text[..span.start].matches('\n').count() + 1;
-                format!(" (line {line})")
-            })
-            .unwrap_or_default();
-        let message = format!("{}{location}", inner.message().trim_end());
-        if key.is_empty() || key == "." {
-            ConfigError::Syntax {
-                path: path.to_path_buf(),
-                message,
-            }
-        } else {
-            ConfigError::Invalid {
-                path: path.to_path_buf(),
-                key,
-                message,
-            }
-        }
-    })
 }
 
 #[cfg(test)]

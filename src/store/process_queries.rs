@@ -1,0 +1,77 @@
+//! Reading the process table: one row, a live subtree, the live row of a pid, filtered lists,
+//! counts. (Writes are in `processes`.)
+
+use super::processes::{Kind, ProcessFilter, ProcessRow, COLUMNS, LIVE_STATUSES};
+use super::{Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+use std::collections::BTreeMap;
+
+impl Store {
+    /// Row `id` and every live row below it, parents before children.
+    pub fn live_subtree(&self, id: i64) -> Result<Vec<ProcessRow>, StoreError> {
+        let mut statement = self.conn().prepare_cached(&format!(
+            "WITH RECURSIVE subtree(id, depth) AS ( \
+                 SELECT ?1, 0 \
+                 UNION SELECT p.id, s.depth + 1 FROM processes p \
+                       JOIN subtree s ON p.parent_id = s.id \
+             ) \
+             SELECT {COLUMNS} FROM processes JOIN subtree USING (id) \
+             WHERE status IN {LIVE_STATUSES} ORDER BY depth, id"
+        ))?;
+        let rows = statement.query_map([id], ProcessRow::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The live row recorded for `pid` in this boot, newest first, if any.
+    pub fn live_row_by_pid(&self, pid: i32) -> Result<Option<ProcessRow>, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
+                     AND status IN {LIVE_STATUSES} ORDER BY id DESC LIMIT 1"
+            ))?
+            .query_row(
+                params![pid, crate::identity::boot_id()],
+                ProcessRow::from_row,
+            )
+            .optional()?)
+    }
+
+    pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"))?
+            .query_row([id], ProcessRow::from_row)
+            .optional()?)
+    }
+
+    /// Rows matching `filter`, oldest first.
+    pub fn processes(&self, filter: &ProcessFilter) -> Result<Vec<ProcessRow>, StoreError> {
+        let live = if filter.live_only {
+            format!("status IN {LIVE_STATUSES}")
+        } else {
+            "1".to_string()
+        };
+        let mut statement = self.conn().prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) ORDER BY id"
+        ))?;
+        let rows = statement
+            .query_map([filter.kind], ProcessRow::from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// How many rows of each kind claim a live process.
+    pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
+        let mut statement = self.conn().prepare_cached(&format!(
+            "SELECT kind, count(*) FROM processes \
+             WHERE status IN {LIVE_STATUSES} GROUP BY kind"
+        ))?;
+        let counts = statement
+            .query_map([], |row| {
+                Ok((row.get::<_, Kind>(0)?, row.get::<_, u64>(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(counts)
+    }
+}

@@ -1,0 +1,172 @@
+//! The leased queues: claiming a crawl or snapshot, owning and renewing it, putting it back,
+//! sealing it.
+//!
+//! Invariants: a claim is one atomic compare-and-set (inside `BEGIN IMMEDIATE`) that moves
+//! `retry_at` into the future; a future `retry_at` means owned and is never claimed by anyone
+//! else; only the owner renews it; a sealed row is never claimed, requeued or sealed again.
+
+use super::work::{millis, Lease, Queue};
+use super::{now_ms, Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+use std::time::Duration;
+
+impl Store {
+    /// Claims the next due, queued row of `queue` (within `crawl_id` for snapshots) for
+    /// `lease`: one compare-and-set on `retry_at`. Returns the claimed row's id.
+    pub fn claim(
+        &mut self,
+        queue: Queue,
+        crawl_id: Option<i64>,
+        lease: Duration,
+    ) -> Result<Option<i64>, StoreError> {
+        let table = queue.table();
+        let scope = match queue {
+            Queue::Crawls => "",
+            Queue::Snapshots => "AND crawl_id = ?3",
+        };
+        let now = now_ms();
+        self.write(|tx| {
+            let sql = format!(
+                "UPDATE {table} SET status = 'started', retry_at = ?1 + ?2, \
+                 started_at = COALESCE(started_at, ?1) \
+                 WHERE id = (SELECT id FROM {table} WHERE status = 'queued' AND retry_at <= ?1 \
+                             {scope} ORDER BY retry_at, id LIMIT 1) \
+                   AND status = 'queued' AND retry_at <= ?1 \
+                 RETURNING id"
+            );
+            let mut statement = tx.prepare_cached(&sql)?;
+            let id = match queue {
+                Queue::Crawls => statement.query_row(params![now, millis(lease)], |r| r.get(0)),
+                Queue::Snapshots => {
+                    statement.query_row(params![now, millis(lease), crawl_id], |r| r.get(0))
+                }
+            }
+            .optional()?;
+            Ok(id)
+        })
+    }
+
+    /// Hands a claimed row to the process that works on it.
+    pub fn set_owner(&mut self, queue: Queue, id: i64, owner: i64) -> Result<(), StoreError> {
+        let table = queue.table();
+        self.write(|tx| {
+            tx.execute(
+                &format!("UPDATE {table} SET owner_id = ?2 WHERE id = ?1"),
+                params![id, owner],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
+    pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
+        let table = lease.queue.table();
+        let now = now_ms();
+        self.write(|tx| {
+            let changed = tx.execute(
+                &format!(
+                    "UPDATE {table} SET retry_at = ?3 WHERE id = ?1 AND owner_id = ?2 \
+                     AND status = 'started'"
+                ),
+                params![lease.id, lease.owner, now + millis(lease.duration)],
+            )?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// Puts a started row back in the queue, due at `retry_at`, counting the restart.
+    pub fn requeue(&mut self, queue: Queue, id: i64, retry_at: i64) -> Result<(), StoreError> {
+        let table = queue.table();
+        self.write(|tx| {
+            tx.execute(
+                &format!(
+                    "UPDATE {table} SET status = 'queued', retry_at = ?2, owner_id = NULL, \
+                     restarts = restarts + 1 WHERE id = ?1 AND status = 'started'"
+                ),
+                params![id, retry_at],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Ids, owners and lease ends of the rows of `queue` that are `started`.
+    pub fn started(&self, queue: Queue) -> Result<Vec<(i64, Option<i64>, i64)>, StoreError> {
+        let table = queue.table();
+        let mut statement = self.conn().prepare_cached(&format!(
+            "SELECT id, owner_id, retry_at FROM {table} WHERE status = 'started' ORDER BY id"
+        ))?;
+        let rows = statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Seals a row: its work is done for good.
+    pub fn seal(&mut self, queue: Queue, id: i64) -> Result<(), StoreError> {
+        let table = queue.table();
+        let now = now_ms();
+        self.write(|tx| {
+            tx.execute(
+                &format!(
+                    "UPDATE {table} SET status = 'sealed', sealed_at = ?2 \
+                     WHERE id = ?1 AND status != 'sealed'"
+                ),
+                params![id, now],
+            )?;
+            if queue == Queue::Crawls {
+                tx.prepare_cached(
+                    "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
+                )?
+                .execute([id])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Seals a crawl as cancelled, with every snapshot it has not finished.
+    pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
+                 WHERE crawl_id = ?1 AND status != 'sealed'",
+            )?
+            .execute(params![id, now])?;
+            tx.prepare_cached(
+                "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
+                 WHERE id = ?1 AND status != 'sealed'",
+            )?
+            .execute(params![id, now])?;
+            Ok(())
+        })
+    }
+
+    /// How many rows of `queue` wait to be claimed.
+    pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
+        let table = queue.table();
+        Ok(self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM {table} WHERE status = 'queued'"
+            ))?
+            .query_row([], |r| r.get(0))?)
+    }
+
+    /// When the next queued row of `queue` becomes due (of snapshots, those of `crawl_id` if
+    /// given), if one is waiting.
+    pub fn next_retry_at(
+        &self,
+        queue: Queue,
+        crawl_id: Option<i64>,
+    ) -> Result<Option<i64>, StoreError> {
+        let table = queue.table();
+        let scope = match queue {
+            Queue::Crawls => "?1 IS NULL OR ?1 IS NOT NULL",
+            Queue::Snapshots => "?1 IS NULL OR crawl_id = ?1",
+        };
+        Ok(self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND ({scope})"
+            ))?
+            .query_row([crawl_id], |r| r.get(0))?)
+    }
+}

@@ -1,0 +1,110 @@
+//! Results: one row per hook and snapshot (or crawl), recorded before the hook first runs.
+//!
+//! Invariant: a result that succeeded is never reset nor overwritten.
+
+use super::work::{HookResult, ResultStatus};
+use super::{now_ms, Store, StoreError};
+use rusqlite::params;
+
+impl Store {
+    /// Puts an interrupted result back to `queued`, so that it runs again.
+    pub fn retry_result(&mut self, id: i64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE results SET status = 'queued', ended_at = NULL \
+                 WHERE id = ?1 AND status = 'started'",
+            )?
+            .execute([id])?;
+            Ok(())
+        })
+    }
+
+    /// The result row of `hook` for this snapshot (or the crawl itself when `snapshot_id` is
+    /// `None`), created `queued` if it does not exist yet.
+    pub fn result_for(
+        &mut self,
+        crawl_id: i64,
+        snapshot_id: Option<i64>,
+        plugin: &str,
+        hook: &str,
+    ) -> Result<HookResult, StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO results (crawl_id, snapshot_id, plugin, hook, status) \
+                 VALUES (?1, ?2, ?3, ?4, 'queued')",
+            )?
+            .execute(params![crawl_id, snapshot_id, plugin, hook])?;
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {} FROM results WHERE crawl_id = ?1 \
+                     AND COALESCE(snapshot_id, 0) = COALESCE(?2, 0) AND hook = ?3",
+                    HookResult::COLUMNS
+                ))?
+                .query_row(params![crawl_id, snapshot_id, hook], HookResult::from_row)?)
+        })
+    }
+
+    /// Marks a result started by process row `process_id` (one more attempt).
+    pub fn start_result(&mut self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
+                 started_at = ?3, ended_at = NULL WHERE id = ?1 AND status != 'succeeded'",
+            )?
+            .execute(params![id, process_id, now])?;
+            Ok(())
+        })
+    }
+
+    /// Records which process row runs a started result.
+    pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE results SET process_id = ?2 WHERE id = ?1")?
+                .execute(params![id, process_id])?;
+            Ok(())
+        })
+    }
+
+    /// Records a result's final status and output.
+    pub fn finish_result(
+        &mut self,
+        id: i64,
+        status: ResultStatus,
+        output: Option<&str>,
+        output_files: &[String],
+        output_size: u64,
+    ) -> Result<(), StoreError> {
+        let files = serde_json::to_string(output_files).expect("strings serialize");
+        let now = now_ms();
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
+                 output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded'",
+            )?
+            .execute(params![id, status, output, files, output_size as i64, now])?;
+            Ok(())
+        })
+    }
+
+    /// The results of one snapshot, by hook.
+    pub fn snapshot_results(&self, snapshot_id: i64) -> Result<Vec<HookResult>, StoreError> {
+        let mut statement = self.conn().prepare_cached(&format!(
+            "SELECT {} FROM results WHERE snapshot_id = ?1 ORDER BY hook",
+            HookResult::COLUMNS
+        ))?;
+        let rows = statement.query_map([snapshot_id], HookResult::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
+    pub fn results(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
+        let mut statement = self.conn().prepare_cached(&format!(
+            "SELECT {} FROM results WHERE crawl_id = ?1 \
+             ORDER BY COALESCE(snapshot_id, 0), hook",
+            HookResult::COLUMNS
+        ))?;
+        let rows = statement.query_map([crawl_id], HookResult::from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}

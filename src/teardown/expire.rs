@@ -1,0 +1,239 @@
+//! The deadlines of a teardown: SIGKILL to whatever is left at each one's deadline (after a fresh
+//! enumeration, so what forked meanwhile goes too), survivors of SIGKILL reported, and a tree
+//! finished — with its report — only when nothing of it is found any more.
+
+use super::member::{add_member, send};
+use super::{DeadlineMap, SURVIVOR_WAIT};
+use crate::identity;
+use crate::proctree::{self, Found};
+use crate::signal::Signal;
+use crate::store::Store;
+use std::time::Instant;
+
+/// What happened to one process of a torn-down tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// It was gone before any signal reached it.
+    AlreadyGone,
+    /// It exited after the first signal, this long after it.
+    ExitedOnSignal { after_ms: u64 },
+    /// It outlived its grace and was killed at its deadline.
+    KilledAtDeadline { after_ms: u64 },
+    /// It was still alive SURVIVOR_WAIT after SIGKILL.
+    Survived { state: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessFate {
+    pub row_id: Option<i64>,
+    pub pid: i32,
+    pub command: String,
+    pub fate: Fate,
+}
+
+/// The outcome of one finished teardown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub root_row: i64,
+    pub complete: bool,
+    pub processes: Vec<ProcessFate>,
+}
+
+impl DeadlineMap {
+    /// Sends SIGKILL to every member whose deadline has come (re-enumerating first), and reports
+    /// survivors of SIGKILL.
+    pub fn expire(&mut self, store: &mut Store, now: Instant) {
+        let roots: Vec<i64> = self.trees.keys().copied().collect();
+        for root in roots {
+            let due = self.trees[&root]
+                .members
+                .values()
+                .any(|m| m.gone_at.is_none() && m.killed_at.is_none() && m.deadline <= now);
+            if due {
+                self.rescan(store, root, now);
+                self.kill_due(store, root, now);
+            }
+            self.report_survivors(store, root, now);
+            self.finish_if_empty(store, root);
+        }
+    }
+
+    /// Moves every deadline to now (a second request to stop escalates at once).
+    pub fn hurry(&mut self, store: &mut Store) {
+        let now = Instant::now();
+        for tree in self.trees.values_mut() {
+            for member in tree.members.values_mut() {
+                member.deadline = member.deadline.min(now);
+            }
+        }
+        self.expire(store, now);
+    }
+
+    /// Adds processes of the tree that appeared since it began.
+    pub(super) fn rescan(&mut self, store: &mut Store, root: i64, now: Instant) {
+        let tree = &self.trees[&root];
+        let known: Vec<i32> = tree.members.keys().copied().collect();
+        let alive: Vec<i32> = tree
+            .members
+            .iter()
+            .filter(|(_, m)| m.gone_at.is_none())
+            .map(|(pid, _)| *pid)
+            .collect();
+        let rows = tree.rows.clone();
+        let new: Vec<Found> = self
+            .enumerate(&alive, &rows, None)
+            .into_iter()
+            .filter(|p| !known.contains(&p.identity.pid))
+            .collect();
+        let Self {
+            registry,
+            tokens,
+            next_token,
+            trees,
+            ..
+        } = self;
+        let tree = trees.get_mut(&root).expect("exists");
+        for process in new {
+            log::info!(
+                "teardown of row {root}: found pid {} late",
+                process.identity.pid
+            );
+            add_member(
+                store, registry, tokens, next_token, tree, process, None, None, now, true,
+            );
+        }
+    }
+
+    pub(super) fn kill_due(&mut self, store: &mut Store, root: i64, now: Instant) {
+        let tree = self.trees.get_mut(&root).expect("exists");
+        for member in tree.members.values_mut() {
+            if member.gone_at.is_some() || member.killed_at.is_some() || member.deadline > now {
+                continue;
+            }
+            member.killed_at = Some(now);
+            if let Some(fd) = &member.pidfd {
+                if let Some(row) = member.row_id {
+                    let _ = store.record_signal(row, Signal::KILL, None);
+                }
+                send(fd, Signal::KILL);
+            }
+        }
+    }
+
+    pub(super) fn report_survivors(&mut self, store: &mut Store, root: i64, now: Instant) {
+        let tree = self.trees.get_mut(&root).expect("exists");
+        for member in tree.members.values_mut() {
+            let Some(killed) = member.killed_at else {
+                continue;
+            };
+            if member.gone_at.is_some() || killed + SURVIVOR_WAIT > now {
+                continue;
+            }
+            if identity::check(&member.identity) != identity::Liveness::Alive {
+                member.gone_at = Some(now);
+                continue;
+            }
+            let state = proctree::read(member.identity.pid)
+                .map(|p| p.state)
+                .unwrap_or('?');
+            log::error!(
+                "teardown of row {root}: pid {} ({}) survived SIGKILL (state {state})",
+                member.identity.pid,
+                member.command
+            );
+            if let Some(row) = member.row_id {
+                let _ = store.set_end_detail(row, &format!("survived SIGKILL (state {state})"));
+            }
+            // Reported: the tree finishes as incomplete.
+            member.gone_at = Some(now);
+            member.survived = Some(state);
+        }
+    }
+
+    /// Finishes the tree when no member is alive and a fresh enumeration finds nothing.
+    pub(super) fn finish_if_empty(&mut self, store: &mut Store, root: i64) {
+        let Some(tree) = self.trees.get(&root) else {
+            return;
+        };
+        if tree.members.values().any(|m| m.gone_at.is_none()) {
+            return;
+        }
+        let rows = tree.rows.clone();
+        let last_gone = tree.members.values().filter_map(|m| m.gone_at).max();
+        let late = self.enumerate(&[], &rows, last_gone);
+        if !late.is_empty() {
+            let now = Instant::now();
+            let Self {
+                registry,
+                tokens,
+                next_token,
+                trees,
+                ..
+            } = self;
+            let tree = trees.get_mut(&root).expect("exists");
+            let killing = tree.members.values().any(|m| m.killed_at.is_some());
+            for process in late {
+                let deadline = if killing {
+                    now
+                } else {
+                    now + tree.request.grace
+                };
+                add_member(
+                    store, registry, tokens, next_token, tree, process, None, None, deadline, true,
+                );
+            }
+            if killing {
+                self.kill_due(store, root, now);
+            }
+            return;
+        }
+        let tree = self.trees.remove(&root).expect("exists");
+        let mut complete = true;
+        let processes = tree
+            .members
+            .into_iter()
+            .map(|(pid, m)| {
+                let since = |at: Instant| {
+                    m.gone_at
+                        .map(|g| g.saturating_duration_since(at).as_millis() as u64)
+                        .unwrap_or(0)
+                };
+                let fate = match (m.survived, m.signalled_at, m.killed_at) {
+                    (Some(state), ..) => {
+                        complete = false;
+                        Fate::Survived {
+                            state: state.to_string(),
+                        }
+                    }
+                    (None, None, _) => Fate::AlreadyGone,
+                    (None, Some(signalled), None) => Fate::ExitedOnSignal {
+                        after_ms: since(signalled),
+                    },
+                    (None, Some(signalled), Some(_)) => Fate::KilledAtDeadline {
+                        after_ms: since(signalled),
+                    },
+                };
+                ProcessFate {
+                    row_id: m.row_id,
+                    pid,
+                    command: m.command,
+                    fate,
+                }
+            })
+            .collect();
+        for token in self
+            .tokens
+            .iter()
+            .filter(|(_, (r, _))| *r == root)
+            .map(|(t, _)| *t)
+            .collect::<Vec<_>>()
+        {
+            self.tokens.remove(&token);
+        }
+        self.completed.push(Report {
+            root_row: root,
+            complete,
+            processes,
+        });
+    }
+}

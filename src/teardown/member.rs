@@ -1,0 +1,145 @@
+//! One process joining a teardown: recorded (a `child` row if it has none), its pidfd opened and
+//! checked against its identity *after* opening — from then on the pidfd can only mean that
+//! process — watched for its end, and signalled.
+
+use super::{Member, Tree};
+use crate::identity;
+use crate::liveness;
+use crate::proctree::Found;
+use crate::signal::Signal;
+use crate::store::{now_ms, Kind, Store};
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::process::{pidfd_open, pidfd_send_signal, PidfdFlags};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+pub(super) fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
+    pidfd_send_signal(pidfd, signal.to_rustix()).is_ok()
+}
+
+/// The rows whose markers a tree scans.
+pub(super) fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
+    trees.get(&root).map(|t| t.rows.clone()).unwrap_or_default()
+}
+
+/// Adds a live process to `tree`: records it as a `child` row if it has none, opens and checks
+/// its pidfd, watches it, and sends it the tree's first signal (and SIGCONT, so a stopped
+/// process can act on it).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn add_member(
+    store: &mut Store,
+    registry: &Registry,
+    tokens: &mut HashMap<Token, (i64, i32)>,
+    next_token: &mut usize,
+    tree: &mut Tree,
+    process: Found,
+    row_id: Option<i64>,
+    kind: Option<Kind>,
+    deadline: Instant,
+    send_now: bool,
+) {
+    let pid = process.identity.pid;
+    if let Some(member) = tree.members.get_mut(&pid) {
+        member.deadline = member.deadline.min(deadline);
+        return;
+    }
+    let root = tree.request.root_row;
+    let row_id = row_id.or_else(|| {
+        let parent = tree
+            .members
+            .values()
+            .find(|m| m.identity.pid == process.ppid)
+            .and_then(|m| m.row_id)
+            .unwrap_or(root);
+        store
+            .record_descendant(parent, &process)
+            .map_err(|err| log::error!("cannot record descendant pid {pid}: {err}"))
+            .ok()
+    });
+    if row_id.is_some() && !tree.rows.contains(&row_id.unwrap_or_default()) {
+        tree.rows.push(row_id.unwrap_or_default());
+    }
+    let command = process.argv.join(" ");
+    // Open the pidfd first, then check that the pid still is the process we found: from then on
+    // the pidfd can only ever mean that process.
+    let pidfd = rustix::process::Pid::from_raw(pid)
+        .and_then(|p| pidfd_open(p, PidfdFlags::NONBLOCK).ok())
+        .filter(|_| identity::check(&process.identity) == identity::Liveness::Alive);
+    let mut member = Member {
+        identity: process.identity.clone(),
+        row_id,
+        kind: kind.unwrap_or(Kind::Child),
+        command,
+        pidfd: None,
+        token: None,
+        deadline,
+        signalled_at: None,
+        killed_at: None,
+        gone_at: None,
+        survived: None,
+        unsignalled: false,
+    };
+    let Some(pidfd) = pidfd else {
+        // Gone between being found and being opened: its row (if it is ours to record) ends
+        // here, or no one would ever end it.
+        member.gone_at = Some(Instant::now());
+        if let Some(row) = row_id {
+            let detail = "exit status unknown: it ended as it was found";
+            let (reason, recording) = (tree.request.reason, tree.request.recording);
+            liveness::finish_unobserved(
+                store,
+                row,
+                member.kind,
+                Some(pid),
+                recording,
+                reason,
+                detail,
+            );
+        }
+        tree.members.insert(pid, member);
+        return;
+    };
+    let token = Token(*next_token);
+    *next_token += 1;
+    if registry
+        .register(&mut SourceFd(&pidfd.as_raw_fd()), token, Interest::READABLE)
+        .is_ok()
+    {
+        tokens.insert(token, (root, pid));
+        member.token = Some(token);
+    }
+    let signal = tree.request.signal;
+    let now = Instant::now();
+    // Recorded just before it is sent, so that whoever reaps the process already sees why it
+    // ended.
+    if let Some(row) = row_id {
+        let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
+        let _ = store.record_signal(row, signal, Some(kill_at));
+    }
+    member.pidfd = Some(pidfd);
+    if send_now {
+        signal_member(&mut member, signal);
+    } else {
+        member.unsignalled = true;
+    }
+    tree.members.insert(pid, member);
+}
+
+/// Sends a member its first signal (and SIGCONT, so a stopped process can act on it).
+pub(super) fn signal_member(member: &mut Member, signal: Signal) {
+    let Some(pidfd) = &member.pidfd else {
+        return;
+    };
+    if send(pidfd, signal) {
+        let now = Instant::now();
+        member.signalled_at = Some(now);
+        if signal != Signal::CONT && signal != Signal::KILL {
+            let _ = send(pidfd, Signal::CONT);
+        }
+        if signal == Signal::KILL {
+            member.killed_at = Some(now);
+        }
+    }
+}

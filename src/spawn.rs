@@ -10,7 +10,7 @@
 
 use crate::identity::{self, Identity};
 use crate::marker::{INSTANCE_ENV, PROCESS_ID_ENV};
-use crate::store::{EndReason, NewProcess, Store, StoreError};
+use crate::store::{NewProcess, Store, StoreError};
 use std::fs::{File, OpenOptions};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -130,7 +130,7 @@ pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, Spawn
             })
         }
         Err(err) => {
-            store.record_end(row_id, None, EndReason::SpawnFailed, Some(&err.to_string()))?;
+            crate::liveness::finish_spawn_failed(store, row_id, &err.to_string())?;
             Err(err)
         }
     }

@@ -220,3 +220,70 @@ fn idle_daemon_sleeps_in_poll_without_a_timeout() {
     let daemon = TestDaemon::start();
     common::assert_sleeps_without_timer(daemon.pid());
 }
+
+#[test]
+fn a_reload_that_moves_the_database_keeps_new_workers_on_the_running_one() {
+    let plugins = common::fixtures().join("plugins");
+    let plugins_line = common::plugins_config(&[&plugins]);
+    let daemon = TestDaemon::start_with(&plugins_line);
+    let elsewhere = daemon.path("elsewhere.sqlite3");
+    let moved = format!(
+        "{}{}database = {:?}\n",
+        TestDaemon::BASE_CONFIG,
+        plugins_line,
+        elsewhere.display().to_string()
+    );
+    std::fs::write(&daemon.config, moved).unwrap();
+    daemon.signal(Signal::SIGHUP);
+    wait_until("the reload", WAIT, || {
+        daemon
+            .log()
+            .contains("paths.database changes only on restart")
+            .then_some(())
+    });
+    // The socket did not move: abxctl (reading the new file) reaches the running daemon.
+    let crawl = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/page"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let results = daemon.store().results(crawl).unwrap();
+    assert!(
+        results
+            .iter()
+            .any(|r| r.plugin == "ok" && r.status == "succeeded"),
+        "{results:#?}"
+    );
+    assert!(
+        !elsewhere.exists(),
+        "a worker opened the database of the reloaded file"
+    );
+}
+
+#[test]
+fn a_reload_applies_the_control_group_and_public_read_to_the_socket() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let daemon = TestDaemon::start();
+    let socket = daemon.data_dir().join("abxd.sock");
+    let mode_and_group = || {
+        let meta = std::fs::metadata(&socket).unwrap();
+        (meta.permissions().mode() & 0o777, meta.gid())
+    };
+    let own_group = nix::unistd::getegid().as_raw();
+    assert_eq!(mode_and_group(), (0o660, own_group));
+    let nogroup = nix::unistd::Group::from_name("nogroup")
+        .unwrap()
+        .expect("Debian has a group nogroup");
+    let opened = format!(
+        "{}group = \"nogroup\"\npublic_read = true\n",
+        TestDaemon::BASE_CONFIG
+    );
+    std::fs::write(&daemon.config, opened).unwrap();
+    daemon.signal(Signal::SIGHUP);
+    wait_until("the socket opened to nogroup and everyone", WAIT, || {
+        (mode_and_group() == (0o666, nogroup.gid.as_raw())).then_some(())
+    });
+    std::fs::write(&daemon.config, TestDaemon::BASE_CONFIG).unwrap();
+    daemon.signal(Signal::SIGHUP);
+    wait_until("the socket closed again", WAIT, || {
+        (mode_and_group() == (0o660, own_group)).then_some(())
+    });
+    daemon.ctl_ok(&["status"]);
+}

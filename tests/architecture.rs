@@ -1,0 +1,222 @@
+//! The shape of the source tree, checked: the module graph has no cycle and its layers point one
+//! way (see `src/lib.rs`), a row's end is written from one room, no file outgrows a room. These
+//! read `src/` as text — the rules are about the code as a newcomer reads it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every top-level module, bottom layer first. A module may use modules of its own layer or
+/// below, never above; together with "no cycle", that keeps the drawing of the imports a stack.
+const LAYERS: &[&[&str]] = &[
+    // Foundation: facts about the machine and the config, no abxd state.
+    &[
+        "config", "signal", "procstat", "identity", "proctree", "marker", "logging", "lock",
+        "notify", "serve",
+    ],
+    // The store: the process table and the work queue.
+    &["store"],
+    // A row's liveness and end; the one waiter.
+    &["liveness", "reaper"],
+    // Starting and stopping processes; recovering work.
+    &["spawn", "teardown", "recovery"],
+    // The loop every supervising process runs.
+    &["supervisor"],
+    // What runs under it: plugins, hooks, worker pools.
+    &["plugins", "hooks", "pool"],
+    // The processes: workers, the control socket, the daemon.
+    &["worker", "control"],
+    &["daemon"],
+    // What users touch: the command lines and what they print.
+    &["render", "cli", "ctl", "run"],
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file belongs to (`None` for lib.rs and the binaries).
+fn module_of(path: &Path) -> Option<String> {
+    let relative = path.strip_prefix(src()).unwrap();
+    let first = relative
+        .components()
+        .next()?
+        .as_os_str()
+        .to_str()?
+        .to_string();
+    match first.strip_suffix(".rs") {
+        Some("lib") => None,
+        Some(name) => Some(name.to_string()),
+        None if first == "bin" => None,
+        None => Some(first),
+    }
+}
+
+/// The text of a file before its unit tests.
+fn without_tests(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |at| &text[..at])
+}
+
+/// Top-level module → the top-level modules its code names through `crate::`.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let Some(module) = module_of(&file) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).unwrap();
+        let uses = graph.entry(module.clone()).or_default();
+        for (at, _) in text.match_indices("crate::") {
+            let name: String = text[at + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != module {
+                uses.insert(name);
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle of the graph, if there is one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let graph = module_graph();
+    assert!(
+        graph.len() > 10,
+        "the scan found too few modules: {graph:?}"
+    );
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("import cycle: {}", cycle.join(" -> "));
+    }
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [("a", "b"), ("b", "c"), ("c", "a")]
+        .into_iter()
+        .map(|(from, to)| (from.to_string(), BTreeSet::from([to.to_string()])))
+        .collect();
+    assert_eq!(
+        find_cycle(&graph).map(|c| c.len()),
+        Some(4),
+        "a -> b -> c -> a"
+    );
+}
+
+#[test]
+fn every_module_uses_only_its_layer_and_those_below() {
+    let layer_of: BTreeMap<&str, usize> = LAYERS
+        .iter()
+        .enumerate()
+        .flat_map(|(layer, modules)| modules.iter().map(move |m| (*m, layer)))
+        .collect();
+    let mut wrong = Vec::new();
+    for (module, uses) in module_graph() {
+        let Some(&layer) = layer_of.get(module.as_str()) else {
+            wrong.push(format!("{module} is in no layer: add it to LAYERS"));
+            continue;
+        };
+        for used in uses {
+            match layer_of.get(used.as_str()) {
+                Some(&below) if below <= layer => {}
+                Some(_) => wrong.push(format!("{module} (layer {layer}) uses {used}, above it")),
+                None => wrong.push(format!("{module} uses {used}, which is in no layer")),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_rows_end_is_written_from_the_store_and_liveness_only() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut writers = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let relative = file.strip_prefix(src()).unwrap().display().to_string();
+        let allowed = relative.starts_with("store/") || relative == "liveness.rs";
+        for needle in [".record_end(", ".record_lost("] {
+            if !allowed && without_tests(&text).contains(needle) {
+                writers.push(format!("{relative} calls {needle}"));
+            }
+        }
+    }
+    assert!(writers.is_empty(), "{}", writers.join("\n"));
+}
+
+#[test]
+fn the_live_statuses_are_spelled_in_sql_once() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let spelled: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("migrations.rs"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            without_tests(&text).contains("'starting', 'running', 'stopping'")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert_eq!(spelled.len(), 1, "{spelled:?}");
+}
+
+#[test]
+fn no_file_outgrows_a_room() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let big: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let lines = without_tests(&text).lines().count();
+            (lines > 420).then(|| format!("{}: {lines} lines", f.display()))
+        })
+        .collect();
+    assert!(big.is_empty(), "split these: {big:?}");
+}

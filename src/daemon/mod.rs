@@ -61,8 +61,6 @@ struct State {
     stopping: bool,
     /// The crawl workers.
     crawls: WorkerPool,
-    /// Spawned through `abxctl spawn` (debug only).
-    debug_children: usize,
     /// Look for due crawls at the next turn.
     wake: bool,
     /// After the store failed a claim or a recovery: when to try again.
@@ -230,7 +228,8 @@ impl Daemon {
             .crawls
             .on_exit(&state.config, &mut state.store, row_id, leaked, true);
         match ended {
-            Ok(None) => state.debug_children = state.debug_children.saturating_sub(1),
+            // Not a crawl worker: a child of `abxctl spawn` (debug only).
+            Ok(None) => {}
             Ok(Some(WorkerEnd::Sealed { work })) => {
                 log::info!("crawl {work} sealed; its worker (row {row_id}) exited")
             }

@@ -73,7 +73,6 @@ impl Daemon {
             orchestrator_id,
             stopping: false,
             crawls: WorkerPool::crawls(orchestrator_id),
-            debug_children: 0,
             wake: true,
             retry_claims_at: None,
             retry_recovery: false,

@@ -11,7 +11,7 @@
 
 mod result;
 
-pub use result::{interpret, output_files, Outcome, EXIT_SKIPPED};
+pub use result::{interpret, output_files};
 
 use crate::config::Config;
 use crate::plugins::Hook;

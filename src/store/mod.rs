@@ -168,13 +168,7 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store {
-            conn,
-            path: path.to_path_buf(),
-            failed_writes: 0,
-            batch_depth: 0,
-            namespace: std::cell::OnceCell::new(),
-        })
+        Ok(Store::over(conn, path))
     }
 
     /// Opens an existing database read-only, without migrating or creating anything: what
@@ -207,13 +201,17 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store {
+        Ok(Store::over(conn, path))
+    }
+
+    fn over(conn: Connection, path: &Path) -> Store {
+        Store {
             conn,
             path: path.to_path_buf(),
             failed_writes: 0,
             batch_depth: 0,
             namespace: std::cell::OnceCell::new(),
-        })
+        }
     }
 
     pub fn path(&self) -> &Path {

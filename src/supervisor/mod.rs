@@ -15,7 +15,7 @@
 //! while hooks run, lease renewal, and the caller's own).
 
 mod children;
-pub mod decide;
+mod decide;
 mod descendants;
 mod lease;
 mod reaping;

@@ -85,23 +85,7 @@ impl DeadlineMap {
             .into_iter()
             .filter(|p| !known.contains(&p.identity.pid))
             .collect();
-        let Self {
-            registry,
-            tokens,
-            next_token,
-            trees,
-            ..
-        } = self;
-        let tree = trees.get_mut(&root).expect("exists");
-        for process in new {
-            log::info!(
-                "teardown of row {root}: found pid {} late",
-                process.identity.pid
-            );
-            add_member(
-                store, registry, tokens, next_token, tree, process, None, None, now, true,
-            );
-        }
+        self.add_late(store, root, new, now);
     }
 
     pub(super) fn kill_due(&mut self, store: &mut Store, root: i64, now: Instant) {
@@ -150,6 +134,27 @@ impl DeadlineMap {
         }
     }
 
+    /// Adds processes of the tree found after it began: signalled at once, killed at `deadline`.
+    fn add_late(&mut self, store: &mut Store, root: i64, found: Vec<Found>, deadline: Instant) {
+        let Self {
+            registry,
+            tokens,
+            next_token,
+            trees,
+            ..
+        } = self;
+        let Some(tree) = trees.get_mut(&root) else {
+            return;
+        };
+        for process in found {
+            let pid = process.identity.pid;
+            log::info!("teardown of row {root}: found pid {pid} late");
+            add_member(
+                store, registry, tokens, next_token, tree, process, None, None, deadline, true,
+            );
+        }
+    }
+
     /// Finishes the tree when no member is alive and a fresh enumeration finds nothing.
     pub(super) fn finish_if_empty(&mut self, store: &mut Store, root: i64) {
         let Some(tree) = self.trees.get(&root) else {
@@ -163,25 +168,14 @@ impl DeadlineMap {
         let late = self.enumerate(&[], &rows, last_gone);
         if !late.is_empty() {
             let now = Instant::now();
-            let Self {
-                registry,
-                tokens,
-                next_token,
-                trees,
-                ..
-            } = self;
-            let tree = trees.get_mut(&root).expect("exists");
+            let tree = &self.trees[&root];
             let killing = tree.members.values().any(|m| m.killed_at.is_some());
-            for process in late {
-                let deadline = if killing {
-                    now
-                } else {
-                    now + tree.request.grace
-                };
-                add_member(
-                    store, registry, tokens, next_token, tree, process, None, None, deadline, true,
-                );
-            }
+            let deadline = if killing {
+                now
+            } else {
+                now + tree.request.grace
+            };
+            self.add_late(store, root, late, deadline);
             if killing {
                 self.kill_due(store, root, now);
             }

@@ -2,7 +2,7 @@
 //! checked against its identity *after* opening — from then on the pidfd can only mean that
 //! process — watched for its end, and signalled.
 
-use super::{Member, Tree};
+use super::{Member, Request, Tree};
 use crate::identity;
 use crate::liveness;
 use crate::proctree::Found;
@@ -85,19 +85,8 @@ pub(super) fn add_member(
         // Gone between being found and being opened: its row (if it is ours to record) ends
         // here, or no one would ever end it.
         member.gone_at = Some(Instant::now());
-        if let Some(row) = row_id {
-            let detail = "exit status unknown: it ended as it was found";
-            let (reason, recording) = (tree.request.reason, tree.request.recording);
-            liveness::finish_unobserved(
-                store,
-                row,
-                member.kind,
-                Some(pid),
-                recording,
-                reason,
-                detail,
-            );
-        }
+        let detail = "exit status unknown: it ended as it was found";
+        end_unobserved(store, &member, pid, &tree.request, detail);
         tree.members.insert(pid, member);
         return;
     };
@@ -125,6 +114,21 @@ pub(super) fn add_member(
         member.unsignalled = true;
     }
     tree.members.insert(pid, member);
+}
+
+/// Makes the row of a member seen gone final (if the teardown's request covers it and no abxd
+/// reaper will record it: see `liveness::finish_unobserved`).
+pub(super) fn end_unobserved(
+    store: &mut Store,
+    member: &Member,
+    pid: i32,
+    request: &Request,
+    detail: &str,
+) {
+    if let Some(row) = member.row_id {
+        let (kind, reason, recording) = (member.kind, request.reason, request.recording);
+        liveness::finish_unobserved(store, row, kind, Some(pid), recording, reason, detail);
+    }
 }
 
 /// Sends a member its first signal (and SIGCONT, so a stopped process can act on it).

@@ -24,7 +24,7 @@
 mod expire;
 mod member;
 
-pub use expire::{Fate, ProcessFate, Report};
+pub use expire::{Fate, Report};
 use member::{add_member, signal_member, tree_rows};
 
 use crate::identity::{self, Identity};
@@ -350,7 +350,6 @@ impl DeadlineMap {
         let Some(tree) = self.trees.get_mut(&root) else {
             return;
         };
-        let reason = tree.request.reason;
         if let Some(member) = tree.members.get_mut(&pid) {
             if member.gone_at.is_none() {
                 member.gone_at = Some(Instant::now());
@@ -360,19 +359,8 @@ impl DeadlineMap {
                 // A descendant's end is recorded by whoever sees it first. A row of another kind
                 // (hook, worker) is made final by whoever reaps it — its parent, or the abxd
                 // process above it that it is re-parented to — which knows its status.
-                if let Some(row) = member.row_id {
-                    let detail = "exit status unknown: not a child of the process that saw it end";
-                    let recording = tree.request.recording;
-                    liveness::finish_unobserved(
-                        store,
-                        row,
-                        member.kind,
-                        Some(pid),
-                        recording,
-                        reason,
-                        detail,
-                    );
-                }
+                let detail = "exit status unknown: not a child of the process that saw it end";
+                member::end_unobserved(store, member, pid, &tree.request, detail);
             }
         }
         self.finish_if_empty(store, root);

@@ -11,8 +11,8 @@
 mod frame;
 
 pub use frame::{
-    decode_request, decode_response, encode_request, encode_response, read_frame, Cut, DecodeError,
-    FrameBuffer, FrameError, VERSION,
+    decode_request, decode_response, encode_request, encode_response, read_frame, Cut, FrameBuffer,
+    FrameError,
 };
 
 use crate::signal::Signal;

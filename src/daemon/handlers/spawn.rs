@@ -39,13 +39,10 @@ pub(super) fn handle(
         logs: Logs::InDir(state.config.data_dir.join("logs")),
     };
     match supervisor.spawn(&mut state.store, &request, ChildPolicy::FOREGROUND_HOOK) {
-        Ok(spawned) => {
-            state.debug_children += 1;
-            Response::Spawned {
-                id: spawned.row_id,
-                pid: spawned.identity.pid,
-            }
-        }
+        Ok(spawned) => Response::Spawned {
+            id: spawned.row_id,
+            pid: spawned.identity.pid,
+        },
         Err(err) => failed(err),
     }
 }

@@ -14,31 +14,40 @@
 //! Each supervising process (daemon, crawl worker, snapshot worker) spawns, reaps and tears down
 //! its own children; the daemon, a child subreaper, also reaps whatever is orphaned below it.
 //!
-//! # Who owns what
+//! # Layers, bottom first (who owns what)
 //!
-//! - `config`: `supervisor.toml`, strictly parsed; a `Config` is always valid.
-//! - `store`: the SQLite file — process table and migrations; all writes `BEGIN IMMEDIATE`.
-//! - `identity`: (boot id, pid, start time) and the one check "is this still that process".
-//! - `proctree`: descendants through procfs and processes by marker.
-//! - `spawn`: the one way a process is started (own group, logs, marker env, row with identity).
-//! - `reaper`: the one place a child is waited for.
-//! - `teardown`: the deadline map — whole trees, SIGTERM, then SIGKILL at each one's deadline.
-//! - `supervisor`: the loop every supervising process runs (signals, reaping, deadlines, lease).
-//! - `unrecorded`: ends a failed write left unrecorded, written once writes succeed again.
-//! - `lock`: one daemon per data dir.
-//! - `control`: the socket protocol (`protocol`), the daemon side (`server`), abxctl's (`client`).
-//! - `daemon`: start-up, the orchestrator (claims crawls, starts crawl workers), shutdown.
-//! - `notify`: what the daemon tells systemd (READY, WATCHDOG, STOPPING, STATUS).
-//! - `worker`: the crawl and snapshot worker processes.
-//! - `recovery`: reconciling the table with reality on start; recovering ownerless work.
-//! - `plugins`, `hooks`: finding hooks by the naming rule; running them and judging results.
-//! - `run`, `serve`: `abxd run`, and the loopback server it crawls local pages through.
-//! - `render`, `ctl`, `cli`: what abxctl shows and does, and both command lines.
+//! A module uses modules of its own layer or below, never above, and the graph has no cycle
+//! (`tests/architecture.rs` keeps it so). Why things are built this way: `docs/design.md`.
+//!
+//! 1. Foundation — facts about the machine and the config:
+//!    `config` (`supervisor.toml`, strictly parsed; a `Config` is always valid), `signal` (the one
+//!    signal type), `procstat` (the one `/proc/PID/stat` parser), `identity` ((boot id, pid,
+//!    start time) and "is this still that process"), `proctree` (a live process, its
+//!    descendants), `marker` (`ABXD_PROCESS_ID` / `ABXD_INSTANCE`: finding what left the tree),
+//!    `lock` (one daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP).
+//! 2. `store` — the SQLite file: process table, work queue, results; all writes `BEGIN IMMEDIATE`.
+//! 3. `liveness` — whether a row's process runs and the only functions that end a row;
+//!    `reaper` — the one place a child is waited for.
+//! 4. `spawn` (the one way a process starts), `teardown` (whole trees, SIGTERM then SIGKILL at
+//!    each one's deadline, by pidfd), `recovery` (reconciling the table with reality; recovering
+//!    ownerless work).
+//! 5. `supervisor/` — the loop every supervising process runs: `children` (registry, deadlines),
+//!    `descendants` (scans, leftovers), `lease`, `reaping`, `unrecorded`, and `decide` (the
+//!    rules as pure functions).
+//! 6. `plugins` (hooks by the naming rule), `hooks` (running a scope's hooks, judging results),
+//!    `pool` (one `WorkerPool`: claim → spawn → own → seal or recover).
+//! 7. `worker/` (the crawl and snapshot worker processes), `control/` (the socket: `protocol`
+//!    with its framing, `server`, `client`, `access`).
+//! 8. `daemon/` — start-up, the orchestrator loop, shutdown, `reload`, one `handlers/` file per
+//!    request.
+//! 9. `render`, `cli`, `ctl/` (one file per abxctl verb), `run` (`abxd run`); the binaries on
+//!    top.
 //!
 //! # Invariants
 //!
-//! 1. Only the event loop reaps: nothing but `reaper::reap_ready`, called on SIGCHLD, waits on a
-//!    child; a row's exit status comes from there or from procfs proving the process gone.
+//! 1. Only the event loop reaps: nothing but `reaper::reap_ready`, called every turn of the
+//!    supervisor loop, waits on a child; a row's end is written by `liveness` only, with the
+//!    status the reaper saw or because procfs proves the process gone.
 //! 2. Every stored pid is paired with its identity; no signal is sent to a pid whose identity
 //!    was not checked just before.
 //! 3. A signal never makes a row final; a final row never changes again.

@@ -1,8 +1,9 @@
 //! The reaper: collects the exit status of every child that has ended.
 //!
-//! Invariant: only the event loop calls [`reap_ready`], on SIGCHLD, and it drains every waitable
-//! child in one go (`waitpid(-1, WNOHANG)` until nothing is left), so no exit is missed when
-//! several SIGCHLDs coalesce. Nothing else in abxd waits on a child.
+//! Invariant: only the supervisor loop calls [`reap_ready`] — on every turn, not only after a
+//! SIGCHLD (signals coalesce, and a pidfd may report an end first) — and it drains every waitable
+//! child in one go (`waitpid(-1, WNOHANG)` until nothing is left), so no exit is missed. Nothing
+//! else in abxd waits on a child.
 
 use crate::store::ExitOutcome;
 use nix::errno::Errno;

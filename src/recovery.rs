@@ -386,3 +386,160 @@ pub fn dry_run(config: &Config) -> Result<Vec<String>, StoreError> {
     let work = plan_work(&store, config, None, &dead)?;
     Ok(describe(&reconciliation, &work))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Kind, NewProcess};
+    use std::path::Path;
+    use std::time::Duration;
+
+    const LEASE: Duration = Duration::from_secs(60);
+
+    /// A store in a temp dir and a config with `max_result_attempts = 2`.
+    fn setup() -> (tempfile::TempDir, Store, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+        let config = Config::parse(
+            Path::new("/etc/abxd/supervisor.toml"),
+            "[limits]\nmax_result_attempts = 2\n",
+        )
+        .unwrap();
+        (dir, store, config)
+    }
+
+    /// A worker row (never started: for the plan, a dead owner once listed in `dead`).
+    fn worker(store: &mut Store, kind: Kind) -> i64 {
+        store
+            .insert_process(&NewProcess {
+                parent_id: None,
+                kind,
+                crawl_id: None,
+                snapshot_id: None,
+                result_id: None,
+                argv: vec!["abxd".into()],
+                cwd: "/".into(),
+                timeout_ms: None,
+            })
+            .unwrap()
+    }
+
+    /// A crawl of one snapshot, both claimed by (now dead) workers; returns their ids and the
+    /// workers' rows.
+    fn claimed(store: &mut Store) -> (i64, i64, BTreeSet<i64>) {
+        let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+        assert_eq!(
+            store.claim(Queue::Crawls, None, LEASE).unwrap(),
+            Some(crawl)
+        );
+        let crawl_worker = worker(store, Kind::CrawlWorker);
+        store.set_owner(Queue::Crawls, crawl, crawl_worker).unwrap();
+        let snapshot = store.add_snapshot(crawl, "http://a/", 0).unwrap().unwrap();
+        let claim = store.claim(Queue::Snapshots, Some(crawl), LEASE).unwrap();
+        assert_eq!(claim, Some(snapshot));
+        let snapshot_worker = worker(store, Kind::SnapshotWorker);
+        store
+            .set_owner(Queue::Snapshots, snapshot, snapshot_worker)
+            .unwrap();
+        (
+            crawl,
+            snapshot,
+            BTreeSet::from([crawl_worker, snapshot_worker]),
+        )
+    }
+
+    /// A result of `hook` in the snapshot, started `attempts` times and left as it is.
+    fn started(store: &mut Store, crawl: i64, snapshot: i64, hook: &str, attempts: u32) -> i64 {
+        let result = store.result_for(crawl, Some(snapshot), "p", hook).unwrap();
+        for _ in 0..attempts {
+            store.start_result(result.id, None).unwrap();
+        }
+        result.id
+    }
+
+    #[test]
+    fn interrupted_results_run_again_finished_ones_never_and_the_work_is_requeued() {
+        let (_dir, mut store, config) = setup();
+        let (crawl, snapshot, dead) = claimed(&mut store);
+        let done = started(&mut store, crawl, snapshot, "a", 1);
+        store
+            .finish_result(done, ResultStatus::Succeeded, None, &[], 0)
+            .unwrap();
+        let interrupted = started(&mut store, crawl, snapshot, "b", 1);
+        let plan = plan_work(&store, &config, None, &dead).unwrap();
+        assert_eq!(
+            plan,
+            WorkPlan {
+                retry_results: vec![interrupted],
+                requeue_snapshots: vec![snapshot],
+                requeue_crawls: vec![crawl],
+                ..WorkPlan::default()
+            }
+        );
+    }
+
+    #[test]
+    fn a_result_interrupted_too_often_fails_and_then_its_snapshot_and_crawl_are_sealed() {
+        let (_dir, mut store, config) = setup();
+        let (crawl, snapshot, dead) = claimed(&mut store);
+        let worn = started(&mut store, crawl, snapshot, "a", 2);
+        let crawl_hook = store.result_for(crawl, None, "p", "bg").unwrap().id;
+        store.start_result(crawl_hook, None).unwrap();
+        let plan = plan_work(&store, &config, None, &dead).unwrap();
+        assert_eq!(
+            plan,
+            WorkPlan {
+                fail_results: vec![(worn, 2), (crawl_hook, 1)],
+                seal_snapshots: vec![snapshot],
+                seal_crawls: vec![crawl],
+                ..WorkPlan::default()
+            }
+        );
+        apply_work(&mut store, &config, &plan, false).unwrap();
+        assert!(plan_work(&store, &config, None, &dead).unwrap().is_empty());
+    }
+
+    #[test]
+    fn work_whose_owner_lives_is_left_alone_and_a_plan_is_scoped_by_crawl() {
+        let (_dir, mut store, config) = setup();
+        let (crawl, snapshot, dead) = claimed(&mut store);
+        started(&mut store, crawl, snapshot, "a", 1);
+        // The owners run (this test's process and a child stand for them): nothing to do.
+        let child = KilledOnDrop(
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap(),
+        );
+        let pids = [std::process::id() as i32, child.0.id() as i32];
+        for (&owner, pid) in dead.iter().zip(pids) {
+            let running = identity::of_unreaped_child(pid).unwrap();
+            store
+                .record_spawned(owner, &running, pid, None, None)
+                .unwrap();
+        }
+        let plan = plan_work(&store, &config, None, &BTreeSet::new()).unwrap();
+        assert!(plan.is_empty(), "{plan:?}");
+        let elsewhere = plan_work(&store, &config, Some(crawl + 1), &dead).unwrap();
+        assert!(elsewhere.is_empty(), "{elsewhere:?}");
+    }
+
+    /// A child killed and reaped when the test ends, also when it fails.
+    struct KilledOnDrop(std::process::Child);
+
+    impl Drop for KilledOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    #[test]
+    fn back_off_doubles_with_each_restart_up_to_ten_minutes() {
+        let (_dir, _store, config) = setup();
+        let base = config.timeouts.retry_backoff;
+        assert_eq!(backoff(&config, 0), base);
+        assert_eq!(backoff(&config, 3), base * 8);
+        assert_eq!(backoff(&config, 40), MAX_BACKOFF);
+    }
+}

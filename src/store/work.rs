@@ -221,7 +221,6 @@ pub(super) fn millis(d: Duration) -> i64 {
 }
 
 impl Store {
-    /// Enqueues a crawl, due now.
     /// Why `url` cannot be crawled, if it cannot: only http://, https:// and file:// URLs,
     /// without whitespace.
     pub fn invalid_url(url: &str) -> Option<String> {
@@ -231,6 +230,7 @@ impl Store {
         (!valid).then(|| format!("{url:?} is not an http://, https:// or file:// URL"))
     }
 
+    /// Enqueues a crawl, due now.
     pub fn add_crawl(
         &mut self,
         urls: &[String],

@@ -31,6 +31,19 @@ pub enum WorkerEnd {
     Abandoned { work: i64 },
 }
 
+impl std::fmt::Display for WorkerEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerEnd::Sealed { work } => write!(f, "{work} sealed"),
+            WorkerEnd::Recovered { work } => write!(f, "{work} recovered"),
+            WorkerEnd::AwaitingTeardown { work } => {
+                write!(f, "{work} recovered once its leftovers are torn down")
+            }
+            WorkerEnd::Abandoned { work } => write!(f, "{work} left to the daemon's recovery"),
+        }
+    }
+}
+
 pub struct WorkerPool {
     queue: Queue,
     /// For snapshot workers: the crawl whose snapshots they work on.

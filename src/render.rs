@@ -315,8 +315,9 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
             crawl.max_depth.to_string(),
             format!("{sealed}/{}", snapshots.len()),
             format!(
-                "{} ok, {} failed, {} skipped",
+                "{} ok, {} noresults, {} failed, {} skipped",
                 count(ResultStatus::Succeeded),
+                count(ResultStatus::NoResults),
                 count(ResultStatus::Failed),
                 count(ResultStatus::Skipped)
             ),

@@ -52,7 +52,7 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
     assert_eq!(crawl_worker.crawl_id, Some(crawl));
     assert_eq!(snapshot_worker.parent_id, Some(crawl_worker.id));
     let hooks: Vec<&ProcessRow> = rows.iter().filter(|r| r.kind == Kind::Hook).collect();
-    assert_eq!(hooks.len(), 9, "8 snapshot hooks and 1 crawl hook");
+    assert_eq!(hooks.len(), 10, "9 snapshot hooks and 1 crawl hook");
     for hook in &hooks {
         let crawl_hook = hook.argv[0].contains("on_Crawl__");
         let expected = if crawl_hook {
@@ -99,6 +99,8 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
         .unwrap()
         .starts_with("timeout"));
     assert_eq!(status("on_Snapshot__15_background.bg.sh"), "succeeded");
+    // No record and ended by the scope-end SIGTERM: it ran and reported nothing.
+    assert_eq!(status("on_Snapshot__12_bgquiet.bg.sh"), "noresults");
     assert_eq!(status("on_Crawl__10_crawlbg.bg.sh"), "succeeded");
     for result in results.values() {
         assert!(
@@ -125,8 +127,27 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
     for bg in hooks.iter().filter(|h| h.argv[0].contains(".bg.")) {
         assert!(bg.sigterm_at.is_some(), "{:?} was not torn down", bg.argv);
         assert!(bg.sigterm_at.unwrap() >= last_foreground_end || bg.snapshot_id.is_none());
-        assert_eq!(bg.exit_code, Some(0));
+        // The quiet one does not trap SIGTERM: its row says how it really ended.
+        if bg.argv[0].contains("bgquiet") {
+            assert_eq!(bg.exit_signal, Some(15));
+        } else {
+            assert_eq!(bg.exit_code, Some(0));
+        }
     }
+    // The hook after a background hook waits for its first output (bgquiet writes after 0.4 s).
+    let started = |name: &str| {
+        hooks
+            .iter()
+            .find(|h| h.argv[0].ends_with(name))
+            .and_then(|h| h.started_at)
+            .unwrap()
+    };
+    let waited =
+        started("on_Snapshot__15_background.bg.sh") - started("on_Snapshot__12_bgquiet.bg.sh");
+    assert!(
+        waited >= 400,
+        "the next hook started {waited} ms after the background hook"
+    );
     let crawlbg = hooks
         .iter()
         .find(|h| h.argv[0].contains("on_Crawl__"))
@@ -157,7 +178,21 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
         format!("SNAPSHOT_ID={}", snapshot.id),
         format!("SNAPSHOT_DIR={}", snapshot_dir.display()),
         format!("ABXD_PROCESS_ID={}", envcheck.id),
-        "TIMEOUT=60".to_string(),
+        format!("SNAP_DIR={}", snapshot_dir.display()),
+        format!(
+            "EXTRA_CONTEXT={}",
+            serde_json::json!({
+                "crawl_id": crawl,
+                "snapshot_id": snapshot.id,
+                "snapshot_depth": 0,
+                "plugin": "envcheck",
+                "hook_name": "on_Snapshot__05_envcheck",
+            })
+        ),
+        // config.json defaults, the hook's timeout from its own key.
+        "ENVCHECK_TIMEOUT=20".to_string(),
+        "ENVCHECK_MODE=strict".to_string(),
+        "TIMEOUT=20".to_string(),
         "FIXTURE_SETTING=from-config".to_string(),
         "NOTIFY_SOCKET=<unset>".to_string(),
         "stdin=/dev/null".to_string(),
@@ -295,7 +330,10 @@ fn add_wait_follows_the_crawl_and_prints_its_results() {
     assert!(output.contains("on_Snapshot__10_ok.sh"), "{output}");
     assert!(output.contains("on_Snapshot__30_failer.sh"), "{output}");
     let crawls = daemon.ctl_ok(&["crawls"]);
-    assert!(crawls.contains("1 ok, 1 failed, 0 skipped"), "{crawls}");
+    assert!(
+        crawls.contains("1 ok, 0 noresults, 1 failed, 0 skipped"),
+        "{crawls}"
+    );
 }
 
 #[test]

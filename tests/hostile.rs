@@ -389,20 +389,21 @@ fn hooks_that_cannot_run_or_misbehave_are_reported_and_the_snapshot_goes_on() {
     let (status, output) = said("on_Snapshot__30_symlinked_out.sh");
     assert_eq!(status, "skipped");
     assert!(output.contains("outside the plugins dir"), "{output}");
-    assert_eq!(said("on_Snapshot__40_no_newline_flood.sh").0, "succeeded");
-    assert_eq!(said("on_Snapshot__50_stderr_flood.sh").0, "succeeded");
+    // Exit 0 without an ArchiveResult record: they ran and reported nothing (abx-dl's rule).
+    assert_eq!(said("on_Snapshot__40_no_newline_flood.sh").0, "noresults");
+    assert_eq!(said("on_Snapshot__50_stderr_flood.sh").0, "noresults");
     assert_eq!(
         said("on_Snapshot__60_bad_records.sh"),
         (
-            "succeeded".into(),
+            "noresults".into(),
             "done [2 records ignored: not valid JSON, unknown type \"Nonsense\"]".into()
         )
     );
-    assert_eq!(said("on_Snapshot__70_closes_stdout.sh").0, "succeeded");
+    assert_eq!(said("on_Snapshot__70_closes_stdout.sh").0, "noresults");
     // Its stdin is /dev/null: the read ends at once, nothing waits on it.
     assert_eq!(
         said("on_Snapshot__80_never_reads_stdin.sh"),
-        ("succeeded".into(), "stdin gave: []".into())
+        ("noresults".into(), "stdin gave: []".into())
     );
     // Nothing escaped through the symlink, and the logs stayed bounded.
     let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;

@@ -5,4 +5,4 @@ set -u
 require_chromium
 run_chromium_once --dump-dom > output.html || exit 1
 [ -s output.html ] || { echo "chromium wrote an empty DOM" >&2; exit 1; }
-echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output\":\"output.html, $(wc -c < output.html) bytes\"}"
+echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"output.html, $(wc -c < output.html) bytes\"}"

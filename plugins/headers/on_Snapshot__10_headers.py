@@ -19,4 +19,4 @@ except (urllib.error.URLError, OSError) as err:
     sys.exit(1)
 with open("headers.json", "w") as out:
     json.dump({"url": url, "status": status, "headers": headers}, out, indent=2)
-print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output": f"HTTP {status}, {len(headers)} headers"}))
+print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": f"HTTP {status}, {len(headers)} headers"}))

@@ -39,4 +39,4 @@ follow = [l for l in links if l.startswith(("http://", "https://"))
 for link in follow:
     print(json.dumps({"type": "Snapshot", "url": link}))
 print(json.dumps({"type": "ArchiveResult", "status": "succeeded",
-                  "output": f"{len(links)} links, {len(follow)} to follow"}))
+                  "output_str": f"{len(links)} links, {len(follow)} to follow"}))

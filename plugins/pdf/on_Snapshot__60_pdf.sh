@@ -5,4 +5,4 @@ set -u
 require_chromium
 run_chromium_once --no-pdf-header-footer --print-to-pdf="$PWD/output.pdf" >&2 || exit 1
 [ -s output.pdf ] || { echo "chromium wrote no PDF" >&2; exit 1; }
-echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output\":\"output.pdf, $(wc -c < output.pdf) bytes\"}"
+echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"output.pdf, $(wc -c < output.pdf) bytes\"}"

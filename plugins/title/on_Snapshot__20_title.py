@@ -33,9 +33,9 @@ except (OSError, ValueError) as err:
 parser = TitleParser()
 parser.feed(page)
 if not parser.title:
-    print(json.dumps({"type": "ArchiveResult", "status": "skipped", "output": "the page has no <title>"}))
+    print(json.dumps({"type": "ArchiveResult", "status": "skipped", "output_str": "the page has no <title>"}))
     sys.exit(0)
 title = " ".join(parser.title.split())
 with open("title.txt", "w") as out:
     out.write(title + "\n")
-print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output": title}))
+print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": title}))

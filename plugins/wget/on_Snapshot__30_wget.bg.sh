@@ -10,12 +10,14 @@ case "$url" in http://*|https://*) ;; *) echo "skipped: wget fetches http(s) URL
 wget --quiet --page-requisites --convert-links --adjust-extension --no-parent -e robots=off \
     --timeout=30 --tries=2 --directory-prefix=. "$url" &
 fetcher=$!
-trap 'kill -TERM "$fetcher" 2>/dev/null; wait "$fetcher"; echo "{\"type\":\"ArchiveResult\",\"status\":\"failed\",\"output\":\"stopped at the end of the snapshot\"}"; exit 1' TERM INT
+# The first output tells abxd the hook is up: the next hooks run alongside.
+echo "wget fetching $url"
+trap 'kill -TERM "$fetcher" 2>/dev/null; wait "$fetcher"; echo "{\"type\":\"ArchiveResult\",\"status\":\"failed\",\"output_str\":\"stopped at the end of the snapshot\"}"; exit 1' TERM INT
 wait "$fetcher"
 code=$?
 files=$(find . -type f ! -path './logs/*' | wc -l)
 if [ "$code" -eq 0 ] || [ "$code" -eq 8 ] && [ "$files" -gt 0 ]; then
-    echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output\":\"$files files (wget exit $code)\"}"
+    echo "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"$files files (wget exit $code)\"}"
     exit 0
 fi
 echo "wget failed with exit code $code" >&2

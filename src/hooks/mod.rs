@@ -1,135 +1,77 @@
-//! Hooks: running a set of hooks for one snapshot or crawl (this file), and turning each run into
-//! a result (`result`).
+//! Hooks: running one scope's hooks — a crawl's, or one snapshot's — by abx-dl's lifecycle (this
+//! file), the environment each gets (`request`), and turning each run into a result (`result`).
 //!
-//! The contract is SPEC §4: argv `--url=… --snapshot-id=… --crawl-id=…`, cwd
-//! `<snapshot dir>/<plugin>/`, the merged config and the ids as environment, stdout and stderr
-//! to log files, JSON records on stdout. Invariants: foreground hooks run one at a time in order,
-//! background hooks are started in order and run alongside; a hook whose result is already final
-//! (succeeded, failed or skipped) is never started again — only interrupted ones are; every run
-//! that ends gets its result recorded from its exit, its records and its deadline, by the rules
-//! of [`interpret`].
+//! The lifecycle (SPEC §4, abx-dl 1.12.183's `snapshot_service` / `crawl_service`): hooks start
+//! in (NN, stem) order; a foreground hook runs alone until it exits or its timeout; after a
+//! background hook starts, the next hook waits until it has written its first stdout byte or
+//! exited, bounded by its timeout; background hooks have no lifetime limit while their scope
+//! runs. When the scope ends, each background hook still alive gets SIGTERM with its timeout as
+//! grace, then SIGKILL, with all its descendants (a scope of background hooks only first waits
+//! for them, up to their timeout). One that exits from that SIGTERM ended as if it exited 0.
+//!
+//! Invariants: a hook whose result is already final (succeeded, noresults, failed or skipped) is
+//! never started again — only interrupted ones are; every run that ends gets its result recorded
+//! from its exit, its records and its deadline, by the rules of [`interpret`].
 
+mod request;
 mod result;
 
-pub use result::{interpret, output_files};
+pub use request::Scope;
+pub use result::{interpret, output_files, Outcome};
 
-use crate::config::Config;
-use crate::plugins::Hook;
-use crate::spawn::{Logs, SpawnRequest};
-use crate::store::{
-    Crawl, EndReason, ExitOutcome, Kind, NewProcess, ResultStatus, Snapshot, Store, StoreError,
-};
+use crate::plugins::Prepared;
+use crate::signal::Signal;
+use crate::spawn::Logs;
+use crate::store::{EndReason, ExitOutcome, ResultStatus, Store, StoreError};
 use crate::supervisor::{ChildPolicy, Supervisor};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-pub fn crawl_dir(config: &Config, crawl_id: i64) -> PathBuf {
-    config.data_dir.join("crawls").join(crawl_id.to_string())
-}
-
-pub fn snapshot_dir(config: &Config, crawl_id: i64, snapshot_id: i64) -> PathBuf {
-    crawl_dir(config, crawl_id)
-        .join("snapshots")
-        .join(snapshot_id.to_string())
-}
-
-/// What a set of hooks runs for: a crawl (crawl hooks) or one of its snapshots.
-#[derive(Debug, Clone)]
-pub struct Scope {
-    pub crawl: Crawl,
-    pub snapshot: Option<Snapshot>,
-    /// The process row of the worker running the hooks.
-    pub parent_row: i64,
-}
-
-impl Scope {
-    fn dir(&self, config: &Config) -> PathBuf {
-        match &self.snapshot {
-            Some(s) => snapshot_dir(config, self.crawl.id, s.id),
-            None => crawl_dir(config, self.crawl.id),
-        }
-    }
-
-    fn url(&self) -> &str {
-        match &self.snapshot {
-            Some(s) => &s.url,
-            None => self.crawl.urls.first().map(String::as_str).unwrap_or(""),
-        }
-    }
-}
-
-pub fn hook_timeout(config: &Config, hook: &Hook) -> Duration {
-    config
-        .plugins
-        .get(&hook.plugin)
-        .and_then(|p| p.timeout)
-        .unwrap_or(config.timeouts.hook_timeout)
-}
-
-/// The spawn request of `hook` in `scope`, for result `result_id`.
-fn spawn_request(config: &Config, hook: &Hook, scope: &Scope, result_id: i64) -> SpawnRequest {
-    let dir = scope.dir(config);
-    let cwd = dir.join(&hook.plugin);
-    let timeout = hook_timeout(config, hook);
-    let mut argv = vec![
-        hook.path.display().to_string(),
-        format!("--url={}", scope.url()),
-    ];
-    if let Some(snapshot) = &scope.snapshot {
-        argv.push(format!("--snapshot-id={}", snapshot.id));
-    }
-    argv.push(format!("--crawl-id={}", scope.crawl.id));
-
-    let crawl_dir = crawl_dir(config, scope.crawl.id);
-    let mut env: Vec<(String, String)> = vec![
-        ("DATA_DIR".into(), config.data_dir.display().to_string()),
-        ("TIMEOUT".into(), timeout.as_secs().max(1).to_string()),
-        ("CRAWL_ID".into(), scope.crawl.id.to_string()),
-        ("CRAWL_DIR".into(), crawl_dir.display().to_string()),
-        ("URL".into(), scope.url().to_string()),
-        ("PLUGIN".into(), hook.plugin.clone()),
-    ];
-    if let Some(snapshot) = &scope.snapshot {
-        env.push(("SNAPSHOT_ID".into(), snapshot.id.to_string()));
-        env.push(("SNAPSHOT_DIR".into(), dir.display().to_string()));
-        env.push(("SNAPSHOT_DEPTH".into(), snapshot.depth.to_string()));
-    }
-    if let Some(plugin) = config.plugins.get(&hook.plugin) {
-        env.extend(plugin.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    let logs = dir.join("logs");
-    SpawnRequest {
-        process: NewProcess {
-            parent_id: Some(scope.parent_row),
-            kind: Kind::Hook,
-            crawl_id: Some(scope.crawl.id),
-            snapshot_id: scope.snapshot.as_ref().map(|s| s.id),
-            result_id: Some(result_id),
-            argv,
-            cwd: cwd.display().to_string(),
-            timeout_ms: Some(timeout.as_millis() as i64),
-        },
-        env,
-        logs: Logs::Files {
-            stdout: logs.join(format!("{}.stdout.log", hook.file_name)),
-            stderr: logs.join(format!("{}.stderr.log", hook.file_name)),
-        },
-    }
-}
+/// How often the first output of a background hook is looked for (abx-dl looks every 50 ms).
+const READY_POLL: Duration = Duration::from_millis(50);
 
 struct Running {
-    hook: Hook,
+    prepared: Prepared,
     result_id: i64,
-    request: SpawnRequest,
+    stdout: PathBuf,
+    stderr: PathBuf,
+    cwd: PathBuf,
 }
 
-/// Runs one scope's hooks through a [`Supervisor`]: foreground in order, background alongside.
+/// What keeps the next hook from starting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Waiting {
+    /// Nothing: the next hook may start.
+    Nothing,
+    /// A foreground hook runs.
+    Foreground(i64),
+    /// A background hook has not written its first stdout byte yet.
+    FirstOutput { row: i64, until: Instant },
+}
+
+/// Where the scope's end is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ending {
+    /// Hooks still run in order.
+    NotYet,
+    /// Every hook started; background hooks are stopped at this moment.
+    StopAt(Instant),
+    /// Background hooks were sent SIGTERM.
+    Stopped,
+}
+
+/// Runs one scope's hooks through a [`Supervisor`].
 pub struct HookRunner {
     scope: Scope,
-    pending: VecDeque<Hook>,
-    foreground: Option<i64>,
+    pending: VecDeque<Prepared>,
+    waiting: Waiting,
+    ending: Ending,
     running: HashMap<i64, Running>,
+    /// Whether any foreground hook belongs to the scope.
+    has_foreground: bool,
+    /// Background hooks sent SIGTERM at the end of their scope.
+    stopped_at_end: HashSet<i64>,
 }
 
 impl HookRunner {
@@ -139,40 +81,44 @@ impl HookRunner {
     pub fn new(
         store: &mut Store,
         scope: Scope,
-        hooks: Vec<Hook>,
+        hooks: Vec<Prepared>,
     ) -> Result<HookRunner, StoreError> {
-        for hook in &hooks {
+        for prepared in &hooks {
+            let hook = &prepared.hook;
             store.result_for(
                 scope.crawl.id,
-                scope.snapshot.as_ref().map(|s| s.id),
+                scope.snapshot_id(),
                 &hook.plugin,
                 &hook.file_name,
             )?;
         }
         Ok(HookRunner {
+            has_foreground: hooks.iter().any(|p| !p.hook.background),
             scope,
             pending: hooks.into(),
-            foreground: None,
+            waiting: Waiting::Nothing,
+            ending: Ending::NotYet,
             running: HashMap::new(),
+            stopped_at_end: HashSet::new(),
         })
     }
 
-    /// Starts hooks in order until a foreground hook is running or none is left. Hooks whose
-    /// result is final already (succeeded, failed or skipped) are passed over.
+    /// Starts hooks in order until one must be waited for or none is left. Hooks whose result
+    /// is final already are passed over.
     pub fn start_next(
         &mut self,
-        config: &Config,
         supervisor: &mut Supervisor,
         store: &mut Store,
     ) -> Result<(), StoreError> {
-        while self.foreground.is_none() {
-            let Some(hook) = self.pending.pop_front() else {
+        while self.waiting == Waiting::Nothing {
+            let Some(prepared) = self.pending.pop_front() else {
                 return Ok(());
             };
+            let hook = &prepared.hook;
             let scope = &self.scope;
             let result = store.result_for(
                 scope.crawl.id,
-                scope.snapshot.as_ref().map(|s| s.id),
+                scope.snapshot_id(),
                 &hook.plugin,
                 &hook.file_name,
             )?;
@@ -184,7 +130,7 @@ impl HookRunner {
                 );
                 continue;
             }
-            let request = spawn_request(config, &hook, scope, result.id);
+            let request = request::spawn_request(&prepared, scope, result.id);
             if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
                 log::error!("{}: cannot create its dir: {err}", hook.file_name);
             }
@@ -200,17 +146,28 @@ impl HookRunner {
                 Ok(spawned) => {
                     store.set_result_process(result.id, spawned.row_id)?;
                     log::info!("{} started (row {})", hook.file_name, spawned.row_id);
-                    if !hook.background {
-                        self.foreground = Some(spawned.row_id);
-                    }
-                    self.running.insert(
-                        spawned.row_id,
-                        Running {
-                            hook,
-                            result_id: result.id,
-                            request,
-                        },
-                    );
+                    let (stdout, stderr) = match &request.logs {
+                        Logs::Files { stdout, stderr } => (stdout.clone(), stderr.clone()),
+                        Logs::InDir(_) => unreachable!("hooks log to named files"),
+                    };
+                    self.waiting = if hook.background {
+                        let until = Instant::now() + prepared.timeout;
+                        Waiting::FirstOutput {
+                            row: spawned.row_id,
+                            until,
+                        }
+                    } else {
+                        Waiting::Foreground(spawned.row_id)
+                    };
+                    let cwd = PathBuf::from(&request.process.cwd);
+                    let running = Running {
+                        prepared,
+                        result_id: result.id,
+                        stdout,
+                        stderr,
+                        cwd,
+                    };
+                    self.running.insert(spawned.row_id, running);
                 }
                 Err(err) => {
                     let message = format!("could not start: {err}");
@@ -221,27 +178,112 @@ impl HookRunner {
         Ok(())
     }
 
-    /// Records the result of hook row `row_id` if it is one of ours; returns the URLs it
-    /// discovered. Starts the next hook when a foreground one ended.
+    /// When the loop must wake for this runner: to look for a background hook's first output,
+    /// or to stop background hooks at the end of a scope of background hooks only.
+    pub fn next_timer(&self) -> Option<Instant> {
+        match (self.waiting, self.ending) {
+            (Waiting::FirstOutput { until, .. }, _) => {
+                Some((Instant::now() + READY_POLL).min(until))
+            }
+            (_, Ending::StopAt(at)) => Some(at),
+            _ => None,
+        }
+    }
+
+    /// After a turn of the loop: moves on when the awaited background hook has written its
+    /// first output (or its wait is over), and stops background hooks when their end is due.
+    pub fn after_turn(
+        &mut self,
+        supervisor: &mut Supervisor,
+        store: &mut Store,
+    ) -> Result<(), StoreError> {
+        let now = Instant::now();
+        if let Waiting::FirstOutput { row, until } = self.waiting {
+            let wrote = self
+                .running
+                .get(&row)
+                .is_some_and(|r| std::fs::metadata(&r.stdout).is_ok_and(|m| m.len() > 0));
+            if wrote || now >= until {
+                if !wrote {
+                    log::warn!("background hook row {row} wrote nothing before its timeout");
+                }
+                self.waiting = Waiting::Nothing;
+                self.start_next(supervisor, store)?;
+            }
+        }
+        if matches!(self.ending, Ending::StopAt(at) if at <= now) {
+            self.stop_background(supervisor, store);
+        }
+        Ok(())
+    }
+
+    /// Whether every hook has started and no foreground hook runs.
+    pub fn foreground_done(&self) -> bool {
+        self.waiting == Waiting::Nothing && self.pending.is_empty()
+    }
+
+    /// Ends the scope: background hooks still alive get SIGTERM with their timeout as grace —
+    /// at once, or, in a scope of background hooks only, once each had its timeout to finish.
+    pub fn end_scope(&mut self, supervisor: &mut Supervisor, store: &mut Store) {
+        if self.ending != Ending::NotYet {
+            return;
+        }
+        let longest = self
+            .running
+            .values()
+            .map(|r| r.prepared.timeout)
+            .max()
+            .unwrap_or_default();
+        // abx-dl waits so only at the end of a snapshot; a crawl's end stops its hooks at once.
+        let crawl_scope = self.scope.snapshot.is_none();
+        if self.has_foreground || self.running.is_empty() || crawl_scope {
+            self.stop_background(supervisor, store);
+        } else {
+            self.ending = Ending::StopAt(Instant::now() + longest);
+        }
+    }
+
+    fn stop_background(&mut self, supervisor: &mut Supervisor, store: &mut Store) {
+        self.ending = Ending::Stopped;
+        for (&row, running) in &self.running {
+            log::info!(
+                "{}: its scope ended, stopping it",
+                running.prepared.hook.file_name
+            );
+            self.stopped_at_end.insert(row);
+            let grace = running.prepared.timeout;
+            supervisor.stop(store, row, Signal::TERM, grace, EndReason::Killed);
+        }
+    }
+
+    /// Whether the scope is over: every hook started and ended, the background ones stopped.
+    pub fn done(&self) -> bool {
+        self.foreground_done() && self.ending == Ending::Stopped && self.running.is_empty()
+    }
+
+    /// Records the result of hook row `row_id` if it is one of ours; returns what it reported
+    /// (discovered URLs, tags). Starts the next hook when the one waited for ended.
     pub fn on_exit(
         &mut self,
-        config: &Config,
         supervisor: &mut Supervisor,
         store: &mut Store,
         row_id: i64,
         outcome: ExitOutcome,
         reason: EndReason,
-    ) -> Result<Option<Vec<String>>, StoreError> {
+    ) -> Result<Option<result::Outcome>, StoreError> {
         let Some(run) = self.running.remove(&row_id) else {
             return Ok(None);
         };
-        let (stdout, stderr) = match &run.request.logs {
-            Logs::Files { stdout, stderr } => (stdout.clone(), stderr.clone()),
-            Logs::InDir(_) => unreachable!("hooks log to named files"),
+        let (outcome, reason) = if self.stopped_at_end.remove(&row_id) && polite_exit(outcome) {
+            // abx-dl: a background hook that exits from the scope-end SIGTERM completed its
+            // intended lifecycle.
+            (ExitOutcome::Code(0), EndReason::Exited)
+        } else {
+            (outcome, reason)
         };
-        let timeout = hook_timeout(config, &run.hook);
-        let result = interpret(&stdout, &stderr, outcome, reason, timeout);
-        let (files, size) = output_files(Path::new(&run.request.process.cwd));
+        let timeout = run.prepared.timeout;
+        let result = interpret(&run.stdout, &run.stderr, outcome, reason, timeout);
+        let (files, size) = output_files(Path::new(&run.cwd));
         store.finish_result(
             run.result_id,
             result.status,
@@ -249,21 +291,44 @@ impl HookRunner {
             &files,
             size,
         )?;
+        let hook = &run.prepared.hook;
         log::info!(
             "{} {}: {}",
-            run.hook.file_name,
+            hook.file_name,
             result.status,
             result.output.as_deref().unwrap_or("")
         );
-        if self.foreground == Some(row_id) {
-            self.foreground = None;
-            self.start_next(config, supervisor, store)?;
+        let waited_for = match self.waiting {
+            Waiting::Foreground(row) | Waiting::FirstOutput { row, .. } => row == row_id,
+            Waiting::Nothing => false,
+        };
+        if waited_for {
+            self.waiting = Waiting::Nothing;
+            self.start_next(supervisor, store)?;
         }
-        Ok(Some(result.discovered))
+        Ok(Some(result))
     }
+}
 
-    /// Whether every foreground hook has run (background ones may still be up).
-    pub fn foreground_done(&self) -> bool {
-        self.foreground.is_none() && self.pending.is_empty()
+/// An exit from SIGTERM or SIGINT, as a signal or as a shell reports it (128 + n).
+fn polite_exit(outcome: ExitOutcome) -> bool {
+    let polite = [Signal::TERM.as_raw(), Signal::INT.as_raw()];
+    match outcome {
+        ExitOutcome::Signal(signal) => polite.contains(&signal),
+        ExitOutcome::Code(code) => polite.iter().any(|s| code == 128 + s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polite_exits_are_sigterm_and_sigint_however_reported() {
+        assert!(polite_exit(ExitOutcome::Signal(15)));
+        assert!(polite_exit(ExitOutcome::Code(143)));
+        assert!(polite_exit(ExitOutcome::Code(130)));
+        assert!(!polite_exit(ExitOutcome::Signal(9)));
+        assert!(!polite_exit(ExitOutcome::Code(1)));
     }
 }

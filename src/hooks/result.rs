@@ -24,12 +24,16 @@ pub struct Outcome {
     pub output: Option<String>,
     /// URLs reported by `{"type":"Snapshot","url":…}` records.
     pub discovered: Vec<String>,
+    /// Tags reported by `{"type":"Tag","name":…}` records.
+    pub tags: Vec<String>,
 }
 
-/// Derives a result from how the hook ended and what it printed (SPEC §4): a record's status
-/// wins when the hook exited 0; otherwise 0 = succeeded, 10 = skipped, anything else = failed;
-/// a hook stopped at its deadline failed with reason timeout. (A background hook that wants to
-/// succeed when its snapshot ends traps SIGTERM and exits 0.)
+/// Derives a result from how the hook ended and what it printed (SPEC §4, abx-dl's
+/// `archive_result_service`): an `ArchiveResult` record's status wins, whatever the exit (the
+/// last record, if several); without one, exit 0 = noresults, 10 = skipped, anything else =
+/// failed. A record with a status abxd does not know is the hook's failure, naming it. abxd is
+/// stricter than abx-dl in one place: a foreground hook stopped at its deadline failed (reason
+/// timeout), whatever it recorded before.
 pub fn interpret(
     stdout: &Path,
     stderr: &Path,
@@ -40,24 +44,31 @@ pub fn interpret(
     let printed = scan_stdout(stdout);
     let last_line = printed.last_text.clone().or_else(|| last_line_of(stderr));
     let recorded_output = printed.output.clone().or(last_line);
-    let (status, output) = match (reason, outcome) {
-        (EndReason::Timeout, _) => (
+    let (status, output) = match (reason, outcome, &printed.status) {
+        (EndReason::Timeout, ..) => (
             ResultStatus::Failed,
             Some(format!(
                 "timeout: still running after {}",
                 humantime::format_duration(timeout)
             )),
         ),
-        (_, ExitOutcome::Code(0)) => (
-            printed.status.unwrap_or(ResultStatus::Succeeded),
-            recorded_output,
+        (_, _, Some(Ok(status))) => (*status, recorded_output),
+        (_, _, Some(Err(unknown))) => (
+            ResultStatus::Failed,
+            Some(format!(
+                "unknown status {unknown:?} in its ArchiveResult record{}",
+                recorded_output
+                    .map(|o| format!(": {o}"))
+                    .unwrap_or_default()
+            )),
         ),
-        (_, ExitOutcome::Code(EXIT_SKIPPED)) => (ResultStatus::Skipped, recorded_output),
-        (_, ExitOutcome::Code(code)) => (
+        (_, ExitOutcome::Code(0), None) => (ResultStatus::NoResults, recorded_output),
+        (_, ExitOutcome::Code(EXIT_SKIPPED), None) => (ResultStatus::Skipped, recorded_output),
+        (_, ExitOutcome::Code(code), None) => (
             ResultStatus::Failed,
             Some(recorded_output.unwrap_or_else(|| format!("exited with code {code}"))),
         ),
-        (_, ExitOutcome::Signal(signal)) => (
+        (_, ExitOutcome::Signal(signal), None) => (
             ResultStatus::Failed,
             Some(format!(
                 "killed by {}{}",
@@ -82,6 +93,7 @@ pub fn interpret(
         status,
         output: output.map(|o| truncate(&o)),
         discovered: printed.discovered,
+        tags: printed.tags,
     }
 }
 
@@ -98,9 +110,11 @@ fn truncate(text: &str) -> String {
 
 #[derive(Default)]
 struct Printed {
-    status: Option<ResultStatus>,
+    /// The last record's status: known, or the unknown text.
+    status: Option<Result<ResultStatus, String>>,
     output: Option<String>,
     discovered: Vec<String>,
+    tags: Vec<String>,
     last_text: Option<String>,
     /// Why each ignored record was ignored.
     ignored: Vec<String>,
@@ -133,13 +147,27 @@ fn apply_record(record: &serde_json::Value, printed: &mut Printed) {
     match field("type") {
         Some("ArchiveResult") => {
             printed.status = match field("status") {
-                Some("succeeded") => Some(ResultStatus::Succeeded),
-                Some("failed") => Some(ResultStatus::Failed),
-                Some("skipped") => Some(ResultStatus::Skipped),
-                _ => printed.status,
+                // abx-dl writes `noresult` where hooks write `noresults`: the same.
+                Some("noresults" | "noresult") => Some(Ok(ResultStatus::NoResults)),
+                Some(status) => Some(
+                    status
+                        .parse::<ResultStatus>()
+                        .ok()
+                        .filter(|s| s.is_final())
+                        .ok_or_else(|| status.to_string()),
+                ),
+                None => Some(Err("(none)".into())),
             };
-            if let Some(output) = field("output") {
+            let text = field("output_str")
+                .filter(|t| !t.is_empty())
+                .or(field("output"));
+            if let Some(output) = text {
                 printed.output = Some(output.to_string());
+            }
+        }
+        Some("Tag") => {
+            if let Some(name) = field("name") {
+                printed.tags.push(name.to_string());
             }
         }
         Some("Snapshot") => {
@@ -203,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn a_record_decides_when_the_hook_exits_zero() {
+    fn a_record_decides() {
         let stdout =
             "{\"type\":\"ArchiveResult\",\"status\":\"skipped\",\"output\":\"no title\"}\n";
         let outcome = run(stdout, "", ExitOutcome::Code(0), EndReason::Exited);
@@ -216,7 +244,7 @@ mod tests {
         let ok = run("done\n", "", ExitOutcome::Code(0), EndReason::Exited);
         assert_eq!(
             (ok.status, ok.output.as_deref()),
-            (ResultStatus::Succeeded, Some("done"))
+            (ResultStatus::NoResults, Some("done"))
         );
         let skipped = run(
             "",
@@ -247,12 +275,12 @@ mod tests {
     #[test]
     fn snapshots_are_discovered_and_bad_records_reported() {
         let stdout = "{\"type\":\"Snapshot\",\"url\":\"http://a/\"}\n{broken\n\
-                      {\"type\":\"Tag\"}\n";
+                      {\"type\":\"Nonsense\"}\n";
         let outcome = run(stdout, "", ExitOutcome::Code(0), EndReason::Exited);
         assert_eq!(outcome.discovered, vec!["http://a/".to_string()]);
         let output = outcome.output.unwrap();
         assert!(output.contains("2 records ignored"), "{output}");
         assert!(output.contains("not valid JSON"), "{output}");
-        assert!(output.contains("unknown type \"Tag\""), "{output}");
+        assert!(output.contains("unknown type \"Nonsense\""), "{output}");
     }
 }

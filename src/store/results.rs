@@ -108,3 +108,29 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
+
+impl Store {
+    /// Tags snapshot `snapshot_id` with `names` (each once).
+    pub fn add_tags(&mut self, snapshot_id: i64, names: &[String]) -> Result<(), StoreError> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        self.write(|tx| {
+            let mut insert = tx
+                .prepare_cached("INSERT OR IGNORE INTO tags (snapshot_id, name) VALUES (?1, ?2)")?;
+            for name in names {
+                insert.execute(params![snapshot_id, name])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The tags of a snapshot, sorted.
+    pub fn tags(&self, snapshot_id: i64) -> Result<Vec<String>, StoreError> {
+        let mut statement = self
+            .conn()
+            .prepare_cached("SELECT name FROM tags WHERE snapshot_id = ?1 ORDER BY name")?;
+        let names = statement.query_map([snapshot_id], |r| r.get(0))?;
+        Ok(names.collect::<rusqlite::Result<_>>()?)
+    }
+}

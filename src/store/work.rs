@@ -117,11 +117,12 @@ text_enum!(
 );
 
 text_enum!(
-    /// Where the result of one hook is; the last three are final, as §4 of the spec derives them.
+    /// Where the result of one hook is; the last four are final, as §4 of the spec derives them.
     ResultStatus {
         Queued => "queued",
         Started => "started",
         Succeeded => "succeeded",
+        NoResults => "noresults",
         Failed => "failed",
         Skipped => "skipped",
     }
@@ -132,7 +133,10 @@ impl ResultStatus {
     pub fn is_final(self) -> bool {
         matches!(
             self,
-            ResultStatus::Succeeded | ResultStatus::Failed | ResultStatus::Skipped
+            ResultStatus::Succeeded
+                | ResultStatus::NoResults
+                | ResultStatus::Failed
+                | ResultStatus::Skipped
         )
     }
 }

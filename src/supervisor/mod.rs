@@ -264,12 +264,15 @@ impl Supervisor {
     pub fn stop_all(&mut self, store: &mut Store, reason: EndReason) {
         let allowance = self.timing.min_grace.min(STARTUP_ALLOWANCE);
         let leftovers = std::mem::take(&mut self.leftovers);
-        let stops = decide::stop_all(
-            &self.children.roots(),
-            &leftovers,
-            Instant::now(),
-            allowance,
-        );
+        // A child whose teardown is under way keeps its deadlines (e.g. a background hook
+        // stopped at the end of its scope with its timeout as grace).
+        let roots: Vec<(i64, Instant)> = self
+            .children
+            .roots()
+            .into_iter()
+            .filter(|(row, _)| !self.teardown.is_tearing_down(*row))
+            .collect();
+        let stops = decide::stop_all(&roots, &leftovers, Instant::now(), allowance);
         for stop in stops {
             match stop.not_before {
                 Some(_) => self.children.delay(stop, reason),

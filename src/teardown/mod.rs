@@ -152,6 +152,11 @@ impl DeadlineMap {
         self.trees.is_empty()
     }
 
+    /// Whether a teardown rooted at row `row` is under way.
+    pub fn is_tearing_down(&self, row: i64) -> bool {
+        self.trees.contains_key(&row)
+    }
+
     /// Whether `token` is one of this map's pidfds.
     pub fn owns(&self, token: Token) -> bool {
         self.tokens.contains_key(&token)

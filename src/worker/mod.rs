@@ -19,9 +19,9 @@ pub use crawl::run_crawl_worker;
 pub use snapshot::run_snapshot_worker;
 
 use crate::config::Config;
-use crate::hooks::HookRunner;
+use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
-use crate::plugins::{self, HookEvent};
+use crate::plugins::{Catalog, Phase, Prepared};
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
 use crate::store::{Crawl, EndReason, ExitOutcome, Lease, Queue, ResultStatus, Store, StoreError};
@@ -132,24 +132,55 @@ impl Context {
     }
 
     /// Records a hook's exit on its result (unless this worker was interrupted: then the result
-    /// is left to run again); returns the URLs it discovered.
+    /// is left to run again); returns what it reported.
     fn record_hook(
         &mut self,
         runner: &mut HookRunner,
         exit: Exit,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Option<Outcome>, StoreError> {
         if self.interrupted {
-            return Ok(Vec::new());
+            return Ok(None);
         }
-        let discovered = runner.on_exit(
-            &self.config,
+        runner.on_exit(
             &mut self.supervisor,
             &mut self.store,
             exit.row,
             exit.outcome,
             exit.reason,
-        )?;
-        Ok(discovered.unwrap_or_default())
+        )
+    }
+
+    /// Runs the scope's hooks until they are done (the background ones stopped at the end of the
+    /// scope) or the worker is interrupted, recording each exit through `on_exit`.
+    fn run_scope(
+        &mut self,
+        runner: &mut HookRunner,
+        mut on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+    ) -> Result<(), WorkerError> {
+        runner.end_scope(&mut self.supervisor, &mut self.store);
+        while !self.interrupted && !runner.done() {
+            for exit in self.next_exits(runner.next_timer())? {
+                on_exit(self, runner, exit)?;
+            }
+            runner.after_turn(&mut self.supervisor, &mut self.store)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the scope's hooks until every one has started and no foreground hook runs.
+    fn run_foreground(
+        &mut self,
+        runner: &mut HookRunner,
+        mut on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+    ) -> Result<(), WorkerError> {
+        runner.start_next(&mut self.supervisor, &mut self.store)?;
+        while !self.interrupted && !runner.foreground_done() {
+            for exit in self.next_exits(runner.next_timer())? {
+                on_exit(self, runner, exit)?;
+            }
+            runner.after_turn(&mut self.supervisor, &mut self.store)?;
+        }
+        Ok(())
     }
 
     /// Tears every remaining child (and leftover) down, each until its own deadline but at least
@@ -187,22 +218,42 @@ impl Context {
     }
 }
 
-/// The hooks to run for `event` in `scope`. A file that looks like a hook of a selected plugin
-/// but cannot run is reported as a skipped result with the reason, so the operator sees it.
+/// The hooks to run in `phase` for `crawl`, each with its plugin's config. A file that looks like
+/// a hook of a selected plugin but cannot run is reported as a skipped result with the reason, so
+/// the operator sees it. A plugin of the crawl's list that no longer exists is left out, saying so
+/// (`add` refuses unknown plugins; a plugins dir may have changed since).
 fn hooks_for(
     store: &mut Store,
     config: &Config,
-    event: HookEvent,
+    phase: Phase,
     crawl: &Crawl,
     snapshot_id: Option<i64>,
-) -> Result<Vec<plugins::Hook>, StoreError> {
-    let crawl_plugins = crawl.plugins.as_deref();
-    let (found, rejected) = plugins::discover(&config.plugins_dirs, event);
-    for reject in rejected {
-        let ours = reject.event == Some(event) || (reject.event.is_none() && snapshot_id.is_some());
-        if !ours || !plugins::selected(&reject.plugin, config, crawl_plugins) {
-            continue;
+) -> Result<Vec<Prepared>, StoreError> {
+    let catalog = Catalog::load(&config.plugins_dirs);
+    let wanted = crawl.plugins.as_ref().map(|names| {
+        let (known, unknown): (Vec<String>, Vec<String>) = names
+            .iter()
+            .cloned()
+            .partition(|n| catalog.plugins.contains_key(n));
+        if !unknown.is_empty() {
+            log::warn!("crawl {}: no plugin named {}", crawl.id, unknown.join(", "));
         }
+        known
+    });
+    let selected = catalog
+        .select(config, wanted.as_deref())
+        .expect("only known names are left");
+    let mut rejected = catalog.rejected(&selected, phase);
+    // A file named like a hook whose name cannot be read is reported with the snapshots.
+    if phase == Phase::Snapshot {
+        rejected.extend(
+            catalog
+                .rejected
+                .iter()
+                .filter(|r| r.phase.is_none() && selected.contains(&r.plugin)),
+        );
+    }
+    for reject in rejected {
         log::warn!("hook {} rejected: {}", reject.path.display(), reject.reason);
         let result =
             store.result_for(crawl.id, snapshot_id, &reject.plugin, &reject.file_name())?;
@@ -211,5 +262,5 @@ fn hooks_for(
             store.finish_result(result.id, ResultStatus::Skipped, Some(&reason), &[], 0)?;
         }
     }
-    Ok(plugins::select(found, config, crawl_plugins))
+    Ok(catalog.prepare(&selected, phase, config))
 }

@@ -1,9 +1,10 @@
-//! `abxd worker snapshot ID`: one snapshot's hooks, in order, and the snapshots they discover.
+//! `abxd worker snapshot ID`: one snapshot's hooks by abx-dl's lifecycle, the snapshots they
+//! discover and the tags they report.
 
 use super::{hooks_for, Context, Exit, WorkerError};
 use crate::config::Config;
 use crate::hooks::{HookRunner, Scope};
-use crate::plugins::HookEvent;
+use crate::plugins::Phase;
 use crate::store::{Queue, StoreError};
 
 /// Runs snapshot `snapshot_id`; returns the worker's exit code.
@@ -20,7 +21,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     let hooks = hooks_for(
         &mut cx.store,
         &cx.config,
-        HookEvent::Snapshot,
+        Phase::Snapshot,
         &crawl,
         Some(snapshot_id),
     )?;
@@ -31,6 +32,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     );
     let (max_depth, depth, crawl_id) = (crawl.max_depth, snapshot.depth, crawl.id);
     let scope = Scope {
+        data_dir: cx.config.data_dir.clone(),
         crawl,
         snapshot: Some(snapshot),
         parent_row: cx.row_id,
@@ -38,7 +40,11 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
     let record =
         |cx: &mut Context, runner: &mut HookRunner, exit: Exit| -> Result<(), StoreError> {
-            for url in cx.record_hook(runner, exit)? {
+            let Some(outcome) = cx.record_hook(runner, exit)? else {
+                return Ok(());
+            };
+            cx.store.add_tags(snapshot_id, &outcome.tags)?;
+            for url in outcome.discovered {
                 if depth < max_depth {
                     if let Some(id) = cx.store.add_snapshot(crawl_id, &url, depth + 1)? {
                         log::info!("discovered {url} (snapshot {id}, depth {})", depth + 1);
@@ -47,12 +53,8 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
             }
             Ok(())
         };
-    runner.start_next(&cx.config, &mut cx.supervisor, &mut cx.store)?;
-    while !cx.interrupted && !runner.foreground_done() {
-        for exit in cx.next_exits(None)? {
-            record(&mut cx, &mut runner, exit)?;
-        }
-    }
+    cx.run_foreground(&mut runner, record)?;
+    cx.run_scope(&mut runner, record)?;
     cx.drain(|cx, exit| record(cx, &mut runner, exit))?;
     cx.finish(Queue::Snapshots, snapshot_id)
 }

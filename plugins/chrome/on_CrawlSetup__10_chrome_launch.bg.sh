@@ -15,7 +15,7 @@ stop() {
     kill -TERM "$browser" 2>/dev/null
     wait "$browser"
     rm -rf profile
-    echo '{"type":"ArchiveResult","status":"succeeded","output":"chromium shut down"}'
+    echo '{"type":"ArchiveResult","status":"succeeded","output_str":"chromium shut down"}'
     exit 0
 }
 trap stop TERM INT

@@ -1,0 +1,118 @@
+//! What a hook is started with: argv, cwd, environment, log files (SPEC §4).
+//!
+//! Invariant: every hook gets absolute `CRAWL_DIR` and `SNAP_DIR` (a crawl hook's `SNAP_DIR` is
+//! its crawl dir, as abx-dl runs crawl hooks in the run dir), `EXTRA_CONTEXT`, its plugin's
+//! resolved config, and a cwd of `<dir>/<plugin>/`; a foreground hook's row carries its timeout,
+//! a background hook's none (it lives as long as its scope).
+
+use crate::plugins::Prepared;
+use crate::spawn::{Logs, SpawnRequest};
+use crate::store::{Crawl, Kind, NewProcess, Snapshot};
+use std::path::{Path, PathBuf};
+
+pub fn crawl_dir(data_dir: &Path, crawl_id: i64) -> PathBuf {
+    data_dir.join("crawls").join(crawl_id.to_string())
+}
+
+pub fn snapshot_dir(data_dir: &Path, crawl_id: i64, snapshot_id: i64) -> PathBuf {
+    crawl_dir(data_dir, crawl_id)
+        .join("snapshots")
+        .join(snapshot_id.to_string())
+}
+
+/// What a set of hooks runs for: a crawl (crawl hooks) or one of its snapshots.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub data_dir: PathBuf,
+    pub crawl: Crawl,
+    pub snapshot: Option<Snapshot>,
+    /// The process row of the worker running the hooks.
+    pub parent_row: i64,
+}
+
+impl Scope {
+    /// The dir the scope's hooks write under (`SNAP_DIR`).
+    pub fn dir(&self) -> PathBuf {
+        match &self.snapshot {
+            Some(s) => snapshot_dir(&self.data_dir, self.crawl.id, s.id),
+            None => crawl_dir(&self.data_dir, self.crawl.id),
+        }
+    }
+
+    pub fn snapshot_id(&self) -> Option<i64> {
+        self.snapshot.as_ref().map(|s| s.id)
+    }
+
+    fn url(&self) -> &str {
+        match &self.snapshot {
+            Some(s) => &s.url,
+            None => self.crawl.urls.first().map(String::as_str).unwrap_or(""),
+        }
+    }
+}
+
+/// The spawn request of `prepared` in `scope`, for result `result_id`.
+pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> SpawnRequest {
+    let hook = &prepared.hook;
+    let dir = scope.dir();
+    let cwd = dir.join(&hook.plugin);
+    let mut argv = vec![
+        hook.path.display().to_string(),
+        format!("--url={}", scope.url()),
+    ];
+    if let Some(snapshot) = &scope.snapshot {
+        argv.push(format!("--snapshot-id={}", snapshot.id));
+    }
+    argv.push(format!("--crawl-id={}", scope.crawl.id));
+
+    let extra_context = serde_json::json!({
+        "crawl_id": scope.crawl.id,
+        "snapshot_id": scope.snapshot_id(),
+        "snapshot_depth": scope.snapshot.as_ref().map(|s| s.depth),
+        "plugin": hook.plugin,
+        "hook_name": hook.stem,
+    });
+    let crawl_dir = crawl_dir(&scope.data_dir, scope.crawl.id);
+    let mut env: Vec<(String, String)> = prepared
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !prepared.env.contains_key("TIMEOUT") {
+        let seconds = prepared.timeout.as_secs_f64().ceil().max(1.0) as u64;
+        env.push(("TIMEOUT".into(), seconds.to_string()));
+    }
+    env.extend([
+        ("DATA_DIR".into(), scope.data_dir.display().to_string()),
+        ("CRAWL_DIR".into(), crawl_dir.display().to_string()),
+        ("SNAP_DIR".into(), dir.display().to_string()),
+        ("EXTRA_CONTEXT".into(), extra_context.to_string()),
+        ("CRAWL_ID".into(), scope.crawl.id.to_string()),
+        ("URL".into(), scope.url().to_string()),
+        ("PLUGIN".into(), hook.plugin.clone()),
+    ]);
+    if let Some(snapshot) = &scope.snapshot {
+        env.push(("SNAPSHOT_ID".into(), snapshot.id.to_string()));
+        env.push(("SNAPSHOT_DIR".into(), dir.display().to_string()));
+        env.push(("SNAPSHOT_DEPTH".into(), snapshot.depth.to_string()));
+    }
+    let logs = dir.join("logs");
+    let timeout_ms = (!hook.background).then_some(prepared.timeout.as_millis() as i64);
+    SpawnRequest {
+        process: NewProcess {
+            parent_id: Some(scope.parent_row),
+            kind: Kind::Hook,
+            crawl_id: Some(scope.crawl.id),
+            snapshot_id: scope.snapshot_id(),
+            result_id: Some(result_id),
+            argv,
+            cwd: cwd.display().to_string(),
+            timeout_ms,
+        },
+        env,
+        logs: Logs::Files {
+            stdout: logs.join(format!("{}.stdout.log", hook.file_name)),
+            stderr: logs.join(format!("{}.stderr.log", hook.file_name)),
+        },
+    }
+}

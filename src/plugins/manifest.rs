@@ -1,0 +1,105 @@
+//! A plugin's `config.json`: its config schema (`properties`, each with a default, `x-aliases`
+//! and an `x-fallback`), the plugins it needs (`required_plugins`) and the binaries it declares
+//! (`required_binaries`).
+//!
+//! Invariant: a manifest is read whole or refused with the reason; fields abxd does not use are
+//! ignored, as abx-dl ignores them.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One config key of a plugin.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Property {
+    #[serde(default)]
+    pub default: Option<Value>,
+    /// Other names the same setting goes by (e.g. `SAVE_TITLE` for `TITLE_ENABLED`).
+    #[serde(default, rename = "x-aliases")]
+    pub aliases: Vec<String>,
+    /// The key whose value it takes when it is not set itself (e.g. `TIMEOUT`).
+    #[serde(default, rename = "x-fallback")]
+    pub fallback: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Manifest {
+    #[serde(default)]
+    pub properties: BTreeMap<String, Property>,
+    #[serde(default)]
+    pub required_plugins: Vec<String>,
+    /// As declared; `abxd install` reads them.
+    #[serde(default)]
+    pub required_binaries: Vec<Value>,
+}
+
+impl Manifest {
+    /// Reads `<dir>/config.json`; a plugin without one has an empty manifest.
+    pub fn read(dir: &Path) -> Result<Manifest, String> {
+        let path = dir.join("config.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Manifest::default())
+            }
+            Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        };
+        serde_json::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
+    }
+}
+
+/// A config value as a hook reads it from its environment (abx-dl's `dump_to_dotenv_format`):
+/// booleans `True`/`False`, lists and objects as JSON, strings as they are.
+pub fn env_text(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::String(text) => text.clone(),
+        Value::Number(number) => number.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether an environment text means "off" (for `<PLUGIN>_ENABLED`).
+pub fn is_false(text: &str) -> bool {
+    matches!(
+        text.trim().to_ascii_lowercase().as_str(),
+        "false" | "0" | "no" | "off" | "n" | "f"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_written_as_abx_dl_writes_them() {
+        assert_eq!(env_text(&Value::Bool(true)), "True");
+        assert_eq!(env_text(&serde_json::json!(30)), "30");
+        assert_eq!(env_text(&serde_json::json!(["a", "b"])), "[\"a\",\"b\"]");
+        assert_eq!(env_text(&serde_json::json!("x")), "x");
+        assert!(is_false("False") && is_false("0") && !is_false("True"));
+    }
+
+    #[test]
+    fn a_manifest_is_read_or_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Manifest::read(dir.path()), Ok(Manifest::default()));
+        std::fs::write(
+            dir.path().join("config.json"),
+            r#"{"title":"T","required_plugins":["chrome"],"properties":{"T_TIMEOUT":
+               {"type":"integer","default":30,"x-fallback":"TIMEOUT","x-aliases":["SAVE_T"]}}}"#,
+        )
+        .unwrap();
+        let manifest = Manifest::read(dir.path()).unwrap();
+        assert_eq!(manifest.required_plugins, vec!["chrome".to_string()]);
+        let timeout = &manifest.properties["T_TIMEOUT"];
+        assert_eq!(timeout.fallback.as_deref(), Some("TIMEOUT"));
+        assert_eq!(timeout.aliases, vec!["SAVE_T".to_string()]);
+        std::fs::write(dir.path().join("config.json"), "{nope").unwrap();
+        let err = Manifest::read(dir.path()).unwrap_err();
+        assert!(err.contains("config.json"), "{err}");
+    }
+}

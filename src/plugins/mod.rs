@@ -1,0 +1,373 @@
+//! Plugins: the plugin folders of the plugins dirs, their hooks and manifests (the catalog), which
+//! of them a crawl runs (the selection), and each plugin's resolved config (`env`).
+//!
+//! The contract is abx-dl 1.12.183's (SPEC §4): a plugin is a folder (not hidden, not starting
+//! with `_`) with an optional `config.json` and executable hooks named by the rule of `name`.
+//! `CrawlSetup` and `Crawl` hooks run once per crawl, `Snapshot` hooks per snapshot, each phase
+//! in (NN, stem) order across its plugins; other events (`Install`, `Binary`, …) are listed, not
+//! run. Invariants: discovery only reads; a file that looks like a hook but cannot be run is
+//! reported with its reason (never silently dropped, never run); a plugin found in two
+//! directories is taken from the first; selecting a plugin that does not exist is an error
+//! naming it and listing what exists.
+
+pub mod env;
+pub mod manifest;
+pub mod name;
+
+use crate::config::Config;
+use manifest::Manifest;
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// Once per crawl, before its snapshots: `CrawlSetup` and `Crawl` hooks.
+    Crawl,
+    /// Once per snapshot: `Snapshot` hooks.
+    Snapshot,
+}
+
+impl Phase {
+    /// The phase an event's hooks run in, or `None` for events that are not crawled.
+    pub fn of_event(event: &str) -> Option<Phase> {
+        match event {
+            "CrawlSetup" | "Crawl" => Some(Phase::Crawl),
+            "Snapshot" => Some(Phase::Snapshot),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hook {
+    pub plugin: String,
+    /// The event its name says (`CrawlSetup`, `Snapshot`, …).
+    pub event: String,
+    pub order: u32,
+    /// The file name without its last extension (abx-dl's hook name).
+    pub stem: String,
+    pub background: bool,
+    pub path: PathBuf,
+    /// The file name, which identifies the hook in results.
+    pub file_name: String,
+}
+
+impl Hook {
+    pub fn phase(&self) -> Option<Phase> {
+        Phase::of_event(&self.event)
+    }
+}
+
+/// A file in a plugin folder that looks like a hook but cannot run, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub plugin: String,
+    pub path: PathBuf,
+    /// The phase its name says, when its name can be read.
+    pub phase: Option<Phase>,
+    pub reason: String,
+}
+
+impl Rejected {
+    pub fn file_name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plugin {
+    pub name: String,
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub hooks: Vec<Hook>,
+}
+
+/// Every plugin of the plugins dirs.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub plugins: BTreeMap<String, Plugin>,
+    pub rejected: Vec<Rejected>,
+}
+
+/// A crawl's plugin list names plugins that do not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no plugin named {}; plugins: {}", .unknown.join(", "), .known.join(", "))]
+pub struct UnknownPlugins {
+    pub unknown: Vec<String>,
+    pub known: Vec<String>,
+}
+
+impl Catalog {
+    /// Reads every plugin folder of `dirs`.
+    pub fn load(dirs: &[PathBuf]) -> Catalog {
+        let mut catalog = Catalog::default();
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut plugin_dirs: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            plugin_dirs.sort();
+            for plugin_dir in plugin_dirs {
+                let name = plugin_dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_string();
+                if name.starts_with(['.', '_']) || catalog.plugins.contains_key(&name) {
+                    continue;
+                }
+                catalog.load_plugin(dir, &plugin_dir, name);
+            }
+        }
+        catalog
+    }
+
+    fn load_plugin(&mut self, plugins_dir: &Path, dir: &Path, name: String) {
+        let manifest = match Manifest::read(dir) {
+            Ok(manifest) => manifest,
+            Err(reason) => {
+                self.rejected.push(Rejected {
+                    plugin: name.clone(),
+                    path: dir.join("config.json"),
+                    phase: None,
+                    reason: format!("its config.json cannot be read: {reason}"),
+                });
+                Manifest::default()
+            }
+        };
+        let mut hooks = Vec::new();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for path in entries.filter_map(|e| e.ok()).map(|e| e.path()) {
+            let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let Some(parsed) = name::parse(file_name) else {
+                if file_name.starts_with("on_") {
+                    self.rejected.push(Rejected {
+                        plugin: name.clone(),
+                        path: path.clone(),
+                        phase: None,
+                        reason: "name breaks the hook naming rule \
+                                 (on_{Event}__[NN_]{description}[.bg].{ext})"
+                            .into(),
+                    });
+                }
+                continue;
+            };
+            let phase = Phase::of_event(&parsed.event);
+            let reject = |reason: String| Rejected {
+                plugin: name.clone(),
+                path: path.clone(),
+                phase,
+                reason,
+            };
+            match runnable(plugins_dir, &path) {
+                // A hook of an event that is not crawled (Install, Binary…) is not reported.
+                Err(_) if phase.is_none() => {}
+                Err(reason) => self.rejected.push(reject(reason)),
+                Ok(()) => hooks.push(Hook {
+                    plugin: name.clone(),
+                    event: parsed.event,
+                    order: parsed.order,
+                    stem: parsed.stem,
+                    background: parsed.background,
+                    path: path.clone(),
+                    file_name: file_name.to_string(),
+                }),
+            }
+        }
+        hooks.sort_by(|a, b| (a.order, &a.stem).cmp(&(b.order, &b.stem)));
+        self.plugins.insert(
+            name.clone(),
+            Plugin {
+                name,
+                dir: dir.to_path_buf(),
+                manifest,
+                hooks,
+            },
+        );
+    }
+
+    /// The names of plugins that exist, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.plugins.keys().cloned().collect()
+    }
+
+    /// Checks that every name of a plugin list exists.
+    pub fn check_names(&self, names: &[String]) -> Result<(), UnknownPlugins> {
+        let unknown: Vec<String> = names
+            .iter()
+            .filter(|n| !self.plugins.contains_key(n.as_str()))
+            .cloned()
+            .collect();
+        if unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(UnknownPlugins {
+                unknown,
+                known: self.names(),
+            })
+        }
+    }
+
+    /// The plugins a crawl runs: those of its list (every plugin when it has none) that are
+    /// enabled, with the plugins they require, transitively. A plugin whose required plugin is
+    /// disabled or missing does not run (as in abx-dl), with a warning.
+    pub fn select(
+        &self,
+        config: &Config,
+        crawl_plugins: Option<&[String]>,
+    ) -> Result<BTreeSet<String>, UnknownPlugins> {
+        if let Some(names) = crawl_plugins {
+            self.check_names(names)?;
+        }
+        let enabled = |name: &str| {
+            self.plugins
+                .get(name)
+                .is_some_and(|p| env::enabled(p, self, config))
+        };
+        let wanted: Vec<String> = match crawl_plugins {
+            Some(names) => names.to_vec(),
+            None => self.names(),
+        };
+        let mut selected = BTreeSet::new();
+        let mut queue: Vec<String> = wanted.into_iter().filter(|n| enabled(n)).collect();
+        while let Some(name) = queue.pop() {
+            if !selected.insert(name.clone()) {
+                continue;
+            }
+            for required in &self.plugins[&name].manifest.required_plugins {
+                if enabled(required) {
+                    queue.push(required.clone());
+                }
+            }
+        }
+        // Drop plugins whose requirements are missing or disabled, until none is left.
+        loop {
+            let blocked: Vec<String> = selected
+                .iter()
+                .filter(|name| {
+                    self.plugins[name.as_str()]
+                        .manifest
+                        .required_plugins
+                        .iter()
+                        .any(|r| !selected.contains(r))
+                })
+                .cloned()
+                .collect();
+            if blocked.is_empty() {
+                return Ok(selected);
+            }
+            for name in blocked {
+                log::warn!(
+                    "plugin {name} does not run: a plugin it requires is missing or disabled"
+                );
+                selected.remove(&name);
+            }
+        }
+    }
+
+    /// The hooks of `phase` of the selected plugins, in run order: (NN, stem) across plugins.
+    pub fn hooks(&self, selected: &BTreeSet<String>, phase: Phase) -> Vec<Hook> {
+        let mut hooks: Vec<Hook> = selected
+            .iter()
+            .filter_map(|name| self.plugins.get(name))
+            .flat_map(|p| p.hooks.iter())
+            .filter(|h| h.phase() == Some(phase))
+            .cloned()
+            .collect();
+        hooks.sort_by(|a, b| (a.order, &a.stem, &a.plugin).cmp(&(b.order, &b.stem, &b.plugin)));
+        hooks
+    }
+
+    /// The rejected hook files of `phase` of the selected plugins.
+    pub fn rejected(&self, selected: &BTreeSet<String>, phase: Phase) -> Vec<&Rejected> {
+        self.rejected
+            .iter()
+            .filter(|r| selected.contains(&r.plugin) && r.phase == Some(phase))
+            .collect()
+    }
+}
+
+/// A hook ready to run: its plugin's resolved config and its timeout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub hook: Hook,
+    /// The plugin's resolved config, as environment variables (see `env`).
+    pub env: BTreeMap<String, String>,
+    /// Its timeout (a background hook: its grace when its scope ends).
+    pub timeout: std::time::Duration,
+}
+
+impl Catalog {
+    /// The hooks of `phase` of the selected plugins, in run order, each with its config.
+    pub fn prepare(
+        &self,
+        selected: &BTreeSet<String>,
+        phase: Phase,
+        config: &Config,
+    ) -> Vec<Prepared> {
+        self.hooks(selected, phase)
+            .into_iter()
+            .map(|hook| {
+                let plugin = &self.plugins[&hook.plugin];
+                let mut env = env::resolve(plugin, self, config, &env::process_environ);
+                let timeout = env::timeout(plugin, &env, config, &env::process_environ);
+                // `[plugins.X] env` keys outside the schema are passed as they are.
+                for (key, value) in config
+                    .plugins
+                    .get(&hook.plugin)
+                    .map(|p| &p.env)
+                    .into_iter()
+                    .flatten()
+                {
+                    env.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+                Prepared { hook, env, timeout }
+            })
+            .collect()
+    }
+}
+
+/// Whether the file at `path` can run as a hook, or why not.
+fn runnable(plugins_dir: &Path, path: &Path) -> Result<(), String> {
+    if let Some(target) = outside(plugins_dir, path) {
+        return Err(format!(
+            "is a symlink to {}, outside the plugins dir {}",
+            target.display(),
+            plugins_dir.display()
+        ));
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err("is not a regular file".into()),
+        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => {
+            Err("is not executable (chmod +x it)".into())
+        }
+        Err(err) => Err(format!("cannot be read: {err}")),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Where `path` really leads, if that is outside `plugins_dir` (or nowhere).
+fn outside(plugins_dir: &Path, path: &Path) -> Option<PathBuf> {
+    let root = plugins_dir.canonicalize().ok()?;
+    match path.canonicalize() {
+        Ok(target) if target.starts_with(&root) => None,
+        Ok(target) => Some(target),
+        Err(_) => Some(std::fs::read_link(path).unwrap_or_else(|_| path.to_path_buf())),
+    }
+}
+
+#[cfg(test)]
+mod tests;

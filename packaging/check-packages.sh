@@ -26,7 +26,7 @@ cleanup() {
 trap cleanup EXIT
 
 say "every man page renders without a warning"
-for page in man/*.[158]; do
+for page in man/*.[1578]; do
     out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
     [ -z "$out" ] || fail "$page: $out"
 done
@@ -34,7 +34,7 @@ done
 say "building both packages"
 cargo build --release --locked
 mkdir -p target/packaging/man
-for page in man/*.[158]; do gzip -9nc "$page" > "target/packaging/man/$(basename "$page").gz"; done
+for page in man/*.[1578]; do gzip -9nc "$page" > "target/packaging/man/$(basename "$page").gz"; done
 cargo deb --no-build --locked --output target/packaging/ >/dev/null
 deb=$(ls target/packaging/abxd_*.deb)
 cargo generate-rpm --output target/packaging/ >/dev/null

@@ -144,6 +144,13 @@ pub enum AbxctlCommand {
     },
     /// List crawls with their status and counts.
     Crawls,
+    /// The plugins of the plugins dirs: whether each runs, what it requires, its hooks by phase
+    /// in run order, the hooks of other events (listed, not crawled) and files that cannot run.
+    Plugins {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// A crawl's snapshots and the result of every hook: status, time, output size.
     Show {
         /// The crawl id.

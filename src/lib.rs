@@ -66,7 +66,7 @@ pub(crate) mod lock;
 pub mod logging;
 pub(crate) mod marker;
 pub(crate) mod notify;
-pub(crate) mod plugins;
+pub mod plugins;
 pub(crate) mod pool;
 pub(crate) mod procstat;
 pub mod proctree;

@@ -68,6 +68,7 @@ fn urls_for(args: &[String]) -> Result<Vec<String>, RunError> {
 }
 
 pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, RunError> {
+    crate::ctl::validate_plugins(&config, crawl).map_err(|e| RunError::BadInput(e.to_string()))?;
     let urls = urls_for(args)?;
     let mut daemon = Daemon::start(config)?;
     let data_dir = daemon.config().data_dir.clone();

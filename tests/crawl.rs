@@ -455,3 +455,58 @@ fn workers_run_with_the_daemons_config_even_after_the_file_was_broken() {
     let results = results_by_hook(&daemon, 1);
     assert_eq!(results["on_Snapshot__10_ok.sh"].status, "succeeded");
 }
+
+#[test]
+fn a_plugin_that_does_not_exist_is_refused_naming_it_and_what_exists() {
+    let plugins = plugins_config(&[&fixtures().join("plugins")]);
+    let mut daemon = TestDaemon::prepare(&plugins);
+    // While the daemon is down (abxctl writes the database itself) and while it runs.
+    for running in [false, true] {
+        if running {
+            daemon.launch();
+        }
+        let output = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "ok,wgett"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("no plugin named wgett; plugins: background, bgquiet, crawlbg"),
+            "{stderr}"
+        );
+    }
+    assert!(
+        daemon.store().crawls().unwrap().is_empty(),
+        "nothing was queued"
+    );
+    // abxd run refuses before it starts anything.
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    daemon.wait_exit();
+    let status = daemon
+        .abxd_command(&["run", "--plugins", "wgett", "http://127.0.0.1:9/"])
+        .status()
+        .unwrap();
+    assert!(!status.success());
+    assert!(
+        daemon.log().contains("abxd: no plugin named wgett"),
+        "{}",
+        daemon.log()
+    );
+    assert!(
+        daemon.store().crawls().unwrap().is_empty(),
+        "nothing was queued"
+    );
+    // A [plugins.X] table of no plugin: check-config and the daemon refuse the file.
+    let mut typo = TestDaemon::prepare(&format!("{plugins}[plugins.wgett]\nenabled = false\n"));
+    let status = typo.abxd_command(&["check-config"]).status().unwrap();
+    assert!(!status.success());
+    let log = typo.log();
+    assert!(
+        log.contains("key `plugins.wgett`: no plugin named wgett"),
+        "{log}"
+    );
+    typo.launch_expecting_failure();
+    assert!(
+        typo.log().contains("no plugin named wgett"),
+        "{}",
+        typo.log()
+    );
+}

@@ -31,6 +31,9 @@ _abxctl() {
             abxctl,logs)
                 cmd="abxctl__subcmd__logs"
                 ;;
+            abxctl,plugins)
+                cmd="abxctl__subcmd__plugins"
+                ;;
             abxctl,ps)
                 cmd="abxctl__subcmd__ps"
                 ;;
@@ -50,7 +53,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add crawls show logs kill cancel spawn"
+            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel spawn"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,6 +188,28 @@ _abxctl() {
             ;;
         abxctl__subcmd__logs)
             opts="-f -c -h --follow --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__plugins)
+            opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

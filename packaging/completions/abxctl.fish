@@ -31,6 +31,7 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "status" -d 'Whether t
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "ps" -d 'The process table as a tree. Reads the database directly (read-only), so it works while the daemon is stopped or crashed'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "add" -d 'Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts)'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "crawls" -d 'List crawls with their status and counts'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "plugins" -d 'The plugins of the plugins dirs: whether each runs, what it requires, its hooks by phase in run order, the hooks of other events (listed, not crawled) and files that cannot run'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "show" -d 'A crawl\'s snapshots and the result of every hook: status, time, output size'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "logs" -d 'A process\'s stdout and stderr'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
@@ -52,6 +53,9 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l wait -d 'Follow th
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -l json -d 'Machine-readable output'
+complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F

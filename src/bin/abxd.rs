@@ -20,6 +20,7 @@ fn run(cli: AbxdCli) -> Result<i32> {
     };
     match cli.command.unwrap_or(AbxdCommand::Serve) {
         AbxdCommand::CheckConfig => {
+            abxd::plugins::check_settings(&config)?;
             println!("{}: ok", config.source.display());
             println!("{config:#?}");
             Ok(0)

@@ -13,6 +13,7 @@ pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: boo
     for url in urls {
         validate_url(url)?;
     }
+    validate_plugins(config, crawl)?;
     // Through the daemon when it runs (it owns the database: members of control.group may add
     // without write access to it); written here when it does not, to run when it starts.
     let request = Request::Add {
@@ -75,6 +76,16 @@ fn follow_crawl(config: &Config, id: i64) -> Result<i32> {
         drop(store);
         std::thread::sleep(FOLLOW_INTERVAL);
     }
+}
+
+/// Refuses a plugin list that names plugins that do not exist, before anything is written.
+pub fn validate_plugins(config: &Config, crawl: &CrawlArgs) -> Result<()> {
+    let Some(names) = &crawl.plugins else {
+        return Ok(());
+    };
+    crate::plugins::Catalog::load(&config.plugins_dirs)
+        .check_names(names)
+        .map_err(|unknown| CtlError::BadInput(unknown.to_string()))
 }
 
 /// Refuses what cannot be a URL to crawl, before anything is written.

@@ -8,12 +8,13 @@
 mod add;
 mod kill;
 mod logs;
+mod plugins;
 mod ps;
 mod show;
 mod spawn;
 mod status;
 
-pub use add::validate_url;
+pub use add::{validate_plugins, validate_url};
 
 use crate::cli::AbxctlCommand;
 use crate::config::Config;
@@ -56,6 +57,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
         AbxctlCommand::Spawn { cwd, timeout, argv } => spawn::run(config, argv, cwd, timeout),
         AbxctlCommand::Add { urls, crawl, wait } => add::run(config, &urls, &crawl, wait),
         AbxctlCommand::Crawls => show::crawls(config),
+        AbxctlCommand::Plugins { json } => plugins::run(config, json),
         AbxctlCommand::Show { id } => show::run(config, id),
         AbxctlCommand::Logs { id, follow } => logs::run(config, id, follow),
         AbxctlCommand::Kill {

@@ -29,6 +29,7 @@ fn merged(running: &Config, new: Config) -> Config {
 fn load(running: &Config) -> Result<(Config, Policy), ConfigError> {
     let new = Config::load(&running.source)?;
     new.check_for_daemon()?;
+    crate::plugins::check_settings(&new)?;
     let policy =
         Policy::new(new.control.group.as_deref(), new.control.public_read).map_err(|message| {
             ConfigError::Invalid {

@@ -20,6 +20,7 @@ impl Daemon {
     /// nothing running.
     pub fn start(config: Config) -> Result<Daemon, DaemonError> {
         config.check_for_daemon()?;
+        crate::plugins::check_settings(&config)?;
         let lock = DataDirLock::acquire(&config.data_dir)?;
         mark_inherited_fds_close_on_exec();
         if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {

@@ -32,6 +32,21 @@ pub struct Manifest {
     /// As declared; `abxd install` reads them.
     #[serde(default)]
     pub required_binaries: Vec<Value>,
+    /// The runtimes the plugin is for (`archivebox`, `abx-dl`); every runtime when empty.
+    #[serde(default, rename = "x-runtimes")]
+    pub runtimes: Vec<String>,
+}
+
+impl Manifest {
+    /// Whether the plugin is for `runtime` (abx-dl's `_plugin_runtime_enabled`).
+    pub fn for_runtime(&self, runtime: &str) -> bool {
+        let runtime = runtime.trim().to_ascii_lowercase();
+        self.runtimes.is_empty()
+            || self
+                .runtimes
+                .iter()
+                .any(|r| r.trim().to_ascii_lowercase() == runtime)
+    }
 }
 
 impl Manifest {

@@ -14,7 +14,7 @@ pub mod env;
 pub mod manifest;
 pub mod name;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use manifest::Manifest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -144,6 +144,9 @@ impl Catalog {
                 Manifest::default()
             }
         };
+        if !manifest.for_runtime(&runtime()) {
+            return;
+        }
         let mut hooks = Vec::new();
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -338,6 +341,27 @@ impl Catalog {
             })
             .collect()
     }
+}
+
+/// The runtime plugins are loaded for: `ABX_RUNTIME`, else `abx-dl` — abxd runs hooks the way
+/// abx-dl does, so plugins limited to ArchiveBox's own runtime are left out, as abx-dl leaves
+/// them out.
+fn runtime() -> String {
+    std::env::var("ABX_RUNTIME").unwrap_or_else(|_| "abx-dl".into())
+}
+
+/// Checks that every `[plugins.X]` table of `config` names a plugin of its plugins dirs (a typo
+/// there would otherwise configure nothing, silently).
+pub fn check_settings(config: &Config) -> Result<(), ConfigError> {
+    let catalog = Catalog::load(&config.plugins_dirs);
+    let named: Vec<String> = config.plugins.keys().cloned().collect();
+    catalog
+        .check_names(&named)
+        .map_err(|err| ConfigError::Invalid {
+            path: config.source.clone(),
+            key: format!("plugins.{}", err.unknown[0]),
+            message: err.to_string(),
+        })
 }
 
 /// Whether the file at `path` can run as a hook, or why not.

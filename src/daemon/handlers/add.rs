@@ -2,6 +2,7 @@
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
+use crate::plugins::Catalog;
 use crate::store::Store;
 
 pub(super) fn handle(
@@ -15,6 +16,12 @@ pub(super) fn handle(
     }
     if let Some(why) = urls.iter().find_map(|url| Store::invalid_url(url)) {
         return refused(ErrorCode::Malformed, why);
+    }
+    if let Some(names) = plugins {
+        let catalog = Catalog::load(&state.config.plugins_dirs);
+        if let Err(unknown) = catalog.check_names(names) {
+            return refused(ErrorCode::NotFound, unknown.to_string());
+        }
     }
     match state.store.add_crawl(urls, depth, plugins) {
         Ok(crawl_id) => {

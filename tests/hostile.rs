@@ -132,10 +132,7 @@ fn a_member_of_the_configured_group_may_act() {
         "past the access check: {stderr}"
     );
     // Adding work goes through the daemon: no write access to the database is needed.
-    let output = abxctl_as_nobody(
-        &daemon,
-        &["add", "http://127.0.0.1:9/", "--plugins", "none"],
-    );
+    let output = abxctl_as_nobody(&daemon, &["add", "http://127.0.0.1:9/"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
     assert!(stdout.starts_with("crawl 1 queued"), "{stdout}");

@@ -13,7 +13,6 @@ pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: boo
     for url in urls {
         validate_url(url)?;
     }
-    validate_plugins(config, crawl)?;
     // Through the daemon when it runs (it owns the database: members of control.group may add
     // without write access to it); written here when it does not, to run when it starts.
     let request = Request::Add {
@@ -31,6 +30,8 @@ pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: boo
         }
         Ok(other) => return Err(unexpected(other)),
         Err(ClientError::NotRunning { .. }) => {
+            // The daemon checks the plugin list when it runs; with it down, abxctl does.
+            validate_plugins(config, crawl)?;
             let crawl_id = add_while_down(config, urls, crawl)?;
             println!("crawl {crawl_id} queued");
             println!("abxd is not running: the crawl runs when it starts");

@@ -96,10 +96,18 @@ pub struct Catalog {
 
 /// A crawl's plugin list names plugins that do not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no plugin named {}; plugins: {}", .unknown.join(", "), .known.join(", "))]
+#[error("no plugin named {}; {}", .unknown.join(", "), known_list(.known))]
 pub struct UnknownPlugins {
     pub unknown: Vec<String>,
     pub known: Vec<String>,
+}
+
+fn known_list(known: &[String]) -> String {
+    if known.is_empty() {
+        "the plugins dirs hold no plugin".into()
+    } else {
+        format!("plugins: {}", known.join(", "))
+    }
 }
 
 impl Catalog {

@@ -58,6 +58,14 @@ pub enum AbxdCommand {
         #[command(flatten)]
         crawl: CrawlArgs,
     },
+    /// Provision the binaries the plugins declare (`required_binaries` in their config.json), as
+    /// abx-dl's install step does: one `abxpkg … install NAME` run per binary, each a process of
+    /// the table. Through the daemon when it runs; else abxd runs just for the install.
+    Install {
+        /// Only these plugins (and those they require), instead of every enabled one.
+        #[arg(long, value_delimiter = ',')]
+        plugins: Option<Vec<String>>,
+    },
     /// Show what recovery would do now — rows to mark lost, orphan trees to kill (with their
     /// pids), results to run again or fail, snapshots and crawls to seal or requeue — without
     /// doing it. (abxd recovers on every start, before it claims any work.)

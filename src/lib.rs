@@ -61,6 +61,7 @@ pub mod ctl;
 pub mod daemon;
 pub(crate) mod hooks;
 pub mod identity;
+pub mod install;
 pub(crate) mod liveness;
 pub(crate) mod lock;
 pub mod logging;

@@ -290,6 +290,26 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     let path = tools.path();
     let chromium = tools.chromium.display().to_string();
 
+    // abxd, started first: its install step provisions the hooks' binaries (through the daemon).
+    let mut daemon = common::TestDaemon::prepare(&common::plugins_config(&[Path::new(&root)]));
+    daemon.launch_with_env(&[("PATH", &path), ("CHROME_BINARY", &chromium)]);
+    let output = daemon
+        .abxd_command(&["install", "--plugins", COMPARED])
+        .env("PATH", &path)
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "abxd install failed: {report}\n{}",
+        daemon.log()
+    );
+    assert!(
+        report.contains("chromium") && report.contains("wget"),
+        "{report}"
+    );
+
     // abx-dl, the reference.
     let reference = tempfile::tempdir().unwrap();
     let output = Command::new(tools.venv.join("bin/abx-dl"))
@@ -319,8 +339,6 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     assert!(theirs.len() >= 8, "abx-dl reported too little: {stdout}");
 
     // abxd, the same hooks at depth 1.
-    let mut daemon = common::TestDaemon::prepare(&common::plugins_config(&[Path::new(&root)]));
-    daemon.launch_with_env(&[("PATH", &path), ("CHROME_BINARY", &chromium)]);
     let crawl = daemon.add(&["--depth", "1", "--plugins", COMPARED, &url]);
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(300));
     let store = daemon.store();
@@ -422,7 +440,11 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     let rows = store.processes(&Default::default()).unwrap();
     let by_id: std::collections::HashMap<i64, &abxd::store::ProcessRow> =
         rows.iter().map(|r| (r.id, r)).collect();
-    for hook in rows.iter().filter(|r| r.kind == abxd::store::Kind::Hook) {
+    // (Hooks of the crawl have results; the install's runs are the orchestrator's own.)
+    for hook in rows
+        .iter()
+        .filter(|r| r.kind == abxd::store::Kind::Hook && r.result_id.is_some())
+    {
         let parent = by_id[&hook.parent_id.unwrap()].kind;
         assert!(parent.is_worker(), "{:?} under {parent}", hook.argv);
     }
@@ -456,5 +478,54 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     assert!(
         survivors.is_empty(),
         "processes of the crawl survived: {survivors:?}"
+    );
+}
+
+#[test]
+fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    let Some(abx_dl) = ask_abx_dl() else {
+        return;
+    };
+    let root = abx_dl["root"].as_str().unwrap().to_string();
+    // No daemon runs: abxd runs just for the install, and claims nothing.
+    let daemon = common::TestDaemon::prepare(&common::plugins_config(&[Path::new(&root)]));
+    let queued = daemon.add(&["http://127.0.0.1:9/", "--plugins", "wget"]);
+    let output = daemon
+        .abxd_command(&["install", "--plugins", "wget"])
+        .env("PATH", tools.path())
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{report}\n{}", daemon.log());
+    assert!(
+        report.starts_with("ok      wget             wget"),
+        "{report}"
+    );
+    let store = daemon.store();
+    let rows = store.processes(&Default::default()).unwrap();
+    let installer = rows
+        .iter()
+        .find(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
+        .expect("the installer run is a row");
+    assert_eq!(
+        installer.argv,
+        ["abxpkg", "--binproviders=env,apt,brew", "install", "wget"]
+    );
+    assert_eq!(installer.exit_code, Some(0));
+    assert_eq!(store.crawl(queued).unwrap().unwrap().status, "queued");
+    // Naming a plugin that does not exist is refused, naming it.
+    let status = daemon
+        .abxd_command(&["install", "--plugins", "wgett"])
+        .status()
+        .unwrap();
+    assert!(!status.success());
+    assert!(
+        daemon.log().contains("no plugin named wgett"),
+        "{}",
+        daemon.log()
     );
 }

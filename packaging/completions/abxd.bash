@@ -19,6 +19,9 @@ _abxd() {
             abxd,check-config)
                 cmd="abxd__subcmd__check__subcmd__config"
                 ;;
+            abxd,install)
+                cmd="abxd__subcmd__install"
+                ;;
             abxd,recover)
                 cmd="abxd__subcmd__recover"
                 ;;
@@ -44,7 +47,7 @@ _abxd() {
 
     case "${cmd}" in
         abxd)
-            opts="-c -h -V --config --help --version serve check-config run recover worker"
+            opts="-c -h -V --config --help --version serve check-config run install recover worker"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -72,6 +75,32 @@ _abxd() {
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__install)
+            opts="-c -h --plugins --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --plugins)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -30,6 +30,7 @@ complete -c abxd -n "__fish_abxd_needs_command" -s V -l version -d 'Print versio
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "serve" -d 'Run the supervisor in the foreground (the default)'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "check-config" -d 'Validate the config file and print the resolved settings'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "run" -d 'Archive URLs in one go: start the supervisor in the foreground, crawl, show progress, print a summary with the output paths and stop. A local file or directory is served on a loopback port for the crawl'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "install" -d 'Provision the binaries the plugins declare (`required_binaries` in their config.json), as abx-dl\'s install step does: one `abxpkg … install NAME` run per binary, each a process of the table. Through the daemon when it runs; else abxd runs just for the install'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "recover" -d 'Show what recovery would do now — rows to mark lost, orphan trees to kill (with their pids), results to run again or fail, snapshots and crawls to seal or requeue — without doing it. (abxd recovers on every start, before it claims any work.)'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "worker" -d 'Internal: the worker processes abxd starts for a crawl or a snapshot'
 complete -c abxd -n "__fish_abxd_using_subcommand serve" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
@@ -40,6 +41,9 @@ complete -c abxd -n "__fish_abxd_using_subcommand run" -l depth -d 'Follow disco
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand install" -l plugins -d 'Only these plugins (and those they require), instead of every enabled one' -r
+complete -c abxd -n "__fish_abxd_using_subcommand install" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand install" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -l dry-run -d 'Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)'
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -s h -l help -d 'Print help'

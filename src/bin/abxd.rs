@@ -34,6 +34,10 @@ fn run(cli: AbxdCli) -> Result<i32> {
             abxd::logging::init(config.log.level.min(log::LevelFilter::Warn));
             Ok(abxd::run::run(config, &urls, &crawl)?)
         }
+        AbxdCommand::Install { plugins } => {
+            abxd::logging::init(config.log.level.min(log::LevelFilter::Warn));
+            Ok(abxd::install::run(config, plugins.as_deref())?)
+        }
         AbxdCommand::Recover { dry_run: false } => {
             anyhow::bail!("recovery runs each time abxd starts; `abxd recover --dry-run` shows what it would do")
         }

@@ -11,6 +11,7 @@
 //! `add` request, a worker's exit, a timer.
 
 mod handlers;
+mod install;
 mod reload;
 mod startup;
 
@@ -72,6 +73,12 @@ struct State {
     /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
     /// they are gone, then ownerless work is recovered.
     orphans: BTreeSet<i64>,
+    /// The install under way, if any.
+    installer: install::Installer,
+    /// Claim no crawls (`abxd install` runs the daemon only to install).
+    claims_off: bool,
+    /// What the daemon exits with after a clean shutdown.
+    exit_code: i32,
 }
 
 impl State {
@@ -135,7 +142,7 @@ impl Daemon {
             if !self.state.stopping && self.state.orphans.is_empty() {
                 if done(&self.state.store) {
                     self.stop();
-                } else if std::mem::take(&mut self.state.wake) {
+                } else if std::mem::take(&mut self.state.wake) && !self.state.claims_off {
                     self.fill_crawl_workers();
                 }
             }
@@ -161,12 +168,23 @@ impl Daemon {
             log::error!("cannot record the orchestrator's end: {err}");
         }
         log::info!("abxd stopped");
-        Ok(0)
+        Ok(self.state.exit_code)
     }
 
     fn on_event(&mut self, event: Event) {
         match event {
-            Event::Exited { row_id, leaked, .. } => self.child_ended(row_id, leaked),
+            Event::Exited {
+                row_id,
+                outcome,
+                leaked,
+                ..
+            } => {
+                if self.state.installer_ended(row_id, outcome) {
+                    self.continue_install();
+                } else {
+                    self.child_ended(row_id, leaked);
+                }
+            }
             Event::TornDown(report) => self.torn_down(report),
             Event::Signal(Signal::TERM | Signal::INT) => self.stop(),
             Event::Signal(Signal::HUP) => self.reload(),
@@ -243,6 +261,44 @@ impl Daemon {
             Err(err) => state.retry_later_on(Err(err), "recovery"),
         }
         state.wake = true;
+    }
+
+    /// Installs the plugins' binaries and then stops: `abxd install` with no daemon running. The
+    /// daemon claims no crawls meanwhile; `on_report` gets the report when the install is over.
+    pub fn install_then_stop(
+        &mut self,
+        plugins: Option<&[String]>,
+        on_report: install::ReportTo,
+    ) -> Result<(), String> {
+        let catalog = crate::plugins::Catalog::load(&self.state.config.plugins_dirs);
+        let selected = catalog
+            .select(&self.state.config, plugins)
+            .map_err(|e| e.to_string())?;
+        let environ = crate::plugins::env::process_environ;
+        let (steps, problems) =
+            crate::plugins::install::plan(&catalog, &selected, &self.state.config, &environ);
+        self.state.claims_off = true;
+        self.state.installer.then_stop = Some(on_report);
+        self.state.installer.begin(steps, problems);
+        self.continue_install();
+        Ok(())
+    }
+
+    /// Starts the next installer run; when the install is over, answers whoever waits (or
+    /// prints the report and stops, for `abxd install`).
+    fn continue_install(&mut self) {
+        let Some(report) = self.state.install_next(&mut self.supervisor) else {
+            return;
+        };
+        let response = crate::control::protocol::Response::Installed(report.clone());
+        for token in std::mem::take(&mut self.state.installer.waiting) {
+            self.server.reply(token, &response);
+        }
+        if let Some(on_report) = self.state.installer.then_stop.take() {
+            on_report(&report);
+            self.state.exit_code = if report.ok() { 0 } else { 1 };
+            self.stop();
+        }
     }
 
     /// SIGTERM or SIGINT: tear every child down, then exit; a second one kills at once.

@@ -79,6 +79,9 @@ impl Daemon {
             retry_recovery: false,
             waiting: HashMap::new(),
             orphans,
+            installer: Default::default(),
+            claims_off: false,
+            exit_code: 0,
         };
         if state.orphans.is_empty() {
             state.recover(None, false);

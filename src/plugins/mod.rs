@@ -11,6 +11,7 @@
 //! naming it and listing what exists.
 
 pub mod env;
+pub mod install;
 pub mod manifest;
 pub mod name;
 

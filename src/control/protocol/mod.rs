@@ -52,6 +52,12 @@ pub enum Request {
     },
     /// Stop a crawl for good: seal it as cancelled and tear its processes down.
     Cancel { crawl_id: i64 },
+    /// Provision the binaries the plugins declare (all enabled ones when absent); answered when
+    /// every installer run has ended.
+    Install {
+        #[serde(default)]
+        plugins: Option<Vec<String>>,
+    },
     /// Debug only (`control.allow_debug_spawn`): run a command as a child of the orchestrator.
     Spawn {
         argv: Vec<String>,
@@ -87,6 +93,8 @@ pub enum Response {
     },
     /// A teardown finished.
     TornDown(TeardownReport),
+    /// An install finished.
+    Installed(InstallReport),
     Error {
         code: ErrorCode,
         message: String,
@@ -128,6 +136,32 @@ pub struct StatusInfo {
     /// Orphan trees of a previous incarnation are still being torn down; no work is claimed yet.
     #[serde(default)]
     pub recovering: bool,
+}
+
+/// One binary an install provisioned, or failed to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstalledBinary {
+    pub plugin: String,
+    pub binary: String,
+    /// The installer's process row, when it could be started.
+    pub row: Option<i64>,
+    pub ok: bool,
+    /// The installer's last line, or why it failed.
+    pub detail: String,
+}
+
+/// The outcome of an install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallReport {
+    pub binaries: Vec<InstalledBinary>,
+    /// Declared binaries that could not be installed at all (a name that stays a placeholder).
+    pub problems: Vec<String>,
+}
+
+impl InstallReport {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty() && self.binaries.iter().all(|b| b.ok)
+    }
 }
 
 /// What happened to one process of a torn-down tree.

@@ -6,6 +6,7 @@
 
 mod add;
 mod cancel;
+mod install;
 mod kill;
 mod spawn;
 mod status;
@@ -52,6 +53,7 @@ pub(super) fn handle(
             kill::handle(state, supervisor, token, kill)
         }
         Request::Cancel { crawl_id } => cancel::handle(state, supervisor, token, crawl_id),
+        Request::Install { plugins } => install::handle(state, supervisor, token, plugins),
     }
 }
 

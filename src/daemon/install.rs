@@ -1,0 +1,134 @@
+//! Installs: the binaries of the selected plugins, provisioned one installer run at a time as
+//! children of the orchestrator (`plugins::install` plans them).
+//!
+//! Invariants: at most one install is under way; each installer run is a process row like a hook
+//! (visible in `abxctl ps`, torn down with the daemon); whoever asked is answered once the last
+//! run has ended, with what each one did.
+
+use super::State;
+use crate::control::protocol::{InstallReport, InstalledBinary};
+use crate::plugins::install::InstallStep;
+use crate::spawn::{Logs, SpawnRequest};
+use crate::store::{ExitOutcome, Kind, NewProcess};
+use crate::supervisor::{ChildPolicy, Supervisor};
+use mio::Token;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// The most one installer run may take.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// Who gets the report when `abxd install` ran the daemon just for the install.
+pub(crate) type ReportTo = Box<dyn FnOnce(&InstallReport)>;
+
+/// An install under way.
+#[derive(Default)]
+pub(super) struct Installer {
+    queue: VecDeque<InstallStep>,
+    running: Option<(i64, InstallStep, std::path::PathBuf)>,
+    report: Option<InstallReport>,
+    /// Connections waiting for the report.
+    pub waiting: Vec<Token>,
+    /// Hand the report on and stop the daemon when the install is over (`abxd install` with no
+    /// daemon running).
+    pub then_stop: Option<ReportTo>,
+}
+
+impl Installer {
+    pub fn busy(&self) -> bool {
+        self.report.is_some()
+    }
+
+    /// Starts an install of `steps`; `problems` are reported as they are.
+    pub fn begin(&mut self, steps: Vec<InstallStep>, problems: Vec<String>) {
+        self.queue = steps.into();
+        self.report = Some(InstallReport {
+            binaries: Vec::new(),
+            problems,
+        });
+    }
+}
+
+impl State {
+    /// Starts installer runs until one runs or none is left; returns the report when the
+    /// install is over.
+    pub(super) fn install_next(&mut self, supervisor: &mut Supervisor) -> Option<InstallReport> {
+        while self.installer.running.is_none() {
+            let Some(step) = self.installer.queue.pop_front() else {
+                return self.installer.report.take();
+            };
+            let logs = self.config.data_dir.join("logs/install");
+            let request = SpawnRequest {
+                process: NewProcess {
+                    parent_id: Some(self.orchestrator_id),
+                    kind: Kind::Hook,
+                    crawl_id: None,
+                    snapshot_id: None,
+                    result_id: None,
+                    argv: step.argv.clone(),
+                    cwd: self.config.data_dir.display().to_string(),
+                    timeout_ms: Some(INSTALL_TIMEOUT.as_millis() as i64),
+                },
+                env: Vec::new(),
+                logs: Logs::InDir(logs),
+            };
+            log::info!("install: {} for plugin {}", step.binary, step.plugin);
+            match supervisor.spawn(&mut self.store, &request, ChildPolicy::FOREGROUND_HOOK) {
+                Ok(spawned) => {
+                    self.installer.running = Some((spawned.row_id, step, spawned.logs.0));
+                }
+                Err(err) => self.record_install(step, None, false, err.to_string()),
+            }
+        }
+        None
+    }
+
+    /// A child exited: if it was the running installer, records what it did. Returns whether
+    /// it was.
+    pub(super) fn installer_ended(&mut self, row: i64, outcome: ExitOutcome) -> bool {
+        match self.installer.running.take() {
+            Some((running, step, stdout)) if running == row => {
+                let ok = outcome == ExitOutcome::Code(0);
+                let last = last_line(&stdout).unwrap_or_default();
+                let detail = if ok {
+                    last
+                } else {
+                    format!("{outcome}: {last}")
+                };
+                self.record_install(step, Some(row), ok, detail);
+                true
+            }
+            other => {
+                self.installer.running = other;
+                false
+            }
+        }
+    }
+
+    fn record_install(&mut self, step: InstallStep, row: Option<i64>, ok: bool, detail: String) {
+        if !ok {
+            log::warn!("install: {} failed: {detail}", step.binary);
+        }
+        if let Some(report) = &mut self.installer.report {
+            report.binaries.push(InstalledBinary {
+                plugin: step.plugin,
+                binary: step.binary,
+                row,
+                ok,
+                detail,
+            });
+        }
+    }
+}
+
+/// The last non-empty line of a log file.
+fn last_line(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read(path).ok()?;
+    let tail = &text[text.len().saturating_sub(4096)..];
+    String::from_utf8_lossy(tail)
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}

@@ -89,7 +89,7 @@ impl State {
         match self.installer.running.take() {
             Some((running, step, stdout)) if running == row => {
                 let ok = outcome == ExitOutcome::Code(0);
-                let last = last_line(&stdout).unwrap_or_default();
+                let last = crate::hooks::last_line_of(&stdout).unwrap_or_default();
                 let detail = if ok {
                     last
                 } else {
@@ -119,16 +119,4 @@ impl State {
             });
         }
     }
-}
-
-/// The last non-empty line of a log file.
-fn last_line(path: &std::path::Path) -> Option<String> {
-    let text = std::fs::read(path).ok()?;
-    let tail = &text[text.len().saturating_sub(4096)..];
-    String::from_utf8_lossy(tail)
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
 }

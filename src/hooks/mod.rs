@@ -17,7 +17,7 @@ mod request;
 mod result;
 
 pub use request::Scope;
-pub use result::{interpret, output_files, Outcome};
+pub use result::{interpret, last_line_of, output_files, Outcome};
 
 use crate::plugins::Prepared;
 use crate::signal::Signal;

@@ -180,7 +180,8 @@ fn apply_record(record: &serde_json::Value, printed: &mut Printed) {
     }
 }
 
-fn last_line_of(path: &Path) -> Option<String> {
+/// The last non-empty line of (the tail of) a log file.
+pub fn last_line_of(path: &Path) -> Option<String> {
     let text = std::fs::read(path).ok()?;
     let tail = &text[text.len().saturating_sub(MAX_OUTPUT_TEXT)..];
     String::from_utf8_lossy(tail)

@@ -155,26 +155,30 @@ impl Context {
     fn run_scope(
         &mut self,
         runner: &mut HookRunner,
-        mut on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+        on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         runner.end_scope(&mut self.supervisor, &mut self.store);
-        while !self.interrupted && !runner.done() {
-            for exit in self.next_exits(runner.next_timer())? {
-                on_exit(self, runner, exit)?;
-            }
-            runner.after_turn(&mut self.supervisor, &mut self.store)?;
-        }
-        Ok(())
+        self.run_hooks_until(runner, HookRunner::done, on_exit)
     }
 
     /// Runs the scope's hooks until every one has started and no foreground hook runs.
     fn run_foreground(
         &mut self,
         runner: &mut HookRunner,
-        mut on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+        on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         runner.start_next(&mut self.supervisor, &mut self.store)?;
-        while !self.interrupted && !runner.foreground_done() {
+        self.run_hooks_until(runner, HookRunner::foreground_done, on_exit)
+    }
+
+    /// Turns the loop for `runner` until `done` says so or the worker is interrupted.
+    fn run_hooks_until(
+        &mut self,
+        runner: &mut HookRunner,
+        done: fn(&HookRunner) -> bool,
+        mut on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+    ) -> Result<(), WorkerError> {
+        while !self.interrupted && !done(runner) {
             for exit in self.next_exits(runner.next_timer())? {
                 on_exit(self, runner, exit)?;
             }

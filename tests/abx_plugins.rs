@@ -529,3 +529,39 @@ fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
         daemon.log()
     );
 }
+
+#[test]
+fn a_hook_whose_binary_is_missing_is_skipped_saying_which() {
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    let plugins = tempfile::tempdir().unwrap();
+    let plugin = plugins.path().join("needsit");
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::write(
+        plugin.join("config.json"),
+        r#"{"required_binaries":[{"name":"abxd-no-such-binary","binproviders":"env"}]}"#,
+    )
+    .unwrap();
+    let hook = plugin.join("on_Snapshot__10_needsit.sh");
+    std::fs::write(
+        &hook,
+        "#!/usr/bin/env -S abxpkg run --script --deps-from=./config.json:required_binaries bash\n\
+         # /// script\n# ///\necho never\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut daemon = common::TestDaemon::prepare(&common::plugins_config(&[plugins.path()]));
+    daemon.launch_with_env(&[("PATH", &tools.path())]);
+    let crawl = daemon.add(&["http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
+    let results = daemon.store().results(crawl).unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].status, "skipped", "{results:?}");
+    assert_eq!(
+        results[0].output.as_deref(),
+        Some(
+            "binary abxd-no-such-binary is missing (abxd install provisions what plugins declare)"
+        )
+    );
+}

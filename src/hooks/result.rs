@@ -64,10 +64,19 @@ pub fn interpret(
         ),
         (_, ExitOutcome::Code(0), None) => (ResultStatus::NoResults, recorded_output),
         (_, ExitOutcome::Code(EXIT_SKIPPED), None) => (ResultStatus::Skipped, recorded_output),
-        (_, ExitOutcome::Code(code), None) => (
-            ResultStatus::Failed,
-            Some(recorded_output.unwrap_or_else(|| format!("exited with code {code}"))),
-        ),
+        (_, ExitOutcome::Code(code), None) => match missing_binary(stderr) {
+            // The hook's shebang (abxpkg) found a binary its plugin needs missing.
+            Some(binary) => (
+                ResultStatus::Skipped,
+                Some(format!(
+                    "binary {binary} is missing (abxd install provisions what plugins declare)"
+                )),
+            ),
+            None => (
+                ResultStatus::Failed,
+                Some(recorded_output.unwrap_or_else(|| format!("exited with code {code}"))),
+            ),
+        },
         (_, ExitOutcome::Signal(signal), None) => (
             ResultStatus::Failed,
             Some(format!(
@@ -178,6 +187,14 @@ fn apply_record(record: &serde_json::Value, printed: &mut Printed) {
         Some(other) => printed.ignored.push(format!("unknown type {other:?}")),
         None => printed.ignored.push("a type that is not a string".into()),
     }
+}
+
+/// The binary abxpkg said it could not provide, when that is how the hook ended (abxpkg, which
+/// runs abx-plugins' hooks by their shebang, prints `Unable to install binary NAME via …`).
+fn missing_binary(stderr: &Path) -> Option<String> {
+    let line = last_line_of(stderr)?;
+    let rest = line.strip_prefix("Unable to install binary ")?;
+    Some(rest.split_whitespace().next()?.to_string())
 }
 
 /// The last non-empty line of (the tail of) a log file.

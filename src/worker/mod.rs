@@ -138,7 +138,9 @@ impl Context {
         runner: &mut HookRunner,
         exit: Exit,
     ) -> Result<Option<Outcome>, StoreError> {
-        if self.interrupted {
+        if self.interrupted || (exit.reason == EndReason::Killed && self.being_torn_down()) {
+            // Torn down with this worker (whose SIGTERM may not have arrived yet): an
+            // interruption, not the hook's failure — the result is left to run again.
             return Ok(None);
         }
         runner.on_exit(
@@ -185,6 +187,13 @@ impl Context {
             runner.after_turn(&mut self.supervisor, &mut self.store)?;
         }
         Ok(())
+    }
+
+    /// Whether a teardown from above has signalled this worker (recorded before it is sent, so
+    /// this is known before the signal arrives).
+    fn being_torn_down(&self) -> bool {
+        matches!(self.store.process(self.row_id), Ok(Some(row))
+            if row.sigterm_at.is_some() || row.sigkill_at.is_some())
     }
 
     /// Tears every remaining child (and leftover) down, each until its own deadline but at least

@@ -531,37 +531,63 @@ fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
 }
 
 #[test]
-fn a_hook_whose_binary_is_missing_is_skipped_saying_which() {
+fn a_plugin_runs_only_once_its_declared_binaries_are_provisioned() {
     let Some(tools) = Tools::find() else {
         return;
     };
     let plugins = tempfile::tempdir().unwrap();
-    let plugin = plugins.path().join("needsit");
-    std::fs::create_dir_all(&plugin).unwrap();
-    std::fs::write(
-        plugin.join("config.json"),
-        r#"{"required_binaries":[{"name":"abxd-no-such-binary","binproviders":"env"}]}"#,
-    )
-    .unwrap();
-    let hook = plugin.join("on_Snapshot__10_needsit.sh");
-    std::fs::write(
-        &hook,
-        "#!/usr/bin/env -S abxpkg run --script --deps-from=./config.json:required_binaries bash\n\
-         # /// script\n# ///\necho never\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for (plugin, binary) in [("needsit", "abxd-no-such-binary"), ("hassh", "bash")] {
+        let dir = plugins.path().join(plugin);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.json"),
+            format!(r#"{{"required_binaries":[{{"name":"{binary}","binproviders":"env"}}]}}"#),
+        )
+        .unwrap();
+        let hook = dir.join(format!("on_Snapshot__10_{plugin}.sh"));
+        std::fs::write(
+            &hook,
+            "#!/usr/bin/env -S abxpkg run --script --deps-from=./config.json:required_binaries bash\n\
+             # /// script\n# ///\necho '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
     let mut daemon = common::TestDaemon::prepare(&common::plugins_config(&[plugins.path()]));
     daemon.launch_with_env(&[("PATH", &tools.path())]);
+    let status_of = |crawl: i64, plugin: &str| {
+        let results = daemon.store().results(crawl).unwrap();
+        let result = results.iter().find(|r| r.plugin == plugin).unwrap().clone();
+        (result.status.to_string(), result.output.unwrap_or_default())
+    };
+    // Before `abxd install`: neither runs, each saying why.
     let crawl = daemon.add(&["http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
-    let results = daemon.store().results(crawl).unwrap();
-    assert_eq!(results.len(), 1, "{results:?}");
-    assert_eq!(results[0].status, "skipped", "{results:?}");
-    assert_eq!(
-        results[0].output.as_deref(),
-        Some(
-            "binary abxd-no-such-binary is missing (abxd install provisions what plugins declare)"
-        )
+    for (plugin, binary) in [("needsit", "abxd-no-such-binary"), ("hassh", "bash")] {
+        let (status, output) = status_of(crawl, plugin);
+        assert_eq!(status, "skipped");
+        assert_eq!(
+            output,
+            format!("not run: its binaries are not provisioned ({binary}); run `abxd install`")
+        );
+    }
+    // The install provisions what can be provisioned and says what cannot.
+    let output = daemon
+        .abxd_command(&["install"])
+        .env("PATH", tools.path())
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{report}");
+    assert!(report.contains("ok      hassh"), "{report}");
+    assert!(
+        report.contains("FAILED  needsit          abxd-no-such-binary"),
+        "{report}"
     );
+    let crawl = daemon.add(&["http://127.0.0.1:9/again"]);
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
+    assert_eq!(status_of(crawl, "hassh").0, "succeeded");
+    assert_eq!(status_of(crawl, "needsit").0, "skipped");
 }

@@ -25,7 +25,8 @@ pub(crate) type ReportTo = Box<dyn FnOnce(&InstallReport)>;
 #[derive(Default)]
 pub(super) struct Installer {
     queue: VecDeque<InstallStep>,
-    running: Option<(i64, InstallStep, std::path::PathBuf)>,
+    /// The installer run under way: its row, its step, its log files (stdout, stderr).
+    running: Option<(i64, InstallStep, (std::path::PathBuf, std::path::PathBuf))>,
     report: Option<InstallReport>,
     /// Connections waiting for the report.
     pub waiting: Vec<Token>,
@@ -75,7 +76,7 @@ impl State {
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
             match supervisor.spawn(&mut self.store, &request, ChildPolicy::FOREGROUND_HOOK) {
                 Ok(spawned) => {
-                    self.installer.running = Some((spawned.row_id, step, spawned.logs.0));
+                    self.installer.running = Some((spawned.row_id, step, spawned.logs));
                 }
                 Err(err) => self.record_install(step, None, false, err.to_string()),
             }
@@ -87,9 +88,23 @@ impl State {
     /// it was.
     pub(super) fn installer_ended(&mut self, row: i64, outcome: ExitOutcome) -> bool {
         match self.installer.running.take() {
-            Some((running, step, stdout)) if running == row => {
+            Some((running, step, (stdout, stderr))) if running == row => {
                 let ok = outcome == ExitOutcome::Code(0);
-                let last = crate::hooks::last_line_of(&stdout).unwrap_or_default();
+                let said = |log: &std::path::Path| crate::hooks::last_line_of(log);
+                let last = if ok {
+                    said(&stdout)
+                } else {
+                    said(&stderr).or_else(|| said(&stdout))
+                }
+                .unwrap_or_default();
+                if ok {
+                    if let Err(err) = self
+                        .store
+                        .record_installed(&step.binary, &step.plugin, &last)
+                    {
+                        log::error!("install: cannot record {}: {err}", step.binary);
+                    }
+                }
                 let detail = if ok {
                     last
                 } else {

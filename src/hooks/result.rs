@@ -197,15 +197,16 @@ fn missing_binary(stderr: &Path) -> Option<String> {
     Some(rest.split_whitespace().next()?.to_string())
 }
 
-/// The last non-empty line of (the tail of) a log file.
+/// The last line of (the tail of) a log file that says something: lines of only punctuation or
+/// box drawing (a frame around an error) are passed over, and a frame's sides are trimmed.
 pub fn last_line_of(path: &Path) -> Option<String> {
     let text = std::fs::read(path).ok()?;
     let tail = &text[text.len().saturating_sub(MAX_OUTPUT_TEXT)..];
     String::from_utf8_lossy(tail)
         .lines()
         .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
+        .map(|l| l.trim().trim_matches(['│', '┃', '|']).trim())
+        .find(|l| l.chars().any(char::is_alphanumeric))
         .map(str::to_string)
 }
 

@@ -114,6 +114,32 @@ pub fn plan(
     (steps, problems)
 }
 
+/// For each selected plugin, the binaries it declares that `installed` lacks (a plugin whose
+/// declared binaries are not all provisioned does not run: see `abxd install`).
+pub fn unprovisioned(
+    catalog: &Catalog,
+    selected: &BTreeSet<String>,
+    config: &Config,
+    installed: &BTreeSet<String>,
+    environ: env::Environ,
+) -> BTreeMap<String, Vec<String>> {
+    let mut missing = BTreeMap::new();
+    for plugin in selected {
+        let one = BTreeSet::from([plugin.clone()]);
+        let (steps, problems) = plan(catalog, &one, config, environ);
+        let mut lacking: Vec<String> = steps
+            .into_iter()
+            .map(|s| s.binary)
+            .filter(|b| !installed.contains(b))
+            .collect();
+        lacking.extend(problems);
+        if !lacking.is_empty() {
+            missing.insert(plugin.clone(), lacking);
+        }
+    }
+    missing
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

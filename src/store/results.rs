@@ -134,3 +134,30 @@ impl Store {
         Ok(names.collect::<rusqlite::Result<_>>()?)
     }
 }
+
+impl Store {
+    /// Records that `abxd install` provisioned binary `name` (for `plugin`).
+    pub fn record_installed(
+        &mut self,
+        name: &str,
+        plugin: &str,
+        detail: &str,
+    ) -> Result<(), StoreError> {
+        let now = super::now_ms();
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO binaries (name, plugin, detail, installed_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (name) DO UPDATE SET plugin = ?2, detail = ?3, installed_at = ?4",
+            )?
+            .execute(params![name, plugin, detail, now])?;
+            Ok(())
+        })
+    }
+
+    /// The names of the binaries `abxd install` provisioned.
+    pub fn installed_binaries(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let mut statement = self.conn().prepare_cached("SELECT name FROM binaries")?;
+        let names = statement.query_map([], |r| r.get(0))?;
+        Ok(names.collect::<rusqlite::Result<_>>()?)
+    }
+}

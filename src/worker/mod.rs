@@ -21,7 +21,7 @@ pub use snapshot::run_snapshot_worker;
 use crate::config::Config;
 use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
-use crate::plugins::{Catalog, Phase, Prepared};
+use crate::plugins::{install, Catalog, Phase, Prepared};
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
 use crate::store::{Crawl, EndReason, ExitOutcome, Lease, Queue, ResultStatus, Store, StoreError};
@@ -275,5 +275,26 @@ fn hooks_for(
             store.finish_result(result.id, ResultStatus::Skipped, Some(&reason), &[], 0)?;
         }
     }
-    Ok(catalog.prepare(&selected, phase, config))
+    // A plugin whose declared binaries were not provisioned (`abxd install`) does not run: its
+    // hooks would install them on their own clock, mid-crawl.
+    let installed = store.installed_binaries()?;
+    let environ = crate::plugins::env::process_environ;
+    let missing = install::unprovisioned(&catalog, &selected, config, &installed, &environ);
+    let mut prepared = catalog.prepare(&selected, phase, config);
+    for (plugin, binaries) in &missing {
+        let reason = format!(
+            "not run: its binaries are not provisioned ({}); run `abxd install`",
+            binaries.join(", ")
+        );
+        for hook in prepared.iter().filter(|p| &p.hook.plugin == plugin) {
+            let hook = &hook.hook;
+            let result = store.result_for(crawl.id, snapshot_id, &hook.plugin, &hook.file_name)?;
+            if !result.is_final() {
+                log::warn!("{}: {reason}", hook.file_name);
+                store.finish_result(result.id, ResultStatus::Skipped, Some(&reason), &[], 0)?;
+            }
+        }
+        prepared.retain(|p| &p.hook.plugin != plugin);
+    }
+    Ok(prepared)
 }

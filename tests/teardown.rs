@@ -348,3 +348,58 @@ fn ps_shows_a_teardown_in_progress_and_a_second_sigterm_kills_everything_at_once
         "killed before its deadline"
     );
 }
+
+/// Processes whose argv[0] is a name unique to one test (they cleared their environment, so the
+/// test tag cannot find them): killed by pid, after checking that name, when the test ends.
+struct Escapees(String);
+
+impl Escapees {
+    fn pids(&self) -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).next() == Some(self.0.as_bytes()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Escapees {
+    fn drop(&mut self) {
+        for pid in self.pids() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_killed() {
+    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+    let daemon = escape_daemon(&format!(
+        "[plugins.clears_env_setsid]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
+        escapees.0
+    ));
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "clears_env_setsid"]);
+    // Sealed means every row of the crawl is final: the escapee's too.
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert!(
+        escapees.pids().is_empty(),
+        "the escapee survived its snapshot"
+    );
+    let rows = rows(&daemon);
+    // Found as an unknown child of its snapshot worker (at whichever point of its exec chain).
+    let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
+    assert_eq!(escaped.len(), 1, "{rows:#?}");
+    let escaped = escaped[0];
+    assert_eq!(escaped.kind, Kind::Child);
+    assert_eq!(escaped.crawl_id, Some(crawl));
+    assert_eq!(escaped.end_reason, Some(EndReason::Killed));
+    assert!(!escaped.status.is_live());
+}

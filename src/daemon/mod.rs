@@ -146,7 +146,10 @@ impl Daemon {
                     self.fill_crawl_workers();
                 }
             }
-            if self.state.stopping && !self.supervisor.has_work() {
+            if self.state.stopping
+                && !self.supervisor.has_work()
+                && self.supervisor.sweep_escapees(&mut self.state.store) == 0
+            {
                 break;
             }
             self.tell_systemd();

@@ -8,6 +8,7 @@
 //! unix milliseconds.
 
 pub mod migrations;
+mod process_notes;
 mod process_queries;
 mod processes;
 mod queue;

@@ -135,13 +135,15 @@ pub struct ProcessRow {
     pub leaking: bool,
     /// When SIGKILL is due, once a teardown has begun.
     pub kill_at: Option<i64>,
+    /// It was found as an unknown child of a supervising process: it escaped its hook's tree.
+    pub escaped: bool,
 }
 
 pub(super) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at";
+    end_reason, end_detail, leaking, kill_at, escaped";
 
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
@@ -190,6 +192,7 @@ impl ProcessRow {
             end_detail: row.get(25)?,
             leaking: row.get(26)?,
             kill_at: row.get(27)?,
+            escaped: row.get(28)?,
         })
     }
 }
@@ -393,24 +396,6 @@ impl Store {
                 )?)
         })
     }
-
-    /// Flags row `id` as leaking: it exited while processes it started lived on.
-    pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE processes SET leaking = 1 WHERE id = ?1")?
-                .execute([id])?;
-            Ok(())
-        })
-    }
-
-    /// Notes something an operator must know on row `id`, without changing its status.
-    pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE processes SET end_detail = ?2 WHERE id = ?1")?
-                .execute(params![id, detail])?;
-            Ok(())
-        })
-    }
 }
 
 #[cfg(test)]
@@ -488,7 +473,8 @@ mod tests {
                 "end_reason",
                 "end_detail",
                 "leaking",
-                "kill_at"
+                "kill_at",
+                "escaped"
             ]
         );
     }

@@ -61,6 +61,11 @@ impl Children {
         self.by_pid.len()
     }
 
+    /// Whether `pid` is one of the children spawned here.
+    pub fn has_pid(&self, pid: i32) -> bool {
+        self.by_pid.contains_key(&pid)
+    }
+
     /// Whether row `row` is a child still waited for (its end comes from the reaper).
     pub fn has_row(&self, row: i64) -> bool {
         self.by_pid.values().any(|c| c.row_id == row)

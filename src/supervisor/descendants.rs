@@ -72,6 +72,51 @@ impl Supervisor {
     }
 }
 
+impl Supervisor {
+    /// Adopts this process's unknown children: whatever left a hook's tree (cleared its marker,
+    /// changed its session) and was re-parented here, this process being a subreaper. Each gets
+    /// a `child` row below this process's own row, flagged escaped, and is torn down (SIGTERM,
+    /// `min_grace`, SIGKILL) with its own descendants. Returns how many were adopted.
+    pub fn sweep_escapees(&mut self, store: &mut Store) -> usize {
+        let Some(own_row) = self.own_row else {
+            return 0;
+        };
+        let me = std::process::id() as i32;
+        let mut adopted = 0;
+        for pid in proctree::children_of(me) {
+            if self.children.has_pid(pid) || self.teardown.has_member(pid) {
+                continue;
+            }
+            // (A zombie is reaped, and recorded, on this turn of the loop.)
+            let Some(found) = proctree::read(pid) else {
+                continue;
+            };
+            let row = match store.live_row_by_pid(pid) {
+                Ok(Some(row)) if row.identity.as_ref() == Some(&found.identity) => Ok(row.id),
+                _ => store.record_descendant(own_row, &found),
+            };
+            let row = match row {
+                Ok(row) => row,
+                Err(err) => {
+                    log::error!("cannot record escaped pid {pid}: {err}");
+                    continue;
+                }
+            };
+            if let Err(err) = store.set_escaped(row) {
+                log::error!("row {row}: cannot flag it escaped: {err}");
+            }
+            log::warn!(
+                "pid {pid} ({}) escaped its hook's tree: row {row}, tearing it down",
+                found.argv.join(" ")
+            );
+            let grace = self.timing.min_grace;
+            self.stop(store, row, Signal::TERM, grace, EndReason::Killed);
+            adopted += 1;
+        }
+        adopted
+    }
+}
+
 /// Records the descendants of the child `pid` that appeared since the last scan, and the end
 /// of those that went.
 fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {

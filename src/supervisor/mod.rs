@@ -130,6 +130,8 @@ pub struct Supervisor {
     /// Rows whose leaked processes are torn down with everything else, at the end.
     leftovers: Vec<i64>,
     instance: String,
+    /// The row of this process, the root of what it supervises.
+    own_row: Option<i64>,
     /// Ends that failed to be written, retried once writes succeed again.
     unrecorded: Unrecorded,
 }
@@ -159,6 +161,7 @@ impl Supervisor {
             leftovers: Vec::new(),
             unrecorded: Unrecorded::new(own_row, instance.clone()),
             instance,
+            own_row,
         })
     }
 
@@ -279,6 +282,7 @@ impl Supervisor {
                 None => self.stop_at_end(store, stop.row, reason),
             }
         }
+        self.sweep_escapees(store);
     }
 
     fn stop_at_end(&mut self, store: &mut Store, root: i64, reason: EndReason) {

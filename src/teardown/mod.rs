@@ -152,6 +152,11 @@ impl DeadlineMap {
         self.trees.is_empty()
     }
 
+    /// Whether process `pid` is a member of a teardown under way.
+    pub fn has_member(&self, pid: i32) -> bool {
+        self.trees.values().any(|t| t.members.contains_key(&pid))
+    }
+
     /// Whether a teardown rooted at row `row` is under way.
     pub fn is_tearing_down(&self, row: i64) -> bool {
         self.trees.contains_key(&row)

@@ -203,9 +203,16 @@ impl Context {
         mut on_exit: impl FnMut(&mut Context, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         self.supervisor.stop_all(&mut self.store, EndReason::Killed);
-        while self.supervisor.has_work() {
-            for exit in self.next_exits(None)? {
-                on_exit(self, exit)?;
+        // Done means empty: no child left, and no unknown one (an escapee spawned meanwhile,
+        // e.g. by a SIGTERM trap) — nothing is handed up silently.
+        loop {
+            while self.supervisor.has_work() {
+                for exit in self.next_exits(None)? {
+                    on_exit(self, exit)?;
+                }
+            }
+            if self.supervisor.sweep_escapees(&mut self.store) == 0 {
+                break;
             }
         }
         self.supervisor.reap_now(&mut self.store);

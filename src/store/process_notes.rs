@@ -1,0 +1,34 @@
+//! Notes on a process row that never change its status: it leaked, it escaped its hook's tree,
+//! something an operator must know about its end.
+
+use super::{Store, StoreError};
+use rusqlite::params;
+
+impl Store {
+    /// Flags row `id` as leaking: it exited while processes it started lived on.
+    pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE processes SET leaking = 1 WHERE id = ?1")?
+                .execute([id])?;
+            Ok(())
+        })
+    }
+
+    /// Flags row `id` as escaped: found as an unknown child of a supervising process.
+    pub fn set_escaped(&mut self, id: i64) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE processes SET escaped = 1 WHERE id = ?1")?
+                .execute([id])?;
+            Ok(())
+        })
+    }
+
+    /// Notes something an operator must know on row `id`, without changing its status.
+    pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE processes SET end_detail = ?2 WHERE id = ?1")?
+                .execute(params![id, detail])?;
+            Ok(())
+        })
+    }
+}

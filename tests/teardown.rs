@@ -403,3 +403,29 @@ fn a_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_kill
     assert_eq!(escaped.end_reason, Some(EndReason::Killed));
     assert!(!escaped.status.is_live());
 }
+
+#[test]
+fn an_escapee_spawned_by_a_background_hooks_sigterm_trap_is_adopted_and_killed() {
+    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+    let daemon = escape_daemon(&format!(
+        "[plugins.trap_escapes]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
+        escapees.0
+    ));
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "trap_escapes"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert!(
+        escapees.pids().is_empty(),
+        "the escapee survived its snapshot"
+    );
+    // It is caught in the hook's tree while it still is there, or adopted once it escaped: either
+    // way it has a final row.
+    let rows = rows(&daemon);
+    let escapee = rows
+        .iter()
+        .filter(|r| r.escaped || r.argv.contains(&escapees.0))
+        .count();
+    assert!(escapee >= 1, "{rows:#?}");
+    assert!(rows
+        .iter()
+        .all(|r| !r.status.is_live() || r.kind == Kind::Orchestrator));
+}

@@ -31,9 +31,10 @@ impl Leftovers {
     }
 }
 
-/// A child exited and `alive` processes of its subtree live on.
-pub fn after_exit(policy: ChildPolicy, alive: usize) -> Leftovers {
-    match (alive, policy.leftovers_now) {
+/// A child exited and `alive` processes of its subtree live on. `ending`: the supervisor is
+/// already stopping everything, so "at the end" is now (nothing would tear them down later).
+pub fn after_exit(policy: ChildPolicy, alive: usize, ending: bool) -> Leftovers {
+    match (alive, policy.leftovers_now || ending) {
         (0, _) => Leftovers::None,
         (_, true) => Leftovers::StopNow,
         (_, false) => Leftovers::StopAtEnd,
@@ -156,23 +157,21 @@ mod tests {
             ChildPolicy::FOREGROUND_HOOK,
             ChildPolicy::BACKGROUND_HOOK,
         ] {
-            assert_eq!(after_exit(policy, 0), Leftovers::None);
-            assert!(!after_exit(policy, 0).leaked());
+            assert_eq!(after_exit(policy, 0, false), Leftovers::None);
+            assert!(!after_exit(policy, 0, true).leaked());
         }
     }
 
     #[test]
     fn leftovers_of_foreground_children_go_now_of_background_ones_at_the_end() {
-        assert_eq!(after_exit(ChildPolicy::WORKER, 1), Leftovers::StopNow);
-        assert_eq!(
-            after_exit(ChildPolicy::FOREGROUND_HOOK, 3),
-            Leftovers::StopNow
-        );
-        assert_eq!(
-            after_exit(ChildPolicy::BACKGROUND_HOOK, 2),
-            Leftovers::StopAtEnd
-        );
-        assert!(after_exit(ChildPolicy::BACKGROUND_HOOK, 2).leaked());
+        let now = Leftovers::StopNow;
+        assert_eq!(after_exit(ChildPolicy::WORKER, 1, false), now);
+        assert_eq!(after_exit(ChildPolicy::FOREGROUND_HOOK, 3, false), now);
+        let background = after_exit(ChildPolicy::BACKGROUND_HOOK, 2, false);
+        assert_eq!(background, Leftovers::StopAtEnd);
+        assert!(background.leaked());
+        // Once everything is being stopped, nothing waits for the end any more.
+        assert_eq!(after_exit(ChildPolicy::BACKGROUND_HOOK, 2, true), now);
     }
 
     #[test]

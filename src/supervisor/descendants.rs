@@ -36,7 +36,7 @@ impl Supervisor {
             child.row_id,
             child.policy.scan_descendants,
         );
-        let leftovers = decide::after_exit(child.policy, alive);
+        let leftovers = decide::after_exit(child.policy, alive, self.ending);
         if leftovers.leaked() {
             log::warn!("row {} exited leaving processes behind", child.row_id);
             if let Err(err) = store.set_leaking(child.row_id) {

@@ -132,6 +132,8 @@ pub struct Supervisor {
     instance: String,
     /// The row of this process, the root of what it supervises.
     own_row: Option<i64>,
+    /// `stop_all` ran: what a child leaves from now on is torn down at once.
+    ending: bool,
     /// Ends that failed to be written, retried once writes succeed again.
     unrecorded: Unrecorded,
 }
@@ -162,6 +164,7 @@ impl Supervisor {
             unrecorded: Unrecorded::new(own_row, instance.clone()),
             instance,
             own_row,
+            ending: false,
         })
     }
 
@@ -265,6 +268,7 @@ impl Supervisor {
     /// once it is that old: a process just started has not yet had the chance to set up its
     /// SIGTERM handler.
     pub fn stop_all(&mut self, store: &mut Store, reason: EndReason) {
+        self.ending = true;
         let allowance = self.timing.min_grace.min(STARTUP_ALLOWANCE);
         let leftovers = std::mem::take(&mut self.leftovers);
         // A child whose teardown is under way keeps its deadlines (e.g. a background hook

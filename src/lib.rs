@@ -34,14 +34,16 @@
 //! 5. `supervisor/` — the loop every supervising process runs: `children` (registry, deadlines),
 //!    `descendants` (scans, leftovers), `lease`, `reaping`, `unrecorded`, and `decide` (the
 //!    rules as pure functions).
-//! 6. `plugins` (hooks by the naming rule), `hooks` (running a scope's hooks, judging results),
+//! 6. `plugins/` (the catalog of plugin folders, hook names as abx-dl parses them, each plugin's
+//!    resolved config, the install plan), `hooks/` (a scope's hooks by abx-dl's lifecycle, their
+//!    environment, judging results),
 //!    `pool` (one `WorkerPool`: claim → spawn → own → seal or recover).
 //! 7. `worker/` (the crawl and snapshot worker processes), `control/` (the socket: `protocol`
 //!    with its framing, `server`, `client`, `access`).
 //! 8. `daemon/` — start-up, the orchestrator loop, shutdown, `reload`, one `handlers/` file per
 //!    request.
-//! 9. `render`, `cli`, `ctl/` (one file per abxctl verb), `run` (`abxd run`); the binaries on
-//!    top.
+//! 9. `render`, `cli`, `ctl/` (one file per abxctl verb), `run` (`abxd run`), `install`
+//!    (`abxd install`); the binaries on top.
 //!
 //! # Invariants
 //!

@@ -1,5 +1,6 @@
-//! The daemon: start-up, the orchestrator's event loop, and shutdown (this file); reloading the
-//! config (`reload`); one handler per control request (`handlers`).
+//! The daemon: the orchestrator's event loop and shutdown (this file); start-up (`startup`);
+//! reloading the config (`reload`); installs of the plugins' binaries (`install`); one handler
+//! per control request (`handlers`).
 //!
 //! Invariants: one thread, one [`Supervisor`] loop. Signals arrive as events; SIGCHLD reaps
 //! through the supervisor, the only place the daemon waits on a child. With nothing to do the loop

@@ -380,6 +380,10 @@ pub fn crawl_report(
             "\n  snapshot {} ({}, depth {}): {}\n",
             snapshot.id, snapshot.status, snapshot.depth, snapshot.url
         ));
+        let tags = store.tags(snapshot.id)?;
+        if !tags.is_empty() {
+            out.push_str(&format!("    tags: {}\n", tags.join(", ")));
+        }
         let mine: Vec<&HookResult> = results
             .iter()
             .filter(|r| r.snapshot_id == Some(snapshot.id))

@@ -214,6 +214,12 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
         assert!(show.contains(hook.as_str()), "{show}");
     }
     assert!(show.contains("sealed (finished)"), "{show}");
+    // A Tag record tags its snapshot.
+    assert_eq!(
+        daemon.store().tags(snapshot.id).unwrap(),
+        vec!["fixture-tag".to_string()]
+    );
+    assert!(show.contains("    tags: fixture-tag"), "{show}");
 }
 
 #[test]

@@ -117,8 +117,7 @@ impl Recording {
 }
 
 /// Makes row `row_id` final when its process (`pid`) was seen gone without being reaped here:
-/// only if `recording` covers its kind and no abxd reaper will record it. Returns whether the
-/// row is this caller's to end (and so was ended, as far as the store allowed).
+/// only if `recording` covers its kind and no abxd reaper will record it.
 pub fn finish_unobserved(
     store: &mut Store,
     row_id: i64,
@@ -127,14 +126,13 @@ pub fn finish_unobserved(
     recording: Recording,
     reason: EndReason,
     detail: &str,
-) -> bool {
+) {
     if !recording.covers(kind) || pid.is_some_and(|pid| left_to_reaper(store, pid)) {
-        return false;
+        return;
     }
     if let Err(err) = store.record_end(row_id, None, reason, Some(detail)) {
         log::error!("row {row_id}: cannot record its end: {err}");
     }
-    true
 }
 
 /// Makes a reaped process's row final with the status its reaper saw.

@@ -81,10 +81,10 @@ pub fn short_duration(ms: i64) -> String {
     format!("{sign}{text}")
 }
 
+/// A signal's short name (`TERM`), or its number.
 fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal)
-        .map(|s| s.as_str().trim_start_matches("SIG").to_string())
-        .unwrap_or_else(|_| signal.to_string())
+    let name = crate::signal::name_of_raw(signal);
+    name.trim_start_matches("SIG").to_string()
 }
 
 fn status_text(entry: &PsEntry) -> String {

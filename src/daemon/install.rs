@@ -7,7 +7,8 @@
 
 use super::State;
 use crate::control::protocol::{InstallReport, InstalledBinary};
-use crate::plugins::install::InstallStep;
+use crate::plugins::install::{self, InstallStep};
+use crate::plugins::{Catalog, UnknownPlugins};
 use crate::spawn::{Logs, SpawnRequest};
 use crate::store::{ExitOutcome, Kind, NewProcess};
 use crate::supervisor::{ChildPolicy, Supervisor};
@@ -51,6 +52,21 @@ impl Installer {
 }
 
 impl State {
+    /// Plans the install of the binaries of `plugins` (every enabled one when absent) and starts
+    /// it; returns the report at once when there is nothing to run.
+    pub(super) fn begin_install(
+        &mut self,
+        supervisor: &mut Supervisor,
+        plugins: Option<&[String]>,
+    ) -> Result<Option<InstallReport>, UnknownPlugins> {
+        let catalog = Catalog::load(&self.config.plugins_dirs);
+        let selected = catalog.select(&self.config, plugins)?;
+        let environ = crate::plugins::env::process_environ;
+        let (steps, problems) = install::plan(&catalog, &selected, &self.config, &environ);
+        self.installer.begin(steps, problems);
+        Ok(self.install_next(supervisor))
+    }
+
     /// Starts installer runs until one runs or none is left; returns the report when the
     /// install is over.
     pub(super) fn install_next(&mut self, supervisor: &mut Supervisor) -> Option<InstallReport> {

@@ -86,21 +86,32 @@ impl State {
     /// Recovers ownerless work (of one crawl, or all); on a store failure, tries again later.
     fn recover(&mut self, crawl: Option<i64>, back_off: bool) {
         let result = recovery::recover_ownerless(&mut self.store, &self.config, crawl, back_off);
-        self.retry_later_on(result, "recovery");
+        self.retry_later_on(result, Retry::Recovery);
     }
 
     /// After a store failure (e.g. a full disk), looks again a little later: an idle daemon
     /// otherwise waits for an event that may not come.
-    fn retry_later_on(&mut self, result: Result<(), StoreError>, what: &str) {
+    fn retry_later_on(&mut self, result: Result<(), StoreError>, what: Retry) {
         if let Err(err) = result {
+            let name = match what {
+                Retry::Claims => "claiming crawls",
+                Retry::Recovery => "recovery",
+            };
             log::error!(
-                "{what} failed: {err}; trying again in {}s",
+                "{name} failed: {err}; trying again in {}s",
                 STORE_RETRY.as_secs()
             );
-            self.retry_recovery |= what == "recovery";
+            self.retry_recovery |= what == Retry::Recovery;
             self.retry_claims_at = Some(Instant::now() + STORE_RETRY);
         }
     }
+}
+
+/// What failed and is tried again after [`STORE_RETRY`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    Claims,
+    Recovery,
 }
 
 pub struct Daemon {
@@ -241,7 +252,7 @@ impl Daemon {
         let filled = state
             .crawls
             .fill(&state.config, &mut self.supervisor, &mut state.store);
-        state.retry_later_on(filled, "claiming crawls");
+        state.retry_later_on(filled, Retry::Claims);
     }
 
     fn child_ended(&mut self, row_id: i64, leaked: bool) {
@@ -262,7 +273,7 @@ impl Daemon {
             Ok(Some(WorkerEnd::Recovered { work } | WorkerEnd::Abandoned { work })) => {
                 log::warn!("crawl {work}: worker row {row_id} ended before sealing: recovered")
             }
-            Err(err) => state.retry_later_on(Err(err), "recovery"),
+            Err(err) => state.retry_later_on(Err(err), Retry::Recovery),
         }
         state.wake = true;
     }
@@ -274,26 +285,25 @@ impl Daemon {
         plugins: Option<&[String]>,
         on_report: install::ReportTo,
     ) -> Result<(), String> {
-        let catalog = crate::plugins::Catalog::load(&self.state.config.plugins_dirs);
-        let selected = catalog
-            .select(&self.state.config, plugins)
-            .map_err(|e| e.to_string())?;
-        let environ = crate::plugins::env::process_environ;
-        let (steps, problems) =
-            crate::plugins::install::plan(&catalog, &selected, &self.state.config, &environ);
         self.state.claims_off = true;
         self.state.installer.then_stop = Some(on_report);
-        self.state.installer.begin(steps, problems);
-        self.continue_install();
+        let begun = self.state.begin_install(&mut self.supervisor, plugins);
+        if let Some(report) = begun.map_err(|e| e.to_string())? {
+            self.install_over(report);
+        }
         Ok(())
     }
 
     /// Starts the next installer run; when the install is over, answers whoever waits (or
     /// prints the report and stops, for `abxd install`).
     fn continue_install(&mut self) {
-        let Some(report) = self.state.install_next(&mut self.supervisor) else {
-            return;
-        };
+        if let Some(report) = self.state.install_next(&mut self.supervisor) {
+            self.install_over(report);
+        }
+    }
+
+    /// The install is over: answers whoever waits, or hands the report on and stops.
+    fn install_over(&mut self, report: crate::control::protocol::InstallReport) {
         let response = crate::control::protocol::Response::Installed(report.clone());
         for token in std::mem::take(&mut self.state.installer.waiting) {
             self.server.reply(token, &response);
@@ -351,7 +361,7 @@ impl Daemon {
         match recovered {
             Ok(Some(_)) => state.wake = true,
             Ok(None) => {}
-            Err(err) => state.retry_later_on(Err(err), "recovery"),
+            Err(err) => state.retry_later_on(Err(err), Retry::Recovery),
         }
         log::info!(
             "teardown of row {} finished{}",

@@ -330,25 +330,36 @@ impl Catalog {
         phase: Phase,
         config: &Config,
     ) -> Vec<Prepared> {
+        // Each plugin's config once, however many hooks it has.
+        let mut resolved: BTreeMap<&str, (BTreeMap<String, String>, std::time::Duration)> =
+            BTreeMap::new();
         self.hooks(selected, phase)
             .into_iter()
             .map(|hook| {
                 let plugin = &self.plugins[&hook.plugin];
-                let mut env = env::resolve(plugin, self, config, &env::process_environ);
-                let timeout = env::timeout(plugin, &env, config, &env::process_environ);
-                // `[plugins.X] env` keys outside the schema are passed as they are.
-                for (key, value) in config
-                    .plugins
-                    .get(&hook.plugin)
-                    .map(|p| &p.env)
-                    .into_iter()
-                    .flatten()
-                {
-                    env.entry(key.clone()).or_insert_with(|| value.clone());
-                }
+                let (env, timeout) = resolved
+                    .entry(plugin.name.as_str())
+                    .or_insert_with(|| self.resolve(plugin, config))
+                    .clone();
                 Prepared { hook, env, timeout }
             })
             .collect()
+    }
+
+    /// A plugin's hook environment (its resolved config, then `[plugins.X] env` keys outside
+    /// the schema as they are) and its hooks' timeout.
+    fn resolve(
+        &self,
+        plugin: &Plugin,
+        config: &Config,
+    ) -> (BTreeMap<String, String>, std::time::Duration) {
+        let mut env = env::resolve(plugin, self, config, &env::process_environ);
+        let timeout = env::timeout(plugin, &env, config, &env::process_environ);
+        let extra = config.plugins.get(&plugin.name).map(|p| &p.env);
+        for (key, value) in extra.into_iter().flatten() {
+            env.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        (env, timeout)
     }
 }
 

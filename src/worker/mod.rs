@@ -26,6 +26,7 @@ use crate::pool::WorkerPool;
 use crate::signal::Signal;
 use crate::store::{Crawl, EndReason, ExitOutcome, Lease, Queue, ResultStatus, Store, StoreError};
 use crate::supervisor::{Event, Supervisor, Timing};
+use std::collections::BTreeSet;
 
 /// A worker that finished its work exits 0.
 pub const EXIT_DONE: i32 = 0;
@@ -260,7 +261,7 @@ fn hooks_for(
         }
         known
     });
-    let selected = catalog
+    let mut selected = catalog
         .select(config, wanted.as_deref())
         .expect("only known names are left");
     let mut rejected = catalog.rejected(&selected, phase);
@@ -274,34 +275,49 @@ fn hooks_for(
         );
     }
     for reject in rejected {
-        log::warn!("hook {} rejected: {}", reject.path.display(), reject.reason);
-        let result =
-            store.result_for(crawl.id, snapshot_id, &reject.plugin, &reject.file_name())?;
-        if !result.is_final() {
-            let reason = format!("not run: {}", reject.reason);
-            store.finish_result(result.id, ResultStatus::Skipped, Some(&reason), &[], 0)?;
-        }
+        let reason = format!("not run: {}", reject.reason);
+        let hook = reject.file_name();
+        skip(store, crawl.id, snapshot_id, &reject.plugin, &hook, &reason)?;
     }
     // A plugin whose declared binaries were not provisioned (`abxd install`) does not run: its
     // hooks would install them on their own clock, mid-crawl.
     let installed = store.installed_binaries()?;
     let environ = crate::plugins::env::process_environ;
     let missing = install::unprovisioned(&catalog, &selected, config, &installed, &environ);
-    let mut prepared = catalog.prepare(&selected, phase, config);
     for (plugin, binaries) in &missing {
         let reason = format!(
             "not run: its binaries are not provisioned ({}); run `abxd install`",
             binaries.join(", ")
         );
-        for hook in prepared.iter().filter(|p| &p.hook.plugin == plugin) {
-            let hook = &hook.hook;
-            let result = store.result_for(crawl.id, snapshot_id, &hook.plugin, &hook.file_name)?;
-            if !result.is_final() {
-                log::warn!("{}: {reason}", hook.file_name);
-                store.finish_result(result.id, ResultStatus::Skipped, Some(&reason), &[], 0)?;
-            }
+        let only = BTreeSet::from([plugin.clone()]);
+        for hook in catalog.hooks(&only, phase) {
+            skip(
+                store,
+                crawl.id,
+                snapshot_id,
+                plugin,
+                &hook.file_name,
+                &reason,
+            )?;
         }
-        prepared.retain(|p| &p.hook.plugin != plugin);
+        selected.remove(plugin);
     }
-    Ok(prepared)
+    Ok(catalog.prepare(&selected, phase, config))
+}
+
+/// Records a hook of the scope as skipped, with why, unless its result is final already.
+fn skip(
+    store: &mut Store,
+    crawl_id: i64,
+    snapshot_id: Option<i64>,
+    plugin: &str,
+    hook: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    let result = store.result_for(crawl_id, snapshot_id, plugin, hook)?;
+    if !result.is_final() {
+        log::warn!("{hook}: {reason}");
+        store.finish_result(result.id, ResultStatus::Skipped, Some(reason), &[], 0)?;
+    }
+    Ok(())
 }

@@ -3,7 +3,6 @@
 
 use super::{refused, State};
 use crate::control::protocol::{ErrorCode, Response};
-use crate::plugins::{install, Catalog};
 use crate::supervisor::Supervisor;
 use mio::Token;
 
@@ -22,17 +21,10 @@ pub(super) fn handle(
             "an install is under way already",
         ));
     }
-    let catalog = Catalog::load(&state.config.plugins_dirs);
-    let selected = match catalog.select(&state.config, plugins.as_deref()) {
-        Ok(selected) => selected,
-        Err(unknown) => return Some(refused(ErrorCode::NotFound, unknown.to_string())),
-    };
-    let environ = crate::plugins::env::process_environ;
-    let (steps, problems) = install::plan(&catalog, &selected, &state.config, &environ);
-    state.installer.begin(steps, problems);
-    match state.install_next(supervisor) {
-        Some(report) => Some(Response::Installed(report)),
-        None => {
+    match state.begin_install(supervisor, plugins.as_deref()) {
+        Err(unknown) => Some(refused(ErrorCode::NotFound, unknown.to_string())),
+        Ok(Some(report)) => Some(Response::Installed(report)),
+        Ok(None) => {
             state.installer.waiting.push(token);
             None
         }

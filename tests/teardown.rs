@@ -379,21 +379,27 @@ impl Drop for Escapees {
     }
 }
 
-#[test]
-fn a_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_killed() {
+/// Crawls `plugin`, whose hook leaves an escapee named by `ESCAPE_NAME`, to its end; checks
+/// that nothing of the escapee survived and returns the crawl and its rows.
+fn run_escape_case(plugin: &str) -> (i64, Vec<ProcessRow>) {
     let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
     let daemon = escape_daemon(&format!(
-        "[plugins.clears_env_setsid]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
+        "[plugins.{plugin}]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
         escapees.0
     ));
-    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "clears_env_setsid"]);
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", plugin]);
     // Sealed means every row of the crawl is final: the escapee's too.
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     assert!(
         escapees.pids().is_empty(),
         "the escapee survived its snapshot"
     );
-    let rows = rows(&daemon);
+    (crawl, rows(&daemon))
+}
+
+#[test]
+fn a_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_killed() {
+    let (crawl, rows) = run_escape_case("clears_env_setsid");
     // Found as an unknown child of its snapshot worker (at whichever point of its exec chain).
     let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
     assert_eq!(escaped.len(), 1, "{rows:#?}");
@@ -406,19 +412,8 @@ fn a_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_kill
 
 #[test]
 fn an_escapee_spawned_by_a_background_hooks_sigterm_trap_is_adopted_and_killed() {
-    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
-    let daemon = escape_daemon(&format!(
-        "[plugins.trap_escapes]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
-        escapees.0
-    ));
-    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "trap_escapes"]);
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
-    assert!(
-        escapees.pids().is_empty(),
-        "the escapee survived its snapshot"
-    );
+    let (_crawl, rows) = run_escape_case("trap_escapes");
     // It escaped while the trap waited (the teardown cannot see it) and was adopted.
-    let rows = rows(&daemon);
     assert_eq!(rows.iter().filter(|r| r.escaped).count(), 1, "{rows:#?}");
     assert!(rows
         .iter()

@@ -36,14 +36,14 @@ die() { echo "peers.sh: $*" >&2; exit 1; }
 cleanup() {
     for pid in "${DAEMONS[@]}"; do
         # Only our own daemons: the pid must still run a program from our work dir's config.
-        if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$WORK"; then
+        if [ -r "/proc/$pid/cmdline" ] && grep -q "$WORK" <<<"$(tr '\0' ' ' <"/proc/$pid/cmdline")"; then
             kill -KILL "$pid" 2>/dev/null || true
         fi
     done
     for file in "$WORK"/pids/*; do
         [ -e "$file" ] || continue
         pid=$(cat "$file")
-        if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "sleep 100000"; then
+        if [ -r "/proc/$pid/cmdline" ] && grep -q "sleep 100000" <<<"$(tr '\0' ' ' <"/proc/$pid/cmdline")"; then
             kill -KILL "$pid" 2>/dev/null || true
         fi
     done

@@ -84,7 +84,10 @@ abxctl --config "$config" status
 [ "$(stat -c %U:%a /run/abxd/abxd.sock)" = "abxd:660" ] || fail "the socket is not abxd's, 0660"
 timeout 300 abxctl --config "$config" add "http://127.0.0.1:$port/" --wait
 abxctl --config "$config" ps --all
-abxctl --config "$config" crawls | grep -q "sealed (finished)" || fail "the crawl was not sealed"
+# Listings are read whole before grep -q looks at them: with pipefail, grep -q closing the pipe
+# early would fail the writer with SIGPIPE and the check with it, however right the content.
+crawls=$(abxctl --config "$config" crawls)
+grep -q "sealed (finished)" <<<"$crawls" || fail "the crawl was not sealed"
 abxctl --config "$config" ps --all --json | python3 -c '
 import json, sys
 rows = json.load(sys.stdin)["processes"]
@@ -109,10 +112,11 @@ done
 
 say "inspecting the .rpm"
 rpm -qip "$rpm"
-rpm -qlp "$rpm" | grep -qx /usr/bin/abxd || fail "the .rpm lacks /usr/bin/abxd"
-rpm -qlp "$rpm" | grep -qx /usr/lib/systemd/system/abxd.service || fail "the .rpm lacks the unit"
-rpm -qcp "$rpm" | grep -qx "$config" || fail "$config is not a config file of the .rpm"
-rpm -qp --scripts "$rpm" | grep -q "useradd --system" || fail "the .rpm does not create its user"
+rpm_files=$(rpm -qlp "$rpm")
+grep -qx /usr/bin/abxd <<<"$rpm_files" || fail "the .rpm lacks /usr/bin/abxd"
+grep -qx /usr/lib/systemd/system/abxd.service <<<"$rpm_files" || fail "the .rpm lacks the unit"
+grep -qx "$config" <<<"$(rpm -qcp "$rpm")" || fail "$config is not a config file of the .rpm"
+grep -q "useradd --system" <<<"$(rpm -qp --scripts "$rpm")" || fail "the .rpm does not create its user"
 scratch=$(mktemp -d)
 rpm --root "$scratch" --initdb
 rpm -i --root "$scratch" --nodeps --noscripts "$rpm"

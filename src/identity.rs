@@ -1,10 +1,19 @@
 //! Process identity: which process a stored pid really means.
 //!
-//! Invariant: a pid is never used alone. Every pid abxd stores is paired with the boot id and the
-//! process start time (clock ticks since boot, field 22 of `/proc/PID/stat`, read by `procstat`), and [`check`] is the
-//! one answer to "is this row's process alive and still the same process". A zombie counts as gone:
-//! it can run no code and will never exit again.
+//! Invariant: a pid is never used alone. Every pid abxd stores is paired with the boot id, the
+//! process start time (clock ticks since boot, field 22 of `/proc/PID/stat`, read by `procstat`)
+//! and — on kernels with pidfs (≥ 6.9) — the inode number of its pidfd, which no other process of
+//! the boot ever has. [`check`] is the one answer to "is this row's process alive and still the
+//! same process", and [`open_pidfd`] the one way to get a handle on a recorded process: a pidfd
+//! opened and then confirmed to be that process, so a signal through it cannot reach another.
+//! A zombie counts as gone: it can run no code and will never exit again.
+//!
+//! Why the inode: start ticks are 10 ms wide, and a pid freed and taken again within one tick (a
+//! fork, a reap and a fork give the same pair almost every time) is another process with the
+//! same (pid, start ticks). Where pidfs is absent the ticks are all there is.
 
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::process::{pidfd_open, Pid, PidfdFlags};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -14,6 +23,23 @@ pub struct Identity {
     pub boot_id: String,
     pub pid: i32,
     pub start_ticks: u64,
+    /// The inode of the process's pidfd where the kernel has pidfs (unique within a boot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pidfd_ino: Option<u64>,
+}
+
+impl Identity {
+    /// Whether `other` names the same process: same boot, pid and start time, and the same pidfd
+    /// inode where both know theirs.
+    pub fn same_process(&self, other: &Identity) -> bool {
+        self.boot_id == other.boot_id
+            && self.pid == other.pid
+            && self.start_ticks == other.start_ticks
+            && match (self.pidfd_ino, other.pidfd_ino) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
 }
 
 /// What procfs says now about a recorded [`Identity`].
@@ -63,25 +89,71 @@ fn stat_of(pid: i32) -> Option<(char, u64)> {
     crate::procstat::read(pid).map(|stat| (stat.state, stat.start_ticks))
 }
 
-/// The identity of the live process `pid` has now, or `None` if there is none (zombies included).
-pub fn of_pid(pid: i32) -> Option<Identity> {
-    match stat_of(pid)? {
-        ('Z' | 'X', _) => None,
-        (_, start_ticks) => Some(Identity {
-            boot_id: boot_id().to_string(),
-            pid,
-            start_ticks,
-        }),
+/// The pidfs magic number (`PIDFS_MAGIC`): a pidfd on a filesystem of that type has an inode
+/// of its own per process.
+const PIDFS_MAGIC: i64 = 0x5049_4446;
+
+/// The inode of `pidfd` if the kernel has pidfs (else every pidfd shares one anonymous inode,
+/// which tells nothing).
+pub fn pidfd_inode(pidfd: &OwnedFd) -> Option<u64> {
+    let fs = rustix::fs::fstatfs(pidfd.as_fd()).ok()?;
+    if fs.f_type as i64 != PIDFS_MAGIC {
+        return None;
     }
+    rustix::fs::fstat(pidfd.as_fd())
+        .ok()
+        .map(|stat| stat.st_ino)
 }
 
-/// The identity of `pid` whatever its state, zombies included: for a child that may already have
-/// exited but is not reaped yet (only its reaper can make its pid free again).
-pub fn of_unreaped_child(pid: i32) -> Option<Identity> {
-    stat_of(pid).map(|(_, start_ticks)| Identity {
+/// Opens a pidfd for the process that has `pid` now (non-blocking, so that it can be polled).
+pub fn pidfd_of(pid: i32) -> Option<OwnedFd> {
+    pidfd_open(Pid::from_raw(pid)?, PidfdFlags::NONBLOCK).ok()
+}
+
+/// Whether the process of `pidfd` has ended (a pidfd polls readable once its process exited).
+pub fn has_ended(pidfd: &OwnedFd) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+}
+
+/// The identity of the live process `pid` has now, or `None` if there is none (zombies included).
+pub fn of_pid(pid: i32) -> Option<Identity> {
+    pin(pid).map(|(identity, _)| identity)
+}
+
+/// The identity of the live process `pid` has now and a pidfd that means that process, or `None`
+/// if there is none (zombies included). The pidfd is opened first and the process read after:
+/// if the pidfd's process has not ended once the read is done, the number meant it all along.
+pub fn pin(pid: i32) -> Option<(Identity, OwnedFd)> {
+    let pidfd = pidfd_of(pid)?;
+    let (state, start_ticks) = stat_of(pid)?;
+    if matches!(state, 'Z' | 'X') || has_ended(&pidfd) {
+        return None;
+    }
+    let identity = Identity {
         boot_id: boot_id().to_string(),
         pid,
         start_ticks,
+        pidfd_ino: pidfd_inode(&pidfd),
+    };
+    Some((identity, pidfd))
+}
+
+/// The identity of `pid` whatever its state, zombies included: for a child that may already have
+/// exited but is not reaped yet (only its reaper can make its pid free again, so the number
+/// cannot mean another process meanwhile).
+pub fn of_unreaped_child(pid: i32) -> Option<Identity> {
+    let (_, start_ticks) = stat_of(pid)?;
+    Some(Identity {
+        boot_id: boot_id().to_string(),
+        pid,
+        start_ticks,
+        pidfd_ino: pidfd_of(pid).as_ref().and_then(pidfd_inode),
     })
 }
 
@@ -92,8 +164,80 @@ pub fn check(identity: &Identity) -> Liveness {
     }
     match stat_of(identity.pid) {
         None | Some(('Z' | 'X', _)) => Liveness::Gone,
-        Some((_, ticks)) if ticks == identity.start_ticks => Liveness::Alive,
-        Some(_) => Liveness::Reused,
+        Some((_, ticks)) if ticks != identity.start_ticks => Liveness::Reused,
+        Some(_) => match identity.pidfd_ino {
+            None => Liveness::Alive,
+            Some(recorded) => match pidfd_of(identity.pid) {
+                None => Liveness::Gone,
+                Some(pidfd) if pidfd_inode(&pidfd) != Some(recorded) => Liveness::Reused,
+                Some(pidfd) if has_ended(&pidfd) => Liveness::Gone,
+                Some(_) => Liveness::Alive,
+            },
+        },
+    }
+}
+
+/// A pidfd for the process `identity` recorded, confirmed to be that process after opening it, or
+/// `None` if it is gone (or its pid means another process now). From then on the pidfd can only
+/// ever mean that process.
+pub fn open_pidfd(identity: &Identity) -> Option<OwnedFd> {
+    if identity.boot_id != boot_id() {
+        return None;
+    }
+    let pidfd = pidfd_of(identity.pid)?;
+    let same = match identity.pidfd_ino {
+        Some(recorded) => pidfd_inode(&pidfd) == Some(recorded),
+        None => stat_of(identity.pid)
+            .is_some_and(|(state, ticks)| ticks == identity.start_ticks && state != 'Z'),
+    };
+    (same && !has_ended(&pidfd)).then_some(pidfd)
+}
+
+/// For tests: a pid taken again, within its start tick, by another process.
+#[cfg(test)]
+pub(crate) mod same_tick {
+    use super::*;
+    use std::process::{Child, Command};
+
+    /// A child killed when dropped, also when a test fails.
+    pub struct Outsider(pub Child);
+
+    impl Drop for Outsider {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Spawns a process, records its identity as a scan would (pinned), kills and reaps it, and
+    /// makes an unrelated process take its pid within the same start tick (through
+    /// `/proc/sys/kernel/ns_last_pid`, so root only: `None` otherwise). Returns the stale
+    /// identity and the process that now has its pid and start ticks.
+    pub fn reused_within_a_tick() -> Option<(Identity, Outsider)> {
+        let last_pid = "/proc/sys/kernel/ns_last_pid";
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .open(last_pid)
+            .is_err()
+        {
+            return None;
+        }
+        for _ in 0..2000 {
+            let mut first = Outsider(Command::new("sleep").arg("60").spawn().unwrap());
+            let pid = first.0.id() as i32;
+            let (stale, _) = pin(pid).expect("a child just spawned is alive");
+            first.0.kill().unwrap();
+            first.0.wait().unwrap();
+            if std::fs::write(last_pid, (pid - 1).to_string()).is_err() {
+                continue;
+            }
+            let second = Outsider(Command::new("sleep").arg("60").spawn().unwrap());
+            let now = of_unreaped_child(second.0.id() as i32);
+            if now.is_some_and(|now| now.pid == pid && now.start_ticks == stale.start_ticks) {
+                return Some((stale, second));
+            }
+        }
+        panic!("no pid was taken again within its start tick in 2000 tries");
     }
 }
 
@@ -101,6 +245,28 @@ pub fn check(identity: &Identity) -> Liveness {
 mod tests {
     use super::*;
     use std::process::{Command, Stdio};
+
+    #[test]
+    fn a_pid_taken_again_within_its_start_tick_is_another_process() {
+        let Some((stale, outsider)) = same_tick::reused_within_a_tick() else {
+            assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+            eprintln!("SKIPPED: needs root to steer pids through ns_last_pid");
+            return;
+        };
+        let Some(ino) = stale.pidfd_ino else {
+            assert!(std::env::var_os("CI").is_none(), "CI kernels have pidfs");
+            eprintln!("SKIPPED: this kernel has no pidfs: start ticks are all there is");
+            return;
+        };
+        let outsider_now = of_pid(outsider.0.id() as i32).unwrap();
+        assert_eq!(outsider_now.start_ticks, stale.start_ticks);
+        assert_ne!(outsider_now.pidfd_ino, Some(ino));
+        assert!(!outsider_now.same_process(&stale));
+        assert_eq!(check(&stale), Liveness::Reused);
+        assert!(open_pidfd(&stale).is_none(), "no handle on another process");
+        assert_eq!(check(&outsider_now), Liveness::Alive);
+        assert!(open_pidfd(&outsider_now).is_some());
+    }
 
     #[test]
     fn own_process_is_alive_and_the_same() {

@@ -4,10 +4,12 @@
 //! with its identity read at the time (zombies are gone); a process is found as a descendant when
 //! it is a child (through `/proc/PID/task/*/children`, or a scan of `/proc/*/stat` by ppid where
 //! the kernel lacks that file) of a process found before. (What left the tree is found by its
-//! marker: see `marker`.)
+//! marker: see `marker`.) A process is read cheaply by [`read`] for scans; [`pin`] adds the
+//! pidfd it is then recorded and signalled by.
 
 use crate::identity::{self, Identity};
 use crate::procstat;
+use rustix::fd::OwnedFd;
 use std::collections::HashSet;
 
 /// A live process as found in procfs.
@@ -40,12 +42,25 @@ pub fn read(pid: i32) -> Option<Found> {
             boot_id: identity::boot_id().to_string(),
             pid,
             start_ticks: stat.start_ticks,
+            pidfd_ino: None,
         },
         ppid: stat.ppid,
         pgid: stat.pgrp,
         argv,
         state: stat.state,
     })
+}
+
+/// Reads one live process together with a pidfd that means it (see `identity::pin`), its
+/// identity carrying the pidfd's inode: what a process is recorded and signalled by.
+pub fn pin(pid: i32) -> Option<(Found, OwnedFd)> {
+    let pidfd = identity::pidfd_of(pid)?;
+    let mut found = read(pid)?;
+    if identity::has_ended(&pidfd) {
+        return None;
+    }
+    found.identity.pidfd_ino = identity::pidfd_inode(&pidfd);
+    Some((found, pidfd))
 }
 
 pub(crate) fn all_pids() -> Vec<i32> {

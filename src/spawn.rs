@@ -113,6 +113,7 @@ pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, Spawn
                 boot_id: identity::boot_id().to_string(),
                 pid,
                 start_ticks: 0,
+                pidfd_ino: None,
             });
             store.record_spawned(
                 row_id,

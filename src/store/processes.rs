@@ -143,7 +143,7 @@ pub(super) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at, escaped";
+    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino";
 
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
@@ -157,6 +157,7 @@ impl ProcessRow {
                 boot_id,
                 pid,
                 start_ticks: ticks as u64,
+                pidfd_ino: row.get::<_, Option<i64>>(29)?.map(|ino| ino as u64),
             }),
             _ => None,
         };
@@ -248,14 +249,16 @@ impl Store {
             let seen: Option<i64> = tx
                 .prepare_cached(
                     "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 \
-                     AND start_ticks = ?3 AND kind = 'child' AND id != ?4",
+                     AND start_ticks = ?3 AND kind = 'child' AND id != ?4 \
+                     AND (pidfd_ino IS NULL OR ?5 IS NULL OR pidfd_ino = ?5)",
                 )?
                 .query_row(
                     params![
                         identity.boot_id,
                         identity.pid,
                         identity.start_ticks as i64,
-                        id
+                        id,
+                        identity.pidfd_ino.map(|ino| ino as i64)
                     ],
                     |r| r.get(0),
                 )
@@ -269,6 +272,7 @@ impl Store {
             tx.prepare_cached(
                 "UPDATE processes SET pid = ?2, boot_id = ?3, start_ticks = ?4, pgid = ?5, \
                  stdout_path = ?6, stderr_path = ?7, status = 'running', started_at = ?8, \
+                 pidfd_ino = ?9, \
                  deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?8 + timeout_ms END \
                  WHERE id = ?1 AND status = 'starting'",
             )?
@@ -280,7 +284,8 @@ impl Store {
                 pgid,
                 stdout_path,
                 stderr_path,
-                now
+                now,
+                identity.pidfd_ino.map(|ino| ino as i64)
             ])?;
             Ok(())
         })
@@ -373,9 +378,9 @@ impl Store {
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO processes (parent_id, kind, crawl_id, snapshot_id, \
                  result_id, pid, boot_id, start_ticks, pgid, argv, cwd, status, created_at, \
-                 started_at) \
+                 started_at, pidfd_ino) \
                  SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
-                        'running', ?7, ?7 FROM processes WHERE id = ?1",
+                        'running', ?7, ?7, ?8 FROM processes WHERE id = ?1",
             )?
             .execute(params![
                 parent_id,
@@ -384,14 +389,21 @@ impl Store {
                 identity.start_ticks as i64,
                 found.pgid,
                 argv,
-                now
+                now,
+                identity.pidfd_ino.map(|ino| ino as i64)
             ])?;
             Ok(tx
                 .prepare_cached(
-                    "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3",
+                    "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3 \
+                     AND COALESCE(pidfd_ino, 0) = COALESCE(?4, 0)",
                 )?
                 .query_row(
-                    params![identity.boot_id, identity.pid, identity.start_ticks as i64],
+                    params![
+                        identity.boot_id,
+                        identity.pid,
+                        identity.start_ticks as i64,
+                        identity.pidfd_ino.map(|ino| ino as i64)
+                    ],
                     |r| r.get(0),
                 )?)
         })
@@ -430,6 +442,7 @@ mod tests {
             boot_id: "b".into(),
             pid: 42,
             start_ticks: 7,
+            pidfd_ino: None,
         }
     }
 
@@ -474,7 +487,8 @@ mod tests {
                 "end_detail",
                 "leaking",
                 "kill_at",
-                "escaped"
+                "escaped",
+                "pidfd_ino"
             ]
         );
     }

@@ -9,6 +9,7 @@ use super::decide::StopAt;
 use super::ChildPolicy;
 use crate::identity::Identity;
 use crate::store::EndReason;
+use rustix::fd::OwnedFd;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,11 +19,19 @@ pub(super) struct Child {
     /// When it must be stopped for running too long (taken once it passed).
     pub deadline: Option<Instant>,
     pub policy: ChildPolicy,
-    /// Descendants recorded so far: pid → (row, identity).
-    pub descendants: HashMap<i32, (i64, Identity)>,
+    /// Descendants recorded so far, by pid.
+    pub descendants: HashMap<i32, Descendant>,
     /// Its stdout and stderr log files.
     pub logs: (PathBuf, PathBuf),
     pub started: Instant,
+}
+
+/// A descendant recorded as a `child` row, with the pidfd it was pinned by when it was found
+/// (kept while its row is live: it tells when the process ended, whatever its pid means since).
+pub(super) struct Descendant {
+    pub row: i64,
+    pub identity: Identity,
+    pub pidfd: OwnedFd,
 }
 
 /// A stop of a child too young to be signalled yet.

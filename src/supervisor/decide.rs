@@ -142,6 +142,7 @@ mod tests {
                 boot_id: "b".into(),
                 pid,
                 start_ticks,
+                pidfd_ino: None,
             },
             ppid,
             pgid: pid,

@@ -7,9 +7,10 @@
 //! (`liveness::finish_unobserved`). Leftovers are counted by row identity and by marker, so a
 //! process that double-forked away still counts.
 
-use super::children::Child;
+use super::children::{Child, Descendant};
 use super::decide::{self, descendant_changes, Leftovers};
 use super::Supervisor;
+use crate::identity;
 use crate::liveness::{self, Recording};
 use crate::marker;
 use crate::proctree::{self, Found};
@@ -88,11 +89,18 @@ impl Supervisor {
                 continue;
             }
             // (A zombie is reaped, and recorded, on this turn of the loop.)
-            let Some(found) = proctree::read(pid) else {
+            let Some((found, _)) = proctree::pin(pid) else {
                 continue;
             };
             let row = match store.live_row_by_pid(pid) {
-                Ok(Some(row)) if row.identity.as_ref() == Some(&found.identity) => Ok(row.id),
+                Ok(Some(row))
+                    if row
+                        .identity
+                        .as_ref()
+                        .is_some_and(|id| id.same_process(&found.identity)) =>
+                {
+                    Ok(row.id)
+                }
                 _ => store.record_descendant(own_row, &found),
             };
             let row = match row {
@@ -118,10 +126,11 @@ impl Supervisor {
 }
 
 /// Records the descendants of the child `pid` that appeared since the last scan, and the end
-/// of those that went.
+/// of those that went (by their pidfds: a recorded process whose pid was taken again by another
+/// is ended, and the other is new).
 fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
     let mut rows: Vec<i64> = vec![child.row_id];
-    rows.extend(child.descendants.values().map(|(row, _)| *row));
+    rows.extend(child.descendants.values().map(|d| d.row));
     let mut now_found: HashMap<i32, Found> = proctree::descendants_of(&[pid])
         .into_iter()
         .map(|f| (f.identity.pid, f))
@@ -130,28 +139,21 @@ fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
         now_found.entry(found.identity.pid).or_insert(found);
     }
     now_found.remove(&pid);
-    let known: HashMap<i32, i64> = child
-        .descendants
-        .iter()
-        .map(|(pid, (row, _))| (*pid, *row))
-        .collect();
-    let changes = descendant_changes(&known, &now_found);
-    for found in changes.new {
-        let parent = child
-            .descendants
-            .get(&found.ppid)
-            .map(|(row, _)| *row)
-            .unwrap_or(child.row_id);
-        match store.record_descendant(parent, found) {
-            Ok(row) => {
-                child
-                    .descendants
-                    .insert(found.identity.pid, (row, found.identity.clone()));
-            }
-            Err(err) => log::error!("cannot record pid {}: {err}", found.identity.pid),
+    let mut ended: Vec<(i32, i64)> = Vec::new();
+    let mut known: HashMap<i32, i64> = HashMap::new();
+    for (pid, descendant) in &child.descendants {
+        let same = now_found
+            .get(pid)
+            .is_some_and(|f| f.identity.start_ticks == descendant.identity.start_ticks);
+        if same && !identity::has_ended(&descendant.pidfd) {
+            known.insert(*pid, descendant.row);
+        } else {
+            ended.push((*pid, descendant.row));
         }
     }
-    for (gone, row) in changes.ended {
+    let changes = descendant_changes(&known, &now_found);
+    ended.extend(changes.ended);
+    for (gone, row) in ended {
         child.descendants.remove(&gone);
         liveness::finish_unobserved(
             store,
@@ -162,6 +164,31 @@ fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
             EndReason::Unknown,
             UNKNOWN_EXIT,
         );
+    }
+    for found in changes.new {
+        // Pinned now: what is recorded is the process the pidfd means (gone already: nothing).
+        let Some((found, pidfd)) = proctree::pin(found.identity.pid) else {
+            continue;
+        };
+        let parent = child
+            .descendants
+            .get(&found.ppid)
+            .map(|d| d.row)
+            .unwrap_or(child.row_id);
+        match store.record_descendant(parent, &found) {
+            Ok(row) => {
+                let identity = found.identity;
+                let descendant = Descendant {
+                    row,
+                    identity,
+                    pidfd,
+                };
+                child
+                    .descendants
+                    .insert(descendant.identity.pid, descendant);
+            }
+            Err(err) => log::error!("cannot record pid {}: {err}", found.identity.pid),
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::identity;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
 use crate::store::Store;
+use rustix::fd::OwnedFd;
 use std::time::Instant;
 
 /// What happened to one process of a torn-down tree.
@@ -80,10 +81,10 @@ impl DeadlineMap {
             .map(|(pid, _)| *pid)
             .collect();
         let rows = tree.rows.clone();
-        let new: Vec<Found> = self
+        let new: Vec<(Found, Option<OwnedFd>)> = self
             .enumerate(&alive, &rows, None)
             .into_iter()
-            .filter(|p| !known.contains(&p.identity.pid))
+            .filter(|(p, _)| !known.contains(&p.identity.pid))
             .collect();
         self.add_late(store, root, new, now);
     }
@@ -135,7 +136,13 @@ impl DeadlineMap {
     }
 
     /// Adds processes of the tree found after it began: signalled at once, killed at `deadline`.
-    fn add_late(&mut self, store: &mut Store, root: i64, found: Vec<Found>, deadline: Instant) {
+    fn add_late(
+        &mut self,
+        store: &mut Store,
+        root: i64,
+        found: Vec<(Found, Option<OwnedFd>)>,
+        deadline: Instant,
+    ) {
         let Self {
             registry,
             tokens,
@@ -146,11 +153,12 @@ impl DeadlineMap {
         let Some(tree) = trees.get_mut(&root) else {
             return;
         };
-        for process in found {
+        for (process, pidfd) in found {
             let pid = process.identity.pid;
             log::info!("teardown of row {root}: found pid {pid} late");
             add_member(
-                store, registry, tokens, next_token, tree, process, None, None, deadline, true,
+                store, registry, tokens, next_token, tree, process, pidfd, None, None, deadline,
+                true,
             );
         }
     }

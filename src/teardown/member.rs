@@ -1,9 +1,9 @@
-//! One process joining a teardown: recorded (a `child` row if it has none), its pidfd opened and
-//! checked against its identity *after* opening — from then on the pidfd can only mean that
-//! process — watched for its end, and signalled.
+//! One process joining a teardown: recorded (a `child` row if it has none) with the pidfd it was
+//! pinned by (`identity::open_pidfd` for a row, `proctree::pin` for a process found now: opened,
+//! then confirmed — from then on the pidfd can only mean that process), watched for its end, and
+//! signalled through that pidfd only.
 
 use super::{Member, Request, Tree};
-use crate::identity;
 use crate::liveness;
 use crate::proctree::Found;
 use crate::signal::Signal;
@@ -11,7 +11,7 @@ use crate::store::{now_ms, Kind, Store};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
-use rustix::process::{pidfd_open, pidfd_send_signal, PidfdFlags};
+use rustix::process::pidfd_send_signal;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
@@ -24,9 +24,9 @@ pub(super) fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
     trees.get(&root).map(|t| t.rows.clone()).unwrap_or_default()
 }
 
-/// Adds a live process to `tree`: records it as a `child` row if it has none, opens and checks
-/// its pidfd, watches it, and sends it the tree's first signal (and SIGCONT, so a stopped
-/// process can act on it).
+/// Adds a live process to `tree` with the pidfd it was pinned by (`None`: it was gone when
+/// pinned): records it as a `child` row if it has none, watches it, and sends it the tree's first
+/// signal (and SIGCONT, so a stopped process can act on it).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn add_member(
     store: &mut Store,
@@ -35,6 +35,7 @@ pub(super) fn add_member(
     next_token: &mut usize,
     tree: &mut Tree,
     process: Found,
+    pidfd: Option<OwnedFd>,
     row_id: Option<i64>,
     kind: Option<Kind>,
     deadline: Instant,
@@ -62,11 +63,6 @@ pub(super) fn add_member(
         tree.rows.push(row_id.unwrap_or_default());
     }
     let command = process.argv.join(" ");
-    // Open the pidfd first, then check that the pid still is the process we found: from then on
-    // the pidfd can only ever mean that process.
-    let pidfd = rustix::process::Pid::from_raw(pid)
-        .and_then(|p| pidfd_open(p, PidfdFlags::NONBLOCK).ok())
-        .filter(|_| identity::check(&process.identity) == identity::Liveness::Alive);
     let mut member = Member {
         identity: process.identity.clone(),
         row_id,
@@ -82,7 +78,7 @@ pub(super) fn add_member(
         unsignalled: false,
     };
     let Some(pidfd) = pidfd else {
-        // Gone between being found and being opened: its row (if it is ours to record) ends
+        // Gone before it could be pinned: its row (if it is ours to record) ends
         // here, or no one would ever end it.
         member.gone_at = Some(Instant::now());
         let detail = "exit status unknown: it ended as it was found";

@@ -4,8 +4,10 @@
 //! A tree is keyed by a process row (never a name or a bare pid) and holds every live process of
 //! that row's subtree: the rows below it in the table, their descendants in procfs, and every
 //! process carrying the marker of one of those rows. Invariants:
-//! - every signal goes through a pidfd opened for the process and checked against the recorded
-//!   identity after opening it, so no signal reaches a pid that was reused;
+//! - every signal goes through a pidfd opened for the process and confirmed to be it after opening
+//!   (by its pidfd inode where the kernel has pidfs: `identity::open_pidfd`, `proctree::pin`), so
+//!   no signal reaches a pid that was reused, even within one start tick; a row whose process is
+//!   found gone is made final before the teardown goes on;
 //! - every signal sent is recorded on the process's row, with when SIGKILL is due;
 //! - a tree is finished only when procfs shows none of it — every member gone and a fresh
 //!   enumeration (descendants and markers) finding nothing — never because a signal was sent;
@@ -39,6 +41,9 @@ use rustix::fd::{AsRawFd, OwnedFd};
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
+
+/// A process of a tree, its pidfd, its row and kind if it has one, and its deadline.
+type Pinned = (Found, Option<OwnedFd>, Option<i64>, Option<Kind>, Instant);
 
 /// A scan of every process carrying a marker, by row, and when it was made.
 type MarkerScan = (Instant, BTreeMap<i64, Vec<Found>>);
@@ -252,36 +257,41 @@ impl DeadlineMap {
             .max(now + request.grace);
         let deadline_of =
             |deadline_at: Option<i64>| own_deadline(deadline_at).unwrap_or(default_deadline);
-        // Recorded processes of the subtree that are still the recorded process.
-        let mut found: Vec<(Found, Option<i64>, Option<Kind>, Instant)> = Vec::new();
+        // Recorded processes of the subtree that are still the recorded process, each with a
+        // pidfd confirmed to be it.
+        let mut found: Vec<Pinned> = Vec::new();
         for row in &rows {
             let Some(identity) = &row.identity else {
                 continue;
             };
-            if !identity::check(identity).is_alive() {
-                // Already gone, unseen: end its row now (if it is ours), or no one ever will.
+            let pinned = identity::open_pidfd(identity).and_then(|pidfd| {
+                let mut process = proctree::read(identity.pid)?;
+                process.identity = identity.clone();
+                Some((process, pidfd))
+            });
+            let Some((process, pidfd)) = pinned else {
+                // Already gone, unseen (or its pid is another process's now): end its row now
+                // (if it is ours), or no one ever will.
                 let detail = "exit status unknown: it ended unobserved";
                 let (reason, recording) = (request.reason, request.recording);
                 liveness::finish_unobserved(
                     store, row.id, row.kind, row.pid, recording, reason, detail,
                 );
-            }
-            if let Some(process) = proctree::read(identity.pid) {
-                if &process.identity == identity {
-                    found.push((
-                        process,
-                        Some(row.id),
-                        Some(row.kind),
-                        deadline_of(row.deadline_at),
-                    ));
-                }
-            }
+                continue;
+            };
+            found.push((
+                process,
+                Some(pidfd),
+                Some(row.id),
+                Some(row.kind),
+                deadline_of(row.deadline_at),
+            ));
         }
         let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();
         let rows = tree_rows(&self.trees, request.root_row);
         let discovered = self.enumerate(&known, &rows, None);
-        for process in discovered {
-            found.push((process, None, None, default_deadline));
+        for (process, pidfd) in discovered {
+            found.push((process, pidfd, None, None, default_deadline));
         }
         let tree = self
             .trees
@@ -293,22 +303,23 @@ impl DeadlineMap {
             next_token,
             ..
         } = self;
-        for (process, row_id, kind, deadline) in found {
+        for (process, pidfd, row_id, kind, deadline) in found {
             add_member(
-                store, registry, tokens, next_token, tree, process, row_id, kind, deadline, false,
+                store, registry, tokens, next_token, tree, process, pidfd, row_id, kind, deadline,
+                false,
             );
         }
         self.finish_if_empty(store, request.root_row);
     }
 
     /// Live processes not in `known` that descend from `known` or carry a marker of `rows`, by a
-    /// marker scan made after `fresh_after`.
+    /// marker scan made after `fresh_after`, each pinned (`None`: it ended before it could be).
     fn enumerate(
         &mut self,
         known: &[i32],
         rows: &[i64],
         fresh_after: Option<Instant>,
-    ) -> Vec<Found> {
+    ) -> Vec<(Found, Option<OwnedFd>)> {
         let mut found: BTreeMap<i32, Found> = BTreeMap::new();
         for process in proctree::descendants_of(known) {
             found.insert(process.identity.pid, process);
@@ -319,6 +330,12 @@ impl DeadlineMap {
         found
             .into_values()
             .filter(|p| !known.contains(&p.identity.pid))
+            .map(|process| match proctree::pin(process.identity.pid) {
+                Some((pinned, pidfd)) if pinned.identity.same_process(&process.identity) => {
+                    (pinned, Some(pidfd))
+                }
+                _ => (process, None),
+            })
             .collect()
     }
 
@@ -386,3 +403,6 @@ impl DeadlineMap {
         std::mem::take(&mut self.completed)
     }
 }
+
+#[cfg(test)]
+mod tests;

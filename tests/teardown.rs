@@ -369,12 +369,20 @@ impl Escapees {
 }
 
 impl Drop for Escapees {
+    /// Kills them until none is left (a treadmill forks a new one as the old one goes), in a
+    /// bounded number of rounds.
     fn drop(&mut self) {
-        for pid in self.pids() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+        for _ in 0..100 {
+            let pids = self.pids();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }
@@ -418,4 +426,80 @@ fn an_escapee_spawned_by_a_background_hooks_sigterm_trap_is_adopted_and_killed()
     assert!(rows
         .iter()
         .all(|r| !r.status.is_live() || r.kind == Kind::Orchestrator));
+}
+
+#[test]
+fn a_background_hooks_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_killed(
+) {
+    let (_crawl, rows) = run_escape_case("bg_clears_env_setsid");
+    let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
+    assert_eq!(escaped.len(), 1, "{rows:#?}");
+    assert_eq!(escaped[0].end_reason, Some(EndReason::Killed));
+}
+
+#[test]
+fn a_fork_and_exit_treadmill_is_torn_down_before_the_snapshot_is_sealed() {
+    // Each generation lives a few ms; at every moment one of them lives, so none left means
+    // the treadmill has stopped.
+    let (_crawl, rows) = run_escape_case("treadmill");
+    assert!(rows
+        .iter()
+        .all(|r| !r.status.is_live() || r.kind == Kind::Orchestrator));
+}
+
+#[test]
+fn a_descendant_in_a_new_pid_namespace_that_ignores_sigterm_is_killed() {
+    let (_crawl, rows) = run_escape_case("pid_namespace");
+    assert!(
+        rows.iter()
+            .any(|r| r.kind == Kind::Child && r.argv.iter().any(|a| a.contains("unshare"))),
+        "{rows:#?}"
+    );
+}
+
+#[test]
+fn a_process_that_drops_its_marker_and_reexecs_under_another_name_is_adopted_and_killed() {
+    let (_crawl, rows) = run_escape_case("reexec_unmarked");
+    assert_eq!(rows.iter().filter(|r| r.escaped).count(), 1, "{rows:#?}");
+}
+
+#[test]
+fn a_fork_loop_that_keeps_forking_while_torn_down_is_killed_whole() {
+    let (_daemon, rows) = run_case("fork_loop");
+    let hook = hook(&rows);
+    assert_eq!(hook.exit_signal, Some(9), "it ignores SIGTERM");
+    assert!(children(&rows).len() > 10, "{}", children(&rows).len());
+}
+
+#[test]
+fn escapees_alive_when_the_daemon_is_killed_with_sigkill_are_killed_by_recovery() {
+    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+    let mut daemon = TestDaemon::start_with(&format!(
+        "{}[timeouts]\nhook_timeout = \"300s\"\nmin_grace = \"300ms\"\n\
+         descendant_scan = \"100ms\"\n[plugins.escapee_then_wait]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
+        plugins_config(&[&fixtures().join("escape")]),
+        escapees.0
+    ));
+    daemon.add(&["http://127.0.0.1:9/", "--plugins", "escapee_then_wait"]);
+    // Adopted by its snapshot worker while the snapshot still runs.
+    let escaped = wait_until("the escapee's row", WAIT, || {
+        rows(&daemon)
+            .into_iter()
+            .find(|r| r.escaped && r.status.is_live())
+    });
+    assert_eq!(escapees.pids(), vec![escaped.pid.unwrap()]);
+
+    daemon.crash();
+    daemon.launch();
+    wait_until("the escapee killed by recovery", WAIT, || {
+        escapees.pids().is_empty().then_some(())
+    });
+    let row = wait_until("the escapee's row final", WAIT, || {
+        daemon
+            .store()
+            .process(escaped.id)
+            .unwrap()
+            .filter(|r| !r.status.is_live())
+    });
+    assert!(row.ended_at.is_some());
 }

@@ -160,7 +160,7 @@ impl Daemon {
             }
             if self.state.stopping
                 && !self.supervisor.has_work()
-                && self.supervisor.sweep_escapees(&mut self.state.store) == 0
+                && self.supervisor.escapees_settled(&mut self.state.store)
             {
                 break;
             }

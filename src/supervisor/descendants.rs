@@ -70,20 +70,22 @@ impl Supervisor {
             }
             scan(store, &self.instance, pid, child);
         }
+        self.adopt_unknown_children(store);
     }
 }
 
 impl Supervisor {
     /// Adopts this process's unknown children: whatever left a hook's tree (cleared its marker,
     /// changed its session) and was re-parented here, this process being a subreaper. Each gets
-    /// a `child` row below this process's own row, flagged escaped, and is torn down (SIGTERM,
-    /// `min_grace`, SIGKILL) with its own descendants. Returns how many were adopted.
-    pub fn sweep_escapees(&mut self, store: &mut Store) -> usize {
+    /// a `child` row — the one a scan recorded below its hook, else a new one below this
+    /// process's own row — flagged escaped. Returns the rows of the unknown children alive now.
+    /// Called at every descendant scan, so an escapee has its row while its scope still runs.
+    fn adopt_unknown_children(&mut self, store: &mut Store) -> Vec<i64> {
         let Some(own_row) = self.own_row else {
-            return 0;
+            return Vec::new();
         };
         let me = std::process::id() as i32;
-        let mut adopted = 0;
+        let mut rows = Vec::new();
         for pid in proctree::children_of(me) {
             if self.children.has_pid(pid) || self.teardown.has_member(pid) {
                 continue;
@@ -92,16 +94,24 @@ impl Supervisor {
             let Some((found, _)) = proctree::pin(pid) else {
                 continue;
             };
-            let row = match store.live_row_by_pid(pid) {
+            let known = match store.live_row_by_pid(pid) {
                 Ok(Some(row))
                     if row
                         .identity
                         .as_ref()
                         .is_some_and(|id| id.same_process(&found.identity)) =>
                 {
-                    Ok(row.id)
+                    Some(row)
                 }
-                _ => store.record_descendant(own_row, &found),
+                _ => None,
+            };
+            if let Some(row) = known.as_ref().filter(|row| row.escaped) {
+                rows.push(row.id);
+                continue;
+            }
+            let row = match known {
+                Some(row) => Ok(row.id),
+                None => store.record_descendant(own_row, &found),
             };
             let row = match row {
                 Ok(row) => row,
@@ -114,14 +124,56 @@ impl Supervisor {
                 log::error!("row {row}: cannot flag it escaped: {err}");
             }
             log::warn!(
-                "pid {pid} ({}) escaped its hook's tree: row {row}, tearing it down",
+                "pid {pid} ({}) escaped its hook's tree: adopted as row {row}",
                 found.argv.join(" ")
             );
-            let grace = self.timing.min_grace;
-            self.stop(store, row, Signal::TERM, grace, EndReason::Killed);
-            adopted += 1;
+            rows.push(row);
         }
-        adopted
+        rows
+    }
+
+    /// Adopts this process's unknown children (see `adopt_unknown_children`) and tears each down
+    /// (SIGTERM, `min_grace`, SIGKILL) with its own descendants. Returns how many.
+    pub(super) fn sweep_escapees(&mut self, store: &mut Store) -> usize {
+        let rows = self.adopt_unknown_children(store);
+        let grace = self.timing.min_grace;
+        for &row in &rows {
+            self.stop(store, row, Signal::TERM, grace, EndReason::Killed);
+        }
+        rows.len()
+    }
+}
+
+impl Supervisor {
+    /// Whether nothing that escaped is left below this process: two sweeps in a row adopt
+    /// nothing and find no unknown child that ended between them. A fork-and-exit treadmill
+    /// hands a new generation up at every exit; one empty look would miss the one in flight.
+    /// An unknown child that ended is reaped (and its row, if any, made final) here.
+    pub fn escapees_settled(&mut self, store: &mut Store) -> bool {
+        for _ in 0..2 {
+            if self.sweep_escapees(store) > 0 || self.reap_unknown_ended(store) > 0 {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Reaps the children of this process that ended and are neither its spawned children nor
+    /// members of a teardown (those are reaped by the loop, which reports them). Returns how many.
+    fn reap_unknown_ended(&mut self, store: &mut Store) -> usize {
+        let me = std::process::id() as i32;
+        let mut reaped = 0;
+        for pid in proctree::children_of(me) {
+            if self.children.has_pid(pid) || proctree::zombie_parent(pid) != Some(me) {
+                continue;
+            }
+            if let Some(ended) = crate::reaper::reap_one(pid) {
+                self.reaped_descendant(store, ended.pid, ended.outcome);
+                self.teardown.on_reaped(store, ended.pid);
+                reaped += 1;
+            }
+        }
+        reaped
     }
 }
 

@@ -80,7 +80,7 @@ impl Supervisor {
 
     /// A process re-parented to us (we are a subreaper: its parent died first) ended: we are the
     /// only one who can know its status, so record it on its row, whatever its kind.
-    fn reaped_descendant(&mut self, store: &mut Store, pid: i32, outcome: ExitOutcome) {
+    pub(super) fn reaped_descendant(&mut self, store: &mut Store, pid: i32, outcome: ExitOutcome) {
         match store.live_row_by_pid(pid) {
             Ok(Some(row)) => {
                 let reason = self

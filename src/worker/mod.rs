@@ -212,7 +212,7 @@ impl Context {
                     on_exit(self, exit)?;
                 }
             }
-            if self.supervisor.sweep_escapees(&mut self.store) == 0 {
+            if self.supervisor.escapees_settled(&mut self.store) {
                 break;
             }
         }

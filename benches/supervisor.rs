@@ -153,6 +153,7 @@ fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
         },
         env: Vec::new(),
         logs: Logs::InDir(dir.join("logs")),
+        limits: Default::default(),
     }
 }
 

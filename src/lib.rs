@@ -22,9 +22,10 @@
 //! 1. Foundation — facts about the machine and the config:
 //!    `config` (`supervisor.toml`, strictly parsed; a `Config` is always valid), `signal` (the one
 //!    signal type), `procstat` (the one `/proc/PID/stat` parser), `identity` ((boot id, pid,
-//!    start time) and "is this still that process"), `proctree` (a live process, its
+//!    start time, pidfd inode) and "is this still that process"), `proctree` (a live process, its
 //!    descendants), `marker` (`ABXD_PROCESS_ID` / `ABXD_INSTANCE`: finding what left the tree),
-//!    `lock` (one daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP).
+//!    `cgroup` (cgroup v2 containment: the scope, one cgroup read and written), `lock` (one
+//!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP).
 //! 2. `store` — the SQLite file: process table, work queue, results; all writes `BEGIN IMMEDIATE`.
 //! 3. `liveness` — whether a row's process runs and the only functions that end a row;
 //!    `reaper` — the one place a child is waited for.
@@ -56,6 +57,7 @@
 //! 4. The daemon never blocks on a client, never sleeps on a timer it does not need, and never
 //!    panics on input.
 
+pub mod cgroup;
 pub mod cli;
 pub mod config;
 pub(crate) mod control;

@@ -246,6 +246,7 @@ impl WorkerPool {
             },
             env: vec![(crate::config::CONFIG_TEXT_ENV.into(), config.running_text())],
             logs: Logs::InDir(config.data_dir.join("logs")),
+            limits: Default::default(),
         }
     }
 }

@@ -7,7 +7,8 @@
 
 use crate::identity::{self, Liveness};
 use crate::store::{
-    now_ms, Crawl, HookResult, ProcessRow, ResultStatus, Status, Store, StoreError, WorkStatus,
+    now_ms, Crawl, HookResult, Kind, ProcessFilter, ProcessRow, ResultStatus, Status, Store,
+    StoreError, WorkStatus,
 };
 use comfy_table::{presets, ContentArrangement, Table};
 use serde::Serialize;
@@ -328,18 +329,25 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
     Ok(trimmed_lines(&table, ""))
 }
 
-fn results_table(results: &[&HookResult]) -> Table {
-    let mut table = plain_table(&["HOOK", "STATUS", "TIME", "SIZE", "FILES", "OUTPUT"]);
+/// The CPU time each result's last hook process used, by result (under cgroup containment).
+type CpuByResult = HashMap<i64, i64>;
+
+fn results_table(results: &[&HookResult], cpu: &CpuByResult) -> Table {
+    let mut table = plain_table(&["HOOK", "STATUS", "TIME", "CPU", "SIZE", "FILES", "OUTPUT"]);
     for result in results {
         let time = match (result.started_at, result.ended_at) {
             (Some(start), Some(end)) => short_duration(end - start),
             (Some(start), None) => format!("{}…", short_duration(now_ms() - start)),
             _ => "-".into(),
         };
+        let cpu = cpu
+            .get(&result.id)
+            .map_or("-".into(), |usec| short_duration(usec / 1000));
         table.add_row([
             result.hook.clone(),
             result.status.to_string(),
             time,
+            cpu,
             bytes(result.output_size),
             result.output_files.len().to_string(),
             one_line(result.output.as_deref().unwrap_or(""), 70),
@@ -359,6 +367,16 @@ pub fn crawl_report(
     };
     let results = store.results(crawl_id)?;
     let snapshots = store.snapshots(crawl_id)?;
+    let hooks = ProcessFilter {
+        live_only: false,
+        kind: Some(Kind::Hook),
+    };
+    let cpu: CpuByResult = store
+        .processes(&hooks)?
+        .into_iter()
+        .filter(|row| row.crawl_id == Some(crawl_id))
+        .filter_map(|row| Some((row.result_id?, row.cpu_usec?)))
+        .collect();
     let mut out = String::new();
     out.push_str(&format!(
         "crawl {}: {}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
@@ -373,7 +391,7 @@ pub fn crawl_report(
         results.iter().filter(|r| r.snapshot_id.is_none()).collect();
     if !crawl_hooks.is_empty() {
         out.push_str("\n  crawl hooks\n");
-        out.push_str(&trimmed_lines(&results_table(&crawl_hooks), "    "));
+        out.push_str(&trimmed_lines(&results_table(&crawl_hooks, &cpu), "    "));
     }
     for snapshot in &snapshots {
         out.push_str(&format!(
@@ -391,7 +409,7 @@ pub fn crawl_report(
         if mine.is_empty() {
             out.push_str("    no results yet\n");
         } else {
-            out.push_str(&trimmed_lines(&results_table(&mine), "    "));
+            out.push_str(&trimmed_lines(&results_table(&mine, &cpu), "    "));
         }
     }
     Ok(Some(out))

@@ -5,13 +5,18 @@
 //! database's id (together, the marker its descendants inherit), and none of the service
 //! manager's variables; its row exists (`starting`) before the process does and carries its
 //! identity (`running`) before this function returns — before anyone can reap it, since only the
-//! event loop reaps and it is not running while we are here. Spawning never forks a copy of the
-//! caller: std's `Command` without `pre_exec` takes the `posix_spawn` path.
+//! event loop reaps and it is not running while we are here. Under cgroup containment the child
+//! enters its row's cgroup (`cgroup::Cgroup::for_row`) between fork and exec, with one write to a
+//! `cgroup.procs` opened before the fork — before it runs any code of its own, so nothing it
+//! forks can start outside. Without containment spawning never forks a copy of the caller: std's
+//! `Command` without `pre_exec` takes the `posix_spawn` path.
 
+use crate::cgroup::{self, Cgroup, CGROUP_ENV};
 use crate::identity::{self, Identity};
 use crate::marker::{INSTANCE_ENV, PROCESS_ID_ENV};
 use crate::store::{NewProcess, Store, StoreError};
 use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -41,6 +46,12 @@ pub enum SpawnError {
     },
     #[error("nothing to run: empty command")]
     EmptyArgv,
+    #[error("cannot make the cgroup of row {row} below {parent}: {cause}")]
+    Cgroup {
+        row: i64,
+        parent: PathBuf,
+        cause: std::io::Error,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -72,6 +83,8 @@ pub struct SpawnRequest {
     pub process: NewProcess,
     pub env: Vec<(String, String)>,
     pub logs: Logs,
+    /// The limits of its cgroup, under cgroup containment.
+    pub limits: cgroup::Limits,
 }
 
 /// A started child: its row and its identity.
@@ -81,6 +94,8 @@ pub struct Spawned {
     pub identity: Identity,
     /// Its stdout and stderr log files.
     pub logs: (PathBuf, PathBuf),
+    /// Its row's cgroup, under cgroup containment.
+    pub cgroup: Option<Cgroup>,
 }
 
 fn open_log(path: &Path) -> Result<File, SpawnError> {
@@ -98,15 +113,27 @@ fn open_log(path: &Path) -> Result<File, SpawnError> {
         .map_err(log_err)
 }
 
-/// Starts `request` as a child of the calling process and records it. On failure the row is made
-/// final with the reason, so no row is left `starting`.
-pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, SpawnError> {
+/// Starts `request` as a child of the calling process and records it; under cgroup containment
+/// (`cgroups`: the cgroup of the caller's row) in a cgroup of its own below that one. On failure
+/// the row is made final with the reason, so no row is left `starting`.
+pub fn spawn(
+    store: &mut Store,
+    request: &SpawnRequest,
+    cgroups: Option<&Cgroup>,
+) -> Result<Spawned, SpawnError> {
     let argv = &request.process.argv;
     let program = argv.first().ok_or(SpawnError::EmptyArgv)?;
     let instance = store.marker_namespace()?;
     let row_id = store.insert_process(&request.process)?;
-    match start(row_id, &instance, program, request) {
-        Ok((child, stdout, stderr)) => {
+    let placed = cgroups
+        .map(|parent| place(store, row_id, parent, request))
+        .transpose();
+    let started = placed.and_then(|placement| {
+        let (child, stdout, stderr) = start(row_id, &instance, program, request, &placement)?;
+        Ok((child, stdout, stderr, placement.map(|p| p.cgroup)))
+    });
+    match started {
+        Ok((child, stdout, stderr, cgroup)) => {
             let pid = child.id() as i32;
             // Unreaped, so the pid is ours even if the child already exited.
             let identity = identity::of_unreaped_child(pid).unwrap_or_else(|| Identity {
@@ -128,6 +155,7 @@ pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, Spawn
                 row_id,
                 identity,
                 logs: (stdout, stderr),
+                cgroup,
             })
         }
         Err(err) => {
@@ -137,11 +165,44 @@ pub fn spawn(store: &mut Store, request: &SpawnRequest) -> Result<Spawned, Spawn
     }
 }
 
+/// A child's place under cgroup containment: its row's cgroup, and the open `cgroup.procs` of
+/// the one it enters (the row's, or its `supervisor` leaf for a worker).
+struct Placement {
+    cgroup: Cgroup,
+    entry: File,
+}
+
+/// Makes row `row_id`'s cgroup below `parent`, with the request's limits, and records it.
+fn place(
+    store: &mut Store,
+    row_id: i64,
+    parent: &Cgroup,
+    request: &SpawnRequest,
+) -> Result<Placement, SpawnError> {
+    let failed = |cause| SpawnError::Cgroup {
+        row: row_id,
+        parent: parent.dir.clone(),
+        cause,
+    };
+    let supervising = request.process.kind.is_worker();
+    let (cgroup, entered) = parent.for_row(row_id, supervising).map_err(failed)?;
+    let entry = entered.procs_for_entry().map_err(failed)?;
+    for key in cgroup.apply(&request.limits) {
+        log::warn!(
+            "row {row_id}: {key} not applied: its cgroup controller is not enabled below {}",
+            parent.dir.display()
+        );
+    }
+    store.set_cgroup(row_id, &cgroup.dir.to_string_lossy())?;
+    Ok(Placement { cgroup, entry })
+}
+
 fn start(
     row_id: i64,
     instance: &str,
     program: &str,
     request: &SpawnRequest,
+    placement: &Option<Placement>,
 ) -> Result<(std::process::Child, PathBuf, PathBuf), SpawnError> {
     let (stdout_path, stderr_path) = request.logs.paths(row_id);
     let stdout = open_log(&stdout_path)?;
@@ -160,9 +221,36 @@ fn start(
     command.envs(request.env.iter().map(|(k, v)| (k, v)));
     command.env(PROCESS_ID_ENV, row_id.to_string());
     command.env(INSTANCE_ENV, instance);
+    if let Some(placement) = placement {
+        command.env(CGROUP_ENV, &placement.cgroup.dir);
+        let entry = placement.entry.as_raw_fd();
+        // SAFETY: between fork and exec only one write(2) runs, on a descriptor opened before
+        // the fork: async-signal-safe, no allocation, no lock.
+        unsafe {
+            command.pre_exec(move || {
+                let written = libc_write(entry, b"0");
+                if written == 1 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    }
     let child = command.spawn().map_err(|cause| SpawnError::Exec {
         program: program.to_string(),
         cause,
     })?;
     Ok((child, stdout_path, stderr_path))
+}
+
+/// write(2) on a raw descriptor, for the moment between fork and exec (where nothing may
+/// allocate): returns the number of bytes written, or -1.
+fn libc_write(fd: i32, bytes: &[u8]) -> isize {
+    // SAFETY: `fd` is a descriptor this process holds open; `bytes` is a valid slice.
+    let fd = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
+    match rustix::io::write(fd, bytes) {
+        Ok(n) => n as isize,
+        Err(_) => -1,
+    }
 }

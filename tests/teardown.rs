@@ -13,9 +13,15 @@ const CRAWL_WAIT: Duration = Duration::from_secs(60);
 const KILL_GRACE_MS: i64 = 800;
 
 fn escape_daemon(extra: &str) -> TestDaemon {
+    contained_escape_daemon("auto", extra)
+}
+
+/// An escape-matrix daemon whose containment is `mode` ("procfs", "cgroup", "auto").
+fn contained_escape_daemon(mode: &str, extra: &str) -> TestDaemon {
     TestDaemon::start_with(&format!(
-        "{}[timeouts]\nhook_timeout = \"1s\"\nkill_grace = \"{KILL_GRACE_MS}ms\"\n\
-         min_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n{extra}",
+        "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"1s\"\n\
+         kill_grace = \"{KILL_GRACE_MS}ms\"\nmin_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n\
+         {extra}",
         plugins_config(&[&fixtures().join("escape")])
     ))
 }
@@ -24,9 +30,18 @@ fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
     daemon.store().processes(&ProcessFilter::default()).unwrap()
 }
 
-/// Runs one crawl of `plugin` to its end and checks what every case must show.
-fn run_case(plugin: &str) -> (TestDaemon, Vec<ProcessRow>) {
-    let daemon = escape_daemon("");
+/// Runs one crawl of `plugin` to its end under every containment this machine has (see
+/// `common::containments`) and checks what every case must show; returns each run.
+fn run_case(plugin: &str) -> Vec<(TestDaemon, Vec<ProcessRow>)> {
+    common::containments()
+        .into_iter()
+        .map(|mode| run_case_contained(mode, plugin))
+        .collect()
+}
+
+fn run_case_contained(mode: &str, plugin: &str) -> (TestDaemon, Vec<ProcessRow>) {
+    eprintln!("containment: {mode}");
+    let daemon = contained_escape_daemon(mode, "");
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", plugin]);
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     assert_nothing_left(&daemon);
@@ -85,110 +100,119 @@ fn assert_killed_at_deadline(row: &ProcessRow) {
 
 #[test]
 fn a_hook_that_exits_on_sigterm_ends_at_its_deadline_without_sigkill() {
-    let (_daemon, rows) = run_case("exits_on_term");
-    let hook = hook(&rows);
-    assert_eq!(hook.end_reason, Some(EndReason::Timeout));
-    assert_eq!(hook.exit_signal, Some(15));
-    assert!(hook.sigterm_at.is_some() && hook.sigkill_at.is_none());
+    for (_daemon, rows) in run_case("exits_on_term") {
+        let hook = hook(&rows);
+        assert_eq!(hook.end_reason, Some(EndReason::Timeout));
+        assert_eq!(hook.exit_signal, Some(15));
+        assert!(hook.sigterm_at.is_some() && hook.sigkill_at.is_none());
+    }
 }
 
 #[test]
 fn a_hook_that_ignores_sigterm_is_killed_at_its_deadline() {
-    let (_daemon, rows) = run_case("ignores_term");
-    let hook = hook(&rows);
-    assert_eq!(hook.end_reason, Some(EndReason::Timeout));
-    assert_eq!(hook.exit_signal, Some(9));
-    assert_killed_at_deadline(hook);
+    for (_daemon, rows) in run_case("ignores_term") {
+        let hook = hook(&rows);
+        assert_eq!(hook.end_reason, Some(EndReason::Timeout));
+        assert_eq!(hook.exit_signal, Some(9));
+        assert_killed_at_deadline(hook);
+    }
 }
 
 #[test]
 fn children_that_ignore_sigterm_are_found_and_killed_at_the_deadline() {
-    let (_daemon, rows) = run_case("children_ignore_term");
-    // Three children ignore SIGTERM; the hook's own `sleep 300` does not.
-    let killed: Vec<&ProcessRow> = children(&rows)
-        .into_iter()
-        .filter(|c| c.argv == ["sleep", "300"] && c.sigkill_at.is_some())
-        .collect();
-    assert_eq!(killed.len(), 3, "{:#?}", children(&rows));
-    for sleeper in killed {
-        assert_killed_at_deadline(sleeper);
+    for (_daemon, rows) in run_case("children_ignore_term") {
+        // Three children ignore SIGTERM; the hook's own `sleep 300` does not.
+        let killed: Vec<&ProcessRow> = children(&rows)
+            .into_iter()
+            .filter(|c| c.argv == ["sleep", "300"] && c.sigkill_at.is_some())
+            .collect();
+        assert_eq!(killed.len(), 3, "{:#?}", children(&rows));
+        for sleeper in killed {
+            assert_killed_at_deadline(sleeper);
+        }
     }
 }
 
 #[test]
 fn a_double_forked_daemon_in_its_own_session_is_found_by_its_marker_and_killed() {
-    let (_daemon, rows) = run_case("double_fork_setsid");
-    let daemonized = children(&rows)
-        .into_iter()
-        .find(|c| c.argv == ["sleep", "300"] && c.pgid == c.pid)
-        .expect("the setsid daemon was recorded as a child row");
-    assert!(daemonized.sigkill_at.is_some());
+    for (_daemon, rows) in run_case("double_fork_setsid") {
+        let daemonized = children(&rows)
+            .into_iter()
+            .find(|c| c.argv == ["sleep", "300"] && c.pgid == c.pid)
+            .expect("the setsid daemon was recorded as a child row");
+        assert!(daemonized.sigkill_at.is_some());
+    }
 }
 
 #[test]
 fn a_double_forked_process_that_also_changed_its_group_is_killed() {
-    let (_daemon, rows) = run_case("double_fork_new_group");
-    let hook = hook(&rows);
-    let escaped: Vec<&ProcessRow> = children(&rows)
-        .into_iter()
-        .filter(|c| c.pgid != hook.pgid && c.sigkill_at.is_some())
-        .collect();
-    assert!(
-        !escaped.is_empty(),
-        "the escaped grandchild was recorded and killed"
-    );
+    for (_daemon, rows) in run_case("double_fork_new_group") {
+        let hook = hook(&rows);
+        let escaped: Vec<&ProcessRow> = children(&rows)
+            .into_iter()
+            .filter(|c| c.pgid != hook.pgid && c.sigkill_at.is_some())
+            .collect();
+        assert!(
+            !escaped.is_empty(),
+            "the escaped grandchild was recorded and killed"
+        );
+    }
 }
 
 #[test]
 fn a_fork_tree_of_over_fifty_processes_is_torn_down_whole() {
-    let (_daemon, rows) = run_case("fork_tree");
-    let tree = children(&rows);
-    assert!(
-        tree.len() >= 60,
-        "all 60 descendants recorded, found {}",
-        tree.len()
-    );
-    assert!(tree
-        .iter()
-        .all(|c| c.sigterm_at.is_some() || c.ended_at.is_some()));
+    for (_daemon, rows) in run_case("fork_tree") {
+        let tree = children(&rows);
+        assert!(
+            tree.len() >= 60,
+            "all 60 descendants recorded, found {}",
+            tree.len()
+        );
+        assert!(tree
+            .iter()
+            .all(|c| c.sigterm_at.is_some() || c.ended_at.is_some()));
+    }
 }
 
 #[test]
 fn a_child_stopped_with_sigstop_is_torn_down() {
-    let (_daemon, rows) = run_case("stopped_child");
-    assert!(!children(&rows).is_empty());
+    for (_daemon, rows) in run_case("stopped_child") {
+        assert!(!children(&rows).is_empty());
+    }
 }
 
 #[test]
 fn a_hook_that_exits_leaving_a_grandchild_is_flagged_leaking_and_the_grandchild_killed() {
-    let (daemon, rows) = run_case("leaks_grandchild");
-    let hook = hook(&rows);
-    assert!(hook.leaking, "the leak is flagged on the hook's row");
-    assert_eq!(hook.exit_code, Some(0));
-    let ps = daemon.ctl_ok(&["ps", "--all"]);
-    assert!(ps.contains("exited 0, leaking"), "{ps}");
-    // (Found by its marker; it may have been caught before it exec'd `sleep`.)
-    let leftover = children(&rows)
-        .into_iter()
-        .find(|c| c.parent_id == Some(hook.id))
-        .expect("the grandchild has a row below the hook");
-    assert!(leftover.sigterm_at.is_some());
+    for (daemon, rows) in run_case("leaks_grandchild") {
+        let hook = hook(&rows);
+        assert!(hook.leaking, "the leak is flagged on the hook's row");
+        assert_eq!(hook.exit_code, Some(0));
+        let ps = daemon.ctl_ok(&["ps", "--all"]);
+        assert!(ps.contains("exited 0, leaking"), "{ps}");
+        // (Found by its marker; it may have been caught before it exec'd `sleep`.)
+        let leftover = children(&rows)
+            .into_iter()
+            .find(|c| c.parent_id == Some(hook.id))
+            .expect("the grandchild has a row below the hook");
+        assert!(leftover.sigterm_at.is_some());
+    }
 }
 
 #[test]
 fn two_background_hooks_with_the_same_interpreter_are_both_torn_down() {
-    let (_daemon, rows) = run_case("twins");
-    let twins: Vec<&ProcessRow> = rows
-        .iter()
-        .filter(|r| r.kind == Kind::Hook && r.argv[0].contains("twin_"))
-        .collect();
-    assert_eq!(twins.len(), 2);
-    for twin in twins {
-        assert!(
-            twin.sigterm_at.is_some() && twin.sigkill_at.is_some(),
-            "{twin:?}"
-        );
-        assert_eq!(twin.exit_signal, Some(9));
+    for (_daemon, rows) in run_case("twins") {
+        let twins: Vec<&ProcessRow> = rows
+            .iter()
+            .filter(|r| r.kind == Kind::Hook && r.argv[0].contains("twin_"))
+            .collect();
+        assert_eq!(twins.len(), 2);
+        for twin in twins {
+            assert!(
+                twin.sigterm_at.is_some() && twin.sigkill_at.is_some(),
+                "{twin:?}"
+            );
+            assert_eq!(twin.exit_signal, Some(9));
+        }
     }
 }
 
@@ -387,88 +411,104 @@ impl Drop for Escapees {
     }
 }
 
-/// Crawls `plugin`, whose hook leaves an escapee named by `ESCAPE_NAME`, to its end; checks
-/// that nothing of the escapee survived and returns the crawl and its rows.
-fn run_escape_case(plugin: &str) -> (i64, Vec<ProcessRow>) {
-    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
-    let daemon = escape_daemon(&format!(
-        "[plugins.{plugin}]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
-        escapees.0
-    ));
-    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", plugin]);
-    // Sealed means every row of the crawl is final: the escapee's too.
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
-    assert!(
-        escapees.pids().is_empty(),
-        "the escapee survived its snapshot"
-    );
-    (crawl, rows(&daemon))
+/// Crawls `plugin`, whose hook leaves an escapee named by `ESCAPE_NAME`, to its end under every
+/// containment this machine has; checks that nothing of the escapee survived and returns each
+/// crawl and its rows.
+fn run_escape_case(plugin: &str) -> Vec<(i64, Vec<ProcessRow>)> {
+    let mut runs = Vec::new();
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+        let daemon = contained_escape_daemon(
+            mode,
+            &format!(
+                "[plugins.{plugin}]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
+                escapees.0
+            ),
+        );
+        let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", plugin]);
+        // Sealed means every row of the crawl is final: the escapee's too.
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        assert!(
+            escapees.pids().is_empty(),
+            "the escapee survived its snapshot ({mode})"
+        );
+        runs.push((crawl, rows(&daemon)));
+    }
+    runs
 }
 
 #[test]
 fn a_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_killed() {
-    let (crawl, rows) = run_escape_case("clears_env_setsid");
-    // Found as an unknown child of its snapshot worker (at whichever point of its exec chain).
-    let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
-    assert_eq!(escaped.len(), 1, "{rows:#?}");
-    let escaped = escaped[0];
-    assert_eq!(escaped.kind, Kind::Child);
-    assert_eq!(escaped.crawl_id, Some(crawl));
-    assert_eq!(escaped.end_reason, Some(EndReason::Killed));
-    assert!(!escaped.status.is_live());
+    for (crawl, rows) in run_escape_case("clears_env_setsid") {
+        // Found as an unknown child of its snapshot worker (at whichever point of its exec chain).
+        let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
+        assert_eq!(escaped.len(), 1, "{rows:#?}");
+        let escaped = escaped[0];
+        assert_eq!(escaped.kind, Kind::Child);
+        assert_eq!(escaped.crawl_id, Some(crawl));
+        assert_eq!(escaped.end_reason, Some(EndReason::Killed));
+        assert!(!escaped.status.is_live());
+    }
 }
 
 #[test]
 fn an_escapee_spawned_by_a_background_hooks_sigterm_trap_is_adopted_and_killed() {
-    let (_crawl, rows) = run_escape_case("trap_escapes");
-    // It escaped while the trap waited (the teardown cannot see it) and was adopted.
-    assert_eq!(rows.iter().filter(|r| r.escaped).count(), 1, "{rows:#?}");
-    assert!(rows
-        .iter()
-        .all(|r| !r.status.is_live() || r.kind == Kind::Orchestrator));
+    for (_crawl, rows) in run_escape_case("trap_escapes") {
+        // It escaped while the trap waited (the teardown cannot see it) and was adopted.
+        assert_eq!(rows.iter().filter(|r| r.escaped).count(), 1, "{rows:#?}");
+        assert!(rows
+            .iter()
+            .all(|r| !r.status.is_live() || r.kind == Kind::Orchestrator));
+    }
 }
 
 #[test]
 fn a_background_hooks_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_killed(
 ) {
-    let (_crawl, rows) = run_escape_case("bg_clears_env_setsid");
-    let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
-    assert_eq!(escaped.len(), 1, "{rows:#?}");
-    assert_eq!(escaped[0].end_reason, Some(EndReason::Killed));
+    for (_crawl, rows) in run_escape_case("bg_clears_env_setsid") {
+        let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
+        assert_eq!(escaped.len(), 1, "{rows:#?}");
+        assert_eq!(escaped[0].end_reason, Some(EndReason::Killed));
+    }
 }
 
 #[test]
 fn a_fork_and_exit_treadmill_is_torn_down_before_the_snapshot_is_sealed() {
     // Each generation lives a few ms; at every moment one of them lives, so none left means
     // the treadmill has stopped.
-    let (_crawl, rows) = run_escape_case("treadmill");
-    assert!(rows
-        .iter()
-        .all(|r| !r.status.is_live() || r.kind == Kind::Orchestrator));
+    for (_crawl, rows) in run_escape_case("treadmill") {
+        assert!(rows
+            .iter()
+            .all(|r| !r.status.is_live() || r.kind == Kind::Orchestrator));
+    }
 }
 
 #[test]
 fn a_descendant_in_a_new_pid_namespace_that_ignores_sigterm_is_killed() {
-    let (_crawl, rows) = run_escape_case("pid_namespace");
-    assert!(
-        rows.iter()
-            .any(|r| r.kind == Kind::Child && r.argv.iter().any(|a| a.contains("unshare"))),
-        "{rows:#?}"
-    );
+    for (_crawl, rows) in run_escape_case("pid_namespace") {
+        assert!(
+            rows.iter()
+                .any(|r| r.kind == Kind::Child && r.argv.iter().any(|a| a.contains("unshare"))),
+            "{rows:#?}"
+        );
+    }
 }
 
 #[test]
 fn a_process_that_drops_its_marker_and_reexecs_under_another_name_is_adopted_and_killed() {
-    let (_crawl, rows) = run_escape_case("reexec_unmarked");
-    assert_eq!(rows.iter().filter(|r| r.escaped).count(), 1, "{rows:#?}");
+    for (_crawl, rows) in run_escape_case("reexec_unmarked") {
+        assert_eq!(rows.iter().filter(|r| r.escaped).count(), 1, "{rows:#?}");
+    }
 }
 
 #[test]
 fn a_fork_loop_that_keeps_forking_while_torn_down_is_killed_whole() {
-    let (_daemon, rows) = run_case("fork_loop");
-    let hook = hook(&rows);
-    assert_eq!(hook.exit_signal, Some(9), "it ignores SIGTERM");
-    assert!(children(&rows).len() > 10, "{}", children(&rows).len());
+    for (_daemon, rows) in run_case("fork_loop") {
+        let hook = hook(&rows);
+        assert_eq!(hook.exit_signal, Some(9), "it ignores SIGTERM");
+        assert!(children(&rows).len() > 10, "{}", children(&rows).len());
+    }
 }
 
 #[test]
@@ -502,4 +542,43 @@ fn escapees_alive_when_the_daemon_is_killed_with_sigkill_are_killed_by_recovery(
             .filter(|r| !r.status.is_live())
     });
     assert!(row.ended_at.is_some());
+}
+
+#[test]
+fn a_busy_hooks_recorded_cpu_time_is_its_real_cpu_use_and_the_status_names_the_containment() {
+    if !common::containments().contains(&"cgroup") {
+        eprintln!(
+            "SKIPPED: no writable cgroup2 mount here: CPU time is recorded under cgroups only"
+        );
+        return;
+    }
+    let daemon = contained_escape_daemon("cgroup", "");
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("contain:  cgroup v2 at "), "{status}");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "busy"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let store = daemon.store();
+    let result = &store.results(crawl).unwrap()[0];
+    let reported: f64 = result.output.as_deref().unwrap().parse().unwrap();
+    let hook = hook(&rows(&daemon)).clone();
+    let recorded = hook.cpu_usec.expect("the hook's CPU time is recorded") as f64;
+    assert!(
+        (recorded - reported).abs() <= reported * 0.2,
+        "recorded {recorded} µs, the hook measured {reported} µs"
+    );
+    assert!(hook.cgroup.is_some());
+    // Its cgroup was removed with its scope.
+    assert!(!std::path::Path::new(hook.cgroup.as_deref().unwrap()).exists());
+    let show = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(show.contains("CPU"), "{show}");
+}
+
+#[test]
+fn the_status_says_procfs_and_why_when_cgroups_are_not_used() {
+    let daemon = contained_escape_daemon("procfs", "");
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(
+        status.contains("contain:  procfs (containment = \"procfs\" in the config)"),
+        "{status}"
+    );
 }

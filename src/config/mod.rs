@@ -8,11 +8,15 @@
 //! This file holds the resolved [`Config`] and its checks; `file` the shape of the file (what
 //! serde reads and writes) and the derived views of a config (its running text, its keys).
 
+mod bytes;
 mod file;
+mod plugin;
+
+pub use plugin::PluginConfig;
 
 use file::{
-    duration, duration_text, flatten, level, level_text, optional_duration, optional_duration_text,
-    parse_file, FileConfig, FileControl, FilePaths,
+    duration, duration_text, flatten, level, level_text, parse_file, FileConfig, FileControl,
+    FilePaths,
 };
 
 use serde::{Deserialize, Serialize};
@@ -74,36 +78,11 @@ pub struct Config {
     pub plugins: BTreeMap<String, PluginConfig>,
 }
 
-/// `[plugins.<name>]`: one plugin's settings.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PluginConfig {
-    /// Whether its hooks run at all.
-    pub enabled: bool,
-    /// Its hooks' timeout, instead of `timeouts.hook_timeout`.
-    #[serde(
-        deserialize_with = "optional_duration",
-        serialize_with = "optional_duration_text",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub timeout: Option<Duration>,
-    /// Extra environment variables for its hooks.
-    pub env: BTreeMap<String, String>,
-}
-
-impl Default for PluginConfig {
-    fn default() -> Self {
-        PluginConfig {
-            enabled: true,
-            timeout: None,
-            env: BTreeMap::new(),
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
+    /// How processes are contained: cgroup v2 where possible (`auto`), always, or never.
+    pub containment: crate::cgroup::Mode,
     pub max_crawl_workers: u32,
     pub max_snapshot_workers: u32,
     pub max_result_attempts: u32,
@@ -113,6 +92,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            containment: crate::cgroup::Mode::Auto,
             max_crawl_workers: 2,
             max_snapshot_workers: 2,
             max_result_attempts: 3,
@@ -288,6 +268,22 @@ impl Config {
                     self.invalid(&format!("plugins.{name}.timeout"), "must be longer than 0s")
                 );
             }
+            if let Some(weight) = plugin.cpu_weight.filter(|w| !(1..=10_000).contains(w)) {
+                return Err(self.invalid(
+                    &format!("plugins.{name}.cpu_weight"),
+                    format!("must be between 1 and 10000, got {weight}"),
+                ));
+            }
+            for (key, value) in [
+                ("memory_max", plugin.memory_max),
+                ("tasks_max", plugin.tasks_max),
+            ] {
+                if value == Some(0) {
+                    return Err(
+                        self.invalid(&format!("plugins.{name}.{key}"), "must be at least 1")
+                    );
+                }
+            }
         }
         if let Some(group) = &self.control.group {
             group_id(group).map_err(|message| self.invalid("control.group", message))?;
@@ -413,6 +409,37 @@ mod tests {
         );
         assert_eq!(config.limits, Limits::default());
         assert_eq!(config.timeouts, Timeouts::default());
+    }
+
+    #[test]
+    fn containment_and_plugin_limits_are_read_and_checked() {
+        let config = parse(
+            "[limits]\ncontainment = \"cgroup\"\n\
+             [plugins.wget]\nmemory_max = \"512M\"\ntasks_max = 64\ncpu_weight = 50\n",
+        )
+        .unwrap();
+        assert_eq!(config.limits.containment, crate::cgroup::Mode::Cgroup);
+        let limits = config.plugins["wget"].limits();
+        assert_eq!(limits.memory_max, Some(512 << 20));
+        assert_eq!(limits.tasks_max, Some(64));
+        assert_eq!(limits.cpu_weight, Some(50));
+        assert_eq!(
+            parse("").unwrap().limits.containment,
+            crate::cgroup::Mode::Auto
+        );
+
+        let err = parse("[limits]\ncontainment = \"jail\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("containment") && err.contains("jail"), "{err}");
+        let err = parse("[plugins.wget]\ncpu_weight = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plugins.wget.cpu_weight"), "{err}");
+        let err = parse("[plugins.wget]\nmemory_max = \"lots\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"lots\""), "{err}");
     }
 
     #[test]

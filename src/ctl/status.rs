@@ -29,6 +29,7 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             );
             println!("database: {}", info.database);
             println!("socket:   {}", info.socket);
+            println!("contain:  {}", info.containment);
             let live: Vec<String> = info.live.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("live:     {}", live.join(", "));
             if info.recovering {

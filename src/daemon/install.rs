@@ -88,6 +88,7 @@ impl State {
                 },
                 env: Vec::new(),
                 logs: Logs::InDir(logs),
+                limits: Default::default(),
             };
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
             match supervisor.spawn(&mut self.store, &request, ChildPolicy::FOREGROUND_HOOK) {

@@ -52,11 +52,15 @@ pub enum DaemonError {
     },
     #[error("event loop: {0}")]
     Io(#[from] std::io::Error),
+    #[error("containment: {0}")]
+    Containment(String),
 }
 
 /// The daemon's own state, apart from the loop and the socket: what handlers read and change.
 struct State {
     config: Config,
+    /// How processes are contained (cgroup v2 or procfs), as the start-up settled it.
+    containment: crate::cgroup::Containment,
     store: Store,
     orchestrator_id: i64,
     started_at_ms: i64,
@@ -113,6 +117,9 @@ enum Retry {
     Claims,
     Recovery,
 }
+
+/// The most the start-up waits for a previous incarnation's cgroups to empty once killed.
+const STALE_CGROUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct Daemon {
     state: State,
@@ -182,6 +189,7 @@ impl Daemon {
         if let Err(err) = liveness::finish_own(&mut self.state.store, own, "clean shutdown") {
             log::error!("cannot record the orchestrator's end: {err}");
         }
+        self.state.containment.leave();
         log::info!("abxd stopped");
         Ok(self.state.exit_code)
     }
@@ -352,6 +360,7 @@ impl Daemon {
         let state = &mut self.state;
         if state.orphans.remove(&report.root_row) && state.orphans.is_empty() {
             log::info!("recovery: every orphan tree is gone");
+            state.containment.clear_stale(STALE_CGROUP_PATIENCE);
             state.recover(None, false);
             state.wake = true;
         }

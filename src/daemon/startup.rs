@@ -3,6 +3,7 @@
 //! can fail comes before the first process is signalled or started.
 
 use super::{Daemon, DaemonError, State, CONTROL};
+use crate::cgroup;
 use crate::config::Config;
 use crate::control::access::Policy;
 use crate::control::server::Server;
@@ -33,8 +34,16 @@ impl Daemon {
         let mut store = Store::open(&config.database).map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
+        // The scope is named by the marker namespace (database and boot): a previous
+        // incarnation of this boot is found again, never one of another boot or database.
+        let mut containment = cgroup::establish(config.limits.containment, &instance)
+            .map_err(DaemonError::Containment)?;
+        log::info!("containment: {}", containment.describe());
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, instance.clone(), Some(orchestrator_id))?;
+        if let Some(scope) = containment.scope() {
+            supervisor.contain_in(scope.clone());
+        }
         let reconciliation =
             recovery::reconcile(&store, &instance, Some(orchestrator_id)).map_err(store_err)?;
         for line in recovery::describe(&reconciliation, &recovery::WorkPlan::default()) {
@@ -67,9 +76,13 @@ impl Daemon {
         let orphans: BTreeSet<i64> = reconciliation.orphans.iter().map(|o| o.row).collect();
         let orphan_rows: Vec<i64> = orphans.iter().copied().collect();
         supervisor.stop_orphans(&mut store, &orphan_rows);
+        if orphans.is_empty() {
+            containment.clear_stale(super::STALE_CGROUP_PATIENCE);
+        }
         let mut state = State {
             started_at_ms: now_ms(),
             config,
+            containment,
             store,
             orchestrator_id,
             stopping: false,

@@ -282,7 +282,10 @@ impl HookRunner {
             (outcome, reason)
         };
         let timeout = run.prepared.timeout;
-        let result = interpret(&run.stdout, &run.stderr, outcome, reason, timeout);
+        let mut result = interpret(&run.stdout, &run.stderr, outcome, reason, timeout);
+        if killed_by_memory_limit(store, row_id, outcome) {
+            result = result::memory_limit();
+        }
         let (files, size) = output_files(Path::new(&run.cwd));
         store.finish_result(
             run.result_id,
@@ -317,6 +320,14 @@ fn polite_exit(outcome: ExitOutcome) -> bool {
         ExitOutcome::Signal(signal) => polite.contains(&signal),
         ExitOutcome::Code(code) => polite.iter().any(|s| code == 128 + s),
     }
+}
+
+/// Whether the kernel killed hook row `row_id` for going over its cgroup's `memory.max` (its
+/// supervisor noted it on the row when it reaped it).
+fn killed_by_memory_limit(store: &Store, row_id: i64, outcome: ExitOutcome) -> bool {
+    outcome == ExitOutcome::Signal(crate::signal::Signal::KILL.as_raw())
+        && matches!(store.process(row_id), Ok(Some(row))
+            if row.end_detail.as_deref() == Some(crate::cgroup::MEMORY_LIMIT))
 }
 
 #[cfg(test)]

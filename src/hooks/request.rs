@@ -114,5 +114,6 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             stdout: logs.join(format!("{}.stdout.log", hook.file_name)),
             stderr: logs.join(format!("{}.stderr.log", hook.file_name)),
         },
+        limits: prepared.limits,
     }
 }

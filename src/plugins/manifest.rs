@@ -85,6 +85,13 @@ pub fn is_false(text: &str) -> bool {
     )
 }
 
+/// The runtime plugins are loaded for: `ABX_RUNTIME`, else `abx-dl` — abxd runs hooks the way
+/// abx-dl does, so plugins limited to ArchiveBox's own runtime are left out, as abx-dl leaves
+/// them out.
+pub(super) fn runtime() -> String {
+    std::env::var("ABX_RUNTIME").unwrap_or_else(|_| "abx-dl".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

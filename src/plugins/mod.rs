@@ -153,7 +153,7 @@ impl Catalog {
                 Manifest::default()
             }
         };
-        if !manifest.for_runtime(&runtime()) {
+        if !manifest.for_runtime(&manifest::runtime()) {
             return;
         }
         let mut hooks = Vec::new();
@@ -320,6 +320,8 @@ pub struct Prepared {
     pub env: BTreeMap<String, String>,
     /// Its timeout (a background hook: its grace when its scope ends).
     pub timeout: std::time::Duration,
+    /// Its cgroup's limits (`[plugins.X] memory_max`, `tasks_max`, `cpu_weight`).
+    pub limits: crate::cgroup::Limits,
 }
 
 impl Catalog {
@@ -341,7 +343,14 @@ impl Catalog {
                     .entry(plugin.name.as_str())
                     .or_insert_with(|| self.resolve(plugin, config))
                     .clone();
-                Prepared { hook, env, timeout }
+                let limits = config.plugins.get(&hook.plugin).map(|p| p.limits());
+                let limits = limits.unwrap_or_default();
+                Prepared {
+                    hook,
+                    env,
+                    timeout,
+                    limits,
+                }
             })
             .collect()
     }
@@ -361,13 +370,6 @@ impl Catalog {
         }
         (env, timeout)
     }
-}
-
-/// The runtime plugins are loaded for: `ABX_RUNTIME`, else `abx-dl` — abxd runs hooks the way
-/// abx-dl does, so plugins limited to ArchiveBox's own runtime are left out, as abx-dl leaves
-/// them out.
-fn runtime() -> String {
-    std::env::var("ABX_RUNTIME").unwrap_or_else(|_| "abx-dl".into())
 }
 
 /// Checks that every `[plugins.X]` table of `config` names a plugin of its plugins dirs (a typo

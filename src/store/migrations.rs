@@ -180,6 +180,13 @@ const MIGRATIONS: &[&str] = &[
         ON processes(boot_id, pid, start_ticks, COALESCE(pidfd_ino, 0))
         WHERE pid IS NOT NULL;
     "#,
+    // 10: cgroup containment — the cgroup a row's process ran in, and what the cgroup measured
+    // of it (CPU time of it and its descendants, peak memory where the controller is enabled).
+    r#"
+    ALTER TABLE processes ADD COLUMN cgroup TEXT;
+    ALTER TABLE processes ADD COLUMN cpu_usec INTEGER;
+    ALTER TABLE processes ADD COLUMN memory_peak INTEGER;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -23,6 +23,35 @@ impl Store {
         })
     }
 
+    /// Records the cgroup row `id`'s process runs in.
+    pub fn set_cgroup(&mut self, id: i64, cgroup: &str) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE processes SET cgroup = ?2 WHERE id = ?1")?
+                .execute(params![id, cgroup])?;
+            Ok(())
+        })
+    }
+
+    /// Records what row `id`'s cgroup measured of it and its descendants.
+    pub fn record_usage(
+        &mut self,
+        id: i64,
+        cpu_usec: Option<u64>,
+        memory_peak: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE processes SET cpu_usec = ?2, memory_peak = ?3 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                cpu_usec.map(|v| v as i64),
+                memory_peak.map(|v| v as i64)
+            ])?;
+            Ok(())
+        })
+    }
+
     /// Notes something an operator must know on row `id`, without changing its status.
     pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
         self.write(|tx| {

@@ -137,13 +137,18 @@ pub struct ProcessRow {
     pub kill_at: Option<i64>,
     /// It was found as an unknown child of a supervising process: it escaped its hook's tree.
     pub escaped: bool,
+    /// Under cgroup containment: its cgroup, and what that counted of it and its descendants
+    /// (CPU time in µs; peak memory in bytes, where the memory controller is enabled).
+    pub cgroup: Option<String>,
+    pub cpu_usec: Option<i64>,
+    pub memory_peak: Option<i64>,
 }
 
 pub(super) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino";
+    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak";
 
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
@@ -194,6 +199,9 @@ impl ProcessRow {
             leaking: row.get(26)?,
             kill_at: row.get(27)?,
             escaped: row.get(28)?,
+            cgroup: row.get(30)?,
+            cpu_usec: row.get(31)?,
+            memory_peak: row.get(32)?,
         })
     }
 }
@@ -488,7 +496,10 @@ mod tests {
                 "leaking",
                 "kill_at",
                 "escaped",
-                "pidfd_ino"
+                "pidfd_ino",
+                "cgroup",
+                "cpu_usec",
+                "memory_peak"
             ]
         );
     }

@@ -7,6 +7,7 @@
 
 use super::decide::StopAt;
 use super::ChildPolicy;
+use crate::cgroup::Cgroup;
 use crate::identity::Identity;
 use crate::store::EndReason;
 use rustix::fd::OwnedFd;
@@ -24,6 +25,8 @@ pub(super) struct Child {
     /// Its stdout and stderr log files.
     pub logs: (PathBuf, PathBuf),
     pub started: Instant,
+    /// Its row's cgroup, under cgroup containment: its descendants are the processes in it.
+    pub cgroup: Option<Cgroup>,
 }
 
 /// A descendant recorded as a `child` row, with the pidfd it was pinned by when it was found
@@ -32,6 +35,8 @@ pub(super) struct Descendant {
     pub row: i64,
     pub identity: Identity,
     pub pidfd: OwnedFd,
+    /// It was seen re-parented to this supervising process: it left its hook's process tree.
+    pub escaped: bool,
 }
 
 /// A stop of a child too young to be signalled yet.
@@ -152,6 +157,7 @@ mod tests {
             descendants: HashMap::new(),
             logs: Default::default(),
             started,
+            cgroup: None,
         }
     }
 

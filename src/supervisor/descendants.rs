@@ -31,12 +31,15 @@ impl Supervisor {
     /// if processes of its subtree live on, flags it leaking and tears them down now or at the
     /// end, as `decide::after_exit` says. Returns whether it leaked.
     pub(super) fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
-        let alive = count_leftovers(
+        let by_rows = count_leftovers(
             store,
             &self.instance,
             child.row_id,
             child.policy.scan_descendants,
         );
+        // Contained: whatever is still in its cgroup is left behind, found or not.
+        let in_cgroup = child.cgroup.as_ref().map_or(0, |c| c.procs().len());
+        let alive = by_rows.max(in_cgroup);
         let leftovers = decide::after_exit(child.policy, alive, self.ending);
         if leftovers.leaked() {
             log::warn!("row {} exited leaving processes behind", child.row_id);
@@ -109,9 +112,11 @@ impl Supervisor {
                 rows.push(row.id);
                 continue;
             }
+            // Under cgroup containment its cgroup names the row it belongs to.
+            let parent = crate::cgroup::row_of_process(pid).unwrap_or(own_row);
             let row = match known {
                 Some(row) => Ok(row.id),
-                None => store.record_descendant(own_row, &found),
+                None => store.record_descendant(parent, &found),
             };
             let row = match row {
                 Ok(row) => row,
@@ -183,24 +188,42 @@ impl Supervisor {
 fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
     let mut rows: Vec<i64> = vec![child.row_id];
     rows.extend(child.descendants.values().map(|d| d.row));
-    let mut now_found: HashMap<i32, Found> = proctree::descendants_of(&[pid])
-        .into_iter()
-        .map(|f| (f.identity.pid, f))
-        .collect();
-    for found in marker::marked(instance, &rows).into_values().flatten() {
-        now_found.entry(found.identity.pid).or_insert(found);
-    }
+    let mut now_found: HashMap<i32, Found> = match &child.cgroup {
+        // Contained: its cgroup holds its descendants, wherever they went in the process tree.
+        Some(cgroup) => cgroup
+            .procs()
+            .into_iter()
+            .filter_map(proctree::read)
+            .map(|f| (f.identity.pid, f))
+            .collect(),
+        None => {
+            let mut found: HashMap<i32, Found> = proctree::descendants_of(&[pid])
+                .into_iter()
+                .map(|f| (f.identity.pid, f))
+                .collect();
+            for process in marker::marked(instance, &rows).into_values().flatten() {
+                found.entry(process.identity.pid).or_insert(process);
+            }
+            found
+        }
+    };
     now_found.remove(&pid);
+    let me = std::process::id() as i32;
     let mut ended: Vec<(i32, i64)> = Vec::new();
     let mut known: HashMap<i32, i64> = HashMap::new();
-    for (pid, descendant) in &child.descendants {
-        let same = now_found
+    for (pid, descendant) in &mut child.descendants {
+        let now = now_found
             .get(pid)
-            .is_some_and(|f| f.identity.start_ticks == descendant.identity.start_ticks);
-        if same && !identity::has_ended(&descendant.pidfd) {
-            known.insert(*pid, descendant.row);
-        } else {
-            ended.push((*pid, descendant.row));
+            .filter(|f| f.identity.start_ticks == descendant.identity.start_ticks);
+        match now {
+            Some(found) if !identity::has_ended(&descendant.pidfd) => {
+                known.insert(*pid, descendant.row);
+                if found.ppid == me && !descendant.escaped {
+                    flag_escaped(store, descendant.row);
+                    descendant.escaped = true;
+                }
+            }
+            _ => ended.push((*pid, descendant.row)),
         }
     }
     let changes = descendant_changes(&known, &now_found);
@@ -229,11 +252,18 @@ fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
             .unwrap_or(child.row_id);
         match store.record_descendant(parent, &found) {
             Ok(row) => {
+                // Its parent is this supervising process: it left its hook's process tree (and
+                // was re-parented here), though its cgroup may still hold it.
+                let escaped = found.ppid == me;
+                if escaped {
+                    flag_escaped(store, row);
+                }
                 let identity = found.identity;
                 let descendant = Descendant {
                     row,
                     identity,
                     pidfd,
+                    escaped,
                 };
                 child
                     .descendants
@@ -241,6 +271,12 @@ fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
             }
             Err(err) => log::error!("cannot record pid {}: {err}", found.identity.pid),
         }
+    }
+}
+
+fn flag_escaped(store: &mut Store, row: i64) {
+    if let Err(err) = store.set_escaped(row) {
+        log::error!("row {row}: cannot flag it escaped: {err}");
     }
 }
 

@@ -21,6 +21,7 @@ mod lease;
 mod reaping;
 mod unrecorded;
 
+use crate::cgroup::Cgroup;
 use crate::config::Config;
 use crate::liveness;
 
@@ -136,6 +137,9 @@ pub struct Supervisor {
     ending: bool,
     /// Ends that failed to be written, retried once writes succeed again.
     unrecorded: Unrecorded,
+    /// Under cgroup containment: the cgroup of this process's row, below which each child gets
+    /// its own.
+    cgroup: Option<Cgroup>,
 }
 
 impl Supervisor {
@@ -165,11 +169,23 @@ impl Supervisor {
             instance,
             own_row,
             ending: false,
+            cgroup: None,
         })
     }
 
     pub fn registry(&self) -> &Registry {
         self.poll.registry()
+    }
+
+    /// Contains every child from now on in a cgroup of its own below `cgroup` (this process's
+    /// row's cgroup).
+    pub fn contain_in(&mut self, cgroup: Cgroup) {
+        self.cgroup = Some(cgroup);
+    }
+
+    /// The cgroup children are contained in, under cgroup containment.
+    pub fn cgroup(&self) -> Option<&Cgroup> {
+        self.cgroup.as_ref()
     }
 
     pub fn set_timing(&mut self, timing: Timing) {
@@ -188,7 +204,7 @@ impl Supervisor {
         request: &SpawnRequest,
         policy: ChildPolicy,
     ) -> Result<Spawned, SpawnError> {
-        let spawned = spawn::spawn(store, request)?;
+        let spawned = spawn::spawn(store, request, self.cgroup.as_ref())?;
         let now = Instant::now();
         let deadline = request
             .process
@@ -203,6 +219,7 @@ impl Supervisor {
                 descendants: HashMap::new(),
                 logs: spawned.logs.clone(),
                 started: now,
+                cgroup: spawned.cgroup.clone(),
             },
         );
         if policy.scan_descendants && self.next_scan.is_none() {

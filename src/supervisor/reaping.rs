@@ -67,7 +67,13 @@ impl Supervisor {
                     super::descendants::cap_log(log, self.timing.max_log_bytes);
                 }
             }
+            if let Some(cgroup) = &child.cgroup {
+                record_usage(store, row_id, cgroup);
+            }
             let leaked = self.settle_leftovers(store, &child);
+            if let Some(cgroup) = child.cgroup.as_ref().filter(|_| !leaked) {
+                cgroup.remove();
+            }
             out.push(Event::Exited {
                 row_id,
                 pid: reaped.pid,
@@ -99,6 +105,20 @@ impl Supervisor {
                 }
             }
             _ => log::debug!("reaped pid {pid} (re-parented, not recorded)"),
+        }
+    }
+}
+
+/// Records what row `row_id`'s cgroup measured of it and its descendants, and notes a kill by
+/// its memory limit (the hook's result says so: see `hooks::result`).
+fn record_usage(store: &mut Store, row_id: i64, cgroup: &crate::cgroup::Cgroup) {
+    let usage = cgroup.usage();
+    if let Err(err) = store.record_usage(row_id, usage.cpu_usec, usage.memory_peak) {
+        log::error!("row {row_id}: cannot record its CPU and memory use: {err}");
+    }
+    if usage.oom_killed {
+        if let Err(err) = store.set_end_detail(row_id, crate::cgroup::MEMORY_LIMIT) {
+            log::error!("row {row_id}: cannot note its memory limit kill: {err}");
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::proctree::{self, Found};
 use crate::signal::Signal;
 use crate::store::Store;
 use rustix::fd::OwnedFd;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// What happened to one process of a torn-down tree.
@@ -41,6 +42,45 @@ pub struct Report {
 }
 
 impl DeadlineMap {
+    /// Live processes not in `known` that descend from `known`, carry a marker of `rows` (by a
+    /// marker scan made after `fresh_after`) or live in a cgroup of tree `root`, each pinned
+    /// (`None`: it ended before it could be).
+    pub(super) fn enumerate(
+        &mut self,
+        root: i64,
+        known: &[i32],
+        rows: &[i64],
+        fresh_after: Option<Instant>,
+    ) -> Vec<(Found, Option<OwnedFd>)> {
+        let mut found: BTreeMap<i32, Found> = BTreeMap::new();
+        let contained: Vec<i32> = self
+            .trees
+            .get(&root)
+            .into_iter()
+            .flat_map(|tree| tree.cgroups.values())
+            .flat_map(|(_, cgroup)| cgroup.procs())
+            .collect();
+        for process in contained.into_iter().filter_map(proctree::read) {
+            found.insert(process.identity.pid, process);
+        }
+        for process in proctree::descendants_of(known) {
+            found.insert(process.identity.pid, process);
+        }
+        for process in self.marked(rows, fresh_after) {
+            found.insert(process.identity.pid, process);
+        }
+        found
+            .into_values()
+            .filter(|p| !known.contains(&p.identity.pid))
+            .map(|process| match proctree::pin(process.identity.pid) {
+                Some((pinned, pidfd)) if pinned.identity.same_process(&process.identity) => {
+                    (pinned, Some(pidfd))
+                }
+                _ => (process, None),
+            })
+            .collect()
+    }
+
     /// Sends SIGKILL to every member whose deadline has come (re-enumerating first), and reports
     /// survivors of SIGKILL.
     pub fn expire(&mut self, store: &mut Store, now: Instant) {
@@ -82,7 +122,7 @@ impl DeadlineMap {
             .collect();
         let rows = tree.rows.clone();
         let new: Vec<(Found, Option<OwnedFd>)> = self
-            .enumerate(&alive, &rows, None)
+            .enumerate(root, &alive, &rows, None)
             .into_iter()
             .filter(|(p, _)| !known.contains(&p.identity.pid))
             .collect();
@@ -101,6 +141,17 @@ impl DeadlineMap {
                     let _ = store.record_signal(row, Signal::KILL, None);
                 }
                 send(fd, Signal::KILL);
+            }
+            // A hook's (or a descendant's) cgroup goes whole: also what forks during the kill
+            // and what hides in another PID namespace.
+            let contained = member.row_id.and_then(|row| tree.cgroups.get(&row));
+            if let Some((kind, cgroup)) = contained.filter(|(kind, _)| !kind.is_worker()) {
+                if let Err(err) = cgroup.kill() {
+                    log::warn!(
+                        "cannot kill cgroup {} ({kind}): {err}",
+                        cgroup.dir.display()
+                    );
+                }
             }
         }
     }
@@ -173,7 +224,7 @@ impl DeadlineMap {
         }
         let rows = tree.rows.clone();
         let last_gone = tree.members.values().filter_map(|m| m.gone_at).max();
-        let late = self.enumerate(&[], &rows, last_gone);
+        let late = self.enumerate(root, &[], &rows, last_gone);
         if !late.is_empty() {
             let now = Instant::now();
             let tree = &self.trees[&root];

@@ -59,6 +59,15 @@ pub(super) fn add_member(
             .map_err(|err| log::error!("cannot record descendant pid {pid}: {err}"))
             .ok()
     });
+    // A descendant whose parent is this supervising process left its hook's process tree (it
+    // was re-parented here), whatever still holds it (its cgroup, its marker).
+    let is_descendant = kind.is_none_or(|kind| kind == Kind::Child);
+    if let Some(row) = row_id.filter(|_| is_descendant && process.ppid == std::process::id() as i32)
+    {
+        if let Err(err) = store.set_escaped(row) {
+            log::error!("row {row}: cannot flag it escaped: {err}");
+        }
+    }
     if row_id.is_some() && !tree.rows.contains(&row_id.unwrap_or_default()) {
         tree.rows.push(row_id.unwrap_or_default());
     }

@@ -29,6 +29,7 @@ mod member;
 pub use expire::{Fate, Report};
 use member::{add_member, signal_member, tree_rows};
 
+use crate::cgroup::Cgroup;
 use crate::identity::{self, Identity};
 use crate::liveness::{self, Recording};
 use crate::marker;
@@ -95,6 +96,9 @@ struct Tree {
     request: Request,
     /// Rows whose markers belong to this tree.
     rows: Vec<i64>,
+    /// The cgroups of its rows that have one (cgroup containment), by row: what is in them
+    /// belongs to the tree, and a hook's or descendant's is killed whole at its deadline.
+    cgroups: BTreeMap<i64, (Kind, Cgroup)>,
     members: BTreeMap<i32, Member>,
 }
 
@@ -230,11 +234,15 @@ impl DeadlineMap {
         let tree = self.trees.entry(request.root_row).or_insert_with(|| Tree {
             request,
             rows: vec![request.root_row],
+            cgroups: BTreeMap::new(),
             members: BTreeMap::new(),
         });
         for row in &rows {
             if !tree.rows.contains(&row.id) {
                 tree.rows.push(row.id);
+            }
+            if let Some(dir) = &row.cgroup {
+                tree.cgroups.insert(row.id, (row.kind, Cgroup::at(dir)));
             }
         }
         let now = Instant::now();
@@ -289,7 +297,7 @@ impl DeadlineMap {
         }
         let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();
         let rows = tree_rows(&self.trees, request.root_row);
-        let discovered = self.enumerate(&known, &rows, None);
+        let discovered = self.enumerate(request.root_row, &known, &rows, None);
         for (process, pidfd) in discovered {
             found.push((process, pidfd, None, None, default_deadline));
         }
@@ -310,33 +318,6 @@ impl DeadlineMap {
             );
         }
         self.finish_if_empty(store, request.root_row);
-    }
-
-    /// Live processes not in `known` that descend from `known` or carry a marker of `rows`, by a
-    /// marker scan made after `fresh_after`, each pinned (`None`: it ended before it could be).
-    fn enumerate(
-        &mut self,
-        known: &[i32],
-        rows: &[i64],
-        fresh_after: Option<Instant>,
-    ) -> Vec<(Found, Option<OwnedFd>)> {
-        let mut found: BTreeMap<i32, Found> = BTreeMap::new();
-        for process in proctree::descendants_of(known) {
-            found.insert(process.identity.pid, process);
-        }
-        for process in self.marked(rows, fresh_after) {
-            found.insert(process.identity.pid, process);
-        }
-        found
-            .into_values()
-            .filter(|p| !known.contains(&p.identity.pid))
-            .map(|process| match proctree::pin(process.identity.pid) {
-                Some((pinned, pidfd)) if pinned.identity.same_process(&process.identity) => {
-                    (pinned, Some(pidfd))
-                }
-                _ => (process, None),
-            })
-            .collect()
     }
 
     /// The earliest moment something is due: a SIGKILL, or a survivor check.

@@ -78,6 +78,11 @@ impl Context {
         let store = Store::open(&config.database)?;
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, store.marker_namespace()?, Some(row_id))?;
+        // Under cgroup containment the daemon placed this worker in its row's cgroup (in the
+        // `supervisor` leaf) and named that cgroup: its children go below it.
+        if let Some(dir) = std::env::var_os(crate::cgroup::CGROUP_ENV) {
+            supervisor.contain_in(crate::cgroup::Cgroup::at(dir));
+        }
         supervisor.hold_lease(Lease {
             queue,
             id,

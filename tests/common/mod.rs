@@ -375,3 +375,22 @@ pub fn plugins_config(dirs: &[&Path]) -> String {
 pub fn exists(path: &Path) -> Option<()> {
     path.exists().then_some(())
 }
+
+/// The containments the escape matrix runs under here: `procfs` always, and `cgroup` where this
+/// machine lets abxd make cgroups (a writable cgroup2 mount; CI's machines have one, and there
+/// it is required). Says which ran.
+pub fn containments() -> Vec<&'static str> {
+    let writable = abxd::cgroup::own_cgroup().ok().is_some_and(|own| {
+        let probe = own.dir.join(format!("abxd-probe-{}", unique_tag()));
+        std::fs::create_dir(&probe).is_ok() && std::fs::remove_dir(&probe).is_ok()
+    });
+    if writable {
+        return vec!["procfs", "cgroup"];
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI machines have a writable cgroup2 mount: cgroup containment must be tested there"
+    );
+    eprintln!("containment: cgroup v2 is not writable here: the case runs under procfs only");
+    vec!["procfs"]
+}

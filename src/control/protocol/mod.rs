@@ -78,7 +78,7 @@ impl Request {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Response {
-    Status(StatusInfo),
+    Status(Box<StatusInfo>),
     Spawned {
         id: i64,
         pid: i32,
@@ -136,6 +136,9 @@ pub struct StatusInfo {
     /// Orphan trees of a previous incarnation are still being torn down; no work is claimed yet.
     #[serde(default)]
     pub recovering: bool,
+    /// The containment in force: `cgroup v2 at <path> (controllers: …)` or `procfs (why)`.
+    #[serde(default)]
+    pub containment: String,
 }
 
 /// One binary an install provisioned, or failed to.

@@ -37,6 +37,7 @@ pub(super) fn handle(
         },
         env: Vec::new(),
         logs: Logs::InDir(state.config.data_dir.join("logs")),
+        limits: Default::default(),
     };
     match supervisor.spawn(&mut state.store, &request, ChildPolicy::FOREGROUND_HOOK) {
         Ok(spawned) => Response::Spawned {

@@ -12,7 +12,7 @@ pub(super) fn handle(state: &State) -> Response {
             .collect(),
         Err(err) => return failed(err),
     };
-    Response::Status(StatusInfo {
+    Response::Status(Box::new(StatusInfo {
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         started_at_ms: state.started_at_ms,
@@ -21,5 +21,6 @@ pub(super) fn handle(state: &State) -> Response {
         socket: state.config.control.socket.display().to_string(),
         live,
         recovering: !state.orphans.is_empty(),
-    })
+        containment: state.containment.describe(),
+    }))
 }

@@ -1,0 +1,338 @@
+//! cgroup v2 containment: where abxd may make cgroups, and one cgroup read and written.
+//!
+//! Invariants: everything here is file I/O on a cgroup2 mount found through
+//! `/proc/self/mountinfo` (hybrid layouts included) and this process's own cgroup from
+//! `/proc/self/cgroup`; abxd only ever creates, writes and removes cgroups below its own *scope*,
+//! `<own cgroup>/abxd-<instance>`, named by the database, so a restart finds the cgroups of its
+//! previous incarnation and two daemons never share one. A supervising process (daemon, worker)
+//! lives in the `supervisor` leaf of its row's cgroup and each row it spawns gets
+//! `row-<id>` below that row's cgroup: nested like the tree, with no process in a cgroup that has
+//! children (cgroup v2's rule, so controllers can be enabled all the way down).
+
+mod containment;
+
+pub use containment::{establish, Containment};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The leaf a supervising process lives in, beside the cgroups of the rows it spawns.
+pub const SUPERVISOR_LEAF: &str = "supervisor";
+
+/// The environment variable that hands a worker its row's cgroup.
+pub const CGROUP_ENV: &str = "ABXD_CGROUP";
+
+/// The end detail of a process the kernel killed for going over its cgroup's `memory.max`.
+pub const MEMORY_LIMIT: &str = "memory limit";
+
+/// The controllers abxd enables where it can (for per-plugin limits and accounting).
+const WANTED_CONTROLLERS: &[&str] = &["cpu", "memory", "pids"];
+
+/// What the config asks for: `containment = "auto" | "cgroup" | "procfs"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// cgroup v2 where abxd can write a subtree, else procfs.
+    #[default]
+    Auto,
+    /// cgroup v2 or refuse to start.
+    Cgroup,
+    /// procfs scans and markers only.
+    Procfs,
+}
+
+/// One cgroup directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cgroup {
+    pub dir: PathBuf,
+}
+
+/// The per-plugin limits a hook's cgroup gets, where their controllers are enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub memory_max: Option<u64>,
+    pub tasks_max: Option<u64>,
+    pub cpu_weight: Option<u64>,
+}
+
+/// What a hook's cgroup says of it when it ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// CPU time of every process that ran in it (`cpu.stat` `usage_usec`).
+    pub cpu_usec: Option<u64>,
+    /// Its peak memory (`memory.peak`), where the memory controller is enabled.
+    pub memory_peak: Option<u64>,
+    /// The kernel killed a process in it for going over `memory.max`.
+    pub oom_killed: bool,
+}
+
+impl Cgroup {
+    pub fn at(dir: impl Into<PathBuf>) -> Cgroup {
+        Cgroup { dir: dir.into() }
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// The cgroup `name` below this one, made if missing.
+    pub fn child(&self, name: &str) -> std::io::Result<Cgroup> {
+        let child = Cgroup::at(self.dir.join(name));
+        match std::fs::create_dir(&child.dir) {
+            Ok(()) => Ok(child),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(child),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The cgroup of row `row` below this one, with the leaf its process lives in if it
+    /// supervises others: (the row's cgroup, the cgroup its process enters).
+    pub fn for_row(&self, row: i64, supervising: bool) -> std::io::Result<(Cgroup, Cgroup)> {
+        let cgroup = self.child(&format!("row-{row}"))?;
+        let entered = if supervising {
+            cgroup.enable_controllers();
+            cgroup.child(SUPERVISOR_LEAF)?
+        } else {
+            cgroup.clone()
+        };
+        Ok((cgroup, entered))
+    }
+
+    /// Opens `cgroup.procs` for a child to enter by writing "0" to it between fork and exec.
+    pub fn procs_for_entry(&self) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.file("cgroup.procs"))
+    }
+
+    /// Moves process `pid` into this cgroup.
+    pub fn enter(&self, pid: i32) -> std::io::Result<()> {
+        std::fs::write(self.file("cgroup.procs"), pid.to_string())
+    }
+
+    /// Every process in this cgroup and the ones below it.
+    pub fn procs(&self) -> Vec<i32> {
+        let mut pids = Vec::new();
+        let mut pending = vec![self.dir.clone()];
+        while let Some(dir) = pending.pop() {
+            if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+            }
+            pending.extend(subdirs(&dir));
+        }
+        pids
+    }
+
+    /// Whether a process lives in it or below it (`populated` of `cgroup.events`); `None` when
+    /// the cgroup is gone.
+    pub fn populated(&self) -> Option<bool> {
+        let events = std::fs::read_to_string(self.file("cgroup.events")).ok()?;
+        key_value(&events, "populated").map(|n| n != 0)
+    }
+
+    /// The file whose changes say that `populated` changed (watched with inotify).
+    pub fn events_file(&self) -> PathBuf {
+        self.file("cgroup.events")
+    }
+
+    /// SIGKILL to every process in it and below it, also those that fork meanwhile and those
+    /// in other PID namespaces (`cgroup.kill`).
+    pub fn kill(&self) -> std::io::Result<()> {
+        std::fs::write(self.file("cgroup.kill"), "1")
+    }
+
+    /// Enables the wanted controllers this cgroup's parent hands down, for its children; what
+    /// cannot be enabled is left off. Returns those enabled.
+    pub fn enable_controllers(&self) -> Vec<String> {
+        let available =
+            std::fs::read_to_string(self.file("cgroup.controllers")).unwrap_or_default();
+        let mut enabled = Vec::new();
+        for controller in available.split_whitespace() {
+            if !WANTED_CONTROLLERS.contains(&controller) {
+                continue;
+            }
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .open(self.file("cgroup.subtree_control"))
+                .and_then(|mut f| f.write_all(format!("+{controller}").as_bytes()));
+            if written.is_ok() {
+                enabled.push(controller.to_string());
+            }
+        }
+        enabled
+    }
+
+    /// Applies `limits`; returns the ones that could not be (their controller is not enabled),
+    /// as the config names them.
+    pub fn apply(&self, limits: &Limits) -> Vec<&'static str> {
+        let mut missed = Vec::new();
+        let settings = [
+            ("memory_max", "memory.max", limits.memory_max),
+            ("tasks_max", "pids.max", limits.tasks_max),
+            ("cpu_weight", "cpu.weight", limits.cpu_weight),
+        ];
+        for (key, file, value) in settings {
+            let Some(value) = value else { continue };
+            if std::fs::write(self.file(file), value.to_string()).is_err() {
+                missed.push(key);
+            }
+        }
+        missed
+    }
+
+    /// What the cgroup recorded of its processes.
+    pub fn usage(&self) -> Usage {
+        let read = |name: &str| std::fs::read_to_string(self.file(name)).ok();
+        Usage {
+            cpu_usec: read("cpu.stat").and_then(|t| key_value(&t, "usage_usec")),
+            memory_peak: read("memory.peak").and_then(|t| t.trim().parse().ok()),
+            oom_killed: read("memory.events")
+                .and_then(|t| key_value(&t, "oom_kill"))
+                .is_some_and(|n| n > 0),
+        }
+    }
+
+    /// Removes this cgroup and every cgroup below it, deepest first; a cgroup with a process
+    /// in it stays (with its parents). Returns whether it is gone.
+    pub fn remove(&self) -> bool {
+        for sub in subdirs(&self.dir) {
+            Cgroup::at(sub).remove();
+        }
+        match std::fs::remove_dir(&self.dir) {
+            Ok(()) => true,
+            Err(err) => err.kind() == std::io::ErrorKind::NotFound,
+        }
+    }
+}
+
+pub(crate) fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The number after `key ` on its own line of a flat-keyed cgroup file.
+fn key_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok())?
+    })
+}
+
+/// Where the cgroup2 hierarchy is mounted, from the text of `/proc/self/mountinfo`: (mount
+/// point, the cgroup path of the mount's root).
+pub fn cgroup2_mount(mountinfo: &str) -> Option<(PathBuf, String)> {
+    mountinfo.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        if after.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        let fields: Vec<&str> = before.split_whitespace().collect();
+        Some((PathBuf::from(fields.get(4)?), fields.get(3)?.to_string()))
+    })
+}
+
+/// This process's cgroup v2 path, from the text of `/proc/self/cgroup` (the `0::` line).
+pub fn own_path(proc_cgroup: &str) -> Option<String> {
+    proc_cgroup
+        .lines()
+        .find_map(|line| line.strip_prefix("0::").map(str::to_string))
+}
+
+/// The directory of cgroup `path` on a cgroup2 mount at `mount` whose root is `root`.
+pub fn dir_of(mount: &Path, root: &str, path: &str) -> Option<PathBuf> {
+    let relative = if root == "/" {
+        path
+    } else {
+        path.strip_prefix(root)?
+    };
+    Some(mount.join(relative.trim_start_matches('/')))
+}
+
+/// The row whose cgroup process `pid` lives in (`…/row-<id>`), if it lives in one.
+pub fn row_of_process(pid: i32) -> Option<i64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    row_of_path(&own_path(&text)?)
+}
+
+/// The row of cgroup path `path`: the number of its last `row-<id>` component.
+pub fn row_of_path(path: &str) -> Option<i64> {
+    path.rsplit('/')
+        .find_map(|part| part.strip_prefix("row-")?.parse().ok())
+}
+
+/// The cgroup this process lives in, where cgroup2 is mounted.
+pub fn own_cgroup() -> Result<Cgroup, String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|err| format!("cannot read /proc/self/mountinfo: {err}"))?;
+    let (mount, root) =
+        cgroup2_mount(&mountinfo).ok_or("no cgroup2 filesystem is mounted".to_string())?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|text| own_path(&text))
+        .ok_or("this process has no cgroup v2 path in /proc/self/cgroup".to_string())?;
+    let dir = dir_of(&mount, &root, &own).ok_or(format!(
+        "this process's cgroup {own} is outside the cgroup2 mount at {}",
+        mount.display()
+    ))?;
+    Ok(Cgroup::at(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup2_mount_is_found_in_a_hybrid_layout() {
+        let mountinfo = "\
+25 31 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n\
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n\
+42 31 0:39 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+        assert_eq!(
+            cgroup2_mount(mountinfo),
+            Some((PathBuf::from("/sys/fs/cgroup/unified"), "/".to_string()))
+        );
+        assert_eq!(cgroup2_mount("25 31 0:22 / /x rw - tmpfs tmpfs rw\n"), None);
+    }
+
+    #[test]
+    fn the_own_path_is_the_unified_line() {
+        let text = "4:memory:/a/b\n1:name=systemd:/\n0::/system.slice/abxd.service\n";
+        assert_eq!(
+            own_path(text).as_deref(),
+            Some("/system.slice/abxd.service")
+        );
+        let dir = dir_of(
+            Path::new("/sys/fs/cgroup"),
+            "/",
+            "/system.slice/abxd.service",
+        );
+        assert_eq!(
+            dir,
+            Some(PathBuf::from("/sys/fs/cgroup/system.slice/abxd.service"))
+        );
+        assert_eq!(
+            dir_of(Path::new("/m"), "/a", "/a/b"),
+            Some(PathBuf::from("/m/b"))
+        );
+        assert_eq!(dir_of(Path::new("/m"), "/a", "/c"), None);
+    }
+
+    #[test]
+    fn a_cgroup_path_names_its_row() {
+        assert_eq!(row_of_path("/abxd-1/row-2/row-3/row-14"), Some(14));
+        assert_eq!(row_of_path("/abxd-1/row-2/supervisor"), Some(2));
+        assert_eq!(row_of_path("/system.slice/abxd.service"), None);
+    }
+
+    #[test]
+    fn flat_keyed_files_are_read_by_key() {
+        let stat = "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n";
+        assert_eq!(key_value(stat, "usage_usec"), Some(1234));
+        assert_eq!(key_value(stat, "usage"), None);
+        assert_eq!(key_value("populated 0\nfrozen 0\n", "populated"), Some(0));
+    }
+}

@@ -1,0 +1,66 @@
+//! Sizes in the config file: a number of bytes, or a number with a binary suffix ("512M").
+
+use serde::{Deserialize, Deserializer, Serializer};
+
+/// Parses "4096", "512K", "512M", "2G" (powers of 1024; "KiB"-style and lower case too).
+pub fn parse(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = text[digits.len()..].to_ascii_uppercase();
+    let scale: u64 = match suffix.trim_end_matches("IB").trim_end_matches('B') {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        "T" => 1 << 40,
+        _ => {
+            return Err(format!(
+                "invalid size {text:?}: write it like \"512M\" or \"2G\""
+            ))
+        }
+    };
+    let number: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid size {text:?}: write it like \"512M\" or \"2G\""))?;
+    number
+        .checked_mul(scale)
+        .ok_or_else(|| format!("size {text:?} is too large"))
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Size {
+    Number(u64),
+    Text(String),
+}
+
+pub fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    match Size::deserialize(deserializer)? {
+        Size::Number(n) => Ok(Some(n)),
+        Size::Text(text) => parse(&text).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+pub fn optional_text<S: Serializer>(value: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(n) => serializer.serialize_u64(*n),
+        None => serializer.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_with_binary_suffixes() {
+        assert_eq!(parse("4096"), Ok(4096));
+        assert_eq!(parse("512K"), Ok(512 << 10));
+        assert_eq!(parse("512M"), Ok(512 << 20));
+        assert_eq!(parse("2g"), Ok(2 << 30));
+        assert_eq!(parse("1GiB"), Ok(1 << 30));
+        assert!(parse("12X").unwrap_err().contains("\"12X\""));
+        assert!(parse("M").is_err());
+    }
+}

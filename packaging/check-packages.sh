@@ -72,7 +72,19 @@ chmod -R a+rX "$site"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 -m http.server --bind 127.0.0.1 --directory "$site" "$port" >/dev/null 2>&1 &
 server=$!
-HOME=/var/lib/abxd setpriv --reuid=abxd --regid=abxd --init-groups \
+# What Delegate=yes does under systemd: a cgroup of its own, owned by abxd, that the daemon starts
+# in (where this machine has a writable cgroup2 mount; the daemon then contains its tree in it).
+cgroup2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+delegated=""
+if [ -n "$cgroup2" ] && mkdir "$cgroup2/abxd-check.$$" 2>/dev/null; then
+    delegated="$cgroup2/abxd-check.$$"
+    chown abxd:abxd "$delegated" "$delegated"/cgroup.procs "$delegated"/cgroup.subtree_control \
+        "$delegated"/cgroup.threads
+fi
+# (Moved there as root, as systemd would: then it drops to abxd and becomes the daemon.)
+# shellcheck disable=SC2016
+HOME=/var/lib/abxd sh -c 'if [ -n "$1" ]; then echo $$ > "$1/cgroup.procs"; fi; shift; exec "$@"' \
+    sh "$delegated" setpriv --reuid=abxd --regid=abxd --init-groups \
     /usr/bin/abxd --config "$config" > "$site/abxd.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 300); do
@@ -80,7 +92,11 @@ for _ in $(seq 1 300); do
     kill -0 "$daemon" 2>/dev/null || { cat "$site/abxd.log"; fail "abxd exited at start"; }
     sleep 0.1
 done
-abxctl --config "$config" status
+status=$(abxctl --config "$config" status)
+echo "$status"
+if [ -n "$delegated" ]; then
+    grep -q "contain:  cgroup v2 at $delegated/" <<<"$status" || fail "abxd does not use its delegated cgroup"
+fi
 [ "$(stat -c %U:%a /run/abxd/abxd.sock)" = "abxd:660" ] || fail "the socket is not abxd's, 0660"
 timeout 300 abxctl --config "$config" add "http://127.0.0.1:$port/" --wait
 abxctl --config "$config" ps --all
@@ -98,6 +114,10 @@ assert not live, live
 '
 kill -TERM "$daemon"
 wait "$daemon" || fail "abxd did not exit 0 on SIGTERM: $(tail -n 20 "$site/abxd.log")"
+if [ -n "$delegated" ]; then
+    [ "$(find "$delegated" -mindepth 1 -type d | wc -l)" = 0 ] || fail "abxd left cgroups in $delegated"
+    rmdir "$delegated"
+fi
 daemon=
 kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=
 

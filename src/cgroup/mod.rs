@@ -10,10 +10,12 @@
 //! children (cgroup v2's rule, so controllers can be enabled all the way down).
 
 mod containment;
+mod watch;
 
 pub use containment::{establish, Containment};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+pub use watch::EventsWatch;
 
 /// The leaf a supervising process lives in, beside the cgroups of the rows it spawns.
 pub const SUPERVISOR_LEAF: &str = "supervisor";

@@ -31,11 +31,12 @@ impl Supervisor {
     /// if processes of its subtree live on, flags it leaking and tears them down now or at the
     /// end, as `decide::after_exit` says. Returns whether it leaked.
     pub(super) fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
+        // (Contained in a cgroup, it needs no marker scan: its cgroup holds what it left.)
         let by_rows = count_leftovers(
             store,
             &self.instance,
             child.row_id,
-            child.policy.scan_descendants,
+            child.policy.scan_descendants && child.cgroup.is_none(),
         );
         // Contained: whatever is still in its cgroup is left behind, found or not.
         let in_cgroup = child.cgroup.as_ref().map_or(0, |c| c.procs().len());

@@ -3,11 +3,14 @@
 //! finished — with its report — only when nothing of it is found any more.
 
 use super::member::{add_member, send};
-use super::{DeadlineMap, SURVIVOR_WAIT};
+use super::{DeadlineMap, CGROUP_WATCH, SURVIVOR_WAIT};
+use crate::cgroup::{Cgroup, EventsWatch};
 use crate::identity;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
 use crate::store::Store;
+use mio::unix::SourceFd;
+use mio::Interest;
 use rustix::fd::OwnedFd;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -66,8 +69,16 @@ impl DeadlineMap {
         for process in proctree::descendants_of(known) {
             found.insert(process.identity.pid, process);
         }
-        for process in self.marked(rows, fresh_after) {
-            found.insert(process.identity.pid, process);
+        // A tree whose root is contained in a cgroup has all of itself in cgroups: no marker
+        // scan (which reads every process's environment) is needed.
+        let contained = self
+            .trees
+            .get(&root)
+            .is_some_and(|tree| tree.cgroups.contains_key(&root));
+        if !contained {
+            for process in self.marked(rows, fresh_after) {
+                found.insert(process.identity.pid, process);
+            }
         }
         found
             .into_values()
@@ -214,6 +225,59 @@ impl DeadlineMap {
         }
     }
 
+    /// Whether tree `root` must wait for a cgroup of its rows to empty (`populated 0`): a process
+    /// is still in one though no member lives and enumeration found none (it is exiting, or hides
+    /// where no scan reaches). Waits by watching `cgroup.events`, never by polling; does not wait
+    /// for a tree with a survivor of SIGKILL (reported instead) or when the watch cannot be made.
+    fn waits_for_cgroups(&mut self, root: i64) -> bool {
+        let tree = &self.trees[&root];
+        if tree.members.values().any(|m| m.survived.is_some()) {
+            return false;
+        }
+        let populated: Vec<Cgroup> = tree
+            .cgroups
+            .values()
+            .map(|(_, cgroup)| cgroup)
+            .filter(|cgroup| cgroup.populated() == Some(true))
+            .cloned()
+            .collect();
+        if populated.is_empty() {
+            return false;
+        }
+        let Some(watch) = self.cgroup_watch() else {
+            return false;
+        };
+        // Watched first, read again after: an emptying between the two is not missed.
+        let watching = populated.iter().all(|cgroup| watch.watch(cgroup));
+        watching
+            && populated
+                .iter()
+                .any(|cgroup| cgroup.populated() == Some(true))
+    }
+
+    /// The cgroup watch, made and registered with the loop when first needed.
+    fn cgroup_watch(&mut self) -> Option<&mut EventsWatch> {
+        if self.cgroup_watch.is_none() {
+            let watch = EventsWatch::new()
+                .and_then(|watch| {
+                    let fd = watch.raw_fd();
+                    self.registry
+                        .register(&mut SourceFd(&fd), CGROUP_WATCH, Interest::READABLE)
+                        .map(|()| watch)
+                })
+                .map_err(|err| log::error!("cannot watch cgroups: {err}"))
+                .ok()?;
+            self.cgroup_watch = Some(watch);
+        }
+        self.cgroup_watch.as_mut()
+    }
+
+    fn unwatch(&mut self, cgroup: &Cgroup) {
+        if let Some(watch) = &mut self.cgroup_watch {
+            watch.unwatch(cgroup);
+        }
+    }
+
     /// Finishes the tree when no member is alive and a fresh enumeration finds nothing.
     pub(super) fn finish_if_empty(&mut self, store: &mut Store, root: i64) {
         let Some(tree) = self.trees.get(&root) else {
@@ -240,7 +304,13 @@ impl DeadlineMap {
             }
             return;
         }
+        if self.waits_for_cgroups(root) {
+            return;
+        }
         let tree = self.trees.remove(&root).expect("exists");
+        for (_, cgroup) in tree.cgroups.values() {
+            self.unwatch(cgroup);
+        }
         let mut complete = true;
         let processes = tree
             .members

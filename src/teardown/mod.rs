@@ -29,7 +29,7 @@ mod member;
 pub use expire::{Fate, Report};
 use member::{add_member, signal_member, tree_rows};
 
-use crate::cgroup::Cgroup;
+use crate::cgroup::{Cgroup, EventsWatch};
 use crate::identity::{self, Identity};
 use crate::liveness::{self, Recording};
 use crate::marker;
@@ -52,8 +52,11 @@ type MarkerScan = (Instant, BTreeMap<i64, Vec<Found>>);
 /// How long a process may stay alive after SIGKILL before it is reported as a survivor.
 pub const SURVIVOR_WAIT: Duration = Duration::from_secs(2);
 
-/// The first token the map uses for pidfds; tokens below are the caller's.
+/// The first token the map uses (its cgroup watch, then pidfds); tokens below are the caller's.
 pub const FIRST_TOKEN: usize = 1 << 20;
+
+/// The token of the watch on the `cgroup.events` of trees' cgroups.
+const CGROUP_WATCH: Token = Token(FIRST_TOKEN);
 
 /// How to tear a tree down.
 #[derive(Debug, Clone, Copy)]
@@ -111,6 +114,9 @@ pub struct DeadlineMap {
     completed: Vec<Report>,
     /// While scans are shared: the marker scan of this turn and when it was made, once made.
     shared_scan: Option<Option<MarkerScan>>,
+    /// Watches the cgroups of trees whose members are all gone but whose cgroups still hold a
+    /// process (made when first needed).
+    cgroup_watch: Option<EventsWatch>,
 }
 
 impl DeadlineMap {
@@ -120,7 +126,8 @@ impl DeadlineMap {
             instance,
             trees: BTreeMap::new(),
             tokens: HashMap::new(),
-            next_token: FIRST_TOKEN,
+            next_token: FIRST_TOKEN + 1,
+            cgroup_watch: None,
             completed: Vec::new(),
             shared_scan: None,
         }
@@ -171,9 +178,9 @@ impl DeadlineMap {
         self.trees.contains_key(&row)
     }
 
-    /// Whether `token` is one of this map's pidfds.
+    /// Whether `token` is one of this map's pidfds or its cgroup watch.
     pub fn owns(&self, token: Token) -> bool {
-        self.tokens.contains_key(&token)
+        token == CGROUP_WATCH || self.tokens.contains_key(&token)
     }
 
     /// The end reason a teardown gives row `row_id`, if one is tearing it down.
@@ -333,8 +340,24 @@ impl DeadlineMap {
             .min()
     }
 
-    /// A pidfd became readable: its process has ended.
+    /// A pidfd became readable (its process has ended), or a watched cgroup changed.
     pub fn on_ready(&mut self, store: &mut Store, token: Token) {
+        if token == CGROUP_WATCH {
+            if let Some(watch) = &mut self.cgroup_watch {
+                watch.drain();
+            }
+            let roots: Vec<i64> = self.trees.keys().copied().collect();
+            for root in roots {
+                let all_gone = self.trees[&root]
+                    .members
+                    .values()
+                    .all(|m| m.gone_at.is_some());
+                if all_gone {
+                    self.finish_if_empty(store, root);
+                }
+            }
+            return;
+        }
         let Some((root, pid)) = self.tokens.remove(&token) else {
             return;
         };

@@ -23,29 +23,54 @@ pub fn namespace(instance_id: &str) -> String {
     format!("{instance_id}@{}", identity::boot_id())
 }
 
+/// A marker scan: the live processes carrying a marker, by row, and the processes of this
+/// process's own user whose environment cannot be read (made non-dumpable): they may carry a
+/// marker, so they are unknown — never taken as absent.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub by_row: BTreeMap<i64, Vec<Found>>,
+    pub unreadable: Vec<Found>,
+}
+
 /// Live processes carrying the marker of any of `rows` for `instance`, by row.
 pub fn marked(instance: &str, rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
     if rows.is_empty() {
         return BTreeMap::new();
     }
-    marked_where(instance, |row| rows.contains(&row))
+    scan_where(instance, |row| rows.contains(&row)).by_row
 }
 
 /// Every live process carrying a marker of `instance`, by row.
 pub fn marked_any(instance: &str) -> BTreeMap<i64, Vec<Found>> {
-    marked_where(instance, |_| true)
+    scan_any(instance).by_row
 }
 
-fn marked_where(instance: &str, wanted: impl Fn(i64) -> bool) -> BTreeMap<i64, Vec<Found>> {
+/// Every live process carrying a marker of `instance`, by row, and those that may (see [`Scan`]).
+pub fn scan_any(instance: &str) -> Scan {
+    scan_where(instance, |_| true)
+}
+
+fn scan_where(instance: &str, wanted: impl Fn(i64) -> bool) -> Scan {
     let mut by_row: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
+    let mut unreadable = Vec::new();
+    let my_uid = rustix::process::geteuid().as_raw();
     let instance_var = format!("{INSTANCE_ENV}={instance}");
     let me = std::process::id() as i32;
     for pid in all_pids() {
         if pid == me {
             continue;
         }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
+        let environ = match std::fs::read(format!("/proc/{pid}/environ")) {
+            Ok(environ) => environ,
+            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+                // (Not the owner of /proc/PID: a non-dumpable process's files are root's.)
+                let own = real_uid(pid) == Some(my_uid);
+                if let Some(process) = read(pid).filter(|_| own) {
+                    unreadable.push(process);
+                }
+                continue;
+            }
+            Err(_) => continue,
         };
         let mut ours = false;
         let mut row = None;
@@ -66,5 +91,12 @@ fn marked_where(instance: &str, wanted: impl Fn(i64) -> bool) -> BTreeMap<i64, V
             }
         }
     }
-    by_row
+    Scan { by_row, unreadable }
+}
+
+/// The real uid of process `pid`, from `/proc/PID/status` (readable whatever its dumpability).
+fn real_uid(pid: i32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -41,11 +41,22 @@ pub struct OrphanTree {
     pub pids: Vec<i32>,
 }
 
+/// A process of abxd's own user whose environment cannot be read (it made itself
+/// non-dumpable), so its marker cannot be: unknown, never taken as absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenProcess {
+    pub process: proctree::Found,
+    /// The hook row whose process group it is in: it is that hook's, recorded below it and torn
+    /// down as an orphan. `None`: nothing ties it to a row; reported, left alone.
+    pub hook: Option<i64>,
+}
+
 /// What reconciling the process table does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reconciliation {
     pub lost: Vec<LostRow>,
     pub orphans: Vec<OrphanTree>,
+    pub hidden: Vec<HiddenProcess>,
 }
 
 /// What recovering ownerless work does.
@@ -95,7 +106,10 @@ pub fn reconcile(
         }
     }
     // One marker scan for the whole reconciliation (each reads every process's environment).
-    let marked = marker::marked_any(instance);
+    let marker::Scan {
+        by_row: marked,
+        unreadable,
+    } = marker::scan_any(instance);
     // A live process whose parent row is not alive roots an orphan tree. (A live orchestrator row
     // is a running daemon — the data-dir lock allows only one — never an orphan.)
     let mut covered: BTreeSet<i64> = BTreeSet::new();
@@ -128,6 +142,18 @@ pub fn reconcile(
             row,
             pids: processes.iter().map(|p| p.identity.pid).collect(),
         });
+    }
+    for process in unreadable {
+        if store.live_row_by_pid(process.identity.pid)?.is_some() {
+            continue; // a recorded process: its row speaks for it
+        }
+        let hook = store.hook_row_by_group(process.pgid)?;
+        if let Some(row) = hook {
+            if has_ancestor_in(store, row, &supervised)? && !covered.contains(&row) {
+                continue; // a live supervisor above it sees to it
+            }
+        }
+        plan.hidden.push(HiddenProcess { process, hook });
     }
     Ok(plan)
 }
@@ -181,6 +207,19 @@ fn tree_pids(
 pub fn apply_lost(store: &mut Store, lost: &[LostRow]) -> Result<(), StoreError> {
     let rows: Vec<(i64, &str)> = lost.iter().map(|l| (l.row, l.why.as_str())).collect();
     liveness::finish_lost(store, &rows)
+}
+
+/// Records each hidden process tied to a hook row as a `child` row below it and returns those
+/// rows: orphan trees to tear down (their rows carry their identity, so the teardown finds them
+/// without their marker).
+pub fn adopt_hidden(store: &mut Store, hidden: &[HiddenProcess]) -> Result<Vec<i64>, StoreError> {
+    let mut rows = Vec::new();
+    for hidden in hidden {
+        if let Some(hook) = hidden.hook {
+            rows.push(store.record_descendant(hook, &hidden.process)?);
+        }
+    }
+    Ok(rows)
 }
 
 /// Recovers the started work (of `crawl`, or all) whose owner is dead, logging each action: the
@@ -352,6 +391,18 @@ pub fn describe(reconciliation: &Reconciliation, work: &WorkPlan) -> Vec<String>
             orphan.row,
             pids.join(" ")
         ));
+    }
+    for hidden in &reconciliation.hidden {
+        let process = &hidden.process;
+        let what = format!(
+            "pid {} ({}): abxd's user, environment unreadable",
+            process.identity.pid,
+            process.argv.join(" ")
+        );
+        lines.push(match hidden.hook {
+            Some(row) => format!("{what}; in the process group of hook row {row}: tear it down"),
+            None => format!("{what}; no row names it: left alone, unknown"),
+        });
     }
     for id in &work.retry_results {
         lines.push(format!("run interrupted result {id} again"));

@@ -582,3 +582,68 @@ fn the_status_says_procfs_and_why_when_cgroups_are_not_used() {
         "{status}"
     );
 }
+
+#[test]
+fn an_unprivileged_daemon_finds_a_non_dumpable_descendant_left_by_a_crash_and_kills_it() {
+    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+    let mut daemon = TestDaemon::prepare(&format!(
+        "{}[timeouts]\nhook_timeout = \"300s\"\nmin_grace = \"300ms\"\n\
+         [plugins.nondumpable]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
+        plugins_config(&[&fixtures().join("escape")]),
+        escapees.0
+    ));
+    daemon.give_to_nobody();
+    daemon.launch();
+    // As its own user abxd cannot make cgroups here: procfs, and the marker scan meets a
+    // process whose environment it may not read.
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("contain:  procfs ("), "{status}");
+    daemon.add(&["http://127.0.0.1:9/", "--plugins", "nondumpable"]);
+    // (A non-dumpable process's /proc files are root's, whoever runs it.)
+    let non_dumpable = |pid: &i32| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(format!("/proc/{pid}/environ")).is_ok_and(|m| m.uid() == 0)
+    };
+    wait_until("the non-dumpable descendant", WAIT, || {
+        let pids = escapees.pids();
+        (pids.len() == 1 && pids.iter().all(non_dumpable)).then_some(())
+    });
+
+    // Everything of abxd dies at once: the descendant is left to init, its marker unreadable.
+    let ours: Vec<abxd::identity::Identity> = rows(&daemon)
+        .into_iter()
+        .filter(|r| r.status.is_live() && r.kind != Kind::Child)
+        .filter_map(|r| r.identity)
+        .collect();
+    daemon.crash();
+    for identity in &ours {
+        if let Some(pidfd) = abxd::identity::open_pidfd(identity) {
+            rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL).unwrap();
+        }
+    }
+    wait_until("abxd's processes gone", WAIT, || {
+        ours.iter()
+            .all(|id| !abxd::identity::check(id).is_alive())
+            .then_some(())
+    });
+    assert_eq!(escapees.pids().len(), 1, "the descendant outlived abxd");
+
+    daemon.launch();
+    wait_until("the descendant killed by recovery", WAIT, || {
+        escapees.pids().is_empty().then_some(())
+    });
+    let log = daemon.log();
+    assert!(log.contains("environment unreadable"), "{log}");
+}
+
+#[test]
+fn containment_cgroup_refuses_to_start_where_abxd_cannot_make_cgroups_and_says_why() {
+    let mut daemon = TestDaemon::prepare("[limits]\ncontainment = \"cgroup\"\n");
+    daemon.give_to_nobody();
+    daemon.launch_expecting_failure();
+    let log = daemon.log();
+    assert!(
+        log.contains("containment = \"cgroup\", but cannot"),
+        "{log}"
+    );
+}

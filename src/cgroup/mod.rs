@@ -331,6 +331,48 @@ mod tests {
     }
 
     #[test]
+    fn usage_is_read_from_the_cgroups_files_and_an_oom_kill_is_seen() {
+        // The files as the kernel writes them (this host has no memory controller in v2).
+        let dir = tempfile::tempdir().unwrap();
+        let cgroup = Cgroup::at(dir.path());
+        std::fs::write(
+            dir.path().join("cpu.stat"),
+            "usage_usec 250000\nuser_usec 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cgroup.usage(),
+            Usage {
+                cpu_usec: Some(250_000),
+                ..Usage::default()
+            }
+        );
+        std::fs::write(dir.path().join("memory.peak"), "104857600\n").unwrap();
+        let events = "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n";
+        std::fs::write(dir.path().join("memory.events"), events).unwrap();
+        let usage = cgroup.usage();
+        assert_eq!(usage.memory_peak, Some(100 << 20));
+        assert!(usage.oom_killed);
+        let limits = Limits {
+            memory_max: Some(1 << 20),
+            tasks_max: Some(8),
+            cpu_weight: None,
+        };
+        assert!(
+            cgroup.apply(&limits).is_empty(),
+            "written where the files are writable"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("memory.max")).unwrap(),
+            "1048576"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("pids.max")).unwrap(),
+            "8"
+        );
+    }
+
+    #[test]
     fn flat_keyed_files_are_read_by_key() {
         let stat = "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n";
         assert_eq!(key_value(stat, "usage_usec"), Some(1234));

@@ -73,7 +73,14 @@ impl Daemon {
             config.database.display(),
             config.control.socket.display()
         );
-        let orphans: BTreeSet<i64> = reconciliation.orphans.iter().map(|o| o.row).collect();
+        let hidden =
+            recovery::adopt_hidden(&mut store, &reconciliation.hidden).map_err(store_err)?;
+        let orphans: BTreeSet<i64> = reconciliation
+            .orphans
+            .iter()
+            .map(|o| o.row)
+            .chain(hidden)
+            .collect();
         let orphan_rows: Vec<i64> = orphans.iter().copied().collect();
         supervisor.stop_orphans(&mut store, &orphan_rows);
         if orphans.is_empty() {

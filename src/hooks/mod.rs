@@ -342,4 +342,32 @@ mod tests {
         assert!(!polite_exit(ExitOutcome::Signal(9)));
         assert!(!polite_exit(ExitOutcome::Code(1)));
     }
+
+    #[test]
+    fn a_hook_killed_by_its_memory_limit_is_told_apart_by_its_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+        let row = store
+            .insert_process(&crate::store::NewProcess {
+                parent_id: None,
+                kind: crate::store::Kind::Hook,
+                crawl_id: None,
+                snapshot_id: None,
+                result_id: None,
+                argv: vec!["hook".into()],
+                cwd: "/".into(),
+                timeout_ms: None,
+            })
+            .unwrap();
+        let killed = ExitOutcome::Signal(9);
+        assert!(!killed_by_memory_limit(&store, row, killed));
+        store
+            .set_end_detail(row, crate::cgroup::MEMORY_LIMIT)
+            .unwrap();
+        assert!(killed_by_memory_limit(&store, row, killed));
+        assert!(!killed_by_memory_limit(&store, row, ExitOutcome::Code(0)));
+        let result = result::memory_limit();
+        assert_eq!(result.status, crate::store::ResultStatus::Failed);
+        assert_eq!(result.output.as_deref(), Some("memory limit"));
+    }
 }

@@ -37,6 +37,18 @@ impl Store {
             .optional()?)
     }
 
+    /// The newest hook row of this boot whose process group is `pgid` (a hook leads its own).
+    pub fn hook_row_by_group(&self, pgid: i32) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached(
+                "SELECT id FROM processes WHERE pgid = ?1 AND boot_id = ?2 AND kind = 'hook' \
+                 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![pgid, crate::identity::boot_id()], |r| r.get(0))
+            .optional()?)
+    }
+
     pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
         Ok(self
             .conn()

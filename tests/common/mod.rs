@@ -89,7 +89,12 @@ pub struct TestDaemon {
     pub config: PathBuf,
     pub tag: String,
     child: Option<Child>,
+    /// Run as [`UNPRIVILEGED`], not root.
+    unprivileged: bool,
 }
+
+/// The uid and gid of `nobody`, the unprivileged user daemons run as in some tests.
+pub const UNPRIVILEGED: u32 = 65534;
 
 impl TestDaemon {
     /// The config every test daemon gets, before `extra` lines.
@@ -107,6 +112,7 @@ impl TestDaemon {
             config,
             tag: unique_tag(),
             child: None,
+            unprivileged: false,
         }
     }
 
@@ -140,6 +146,21 @@ impl TestDaemon {
         });
     }
 
+    /// Hands this daemon's dir to the unprivileged user `nobody` and runs the daemon as that
+    /// user from now on ([`UNPRIVILEGED`]), as a packaged daemon runs as its own user.
+    pub fn give_to_nobody(&mut self) {
+        self.unprivileged = true;
+        fn chown_all(path: &Path) {
+            std::os::unix::fs::lchown(path, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+            if path.is_dir() && !path.is_symlink() {
+                for entry in std::fs::read_dir(path).unwrap().flatten() {
+                    chown_all(&entry.path());
+                }
+            }
+        }
+        chown_all(self.dir.path());
+    }
+
     /// Starts the daemon and expects it to exit at once with an error (and leave nothing running).
     pub fn launch_expecting_failure(&mut self) {
         let mut child = self.abxd_command(&[]).spawn().expect("start abxd");
@@ -171,6 +192,10 @@ impl TestDaemon {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
+        if self.unprivileged {
+            use std::os::unix::process::CommandExt;
+            command.uid(UNPRIVILEGED).gid(UNPRIVILEGED);
+        }
         command
     }
 

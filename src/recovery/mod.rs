@@ -14,6 +14,10 @@
 //! the daemon then does; process evidence (identity) decides first, an expired lease only where
 //! no owner row exists.
 
+mod describe;
+
+pub use describe::describe;
+
 use crate::config::Config;
 use crate::identity;
 use crate::liveness::{self, owner_alive, why_gone};
@@ -375,54 +379,6 @@ pub fn apply_work(
         store.requeue(Queue::Crawls, id, due(restarts))?;
     }
     Ok(())
-}
-
-/// One line per action, as `abxd recover --dry-run` prints them and the daemon logs them.
-pub fn describe(reconciliation: &Reconciliation, work: &WorkPlan) -> Vec<String> {
-    let mut lines = Vec::new();
-    for lost in &reconciliation.lost {
-        let pid = lost.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
-        lines.push(format!("mark row {}{pid} lost: {}", lost.row, lost.why));
-    }
-    for orphan in &reconciliation.orphans {
-        let pids: Vec<String> = orphan.pids.iter().map(i32::to_string).collect();
-        lines.push(format!(
-            "tear down orphan tree of row {}: pids {}",
-            orphan.row,
-            pids.join(" ")
-        ));
-    }
-    for hidden in &reconciliation.hidden {
-        let process = &hidden.process;
-        let what = format!(
-            "pid {} ({}): abxd's user, environment unreadable",
-            process.identity.pid,
-            process.argv.join(" ")
-        );
-        lines.push(match hidden.hook {
-            Some(row) => format!("{what}; in the process group of hook row {row}: tear it down"),
-            None => format!("{what}; no row names it: left alone, unknown"),
-        });
-    }
-    for id in &work.retry_results {
-        lines.push(format!("run interrupted result {id} again"));
-    }
-    for (id, attempts) in &work.fail_results {
-        lines.push(format!("fail result {id}: interrupted {attempts} times"));
-    }
-    for id in &work.seal_snapshots {
-        lines.push(format!("seal snapshot {id}: all its results are final"));
-    }
-    for id in &work.requeue_snapshots {
-        lines.push(format!("requeue snapshot {id}"));
-    }
-    for id in &work.seal_crawls {
-        lines.push(format!("seal crawl {id}: all its snapshots are sealed"));
-    }
-    for id in &work.requeue_crawls {
-        lines.push(format!("requeue crawl {id}"));
-    }
-    lines
 }
 
 /// `abxd recover --dry-run`: what recovery would do now, without doing it.

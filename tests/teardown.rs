@@ -513,35 +513,49 @@ fn a_fork_loop_that_keeps_forking_while_torn_down_is_killed_whole() {
 
 #[test]
 fn escapees_alive_when_the_daemon_is_killed_with_sigkill_are_killed_by_recovery() {
-    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
-    let mut daemon = TestDaemon::start_with(&format!(
-        "{}[timeouts]\nhook_timeout = \"300s\"\nmin_grace = \"300ms\"\n\
-         descendant_scan = \"100ms\"\n[plugins.escapee_then_wait]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
-        plugins_config(&[&fixtures().join("escape")]),
-        escapees.0
-    ));
-    daemon.add(&["http://127.0.0.1:9/", "--plugins", "escapee_then_wait"]);
-    // Adopted by its snapshot worker while the snapshot still runs.
-    let escaped = wait_until("the escapee's row", WAIT, || {
-        rows(&daemon)
-            .into_iter()
-            .find(|r| r.escaped && r.status.is_live())
-    });
-    assert_eq!(escapees.pids(), vec![escaped.pid.unwrap()]);
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+        let mut daemon = TestDaemon::start_with(&format!(
+            "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"300s\"\n\
+             min_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n[plugins.escapee_then_wait]\n\
+             env = {{ ESCAPE_NAME = {:?} }}\n",
+            plugins_config(&[&fixtures().join("escape")]),
+            escapees.0
+        ));
+        let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "escapee_then_wait"]);
+        // Adopted by its snapshot worker while the snapshot still runs.
+        let escaped = wait_until("the escapee's row", WAIT, || {
+            rows(&daemon)
+                .into_iter()
+                .find(|r| r.escaped && r.status.is_live())
+        });
+        assert_eq!(escapees.pids(), vec![escaped.pid.unwrap()]);
+        let hook_cgroup = hook(&rows(&daemon)).cgroup.clone();
+        assert_eq!(hook_cgroup.is_some(), mode == "cgroup");
 
-    daemon.crash();
-    daemon.launch();
-    wait_until("the escapee killed by recovery", WAIT, || {
-        escapees.pids().is_empty().then_some(())
-    });
-    let row = wait_until("the escapee's row final", WAIT, || {
-        daemon
-            .store()
-            .process(escaped.id)
-            .unwrap()
-            .filter(|r| !r.status.is_live())
-    });
-    assert!(row.ended_at.is_some());
+        daemon.crash();
+        daemon.launch();
+        // (Cancelled, so that recovery does not run the crawl, and its escapee, again.)
+        daemon.ctl_ok(&["cancel", &crawl.to_string()]);
+        wait_until("the escapee killed by recovery", WAIT, || {
+            escapees.pids().is_empty().then_some(())
+        });
+        let row = wait_until("the escapee's row final", WAIT, || {
+            daemon
+                .store()
+                .process(escaped.id)
+                .unwrap()
+                .filter(|r| !r.status.is_live())
+        });
+        assert!(row.ended_at.is_some());
+        if let Some(dir) = hook_cgroup {
+            // The previous incarnation's cgroups are emptied and removed.
+            wait_until("the old hook's cgroup removed", WAIT, || {
+                (!std::path::Path::new(&dir).exists()).then_some(())
+            });
+        }
+    }
 }
 
 #[test]

@@ -368,23 +368,15 @@ impl Drop for TestDaemon {
 }
 
 impl TestDaemon {
-    /// Removes the cgroup scopes the daemon made (`abxd-<instance>@<boot>`, any boot) once its
+    /// Removes the cgroup scopes the daemon made (its log names each, at every start) once its
     /// processes are gone: a daemon killed by a test never removes its own.
     fn remove_cgroups(&self) {
-        let Ok(database) = abxd::store::Store::open_read_only(&self.database()) else {
-            return;
-        };
-        let Ok(namespace) = database.marker_namespace() else {
-            return;
-        };
-        let instance = namespace.split('@').next().unwrap_or_default().to_string();
-        let Ok(own) = abxd::cgroup::own_cgroup() else {
-            return;
-        };
-        let prefix = format!("abxd-{instance}@");
-        for entry in std::fs::read_dir(&own.dir).into_iter().flatten().flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&prefix) {
-                abxd::cgroup::Cgroup::at(entry.path()).remove();
+        for line in self.log().lines() {
+            let Some((_, rest)) = line.split_once("containment: cgroup v2 at ") else {
+                continue;
+            };
+            if let Some(scope) = rest.split(" (controllers").next() {
+                abxd::cgroup::Cgroup::at(scope).remove();
             }
         }
     }

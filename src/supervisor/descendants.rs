@@ -15,7 +15,7 @@ use crate::liveness::{self, Recording};
 use crate::marker;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::{EndReason, Store};
+use crate::store::{EndReason, Kind, Store};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -109,7 +109,12 @@ impl Supervisor {
                 }
                 _ => None,
             };
-            if let Some(row) = known.as_ref().filter(|row| row.escaped) {
+            // Flagged already, or a hook or worker orphaned by its parent's death (not an
+            // escape: it is torn down, not flagged).
+            if let Some(row) = known
+                .as_ref()
+                .filter(|r| r.escaped || r.kind != Kind::Child)
+            {
                 rows.push(row.id);
                 continue;
             }

@@ -32,6 +32,7 @@ impl Supervisor {
     }
 
     pub(super) fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
+        let mut scope_ended = false;
         for reaped in reaper::reap_ready() {
             if reaped.outcome != ExitOutcome::Code(0) {
                 // A supervisor that failed may have left ends unwritten: look again soon.
@@ -70,6 +71,8 @@ impl Supervisor {
             if let Some(cgroup) = &child.cgroup {
                 record_usage(store, row_id, cgroup);
             }
+            // A worker's end is the end of its scope: what escaped from it is ours now.
+            scope_ended |= child.policy == super::ChildPolicy::WORKER;
             let leaked = self.settle_leftovers(store, &child);
             if let Some(cgroup) = child.cgroup.as_ref().filter(|_| !leaked) {
                 cgroup.remove();
@@ -81,6 +84,11 @@ impl Supervisor {
                 reason,
                 leaked,
             });
+        }
+        if scope_ended {
+            // Re-parented here when the worker died (before it could sweep them): torn down
+            // at once (SIGTERM, min_grace, SIGKILL).
+            self.sweep_escapees(store);
         }
     }
 

@@ -704,15 +704,20 @@ fn a_hook_over_its_memory_max_fails_with_memory_limit_where_the_controller_is_en
     }
     let daemon = contained_escape_daemon("cgroup", "[plugins.hog]\nmemory_max = \"64M\"\n");
     let status = daemon.ctl_ok(&["status"]);
-    if !status.contains("memory") {
+    let containment = status
+        .lines()
+        .find(|l| l.starts_with("contain:"))
+        .unwrap_or_default();
+    let controllers = containment
+        .rsplit("(controllers: ")
+        .next()
+        .unwrap_or_default();
+    if !controllers.contains("memory") {
         // A hybrid host (like these) binds the memory controller to cgroup v1.
         eprintln!(
-            "NOT CHECKED: the memory controller is not enabled in cgroup v2 here ({}); the \
-             config and the recording of an OOM kill are covered by unit tests",
-            status
-                .lines()
-                .find(|l| l.starts_with("contain:"))
-                .unwrap_or("?")
+            "NOT CHECKED: the memory controller is not enabled in cgroup v2 here \
+             ({containment}); the config and the recording of an OOM kill are covered by unit \
+             tests"
         );
         return;
     }

@@ -511,19 +511,26 @@ fn a_fork_loop_that_keeps_forking_while_torn_down_is_killed_whole() {
     }
 }
 
+/// A daemon under containment `mode` crawling with a hook that leaves an escapee and runs on for
+/// 300 s (so its snapshot is under way while the test acts): the escapees, the daemon, the crawl.
+fn crawl_leaving_an_escapee(mode: &str) -> (Escapees, TestDaemon, i64) {
+    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+    let daemon = TestDaemon::start_with(&format!(
+        "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"300s\"\n\
+         min_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n[plugins.escapee_then_wait]\n\
+         env = {{ ESCAPE_NAME = {:?} }}\n",
+        plugins_config(&[&fixtures().join("escape")]),
+        escapees.0
+    ));
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "escapee_then_wait"]);
+    (escapees, daemon, crawl)
+}
+
 #[test]
 fn escapees_alive_when_the_daemon_is_killed_with_sigkill_are_killed_by_recovery() {
     for mode in common::containments() {
         eprintln!("containment: {mode}");
-        let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
-        let mut daemon = TestDaemon::start_with(&format!(
-            "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"300s\"\n\
-             min_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n[plugins.escapee_then_wait]\n\
-             env = {{ ESCAPE_NAME = {:?} }}\n",
-            plugins_config(&[&fixtures().join("escape")]),
-            escapees.0
-        ));
-        let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "escapee_then_wait"]);
+        let (escapees, mut daemon, crawl) = crawl_leaving_an_escapee(mode);
         // Adopted by its snapshot worker while the snapshot still runs.
         let escaped = wait_until("the escapee's row", WAIT, || {
             rows(&daemon)
@@ -666,15 +673,7 @@ fn containment_cgroup_refuses_to_start_where_abxd_cannot_make_cgroups_and_says_w
 fn an_escapee_handed_up_by_a_snapshot_worker_killed_with_sigkill_is_torn_down_at_once() {
     for mode in common::containments() {
         eprintln!("containment: {mode}");
-        let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
-        let daemon = TestDaemon::start_with(&format!(
-            "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"300s\"\n\
-             min_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n[plugins.escapee_then_wait]\n\
-             env = {{ ESCAPE_NAME = {:?} }}\n",
-            plugins_config(&[&fixtures().join("escape")]),
-            escapees.0
-        ));
-        let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "escapee_then_wait"]);
+        let (escapees, daemon, crawl) = crawl_leaving_an_escapee(mode);
         let escapee = wait_until("the escapee", WAIT, || {
             let pids = escapees.pids();
             (pids.len() == 1).then(|| abxd::identity::of_pid(pids[0]))?

@@ -347,18 +347,7 @@ mod tests {
     fn a_hook_killed_by_its_memory_limit_is_told_apart_by_its_row() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-        let row = store
-            .insert_process(&crate::store::NewProcess {
-                parent_id: None,
-                kind: crate::store::Kind::Hook,
-                crawl_id: None,
-                snapshot_id: None,
-                result_id: None,
-                argv: vec!["hook".into()],
-                cwd: "/".into(),
-                timeout_ms: None,
-            })
-            .unwrap();
+        let row = store.insert_process(&crate::store::test_hook()).unwrap();
         let killed = ExitOutcome::Signal(9);
         assert!(!killed_by_memory_limit(&store, row, killed));
         store

@@ -74,6 +74,8 @@ macro_rules! text_enum {
 
 pub(crate) use text_enum;
 
+#[cfg(test)]
+pub(crate) use processes::test_hook;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, ProcessRow, Status};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 

@@ -419,6 +419,21 @@ impl Store {
 }
 
 #[cfg(test)]
+/// A hook row to insert, for unit tests elsewhere in the crate.
+pub(crate) fn test_hook() -> NewProcess {
+    NewProcess {
+        parent_id: None,
+        kind: Kind::Hook,
+        crawl_id: None,
+        snapshot_id: None,
+        result_id: None,
+        argv: vec!["hook".into()],
+        cwd: "/".into(),
+        timeout_ms: None,
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

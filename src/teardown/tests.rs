@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::identity::same_tick;
-use crate::store::{NewProcess, Status};
+use crate::store::Status;
 
 #[test]
 fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_never_signalled() {
@@ -18,18 +18,7 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
     }
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-    let hook = store
-        .insert_process(&NewProcess {
-            parent_id: None,
-            kind: Kind::Hook,
-            crawl_id: None,
-            snapshot_id: None,
-            result_id: None,
-            argv: vec!["hook".into()],
-            cwd: "/".into(),
-            timeout_ms: None,
-        })
-        .unwrap();
+    let hook = store.insert_process(&crate::store::test_hook()).unwrap();
     let found = Found {
         identity: stale.clone(),
         ppid: std::process::id() as i32,

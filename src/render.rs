@@ -329,25 +329,29 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
     Ok(trimmed_lines(&table, ""))
 }
 
-/// The CPU time each result's last hook process used, by result (under cgroup containment).
-type CpuByResult = HashMap<i64, i64>;
+/// The CPU time and peak memory each result's last hook process used, by result (under cgroup
+/// containment).
+type CpuByResult = HashMap<i64, (Option<i64>, Option<i64>)>;
 
 fn results_table(results: &[&HookResult], cpu: &CpuByResult) -> Table {
-    let mut table = plain_table(&["HOOK", "STATUS", "TIME", "CPU", "SIZE", "FILES", "OUTPUT"]);
+    let mut table = plain_table(&[
+        "HOOK", "STATUS", "TIME", "CPU", "MEM", "SIZE", "FILES", "OUTPUT",
+    ]);
     for result in results {
         let time = match (result.started_at, result.ended_at) {
             (Some(start), Some(end)) => short_duration(end - start),
             (Some(start), None) => format!("{}…", short_duration(now_ms() - start)),
             _ => "-".into(),
         };
-        let cpu = cpu
-            .get(&result.id)
-            .map_or("-".into(), |usec| short_duration(usec / 1000));
+        let (cpu_usec, memory_peak) = cpu.get(&result.id).copied().unwrap_or_default();
+        let cpu = cpu_usec.map_or("-".into(), |usec| short_duration(usec / 1000));
+        let memory = memory_peak.map_or("-".into(), |peak| bytes(peak as u64));
         table.add_row([
             result.hook.clone(),
             result.status.to_string(),
             time,
             cpu,
+            memory,
             bytes(result.output_size),
             result.output_files.len().to_string(),
             one_line(result.output.as_deref().unwrap_or(""), 70),
@@ -375,7 +379,7 @@ pub fn crawl_report(
         .processes(&hooks)?
         .into_iter()
         .filter(|row| row.crawl_id == Some(crawl_id))
-        .filter_map(|row| Some((row.result_id?, row.cpu_usec?)))
+        .filter_map(|row| Some((row.result_id?, (row.cpu_usec, row.memory_peak))))
         .collect();
     let mut out = String::new();
     out.push_str(&format!(

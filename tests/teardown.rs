@@ -1,5 +1,6 @@
 //! The escape matrix: hooks that try every way of outliving their teardown, run under the real
-//! daemon. After each: no process of the test is left but the daemon, every row is final, and
+//! daemon, once per containment this machine has (procfs, and cgroup v2 where a cgroup2 mount is
+//! writable: each case says which ran). After each: no process of the test is left but the daemon, every row is final, and
 //! the teardown ended at its deadline — not before — for what ignores SIGTERM.
 
 mod common;
@@ -11,10 +12,6 @@ use std::time::Duration;
 
 const CRAWL_WAIT: Duration = Duration::from_secs(60);
 const KILL_GRACE_MS: i64 = 800;
-
-fn escape_daemon(extra: &str) -> TestDaemon {
-    contained_escape_daemon("auto", extra)
-}
 
 /// An escape-matrix daemon whose containment is `mode` ("procfs", "cgroup", "auto").
 fn contained_escape_daemon(mode: &str, extra: &str) -> TestDaemon {
@@ -233,105 +230,118 @@ fn long_running_crawl(daemon: &TestDaemon) -> (i64, ProcessRow) {
 
 #[test]
 fn abxctl_kill_on_a_hook_tears_down_its_tree_and_reports_each_process() {
-    let daemon = escape_daemon("[plugins.long_running]\ntimeout = \"300s\"\n");
-    let (crawl, hook) = long_running_crawl(&daemon);
-    let report = daemon.ctl_ok(&["kill", &hook.id.to_string(), "--grace", "2s"]);
-    assert!(report.contains(&format!("row {}", hook.id)), "{report}");
-    assert!(report.contains("exited on signal after"), "{report}");
-    assert!(report.contains("none left"), "{report}");
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
-    let row = daemon.store().process(hook.id).unwrap().unwrap();
-    assert_eq!(row.end_reason, Some(EndReason::Killed));
-    assert_nothing_left(&daemon);
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let daemon = contained_escape_daemon(mode, "[plugins.long_running]\ntimeout = \"300s\"\n");
+        let (crawl, hook) = long_running_crawl(&daemon);
+        let report = daemon.ctl_ok(&["kill", &hook.id.to_string(), "--grace", "2s"]);
+        assert!(report.contains(&format!("row {}", hook.id)), "{report}");
+        assert!(report.contains("exited on signal after"), "{report}");
+        assert!(report.contains("none left"), "{report}");
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        let row = daemon.store().process(hook.id).unwrap().unwrap();
+        assert_eq!(row.end_reason, Some(EndReason::Killed));
+        assert_nothing_left(&daemon);
+    }
 }
 
 #[test]
 fn abxctl_kill_on_a_snapshot_worker_interrupts_it_and_the_snapshot_runs_again() {
-    let daemon = escape_daemon("[plugins.long_running]\ntimeout = \"300s\"\n");
-    let (crawl, hook) = long_running_crawl(&daemon);
-    let worker = hook.parent_id.unwrap();
-    let report = daemon.ctl_ok(&["kill", &worker.to_string()]);
-    assert!(report.contains("none left"), "{report}");
-    // The processes are gone when the report comes; their rows become final as their reapers
-    // record them.
-    wait_until("the worker's rows to be final", WAIT, || {
-        daemon
-            .store()
-            .live_subtree(worker)
-            .unwrap()
-            .is_empty()
-            .then_some(())
-    });
-    // The snapshot was requeued and a new worker took it.
-    wait_until("a new snapshot worker", WAIT, || {
-        rows(&daemon)
-            .iter()
-            .any(|r| r.kind == Kind::SnapshotWorker && r.id != worker && r.status.is_live())
-            .then_some(())
-    });
-    let output = daemon.ctl_ok(&["cancel", &crawl.to_string()]);
-    assert!(
-        output.contains(&format!("crawl {crawl} cancelled")),
-        "{output}"
-    );
-    let crawl_row = daemon.store().crawl(crawl).unwrap().unwrap();
-    assert_eq!(
-        crawl_row.outcome,
-        Some(abxd::store::CrawlOutcome::Cancelled)
-    );
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
-    assert_nothing_left(&daemon);
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let daemon = contained_escape_daemon(mode, "[plugins.long_running]\ntimeout = \"300s\"\n");
+        let (crawl, hook) = long_running_crawl(&daemon);
+        let worker = hook.parent_id.unwrap();
+        let report = daemon.ctl_ok(&["kill", &worker.to_string()]);
+        assert!(report.contains("none left"), "{report}");
+        // The processes are gone when the report comes; their rows become final as their reapers
+        // record them.
+        wait_until("the worker's rows to be final", WAIT, || {
+            daemon
+                .store()
+                .live_subtree(worker)
+                .unwrap()
+                .is_empty()
+                .then_some(())
+        });
+        // The snapshot was requeued and a new worker took it.
+        wait_until("a new snapshot worker", WAIT, || {
+            rows(&daemon)
+                .iter()
+                .any(|r| r.kind == Kind::SnapshotWorker && r.id != worker && r.status.is_live())
+                .then_some(())
+        });
+        let output = daemon.ctl_ok(&["cancel", &crawl.to_string()]);
+        assert!(
+            output.contains(&format!("crawl {crawl} cancelled")),
+            "{output}"
+        );
+        let crawl_row = daemon.store().crawl(crawl).unwrap().unwrap();
+        assert_eq!(
+            crawl_row.outcome,
+            Some(abxd::store::CrawlOutcome::Cancelled)
+        );
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        assert_nothing_left(&daemon);
+    }
 }
 
 #[test]
 fn abxctl_kill_refuses_what_is_not_a_live_process_of_the_table() {
-    let daemon = escape_daemon("");
-    let mut stranger = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .unwrap();
-    let output = daemon.ctl(&["kill", "--pid", &stranger.id().to_string()]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("is not a live process of abxd's table"),
-        "{stderr}"
-    );
-    assert!(
-        stranger.try_wait().unwrap().is_none(),
-        "the stranger was not touched"
-    );
-    stranger.kill().unwrap();
-    stranger.wait().unwrap();
-
-    for (args, expected) in [
-        (vec!["kill", "999"], "no process row 999"),
-        (vec!["kill", "1"], "is abxd itself"),
-    ] {
-        let output = daemon.ctl(&args);
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let daemon = contained_escape_daemon(mode, "");
+        let mut stranger = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
+        let output = daemon.ctl(&["kill", "--pid", &stranger.id().to_string()]);
+        assert_eq!(output.status.code(), Some(1));
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{args:?}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("is not a live process of abxd's table"),
+            "{stderr}"
+        );
+        assert!(
+            stranger.try_wait().unwrap().is_none(),
+            "the stranger was not touched"
+        );
+        stranger.kill().unwrap();
+        stranger.wait().unwrap();
+
+        for (args, expected) in [
+            (vec!["kill", "999"], "no process row 999"),
+            (vec!["kill", "1"], "is abxd itself"),
+        ] {
+            let output = daemon.ctl(&args);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(1), "{args:?}");
+            assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        }
+        let output = daemon.ctl(&["kill", "2", "--signal", "NOPE"]);
+        assert_eq!(output.status.code(), Some(2));
     }
-    let output = daemon.ctl(&["kill", "2", "--signal", "NOPE"]);
-    assert_eq!(output.status.code(), Some(2));
 }
 
 #[test]
 fn sigterm_to_the_daemon_tears_the_whole_tree_down_and_exits_0() {
-    let mut daemon = escape_daemon("[plugins.long_running]\ntimeout = \"300s\"\n");
-    let (_crawl, _hook) = long_running_crawl(&daemon);
-    daemon.signal(Signal::SIGTERM);
-    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
-    assert_nothing_left(&daemon);
-    for row in rows(&daemon) {
-        assert!(
-            !row.status.is_live(),
-            "row {} ({:?}) still {}",
-            row.id,
-            row.argv,
-            row.status
-        );
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let mut daemon =
+            contained_escape_daemon(mode, "[plugins.long_running]\ntimeout = \"300s\"\n");
+        let (_crawl, _hook) = long_running_crawl(&daemon);
+        daemon.signal(Signal::SIGTERM);
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+        assert_nothing_left(&daemon);
+        for row in rows(&daemon) {
+            assert!(
+                !row.status.is_live(),
+                "row {} ({:?}) still {}",
+                row.id,
+                row.argv,
+                row.status
+            );
+        }
     }
 }
 

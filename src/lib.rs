@@ -25,7 +25,8 @@
 //!    start time, pidfd inode) and "is this still that process"), `proctree` (a live process, its
 //!    descendants), `marker` (`ABXD_PROCESS_ID` / `ABXD_INSTANCE`: finding what left the tree),
 //!    `cgroup` (cgroup v2 containment: the scope, one cgroup read and written), `lock` (one
-//!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP).
+//!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP), `printable`
+//!    (text from outside escaped for a terminal).
 //! 2. `store` — the SQLite file: process table, work queue, results; all writes `BEGIN IMMEDIATE`.
 //! 3. `liveness` — whether a row's process runs and the only functions that end a row;
 //!    `reaper` — the one place a child is waited for.
@@ -73,6 +74,7 @@ pub(crate) mod marker;
 pub(crate) mod notify;
 pub mod plugins;
 pub(crate) mod pool;
+pub mod printable;
 pub(crate) mod procstat;
 pub mod proctree;
 pub(crate) mod reaper;

@@ -6,6 +6,7 @@
 //! never hides it and never corrects it (reconciliation is the daemon's job).
 
 use crate::identity::{self, Liveness};
+use crate::printable;
 use crate::store::{
     now_ms, Crawl, HookResult, Kind, ProcessFilter, ProcessRow, ResultStatus, Status, Store,
     StoreError, WorkStatus,
@@ -190,7 +191,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
             age,
             left,
             signals_text(row),
-            row.argv.join(" "),
+            printable::line(&row.argv.join(" ")).into_owned(),
         ]);
         if let Some(kids) = children.get(&Some(row.id)) {
             let child_prefix = match depth {
@@ -277,13 +278,15 @@ fn trimmed_lines(table: &Table, indent: &str) -> String {
         .collect()
 }
 
+/// The first line of `text` (from outside: escaped), cut to `max` characters.
 fn one_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
-    if line.chars().count() > max {
+    let line = if line.chars().count() > max {
         format!("{}…", line.chars().take(max).collect::<String>())
     } else {
         line.to_string()
-    }
+    };
+    printable::line(&line).into_owned()
 }
 
 /// `abxctl crawls`: one line per crawl.
@@ -323,7 +326,7 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
                 count(ResultStatus::Skipped)
             ),
             short_duration(now - crawl.created_at),
-            crawl.urls.join(" "),
+            printable::line(&crawl.urls.join(" ")).into_owned(),
         ]);
     }
     Ok(trimmed_lines(&table, ""))
@@ -347,7 +350,7 @@ fn results_table(results: &[&HookResult], cpu: &CpuByResult) -> Table {
         let cpu = cpu_usec.map_or("-".into(), |usec| short_duration(usec / 1000));
         let memory = memory_peak.map_or("-".into(), |peak| bytes(peak as u64));
         table.add_row([
-            result.hook.clone(),
+            printable::line(&result.hook).into_owned(),
             result.status.to_string(),
             time,
             cpu,
@@ -388,7 +391,7 @@ pub fn crawl_report(
         crawl_status(&crawl),
         crawl.max_depth,
         snapshots.len(),
-        crawl.urls.join(" "),
+        printable::line(&crawl.urls.join(" ")),
         data_dir.join("crawls").join(crawl.id.to_string()).display()
     ));
     let crawl_hooks: Vec<&HookResult> =
@@ -400,11 +403,17 @@ pub fn crawl_report(
     for snapshot in &snapshots {
         out.push_str(&format!(
             "\n  snapshot {} ({}, depth {}): {}\n",
-            snapshot.id, snapshot.status, snapshot.depth, snapshot.url
+            snapshot.id,
+            snapshot.status,
+            snapshot.depth,
+            printable::line(&snapshot.url)
         ));
         let tags = store.tags(snapshot.id)?;
         if !tags.is_empty() {
-            out.push_str(&format!("    tags: {}\n", tags.join(", ")));
+            out.push_str(&format!(
+                "    tags: {}\n",
+                printable::line(&tags.join(", "))
+            ));
         }
         let mine: Vec<&HookResult> = results
             .iter()
@@ -461,10 +470,8 @@ impl Progress {
                     one_line(result.output.as_deref().unwrap_or(""), 60)
                 ),
             };
-            lines.push(format!(
-                "{:<9} {:<36} {place}{detail}",
-                result.status, result.hook
-            ));
+            let line = format!("{:<9} {:<36} {place}{detail}", result.status, result.hook);
+            lines.push(printable::line(&line).into_owned());
         }
         Ok(lines)
     }

@@ -74,7 +74,10 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     let data_dir = daemon.config().data_dir.clone();
     let database = daemon.config().database.clone();
     let crawl_id = daemon.add_crawl(&urls, crawl.depth, crawl.plugins.as_deref())?;
-    println!("crawl {crawl_id}: {}", urls.join(" "));
+    println!(
+        "crawl {crawl_id}: {}",
+        crate::printable::line(&urls.join(" "))
+    );
     let mut progress = Progress::default();
     let mut sealed = false;
     daemon.run_until(Some(PROGRESS_INTERVAL), |store| {

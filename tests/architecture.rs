@@ -10,8 +10,18 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // Foundation: facts about the machine and the config, no abxd state.
     &[
-        "config", "signal", "procstat", "identity", "proctree", "marker", "cgroup", "logging",
-        "lock", "notify", "serve",
+        "config",
+        "signal",
+        "procstat",
+        "identity",
+        "proctree",
+        "marker",
+        "cgroup",
+        "logging",
+        "lock",
+        "notify",
+        "serve",
+        "printable",
     ],
     // The store: the process table and the work queue.
     &["store"],

@@ -694,3 +694,69 @@ fn a_disk_that_fills_while_hooks_run_leaves_no_stale_row_and_the_crawl_finishes(
     );
     still_answers(&daemon);
 }
+
+/// Whether `text` holds a control character a terminal would act on (newlines and tabs aside).
+fn drives_a_terminal(text: &str) -> bool {
+    text.chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+}
+
+#[test]
+fn terminal_bytes_in_argv_and_hook_output_are_printed_escaped() {
+    let daemon = TestDaemon::start_with(&plugins_config(&[&fixtures().join("hostile")]));
+    let add = daemon
+        .ctl_command(&[
+            "add",
+            "http://127.0.0.1:9/",
+            "--plugins",
+            "terminal_bytes",
+            "--wait",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While the hook runs, its child's argv[0] holds ESC and BEL.
+    let ps = wait_until("the child in ps", WAIT, || {
+        let ps = daemon.ctl_ok(&["ps"]);
+        ps.contains("red").then_some(ps)
+    });
+    assert!(ps.contains("\\x1b[31mred\\x07"), "{ps}");
+    assert!(!drives_a_terminal(&ps), "{ps:?}");
+    let json = daemon.ctl_ok(&["ps", "--json"]);
+    assert!(
+        json.contains("\\u001b[31mred\\u0007"),
+        "JSON keeps the data: {json}"
+    );
+
+    let added = add.wait_with_output().unwrap();
+    let progress = String::from_utf8(added.stdout).unwrap();
+    assert!(progress.contains("clear\\x1b[2Jbell\\x07"), "{progress}");
+    assert!(!drives_a_terminal(&progress), "{progress:?}");
+    let show = daemon.ctl_ok(&["show", "1"]);
+    assert!(show.contains("clear\\x1b[2Jbell\\x07"), "{show}");
+    assert!(!drives_a_terminal(&show), "{show:?}");
+}
+
+#[test]
+fn the_bundled_title_plugin_stores_a_title_as_text() {
+    let site = tempfile::tempdir().unwrap();
+    std::fs::write(
+        site.path().join("index.html"),
+        "<html><head><title>Evil\x1b[2J\x07 Title</title></head><body></body></html>",
+    )
+    .unwrap();
+    let addr = abxd::serve::serve_dir(site.path()).unwrap();
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let daemon = TestDaemon::start_with(&plugins_config(&[&bundled]));
+    let crawl = daemon.add(&[&format!("http://{addr}/"), "--plugins", "title"]);
+    daemon.wait_sealed(crawl, Duration::from_secs(60));
+    let result = &daemon.store().results(crawl).unwrap()[0];
+    assert_eq!(
+        result.output.as_deref(),
+        Some("Evil [2J Title"),
+        "{result:?}"
+    );
+    let title = daemon.path(&format!("data/crawls/{crawl}/snapshots/1/title/title.txt"));
+    let title = std::fs::read_to_string(title).unwrap();
+    assert!(!drives_a_terminal(&title), "{title:?}");
+}

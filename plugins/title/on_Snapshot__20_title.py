@@ -35,7 +35,9 @@ parser.feed(page)
 if not parser.title:
     print(json.dumps({"type": "ArchiveResult", "status": "skipped", "output_str": "the page has no <title>"}))
     sys.exit(0)
-title = " ".join(parser.title.split())
+# Text, not bytes that drive a terminal: control characters (ESC, BEL, …, as `&#27;` in the page)
+# are dropped; whitespace runs become one space.
+title = " ".join("".join(c if c.isprintable() else " " for c in parser.title).split())
 with open("title.txt", "w") as out:
     out.write(title + "\n")
 print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": title}))

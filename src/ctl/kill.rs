@@ -58,6 +58,7 @@ fn print_report(report: &TeardownReport) -> i32 {
             Fate::Survived { state } => format!("SURVIVED SIGKILL (state {state})"),
         };
         let command: String = process.command.chars().take(60).collect();
+        let command = crate::printable::line(&command);
         println!("{row:<8} pid {:<7} {fate:<55} {command}", process.pid);
     }
     if report.complete {

@@ -2,6 +2,7 @@
 
 use super::{CtlError, Result, FOLLOW_INTERVAL};
 use crate::config::Config;
+use crate::printable;
 use crate::store::Store;
 use std::io::{Read, Seek, SeekFrom, Write};
 
@@ -29,12 +30,20 @@ pub(super) fn run(config: &Config, id: i64, follow: bool) -> Result<i32> {
             let _ = file.seek(SeekFrom::Start(*offset));
             let mut chunk = Vec::new();
             let _ = file.read_to_end(&mut chunk);
-            if !chunk.is_empty() {
+            // Whole lines only (a line still being written waits for the next round), so a
+            // character is never cut; printed with control characters escaped.
+            let whole = match chunk.iter().rposition(|&b| b == b'\n') {
+                Some(end) if follow => end + 1,
+                _ if follow => 0,
+                _ => chunk.len(),
+            };
+            if whole > 0 {
                 if !follow {
                     let _ = writeln!(out, "==> {name}: {path} <==");
                 }
-                let _ = out.write_all(&chunk);
-                *offset += chunk.len() as u64;
+                let lines = String::from_utf8_lossy(&chunk[..whole]);
+                let _ = out.write_all(printable::text(&lines).as_bytes());
+                *offset += whole as u64;
             }
         }
         let _ = out.flush();

@@ -3,6 +3,7 @@
 use super::Result;
 use crate::config::Config;
 use crate::plugins::{env, Catalog, Phase};
+use crate::printable;
 use serde_json::json;
 
 pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
@@ -69,11 +70,12 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
         } else {
             format!(", requires {}", plugin.manifest.required_plugins.join(", "))
         };
-        println!(
+        let line = format!(
             "{} ({state}{requires})  {}",
             plugin.name,
             plugin.dir.display()
         );
+        println!("{}", printable::line(&line));
         for hook in &plugin.hooks {
             let phase = match hook.phase() {
                 Some(Phase::Crawl) => "crawl",
@@ -81,14 +83,13 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
                 None => "not run",
             };
             let background = if hook.background { "  background" } else { "" };
-            println!(
-                "  {phase:<9}{:>3}  {}{background}",
-                hook.order, hook.file_name
-            );
+            let file = printable::line(&hook.file_name);
+            println!("  {phase:<9}{:>3}  {file}{background}", hook.order);
         }
         for rejected in catalog.rejected.iter().filter(|r| r.plugin == plugin.name) {
             let file = rejected.file_name();
-            println!("  rejected      {file}: {}", rejected.reason);
+            let line = format!("  rejected      {file}: {}", rejected.reason);
+            println!("{}", printable::line(&line));
         }
     }
     Ok(0)

@@ -221,14 +221,19 @@ impl TestDaemon {
 
     /// Runs abxctl on this daemon's config.
     pub fn ctl(&self, args: &[&str]) -> Output {
-        Command::new(abxctl_bin())
+        self.ctl_command(args).output().expect("run abxctl")
+    }
+
+    /// An abxctl command on this daemon's config, not started yet.
+    pub fn ctl_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(abxctl_bin());
+        command
             .arg("--config")
             .arg(&self.config)
             .args(args)
             .env(TAG_ENV, &self.tag)
-            .env_remove("ABXD_CONFIG")
-            .output()
-            .expect("run abxctl")
+            .env_remove("ABXD_CONFIG");
+        command
     }
 
     /// Runs abxctl and returns its stdout, failing the test if it did not succeed.

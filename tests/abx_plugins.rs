@@ -492,6 +492,7 @@ fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
     let root = abx_dl["root"].as_str().unwrap().to_string();
     // No daemon runs: abxd runs just for the install, and claims nothing.
     let daemon = common::TestDaemon::prepare(&common::plugins_config(&[Path::new(&root)]));
+    daemon.create_database();
     let queued = daemon.add(&["http://127.0.0.1:9/", "--plugins", "wget"]);
     let output = daemon
         .abxd_command(&["install", "--plugins", "wget"])

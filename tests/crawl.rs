@@ -309,6 +309,13 @@ fn no_more_snapshot_workers_run_at_once_than_the_limit() {
 #[test]
 fn a_crawl_added_while_the_daemon_is_down_runs_when_it_starts() {
     let mut daemon = TestDaemon::prepare(&plugins_config(&[&fixtures().join("plugins")]));
+    // Before the daemon ever ran there is no database, and abxctl makes none.
+    let output = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "ok"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("start the daemon once"), "{stderr}");
+    assert!(!daemon.database().exists());
+    daemon.create_database();
     let output = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "ok"]);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);

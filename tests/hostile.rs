@@ -619,6 +619,7 @@ fn a_daemon_started_on_a_full_disk_says_so_and_starts_later() {
         return;
     };
     // Queued while the daemon was down; then the disk fills.
+    daemon.create_database();
     let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ok"]);
     let filler = disk.fill();
     daemon.launch_expecting_failure();
@@ -759,4 +760,55 @@ fn the_bundled_title_plugin_stores_a_title_as_text() {
     let title = daemon.path(&format!("data/crawls/{crawl}/snapshots/1/title/title.txt"));
     let title = std::fs::read_to_string(title).unwrap();
     assert!(!drives_a_terminal(&title), "{title:?}");
+}
+
+#[test]
+fn a_database_deleted_under_the_daemon_stops_new_work_and_what_it_recorded_is_saved() {
+    let mut daemon = TestDaemon::start_with(&format!(
+        "{}[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"2\" }}\n",
+        plugins_config(&[&fixtures().join("plugins")])
+    ));
+    let crawl = daemon.add(&["--plugins", "sleepy", "http://127.0.0.1:9/"]);
+    let database = daemon.database();
+    wait_until("the hook to run", WAIT, || {
+        let rows = daemon.store().processes(&Default::default()).unwrap();
+        rows.iter()
+            .any(|r| r.kind == abxd::store::Kind::Hook && r.status.is_live())
+            .then_some(())
+    });
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = database.clone().into_os_string();
+        path.push(suffix);
+        let _ = std::fs::remove_file(path);
+    }
+
+    let refused = daemon.ctl(&["add", "http://127.0.0.1:9/again"]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert!(
+        said.contains("was deleted while abxd had it open"),
+        "{said}"
+    );
+    assert!(said.contains("abxd.sqlite3.saved"), "{said}");
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("DATABASE LOST"), "{status}");
+
+    // The running crawl goes on on the open file; nothing makes a new one at the path.
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    assert!(!database.exists(), "a new database was created at the path");
+    let saved = abxd::store::Store::open_read_only(&database.with_file_name("abxd.sqlite3.saved"))
+        .expect("what was recorded is saved");
+    assert!(saved.crawl(crawl).unwrap().is_some());
+    let rows = saved.processes(&Default::default()).unwrap();
+    assert!(
+        rows.iter().any(|r| r.kind == abxd::store::Kind::Hook),
+        "the hook's row is kept"
+    );
+    assert!(
+        rows.iter()
+            .filter(|r| r.kind == abxd::store::Kind::Orchestrator)
+            .all(|r| !r.status.is_live()),
+        "the clean stop is recorded in the saved copy"
+    );
 }

@@ -137,6 +137,7 @@ fn kill_9_torture_loses_nothing_and_runs_nothing_twice() {
     println!("torture seed: {seed} (replay with ABXD_TORTURE_SEED={seed})");
     let mut rng = Rng(seed);
     let mut daemon = ledger_daemon("[limits]\nmax_result_attempts = 1000\n");
+    daemon.create_database();
     let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
     let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
     args.extend(["--plugins", "ledger"]);

@@ -45,13 +45,10 @@ pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: boo
     follow_crawl(config, id)
 }
 
-/// Enqueues a crawl by writing the database itself (the daemon is down).
+/// Enqueues a crawl by writing the database itself (the daemon is down). Only the daemon's
+/// first start creates a database: with none, this says so.
 fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
-    if let Some(dir) = config.database.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|err| CtlError::BadInput(format!("cannot create {}: {err}", dir.display())))?;
-    }
-    let mut store = Store::open(&config.database)?;
+    let mut store = Store::open_existing(&config.database)?;
     Ok(store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?)
 }
 

@@ -30,6 +30,9 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             println!("database: {}", info.database);
             println!("socket:   {}", info.socket);
             println!("contain:  {}", info.containment);
+            if let Some(lost) = &info.database_lost {
+                println!("DATABASE LOST: {lost}");
+            }
             let live: Vec<String> = info.live.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("live:     {}", live.join(", "));
             if info.recovering {

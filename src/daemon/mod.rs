@@ -11,6 +11,7 @@
 //! `limits.max_crawl_workers` at once, whenever something may have made room or work: start, an
 //! `add` request, a worker's exit, a timer.
 
+mod database;
 mod handlers;
 mod install;
 mod reload;
@@ -82,6 +83,8 @@ struct State {
     installer: install::Installer,
     /// Claim no crawls (`abxd install` runs the daemon only to install).
     claims_off: bool,
+    /// The database file was deleted or replaced under the daemon (see `database`).
+    database_lost: Option<database::Lost>,
     /// What the daemon exits with after a clean shutdown.
     exit_code: i32,
 }
@@ -158,10 +161,12 @@ impl Daemon {
         mut done: impl FnMut(&Store) -> bool,
     ) -> Result<i32, DaemonError> {
         loop {
+            self.state.check_database();
             if !self.state.stopping && self.state.orphans.is_empty() {
+                let claiming = !self.state.claims_off && self.state.database_lost.is_none();
                 if done(&self.state.store) {
                     self.stop();
-                } else if std::mem::take(&mut self.state.wake) && !self.state.claims_off {
+                } else if std::mem::take(&mut self.state.wake) && claiming {
                     self.fill_crawl_workers();
                 }
             }
@@ -188,6 +193,9 @@ impl Daemon {
         let own = self.state.orchestrator_id;
         if let Err(err) = liveness::finish_own(&mut self.state.store, own, "clean shutdown") {
             log::error!("cannot record the orchestrator's end: {err}");
+        }
+        if let Some(lost) = &self.state.database_lost {
+            self.state.save_database(lost);
         }
         self.state.containment.leave();
         log::info!("abxd stopped");

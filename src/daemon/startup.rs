@@ -101,6 +101,7 @@ impl Daemon {
             orphans,
             installer: Default::default(),
             claims_off: false,
+            database_lost: None,
             exit_code: 0,
         };
         if state.orphans.is_empty() {

@@ -139,6 +139,14 @@ pub struct Store {
     batch_depth: u32,
     /// The marker namespace, read once (it cannot change while the store is open).
     namespace: std::cell::OnceCell<String>,
+    /// The device and inode of the file opened at `path`.
+    file: Option<(u64, u64)>,
+}
+
+/// The device and inode of the file at `path`.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
@@ -174,9 +182,20 @@ impl Store {
         Ok(Store::over(conn, path))
     }
 
+    /// Opens an existing database for reading and writing, never creating one (only the
+    /// daemon's first start does): what workers and `abxctl add` use, so a database deleted
+    /// under them is an error, not a new empty file.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        Store::open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+    }
+
     /// Opens an existing database read-only, without migrating or creating anything: what
     /// `abxctl ps` uses, so it works (and changes nothing) while the daemon is down.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        Store::open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+    }
+
+    fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing {
                 path: path.to_path_buf(),
@@ -186,7 +205,7 @@ impl Store {
             path: path.to_path_buf(),
             cause,
         };
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
         configure(&conn).map_err(open_err)?;
         let found = migrations::user_version(&conn).map_err(open_err)?;
@@ -214,7 +233,39 @@ impl Store {
             failed_writes: 0,
             batch_depth: 0,
             namespace: std::cell::OnceCell::new(),
+            file: file_id(path),
         }
+    }
+
+    /// What became of the file this store opened, if it is no longer at its path: `None` while
+    /// the path still names that file (same device and inode).
+    pub fn file_gone(&self) -> Option<String> {
+        let opened = self.file?;
+        match std::fs::metadata(&self.path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(format!(
+                "the database file {} was deleted while abxd had it open",
+                self.path.display()
+            )),
+            Err(_) => None,
+            Ok(_) if file_id(&self.path) == Some(opened) => None,
+            Ok(_) => Some(format!(
+                "the database file {} was replaced by another file while abxd had it open",
+                self.path.display()
+            )),
+        }
+    }
+
+    /// Writes a consistent copy of the open database to `to` (a new file): everything recorded,
+    /// also when the file at the store's path was deleted meanwhile.
+    pub fn save_copy(&self, to: &Path) -> Result<(), StoreError> {
+        let partial = to.with_extension("partial");
+        let _ = std::fs::remove_file(&partial);
+        self.conn
+            .execute("VACUUM INTO ?1", [partial.to_string_lossy()])?;
+        std::fs::rename(&partial, to).map_err(|err| {
+            StoreError::Sql(rusqlite::Error::ToSqlConversionFailure(Box::new(err)))
+        })?;
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {

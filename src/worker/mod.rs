@@ -75,7 +75,8 @@ impl Context {
         if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
             log::warn!("cannot become a child subreaper: {err}");
         }
-        let store = Store::open(&config.database)?;
+        // Never a new file: a database deleted under the daemon must not be replaced by workers.
+        let store = Store::open_existing(&config.database)?;
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, store.marker_namespace()?, Some(row_id))?;
         // Under cgroup containment the daemon placed this worker in its row's cgroup (in the

@@ -224,6 +224,13 @@ impl TestDaemon {
         self.ctl_command(args).output().expect("run abxctl")
     }
 
+    /// Creates the database as the daemon's first start does (abxctl never creates one), for
+    /// tests that queue work before the daemon ever ran.
+    pub fn create_database(&self) {
+        std::fs::create_dir_all(self.data_dir()).unwrap();
+        abxd::store::Store::open(&self.database()).unwrap();
+    }
+
     /// An abxctl command on this daemon's config, not started yet.
     pub fn ctl_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(abxctl_bin());

@@ -139,6 +139,9 @@ pub struct StatusInfo {
     /// The containment in force: `cgroup v2 at <path> (controllers: …)` or `procfs (why)`.
     #[serde(default)]
     pub containment: String,
+    /// The database file was deleted or replaced under the daemon: what happened and what to do.
+    #[serde(default)]
+    pub database_lost: Option<String>,
 }
 
 /// One binary an install provisioned, or failed to.

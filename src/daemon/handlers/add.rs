@@ -14,6 +14,10 @@ pub(super) fn handle(
     if urls.is_empty() {
         return refused(ErrorCode::Malformed, "a crawl needs at least one URL");
     }
+    state.check_database();
+    if let Some(lost) = &state.database_lost {
+        return failed(lost.explain());
+    }
     if let Some(why) = urls.iter().find_map(|url| Store::invalid_url(url)) {
         return refused(ErrorCode::Malformed, why);
     }

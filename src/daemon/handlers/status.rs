@@ -22,5 +22,6 @@ pub(super) fn handle(state: &State) -> Response {
         live,
         recovering: !state.orphans.is_empty(),
         containment: state.containment.describe(),
+        database_lost: state.database_lost.as_ref().map(|lost| lost.explain()),
     }))
 }

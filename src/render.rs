@@ -103,10 +103,10 @@ fn status_text(entry: &PsEntry) -> String {
         },
         (status, _, _) => status.to_string(),
     };
-    if row.leaking {
-        format!("{text}, leaking")
-    } else {
-        text
+    match (row.unkillable, row.leaking) {
+        (true, _) => format!("{text}, UNKILLABLE"),
+        (false, true) => format!("{text}, leaking"),
+        (false, false) => text,
     }
 }
 
@@ -384,6 +384,15 @@ pub fn crawl_report(
         .filter(|row| row.crawl_id == Some(crawl_id))
         .filter_map(|row| Some((row.result_id?, (row.cpu_usec, row.memory_peak))))
         .collect();
+    let all = ProcessFilter {
+        live_only: true,
+        kind: None,
+    };
+    let unkillable: Vec<ProcessRow> = store
+        .processes(&all)?
+        .into_iter()
+        .filter(|row| row.crawl_id == Some(crawl_id) && row.unkillable)
+        .collect();
     let mut out = String::new();
     out.push_str(&format!(
         "crawl {}: {}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
@@ -424,6 +433,15 @@ pub fn crawl_report(
         } else {
             out.push_str(&trimmed_lines(&results_table(&mine, &cpu), "    "));
         }
+    }
+    for row in &unkillable {
+        out.push_str(&format!(
+            "\n  UNKILLABLE row {} pid {}: {}\n    {}\n",
+            row.id,
+            row.pid.unwrap_or_default(),
+            printable::line(&row.argv.join(" ")),
+            row.end_detail.as_deref().unwrap_or("")
+        ));
     }
     Ok(Some(out))
 }

@@ -738,3 +738,95 @@ fn a_hook_over_its_memory_max_fails_with_memory_limit_where_the_controller_is_en
     let hook = hook(&rows(&daemon)).clone();
     assert!(hook.memory_peak.is_some());
 }
+
+/// A cgroup v1 freezer group (as on hybrid hosts): a task frozen there stays alive, in state D,
+/// after SIGKILL until it is thawed. Thawed and removed when dropped.
+struct Freezer(std::path::PathBuf);
+
+impl Freezer {
+    fn new() -> Option<Freezer> {
+        let dir = std::path::Path::new("/sys/fs/cgroup/freezer")
+            .join(format!("abxd-{}", common::unique_tag()));
+        std::fs::create_dir(&dir).ok()?;
+        Some(Freezer(dir))
+    }
+
+    fn freeze(&self, pid: i32) {
+        std::fs::write(self.0.join("cgroup.procs"), pid.to_string()).unwrap();
+        std::fs::write(self.0.join("freezer.state"), "FROZEN").unwrap();
+    }
+
+    fn thaw(&self) {
+        let _ = std::fs::write(self.0.join("freezer.state"), "THAWED");
+    }
+}
+
+impl Drop for Freezer {
+    fn drop(&mut self) {
+        self.thaw();
+        // (Its processes, killed already, end once thawed; then the group can go.)
+        for _ in 0..1000 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+#[test]
+fn a_process_that_survives_sigkill_is_recorded_unkillable_and_its_snapshot_seals() {
+    let Some(freezer) = Freezer::new() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI machines have the v1 freezer"
+        );
+        eprintln!("SKIPPED: no cgroup v1 freezer here to make a process survive SIGKILL");
+        return;
+    };
+    let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+    let daemon = TestDaemon::start_with(&format!(
+        "{}[timeouts]\nhook_timeout = \"2s\"\nkill_grace = \"500ms\"\n\
+         [plugins.frozen_child]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
+        plugins_config(&[&fixtures().join("escape")]),
+        escapees.0
+    ));
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "frozen_child"]);
+    let child = wait_until("the child", WAIT, || {
+        let pids = escapees.pids();
+        (pids.len() == 1).then(|| pids[0])
+    });
+    freezer.freeze(child);
+
+    // Its snapshot seals without it (teardown, SIGKILL, then SURVIVOR_WAIT); its row alone stays
+    // live.
+    wait_until("the crawl sealed", Duration::from_secs(60), || {
+        let crawl = daemon.store().crawl(crawl).unwrap()?;
+        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
+    });
+    let row = rows(&daemon)
+        .into_iter()
+        .find(|r| r.pid == Some(child))
+        .expect("the child has a row");
+    assert!(row.unkillable, "{row:?}");
+    assert!(row.status.is_live(), "it still runs: its row is live");
+    let detail = row.end_detail.clone().unwrap_or_default();
+    assert!(
+        detail.starts_with("unkillable: ") && detail.contains("state D"),
+        "{detail}"
+    );
+    let ps = daemon.ctl_ok(&["ps"]);
+    assert!(ps.contains("UNKILLABLE"), "{ps}");
+    let show = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(
+        show.contains(&format!("UNKILLABLE row {} pid {child}", row.id)),
+        "{show}"
+    );
+
+    // Once it can die, it does, and its row ends.
+    freezer.thaw();
+    wait_until("the unkillable row to end", WAIT, || {
+        let row = daemon.store().process(row.id).unwrap()?;
+        (!row.status.is_live()).then_some(())
+    });
+}

@@ -283,8 +283,8 @@ impl HookRunner {
         };
         let timeout = run.prepared.timeout;
         let mut result = interpret(&run.stdout, &run.stderr, outcome, reason, timeout);
-        if killed_by_memory_limit(store, row_id, outcome) {
-            result = result::memory_limit();
+        if let Some(overridden) = ended_by_its_limits(store, row_id, outcome) {
+            result = overridden;
         }
         let (files, size) = output_files(Path::new(&run.cwd));
         store.finish_result(
@@ -322,12 +322,25 @@ fn polite_exit(outcome: ExitOutcome) -> bool {
     }
 }
 
-/// Whether the kernel killed hook row `row_id` for going over its cgroup's `memory.max` (its
-/// supervisor noted it on the row when it reaped it).
-fn killed_by_memory_limit(store: &Store, row_id: i64, outcome: ExitOutcome) -> bool {
-    outcome == ExitOutcome::Signal(crate::signal::Signal::KILL.as_raw())
-        && matches!(store.process(row_id), Ok(Some(row))
-            if row.end_detail.as_deref() == Some(crate::cgroup::MEMORY_LIMIT))
+/// The result of hook row `row_id` when something beyond the hook decided it (noted on its row
+/// by its supervisor): the kernel killed it for going over its cgroup's `memory.max`, or it
+/// survived SIGKILL (unkillable) and its snapshot went on without it.
+fn ended_by_its_limits(
+    store: &Store,
+    row_id: i64,
+    outcome: ExitOutcome,
+) -> Option<result::Outcome> {
+    if outcome != ExitOutcome::Signal(crate::signal::Signal::KILL.as_raw()) {
+        return None;
+    }
+    let row = store.process(row_id).ok()??;
+    if row.unkillable {
+        return Some(result::failed(
+            row.end_detail.as_deref().unwrap_or("unkillable"),
+        ));
+    }
+    (row.end_detail.as_deref() == Some(crate::cgroup::MEMORY_LIMIT))
+        .then(|| result::failed(crate::cgroup::MEMORY_LIMIT))
 }
 
 #[cfg(test)]
@@ -344,19 +357,22 @@ mod tests {
     }
 
     #[test]
-    fn a_hook_killed_by_its_memory_limit_is_told_apart_by_its_row() {
+    fn a_hook_killed_by_its_memory_limit_or_unkillable_is_told_apart_by_its_row() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
         let row = store.insert_process(&crate::store::test_hook()).unwrap();
         let killed = ExitOutcome::Signal(9);
-        assert!(!killed_by_memory_limit(&store, row, killed));
+        assert!(ended_by_its_limits(&store, row, killed).is_none());
         store
             .set_end_detail(row, crate::cgroup::MEMORY_LIMIT)
             .unwrap();
-        assert!(killed_by_memory_limit(&store, row, killed));
-        assert!(!killed_by_memory_limit(&store, row, ExitOutcome::Code(0)));
-        let result = result::memory_limit();
+        assert!(ended_by_its_limits(&store, row, ExitOutcome::Code(0)).is_none());
+        let result = ended_by_its_limits(&store, row, killed).unwrap();
         assert_eq!(result.status, crate::store::ResultStatus::Failed);
         assert_eq!(result.output.as_deref(), Some("memory limit"));
+        let unkillable = "unkillable: alive 10 s after SIGKILL (state D, waiting in x)";
+        store.set_unkillable(row, unkillable).unwrap();
+        let result = ended_by_its_limits(&store, row, killed).unwrap();
+        assert_eq!(result.output.as_deref(), Some(unkillable));
     }
 }

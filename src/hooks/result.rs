@@ -34,11 +34,12 @@ pub struct Outcome {
 /// failed. A record with a status abxd does not know is the hook's failure, naming it. abxd is
 /// stricter than abx-dl in one place: a foreground hook stopped at its deadline failed (reason
 /// timeout), whatever it recorded before.
-/// A hook the kernel killed for going over its cgroup's memory limit: failed, saying so.
-pub fn memory_limit() -> Outcome {
+/// A hook that ended for a reason beyond itself (its memory limit, unkillable): failed, saying
+/// why.
+pub fn failed(why: &str) -> Outcome {
     Outcome {
         status: ResultStatus::Failed,
-        output: Some(crate::cgroup::MEMORY_LIMIT.to_string()),
+        output: Some(why.to_string()),
         discovered: Vec::new(),
         tags: Vec::new(),
     }

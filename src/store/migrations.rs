@@ -187,6 +187,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE processes ADD COLUMN cpu_usec INTEGER;
     ALTER TABLE processes ADD COLUMN memory_peak INTEGER;
     "#,
+    // 11: a process still alive long after SIGKILL (uninterruptible sleep): its scope goes on
+    // without it; its row stays live until it finally ends.
+    r#"
+    ALTER TABLE processes ADD COLUMN unkillable INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

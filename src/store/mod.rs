@@ -74,8 +74,6 @@ macro_rules! text_enum {
 
 pub(crate) use text_enum;
 
-#[cfg(test)]
-pub(crate) use processes::test_hook;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, ProcessRow, Status};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 
@@ -398,4 +396,19 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // Every statement the hot paths run stays parsed (they are prepared with `prepare_cached`).
     conn.set_prepared_statement_cache_capacity(64);
     conn.pragma_update(None, "foreign_keys", "ON")
+}
+
+#[cfg(test)]
+/// A hook row to insert, for unit tests elsewhere in the crate.
+pub(crate) fn test_hook() -> NewProcess {
+    NewProcess {
+        parent_id: None,
+        kind: Kind::Hook,
+        crawl_id: None,
+        snapshot_id: None,
+        result_id: None,
+        argv: vec!["hook".into()],
+        cwd: "/".into(),
+        timeout_ms: None,
+    }
 }

@@ -52,6 +52,17 @@ impl Store {
         })
     }
 
+    /// Flags row `id` unkillable, saying why: its scope goes on without it, its row stays live.
+    pub fn set_unkillable(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE processes SET unkillable = 1, end_detail = ?2 WHERE id = ?1",
+            )?
+            .execute(params![id, detail])?;
+            Ok(())
+        })
+    }
+
     /// Notes something an operator must know on row `id`, without changing its status.
     pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
         self.write(|tx| {

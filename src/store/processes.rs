@@ -142,13 +142,15 @@ pub struct ProcessRow {
     pub cgroup: Option<String>,
     pub cpu_usec: Option<i64>,
     pub memory_peak: Option<i64>,
+    /// Still alive long after SIGKILL: its scope went on without it (`end_detail` says why).
+    pub unkillable: bool,
 }
 
 pub(super) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak";
+    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable";
 
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
@@ -202,6 +204,7 @@ impl ProcessRow {
             cgroup: row.get(30)?,
             cpu_usec: row.get(31)?,
             memory_peak: row.get(32)?,
+            unkillable: row.get(33)?,
         })
     }
 }
@@ -419,21 +422,6 @@ impl Store {
 }
 
 #[cfg(test)]
-/// A hook row to insert, for unit tests elsewhere in the crate.
-pub(crate) fn test_hook() -> NewProcess {
-    NewProcess {
-        parent_id: None,
-        kind: Kind::Hook,
-        crawl_id: None,
-        snapshot_id: None,
-        result_id: None,
-        argv: vec!["hook".into()],
-        cwd: "/".into(),
-        timeout_ms: None,
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -514,7 +502,8 @@ mod tests {
                 "pidfd_ino",
                 "cgroup",
                 "cpu_usec",
-                "memory_peak"
+                "memory_peak",
+                "unkillable"
             ]
         );
     }

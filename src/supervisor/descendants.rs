@@ -109,6 +109,10 @@ impl Supervisor {
                 }
                 _ => None,
             };
+            // Unkillable: torn down already, waited for no more (reaped when it ends).
+            if known.as_ref().is_some_and(|row| row.unkillable) {
+                continue;
+            }
             // Flagged already, or a hook or worker orphaned by its parent's death (not an
             // escape: it is torn down, not flagged).
             if let Some(row) = known

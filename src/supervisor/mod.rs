@@ -403,12 +403,10 @@ impl Supervisor {
         let children = &self.children;
         self.unrecorded
             .after_turn(store, now, |row| children.has_row(row));
-        out.extend(
-            self.teardown
-                .take_completed()
-                .into_iter()
-                .map(Event::TornDown),
-        );
+        for report in self.teardown.take_completed() {
+            self.give_up_unkillable(&report, &mut out);
+            out.push(Event::TornDown(report));
+        }
         if timer.is_some_and(|t| t <= now) {
             out.push(Event::Timer);
         }

@@ -92,6 +92,36 @@ impl Supervisor {
         }
     }
 
+    /// A child of ours that survived SIGKILL (unkillable, flagged on its row by the teardown) is
+    /// given up on: reported as ended by SIGKILL so that its scope goes on, though its row stays
+    /// live; when it finally ends, it is reaped as an unknown child and its row made final then.
+    pub(super) fn give_up_unkillable(
+        &mut self,
+        report: &crate::teardown::Report,
+        out: &mut Vec<Event>,
+    ) {
+        for process in &report.processes {
+            if !matches!(process.fate, crate::teardown::Fate::Survived { .. }) {
+                continue;
+            }
+            let Some(child) = self.children.remove(process.pid) else {
+                continue;
+            };
+            log::error!(
+                "row {} (pid {}) is unkillable: its scope goes on without it",
+                child.row_id,
+                process.pid
+            );
+            out.push(Event::Exited {
+                row_id: child.row_id,
+                pid: process.pid,
+                outcome: ExitOutcome::Signal(crate::signal::Signal::KILL.as_raw()),
+                reason: EndReason::Killed,
+                leaked: false,
+            });
+        }
+    }
+
     /// A process re-parented to us (we are a subreaper: its parent died first) ended: we are the
     /// only one who can know its status, so record it on its row, whatever its kind.
     pub(super) fn reaped_descendant(&mut self, store: &mut Store, pid: i32, outcome: ExitOutcome) {

@@ -180,16 +180,24 @@ impl DeadlineMap {
                 member.gone_at = Some(now);
                 continue;
             }
-            let state = proctree::read(member.identity.pid)
-                .map(|p| p.state)
-                .unwrap_or('?');
+            let pid = member.identity.pid;
+            let state = proctree::read(pid).map(|p| p.state).unwrap_or('?');
+            let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+                .ok()
+                .filter(|w| !w.is_empty() && w != "0")
+                .unwrap_or_else(|| "?".into());
+            let detail = format!(
+                "unkillable: alive {} s after SIGKILL (state {state}, waiting in {wchan})",
+                SURVIVOR_WAIT.as_secs()
+            );
             log::error!(
-                "teardown of row {root}: pid {} ({}) survived SIGKILL (state {state})",
-                member.identity.pid,
+                "teardown of row {root}: pid {pid} ({}): {detail}",
                 member.command
             );
             if let Some(row) = member.row_id {
-                let _ = store.set_end_detail(row, &format!("survived SIGKILL (state {state})"));
+                if let Err(err) = store.set_unkillable(row, &detail) {
+                    log::error!("row {row}: cannot flag it unkillable: {err}");
+                }
             }
             // Reported: the tree finishes as incomplete.
             member.gone_at = Some(now);
@@ -288,7 +296,18 @@ impl DeadlineMap {
         }
         let rows = tree.rows.clone();
         let last_gone = tree.members.values().filter_map(|m| m.gone_at).max();
-        let late = self.enumerate(root, &[], &rows, last_gone);
+        // (A survivor of SIGKILL, reported already, is found again: it is not new.)
+        let survivors: Vec<i32> = tree
+            .members
+            .iter()
+            .filter(|(_, m)| m.survived.is_some())
+            .map(|(pid, _)| *pid)
+            .collect();
+        let late: Vec<(Found, Option<OwnedFd>)> = self
+            .enumerate(root, &[], &rows, last_gone)
+            .into_iter()
+            .filter(|(process, _)| !survivors.contains(&process.identity.pid))
+            .collect();
         if !late.is_empty() {
             let now = Instant::now();
             let tree = &self.trees[&root];

@@ -13,7 +13,9 @@
 //!   enumeration (descendants and markers) finding nothing — never because a signal was sent;
 //!   SIGKILL goes out only after re-enumerating, so what forked meanwhile is killed too;
 //! - a process still alive [`SURVIVOR_WAIT`] after SIGKILL (e.g. in uninterruptible sleep) is
-//!   reported on its row and in the report, not forgotten;
+//!   flagged `unkillable` on its row, with its state and wait channel, and in the report: the
+//!   tree finishes without it (its scope must not wait for ever), its row stays live until it
+//!   finally ends and its reaper records that;
 //! - waiting is driven by pidfd readiness and reaping, and by one timer at the earliest deadline;
 //! - within one turn of the loop ([`DeadlineMap::start_sharing_scans`]) the marker scan — which reads
 //!   every process's environment — is made once and shared by every tree, but a tree is only
@@ -50,7 +52,7 @@ type Pinned = (Found, Option<OwnedFd>, Option<i64>, Option<Kind>, Instant);
 type MarkerScan = (Instant, BTreeMap<i64, Vec<Found>>);
 
 /// How long a process may stay alive after SIGKILL before it is reported as a survivor.
-pub const SURVIVOR_WAIT: Duration = Duration::from_secs(2);
+pub const SURVIVOR_WAIT: Duration = Duration::from_secs(10);
 
 /// The first token the map uses (its cgroup watch, then pidfds); tokens below are the caller's.
 pub const FIRST_TOKEN: usize = 1 << 20;

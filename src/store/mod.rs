@@ -74,7 +74,8 @@ macro_rules! text_enum {
 
 pub(crate) use text_enum;
 
-pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, ProcessRow, Status};
+pub use process_queries::ProcessFilter;
+pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 
 use rusqlite::{Connection, OpenFlags};

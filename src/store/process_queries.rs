@@ -1,10 +1,18 @@
 //! Reading the process table: one row, a live subtree, the live row of a pid, filtered lists,
 //! counts. (Writes are in `processes`.)
 
-use super::processes::{Kind, ProcessFilter, ProcessRow, COLUMNS, LIVE_STATUSES};
+use super::processes::{Kind, ProcessRow, COLUMNS, LIVE_STATUSES};
 use super::{Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 use std::collections::BTreeMap;
+
+/// Which rows [`Store::processes`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessFilter {
+    /// Only rows that still claim a live process (starting, running, stopping).
+    pub live_only: bool,
+    pub kind: Option<Kind>,
+}
 
 impl Store {
     /// Row `id` and every live row below it, parents before children.

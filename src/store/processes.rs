@@ -209,14 +209,6 @@ impl ProcessRow {
     }
 }
 
-/// Which rows [`Store::processes`] returns.
-#[derive(Debug, Clone, Default)]
-pub struct ProcessFilter {
-    /// Only rows that still claim a live process (starting, running, stopping).
-    pub live_only: bool,
-    pub kind: Option<Kind>,
-}
-
 impl Store {
     /// Records a process about to be spawned (status `starting`) and returns its row id.
     pub fn insert_process(&mut self, new: &NewProcess) -> Result<i64, StoreError> {
@@ -589,7 +581,7 @@ mod tests {
             .record_end(b, None, EndReason::Lost, Some("gone"))
             .unwrap();
         let live = store
-            .processes(&ProcessFilter {
+            .processes(&crate::store::ProcessFilter {
                 live_only: true,
                 kind: None,
             })

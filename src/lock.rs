@@ -7,6 +7,7 @@
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -35,13 +36,26 @@ impl DataDirLock {
             lock: lock.clone(),
             cause,
         };
+        // Never through a symbolic link planted there (it would be truncated below): refused.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o640)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&lock)
-            .map_err(io_err)?;
+            .map_err(|cause| match cause.raw_os_error() {
+                Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
+                    io_err(std::io::Error::other(
+                        "it is a symbolic link, which abxd does not follow: remove it",
+                    ))
+                }
+                _ => io_err(cause),
+            })?;
+        if !file.metadata().map_err(io_err)?.is_file() {
+            return Err(io_err(std::io::Error::other("it is not a regular file")));
+        }
         let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(locked) => locked,
             Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {

@@ -17,6 +17,7 @@ use crate::marker::{INSTANCE_ENV, PROCESS_ID_ENV};
 use crate::store::{NewProcess, Store, StoreError};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -106,9 +107,12 @@ fn open_log(path: &Path) -> Result<File, SpawnError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(log_err)?;
     }
+    // Never through a symbolic link (a hook may plant one where a log will be written).
     OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o640)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
         .map_err(log_err)
 }

@@ -534,7 +534,14 @@ impl SmallDisk {
     fn mount(at: &std::path::Path, size: &str) -> Option<SmallDisk> {
         std::fs::create_dir_all(at).unwrap();
         let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            // (mode 0750: a data dir others can write is refused.)
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0750"),
+                "tmpfs",
+            ])
             .arg(at)
             .status()
             .is_ok_and(|s| s.success());
@@ -811,4 +818,89 @@ fn a_database_deleted_under_the_daemon_stops_new_work_and_what_it_recorded_is_sa
             .all(|r| !r.status.is_live()),
         "the clean stop is recorded in the saved copy"
     );
+}
+
+/// A file outside the data dir that abxd must never write: its content, to compare later.
+fn victim(daemon: &TestDaemon, name: &str) -> (std::path::PathBuf, &'static str) {
+    let path = daemon.path(name);
+    std::fs::write(&path, "precious\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    (path, "precious\n")
+}
+
+#[test]
+fn a_symlink_planted_at_the_lock_or_the_database_is_refused_and_its_target_untouched() {
+    let mut daemon = TestDaemon::prepare("");
+    std::fs::create_dir_all(daemon.data_dir()).unwrap();
+    for file in ["abxd.lock", "abxd.sqlite3"] {
+        let (target, content) = victim(&daemon, &format!("victim-of-{file}"));
+        let planted = daemon.data_dir().join(file);
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        daemon.launch_expecting_failure();
+        assert!(daemon.log().contains("symbolic link"), "{}", daemon.log());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), content);
+        std::fs::remove_file(&planted).unwrap();
+    }
+}
+
+#[test]
+fn a_hook_cannot_make_abxd_write_through_a_symlink_it_planted_where_a_log_goes() {
+    let daemon = TestDaemon::prepare("");
+    let (target, content) = victim(&daemon, "victim-of-a-log");
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[plugins.plants_symlink]\nenv = {{ OUTSIDE = {:?} }}\n",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&fixtures().join("hostile")]),
+            target.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut daemon = daemon;
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "plants_symlink"]);
+    daemon.wait_sealed(crawl, Duration::from_secs(60));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), content);
+    let results = daemon.store().results(crawl).unwrap();
+    let victim_hook = results
+        .iter()
+        .find(|r| r.hook.contains("victim"))
+        .expect("the second hook's result");
+    assert_eq!(victim_hook.status.to_string(), "failed", "{victim_hook:?}");
+}
+
+#[test]
+fn a_data_dir_that_group_or_others_can_write_is_refused_naming_the_fix() {
+    let mut daemon = TestDaemon::prepare("");
+    std::fs::create_dir_all(daemon.data_dir()).unwrap();
+    std::fs::set_permissions(daemon.data_dir(), std::fs::Permissions::from_mode(0o775)).unwrap();
+    daemon.launch_expecting_failure();
+    let log = daemon.log();
+    assert!(
+        log.contains("writable by group or others (mode 0775)"),
+        "{log}"
+    );
+    assert!(log.contains("chmod go-w"), "{log}");
+}
+
+#[test]
+fn files_are_0640_and_dirs_0750_whatever_the_umask() {
+    // (This test's own process: the daemon inherits the permissive umask.)
+    rustix::process::umask(rustix::fs::Mode::empty());
+    let daemon = TestDaemon::start_with(&plugins_config(&[&fixtures().join("plugins")]));
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "ok"]);
+    daemon.wait_sealed(crawl, Duration::from_secs(60));
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&daemon.database()), 0o640);
+    let snapshot = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/1"));
+    assert_eq!(mode(&snapshot), 0o750);
+    let logs = snapshot.join("logs");
+    assert_eq!(mode(&logs), 0o750);
+    for log in std::fs::read_dir(&logs).unwrap().flatten() {
+        assert_eq!(mode(&log.path()), 0o640, "{}", log.path().display());
+    }
 }

@@ -21,6 +21,7 @@ use file::{
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -338,6 +339,13 @@ impl Config {
         };
         std::fs::create_dir_all(&self.data_dir).map_err(unwritable)?;
         tempfile::tempfile_in(&self.data_dir).map_err(unwritable)?;
+        let meta = std::fs::metadata(&self.data_dir).map_err(unwritable)?;
+        let me = rustix::process::geteuid().as_raw();
+        let (owner, mode) = (meta.uid(), meta.mode());
+        if let Some(problem) = data_dir_problem(owner, mode, me) {
+            let dir = self.data_dir.display();
+            return Err(self.invalid("paths.data_dir", format!("{dir} {problem}")));
+        }
         Ok(())
     }
 
@@ -387,6 +395,23 @@ impl Config {
     }
 }
 
+/// What is wrong with a data dir owned by `owner` with `mode`, for a daemon running as `me`
+/// (sshd's StrictModes: whoever can write there can plant what abxd then opens).
+fn data_dir_problem(owner: u32, mode: u32, me: u32) -> Option<String> {
+    if owner != me {
+        return Some(format!(
+            "is owned by uid {owner}, not by abxd's user (uid {me}): chown {me} it"
+        ));
+    }
+    (mode & 0o022 != 0).then(|| {
+        format!(
+            "is writable by group or others (mode {:04o}): anyone who can write there can plant \
+             files abxd opens; chmod go-w it",
+            mode & 0o7777
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +434,21 @@ mod tests {
         );
         assert_eq!(config.limits, Limits::default());
         assert_eq!(config.timeouts, Timeouts::default());
+    }
+
+    #[test]
+    fn a_data_dir_others_can_write_or_someone_else_owns_is_a_problem() {
+        assert_eq!(data_dir_problem(100, 0o40750, 100), None);
+        assert_eq!(data_dir_problem(100, 0o40700, 100), None);
+        assert!(data_dir_problem(100, 0o40770, 100)
+            .unwrap()
+            .contains("mode 0770"));
+        assert!(data_dir_problem(100, 0o40757, 100)
+            .unwrap()
+            .contains("chmod go-w"));
+        assert!(data_dir_problem(0, 0o40750, 100)
+            .unwrap()
+            .contains("owned by uid 0"));
     }
 
     #[test]

@@ -20,6 +20,9 @@ impl Daemon {
     /// Takes the data dir, opens the store, records the orchestrator and listens. Errors leave
     /// nothing running.
     pub fn start(config: Config) -> Result<Daemon, DaemonError> {
+        // Files 0640, directories 0750, whatever umask abxd was started with (the unit's, a
+        // shell's): what it and its hooks write is not for every local user to read.
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o027));
         config.check_for_daemon()?;
         crate::plugins::check_settings(&config)?;
         let lock = DataDirLock::acquire(&config.data_dir)?;

@@ -116,6 +116,11 @@ pub enum StoreError {
         found: u32,
         latest: u32,
     },
+    #[error(
+        "database {path} is a symbolic link, which abxd does not follow: put the database file \
+         itself there, or set paths.database to where it is"
+    )]
+    Symlink { path: PathBuf },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
 }
@@ -165,6 +170,11 @@ impl Store {
             path: path.to_path_buf(),
             cause,
         };
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StoreError::Symlink {
+                path: path.to_path_buf(),
+            });
+        }
         let mut conn = Connection::open(path).map_err(open_err)?;
         configure(&conn).map_err(open_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -195,6 +205,11 @@ impl Store {
     }
 
     fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError> {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StoreError::Symlink {
+                path: path.to_path_buf(),
+            });
+        }
         if !path.exists() {
             return Err(StoreError::Missing {
                 path: path.to_path_buf(),

@@ -353,14 +353,18 @@ fn count_leftovers(store: &mut Store, instance: &str, child_row: i64, by_marker:
 /// two scans.
 pub(super) fn cap_log(path: &Path, max: u64) {
     use std::io::Write;
-    let Ok(meta) = std::fs::metadata(path) else {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
         return;
     };
     if meta.len() <= max {
         return;
     }
+    // Through a descriptor opened without following a link: a planted symbolic link is never
+    // truncated.
     let truncated = std::fs::OpenOptions::new()
         .append(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
         .and_then(|mut file| {
             file.set_len(0)?;

@@ -31,6 +31,17 @@ fn ledger_daemon(extra: &str) -> TestDaemon {
     daemon
 }
 
+/// Whether no process holds the database's write lock now (a write could begin at once).
+fn write_lock_is_free(database: &std::path::Path) -> bool {
+    let Ok(conn) = rusqlite::Connection::open(database) else {
+        return false;
+    };
+    let _ = conn.busy_timeout(Duration::ZERO);
+    let free = conn.execute_batch("BEGIN IMMEDIATE").is_ok();
+    let _ = conn.execute_batch("ROLLBACK");
+    free
+}
+
 fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
     daemon.store().processes(&ProcessFilter::default()).unwrap()
 }
@@ -361,16 +372,28 @@ fn recover_dry_run_changes_nothing_and_lists_what_the_real_run_does() {
     live_worker(&daemon, crawl, Kind::SnapshotWorker);
     daemon.crash();
     // Freeze the orphans so that nothing changes between the dry run and the real one: stop
-    // every process of the test until no new one appears (a running one may fork meanwhile).
+    // every process of the test until no new one appears (a running one may fork meanwhile) —
+    // and none is stopped inside a write (it would hold the database's write lock, and the next
+    // daemon could not record itself until it went on).
     let mut frozen: Vec<i32> = Vec::new();
-    wait_until("the orphans to be frozen", WAIT, || {
+    wait_until("the orphans to be frozen outside a write", WAIT, || {
         let pids = common::tagged_pids(&daemon.tag);
         for &pid in &pids {
             let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
         }
         let stable = pids == frozen;
         frozen = pids;
-        stable.then_some(())
+        if !stable {
+            return None;
+        }
+        if write_lock_is_free(&daemon.database()) {
+            return Some(());
+        }
+        for &pid in &frozen {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+        }
+        frozen.clear();
+        None
     });
     let before = daemon.ctl_ok(&["ps", "--all", "--json"]);
     let output = daemon

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::marker;
 use crate::recovery;
 use crate::spawn::{Logs, SpawnRequest};
-use crate::store::{now_ms, Kind, NewProcess, Queue, Store, StoreError, WorkStatus};
+use crate::store::{queue_clock_ms, Kind, NewProcess, Queue, Store, StoreError, WorkStatus};
 use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -148,7 +148,7 @@ impl WorkerPool {
             return None;
         }
         let at = store.next_retry_at(self.queue, self.crawl).ok().flatten()?;
-        Some(Instant::now() + Duration::from_millis((at - now_ms()).max(0) as u64))
+        Some(Instant::now() + Duration::from_millis((at - queue_clock_ms()).max(0) as u64))
     }
 
     /// A child of the pool's owner exited. `None`: it was not one of the pool's workers. With
@@ -213,7 +213,7 @@ impl WorkerPool {
             Queue::Snapshots => store.snapshot(work)?.map(|s| s.restarts),
         };
         let wait = recovery::backoff(config, restarts.unwrap_or(0));
-        store.requeue(self.queue, work, now_ms() + wait.as_millis() as i64)
+        store.requeue(self.queue, work, queue_clock_ms() + wait.as_millis() as i64)
     }
 
     /// The spawn request of a worker process: `abxd --config C worker crawl|snapshot ID`, handed

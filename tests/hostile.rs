@@ -904,3 +904,69 @@ fn files_are_0640_and_dirs_0750_whatever_the_umask() {
         assert_eq!(mode(&log.path()), 0o640, "{}", log.path().display());
     }
 }
+
+/// libfaketime, to step the wall clock of a daemon (and its workers and hooks) alone.
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+#[test]
+fn wall_clock_steps_of_an_hour_stall_no_claim_and_cut_no_grace() {
+    if !std::path::Path::new(FAKETIME).exists() {
+        assert!(std::env::var_os("CI").is_none(), "CI installs libfaketime");
+        eprintln!("SKIPPED: libfaketime is not installed here (CI installs it)");
+        return;
+    }
+    let daemon = TestDaemon::prepare("");
+    let (clock, go) = (daemon.path("clock"), daemon.path("go"));
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[limits]\nmax_crawl_workers = 1\n[timeouts]\nmin_grace = \"300ms\"\n\
+             [plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"1\" }}\n\
+             [plugins.slow_exit]\ntimeout = \"20s\"\nenv = {{ GO = {:?} }}\n",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&fixtures().join("plugins"), &fixtures().join("clock")]),
+            go.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut daemon = daemon;
+    std::fs::write(&clock, "+0\n").unwrap();
+    let clock_file = clock.display().to_string();
+    daemon.launch_with_env(&[
+        ("LD_PRELOAD", FAKETIME),
+        ("FAKETIME_TIMESTAMP_FILE", &clock_file),
+        ("FAKETIME_NO_CACHE", "1"),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+    ]);
+    let live_hook = |name: &str| {
+        daemon
+            .store()
+            .processes(&Default::default())
+            .unwrap()
+            .into_iter()
+            .find(|r| r.status.is_live() && r.argv.iter().any(|a| a.contains(name)))
+    };
+
+    // −1 h while a crawl waits for the one crawl worker's slot: it is claimed when the slot
+    // frees, not an hour later.
+    let busy = daemon.add(&["--plugins", "sleepy", "http://127.0.0.1:9/busy"]);
+    let waiting = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/waiting"]);
+    wait_until("the first crawl's hook", WAIT, || live_hook("sleepy"));
+    std::fs::write(&clock, "-1h\n").unwrap();
+    daemon.wait_sealed(busy, WAIT);
+    daemon.wait_sealed(waiting, WAIT);
+
+    // +1 h (back from −1 h) while a background hook runs: at its snapshot's end it still gets
+    // its own time to exit (its timeout), not the bare minimum grace.
+    let crawl = daemon.add(&["--plugins", "slow_exit", "http://127.0.0.1:9/slow"]);
+    let hook = wait_until("the background hook", WAIT, || live_hook("slow_exit.bg"));
+    std::fs::write(&clock, "+0\n").unwrap();
+    std::fs::write(&go, "").unwrap();
+    daemon.wait_sealed(crawl, WAIT);
+    let hook = daemon.store().process(hook.id).unwrap().unwrap();
+    assert!(
+        hook.sigkill_at.is_none(),
+        "SIGKILLed before its time: {hook:?}"
+    );
+    assert_eq!(hook.exit_code, Some(0), "{hook:?}");
+}

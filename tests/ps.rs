@@ -59,6 +59,7 @@ fn redact_json(mut ps: Value) -> Value {
             "time_left_ms",
             "sigterm_at",
             "sigkill_at",
+            "deadline_clock",
         ] {
             if !row[key].is_null() {
                 row[key] = format!("[{}]", key.to_uppercase()).into();

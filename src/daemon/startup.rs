@@ -35,6 +35,7 @@ impl Daemon {
             cause,
         };
         let mut store = Store::open(&config.database).map_err(store_err)?;
+        store.rebase_queue_clock().map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
         // The scope is named by the marker namespace (database and boot): a previous

@@ -23,7 +23,9 @@ use crate::identity;
 use crate::liveness::{self, owner_alive, why_gone};
 use crate::marker;
 use crate::proctree;
-use crate::store::{now_ms, HookResult, Kind, Queue, ResultStatus, Store, StoreError, WorkStatus};
+use crate::store::{
+    queue_clock_ms, HookResult, Kind, Queue, ResultStatus, Store, StoreError, WorkStatus,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -252,7 +254,7 @@ pub fn plan_work(
     dead_rows: &BTreeSet<i64>,
 ) -> Result<WorkPlan, StoreError> {
     let mut plan = WorkPlan::default();
-    let now = now_ms();
+    let now = queue_clock_ms();
     let ownerless = |queue: Queue| -> Result<Vec<i64>, StoreError> {
         let mut ids = Vec::new();
         for (id, owner, retry_at) in store.started(queue)? {
@@ -362,9 +364,9 @@ pub fn apply_work(
     }
     let due = |restarts: u32| -> i64 {
         if back_off {
-            now_ms() + backoff(config, restarts).as_millis() as i64
+            queue_clock_ms() + backoff(config, restarts).as_millis() as i64
         } else {
-            now_ms()
+            queue_clock_ms()
         }
     };
     for &id in &plan.requeue_snapshots {

@@ -192,6 +192,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE processes ADD COLUMN unkillable INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 12: times that decide are on the boot clock (`queue_clock_ms`), never the wall clock: a
+    // row's deadline as well (`deadline_at` stays, for people); crawls' and snapshots' `retry_at`
+    // are boot-clock ms from now on (rebased at each start in another boot).
+    r#"
+    ALTER TABLE processes ADD COLUMN deadline_clock INTEGER;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -7,6 +7,7 @@
 //! batch ends; the schema is at [`migrations::LATEST`] once [`Store::open`] returns. Times are
 //! unix milliseconds.
 
+mod clock;
 pub mod migrations;
 mod process_notes;
 mod process_queries;
@@ -74,13 +75,14 @@ macro_rules! text_enum {
 
 pub(crate) use text_enum;
 
+pub use clock::{now_ms, queue_clock_ms};
 pub use process_queries::ProcessFilter;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// How long a statement waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -123,14 +125,6 @@ pub enum StoreError {
     Symlink { path: PathBuf },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
-}
-
-/// Milliseconds since the Unix epoch, the time unit of every stored time.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 pub struct Store {

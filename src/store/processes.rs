@@ -144,13 +144,15 @@ pub struct ProcessRow {
     pub memory_peak: Option<i64>,
     /// Still alive long after SIGKILL: its scope went on without it (`end_detail` says why).
     pub unkillable: bool,
+    /// `deadline_at` on the boot clock (`queue_clock_ms`): what a teardown decides by.
+    pub deadline_clock: Option<i64>,
 }
 
 pub(super) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable";
+    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock";
 
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
@@ -205,6 +207,7 @@ impl ProcessRow {
             cpu_usec: row.get(31)?,
             memory_peak: row.get(32)?,
             unkillable: row.get(33)?,
+            deadline_clock: row.get(34)?,
         })
     }
 }
@@ -276,7 +279,8 @@ impl Store {
                 "UPDATE processes SET pid = ?2, boot_id = ?3, start_ticks = ?4, pgid = ?5, \
                  stdout_path = ?6, stderr_path = ?7, status = 'running', started_at = ?8, \
                  pidfd_ino = ?9, \
-                 deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?8 + timeout_ms END \
+                 deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?8 + timeout_ms END, \
+                 deadline_clock = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?10 + timeout_ms END \
                  WHERE id = ?1 AND status = 'starting'",
             )?
             .execute(params![
@@ -288,7 +292,8 @@ impl Store {
                 stdout_path,
                 stderr_path,
                 now,
-                identity.pidfd_ino.map(|ino| ino as i64)
+                identity.pidfd_ino.map(|ino| ino as i64),
+                super::queue_clock_ms()
             ])?;
             Ok(())
         })
@@ -495,7 +500,8 @@ mod tests {
                 "cgroup",
                 "cpu_usec",
                 "memory_peak",
-                "unkillable"
+                "unkillable",
+                "deadline_clock"
             ]
         );
     }

@@ -6,7 +6,7 @@
 //! else; only the owner renews it; a sealed row is never claimed, requeued or sealed again.
 
 use super::work::{millis, Lease, Queue};
-use super::{now_ms, Store, StoreError};
+use super::{now_ms, queue_clock_ms, Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 use std::time::Duration;
 
@@ -24,25 +24,50 @@ impl Store {
             Queue::Crawls => "",
             Queue::Snapshots => "AND crawl_id = ?3",
         };
-        let now = now_ms();
+        let (now, wall) = (queue_clock_ms(), now_ms());
         self.write(|tx| {
             let sql = format!(
                 "UPDATE {table} SET status = 'started', retry_at = ?1 + ?2, \
-                 started_at = COALESCE(started_at, ?1) \
+                 started_at = COALESCE(started_at, ?4) \
                  WHERE id = (SELECT id FROM {table} WHERE status = 'queued' AND retry_at <= ?1 \
                              {scope} ORDER BY retry_at, id LIMIT 1) \
                    AND status = 'queued' AND retry_at <= ?1 \
                  RETURNING id"
             );
             let mut statement = tx.prepare_cached(&sql)?;
-            let id = match queue {
-                Queue::Crawls => statement.query_row(params![now, millis(lease)], |r| r.get(0)),
-                Queue::Snapshots => {
-                    statement.query_row(params![now, millis(lease), crawl_id], |r| r.get(0))
-                }
-            }
-            .optional()?;
+            let lease = millis(lease);
+            let id = statement
+                .query_row(params![now, lease, crawl_id, wall], |r| r.get(0))
+                .optional()?;
             Ok(id)
+        })
+    }
+
+    /// Makes `retry_at` (boot-clock ms, see [`queue_clock_ms`]) mean this boot: after a
+    /// reboot (or an upgrade from wall-clock times) every unsealed row is due now; a started
+    /// row's owner is judged by its identity, which a reboot ended anyway.
+    pub fn rebase_queue_clock(&mut self) -> Result<(), StoreError> {
+        let boot = crate::identity::boot_id();
+        self.write(|tx| {
+            let recorded: Option<String> = tx
+                .query_row("SELECT value FROM meta WHERE key = 'queue_boot'", [], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if recorded.as_deref() != Some(boot) {
+                for table in ["crawls", "snapshots"] {
+                    tx.execute(
+                        &format!("UPDATE {table} SET retry_at = 0 WHERE status != 'sealed'"),
+                        [],
+                    )?;
+                }
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('queue_boot', ?1) \
+                     ON CONFLICT(key) DO UPDATE SET value = ?1",
+                    [boot],
+                )?;
+            }
+            Ok(())
         })
     }
 
@@ -61,7 +86,7 @@ impl Store {
     /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
     pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
         let table = lease.queue.table();
-        let now = now_ms();
+        let now = queue_clock_ms();
         self.write(|tx| {
             let changed = tx.execute(
                 &format!(

@@ -5,7 +5,7 @@
 //! `retry_at` means owned and is never claimed by anyone else; only the owner renews it. A URL
 //! appears at most once per crawl. A result that succeeded is never reset.
 
-use super::{now_ms, text_enum, Store, StoreError};
+use super::{now_ms, queue_clock_ms, text_enum, Store, StoreError};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 use std::time::Duration;
@@ -243,13 +243,13 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let urls = serde_json::to_string(urls).expect("strings serialize");
         let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
-        let now = now_ms();
+        let (due, now) = (queue_clock_ms(), now_ms());
         self.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at) \
-                 VALUES (?1, ?2, ?3, 'queued', ?4, ?4)",
+                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5)",
             )?
-            .execute(params![urls, max_depth, plugins, now])?;
+            .execute(params![urls, max_depth, plugins, due, now])?;
             Ok(tx.last_insert_rowid())
         })
     }
@@ -281,14 +281,14 @@ impl Store {
         url: &str,
         depth: u32,
     ) -> Result<Option<i64>, StoreError> {
-        let now = now_ms();
+        let (due, now) = (queue_clock_ms(), now_ms());
         self.write(|tx| {
             let added = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO snapshots (crawl_id, url, depth, status, retry_at, \
-                 created_at) VALUES (?1, ?2, ?3, 'queued', ?4, ?4)",
+                 created_at) VALUES (?1, ?2, ?3, 'queued', ?4, ?5)",
                 )?
-                .execute(params![crawl_id, url, depth, now])?;
+                .execute(params![crawl_id, url, depth, due, now])?;
             Ok((added == 1).then(|| tx.last_insert_rowid()))
         })
     }
@@ -326,7 +326,9 @@ mod tests {
         let lease = Duration::from_secs(60);
         assert_eq!(store.claim(Queue::Crawls, None, lease).unwrap(), Some(id));
         assert_eq!(store.claim(Queue::Crawls, None, lease).unwrap(), None);
-        store.requeue(Queue::Crawls, id, now_ms() + 60_000).unwrap();
+        store
+            .requeue(Queue::Crawls, id, queue_clock_ms() + 60_000)
+            .unwrap();
         assert_eq!(
             store.claim(Queue::Crawls, None, lease).unwrap(),
             None,
@@ -372,6 +374,6 @@ mod tests {
         store.set_owner(Queue::Snapshots, id, owner).unwrap();
         assert!(store.renew(&lease(owner)).unwrap());
         assert!(!store.renew(&lease(owner + 1)).unwrap());
-        assert!(store.snapshot(id).unwrap().unwrap().retry_at > now_ms() + 30_000);
+        assert!(store.snapshot(id).unwrap().unwrap().retry_at > queue_clock_ms() + 30_000);
     }
 }

@@ -37,7 +37,7 @@ use crate::liveness::{self, Recording};
 use crate::marker;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::{now_ms, EndReason, Kind, Store};
+use crate::store::{queue_clock_ms, EndReason, Kind, Store};
 use mio::unix::SourceFd;
 use mio::{Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
@@ -255,10 +255,11 @@ impl DeadlineMap {
             }
         }
         let now = Instant::now();
-        let own_deadline = |deadline_at: Option<i64>| -> Option<Instant> {
-            match (request.own_deadlines, deadline_at) {
+        // (On the boot clock: a wall-clock step changes no deadline.)
+        let own_deadline = |deadline_clock: Option<i64>| -> Option<Instant> {
+            match (request.own_deadlines, deadline_clock) {
                 (true, Some(at)) => {
-                    let remaining = Duration::from_millis((at - now_ms()).max(0) as u64);
+                    let remaining = Duration::from_millis((at - queue_clock_ms()).max(0) as u64);
                     Some(now + remaining.max(request.grace))
                 }
                 _ => None,
@@ -268,12 +269,12 @@ impl DeadlineMap {
         // on the others.
         let default_deadline = rows
             .iter()
-            .filter_map(|r| own_deadline(r.deadline_at))
+            .filter_map(|r| own_deadline(r.deadline_clock))
             .max()
             .unwrap_or(now)
             .max(now + request.grace);
         let deadline_of =
-            |deadline_at: Option<i64>| own_deadline(deadline_at).unwrap_or(default_deadline);
+            |deadline_clock: Option<i64>| own_deadline(deadline_clock).unwrap_or(default_deadline);
         // Recorded processes of the subtree that are still the recorded process, each with a
         // pidfd confirmed to be it.
         let mut found: Vec<Pinned> = Vec::new();
@@ -301,7 +302,7 @@ impl DeadlineMap {
                 Some(pidfd),
                 Some(row.id),
                 Some(row.kind),
-                deadline_of(row.deadline_at),
+                deadline_of(row.deadline_clock),
             ));
         }
         let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();

@@ -239,6 +239,22 @@ pub(crate) mod same_tick {
         }
         panic!("no pid was taken again within its start tick in 2000 tries");
     }
+
+    /// [`reused_within_a_tick`] where the case can be staged and the kernel tells the two
+    /// processes apart (root, pidfs); elsewhere `None`, saying why (never in CI, where both hold).
+    pub fn staged_with_pidfs() -> Option<(Identity, Outsider)> {
+        let Some((stale, outsider)) = reused_within_a_tick() else {
+            assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+            eprintln!("SKIPPED: needs root to steer pids through ns_last_pid");
+            return None;
+        };
+        if stale.pidfd_ino.is_none() {
+            assert!(std::env::var_os("CI").is_none(), "CI kernels have pidfs");
+            eprintln!("SKIPPED: this kernel has no pidfs: start ticks are all there is");
+            return None;
+        }
+        Some((stale, outsider))
+    }
 }
 
 #[cfg(test)]
@@ -248,16 +264,10 @@ mod tests {
 
     #[test]
     fn a_pid_taken_again_within_its_start_tick_is_another_process() {
-        let Some((stale, outsider)) = same_tick::reused_within_a_tick() else {
-            assert!(std::env::var_os("CI").is_none(), "CI runs as root");
-            eprintln!("SKIPPED: needs root to steer pids through ns_last_pid");
+        let Some((stale, outsider)) = same_tick::staged_with_pidfs() else {
             return;
         };
-        let Some(ino) = stale.pidfd_ino else {
-            assert!(std::env::var_os("CI").is_none(), "CI kernels have pidfs");
-            eprintln!("SKIPPED: this kernel has no pidfs: start ticks are all there is");
-            return;
-        };
+        let ino = stale.pidfd_ino.expect("staged with pidfs");
         let outsider_now = of_pid(outsider.0.id() as i32).unwrap();
         assert_eq!(outsider_now.start_ticks, stale.start_ticks);
         assert_ne!(outsider_now.pidfd_ino, Some(ino));

@@ -3,7 +3,7 @@
 //! finished — with its report — only when nothing of it is found any more.
 
 use super::member::{add_member, send};
-use super::{DeadlineMap, CGROUP_WATCH, SURVIVOR_WAIT};
+use super::{DeadlineMap, Member, Tree, CGROUP_WATCH, SURVIVOR_WAIT};
 use crate::cgroup::{Cgroup, EventsWatch};
 use crate::identity;
 use crate::proctree::{self, Found};
@@ -42,6 +42,17 @@ pub struct Report {
     pub root_row: i64,
     pub complete: bool,
     pub processes: Vec<ProcessFate>,
+}
+
+impl Tree {
+    /// The pids of the members `wanted` picks.
+    fn member_pids(&self, wanted: impl Fn(&Member) -> bool) -> Vec<i32> {
+        self.members
+            .iter()
+            .filter(|(_, m)| wanted(m))
+            .map(|(pid, _)| *pid)
+            .collect()
+    }
 }
 
 impl DeadlineMap {
@@ -125,12 +136,7 @@ impl DeadlineMap {
     pub(super) fn rescan(&mut self, store: &mut Store, root: i64, now: Instant) {
         let tree = &self.trees[&root];
         let known: Vec<i32> = tree.members.keys().copied().collect();
-        let alive: Vec<i32> = tree
-            .members
-            .iter()
-            .filter(|(_, m)| m.gone_at.is_none())
-            .map(|(pid, _)| *pid)
-            .collect();
+        let alive = tree.member_pids(|m| m.gone_at.is_none());
         let rows = tree.rows.clone();
         let new: Vec<(Found, Option<OwnedFd>)> = self
             .enumerate(root, &alive, &rows, None)
@@ -297,12 +303,7 @@ impl DeadlineMap {
         let rows = tree.rows.clone();
         let last_gone = tree.members.values().filter_map(|m| m.gone_at).max();
         // (A survivor of SIGKILL, reported already, is found again: it is not new.)
-        let survivors: Vec<i32> = tree
-            .members
-            .iter()
-            .filter(|(_, m)| m.survived.is_some())
-            .map(|(pid, _)| *pid)
-            .collect();
+        let survivors = tree.member_pids(|m| m.survived.is_some());
         let late: Vec<(Found, Option<OwnedFd>)> = self
             .enumerate(root, &[], &rows, last_gone)
             .into_iter()

@@ -8,8 +8,8 @@
 use crate::identity::{self, Liveness};
 use crate::printable;
 use crate::store::{
-    now_ms, Crawl, HookResult, Kind, ProcessFilter, ProcessRow, ResultStatus, Status, Store,
-    StoreError, WorkStatus,
+    now_ms, Crawl, HookResult, Kind, ProcessRow, ResultStatus, Status, Store, StoreError,
+    WorkStatus,
 };
 use comfy_table::{presets, ContentArrangement, Table};
 use serde::Serialize;
@@ -374,24 +374,15 @@ pub fn crawl_report(
     };
     let results = store.results(crawl_id)?;
     let snapshots = store.snapshots(crawl_id)?;
-    let hooks = ProcessFilter {
-        live_only: false,
-        kind: Some(Kind::Hook),
-    };
-    let cpu: CpuByResult = store
-        .processes(&hooks)?
-        .into_iter()
-        .filter(|row| row.crawl_id == Some(crawl_id))
+    let processes = store.crawl_processes(crawl_id)?;
+    let cpu: CpuByResult = processes
+        .iter()
+        .filter(|row| row.kind == Kind::Hook)
         .filter_map(|row| Some((row.result_id?, (row.cpu_usec, row.memory_peak))))
         .collect();
-    let all = ProcessFilter {
-        live_only: true,
-        kind: None,
-    };
-    let unkillable: Vec<ProcessRow> = store
-        .processes(&all)?
-        .into_iter()
-        .filter(|row| row.crawl_id == Some(crawl_id) && row.unkillable)
+    let unkillable: Vec<&ProcessRow> = processes
+        .iter()
+        .filter(|row| row.unkillable && row.status.is_live())
         .collect();
     let mut out = String::new();
     out.push_str(&format!(

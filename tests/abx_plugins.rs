@@ -276,15 +276,19 @@ fn files_below(dir: &Path) -> Vec<String> {
     out
 }
 
+/// The tools and the abx-plugins root abx-dl runs from, or `None` (outside CI only) when they
+/// are not there.
+fn tools_and_plugins_root() -> Option<(Tools, String)> {
+    let tools = Tools::find()?;
+    let abx_dl = ask_abx_dl()?;
+    Some((tools, abx_dl["root"].as_str().unwrap().to_string()))
+}
+
 #[test]
 fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
-    let Some(tools) = Tools::find() else {
+    let Some((tools, root)) = tools_and_plugins_root() else {
         return;
     };
-    let Some(abx_dl) = ask_abx_dl() else {
-        return;
-    };
-    let root = abx_dl["root"].as_str().unwrap().to_string();
     let site = serve_test_site();
     let url = format!("http://{site}/");
     let path = tools.path();
@@ -483,13 +487,9 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
 
 #[test]
 fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
-    let Some(tools) = Tools::find() else {
+    let Some((tools, root)) = tools_and_plugins_root() else {
         return;
     };
-    let Some(abx_dl) = ask_abx_dl() else {
-        return;
-    };
-    let root = abx_dl["root"].as_str().unwrap().to_string();
     // No daemon runs: abxd runs just for the install, and claims nothing.
     let daemon = common::TestDaemon::prepare(&common::plugins_config(&[Path::new(&root)]));
     daemon.create_database();

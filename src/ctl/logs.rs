@@ -23,6 +23,9 @@ pub(super) fn run(config: &Config, id: i64, follow: bool) -> Result<i32> {
     let mut offsets = vec![0u64; files.len()];
     let mut out = std::io::stdout();
     loop {
+        // Asked before reading: once the process has ended, the last round prints all that is
+        // left, a last line without its newline too.
+        let last = !follow || !store.process(id)?.is_some_and(|r| r.status.is_live());
         for ((name, path), offset) in files.iter().zip(offsets.iter_mut()) {
             let Ok(mut file) = std::fs::File::open(path) else {
                 continue;
@@ -30,12 +33,12 @@ pub(super) fn run(config: &Config, id: i64, follow: bool) -> Result<i32> {
             let _ = file.seek(SeekFrom::Start(*offset));
             let mut chunk = Vec::new();
             let _ = file.read_to_end(&mut chunk);
-            // Whole lines only (a line still being written waits for the next round), so a
-            // character is never cut; printed with control characters escaped.
+            // Whole lines only while it runs (a line still being written waits for the next
+            // round), so a character is never cut; printed with control characters escaped.
             let whole = match chunk.iter().rposition(|&b| b == b'\n') {
-                Some(end) if follow => end + 1,
-                _ if follow => 0,
-                _ => chunk.len(),
+                _ if last => chunk.len(),
+                Some(end) => end + 1,
+                None => 0,
             };
             if whole > 0 {
                 if !follow {
@@ -47,8 +50,7 @@ pub(super) fn run(config: &Config, id: i64, follow: bool) -> Result<i32> {
             }
         }
         let _ = out.flush();
-        let ended = !store.process(id)?.is_some_and(|r| r.status.is_live());
-        if !follow || ended {
+        if last {
             return Ok(0);
         }
         std::thread::sleep(FOLLOW_INTERVAL);

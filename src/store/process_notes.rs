@@ -1,5 +1,6 @@
 //! Notes on a process row that never change its status: it leaked, it escaped its hook's tree,
-//! something an operator must know about its end.
+//! its cgroup and what that measured, it survived SIGKILL, something an operator must know about
+//! its end.
 
 use super::{Store, StoreError};
 use rusqlite::params;
@@ -7,29 +8,26 @@ use rusqlite::params;
 impl Store {
     /// Flags row `id` as leaking: it exited while processes it started lived on.
     pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE processes SET leaking = 1 WHERE id = ?1")?
-                .execute([id])?;
-            Ok(())
-        })
+        self.update_row(
+            "UPDATE processes SET leaking = 1 WHERE id = ?1",
+            params![id],
+        )
     }
 
     /// Flags row `id` as escaped: found as an unknown child of a supervising process.
     pub fn set_escaped(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE processes SET escaped = 1 WHERE id = ?1")?
-                .execute([id])?;
-            Ok(())
-        })
+        self.update_row(
+            "UPDATE processes SET escaped = 1 WHERE id = ?1",
+            params![id],
+        )
     }
 
     /// Records the cgroup row `id`'s process runs in.
     pub fn set_cgroup(&mut self, id: i64, cgroup: &str) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached("UPDATE processes SET cgroup = ?2 WHERE id = ?1")?
-                .execute(params![id, cgroup])?;
-            Ok(())
-        })
+        self.update_row(
+            "UPDATE processes SET cgroup = ?2 WHERE id = ?1",
+            params![id, cgroup],
+        )
     }
 
     /// Records what row `id`'s cgroup measured of it and its descendants.
@@ -39,35 +37,33 @@ impl Store {
         cpu_usec: Option<u64>,
         memory_peak: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE processes SET cpu_usec = ?2, memory_peak = ?3 WHERE id = ?1",
-            )?
-            .execute(params![
-                id,
-                cpu_usec.map(|v| v as i64),
-                memory_peak.map(|v| v as i64)
-            ])?;
-            Ok(())
-        })
+        let (cpu_usec, memory_peak) = (cpu_usec.map(|v| v as i64), memory_peak.map(|v| v as i64));
+        self.update_row(
+            "UPDATE processes SET cpu_usec = ?2, memory_peak = ?3 WHERE id = ?1",
+            params![id, cpu_usec, memory_peak],
+        )
     }
 
     /// Flags row `id` unkillable, saying why: its scope goes on without it, its row stays live.
     pub fn set_unkillable(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE processes SET unkillable = 1, end_detail = ?2 WHERE id = ?1",
-            )?
-            .execute(params![id, detail])?;
-            Ok(())
-        })
+        self.update_row(
+            "UPDATE processes SET unkillable = 1, end_detail = ?2 WHERE id = ?1",
+            params![id, detail],
+        )
     }
 
     /// Notes something an operator must know on row `id`, without changing its status.
     pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
+        self.update_row(
+            "UPDATE processes SET end_detail = ?2 WHERE id = ?1",
+            params![id, detail],
+        )
+    }
+
+    /// One statement on one row, in its own write.
+    fn update_row(&mut self, sql: &str, params: impl rusqlite::Params) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.prepare_cached("UPDATE processes SET end_detail = ?2 WHERE id = ?1")?
-                .execute(params![id, detail])?;
+            tx.prepare_cached(sql)?.execute(params)?;
             Ok(())
         })
     }

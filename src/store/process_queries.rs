@@ -81,6 +81,17 @@ impl Store {
         Ok(rows)
     }
 
+    /// Every row of crawl `crawl_id`, by id.
+    pub fn crawl_processes(&self, crawl_id: i64) -> Result<Vec<ProcessRow>, StoreError> {
+        let mut statement = self.conn().prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM processes WHERE crawl_id = ?1 ORDER BY id"
+        ))?;
+        let rows = statement
+            .query_map([crawl_id], ProcessRow::from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// How many rows of each kind claim a live process.
     pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
         let mut statement = self.conn().prepare_cached(&format!(

@@ -179,7 +179,12 @@ fn hook_throughput(s: &Sizes, figures: &mut Figures) {
             .unwrap();
         store.start_result(result.id, None).unwrap();
         supervisor
-            .spawn(&mut store, &request, ChildPolicy::FOREGROUND_HOOK)
+            .spawn(
+                &mut store,
+                &request,
+                ChildPolicy::FOREGROUND_HOOK,
+                &mut abxd::spawn::nothing_more,
+            )
             .unwrap();
         'reaped: loop {
             for event in supervisor.wait(&mut store, None).unwrap() {
@@ -222,7 +227,12 @@ fn teardown(s: &Sizes, figures: &mut Figures) {
         for _ in 0..s.tree_runs {
             let request = hook_request(dir.path(), &["/bin/bash", "-c", script]);
             let spawned = supervisor
-                .spawn(&mut store, &request, ChildPolicy::WORKER)
+                .spawn(
+                    &mut store,
+                    &request,
+                    ChildPolicy::WORKER,
+                    &mut abxd::spawn::nothing_more,
+                )
                 .unwrap();
             let pid = spawned.identity.pid;
             let deadline = Instant::now() + Duration::from_secs(30);

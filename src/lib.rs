@@ -27,7 +27,8 @@
 //!    `cgroup` (cgroup v2 containment: the scope, one cgroup read and written), `lock` (one
 //!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP), `printable`
 //!    (text from outside escaped for a terminal).
-//! 2. `store` — the SQLite file: process table, work queue, results; all writes `BEGIN IMMEDIATE`.
+//! 2. `store` — the SQLite file: process table, work queue, results; all writes `BEGIN IMMEDIATE`;
+//!    a loop's writes never wait for another process's lock past the loop's next deadline (`busy`).
 //! 3. `liveness` — whether a row's process runs and the only functions that end a row;
 //!    `reaper` — the one place a child is waited for.
 //! 4. `spawn` (the one way a process starts), `teardown` (whole trees, SIGTERM then SIGKILL at

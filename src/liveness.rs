@@ -117,7 +117,9 @@ impl Recording {
 }
 
 /// Makes row `row_id` final when its process (`pid`) was seen gone without being reaped here:
-/// only if `recording` covers its kind and no abxd reaper will record it.
+/// only if `recording` covers its kind and no abxd reaper will record it. Returns `false` if the
+/// write failed (the caller may try again).
+#[must_use = "a failed write leaves the row claiming a process that is gone"]
 pub fn finish_unobserved(
     store: &mut Store,
     row_id: i64,
@@ -126,12 +128,20 @@ pub fn finish_unobserved(
     recording: Recording,
     reason: EndReason,
     detail: &str,
-) {
+) -> bool {
     if !recording.covers(kind) || pid.is_some_and(|pid| left_to_reaper(store, pid)) {
-        return;
+        return true;
     }
-    if let Err(err) = store.record_end(row_id, None, reason, Some(detail)) {
-        log::error!("row {row_id}: cannot record its end: {err}");
+    match store.record_end(row_id, None, reason, Some(detail)) {
+        Ok(()) => true,
+        Err(err) if err.is_busy() => {
+            log::debug!("row {row_id}: its end is not written yet: {err}");
+            false
+        }
+        Err(err) => {
+            log::error!("row {row_id}: cannot record its end (kept to retry): {err}");
+            false
+        }
     }
 }
 

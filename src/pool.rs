@@ -12,7 +12,7 @@
 use crate::config::Config;
 use crate::marker;
 use crate::recovery;
-use crate::spawn::{Logs, SpawnRequest};
+use crate::spawn::{Logs, SpawnError, SpawnRequest};
 use crate::store::{queue_clock_ms, Kind, NewProcess, Queue, Store, StoreError, WorkStatus};
 use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::HashMap;
@@ -54,6 +54,8 @@ pub struct WorkerPool {
     workers: HashMap<i64, i64>,
     /// Dead workers whose leftovers are still being torn down, by row → their work.
     awaiting_teardown: HashMap<i64, i64>,
+    /// Work claimed whose worker the busy database kept from starting.
+    unstarted: Vec<i64>,
 }
 
 impl WorkerPool {
@@ -74,6 +76,7 @@ impl WorkerPool {
             parent_row,
             workers: HashMap::new(),
             awaiting_teardown: HashMap::new(),
+            unstarted: Vec::new(),
         }
     }
 
@@ -107,7 +110,8 @@ impl WorkerPool {
 
     /// Claims due work and starts a worker for each, up to the limit. A worker that cannot be
     /// started puts its work back (backing off) and ends this round. Store errors are returned
-    /// (the caller decides whether to retry later or fail).
+    /// (the caller decides whether to retry later or fail); work claimed whose worker the busy
+    /// database kept from starting is kept claimed and started first next time.
     pub fn fill(
         &mut self,
         config: &Config,
@@ -115,11 +119,18 @@ impl WorkerPool {
         store: &mut Store,
     ) -> Result<(), StoreError> {
         while self.workers.len() < self.limit(config) {
-            let Some(work) = store.claim(self.queue, self.crawl, config.timeouts.lease)? else {
-                return Ok(());
+            let work = match self.claimed_unstarted(store)? {
+                Some(work) => work,
+                None => match store.claim(self.queue, self.crawl, config.timeouts.lease)? {
+                    Some(work) => work,
+                    None => return Ok(()),
+                },
             };
             let request = self.worker_request(config, work);
-            match supervisor.spawn(store, &request, ChildPolicy::WORKER) {
+            let queue = self.queue;
+            // Owned by the worker's row from the moment the row exists.
+            let mut own = |store: &mut Store, row: i64| store.set_owner(queue, work, row);
+            match supervisor.spawn(store, &request, ChildPolicy::WORKER, &mut own) {
                 Ok(spawned) => {
                     log::info!(
                         "{} {work}: worker row {} started",
@@ -127,19 +138,41 @@ impl WorkerPool {
                         spawned.row_id
                     );
                     self.workers.insert(spawned.row_id, work);
-                    store.set_owner(self.queue, work, spawned.row_id)?;
+                }
+                Err(SpawnError::Store(err)) => {
+                    self.unstarted.push(work);
+                    return Err(err);
                 }
                 Err(err) => {
                     log::error!(
                         "{} {work}: cannot start its worker: {err}",
                         self.queue.noun()
                     );
-                    self.put_back(config, store, work)?;
+                    if let Err(err) = self.put_back(config, store, work) {
+                        self.unstarted.push(work);
+                        return Err(err);
+                    }
                     return Ok(());
                 }
             }
         }
         Ok(())
+    }
+
+    /// Work this pool claimed but could not start a worker for yet, if it is still claimed and
+    /// owned by no one (else recovery took it back meanwhile, and it is forgotten here).
+    fn claimed_unstarted(&mut self, store: &Store) -> Result<Option<i64>, StoreError> {
+        while let Some(work) = self.unstarted.pop() {
+            let (status, owner) = match self.queue {
+                Queue::Crawls => store.crawl(work)?.map(|c| (c.status, c.owner_id)),
+                Queue::Snapshots => store.snapshot(work)?.map(|s| (s.status, s.owner_id)),
+            }
+            .unwrap_or((WorkStatus::Sealed, None));
+            if status == WorkStatus::Started && owner.is_none() {
+                return Ok(Some(work));
+            }
+        }
+        Ok(None)
     }
 
     /// When the loop must wake to claim work that is backing off (only with room for it).
@@ -162,7 +195,8 @@ impl WorkerPool {
         leaked: bool,
         recover: bool,
     ) -> Result<Option<WorkerEnd>, StoreError> {
-        let Some(work) = self.workers.remove(&row) else {
+        // (Removed only once handled: on a store error, the same exit may be given again.)
+        let Some(&work) = self.workers.get(&row) else {
             return Ok(None);
         };
         let end = if self.sealed(store, work)? {
@@ -170,13 +204,31 @@ impl WorkerPool {
         } else if !recover {
             WorkerEnd::Abandoned { work }
         } else if leaked {
-            self.awaiting_teardown.insert(row, work);
             WorkerEnd::AwaitingTeardown { work }
         } else {
             recovery::recover_ownerless(store, config, Some(self.crawl_of(work)), true)?;
             WorkerEnd::Recovered { work }
         };
+        self.workers.remove(&row);
+        if let WorkerEnd::AwaitingTeardown { work } = end {
+            self.awaiting_teardown.insert(row, work);
+        }
         Ok(Some(end))
+    }
+
+    /// Handling an event of worker `row` (its exit, the end of its leftovers' teardown) failed
+    /// on a store error, and the caller recovers the work later by other means: the worker no
+    /// longer counts, and one that exited leaking stays awaited until its leftovers are gone.
+    pub fn give_up_on(&mut self, row: i64, leaked: bool) {
+        match self.workers.remove(&row) {
+            Some(work) if leaked => {
+                self.awaiting_teardown.insert(row, work);
+            }
+            Some(_) => {}
+            None => {
+                self.awaiting_teardown.remove(&row);
+            }
+        }
     }
 
     /// A teardown rooted at `row` finished: if it was a dead worker's leftovers, its work is
@@ -187,10 +239,11 @@ impl WorkerPool {
         store: &mut Store,
         row: i64,
     ) -> Result<Option<i64>, StoreError> {
-        let Some(work) = self.awaiting_teardown.remove(&row) else {
+        let Some(&work) = self.awaiting_teardown.get(&row) else {
             return Ok(None);
         };
         recovery::recover_ownerless(store, config, Some(self.crawl_of(work)), true)?;
+        self.awaiting_teardown.remove(&row);
         Ok(Some(work))
     }
 

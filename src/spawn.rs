@@ -97,6 +97,8 @@ pub struct Spawned {
     pub logs: (PathBuf, PathBuf),
     /// Its row's cgroup, under cgroup containment.
     pub cgroup: Option<Cgroup>,
+    /// Whether its identity is written on its row (else the caller writes it later).
+    pub recorded: bool,
 }
 
 fn open_log(path: &Path) -> Result<File, SpawnError> {
@@ -117,27 +119,54 @@ fn open_log(path: &Path) -> Result<File, SpawnError> {
         .map_err(log_err)
 }
 
+/// What the caller writes in the transaction that creates the child's row, given its id: e.g.
+/// the work the child will own, the result it runs.
+pub type WithRow<'a> = &'a mut dyn FnMut(&mut Store, i64) -> Result<(), StoreError>;
+
+/// A [`WithRow`] that writes nothing more.
+pub fn nothing_more(_: &mut Store, _: i64) -> Result<(), StoreError> {
+    Ok(())
+}
+
 /// Starts `request` as a child of the calling process and records it; under cgroup containment
 /// (`cgroups`: the cgroup of the caller's row) in a cgroup of its own below that one. On failure
 /// the row is made final with the reason, so no row is left `starting`.
+///
+/// The row, what `with_row` writes and the row's cgroup are one transaction, committed before
+/// the child starts: a database that refuses it (busy) starts nothing, and a crash after the
+/// start leaves a row naming the child. The child's identity is written after the start; if
+/// that write is refused, [`Spawned::recorded`] says so and the caller writes it later
+/// ([`record_start`]).
 pub fn spawn(
     store: &mut Store,
     request: &SpawnRequest,
     cgroups: Option<&Cgroup>,
+    with_row: WithRow,
 ) -> Result<Spawned, SpawnError> {
     let argv = &request.process.argv;
     let program = argv.first().ok_or(SpawnError::EmptyArgv)?;
     let instance = store.marker_namespace()?;
-    let row_id = store.insert_process(&request.process)?;
-    let placed = cgroups
-        .map(|parent| place(store, row_id, parent, request))
-        .transpose();
-    let started = placed.and_then(|placement| {
-        let (child, stdout, stderr) = start(row_id, &instance, program, request, &placement)?;
-        Ok((child, stdout, stderr, placement.map(|p| p.cgroup)))
-    });
+    let mut cgroup_failure = None;
+    let (row_id, placement) = store.all_or_nothing(|store| {
+        let row_id = store.insert_process(&request.process)?;
+        with_row(store, row_id)?;
+        let placement = match cgroups.map(|parent| place(store, row_id, parent, request)) {
+            None => None,
+            Some(Ok(placement)) => Some(placement),
+            Some(Err(SpawnError::Store(err))) => return Err(err),
+            Some(Err(other)) => {
+                cgroup_failure = Some(other);
+                None
+            }
+        };
+        Ok((row_id, placement))
+    })?;
+    let started = match cgroup_failure {
+        Some(err) => Err(err),
+        None => start(row_id, &instance, program, request, &placement),
+    };
     match started {
-        Ok((child, stdout, stderr, cgroup)) => {
+        Ok((child, stdout, stderr)) => {
             let pid = child.id() as i32;
             // Unreaped, so the pid is ours even if the child already exited.
             let identity = identity::of_unreaped_child(pid).unwrap_or_else(|| Identity {
@@ -146,20 +175,22 @@ pub fn spawn(
                 start_ticks: 0,
                 pidfd_ino: None,
             });
-            store.record_spawned(
-                row_id,
-                &identity,
-                pid,
-                Some(&stdout.to_string_lossy()),
-                Some(&stderr.to_string_lossy()),
-            )?;
+            let logs = (stdout, stderr);
+            let recorded = match record_start(store, row_id, &identity, &logs) {
+                Ok(()) => true,
+                Err(err) => {
+                    log::warn!("row {row_id}: pid {pid} started; written later: {err}");
+                    false
+                }
+            };
             // Dropping `child` neither waits nor kills: the event loop's reaper owns it now.
             drop(child);
             Ok(Spawned {
                 row_id,
                 identity,
-                logs: (stdout, stderr),
-                cgroup,
+                logs,
+                cgroup: placement.map(|p| p.cgroup),
+                recorded,
             })
         }
         Err(err) => {
@@ -167,6 +198,23 @@ pub fn spawn(
             Err(err)
         }
     }
+}
+
+/// Writes that the process of row `row_id` runs: its identity (its pid is its process group)
+/// and its log files.
+pub fn record_start(
+    store: &mut Store,
+    row_id: i64,
+    identity: &Identity,
+    (stdout, stderr): &(PathBuf, PathBuf),
+) -> Result<(), StoreError> {
+    store.record_spawned(
+        row_id,
+        identity,
+        identity.pid,
+        Some(&stdout.to_string_lossy()),
+        Some(&stderr.to_string_lossy()),
+    )
 }
 
 /// A child's place under cgroup containment: its row's cgroup, and the open `cgroup.procs` of

@@ -4,13 +4,14 @@
 
 mod common;
 
+use abxd::identity;
 use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
 use nix::sys::signal::Signal;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn connect(daemon: &TestDaemon) -> UnixStream {
     let stream = UnixStream::connect(daemon.data_dir().join("abxd.sock")).unwrap();
@@ -503,9 +504,13 @@ fn twenty_concurrent_adds_while_eight_snapshot_workers_write_all_succeed() {
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
         .collect::<String>();
+    let locked: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("database is locked"))
+        .collect();
     assert!(
-        !log.contains("database is locked"),
-        "a worker saw a locked database"
+        locked.is_empty(),
+        "a worker saw a locked database: {locked:#?}"
     );
     still_answers(&daemon);
 }
@@ -969,4 +974,157 @@ fn wall_clock_steps_of_an_hour_stall_no_claim_and_cut_no_grace() {
         "SIGKILLed before its time: {hook:?}"
     );
     assert_eq!(hook.exit_code, Some(0), "{hook:?}");
+}
+
+/// The time now in ms since the epoch (what the `deadline` fixture notes).
+fn epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[test]
+fn a_foreign_write_lock_held_for_a_minute_delays_no_deadline_and_the_records_catch_up() {
+    const HOLD: Duration = Duration::from_secs(60);
+    const TIMEOUT_MS: i64 = 3000;
+    let daemon = TestDaemon::prepare("");
+    let notes = daemon.path("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[timeouts]\nkill_grace = \"1s\"\n\
+             [plugins.deadline]\ntimeout = \"{TIMEOUT_MS}ms\"\nenv = {{ NOTES = {:?} }}\n",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&fixtures().join("plugins"), &fixtures().join("locked")]),
+            notes.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut daemon = daemon;
+    daemon.launch();
+    let crawl = daemon.add(&["--plugins", "deadline,ok", "http://127.0.0.1:9/locked"]);
+    let started: i64 = wait_until("the hook to start", WAIT, || {
+        std::fs::read_to_string(notes.join("started")).ok()
+    })
+    .trim()
+    .parse()
+    .unwrap();
+    let hook = wait_until("the hook's row", WAIT, || {
+        daemon
+            .store()
+            .processes(&Default::default())
+            .unwrap()
+            .into_iter()
+            .find(|r| r.status.is_live() && r.argv.iter().any(|a| a.contains("deadline")))
+    });
+    let hook_identity = hook
+        .identity
+        .clone()
+        .expect("a running hook has its identity");
+
+    // An operator's `sqlite3` shell left in BEGIN IMMEDIATE, before the hook's deadline.
+    let foreign = rusqlite::Connection::open(daemon.database()).unwrap();
+    foreign.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let locked_at = Instant::now();
+    assert!(
+        !notes.join("sigterm").exists(),
+        "the lock must be taken before the hook's deadline (the machine is too slow?)"
+    );
+
+    // Its deadline's SIGTERM, and SIGKILL (it ignores SIGTERM), go out while the lock is held.
+    wait_until("the hook to be killed", WAIT, || {
+        (!identity::check(&hook_identity).is_alive()).then_some(())
+    });
+    assert!(locked_at.elapsed() < HOLD);
+    let sigterm: i64 = std::fs::read_to_string(notes.join("sigterm"))
+        .expect("SIGTERM reached the hook")
+        .trim()
+        .parse()
+        .unwrap();
+    // (A figure, not a threshold: the bash trap runs between two 20 ms sleeps.)
+    println!(
+        "SIGTERM noted {} ms after the deadline; the lock was taken {} ms before it",
+        sigterm - (started + TIMEOUT_MS),
+        started + TIMEOUT_MS - (epoch_ms() - locked_at.elapsed().as_millis() as i64)
+    );
+
+    // `status` answers, saying the database is busy; `add` is refused saying so, nothing queued.
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("DATABASE BUSY"), "{status}");
+    let added = daemon.ctl(&["add", "http://127.0.0.1:9/later"]);
+    let said = String::from_utf8_lossy(&added.stderr);
+    assert!(
+        !added.status.success(),
+        "an add under a foreign lock: {said}"
+    );
+    assert!(said.contains("database is busy"), "{said}");
+    assert!(
+        locked_at.elapsed() < HOLD,
+        "status and add answered under the lock"
+    );
+
+    // Held for the whole minute, then released: every record catches up.
+    std::thread::sleep(HOLD.saturating_sub(locked_at.elapsed()));
+    foreign.execute_batch("ROLLBACK").unwrap();
+    daemon.wait_sealed(crawl, WAIT);
+    let store = daemon.store();
+    let row = store.process(hook.id).unwrap().unwrap();
+    assert_eq!(
+        row.end_reason.map(|r| r.to_string()).as_deref(),
+        Some("timeout"),
+        "{row:?}"
+    );
+    assert!(row.sigterm_at.is_some_and(|at| at <= sigterm), "{row:?}");
+    assert!(row.sigkill_at.is_some(), "{row:?}");
+    let results = store.results(crawl).unwrap();
+    let deadline = results.iter().find(|r| r.plugin == "deadline").unwrap();
+    assert_eq!(deadline.status, "failed", "{deadline:?}");
+    let ok = results.iter().find(|r| r.plugin == "ok").unwrap();
+    assert_eq!(ok.status, "succeeded", "{ok:?}");
+    assert_eq!(
+        store.crawls().unwrap().len(),
+        1,
+        "the refused add queued nothing"
+    );
+    still_answers(&daemon);
+}
+
+#[test]
+fn a_write_ahead_log_grown_under_a_long_reader_is_truncated_once_the_daemon_is_idle() {
+    let daemon = TestDaemon::start_with(&plugins_config(&[&fixtures().join("plugins")]));
+    let wal = || {
+        let mut path = daemon.database().into_os_string();
+        path.push("-wal");
+        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    };
+    // A long reader (a backup, an operator's query) keeps SQLite from restarting the log while
+    // 12 MiB are written and deleted again.
+    let reader = rusqlite::Connection::open(daemon.database()).unwrap();
+    reader
+        .execute_batch("BEGIN; SELECT count(*) FROM processes;")
+        .unwrap();
+    let writer = rusqlite::Connection::open(daemon.database()).unwrap();
+    writer
+        .execute_batch(
+            "INSERT INTO meta (key, value) VALUES ('test ballast', zeroblob(12 * 1024 * 1024));
+             DELETE FROM meta WHERE key = 'test ballast';",
+        )
+        .unwrap();
+    let grown = wal();
+    assert!(
+        grown > abxd::store::WAL_KEEP_BYTES,
+        "the log grew: {grown} bytes"
+    );
+    reader.execute_batch("COMMIT").unwrap();
+    drop((reader, writer));
+
+    // The next crawl ends; the idle daemon truncates the log.
+    let crawl = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, WAIT);
+    wait_until("the log to be truncated", WAIT, || {
+        (wal() <= abxd::store::WAL_KEEP_BYTES).then_some(())
+    });
+    still_answers(&daemon);
 }

@@ -33,6 +33,14 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             if let Some(lost) = &info.database_lost {
                 println!("DATABASE LOST: {lost}");
             }
+            if let Some(since) = info.database_busy_since_ms {
+                println!(
+                    "DATABASE BUSY: another process has held its write lock since {} ({} ago); \
+                     records are written once it is released",
+                    crate::store::printable_time(since),
+                    render::short_duration(crate::store::now_ms() - since)
+                );
+            }
             let live: Vec<String> = info.live.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("live:     {}", live.join(", "));
             if info.recovering {

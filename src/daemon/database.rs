@@ -5,9 +5,24 @@
 //! it recorded: a copy of the open database is saved beside the path at once and again at a clean
 //! stop, and the operator is told how to put it back. (A deleted file cannot be linked back into
 //! place; its content can be copied out while it is open.)
+//!
+//! Also here: what the daemon tries again after the store failed (a full disk, a busy database),
+//! and the write-ahead log does not stay large. A long reader (a backup, an operator's
+//! query) keeps SQLite from restarting the log, which then grows; once no crawl worker runs, the
+//! daemon truncates a log over [`WAL_KEEP_BYTES`], trying again every [`WAL_RETRY`] while
+//! something is in the way — and sets no timer otherwise.
 
 use super::State;
+use crate::recovery;
+use crate::store::{StoreError, WAL_KEEP_BYTES};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long the daemon waits before it claims again after the store failed (e.g. a full disk).
+const STORE_RETRY: Duration = Duration::from_secs(2);
+
+/// How often an idle daemon tries again to truncate a large write-ahead log.
+pub(super) const WAL_RETRY: Duration = Duration::from_secs(5);
 
 /// Why the daemon stopped taking work, and where what it recorded is saved.
 #[derive(Debug, Clone)]
@@ -46,6 +61,25 @@ impl State {
         self.database_lost = Some(lost);
     }
 
+    /// When idle (no crawl worker runs), truncates a write-ahead log grown over
+    /// [`WAL_KEEP_BYTES`]; returns when to try again if a reader or writer was in the way.
+    pub(super) fn keep_wal_small(&mut self) -> Option<Instant> {
+        if !self.crawls.is_idle() || self.database_lost.is_some() {
+            return None;
+        }
+        let size = self.store.wal_bytes();
+        if size <= WAL_KEEP_BYTES {
+            return None;
+        }
+        match self.store.truncate_wal() {
+            Ok(true) => {
+                log::info!("write-ahead log truncated (it had grown to {size} bytes)");
+                None
+            }
+            Ok(false) | Err(_) => Some(Instant::now() + WAL_RETRY),
+        }
+    }
+
     /// Saves (again) what the open database holds to where [`Lost`] says: at once, and at a
     /// clean stop so that what was recorded since is kept too.
     pub(super) fn save_database(&self, lost: &Lost) {
@@ -64,4 +98,36 @@ fn saved_path(database: &std::path::Path) -> PathBuf {
     let mut name = database.file_name().unwrap_or_default().to_os_string();
     name.push(".saved");
     database.with_file_name(name)
+}
+
+impl State {
+    /// Recovers ownerless work (of one crawl, or all); on a store failure, tries again later.
+    pub(super) fn recover(&mut self, crawl: Option<i64>, back_off: bool) {
+        let result = recovery::recover_ownerless(&mut self.store, &self.config, crawl, back_off);
+        self.retry_later_on(result, Retry::Recovery);
+    }
+
+    /// After a store failure (e.g. a full disk), looks again a little later: an idle daemon
+    /// otherwise waits for an event that may not come.
+    pub(super) fn retry_later_on(&mut self, result: Result<(), StoreError>, what: Retry) {
+        if let Err(err) = result {
+            let name = match what {
+                Retry::Claims => "claiming crawls",
+                Retry::Recovery => "recovery",
+            };
+            log::error!(
+                "{name} failed: {err}; trying again in {}s",
+                STORE_RETRY.as_secs()
+            );
+            self.retry_recovery |= what == Retry::Recovery;
+            self.retry_claims_at = Some(Instant::now() + STORE_RETRY);
+        }
+    }
+}
+
+/// What failed and is tried again after [`STORE_RETRY`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Retry {
+    Claims,
+    Recovery,
 }

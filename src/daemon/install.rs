@@ -91,7 +91,12 @@ impl State {
                 limits: Default::default(),
             };
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
-            match supervisor.spawn(&mut self.store, &request, ChildPolicy::FOREGROUND_HOOK) {
+            match supervisor.spawn(
+                &mut self.store,
+                &request,
+                ChildPolicy::FOREGROUND_HOOK,
+                &mut crate::spawn::nothing_more,
+            ) {
                 Ok(spawned) => {
                     self.installer.running = Some((spawned.row_id, step, spawned.logs));
                 }

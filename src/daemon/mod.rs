@@ -12,6 +12,7 @@
 //! `add` request, a worker's exit, a timer.
 
 mod database;
+use database::Retry;
 mod handlers;
 mod install;
 mod reload;
@@ -23,9 +24,8 @@ use crate::liveness;
 use crate::lock::{DataDirLock, LockError};
 use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
-use crate::recovery;
 use crate::signal::Signal;
-use crate::store::{EndReason, Queue, Store, StoreError};
+use crate::store::{EndReason, Queue, Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{Event, Supervisor};
 use crate::teardown::Report;
 use mio::Token;
@@ -34,9 +34,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const CONTROL: Token = Token(1);
-
-/// How long the daemon waits before it claims again after the store failed (e.g. a full disk).
-const STORE_RETRY: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -76,6 +73,10 @@ struct State {
     retry_recovery: bool,
     /// Connections waiting for the teardown of a row to finish.
     waiting: HashMap<i64, Vec<Token>>,
+    /// Crawls to enqueue that the busy database refused so far (see `handlers::add`).
+    parked_adds: Vec<handlers::ParkedAdd>,
+    /// A large write-ahead log could not be truncated yet: when to try again (see `database`).
+    truncate_wal_at: Option<Instant>,
     /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
     /// they are gone, then ownerless work is recovered.
     orphans: BTreeSet<i64>,
@@ -87,38 +88,6 @@ struct State {
     database_lost: Option<database::Lost>,
     /// What the daemon exits with after a clean shutdown.
     exit_code: i32,
-}
-
-impl State {
-    /// Recovers ownerless work (of one crawl, or all); on a store failure, tries again later.
-    fn recover(&mut self, crawl: Option<i64>, back_off: bool) {
-        let result = recovery::recover_ownerless(&mut self.store, &self.config, crawl, back_off);
-        self.retry_later_on(result, Retry::Recovery);
-    }
-
-    /// After a store failure (e.g. a full disk), looks again a little later: an idle daemon
-    /// otherwise waits for an event that may not come.
-    fn retry_later_on(&mut self, result: Result<(), StoreError>, what: Retry) {
-        if let Err(err) = result {
-            let name = match what {
-                Retry::Claims => "claiming crawls",
-                Retry::Recovery => "recovery",
-            };
-            log::error!(
-                "{name} failed: {err}; trying again in {}s",
-                STORE_RETRY.as_secs()
-            );
-            self.retry_recovery |= what == Retry::Recovery;
-            self.retry_claims_at = Some(Instant::now() + STORE_RETRY);
-        }
-    }
-}
-
-/// What failed and is tried again after [`STORE_RETRY`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Retry {
-    Claims,
-    Recovery,
 }
 
 /// The most the start-up waits for a previous incarnation's cgroups to empty once killed.
@@ -186,6 +155,11 @@ impl Daemon {
             for event in events {
                 self.on_event(event);
             }
+            for (token, answer) in handlers::retry_parked_adds(&mut self.state) {
+                self.state.wake = true;
+                self.server.reply(token, &answer);
+            }
+            self.state.truncate_wal_at = self.state.keep_wal_small();
         }
         for event in self.supervisor.reap_now(&mut self.state.store) {
             log::debug!("at exit: {event:?}");
@@ -256,10 +230,17 @@ impl Daemon {
             .then(|| state.crawls.next_due(&state.config, &state.store))
             .flatten();
         let tick = tick.map(|t| Instant::now() + t);
-        [due, tick, state.retry_claims_at]
-            .into_iter()
-            .flatten()
-            .min()
+        let parked = (!state.parked_adds.is_empty()).then(|| Instant::now() + BUSY_RETRY);
+        [
+            due,
+            tick,
+            state.retry_claims_at,
+            parked,
+            state.truncate_wal_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Claims due crawls and starts a worker for each, up to the limit.
@@ -289,7 +270,10 @@ impl Daemon {
             Ok(Some(WorkerEnd::Recovered { work } | WorkerEnd::Abandoned { work })) => {
                 log::warn!("crawl {work}: worker row {row_id} ended before sealing: recovered")
             }
-            Err(err) => state.retry_later_on(Err(err), Retry::Recovery),
+            Err(err) => {
+                state.crawls.give_up_on(row_id, leaked);
+                state.retry_later_on(Err(err), Retry::Recovery)
+            }
         }
         state.wake = true;
     }
@@ -349,6 +333,8 @@ impl Daemon {
     }
 
     fn on_control(&mut self, token: Token) {
+        // A client waits: a write for it must not wait long for another process's lock.
+        crate::store::answer_soon();
         if !self.server.owns(token) {
             return;
         }
@@ -378,7 +364,10 @@ impl Daemon {
         match recovered {
             Ok(Some(_)) => state.wake = true,
             Ok(None) => {}
-            Err(err) => state.retry_later_on(Err(err), Retry::Recovery),
+            Err(err) => {
+                state.crawls.give_up_on(report.root_row, false);
+                state.retry_later_on(Err(err), Retry::Recovery)
+            }
         }
         log::info!(
             "teardown of row {} finished{}",

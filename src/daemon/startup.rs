@@ -12,7 +12,7 @@ use crate::lock::DataDirLock;
 use crate::notify::Notifier;
 use crate::pool::WorkerPool;
 use crate::recovery;
-use crate::store::{now_ms, Kind, NewProcess, Store, StoreError};
+use crate::store::{now_ms, Kind, NewProcess, Patience, Store, StoreError};
 use crate::supervisor::{Supervisor, Timing};
 use std::collections::{BTreeSet, HashMap};
 
@@ -90,6 +90,9 @@ impl Daemon {
         if orphans.is_empty() {
             containment.clear_stale(super::STALE_CGROUP_PATIENCE);
         }
+        // From here on the loop runs deadlines: a write no longer waits long for another
+        // process's lock (see `store::busy`); what it could not write is retried.
+        store.set_patience(Patience::Loop).map_err(store_err)?;
         let mut state = State {
             started_at_ms: now_ms(),
             config,
@@ -102,6 +105,8 @@ impl Daemon {
             retry_claims_at: None,
             retry_recovery: false,
             waiting: HashMap::new(),
+            parked_adds: Vec::new(),
+            truncate_wal_at: None,
             orphans,
             installer: Default::default(),
             claims_off: false,

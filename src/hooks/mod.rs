@@ -22,7 +22,8 @@ pub use result::{interpret, last_line_of, output_files, Outcome};
 use crate::plugins::Prepared;
 use crate::signal::Signal;
 use crate::spawn::Logs;
-use crate::store::{EndReason, ExitOutcome, ResultStatus, Store, StoreError};
+use crate::spawn::SpawnError;
+use crate::store::{EndReason, ExitOutcome, ResultStatus, Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -104,7 +105,8 @@ impl HookRunner {
     }
 
     /// Starts hooks in order until one must be waited for or none is left. Hooks whose result
-    /// is final already are passed over.
+    /// is final already are passed over. If the database is busy (another process holds its
+    /// lock), the hook waits at the head of the line and [`HookRunner::after_turn`] tries again.
     pub fn start_next(
         &mut self,
         supervisor: &mut Supervisor,
@@ -114,68 +116,89 @@ impl HookRunner {
             let Some(prepared) = self.pending.pop_front() else {
                 return Ok(());
             };
-            let hook = &prepared.hook;
-            let scope = &self.scope;
-            let result = store.result_for(
-                scope.crawl.id,
-                scope.snapshot_id(),
-                &hook.plugin,
-                &hook.file_name,
-            )?;
-            if result.is_final() {
-                log::info!(
-                    "{}: {} before, not run again",
-                    hook.file_name,
-                    result.status
-                );
-                continue;
-            }
-            let request = request::spawn_request(&prepared, scope, result.id);
-            if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
-                log::error!("{}: cannot create its dir: {err}", hook.file_name);
-            }
-            let policy = if hook.background {
-                ChildPolicy::BACKGROUND_HOOK
-            } else {
-                ChildPolicy::FOREGROUND_HOOK
-            };
-            // The attempt counts from here: a worker that dies while starting the hook has
-            // interrupted it all the same.
-            store.start_result(result.id, None)?;
-            match supervisor.spawn(store, &request, policy) {
-                Ok(spawned) => {
-                    store.set_result_process(result.id, spawned.row_id)?;
-                    log::info!("{} started (row {})", hook.file_name, spawned.row_id);
-                    let (stdout, stderr) = match &request.logs {
-                        Logs::Files { stdout, stderr } => (stdout.clone(), stderr.clone()),
-                        Logs::InDir(_) => unreachable!("hooks log to named files"),
-                    };
-                    self.waiting = if hook.background {
-                        let until = Instant::now() + prepared.timeout;
-                        Waiting::FirstOutput {
-                            row: spawned.row_id,
-                            until,
-                        }
-                    } else {
-                        Waiting::Foreground(spawned.row_id)
-                    };
-                    let cwd = PathBuf::from(&request.process.cwd);
-                    let running = Running {
-                        prepared,
-                        result_id: result.id,
-                        stdout,
-                        stderr,
-                        cwd,
-                    };
-                    self.running.insert(spawned.row_id, running);
+            match self.start(supervisor, store, &prepared) {
+                Ok(Some(running)) => {
+                    self.running.insert(running.0, running.1);
                 }
-                Err(err) => {
-                    let message = format!("could not start: {err}");
-                    store.finish_result(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
+                Ok(None) => {}
+                Err(err) if err.is_busy() => {
+                    log::warn!("{}: not started yet: {err}", prepared.hook.file_name);
+                    self.pending.push_front(prepared);
+                    return Ok(());
                 }
+                Err(err) => return Err(err),
             }
         }
         Ok(())
+    }
+
+    /// Starts one hook unless its result is final; returns its row and what it runs as.
+    fn start(
+        &mut self,
+        supervisor: &mut Supervisor,
+        store: &mut Store,
+        prepared: &Prepared,
+    ) -> Result<Option<(i64, Running)>, StoreError> {
+        let hook = &prepared.hook;
+        let scope = &self.scope;
+        let result = store.result_for(
+            scope.crawl.id,
+            scope.snapshot_id(),
+            &hook.plugin,
+            &hook.file_name,
+        )?;
+        if result.is_final() {
+            log::info!(
+                "{}: {} before, not run again",
+                hook.file_name,
+                result.status
+            );
+            return Ok(None);
+        }
+        let request = request::spawn_request(prepared, scope, result.id);
+        if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
+            log::error!("{}: cannot create its dir: {err}", hook.file_name);
+        }
+        let policy = if hook.background {
+            ChildPolicy::BACKGROUND_HOOK
+        } else {
+            ChildPolicy::FOREGROUND_HOOK
+        };
+        // The attempt counts with the hook's row, before it starts: a worker that dies while
+        // starting the hook has interrupted it all the same.
+        let result_id = result.id;
+        let mut attempt = |store: &mut Store, row: i64| store.start_result(result_id, Some(row));
+        let spawned = match supervisor.spawn(store, &request, policy, &mut attempt) {
+            Ok(spawned) => spawned,
+            Err(SpawnError::Store(err)) => return Err(err),
+            Err(err) => {
+                let message = format!("could not start: {err}");
+                store.finish_result(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
+                return Ok(None);
+            }
+        };
+        log::info!("{} started (row {})", hook.file_name, spawned.row_id);
+        let (stdout, stderr) = match &request.logs {
+            Logs::Files { stdout, stderr } => (stdout.clone(), stderr.clone()),
+            Logs::InDir(_) => unreachable!("hooks log to named files"),
+        };
+        self.waiting = if hook.background {
+            let until = Instant::now() + prepared.timeout;
+            Waiting::FirstOutput {
+                row: spawned.row_id,
+                until,
+            }
+        } else {
+            Waiting::Foreground(spawned.row_id)
+        };
+        let running = Running {
+            prepared: prepared.clone(),
+            result_id: result.id,
+            stdout,
+            stderr,
+            cwd: PathBuf::from(&request.process.cwd),
+        };
+        Ok(Some((spawned.row_id, running)))
     }
 
     /// When the loop must wake for this runner: to look for a background hook's first output,
@@ -186,6 +209,7 @@ impl HookRunner {
                 Some((Instant::now() + READY_POLL).min(until))
             }
             (_, Ending::StopAt(at)) => Some(at),
+            (Waiting::Nothing, _) if !self.pending.is_empty() => Some(Instant::now() + BUSY_RETRY),
             _ => None,
         }
     }
@@ -210,6 +234,10 @@ impl HookRunner {
                 self.waiting = Waiting::Nothing;
                 self.start_next(supervisor, store)?;
             }
+        }
+        if self.waiting == Waiting::Nothing && !self.pending.is_empty() {
+            // A start the busy database refused.
+            self.start_next(supervisor, store)?;
         }
         if matches!(self.ending, Ending::StopAt(at) if at <= now) {
             self.stop_background(supervisor, store);
@@ -261,20 +289,22 @@ impl HookRunner {
         self.foreground_done() && self.ending == Ending::Stopped && self.running.is_empty()
     }
 
-    /// Records the result of hook row `row_id` if it is one of ours; returns what it reported
-    /// (discovered URLs, tags). Starts the next hook when the one waited for ended.
+    /// Records the result of hook row `row_id` if it is one of ours, and what `also` writes of
+    /// it, in one transaction; returns what it reported (discovered URLs, tags). Starts the next
+    /// hook when the one waited for ended. If the transaction fails (e.g. the database is busy)
+    /// nothing changed: the same exit may be given again.
     pub fn on_exit(
         &mut self,
         supervisor: &mut Supervisor,
         store: &mut Store,
-        row_id: i64,
-        outcome: ExitOutcome,
-        reason: EndReason,
-    ) -> Result<Option<result::Outcome>, StoreError> {
-        let Some(run) = self.running.remove(&row_id) else {
+        exit: (i64, ExitOutcome, EndReason),
+        also: impl FnOnce(&mut Store, &Outcome) -> Result<(), StoreError>,
+    ) -> Result<Option<Outcome>, StoreError> {
+        let (row_id, outcome, reason) = exit;
+        let Some(run) = self.running.get(&row_id) else {
             return Ok(None);
         };
-        let (outcome, reason) = if self.stopped_at_end.remove(&row_id) && polite_exit(outcome) {
+        let (outcome, reason) = if self.stopped_at_end.contains(&row_id) && polite_exit(outcome) {
             // abx-dl: a background hook that exits from the scope-end SIGTERM completed its
             // intended lifecycle.
             (ExitOutcome::Code(0), EndReason::Exited)
@@ -287,17 +317,16 @@ impl HookRunner {
             result = overridden;
         }
         let (files, size) = output_files(Path::new(&run.cwd));
-        store.finish_result(
-            run.result_id,
-            result.status,
-            result.output.as_deref(),
-            &files,
-            size,
-        )?;
-        let hook = &run.prepared.hook;
+        store.all_or_nothing(|store| {
+            let output = result.output.as_deref();
+            store.finish_result(run.result_id, result.status, output, &files, size)?;
+            also(store, &result)
+        })?;
+        self.stopped_at_end.remove(&row_id);
+        let run = self.running.remove(&row_id).expect("looked up above");
         log::info!(
             "{} {}: {}",
-            hook.file_name,
+            run.prepared.hook.file_name,
             result.status,
             result.output.as_deref().unwrap_or("")
         );

@@ -237,11 +237,19 @@ pub fn recover_ownerless(
     crawl: Option<i64>,
     back_off: bool,
 ) -> Result<(), StoreError> {
-    let plan = plan_work(store, config, crawl, &BTreeSet::new())?;
-    for line in describe(&Reconciliation::default(), &plan) {
-        log::info!("recovery: {line}");
-    }
-    apply_work(store, config, &plan, back_off)
+    // One transaction: a recovery the database refused half-way (e.g. busy) changed nothing,
+    // so trying it again counts no restart twice.
+    store
+        .all_or_nothing(|store| {
+            let plan = plan_work(store, config, crawl, &BTreeSet::new())?;
+            apply_work(store, config, &plan, back_off)?;
+            Ok(plan)
+        })
+        .map(|plan| {
+            for line in describe(&Reconciliation::default(), &plan) {
+                log::info!("recovery: {line}");
+            }
+        })
 }
 
 /// Plans the recovery of started work whose owner is not alive, within `crawl` if given.

@@ -1,12 +1,13 @@
 //! The store: one SQLite file holding the process table and the work queue.
 //!
-//! Invariants: every connection runs with WAL, `busy_timeout` and `foreign_keys=ON`; every write
+//! Invariants: every connection runs with WAL, a busy wait (`busy`) and `foreign_keys=ON`; every write
 //! that touches more than one statement is one `BEGIN IMMEDIATE` transaction (so a writer waits
 //! for the lock up front instead of failing half-way with "database is locked"), or one savepoint
 //! of the transaction of a [`Store::batch`], which begins at its first write and commits when the
 //! batch ends; the schema is at [`migrations::LATEST`] once [`Store::open`] returns. Times are
 //! unix milliseconds.
 
+mod busy;
 mod clock;
 pub mod migrations;
 mod process_notes;
@@ -14,6 +15,7 @@ mod process_queries;
 mod processes;
 mod queue;
 mod results;
+mod transaction;
 mod work;
 
 /// Declares a string-valued enum stored as TEXT: its SQL/JSON names and conversions.
@@ -75,17 +77,17 @@ macro_rules! text_enum {
 
 pub(crate) use text_enum;
 
+pub use busy::{
+    answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
+};
 pub use clock::{now_ms, queue_clock_ms};
 pub use process_queries::ProcessFilter;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 
+use busy::Breaker;
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// How long a statement waits for another writer before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -123,6 +125,11 @@ pub enum StoreError {
          itself there, or set paths.database to where it is"
     )]
     Symlink { path: PathBuf },
+    #[error(
+        "the database is busy: another process has held its write lock since {}",
+        printable_time(*since_ms)
+    )]
+    Busy { since_ms: i64 },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
 }
@@ -139,6 +146,16 @@ pub struct Store {
     namespace: std::cell::OnceCell<String>,
     /// The device and inode of the file opened at `path`.
     file: Option<(u64, u64)>,
+    /// How long a write waits for another writer's lock.
+    patience: Patience,
+    /// What writes found of other writers' locks.
+    breaker: Breaker,
+}
+
+/// A wall-clock time in ms as people read it (UTC, to the second).
+pub fn printable_time(ms: i64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 /// The device and inode of the file at `path`.
@@ -242,7 +259,32 @@ impl Store {
             batch_depth: 0,
             namespace: std::cell::OnceCell::new(),
             file: file_id(path),
+            patience: Patience::Patient,
+            breaker: Breaker::default(),
         }
+    }
+
+    /// Sets how long writes wait for another writer's lock (see `busy`): an event loop's store
+    /// must not wait long.
+    pub fn set_patience(&mut self, patience: Patience) -> Result<(), StoreError> {
+        patience.apply(&self.conn)?;
+        self.patience = patience;
+        Ok(())
+    }
+
+    /// Since when (wall-clock ms) this store's writes have found the database locked by another
+    /// process, if the last one did.
+    pub fn busy_since(&self) -> Option<i64> {
+        self.breaker.busy_since()
+    }
+
+    /// Finds out whether another process holds the write lock now (taking and dropping it at
+    /// once if not): what `abxctl status` says, also of a daemon that had nothing to write.
+    pub fn probe_busy(&mut self) -> Option<i64> {
+        let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
+        let _ = self.write(|_| Ok(()));
+        let _ = self.patience.apply(&self.conn);
+        self.busy_since()
     }
 
     /// What became of the file this store opened, if it is no longer at its path: `None` while
@@ -276,6 +318,23 @@ impl Store {
         Ok(())
     }
 
+    /// The size of the write-ahead log now (0 if there is none).
+    pub fn wal_bytes(&self) -> u64 {
+        let mut wal = self.path.as_os_str().to_os_string();
+        wal.push("-wal");
+        std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Copies the write-ahead log into the database and truncates it to nothing, if no reader
+    /// or writer is in the way; returns whether it did. (A long reader keeps SQLite from
+    /// resetting the log, which then grows; `journal_size_limit` only trims it when it resets.)
+    pub fn truncate_wal(&mut self) -> Result<bool, StoreError> {
+        let blocked: i64 = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        Ok(blocked == 0)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -302,107 +361,18 @@ impl Store {
         Ok(migrations::user_version(&self.conn)?)
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it; inside a batch, in one
-    /// savepoint of the batch's transaction. Either way it is all or nothing.
-    pub(crate) fn write<T>(
-        &mut self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let written = if self.batch_depth > 0 {
-            self.write_in_batch(f)
-        } else {
-            if !self.conn.is_autocommit() {
-                // Left open by a write that never returned (a panic): nothing of it is kept.
-                let _ = self.run("ROLLBACK");
-            }
-            self.run("BEGIN IMMEDIATE")
-                .map_err(StoreError::from)
-                .and_then(|()| {
-                    let committed = f(&self.conn).and_then(|value| {
-                        self.run("COMMIT")?;
-                        Ok(value)
-                    });
-                    if committed.is_err() {
-                        // (Fails harmlessly if SQLite rolled back already, e.g. on a full disk.)
-                        let _ = self.run("ROLLBACK");
-                    }
-                    committed
-                })
-        };
-        if written.is_err() {
-            self.failed_writes += 1;
-        }
-        written
-    }
-
-    fn write_in_batch<T>(
-        &mut self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
-        if self.conn.is_autocommit() {
-            self.run("BEGIN IMMEDIATE")?;
-        }
-        self.run("SAVEPOINT write")?;
-        match f(&self.conn) {
-            Ok(value) => {
-                self.run("RELEASE write")?;
-                Ok(value)
-            }
-            Err(err) => {
-                if !self.conn.is_autocommit() {
-                    let _ = self.run("ROLLBACK TO write");
-                    let _ = self.run("RELEASE write");
-                }
-                Err(err)
-            }
-        }
-    }
-
-    /// Runs `f` with every write it makes in one transaction, committed when `f` returns: what
-    /// a supervisor does in one turn of its loop costs one commit, not one per row. Batches
-    /// nest (the outermost commits). The write lock is taken at the first write, not before.
-    ///
-    /// If the commit fails (a full disk), the batch's writes are lost although each returned
-    /// Ok; the failure is counted in [`Store::failed_writes`], which is what makes supervisors
-    /// go over their rows again (see `unrecorded`).
-    pub fn batch<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> T {
-        self.batch_depth += 1;
-        let value = f(self);
-        self.batch_depth -= 1;
-        if self.batch_depth == 0 && !self.conn.is_autocommit() {
-            if let Err(err) = self.run("COMMIT") {
-                log::error!("cannot commit a batch of writes: {err}");
-                let _ = self.run("ROLLBACK");
-                self.failed_writes += 1;
-            }
-        }
-        value
-    }
-
-    /// Whether a [`Store::batch`] is under way (its writes are not committed yet).
-    pub fn in_batch(&self) -> bool {
-        self.batch_depth > 0
-    }
-
-    /// How many write transactions have failed since the store was opened.
-    pub fn failed_writes(&self) -> u64 {
-        self.failed_writes
-    }
-
-    /// Runs one statement without parameters, kept parsed (transaction control runs on every
-    /// write).
-    fn run(&self, sql: &str) -> rusqlite::Result<()> {
-        self.conn.prepare_cached(sql)?.execute([]).map(drop)
-    }
-
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
     }
 }
 
+/// How large the write-ahead log may stay once SQLite resets it, and beyond which an idle daemon
+/// truncates it.
+pub const WAL_KEEP_BYTES: u64 = 8 << 20;
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Patience::Patient.apply(conn)?;
+    conn.pragma_update(None, "journal_size_limit", WAL_KEEP_BYTES as i64)?;
     // Every statement the hot paths run stays parsed (they are prepared with `prepare_cached`).
     conn.set_prepared_statement_cache_capacity(64);
     conn.pragma_update(None, "foreign_keys", "ON")

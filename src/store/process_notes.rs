@@ -1,11 +1,40 @@
-//! Notes on a process row that never change its status: it leaked, it escaped its hook's tree,
-//! its cgroup and what that measured, it survived SIGKILL, something an operator must know about
-//! its end.
+//! Notes on a process row that never make it final: the signals sent to it (a running row
+//! becomes `stopping`), it leaked, it escaped its hook's tree, its cgroup and what that measured,
+//! it survived SIGKILL, something an operator must know about its end.
 
 use super::{Store, StoreError};
 use rusqlite::params;
 
 impl Store {
+    /// Records that `signal` was sent to row `id` at `at` (the first SIGTERM and the first SIGKILL
+    /// are kept) and, for the first signal of a teardown, when SIGKILL is due; a running row
+    /// becomes `stopping`.
+    pub fn record_signal(
+        &mut self,
+        id: i64,
+        signal: crate::signal::Signal,
+        at: i64,
+        kill_at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let column = if signal == crate::signal::Signal::KILL {
+            "sigkill_at"
+        } else {
+            "sigterm_at"
+        };
+        self.write(|tx| {
+            tx.execute(
+                &format!(
+                    "UPDATE processes SET {column} = COALESCE({column}, ?2), \
+                     kill_at = COALESCE(?3, kill_at), \
+                     status = CASE status WHEN 'running' THEN 'stopping' ELSE status END \
+                     WHERE id = ?1"
+                ),
+                params![id, at, kill_at],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Flags row `id` as leaking: it exited while processes it started lived on.
     pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
         self.update_row(

@@ -344,34 +344,6 @@ impl Store {
         })
     }
 
-    /// Records that `signal` was sent to row `id` now (the first SIGTERM and the first SIGKILL
-    /// are kept) and, for the first signal of a teardown, when SIGKILL is due; a running row
-    /// becomes `stopping`.
-    pub fn record_signal(
-        &mut self,
-        id: i64,
-        signal: crate::signal::Signal,
-        kill_at: Option<i64>,
-    ) -> Result<(), StoreError> {
-        let column = if signal == crate::signal::Signal::KILL {
-            "sigkill_at"
-        } else {
-            "sigterm_at"
-        };
-        self.write(|tx| {
-            tx.execute(
-                &format!(
-                    "UPDATE processes SET {column} = COALESCE({column}, ?2), \
-                     kill_at = COALESCE(?3, kill_at), \
-                     status = CASE status WHEN 'running' THEN 'stopping' ELSE status END \
-                     WHERE id = ?1"
-                ),
-                params![id, now_ms(), kill_at],
-            )?;
-            Ok(())
-        })
-    }
-
     /// Records a process found in procfs below row `parent_id` as a `child` row (once: a process
     /// already recorded keeps its row). Returns its row id.
     pub fn record_descendant(
@@ -554,7 +526,7 @@ mod tests {
         assert_eq!(row.deadline_at, Some(row.started_at.unwrap() + 1000));
 
         store
-            .record_signal(id, crate::signal::Signal::TERM, None)
+            .record_signal(id, crate::signal::Signal::TERM, now_ms(), None)
             .unwrap();
         let row = store.process(id).unwrap().unwrap();
         assert_eq!(

@@ -240,7 +240,8 @@ fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
     ended.extend(changes.ended);
     for (gone, row) in ended {
         child.descendants.remove(&gone);
-        liveness::finish_unobserved(
+        // (A failed write is settled by `unrecorded`: the row is in this process's subtree.)
+        let _ = liveness::finish_unobserved(
             store,
             row,
             crate::store::Kind::Child,
@@ -316,7 +317,7 @@ fn count_leftovers(store: &mut Store, instance: &str, child_row: i64, by_marker:
         if live {
             alive += 1;
         } else if row.identity.is_some() {
-            liveness::finish_unobserved(
+            let _ = liveness::finish_unobserved(
                 store,
                 row.id,
                 row.kind,
@@ -328,7 +329,7 @@ fn count_leftovers(store: &mut Store, instance: &str, child_row: i64, by_marker:
         } else if !running_unidentified.contains_key(&row.id) && !liveness::parent_alive(store, row)
         {
             // Its parent died while starting it: it never ran, and no one else will say so.
-            liveness::finish_unobserved(
+            let _ = liveness::finish_unobserved(
                 store,
                 row.id,
                 row.kind,

@@ -2,10 +2,12 @@
 //! workers and snapshot workers. It owns the `mio` loop, the signal pipe, the children, their
 //! deadlines, the teardown map, the descendant scan and the lease its process holds.
 //!
-//! One file per concern: `children` (the registry, deadlines, delayed stops), `descendants`
-//! (scans, leftovers, log caps), `lease`, `unrecorded` (ends a failed write left unwritten), and
-//! `decide` — the rules, as functions of state that return actions. This file is the loop: it
-//! turns readiness into facts, asks `decide`, and applies the answer.
+//! One file per concern: `children` (the registry, deadlines, delayed stops), `policy` (how a
+//! child is watched, the timing), `descendants` (scans, leftovers, log caps), `lease`,
+//! `unrecorded` (ends a failed write left unwritten), and `decide` — the rules, as functions of
+//! state that return actions. This file is the loop: it turns readiness into facts, asks
+//! `decide`, and applies the answer. It also tells the store's busy handler its next deadline,
+//! so a write never waits for another process's lock past it (`store::busy`).
 //!
 //! Invariants: the process that spawned a child is the one that reaps it, here and only here;
 //! a reaped child's row is made final here (one writer per row's lifecycle) before the caller
@@ -18,11 +20,11 @@ mod children;
 mod decide;
 mod descendants;
 mod lease;
+mod policy;
 mod reaping;
 mod unrecorded;
 
 use crate::cgroup::Cgroup;
-use crate::config::Config;
 use crate::liveness;
 
 use crate::signal::Signal;
@@ -33,6 +35,7 @@ use children::{Child, Children};
 
 use lease::LeaseKeeper;
 use mio::{Events, Interest, Poll, Registry, Token};
+pub use policy::{ChildPolicy, Timing};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 use std::collections::HashMap;
@@ -72,53 +75,6 @@ pub enum Event {
     TornDown(Report),
 }
 
-/// How a child is watched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChildPolicy {
-    /// Record its descendants as `child` rows while it runs, and flag it leaking if it exits
-    /// while they live on.
-    pub scan_descendants: bool,
-    /// Tear what it leaks down as soon as it exits (else with everything else, at the end).
-    pub leftovers_now: bool,
-}
-
-impl ChildPolicy {
-    pub const WORKER: ChildPolicy = ChildPolicy {
-        scan_descendants: false,
-        leftovers_now: true,
-    };
-    pub const FOREGROUND_HOOK: ChildPolicy = ChildPolicy {
-        scan_descendants: true,
-        leftovers_now: true,
-    };
-    pub const BACKGROUND_HOOK: ChildPolicy = ChildPolicy {
-        scan_descendants: true,
-        leftovers_now: false,
-    };
-}
-
-/// Timing settings the supervisor applies.
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
-    pub kill_grace: Duration,
-    pub min_grace: Duration,
-    pub descendant_scan: Duration,
-    /// The most a scanned child's log file may grow to before it is truncated.
-    pub max_log_bytes: u64,
-}
-
-impl Timing {
-    /// The timing `config` asks for.
-    pub fn from_config(config: &Config) -> Timing {
-        Timing {
-            kill_grace: config.timeouts.kill_grace,
-            min_grace: config.timeouts.min_grace,
-            descendant_scan: config.timeouts.descendant_scan,
-            max_log_bytes: config.limits.max_log_bytes,
-        }
-    }
-}
-
 pub struct Supervisor {
     poll: Poll,
     signals: Signals,
@@ -155,6 +111,8 @@ impl Supervisor {
         poll.registry()
             .register(&mut signals, SIGNALS, Interest::READABLE)?;
         let teardown = DeadlineMap::new(poll.registry().try_clone()?, instance.clone());
+        // A write waiting for another process's lock gives up when this loop has an event.
+        crate::store::set_loop_wake_fd(std::os::fd::AsRawFd::as_raw_fd(&poll));
         Ok(Supervisor {
             poll,
             signals,
@@ -197,14 +155,19 @@ impl Supervisor {
         self.lease.hold(lease, Instant::now());
     }
 
-    /// Spawns a child; if its row has a timeout, it is stopped at its deadline.
+    /// Spawns a child (`with_row`: what to write with its row, see `spawn::spawn`); if its row
+    /// has a timeout, it is stopped at its deadline.
     pub fn spawn(
         &mut self,
         store: &mut Store,
         request: &SpawnRequest,
         policy: ChildPolicy,
+        with_row: spawn::WithRow,
     ) -> Result<Spawned, SpawnError> {
-        let spawned = spawn::spawn(store, request, self.cgroup.as_ref())?;
+        let spawned = spawn::spawn(store, request, self.cgroup.as_ref(), with_row)?;
+        if !spawned.recorded {
+            self.unrecorded.start_failed(&spawned);
+        }
         let now = Instant::now();
         let deadline = request
             .process
@@ -225,6 +188,7 @@ impl Supervisor {
         if policy.scan_descendants && self.next_scan.is_none() {
             self.next_scan = Some(now + self.timing.descendant_scan);
         }
+        self.publish_deadline();
         Ok(spawned)
     }
 
@@ -235,6 +199,20 @@ impl Supervisor {
 
     pub fn child_count(&self) -> usize {
         self.children.len()
+    }
+
+    /// Tells the store's busy handler when this loop must act next whatever the database does
+    /// (see `store::busy`): a write waiting for another process's lock gives up then.
+    fn publish_deadline(&self) {
+        let deadline = [
+            self.children.next_deadline(),
+            self.teardown.next_deadline(),
+            self.lease.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        crate::store::set_loop_deadline(deadline);
     }
 
     /// Tears down the subtree of row `row_id`: `signal` now, SIGKILL `grace` later.
@@ -257,6 +235,7 @@ impl Supervisor {
                 recording: liveness::Recording::ChildRows,
             },
         );
+        self.publish_deadline();
     }
 
     /// Tears down the trees of orphan rows left by a previous incarnation (one marker scan for
@@ -304,6 +283,7 @@ impl Supervisor {
             }
         }
         self.sweep_escapees(store);
+        self.publish_deadline();
     }
 
     fn stop_at_end(&mut self, store: &mut Store, root: i64, reason: EndReason) {
@@ -323,6 +303,7 @@ impl Supervisor {
     /// Moves every SIGKILL deadline to now.
     pub fn hurry(&mut self, store: &mut Store) {
         self.teardown.hurry(store);
+        self.publish_deadline();
     }
 
     /// Waits for something to act on (or `timer`), then returns what happened. Reaped children
@@ -353,10 +334,13 @@ impl Supervisor {
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => return Ok(Vec::new()),
             Err(err) => return Err(err),
         }
-        // Every teardown of this turn shares one marker scan.
+        // Every teardown of this turn shares one marker scan. Writes give up at once while a
+        // deadline of this turn waits (its signals go first, its records follow).
+        self.publish_deadline();
         self.teardown.start_sharing_scans();
         let out = self.handle_events(store, timer);
         self.teardown.stop_sharing_scans();
+        self.publish_deadline();
         Ok(out)
     }
 

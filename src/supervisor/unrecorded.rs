@@ -10,9 +10,12 @@
 //! recorded as such; only ends nobody saw are recorded `lost`, saying why. With no failed
 //! write, this costs nothing: no timer, no query.
 
+use crate::identity::Identity;
 use crate::liveness::{self, live_worker_between, parent_alive, why_gone};
 use crate::marker;
+use crate::spawn::{record_start, Spawned};
 use crate::store::{EndReason, ExitOutcome, Store};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// How long after a failed write the table is gone over again.
@@ -20,6 +23,13 @@ pub const RETRY: Duration = Duration::from_secs(1);
 
 /// What a row's end detail says when it is settled here.
 const LATE: &str = "its end could not be written when it happened (database write failed)";
+
+/// A start whose identity could not be written.
+struct Start {
+    row: i64,
+    identity: Identity,
+    logs: (PathBuf, PathBuf),
+}
 
 /// An exit status the reaper saw but could not write.
 struct End {
@@ -34,6 +44,7 @@ pub struct Unrecorded {
     /// The marker namespace (for rows whose process was never recorded).
     instance: String,
     ends: Vec<End>,
+    starts: Vec<Start>,
     /// The store's count of failed writes when last looked at.
     failures_seen: u64,
     /// When to go over the table again.
@@ -46,9 +57,19 @@ impl Unrecorded {
             own_row,
             instance,
             ends: Vec::new(),
+            starts: Vec::new(),
             failures_seen: 0,
             due: None,
         }
+    }
+
+    /// Keeps a start whose identity could not be written, to write it later (before its end).
+    pub fn start_failed(&mut self, spawned: &Spawned) {
+        self.starts.push(Start {
+            row: spawned.row_id,
+            identity: spawned.identity.clone(),
+            logs: spawned.logs.clone(),
+        });
     }
 
     /// Keeps an exit status whose write failed, to write it later.
@@ -91,7 +112,7 @@ impl Unrecorded {
 
     /// Settles now if a write ever failed; returns whether everything is written.
     pub fn settle_now(&mut self, store: &mut Store, tracked: impl Fn(i64) -> bool) -> bool {
-        if store.failed_writes() == 0 && self.ends.is_empty() {
+        if store.failed_writes() == 0 && self.ends.is_empty() && self.starts.is_empty() {
             return true;
         }
         self.settle(store, &tracked)
@@ -105,6 +126,11 @@ impl Unrecorded {
     }
 
     fn write_all(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
+        self.starts
+            .retain(|start| record_start(store, start.row, &start.identity, &start.logs).is_err());
+        if !self.starts.is_empty() {
+            return false;
+        }
         self.ends.retain(|end| {
             liveness::finish_reaped(store, end.row, end.outcome, end.reason, Some(LATE)).is_err()
         });

@@ -2,17 +2,17 @@
 //! enumeration, so what forked meanwhile goes too), survivors of SIGKILL reported, and a tree
 //! finished — with its report — only when nothing of it is found any more.
 
-use super::member::{add_member, send};
+use super::member::{add_member, send, Unwritten};
 use super::{DeadlineMap, Member, Tree, CGROUP_WATCH, SURVIVOR_WAIT};
 use crate::cgroup::{Cgroup, EventsWatch};
 use crate::identity;
+use crate::liveness::Recording;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::Store;
+use crate::store::{now_ms, Store};
 use mio::unix::SourceFd;
 use mio::Interest;
 use rustix::fd::OwnedFd;
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// What happened to one process of a torn-down tree.
@@ -56,53 +56,6 @@ impl Tree {
 }
 
 impl DeadlineMap {
-    /// Live processes not in `known` that descend from `known`, carry a marker of `rows` (by a
-    /// marker scan made after `fresh_after`) or live in a cgroup of tree `root`, each pinned
-    /// (`None`: it ended before it could be).
-    pub(super) fn enumerate(
-        &mut self,
-        root: i64,
-        known: &[i32],
-        rows: &[i64],
-        fresh_after: Option<Instant>,
-    ) -> Vec<(Found, Option<OwnedFd>)> {
-        let mut found: BTreeMap<i32, Found> = BTreeMap::new();
-        let contained: Vec<i32> = self
-            .trees
-            .get(&root)
-            .into_iter()
-            .flat_map(|tree| tree.cgroups.values())
-            .flat_map(|(_, cgroup)| cgroup.procs())
-            .collect();
-        for process in contained.into_iter().filter_map(proctree::read) {
-            found.insert(process.identity.pid, process);
-        }
-        for process in proctree::descendants_of(known) {
-            found.insert(process.identity.pid, process);
-        }
-        // A tree whose root is contained in a cgroup has all of itself in cgroups: no marker
-        // scan (which reads every process's environment) is needed.
-        let contained = self
-            .trees
-            .get(&root)
-            .is_some_and(|tree| tree.cgroups.contains_key(&root));
-        if !contained {
-            for process in self.marked(rows, fresh_after) {
-                found.insert(process.identity.pid, process);
-            }
-        }
-        found
-            .into_values()
-            .filter(|p| !known.contains(&p.identity.pid))
-            .map(|process| match proctree::pin(process.identity.pid) {
-                Some((pinned, pidfd)) if pinned.identity.same_process(&process.identity) => {
-                    (pinned, Some(pidfd))
-                }
-                _ => (process, None),
-            })
-            .collect()
-    }
-
     /// Sends SIGKILL to every member whose deadline has come (re-enumerating first), and reports
     /// survivors of SIGKILL.
     pub fn expire(&mut self, store: &mut Store, now: Instant) {
@@ -147,21 +100,35 @@ impl DeadlineMap {
     }
 
     pub(super) fn kill_due(&mut self, store: &mut Store, root: i64, now: Instant) {
-        let tree = self.trees.get_mut(&root).expect("exists");
-        for member in tree.members.values_mut() {
+        let Tree {
+            members,
+            cgroups,
+            unwritten,
+            ..
+        } = self.trees.get_mut(&root).expect("exists");
+        for member in members.values_mut() {
             if member.gone_at.is_some() || member.killed_at.is_some() || member.deadline > now {
                 continue;
             }
             member.killed_at = Some(now);
             if let Some(fd) = &member.pidfd {
                 if let Some(row) = member.row_id {
-                    let _ = store.record_signal(row, Signal::KILL, None);
+                    let (signal, at, kill_at) = (Signal::KILL, now_ms(), None);
+                    let note = Unwritten::Signal {
+                        row,
+                        signal,
+                        at,
+                        kill_at,
+                    };
+                    if !note.write(store) {
+                        unwritten.push(note);
+                    }
                 }
                 send(fd, Signal::KILL);
             }
             // A hook's (or a descendant's) cgroup goes whole: also what forks during the kill
             // and what hides in another PID namespace.
-            let contained = member.row_id.and_then(|row| tree.cgroups.get(&row));
+            let contained = member.row_id.and_then(|row| cgroups.get(&row));
             if let Some((kind, cgroup)) = contained.filter(|(kind, _)| !kind.is_worker()) {
                 if let Err(err) = cgroup.kill() {
                     log::warn!(
@@ -293,11 +260,43 @@ impl DeadlineMap {
     }
 
     /// Finishes the tree when no member is alive and a fresh enumeration finds nothing.
+    /// For a tree whose rows are all ours to record (orphans of a previous incarnation): every
+    /// row of it still live names a process that is gone — its own reaper died before writing
+    /// its end — so it is ended here. Returns whether all is written.
+    fn settle_orphan_rows(&mut self, store: &mut Store, root: i64) -> bool {
+        let tree = self.trees.get_mut(&root).expect("exists");
+        if tree.request.recording != Recording::AllRows {
+            return true;
+        }
+        let Ok(rows) = store.live_subtree(root) else {
+            return false;
+        };
+        for row in rows {
+            let gone = row
+                .identity
+                .as_ref()
+                .is_none_or(|id| !identity::check(id).is_alive());
+            if gone {
+                let end = Unwritten::End {
+                    row: row.id,
+                    kind: row.kind,
+                    pid: None,
+                    reason: tree.request.reason,
+                    recording: Recording::AllRows,
+                    detail: "exit status unknown: its supervisor ended before recording it",
+                };
+                end.write_or_keep(store, tree);
+            }
+        }
+        tree.unwritten.is_empty()
+    }
+
     pub(super) fn finish_if_empty(&mut self, store: &mut Store, root: i64) {
-        let Some(tree) = self.trees.get(&root) else {
+        let Some(tree) = self.trees.get_mut(&root) else {
             return;
         };
-        if tree.members.values().any(|m| m.gone_at.is_none()) {
+        tree.unwritten.retain(|end| !end.write(store));
+        if !tree.unwritten.is_empty() || tree.members.values().any(|m| m.gone_at.is_none()) {
             return;
         }
         let rows = tree.rows.clone();
@@ -325,6 +324,9 @@ impl DeadlineMap {
             return;
         }
         if self.waits_for_cgroups(root) {
+            return;
+        }
+        if !self.settle_orphan_rows(store, root) {
             return;
         }
         let tree = self.trees.remove(&root).expect("exists");

@@ -3,11 +3,11 @@
 //! then confirmed — from then on the pidfd can only mean that process), watched for its end, and
 //! signalled through that pidfd only.
 
-use super::{Member, Request, Tree};
-use crate::liveness;
+use super::{Member, Tree};
+use crate::liveness::{self, Recording};
 use crate::proctree::Found;
 use crate::signal::Signal;
-use crate::store::{now_ms, Kind, Store};
+use crate::store::{now_ms, EndReason, Kind, Store};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
@@ -91,7 +91,7 @@ pub(super) fn add_member(
         // here, or no one would ever end it.
         member.gone_at = Some(Instant::now());
         let detail = "exit status unknown: it ended as it was found";
-        end_unobserved(store, &member, pid, &tree.request, detail);
+        end_unobserved(tree, store, (member.row_id, member.kind), pid, detail);
         tree.members.insert(pid, member);
         return;
     };
@@ -110,7 +110,7 @@ pub(super) fn add_member(
     // ended.
     if let Some(row) = row_id {
         let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
-        let _ = store.record_signal(row, signal, Some(kill_at));
+        note_signal(tree, store, row, signal, Some(kill_at));
     }
     member.pidfd = Some(pidfd);
     if send_now {
@@ -122,17 +122,99 @@ pub(super) fn add_member(
 }
 
 /// Makes the row of a member seen gone final (if the teardown's request covers it and no abxd
-/// reaper will record it: see `liveness::finish_unobserved`).
+/// reaper will record it: see `liveness::finish_unobserved`); what could not be written is
+/// kept on the tree, which does not finish before it is.
 pub(super) fn end_unobserved(
+    tree: &mut Tree,
     store: &mut Store,
-    member: &Member,
+    (row_id, kind): (Option<i64>, Kind),
     pid: i32,
-    request: &Request,
-    detail: &str,
+    detail: &'static str,
 ) {
-    if let Some(row) = member.row_id {
-        let (kind, reason, recording) = (member.kind, request.reason, request.recording);
-        liveness::finish_unobserved(store, row, kind, Some(pid), recording, reason, detail);
+    if let Some(row) = row_id {
+        let end = Unwritten::End {
+            row,
+            kind,
+            pid: Some(pid),
+            reason: tree.request.reason,
+            recording: tree.request.recording,
+            detail,
+        };
+        end.write_or_keep(store, tree);
+    }
+}
+
+/// Records that `signal` went to row `row` now (`kill_at`: when SIGKILL is due), or keeps the
+/// record on the tree to write later: a signal is sent on time whatever the database does.
+pub(super) fn note_signal(
+    tree: &mut Tree,
+    store: &mut Store,
+    row: i64,
+    signal: Signal,
+    kill_at: Option<i64>,
+) {
+    let note = Unwritten::Signal {
+        row,
+        signal,
+        at: now_ms(),
+        kill_at,
+    };
+    note.write_or_keep(store, tree);
+}
+
+/// A record of the teardown that could not be written yet (e.g. the database was busy).
+#[derive(Clone, Copy)]
+pub(super) enum Unwritten {
+    /// The end of a row seen gone.
+    End {
+        row: i64,
+        kind: Kind,
+        pid: Option<i32>,
+        reason: EndReason,
+        recording: Recording,
+        detail: &'static str,
+    },
+    /// A signal sent, with when (wall-clock ms), and when SIGKILL is due.
+    Signal {
+        row: i64,
+        signal: Signal,
+        at: i64,
+        kill_at: Option<i64>,
+    },
+}
+
+impl Unwritten {
+    /// Writes it; returns whether it is written (or not ours to write).
+    pub fn write(&self, store: &mut Store) -> bool {
+        match *self {
+            Unwritten::End {
+                row,
+                kind,
+                pid,
+                reason,
+                recording,
+                detail,
+            } => liveness::finish_unobserved(store, row, kind, pid, recording, reason, detail),
+            Unwritten::Signal {
+                row,
+                signal,
+                at,
+                kill_at,
+            } => store.record_signal(row, signal, at, kill_at).is_ok(),
+        }
+    }
+
+    /// Writes it, or keeps it on `tree` to be written before the tree finishes.
+    pub fn write_or_keep(self, store: &mut Store, tree: &mut Tree) {
+        if !self.write(store) {
+            if tree.unwritten.is_empty() {
+                log::warn!(
+                    "teardown of row {}: records the database refused are written later",
+                    tree.request.root_row
+                );
+            }
+            tree.unwritten.push(self);
+        }
     }
 }
 

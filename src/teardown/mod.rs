@@ -23,21 +23,22 @@
 //!
 //! This file holds the map and how a teardown begins and learns that processes went;
 //! `expire` the deadlines (SIGKILL, survivors) and how a tree finishes; `member` how one process
-//! joins a tree and is signalled.
+//! joins a tree and is signalled, and the records the database refused; `scan` what belongs to a
+//! tree (cgroups, procfs descendants, markers; one marker scan per turn).
 
 mod expire;
 mod member;
+mod scan;
 
 pub use expire::{Fate, Report};
-use member::{add_member, signal_member, tree_rows};
+use member::{add_member, signal_member, tree_rows, Unwritten};
 
 use crate::cgroup::{Cgroup, EventsWatch};
 use crate::identity::{self, Identity};
-use crate::liveness::{self, Recording};
-use crate::marker;
+use crate::liveness::Recording;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::{queue_clock_ms, EndReason, Kind, Store};
+use crate::store::{queue_clock_ms, EndReason, Kind, Store, BUSY_RETRY};
 use mio::unix::SourceFd;
 use mio::{Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
@@ -105,6 +106,9 @@ struct Tree {
     /// belongs to the tree, and a hook's or descendant's is killed whole at its deadline.
     cgroups: BTreeMap<i64, (Kind, Cgroup)>,
     members: BTreeMap<i32, Member>,
+    /// Ends of its rows seen gone that could not be written yet (a busy database): the tree
+    /// is not finished before they are.
+    unwritten: Vec<Unwritten>,
 }
 
 pub struct DeadlineMap {
@@ -133,37 +137,6 @@ impl DeadlineMap {
             completed: Vec::new(),
             shared_scan: None,
         }
-    }
-
-    /// From now until [`DeadlineMap::stop_sharing_scans`], one marker scan is shared by every
-    /// enumeration (see the invariants): for one turn of the loop.
-    pub fn start_sharing_scans(&mut self) {
-        self.shared_scan = Some(None);
-    }
-
-    pub fn stop_sharing_scans(&mut self) {
-        self.shared_scan = None;
-    }
-
-    /// The processes carrying a marker of one of `rows`, from a scan made after `fresh_after`:
-    /// this turn's shared scan if there is one that recent, else a new one.
-    fn marked(&mut self, rows: &[i64], fresh_after: Option<Instant>) -> Vec<Found> {
-        let Some(shared) = &mut self.shared_scan else {
-            return marker::marked(&self.instance, rows)
-                .into_values()
-                .flatten()
-                .collect();
-        };
-        let stale = |(at, _): &(Instant, _)| fresh_after.is_some_and(|after| *at <= after);
-        if shared.as_ref().is_none_or(stale) {
-            *shared = Some((Instant::now(), marker::marked_any(&self.instance)));
-        }
-        let (_, by_row) = shared.as_ref().expect("just made");
-        rows.iter()
-            .filter_map(|row| by_row.get(row))
-            .flatten()
-            .cloned()
-            .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -245,6 +218,7 @@ impl DeadlineMap {
             rows: vec![request.root_row],
             cgroups: BTreeMap::new(),
             members: BTreeMap::new(),
+            unwritten: Vec::new(),
         });
         for row in &rows {
             if !tree.rows.contains(&row.id) {
@@ -278,6 +252,7 @@ impl DeadlineMap {
         // Recorded processes of the subtree that are still the recorded process, each with a
         // pidfd confirmed to be it.
         let mut found: Vec<Pinned> = Vec::new();
+        let mut unwritten = Vec::new();
         for row in &rows {
             let Some(identity) = &row.identity else {
                 continue;
@@ -290,11 +265,17 @@ impl DeadlineMap {
             let Some((process, pidfd)) = pinned else {
                 // Already gone, unseen (or its pid is another process's now): end its row now
                 // (if it is ours), or no one ever will.
-                let detail = "exit status unknown: it ended unobserved";
-                let (reason, recording) = (request.reason, request.recording);
-                liveness::finish_unobserved(
-                    store, row.id, row.kind, row.pid, recording, reason, detail,
-                );
+                let end = Unwritten::End {
+                    row: row.id,
+                    kind: row.kind,
+                    pid: row.pid,
+                    reason: request.reason,
+                    recording: request.recording,
+                    detail: "exit status unknown: it ended unobserved",
+                };
+                if !end.write(store) {
+                    unwritten.push(end);
+                }
                 continue;
             };
             found.push((
@@ -315,6 +296,7 @@ impl DeadlineMap {
             .trees
             .get_mut(&request.root_row)
             .expect("inserted above");
+        tree.unwritten.extend(unwritten);
         let Self {
             registry,
             tokens,
@@ -330,8 +312,14 @@ impl DeadlineMap {
         self.finish_if_empty(store, request.root_row);
     }
 
-    /// The earliest moment something is due: a SIGKILL, or a survivor check.
+    /// The earliest moment something is due: a SIGKILL, a survivor check, or another try at
+    /// ends the database refused.
     pub fn next_deadline(&self) -> Option<Instant> {
+        let retry = self
+            .trees
+            .values()
+            .any(|t| !t.unwritten.is_empty())
+            .then(|| Instant::now() + BUSY_RETRY);
         self.trees
             .values()
             .flat_map(|t| t.members.values())
@@ -340,6 +328,7 @@ impl DeadlineMap {
                 None => m.deadline,
                 Some(killed) => killed + SURVIVOR_WAIT,
             })
+            .chain(retry)
             .min()
     }
 
@@ -394,7 +383,8 @@ impl DeadlineMap {
                 // (hook, worker) is made final by whoever reaps it — its parent, or the abxd
                 // process above it that it is re-parented to — which knows its status.
                 let detail = "exit status unknown: not a child of the process that saw it end";
-                member::end_unobserved(store, member, pid, &tree.request, detail);
+                let row = (member.row_id, member.kind);
+                member::end_unobserved(tree, store, row, pid, detail);
             }
         }
         self.finish_if_empty(store, root);

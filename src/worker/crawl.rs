@@ -7,7 +7,8 @@ use crate::config::Config;
 use crate::hooks::{HookRunner, Scope};
 use crate::plugins::Phase;
 use crate::pool::{WorkerEnd, WorkerPool};
-use crate::store::{Queue, StoreError, WorkStatus};
+use crate::store::{Queue, StoreError, WorkStatus, BUSY_RETRY};
+use std::time::Instant;
 
 /// Runs crawl `crawl_id`; returns the worker's exit code.
 pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerError> {
@@ -30,11 +31,22 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     cx.run_foreground(&mut runner, |cx, runner, exit| {
         record(cx, runner, &mut pool, exit)
     })?;
-    for url in &urls {
-        cx.store.add_snapshot(crawl_id, url, 0)?;
-    }
-    while !cx.interrupted {
-        cx.fill(&mut pool)?;
+    let added = cx.persist(|store| {
+        store.all_or_nothing(|store| {
+            for url in &urls {
+                store.add_snapshot(crawl_id, url, 0)?;
+            }
+            Ok(())
+        })
+    })?;
+    while !cx.interrupted && added.is_some() {
+        let refused = match cx.fill(&mut pool) {
+            Ok(()) => false,
+            Err(err) if err.is_busy() => true,
+            Err(err) => return Err(err.into()),
+        };
+        // Claims or recoveries the busy database refused are tried again soon.
+        let retry = (refused || !cx.torn_down.is_empty()).then(|| Instant::now() + BUSY_RETRY);
         let snapshots = cx.store.snapshots(crawl_id)?;
         if pool.is_idle() && snapshots.iter().all(|s| s.status == WorkStatus::Sealed) {
             break;
@@ -44,15 +56,24 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             .is_empty()
             .then(|| pool.next_due(&cx.config, &cx.store))
             .flatten();
-        let timer = [back_off, runner.next_timer()].into_iter().flatten().min();
+        let timer = [back_off, runner.next_timer(), retry]
+            .into_iter()
+            .flatten()
+            .min();
         // Exits first: a teardown reported in the same batch may be of a worker that just
         // exited leaving processes behind.
         for exit in cx.next_exits(timer)? {
-            record(&mut cx, &mut runner, &mut pool, exit)?;
+            let handled = record(&mut cx, &mut runner, &mut pool, exit);
+            cx.handled(exit, handled)?;
         }
         runner.after_turn(&mut cx.supervisor, &mut cx.store)?;
         for row in std::mem::take(&mut cx.torn_down) {
-            pool.on_torn_down(&cx.config, &mut cx.store, row)?;
+            match pool.on_torn_down(&cx.config, &mut cx.store, row) {
+                Ok(_) => {}
+                // Looked at again after the next turn (nothing changed).
+                Err(err) if err.is_busy() => cx.torn_down.push(row),
+                Err(err) => return Err(err.into()),
+            }
         }
     }
     cx.run_scope(&mut runner, |cx, runner, exit| {
@@ -81,7 +102,7 @@ fn record(
             exit.outcome
         ),
         None => {
-            cx.record_hook(runner, exit)?;
+            cx.record_hook(runner, exit, |_, _| Ok(()))?;
         }
     }
     Ok(())

@@ -24,9 +24,13 @@ use crate::marker::PROCESS_ID_ENV;
 use crate::plugins::{install, Catalog, Phase, Prepared};
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
-use crate::store::{Crawl, EndReason, ExitOutcome, Lease, Queue, ResultStatus, Store, StoreError};
+use crate::store::{
+    Crawl, EndReason, ExitOutcome, Lease, Patience, Queue, ResultStatus, Store, StoreError,
+    BUSY_RETRY,
+};
 use crate::supervisor::{Event, Supervisor, Timing};
 use std::collections::BTreeSet;
+use std::time::Instant;
 
 /// A worker that finished its work exits 0.
 pub const EXIT_DONE: i32 = 0;
@@ -54,6 +58,8 @@ struct Context {
     interrupted: bool,
     /// Rows whose teardown finished since the caller last looked.
     torn_down: Vec<i64>,
+    /// Exits whose records the busy database refused, to be handled again.
+    deferred: Vec<Exit>,
 }
 
 /// A child that ended, as a worker acts on it.
@@ -97,14 +103,18 @@ impl Context {
             supervisor,
             interrupted: false,
             torn_down: Vec::new(),
+            deferred: Vec::new(),
         })
     }
 
     /// Waits for the next events (or `timer`) and handles those every worker handles alike;
     /// returns the exits for the caller.
-    fn next_exits(&mut self, timer: Option<std::time::Instant>) -> Result<Vec<Exit>, WorkerError> {
+    fn next_exits(&mut self, timer: Option<Instant>) -> Result<Vec<Exit>, WorkerError> {
+        let mut exits = std::mem::take(&mut self.deferred);
+        // Exits whose records the busy database refused are given again soon.
+        let retry = (!exits.is_empty()).then(|| Instant::now() + BUSY_RETRY);
+        let timer = timer.into_iter().chain(retry).min();
         let events = self.supervisor.wait(&mut self.store, timer)?;
-        let mut exits = Vec::new();
         for event in events {
             match event {
                 Event::Exited {
@@ -138,25 +148,58 @@ impl Context {
         self.supervisor.stop_all(&mut self.store, EndReason::Killed);
     }
 
-    /// Records a hook's exit on its result (unless this worker was interrupted: then the result
-    /// is left to run again); returns what it reported.
+    /// Records a hook's exit on its result, with what `also` writes of it, in one transaction
+    /// (unless this worker was interrupted: then the result is left to run again); returns what
+    /// it reported.
     fn record_hook(
         &mut self,
         runner: &mut HookRunner,
         exit: Exit,
+        also: impl FnOnce(&mut Store, &Outcome) -> Result<(), StoreError>,
     ) -> Result<Option<Outcome>, StoreError> {
         if self.interrupted || (exit.reason == EndReason::Killed && self.being_torn_down()) {
             // Torn down with this worker (whose SIGTERM may not have arrived yet): an
             // interruption, not the hook's failure — the result is left to run again.
             return Ok(None);
         }
-        runner.on_exit(
-            &mut self.supervisor,
-            &mut self.store,
-            exit.row,
-            exit.outcome,
-            exit.reason,
-        )
+        let exit = (exit.row, exit.outcome, exit.reason);
+        runner.on_exit(&mut self.supervisor, &mut self.store, exit, also)
+    }
+
+    /// What became of handling `exit`: an exit whose records the busy database refused is kept
+    /// and given again after the next turn (its handling changed nothing).
+    fn handled(&mut self, exit: Exit, result: Result<(), StoreError>) -> Result<(), StoreError> {
+        match result {
+            Err(err) if err.is_busy() => {
+                if self.deferred.is_empty() {
+                    log::warn!("row {}: its end is recorded later: {err}", exit.row);
+                }
+                self.deferred.push(exit);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// Runs `write` until the database takes it, turning the loop meanwhile (exits that arrive
+    /// are kept for the caller); `None` if the worker was interrupted first.
+    fn persist<T>(
+        &mut self,
+        mut write: impl FnMut(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, WorkerError> {
+        loop {
+            match write(&mut self.store) {
+                Err(err) if err.is_busy() => {
+                    let retry = Instant::now() + BUSY_RETRY;
+                    let exits = self.next_exits(Some(retry))?;
+                    self.deferred.extend(exits);
+                    if self.interrupted {
+                        return Ok(None);
+                    }
+                }
+                written => return Ok(Some(written?)),
+            }
+        }
     }
 
     /// Runs the scope's hooks until they are done (the background ones stopped at the end of the
@@ -176,6 +219,9 @@ impl Context {
         runner: &mut HookRunner,
         on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
+        // From the first hook on, deadlines run: a write no longer waits long for another
+        // process's lock (see `store::busy`); what it could not write is retried.
+        self.store.set_patience(Patience::Loop)?;
         runner.start_next(&mut self.supervisor, &mut self.store)?;
         self.run_hooks_until(runner, HookRunner::foreground_done, on_exit)
     }
@@ -189,7 +235,8 @@ impl Context {
     ) -> Result<(), WorkerError> {
         while !self.interrupted && !done(runner) {
             for exit in self.next_exits(runner.next_timer())? {
-                on_exit(self, runner, exit)?;
+                let handled = on_exit(self, runner, exit);
+                self.handled(exit, handled)?;
             }
             runner.after_turn(&mut self.supervisor, &mut self.store)?;
         }
@@ -213,9 +260,10 @@ impl Context {
         // Done means empty: no child left, and no unknown one (an escapee spawned meanwhile,
         // e.g. by a SIGTERM trap) — nothing is handed up silently.
         loop {
-            while self.supervisor.has_work() {
+            while self.supervisor.has_work() || !self.deferred.is_empty() {
                 for exit in self.next_exits(None)? {
-                    on_exit(self, exit)?;
+                    let handled = on_exit(self, exit);
+                    self.handled(exit, handled)?;
                 }
             }
             if self.supervisor.escapees_settled(&mut self.store) {
@@ -234,7 +282,9 @@ impl Context {
         if self.interrupted {
             return Ok(EXIT_INTERRUPTED);
         }
-        self.store.seal(queue, id)?;
+        if self.persist(|store| store.seal(queue, id))?.is_none() {
+            return Ok(EXIT_INTERRUPTED);
+        }
         log::info!("{queue} {id} sealed");
         Ok(EXIT_DONE)
     }

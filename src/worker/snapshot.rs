@@ -38,20 +38,23 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         parent_row: cx.row_id,
     };
     let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
+    let next_depth = (depth < max_depth).then_some(depth + 1);
+    // The result, its tags and the snapshots it discovered land together or not at all.
     let record =
         |cx: &mut Context, runner: &mut HookRunner, exit: Exit| -> Result<(), StoreError> {
-            let Some(outcome) = cx.record_hook(runner, exit)? else {
-                return Ok(());
-            };
-            cx.store.add_tags(snapshot_id, &outcome.tags)?;
-            for url in outcome.discovered {
-                if depth < max_depth {
-                    if let Some(id) = cx.store.add_snapshot(crawl_id, &url, depth + 1)? {
-                        log::info!("discovered {url} (snapshot {id}, depth {})", depth + 1);
+            cx.record_hook(runner, exit, |store, outcome| {
+                store.add_tags(snapshot_id, &outcome.tags)?;
+                let Some(depth) = next_depth else {
+                    return Ok(());
+                };
+                for url in &outcome.discovered {
+                    if let Some(id) = store.add_snapshot(crawl_id, url, depth)? {
+                        log::info!("discovered {url} (snapshot {id}, depth {depth})");
                     }
                 }
-            }
-            Ok(())
+                Ok(())
+            })
+            .map(drop)
         };
     cx.run_foreground(&mut runner, record)?;
     cx.run_scope(&mut runner, record)?;

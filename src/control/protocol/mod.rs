@@ -142,6 +142,9 @@ pub struct StatusInfo {
     /// The database file was deleted or replaced under the daemon: what happened and what to do.
     #[serde(default)]
     pub database_lost: Option<String>,
+    /// Since when (unix ms) another process has held the database's write lock, if it does.
+    #[serde(default)]
+    pub database_busy_since_ms: Option<i64>,
 }
 
 /// One binary an install provisioned, or failed to.

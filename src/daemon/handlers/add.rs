@@ -1,38 +1,104 @@
 //! `add`: enqueue a crawl a client asked for, and look for due crawls at once.
+//!
+//! Invariant: an `add` is answered within [`ADD_PATIENCE`]: accepted, or refused saying why. One
+//! the busy database refused (another process holds its write lock) is parked and tried again
+//! every turn meanwhile, so the loop never waits for the lock on a client's behalf.
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
 use crate::plugins::Catalog;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
+use mio::Token;
+use std::time::{Duration, Instant};
+
+/// How long an `add` the busy database refused is tried again before it is refused.
+pub(in crate::daemon) const ADD_PATIENCE: Duration = Duration::from_millis(800);
+
+/// A crawl to enqueue, waiting for the database's lock.
+pub(in crate::daemon) struct ParkedAdd {
+    token: Token,
+    urls: Vec<String>,
+    depth: u32,
+    plugins: Option<Vec<String>>,
+    until: Instant,
+}
 
 pub(super) fn handle(
     state: &mut State,
-    urls: &[String],
+    token: Token,
+    urls: Vec<String>,
     depth: u32,
-    plugins: Option<&[String]>,
-) -> Response {
+    plugins: Option<Vec<String>>,
+) -> Option<Response> {
     if urls.is_empty() {
-        return refused(ErrorCode::Malformed, "a crawl needs at least one URL");
+        return Some(refused(
+            ErrorCode::Malformed,
+            "a crawl needs at least one URL",
+        ));
     }
     state.check_database();
     if let Some(lost) = &state.database_lost {
-        return failed(lost.explain());
+        return Some(failed(lost.explain()));
     }
     if let Some(why) = urls.iter().find_map(|url| Store::invalid_url(url)) {
-        return refused(ErrorCode::Malformed, why);
+        return Some(refused(ErrorCode::Malformed, why));
     }
-    if let Some(names) = plugins {
+    if let Some(names) = &plugins {
         let catalog = Catalog::load(&state.config.plugins_dirs);
         if let Err(unknown) = catalog.check_names(names) {
-            return refused(ErrorCode::NotFound, unknown.to_string());
+            return Some(refused(ErrorCode::NotFound, unknown.to_string()));
         }
     }
-    match state.store.add_crawl(urls, depth, plugins) {
+    let parked = ParkedAdd {
+        token,
+        urls,
+        depth,
+        plugins,
+        until: Instant::now() + ADD_PATIENCE,
+    };
+    match try_add(state, &parked) {
+        Err(err) if err.is_busy() => {
+            state.parked_adds.push(parked);
+            None
+        }
+        answer => {
+            state.wake = answer.is_ok();
+            Some(answer_of(answer, &parked))
+        }
+    }
+}
+
+/// Tries the parked adds again; returns the answers of those that are settled (enqueued, or
+/// refused because their time is up).
+pub(in crate::daemon) fn retry_parked(state: &mut State) -> Vec<(Token, Response)> {
+    let now = Instant::now();
+    let mut answers = Vec::new();
+    for parked in std::mem::take(&mut state.parked_adds) {
+        match try_add(state, &parked) {
+            Err(err) if err.is_busy() && now < parked.until => state.parked_adds.push(parked),
+            answer => answers.push((parked.token, answer_of(answer, &parked))),
+        }
+    }
+    answers
+}
+
+fn try_add(state: &mut State, add: &ParkedAdd) -> Result<i64, StoreError> {
+    // A client waits for this write: it must not wait long for another process's lock.
+    crate::store::answer_soon();
+    state
+        .store
+        .add_crawl(&add.urls, add.depth, add.plugins.as_deref())
+}
+
+fn answer_of(added: Result<i64, StoreError>, add: &ParkedAdd) -> Response {
+    match added {
         Ok(crawl_id) => {
-            log::info!("crawl {crawl_id} added: {} URLs", urls.len());
-            state.wake = true;
+            log::info!("crawl {crawl_id} added: {} URLs", add.urls.len());
             Response::Added { crawl_id }
         }
+        Err(err) if err.is_busy() => failed(format!(
+            "cannot enqueue the crawl: {err}; nothing was queued: try again once it is released"
+        )),
         Err(err) => failed(format!("cannot enqueue the crawl: {err}")),
     }
 }

@@ -5,6 +5,8 @@
 //! sense with an error code and a message naming the state; it answers with protocol types only.
 
 mod add;
+
+pub(super) use add::{retry_parked as retry_parked_adds, ParkedAdd};
 mod cancel;
 mod install;
 mod kill;
@@ -30,7 +32,7 @@ pub(super) fn handle(
             urls,
             depth,
             plugins,
-        } => Some(add::handle(state, &urls, depth, plugins.as_deref())),
+        } => add::handle(state, token, urls, depth, plugins),
         Request::Spawn {
             argv,
             cwd,

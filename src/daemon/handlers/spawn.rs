@@ -39,7 +39,12 @@ pub(super) fn handle(
         logs: Logs::InDir(state.config.data_dir.join("logs")),
         limits: Default::default(),
     };
-    match supervisor.spawn(&mut state.store, &request, ChildPolicy::FOREGROUND_HOOK) {
+    match supervisor.spawn(
+        &mut state.store,
+        &request,
+        ChildPolicy::FOREGROUND_HOOK,
+        &mut crate::spawn::nothing_more,
+    ) {
         Ok(spawned) => Response::Spawned {
             id: spawned.row_id,
             pid: spawned.identity.pid,

@@ -4,7 +4,7 @@ use super::{failed, State};
 use crate::control::protocol::{Response, StatusInfo};
 use crate::store::now_ms;
 
-pub(super) fn handle(state: &State) -> Response {
+pub(super) fn handle(state: &mut State) -> Response {
     let live = match state.store.live_counts_by_kind() {
         Ok(counts) => counts
             .into_iter()
@@ -23,5 +23,6 @@ pub(super) fn handle(state: &State) -> Response {
         recovering: !state.orphans.is_empty(),
         containment: state.containment.describe(),
         database_lost: state.database_lost.as_ref().map(|lost| lost.explain()),
+        database_busy_since_ms: state.store.probe_busy(),
     }))
 }

@@ -1,0 +1,153 @@
+//! Transactions: every write is all or nothing, and a store's writes can be gathered into one
+//! transaction ([`Store::batch`], [`Store::all_or_nothing`]).
+//!
+//! Invariants: a write takes the lock up front (`BEGIN IMMEDIATE`), so it never fails half-way
+//! with "database is locked"; a write refused or failed is counted in [`Store::failed_writes`]
+//! (what makes supervisors go over their rows again) and told to the busy breaker (`busy`).
+
+use super::{Store, StoreError};
+use rusqlite::Connection;
+use std::time::Instant;
+
+impl Store {
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it; inside a batch, in one
+    /// savepoint of the batch's transaction. Either way it is all or nothing.
+    pub(crate) fn write<T>(
+        &mut self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let now = Instant::now();
+        self.breaker.check(now)?;
+        let written = if self.batch_depth > 0 {
+            self.write_in_batch(f)
+        } else {
+            if !self.conn.is_autocommit() {
+                // Left open by a write that never returned (a panic): nothing of it is kept.
+                let _ = self.run("ROLLBACK");
+            }
+            self.run("BEGIN IMMEDIATE")
+                .map_err(StoreError::from)
+                .and_then(|()| {
+                    let committed = f(&self.conn).and_then(|value| {
+                        self.run("COMMIT")?;
+                        Ok(value)
+                    });
+                    if committed.is_err() {
+                        // (Fails harmlessly if SQLite rolled back already, e.g. on a full disk.)
+                        let _ = self.run("ROLLBACK");
+                    }
+                    committed
+                })
+        };
+        match written {
+            Ok(value) => {
+                self.breaker.after_write(false, self.patience, now);
+                Ok(value)
+            }
+            Err(err) => {
+                self.failed_writes += 1;
+                if !err.is_busy() {
+                    return Err(err);
+                }
+                // SQLite's "database is locked" said as what it means here.
+                self.breaker.after_write(true, self.patience, now);
+                let since_ms = self.breaker.busy_since().unwrap_or_else(super::now_ms);
+                Err(StoreError::Busy { since_ms })
+            }
+        }
+    }
+
+    fn write_in_batch<T>(
+        &mut self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
+        if self.conn.is_autocommit() {
+            self.run("BEGIN IMMEDIATE")?;
+        }
+        self.run("SAVEPOINT write")?;
+        match f(&self.conn) {
+            Ok(value) => {
+                self.run("RELEASE write")?;
+                Ok(value)
+            }
+            Err(err) => {
+                if !self.conn.is_autocommit() {
+                    let _ = self.run("ROLLBACK TO write");
+                    let _ = self.run("RELEASE write");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Runs `f` with every write it makes in one transaction, committed when `f` returns: what
+    /// a supervisor does in one turn of its loop costs one commit, not one per row. Batches
+    /// nest (the outermost commits). The write lock is taken at the first write, not before.
+    ///
+    /// If the commit fails (a full disk), the batch's writes are lost although each returned
+    /// Ok; the failure is counted in [`Store::failed_writes`], which is what makes supervisors
+    /// go over their rows again (see `unrecorded`).
+    pub fn batch<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> T {
+        self.batch_depth += 1;
+        let value = f(self);
+        self.batch_depth -= 1;
+        if self.batch_depth == 0 && !self.conn.is_autocommit() {
+            if let Err(err) = self.run("COMMIT") {
+                log::error!("cannot commit a batch of writes: {err}");
+                let _ = self.run("ROLLBACK");
+                self.failed_writes += 1;
+            }
+        }
+        value
+    }
+
+    /// Runs `f` with every write it makes in one transaction: committed if `f` returns Ok (a
+    /// failed commit is returned as the error), rolled back if it returns an error — what a
+    /// caller uses when several writes must land together or not at all, and may be retried as
+    /// a whole (e.g. once a busy database is free again). Inside a batch, `f`'s writes join it.
+    pub fn all_or_nothing<T>(
+        &mut self,
+        f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if self.batch_depth > 0 {
+            return f(self);
+        }
+        self.batch_depth += 1;
+        let value = f(self);
+        self.batch_depth -= 1;
+        if self.conn.is_autocommit() {
+            return value;
+        }
+        match value {
+            Ok(value) => match self.run("COMMIT") {
+                Ok(()) => Ok(value),
+                Err(err) => {
+                    let _ = self.run("ROLLBACK");
+                    self.failed_writes += 1;
+                    Err(err.into())
+                }
+            },
+            Err(err) => {
+                let _ = self.run("ROLLBACK");
+                Err(err)
+            }
+        }
+    }
+
+    /// Whether a [`Store::batch`] is under way (its writes are not committed yet).
+    pub fn in_batch(&self) -> bool {
+        self.batch_depth > 0
+    }
+
+    /// How many write transactions have failed since the store was opened.
+    pub fn failed_writes(&self) -> u64 {
+        self.failed_writes
+    }
+
+    /// Runs one statement without parameters, kept parsed (transaction control runs on every
+    /// write).
+    fn run(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(drop)
+    }
+}

@@ -1,0 +1,94 @@
+//! What belongs to a tree being torn down: the processes in its rows' cgroups, the procfs
+//! descendants of its known members, and — where no cgroup contains it — every process carrying
+//! the marker of one of its rows.
+//!
+//! Invariant: within one turn of the loop ([`DeadlineMap::start_sharing_scans`]) the marker scan,
+//! which reads every process's environment, is made once and shared by every tree; a caller that
+//! needs a scan made after some moment (`fresh_after`) gets a new one.
+
+use super::DeadlineMap;
+use crate::marker;
+use crate::proctree::{self, Found};
+use rustix::fd::OwnedFd;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+impl DeadlineMap {
+    /// From now until [`DeadlineMap::stop_sharing_scans`], one marker scan is shared by every
+    /// enumeration (see the invariants): for one turn of the loop.
+    pub fn start_sharing_scans(&mut self) {
+        self.shared_scan = Some(None);
+    }
+
+    pub fn stop_sharing_scans(&mut self) {
+        self.shared_scan = None;
+    }
+
+    /// The processes carrying a marker of one of `rows`, from a scan made after `fresh_after`:
+    /// this turn's shared scan if there is one that recent, else a new one.
+    fn marked(&mut self, rows: &[i64], fresh_after: Option<Instant>) -> Vec<Found> {
+        let Some(shared) = &mut self.shared_scan else {
+            return marker::marked(&self.instance, rows)
+                .into_values()
+                .flatten()
+                .collect();
+        };
+        let stale = |(at, _): &(Instant, _)| fresh_after.is_some_and(|after| *at <= after);
+        if shared.as_ref().is_none_or(stale) {
+            *shared = Some((Instant::now(), marker::marked_any(&self.instance)));
+        }
+        let (_, by_row) = shared.as_ref().expect("just made");
+        rows.iter()
+            .filter_map(|row| by_row.get(row))
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// Live processes not in `known` that descend from `known`, carry a marker of `rows` (by a
+    /// marker scan made after `fresh_after`) or live in a cgroup of tree `root`, each pinned
+    /// (`None`: it ended before it could be).
+    pub(super) fn enumerate(
+        &mut self,
+        root: i64,
+        known: &[i32],
+        rows: &[i64],
+        fresh_after: Option<Instant>,
+    ) -> Vec<(Found, Option<OwnedFd>)> {
+        let mut found: BTreeMap<i32, Found> = BTreeMap::new();
+        let contained: Vec<i32> = self
+            .trees
+            .get(&root)
+            .into_iter()
+            .flat_map(|tree| tree.cgroups.values())
+            .flat_map(|(_, cgroup)| cgroup.procs())
+            .collect();
+        for process in contained.into_iter().filter_map(proctree::read) {
+            found.insert(process.identity.pid, process);
+        }
+        for process in proctree::descendants_of(known) {
+            found.insert(process.identity.pid, process);
+        }
+        // A tree whose root is contained in a cgroup has all of itself in cgroups: no marker
+        // scan (which reads every process's environment) is needed.
+        let contained = self
+            .trees
+            .get(&root)
+            .is_some_and(|tree| tree.cgroups.contains_key(&root));
+        if !contained {
+            for process in self.marked(rows, fresh_after) {
+                found.insert(process.identity.pid, process);
+            }
+        }
+        found
+            .into_values()
+            .filter(|p| !known.contains(&p.identity.pid))
+            .map(|process| match proctree::pin(process.identity.pid) {
+                Some((pinned, pidfd)) if pinned.identity.same_process(&process.identity) => {
+                    (pinned, Some(pidfd))
+                }
+                _ => (process, None),
+            })
+            .collect()
+    }
+}

@@ -15,9 +15,8 @@ use crate::cgroup::{self, Cgroup, CGROUP_ENV};
 use crate::identity::{self, Identity};
 use crate::marker::{INSTANCE_ENV, PROCESS_ID_ENV};
 use crate::store::{NewProcess, Store, StoreError};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -60,10 +59,15 @@ pub enum SpawnError {
 /// Where a child's stdout and stderr go.
 #[derive(Debug, Clone)]
 pub enum Logs {
-    /// `<dir>/<row id>.stdout.log` and `<dir>/<row id>.stderr.log`.
+    /// `<dir>/<row id>.stdout.log` and `<dir>/<row id>.stderr.log` (`dir` is abxd's own).
     InDir(PathBuf),
-    /// Exactly these files.
-    Files { stdout: PathBuf, stderr: PathBuf },
+    /// Exactly these files, below `beneath` (abxd's own dir; what lies below it may be a
+    /// hook's, and is never followed through a symbolic link).
+    Files {
+        stdout: PathBuf,
+        stderr: PathBuf,
+        beneath: PathBuf,
+    },
 }
 
 impl Logs {
@@ -73,7 +77,15 @@ impl Logs {
                 dir.join(format!("{row_id}.stdout.log")),
                 dir.join(format!("{row_id}.stderr.log")),
             ),
-            Logs::Files { stdout, stderr } => (stdout.clone(), stderr.clone()),
+            Logs::Files { stdout, stderr, .. } => (stdout.clone(), stderr.clone()),
+        }
+    }
+
+    /// The directory the log files are opened relative to.
+    fn beneath(&self) -> &Path {
+        match self {
+            Logs::InDir(dir) => dir,
+            Logs::Files { beneath, .. } => beneath,
         }
     }
 }
@@ -101,22 +113,56 @@ pub struct Spawned {
     pub recorded: bool,
 }
 
-fn open_log(path: &Path) -> Result<File, SpawnError> {
-    let log_err = |cause| SpawnError::Log {
+/// Creates the log file `path` anew, relative to the directory `beneath`: each directory below
+/// `beneath` is made if missing and entered without following a symbolic link, a file already
+/// there (a previous attempt's log, or a link a hook planted) is removed, and the log is created
+/// exclusively, mode 0640. So nothing abxd writes ever lands outside `beneath`.
+fn open_log(beneath: &Path, path: &Path) -> Result<File, SpawnError> {
+    use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
+    let log_err = |cause: std::io::Error| SpawnError::Log {
         path: path.to_path_buf(),
         cause,
     };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(log_err)?;
+    let relative = path
+        .strip_prefix(beneath)
+        .map_err(|_| log_err(std::io::Error::other("not below abxd's directory")))?;
+    let name = relative
+        .file_name()
+        .ok_or_else(|| log_err(std::io::Error::other("no file name")))?;
+    std::fs::create_dir_all(beneath).map_err(log_err)?;
+    let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
+    let mut dir = openat(
+        rustix::fs::CWD,
+        beneath,
+        OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| log_err(e.into()))?;
+    for part in relative.parent().into_iter().flat_map(Path::components) {
+        let std::path::Component::Normal(part) = part else {
+            return Err(log_err(std::io::Error::other(
+                "an unexpected path component",
+            )));
+        };
+        match mkdirat(&dir, part, Mode::from_raw_mode(0o750)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(err) => return Err(log_err(err.into())),
+        }
+        dir = openat(&dir, part, dir_flags, Mode::empty()).map_err(|e| log_err(e.into()))?;
     }
-    // Never through a symbolic link (a hook may plant one where a log will be written).
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o640)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-        .map_err(log_err)
+    match unlinkat(&dir, name, AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(err) => return Err(log_err(err.into())),
+    }
+    let file_flags = OFlags::WRONLY
+        | OFlags::APPEND
+        | OFlags::CREATE
+        | OFlags::EXCL
+        | OFlags::NOFOLLOW
+        | OFlags::CLOEXEC;
+    let fd = openat(&dir, name, file_flags, Mode::from_raw_mode(0o640))
+        .map_err(|e| log_err(e.into()))?;
+    Ok(File::from(fd))
 }
 
 /// What the caller writes in the transaction that creates the child's row, given its id: e.g.
@@ -257,8 +303,8 @@ fn start(
     placement: &Option<Placement>,
 ) -> Result<(std::process::Child, PathBuf, PathBuf), SpawnError> {
     let (stdout_path, stderr_path) = request.logs.paths(row_id);
-    let stdout = open_log(&stdout_path)?;
-    let stderr = open_log(&stderr_path)?;
+    let stdout = open_log(request.logs.beneath(), &stdout_path)?;
+    let stderr = open_log(request.logs.beneath(), &stderr_path)?;
     let mut command = Command::new(program);
     command
         .args(&request.process.argv[1..])

@@ -837,7 +837,12 @@ fn victim(daemon: &TestDaemon, name: &str) -> (std::path::PathBuf, &'static str)
 fn a_symlink_planted_at_the_lock_or_the_database_is_refused_and_its_target_untouched() {
     let mut daemon = TestDaemon::prepare("");
     std::fs::create_dir_all(daemon.data_dir()).unwrap();
-    for file in ["abxd.lock", "abxd.sqlite3"] {
+    for file in [
+        "abxd.lock",
+        "abxd.sqlite3",
+        "abxd.sqlite3-wal",
+        "abxd.sqlite3-shm",
+    ] {
         let (target, content) = victim(&daemon, &format!("victim-of-{file}"));
         let planted = daemon.data_dir().join(file);
         std::os::unix::fs::symlink(&target, &planted).unwrap();
@@ -864,6 +869,8 @@ fn a_hook_cannot_make_abxd_write_through_a_symlink_it_planted_where_a_log_goes()
     .unwrap();
     let mut daemon = daemon;
     daemon.launch();
+    // A link where the next hook's log goes: the log is created anew in its place (exclusively),
+    // and the link's target is never written.
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "plants_symlink"]);
     daemon.wait_sealed(crawl, Duration::from_secs(60));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), content);
@@ -872,7 +879,72 @@ fn a_hook_cannot_make_abxd_write_through_a_symlink_it_planted_where_a_log_goes()
         .iter()
         .find(|r| r.hook.contains("victim"))
         .expect("the second hook's result");
+    assert_eq!(
+        victim_hook.status.to_string(),
+        "succeeded",
+        "{victim_hook:?}"
+    );
+    let log = daemon.ctl_ok(&["logs", &victim_hook.process_id.unwrap().to_string()]);
+    assert!(log.contains("must not reach"), "its own log: {log}");
+}
+
+#[test]
+fn a_hook_cannot_make_abxd_create_files_through_a_directory_it_swapped_for_a_symlink() {
+    let daemon = TestDaemon::prepare("");
+    let outside = daemon.path("outside-dir");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[plugins.swaps_logs_dir]\nenv = {{ OUTSIDE_DIR = {:?} }}\n",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&fixtures().join("hostile")]),
+            outside.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut daemon = daemon;
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "swaps_logs_dir"]);
+    daemon.wait_sealed(crawl, Duration::from_secs(60));
+    let created: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+    assert!(created.is_empty(), "written outside: {created:?}");
+    let results = daemon.store().results(crawl).unwrap();
+    let victim_hook = results
+        .iter()
+        .find(|r| r.hook.contains("victim"))
+        .expect("the second hook's result");
     assert_eq!(victim_hook.status.to_string(), "failed", "{victim_hook:?}");
+    let said = victim_hook.output.as_deref().unwrap_or_default();
+    assert!(said.contains("cannot open log file"), "{said}");
+}
+
+#[test]
+fn a_database_someone_else_owns_or_can_write_is_refused_and_left_as_it_is() {
+    let mut daemon = TestDaemon::prepare("");
+    daemon.create_database();
+    let database = daemon.database();
+    let before = std::fs::read(&database).unwrap();
+    std::os::unix::fs::chown(&database, Some(65534), None).unwrap();
+    daemon.launch_expecting_failure();
+    assert!(
+        daemon.log().contains("owned by uid 65534"),
+        "{}",
+        daemon.log()
+    );
+    std::os::unix::fs::chown(&database, Some(0), None).unwrap();
+    std::fs::set_permissions(&database, std::fs::Permissions::from_mode(0o666)).unwrap();
+    daemon.launch_expecting_failure();
+    assert!(
+        daemon.log().contains("writable by group or others"),
+        "{}",
+        daemon.log()
+    );
+    assert_eq!(
+        std::fs::read(&database).unwrap(),
+        before,
+        "the file was not changed"
+    );
 }
 
 #[test]

@@ -342,7 +342,7 @@ impl Config {
         let meta = std::fs::metadata(&self.data_dir).map_err(unwritable)?;
         let me = rustix::process::geteuid().as_raw();
         let (owner, mode) = (meta.uid(), meta.mode());
-        if let Some(problem) = data_dir_problem(owner, mode, me) {
+        if let Some(problem) = ownership_problem(owner, mode, me) {
             let dir = self.data_dir.display();
             return Err(self.invalid("paths.data_dir", format!("{dir} {problem}")));
         }
@@ -397,7 +397,9 @@ impl Config {
 
 /// What is wrong with a data dir owned by `owner` with `mode`, for a daemon running as `me`
 /// (sshd's StrictModes: whoever can write there can plant what abxd then opens).
-fn data_dir_problem(owner: u32, mode: u32, me: u32) -> Option<String> {
+/// What is wrong with a file or directory abxd trusts, owned by `owner` with `mode`, for abxd
+/// running as `me`: owned by someone else, or writable by group or others.
+pub fn ownership_problem(owner: u32, mode: u32, me: u32) -> Option<String> {
     if owner != me {
         return Some(format!(
             "is owned by uid {owner}, not by abxd's user (uid {me}): chown {me} it"
@@ -438,15 +440,15 @@ mod tests {
 
     #[test]
     fn a_data_dir_others_can_write_or_someone_else_owns_is_a_problem() {
-        assert_eq!(data_dir_problem(100, 0o40750, 100), None);
-        assert_eq!(data_dir_problem(100, 0o40700, 100), None);
-        assert!(data_dir_problem(100, 0o40770, 100)
+        assert_eq!(ownership_problem(100, 0o40750, 100), None);
+        assert_eq!(ownership_problem(100, 0o40700, 100), None);
+        assert!(ownership_problem(100, 0o40770, 100)
             .unwrap()
             .contains("mode 0770"));
-        assert!(data_dir_problem(100, 0o40757, 100)
+        assert!(ownership_problem(100, 0o40757, 100)
             .unwrap()
             .contains("chmod go-w"));
-        assert!(data_dir_problem(0, 0o40750, 100)
+        assert!(ownership_problem(0, 0o40750, 100)
             .unwrap()
             .contains("owned by uid 0"));
     }

@@ -179,7 +179,7 @@ impl HookRunner {
         };
         log::info!("{} started (row {})", hook.file_name, spawned.row_id);
         let (stdout, stderr) = match &request.logs {
-            Logs::Files { stdout, stderr } => (stdout.clone(), stderr.clone()),
+            Logs::Files { stdout, stderr, .. } => (stdout.clone(), stderr.clone()),
             Logs::InDir(_) => unreachable!("hooks log to named files"),
         };
         self.waiting = if hook.background {

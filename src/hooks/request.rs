@@ -113,6 +113,7 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         logs: Logs::Files {
             stdout: logs.join(format!("{}.stdout.log", hook.file_name)),
             stderr: logs.join(format!("{}.stderr.log", hook.file_name)),
+            beneath: scope.data_dir.clone(),
         },
         limits: prepared.limits,
     }

@@ -8,7 +8,8 @@
 //! has nothing else to do — it gives up at the loop's next deadline (published with
 //! [`set_loop_deadline`] by the supervisor), or, once it waited [`LOOP_WAIT`] (longer than our
 //! own processes hold the lock), as soon as the loop has an event ready (a signal, a child's
-//! exit, a client). After a write gave up, writes fail at once (without asking SQLite) until
+//! exit, a client); a write made for a waiting client ([`answer_soon`]) waits at most
+//! [`CLIENT_WAIT`]. After a write gave up, writes fail at once (without asking SQLite) until
 //! [`PROBE_EVERY`] later, so a turn of the loop with many writes waits once. The callers retry
 //! what failed (see `supervisor::unrecorded`, the workers' deferred exits, the pools' claim
 //! retries, the daemon's parked adds).
@@ -60,11 +61,18 @@ struct LoopState {
     wake_fd: Option<RawFd>,
     /// When the current wait for the lock began.
     waiting_since: Option<Instant>,
+    /// A client waits for the write: other events do not cut its wait short.
+    client_waits: bool,
 }
 
 thread_local! {
     static LOOP: Cell<LoopState> = const {
-        Cell::new(LoopState { deadline: None, wake_fd: None, waiting_since: None })
+        Cell::new(LoopState {
+            deadline: None,
+            wake_fd: None,
+            waiting_since: None,
+            client_waits: false,
+        })
     };
 }
 
@@ -73,17 +81,23 @@ pub fn set_loop_deadline(deadline: Option<Instant>) {
     LOOP.with(|state| {
         let mut now = state.get();
         now.deadline = deadline;
+        now.client_waits = false;
         state.set(now);
     });
 }
 
+/// How long a write made for a waiting client may wait for another process's lock.
+pub const CLIENT_WAIT: Duration = Duration::from_millis(500);
+
 /// A client waits for this thread's loop: until the loop's next turn, a write waits for
-/// another process's lock at most [`LOOP_WAIT`] (the caller answers "busy" or tries later).
+/// another process's lock at most [`CLIENT_WAIT`] (and not past the loop's deadline), whatever
+/// else is ready; then the caller answers "busy" or tries later.
 pub fn answer_soon() {
-    let soon = Instant::now() + LOOP_WAIT;
+    let soon = Instant::now() + CLIENT_WAIT;
     LOOP.with(|state| {
         let mut now = state.get();
         now.deadline = Some(now.deadline.map_or(soon, |at| at.min(soon)));
+        now.client_waits = true;
         state.set(now);
     });
 }
@@ -108,7 +122,8 @@ fn loop_busy_handler(attempt: i32) -> bool {
         LOOP.with(|cell| cell.set(state));
     }
     let waited = now - state.waiting_since.unwrap_or(now);
-    if !keep_waiting(waited, now, state.deadline, || event_ready(state.wake_fd)) {
+    let event_ready = || !state.client_waits && event_ready(state.wake_fd);
+    if !keep_waiting(waited, now, state.deadline, event_ready) {
         LOOP.with(|cell| {
             let mut done = cell.get();
             done.waiting_since = None;

@@ -125,6 +125,8 @@ pub enum StoreError {
          itself there, or set paths.database to where it is"
     )]
     Symlink { path: PathBuf },
+    #[error("database {path} {problem}")]
+    NotOwn { path: PathBuf, problem: String },
     #[error(
         "the database is busy: another process has held its write lock since {}",
         printable_time(*since_ms)
@@ -164,6 +166,33 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// The checks the daemon makes before it opens (or creates) its database: neither the file nor
+/// SQLite's `-wal` and `-shm` beside it is a symbolic link, and an existing database is abxd's
+/// own (its user's, not writable by group or others) — so the rows recovery acts on come from a
+/// file nobody else could have written.
+fn check_files(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_os_string();
+        file.push(suffix);
+        let file = PathBuf::from(file);
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            return Err(StoreError::Symlink { path: file });
+        }
+        let me = rustix::process::geteuid().as_raw();
+        if let Some(problem) = crate::config::ownership_problem(meta.uid(), meta.mode(), me) {
+            return Err(StoreError::NotOwn {
+                path: file,
+                problem,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
 const INSTANCE_ID_SQL: &str = "SELECT value FROM meta WHERE key = 'instance_id'";
 
@@ -181,11 +210,7 @@ impl Store {
             path: path.to_path_buf(),
             cause,
         };
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(StoreError::Symlink {
-                path: path.to_path_buf(),
-            });
-        }
+        check_files(path)?;
         let mut conn = Connection::open(path).map_err(open_err)?;
         configure(&conn).map_err(open_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")

@@ -1,6 +1,6 @@
-//! `/proc/PID/stat`, read and parsed in one place.
+//! `/proc/PID/stat`, read and parsed in one place (and the owner line of `/proc/PID/status`).
 //!
-//! Invariant: this is the only parser of that file in abxd. The command (field 2) may hold
+//! Invariant: this is the only parser of those files in abxd. The command (field 2) may hold
 //! spaces and parentheses, so fields are counted from the *last* closing parenthesis; a pid that
 //! has no stat file (or one that cannot be parsed) is reported as no process at all.
 
@@ -24,6 +24,18 @@ impl Stat {
     pub fn is_zombie(&self) -> bool {
         matches!(self.state, 'Z' | 'X')
     }
+}
+
+/// The real user id a process runs as (the first field of `Uid:` in `/proc/PID/status`; real,
+/// not effective, so a setuid helper such as Chromium's sandbox still counts as its user's).
+pub fn real_uid(pid: i32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_real_uid(&status)
+}
+
+fn parse_real_uid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_ascii_whitespace().next()?.parse().ok()
 }
 
 /// Parses the text of a stat file.
@@ -88,5 +100,16 @@ mod tests {
         assert_eq!(stat.ppid, expected.ppid);
         assert_eq!(stat.pgrp, expected.pgrp);
         assert_eq!(stat.comm, expected.comm);
+    }
+
+    #[test]
+    fn the_real_uid_is_the_first_of_the_uid_line() {
+        let status = "Name:\tchrome-sandbox\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n";
+        assert_eq!(parse_real_uid(status), Some(1000));
+        assert_eq!(parse_real_uid("Name:\tx\n"), None);
+        assert_eq!(
+            real_uid(std::process::id() as i32),
+            Some(rustix::process::getuid().as_raw())
+        );
     }
 }

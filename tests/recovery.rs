@@ -480,3 +480,79 @@ fn work_whose_worker_crashes_at_once_backs_off_and_ends_failed_instead_of_loopin
     assert!(starts[1] - starts[0] >= 200, "{starts:?}");
     assert!(starts[2] - starts[1] >= 400, "{starts:?}");
 }
+
+/// A process the test started, killed (by pid, it is the test's own child) and reaped on drop.
+struct OwnChild(std::process::Child);
+
+impl Drop for OwnChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says() {
+    let mut daemon = TestDaemon::prepare("");
+    daemon.create_database();
+    // Another user's process, and a row naming it as abxd's own (as an edited or swapped
+    // database would): the row records the test's uid, the process runs as nobody.
+    let stranger = OwnChild(
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sleep",
+                "300",
+            ])
+            .spawn()
+            .expect("setpriv (util-linux)"),
+    );
+    let pid = stranger.0.id() as i32;
+    let identity = wait_until("the stranger to run as nobody", WAIT, || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        (status.contains("Uid:\t65534") && comm.trim() == "sleep")
+            .then(|| identity::of_pid(pid))
+            .flatten()
+    });
+    let mut store = abxd::store::Store::open(&daemon.database()).unwrap();
+    let row = store
+        .insert_process(&abxd::store::NewProcess {
+            parent_id: None,
+            kind: Kind::Hook,
+            crawl_id: None,
+            snapshot_id: None,
+            result_id: None,
+            argv: vec!["sleep".into(), "300".into()],
+            cwd: "/".into(),
+            timeout_ms: None,
+        })
+        .unwrap();
+    store
+        .record_spawned(row, &identity, pid, None, None)
+        .unwrap();
+    drop(store);
+
+    daemon.launch();
+    wait_until("recovery to finish", WAIT, || {
+        let status = daemon.ctl_ok(&["status"]);
+        (!status.contains("recovering")).then_some(())
+    });
+    assert!(
+        identity::check(&identity).is_alive(),
+        "the other user's process was killed"
+    );
+    let ended = wait_until("the row to end", WAIT, || {
+        daemon
+            .store()
+            .process(row)
+            .unwrap()
+            .filter(|r| !r.status.is_live())
+    });
+    assert_eq!(ended.end_reason, Some(EndReason::Lost), "{ended:?}");
+    let detail = ended.end_detail.unwrap_or_default();
+    assert!(detail.contains("another user"), "{detail}");
+    assert!(daemon.log().contains("not signalled"), "{}", daemon.log());
+}

@@ -184,8 +184,12 @@ pub struct Breaker {
 }
 
 impl Breaker {
-    /// Whether a write may try now; if not, the error to return instead.
+    /// Whether a write may try now; if not, the error to return instead. A write made for a
+    /// waiting client always tries (within [`CLIENT_WAIT`]).
     pub fn check(&self, now: Instant) -> Result<(), StoreError> {
+        if LOOP.with(Cell::get).client_waits {
+            return Ok(());
+        }
         match (self.since, self.open_until) {
             (Some((since_ms, _)), Some(until)) if now < until => Err(StoreError::Busy { since_ms }),
             _ => Ok(()),

@@ -198,6 +198,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE processes ADD COLUMN deadline_clock INTEGER;
     "#,
+    // 13: the user a row's process runs as (its real uid): a teardown never signals a process
+    // that runs as another user than its row says (a row from another database).
+    r#"
+    ALTER TABLE processes ADD COLUMN uid INTEGER;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -146,13 +146,15 @@ pub struct ProcessRow {
     pub unkillable: bool,
     /// `deadline_at` on the boot clock (`queue_clock_ms`): what a teardown decides by.
     pub deadline_clock: Option<i64>,
+    /// The real uid its process runs as, recorded when it was found or started.
+    pub uid: Option<u32>,
 }
 
 pub(super) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock";
+    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock, uid";
 
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
@@ -208,6 +210,7 @@ impl ProcessRow {
             memory_peak: row.get(32)?,
             unkillable: row.get(33)?,
             deadline_clock: row.get(34)?,
+            uid: row.get(35)?,
         })
     }
 }
@@ -278,7 +281,7 @@ impl Store {
             tx.prepare_cached(
                 "UPDATE processes SET pid = ?2, boot_id = ?3, start_ticks = ?4, pgid = ?5, \
                  stdout_path = ?6, stderr_path = ?7, status = 'running', started_at = ?8, \
-                 pidfd_ino = ?9, \
+                 pidfd_ino = ?9, uid = ?11, \
                  deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?8 + timeout_ms END, \
                  deadline_clock = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?10 + timeout_ms END \
                  WHERE id = ?1 AND status = 'starting'",
@@ -293,7 +296,8 @@ impl Store {
                 stderr_path,
                 now,
                 identity.pidfd_ino.map(|ino| ino as i64),
-                super::queue_clock_ms()
+                super::queue_clock_ms(),
+                rustix::process::getuid().as_raw()
             ])?;
             Ok(())
         })
@@ -358,9 +362,9 @@ impl Store {
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO processes (parent_id, kind, crawl_id, snapshot_id, \
                  result_id, pid, boot_id, start_ticks, pgid, argv, cwd, status, created_at, \
-                 started_at, pidfd_ino) \
+                 started_at, pidfd_ino, uid) \
                  SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
-                        'running', ?7, ?7, ?8 FROM processes WHERE id = ?1",
+                        'running', ?7, ?7, ?8, ?9 FROM processes WHERE id = ?1",
             )?
             .execute(params![
                 parent_id,
@@ -370,7 +374,8 @@ impl Store {
                 found.pgid,
                 argv,
                 now,
-                identity.pidfd_ino.map(|ino| ino as i64)
+                identity.pidfd_ino.map(|ino| ino as i64),
+                crate::procstat::real_uid(identity.pid)
             ])?;
             Ok(tx
                 .prepare_cached(
@@ -473,7 +478,8 @@ mod tests {
                 "cpu_usec",
                 "memory_peak",
                 "unkillable",
-                "deadline_clock"
+                "deadline_clock",
+                "uid"
             ]
         );
     }

@@ -3,11 +3,12 @@
 //! then confirmed — from then on the pidfd can only mean that process), watched for its end, and
 //! signalled through that pidfd only.
 
-use super::{Member, Tree};
+use super::{Member, Pinned, Request, Tree};
+use crate::identity;
 use crate::liveness::{self, Recording};
-use crate::proctree::Found;
+use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::{now_ms, EndReason, Kind, Store};
+use crate::store::{now_ms, EndReason, Kind, ProcessRow, Store};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
@@ -216,6 +217,82 @@ impl Unwritten {
             tree.unwritten.push(self);
         }
     }
+}
+
+/// Pins the process of each recorded row of a tree: a pidfd confirmed to be it, with its
+/// deadline. A row whose process is gone ends now (if it is ours to record), or no one would
+/// ever end it; a row whose process runs as another user than it recorded is never signalled and
+/// ends `lost`. Returns what was pinned, and the ends the database refused (to keep).
+pub(super) fn pin_rows(
+    store: &mut Store,
+    rows: &[ProcessRow],
+    request: &Request,
+    deadline_of: impl Fn(Option<i64>) -> Instant,
+) -> (Vec<Pinned>, Vec<Unwritten>) {
+    let mut found: Vec<Pinned> = Vec::new();
+    let mut unwritten = Vec::new();
+    for row in rows {
+        let Some(identity) = &row.identity else {
+            continue;
+        };
+        let pinned = identity::open_pidfd(identity).and_then(|pidfd| {
+            let mut process = proctree::read(identity.pid)?;
+            process.identity = identity.clone();
+            Some((process, pidfd))
+        });
+        let Some((process, pidfd)) = pinned else {
+            // Already gone, unseen (or its pid is another process's now): end its row now
+            // (if it is ours), or no one ever will.
+            let end = Unwritten::End {
+                row: row.id,
+                kind: row.kind,
+                pid: row.pid,
+                reason: request.reason,
+                recording: request.recording,
+                detail: "exit status unknown: it ended unobserved",
+            };
+            if !end.write(store) {
+                unwritten.push(end);
+            }
+            continue;
+        };
+        if let Some(runs_as) = other_owner(row) {
+            // Never signalled: the row cannot be telling the truth about it (a database
+            // swapped or edited under abxd). The row ends here, saying so.
+            log::error!(
+                "row {}: pid {} runs as uid {runs_as}, not uid {} as its row says: \
+                 not signalled",
+                row.id,
+                identity.pid,
+                row.uid.unwrap_or_default()
+            );
+            unwritten.push(Unwritten::End {
+                row: row.id,
+                kind: row.kind,
+                pid: None,
+                reason: EndReason::Lost,
+                recording: Recording::AllRows,
+                detail: "its process runs as another user than its row says: not signalled",
+            });
+            continue;
+        }
+        found.push((
+            process,
+            Some(pidfd),
+            Some(row.id),
+            Some(row.kind),
+            deadline_of(row.deadline_clock),
+        ));
+    }
+    (found, unwritten)
+}
+
+/// The real uid row `row`'s process runs as, if that is not the uid the row recorded (rows
+/// from before uids were recorded are not judged).
+fn other_owner(row: &ProcessRow) -> Option<u32> {
+    let recorded = row.uid?;
+    let pid = row.identity.as_ref()?.pid;
+    crate::procstat::real_uid(pid).filter(|&runs_as| runs_as != recorded)
 }
 
 /// Sends a member its first signal (and SIGCONT, so a stopped process can act on it).

@@ -34,9 +34,9 @@ pub use expire::{Fate, Report};
 use member::{add_member, signal_member, tree_rows, Unwritten};
 
 use crate::cgroup::{Cgroup, EventsWatch};
-use crate::identity::{self, Identity};
+use crate::identity::Identity;
 use crate::liveness::Recording;
-use crate::proctree::{self, Found};
+use crate::proctree::Found;
 use crate::signal::Signal;
 use crate::store::{queue_clock_ms, EndReason, Kind, Store, BUSY_RETRY};
 use mio::unix::SourceFd;
@@ -251,41 +251,7 @@ impl DeadlineMap {
             |deadline_clock: Option<i64>| own_deadline(deadline_clock).unwrap_or(default_deadline);
         // Recorded processes of the subtree that are still the recorded process, each with a
         // pidfd confirmed to be it.
-        let mut found: Vec<Pinned> = Vec::new();
-        let mut unwritten = Vec::new();
-        for row in &rows {
-            let Some(identity) = &row.identity else {
-                continue;
-            };
-            let pinned = identity::open_pidfd(identity).and_then(|pidfd| {
-                let mut process = proctree::read(identity.pid)?;
-                process.identity = identity.clone();
-                Some((process, pidfd))
-            });
-            let Some((process, pidfd)) = pinned else {
-                // Already gone, unseen (or its pid is another process's now): end its row now
-                // (if it is ours), or no one ever will.
-                let end = Unwritten::End {
-                    row: row.id,
-                    kind: row.kind,
-                    pid: row.pid,
-                    reason: request.reason,
-                    recording: request.recording,
-                    detail: "exit status unknown: it ended unobserved",
-                };
-                if !end.write(store) {
-                    unwritten.push(end);
-                }
-                continue;
-            };
-            found.push((
-                process,
-                Some(pidfd),
-                Some(row.id),
-                Some(row.kind),
-                deadline_of(row.deadline_clock),
-            ));
-        }
+        let (mut found, unwritten) = member::pin_rows(store, &rows, &request, deadline_of);
         let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();
         let rows = tree_rows(&self.trees, request.root_row);
         let discovered = self.enumerate(request.root_row, &known, &rows, None);

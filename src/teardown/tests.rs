@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::identity::same_tick;
+use crate::proctree;
 use crate::store::Status;
 
 #[test]

@@ -165,6 +165,16 @@ fn open_log(beneath: &Path, path: &Path) -> Result<File, SpawnError> {
     Ok(File::from(fd))
 }
 
+/// Opens a log file to read it, never through a symbolic link (a hook may swap its log for one
+/// pointing at a file it could not read itself).
+pub fn read_log(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+}
+
 /// What the caller writes in the transaction that creates the child's row, given its id: e.g.
 /// the work the child will own, the result it runs.
 pub type WithRow<'a> = &'a mut dyn FnMut(&mut Store, i64) -> Result<(), StoreError>;

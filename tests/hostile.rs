@@ -1200,3 +1200,42 @@ fn a_write_ahead_log_grown_under_a_long_reader_is_truncated_once_the_daemon_is_i
     });
     still_answers(&daemon);
 }
+
+#[test]
+fn abxd_never_reads_a_file_a_hook_swapped_its_log_for() {
+    let daemon = TestDaemon::prepare("");
+    let secret = daemon.path("secret");
+    std::fs::write(
+        &secret,
+        "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"SECRET-TOKEN\"}\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[plugins.swaps_own_log]\nenv = {{ SECRET = {:?} }}\n",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&fixtures().join("hostile")]),
+            secret.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut daemon = daemon;
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "swaps_own_log"]);
+    daemon.wait_sealed(crawl, Duration::from_secs(60));
+    let result = &daemon.store().results(crawl).unwrap()[0];
+    let output = result.output.clone().unwrap_or_default();
+    assert!(
+        !output.contains("SECRET"),
+        "read through the link: {result:?}"
+    );
+    assert_eq!(result.status.to_string(), "noresults", "{result:?}");
+    let logs = daemon.ctl(&["logs", &result.process_id.unwrap().to_string()]);
+    let printed = String::from_utf8_lossy(&logs.stdout);
+    assert!(
+        !printed.contains("SECRET"),
+        "abxctl logs read through the link: {printed}"
+    );
+}

@@ -27,7 +27,7 @@ pub(super) fn run(config: &Config, id: i64, follow: bool) -> Result<i32> {
         // left, a last line without its newline too.
         let last = !follow || !store.process(id)?.is_some_and(|r| r.status.is_live());
         for ((name, path), offset) in files.iter().zip(offsets.iter_mut()) {
-            let Ok(mut file) = std::fs::File::open(path) else {
+            let Ok(mut file) = crate::spawn::read_log(std::path::Path::new(path)) else {
                 continue;
             };
             let _ = file.seek(SeekFrom::Start(*offset));

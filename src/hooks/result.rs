@@ -142,7 +142,7 @@ struct Printed {
 
 fn scan_stdout(path: &Path) -> Printed {
     let mut printed = Printed::default();
-    let Ok(file) = std::fs::File::open(path) else {
+    let Ok(file) = crate::spawn::read_log(path) else {
         return printed;
     };
     let mut reader = BufReader::new(file.take(MAX_STDOUT_SCAN));
@@ -211,7 +211,11 @@ fn missing_binary(stderr: &Path) -> Option<String> {
 /// The last line of (the tail of) a log file that says something: lines of only punctuation or
 /// box drawing (a frame around an error) are passed over, and a frame's sides are trimmed.
 pub fn last_line_of(path: &Path) -> Option<String> {
-    let text = std::fs::read(path).ok()?;
+    let mut text = Vec::new();
+    crate::spawn::read_log(path)
+        .ok()?
+        .read_to_end(&mut text)
+        .ok()?;
     let tail = &text[text.len().saturating_sub(MAX_OUTPUT_TEXT)..];
     String::from_utf8_lossy(tail)
         .lines()

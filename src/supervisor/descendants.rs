@@ -1,7 +1,8 @@
 //! What lives below a child: the descendants of scanned children (recorded as `child` rows while
 //! they run), what an exited child leaves behind (its leftovers), and the cap on its log files.
 //!
-//! Invariants: a descendant is found as a procfs descendant of the child or by its marker, and
+//! Invariants: a descendant is found as a procfs descendant of the child (or of a descendant
+//! recorded before), in the child's cgroup, or — re-parented here — as an unknown child, and
 //! recorded once, below the row of its parent where that is known; a recorded descendant that is
 //! no longer found is made final here unless an abxd reaper will record its status
 //! (`liveness::finish_unobserved`). Leftovers are counted by row identity and by marker, so a
@@ -72,7 +73,7 @@ impl Supervisor {
             for log in [&child.logs.0, &child.logs.1] {
                 cap_log(log, self.timing.max_log_bytes);
             }
-            scan(store, &self.instance, pid, child);
+            scan(store, pid, child);
         }
         self.adopt_unknown_children(store);
     }
@@ -195,9 +196,7 @@ impl Supervisor {
 /// Records the descendants of the child `pid` that appeared since the last scan, and the end
 /// of those that went (by their pidfds: a recorded process whose pid was taken again by another
 /// is ended, and the other is new).
-fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
-    let mut rows: Vec<i64> = vec![child.row_id];
-    rows.extend(child.descendants.values().map(|d| d.row));
+fn scan(store: &mut Store, pid: i32, child: &mut Child) {
     let mut now_found: HashMap<i32, Found> = match &child.cgroup {
         // Contained: its cgroup holds its descendants, wherever they went in the process tree.
         Some(cgroup) => cgroup
@@ -206,13 +205,29 @@ fn scan(store: &mut Store, instance: &str, pid: i32, child: &mut Child) {
             .filter_map(proctree::read)
             .map(|f| (f.identity.pid, f))
             .collect(),
+        // Not contained: its procfs descendants, and those of the descendants recorded before,
+        // wherever they were re-parented. No marker scan (it reads every process's environment,
+        // a cost that grows with the host): what leaves the tree unrecorded is re-parented to
+        // this process, a subreaper, and adopted by `adopt_unknown_children` at the same scan;
+        // markers are looked for where it matters, at the child's end and in teardowns.
         None => {
-            let mut found: HashMap<i32, Found> = proctree::descendants_of(&[pid])
+            let recorded: Vec<i32> = child
+                .descendants
+                .iter()
+                .filter(|(_, d)| !identity::has_ended(&d.pidfd))
+                .map(|(pid, _)| *pid)
+                .collect();
+            let roots: Vec<i32> = std::iter::once(pid)
+                .chain(recorded.iter().copied())
+                .collect();
+            let mut found: HashMap<i32, Found> = proctree::descendants_of(&roots)
                 .into_iter()
                 .map(|f| (f.identity.pid, f))
                 .collect();
-            for process in marker::marked(instance, &rows).into_values().flatten() {
-                found.entry(process.identity.pid).or_insert(process);
+            for pid in recorded {
+                if let Some(process) = proctree::read(pid) {
+                    found.entry(pid).or_insert(process);
+                }
             }
             found
         }

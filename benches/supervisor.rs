@@ -365,6 +365,23 @@ fn cpu_ticks(pid: i32) -> u64 {
     stat.utime + stat.stime
 }
 
+/// A field of `/proc/PID/smaps_rollup` in KiB (memory as the kernel shares it: `Pss`, and the
+/// private pages that make USS).
+fn rollup_kib(pid: i32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// PSS and USS of a process, in MiB.
+fn pss_uss_mib(pid: i32) -> (f64, f64) {
+    let uss = rollup_kib(pid, "Private_Clean:") + rollup_kib(pid, "Private_Dirty:");
+    (rollup_kib(pid, "Pss:") as f64 / 1024.0, uss as f64 / 1024.0)
+}
+
 /// The CPU time a process has used, in ns (`/proc/PID/schedstat`: exact, where stat counts
 /// 10 ms ticks).
 fn cpu_ns(pid: i32) -> u64 {
@@ -466,6 +483,9 @@ fn idle_cost(s: &Sizes, figures: &mut Figures) {
         mib(proc_field(pid, "RssFile:")),
         None,
     );
+    let (pss, uss) = pss_uss_mib(pid);
+    figures.add(&format!("{idle} PSS (MiB)"), pss, None);
+    figures.add(&format!("{idle} USS (MiB)"), uss, None);
     let out = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "sleepy"]);
     assert!(out.status.success());
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -484,6 +504,9 @@ fn idle_cost(s: &Sizes, figures: &mut Figures) {
         mib(proc_field(worker, "VmRSS:")),
         None,
     );
+    let (pss, uss) = pss_uss_mib(worker);
+    figures.add("5 snapshot worker PSS (MiB)", pss, None);
+    figures.add("5 snapshot worker USS (MiB)", uss, None);
 }
 
 /// (6) Results written per second with 8 snapshot workers running trivial hooks at once, and the
@@ -516,9 +539,12 @@ fn database_under_load(s: &Sizes, figures: &mut Figures) {
         results as f64 / elapsed,
         None,
     );
+    // (A write refused for a busy database says "database is busy" since the loop's writes stop
+    // waiting on it; both count.)
     figures.add(
-        "6 \"database is locked\" errors",
-        logs.matches("database is locked").count() as f64,
+        "6 \"database is locked\" or \"busy\" errors",
+        (logs.matches("database is locked").count() + logs.matches("database is busy").count())
+            as f64,
         None,
     );
 }
@@ -727,6 +753,16 @@ fn busy_host(s: &Sizes, figures: &mut Figures) {
                 assert!(Instant::now() < deadline, "the 8 hooks did not start");
                 std::thread::sleep(Duration::from_millis(100));
             };
+            if n == 0 {
+                let pss: f64 = abxd_pids.iter().map(|&p| pss_uss_mib(p).0).sum();
+                figures.add(
+                    &format!(
+                        "7 PSS of all abxd processes, 8 snapshot workers, {containment} (MiB)"
+                    ),
+                    pss,
+                    None,
+                );
+            }
             let cpu_ns = || abxd_pids.iter().map(|&p| cpu_ns(p)).sum::<u64>();
             let before = cpu_ns();
             std::thread::sleep(s.busy);

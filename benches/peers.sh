@@ -14,6 +14,8 @@
 #   jobs    200 trivial jobs to completion, 8 at a time where the tool limits parallelism
 #   idle    wake-ups (voluntary + involuntary context switches of all threads) and RSS of the
 #           supervisor process doing nothing
+#   busy    CPU of the supervisor process (all its threads) over BUSY_SECONDS while it supervises
+#           8 long-running programs on a host with CROWD (2 000) unrelated processes
 # and prints one table: medians with min–max over the rounds, and abxd's ratio to each peer
 # (below 1: abxd is faster / lighter). Nothing is asserted; see BENCHMARKS.md.
 #
@@ -24,6 +26,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=$ROOT/target/peers
 ROUNDS=${ROUNDS:-3}
 IDLE_SECONDS=${IDLE_SECONDS:-10}
+BUSY_SECONDS=${BUSY_SECONDS:-20}
+CROWD=${CROWD:-2000}
+CROWD_PID=""
 LONG=50
 JOBS=200
 PARALLEL=8
@@ -47,6 +52,7 @@ cleanup() {
             kill -KILL "$pid" 2>/dev/null || true
         fi
     done
+    stop_crowd
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -115,6 +121,37 @@ idle() {
     record "$1" rss_mib "$(echo "scale=1; $(rss_kib "$2") / 1024" | bc)"
 }
 
+# The crowd: CROWD unrelated `sleep` processes in a process group of their own (a shell's).
+start_crowd() {
+    setsid sh -c "i=0; while [ \$i -lt $CROWD ]; do sleep 3600 & i=\$((i+1)); done; echo ready; wait" \
+        >"$WORK/crowd.out" &
+    CROWD_PID=$!
+    disown "$CROWD_PID"  # (killed by us: no job report)
+    wait_for "$CROWD unrelated processes" grep -q ready "$WORK/crowd.out"
+}
+stop_crowd() {
+    # Only our own group: its leader must still be the shell that started the crowd.
+    if [ -n "$CROWD_PID" ] && grep -q "sleep 3600" <<<"$(tr '\0' ' ' <"/proc/$CROWD_PID/cmdline" 2>/dev/null)"; then
+        kill -KILL -- "-$CROWD_PID" 2>/dev/null || true
+    fi
+    CROWD_PID=""
+}
+
+# CPU time (ns) of all threads of PID.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+
+# busy NAME PID: with 8 programs running under PID and the crowd on the host, records PID's
+# CPU over BUSY_SECONDS as % of one core.
+busy() {
+    local before after
+    start_crowd
+    before=$(cpu_ns "$2")
+    sleep "$BUSY_SECONDS"
+    after=$(cpu_ns "$2")
+    stop_crowd
+    record "$1" busy_cpu_percent "$(echo "scale=3; ($after - $before) / ($BUSY_SECONDS * 10000000)" | bc)"
+}
+
 # record TOOL FIGURE VALUE: appends one measurement.
 record() { echo "$1 $2 $3" >>"$WORK/figures"; }
 
@@ -178,6 +215,13 @@ EOF
         record abxd jobs_ms "$(ms_since "$start")"
     done
     idle abxd "$daemon"
+    rm -rf "$WORK/pids" && mkdir -p "$WORK/pids"
+    rows=()
+    for i in $(seq 8); do
+        rows+=("$("${ctl[@]}" spawn -- /bin/sh -c "$(long_program "$i")" | cut -d' ' -f1)")
+    done
+    wait_for "8 programs under abxd" sh -c "[ \$(find '$WORK/pids' -type f | wc -l) -ge 8 ]"
+    busy abxd "$daemon"
     kill -TERM "$daemon"
     wait "$daemon" || true
 }
@@ -236,6 +280,11 @@ EOF
         record supervisord jobs_ms "$(ms_since "$start")"
     done
     idle supervisord "$daemon"
+    rm -rf "$WORK/pids" && mkdir -p "$WORK/pids"
+    "${ctl[@]}" start 'long:long1' 'long:long2' 'long:long3' 'long:long4' \
+        'long:long5' 'long:long6' 'long:long7' 'long:long8' >/dev/null
+    wait_for "8 programs under supervisord" sh -c "[ \$(find '$WORK/pids' -type f | wc -l) -ge 8 ]"
+    busy supervisord "$daemon"
     kill -TERM "$daemon"
     wait "$daemon" || true
 }
@@ -292,6 +341,14 @@ EOF
         "${ctl[@]}" clean >/dev/null
     done
     idle pueue "$daemon"
+    rm -rf "$WORK/pids" && mkdir -p "$WORK/pids"
+    "${ctl[@]}" parallel 8 >/dev/null
+    for i in $(seq 8); do
+        "${ctl[@]}" add -- "$(long_program "$i")" >/dev/null
+    done
+    wait_for "8 programs under pueue" sh -c "[ \$(find '$WORK/pids' -type f | wc -l) -ge 8 ]"
+    busy pueue "$daemon"
+    "${ctl[@]}" kill >/dev/null || true
     kill -TERM "$daemon"
     wait "$daemon" || true
 }
@@ -312,6 +369,7 @@ rows = [
     ("jobs_ms", "200 trivial jobs (ms)"),
     ("idle_wakeups", "idle wake-ups per second"),
     ("rss_mib", "idle RSS (MiB)"),
+    ("busy_cpu_percent", "CPU, 8 programs, 2 000 other processes (% of a core)"),
 ]
 def cell(tool, figure):
     values = figures.get((tool, figure))

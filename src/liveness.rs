@@ -145,15 +145,17 @@ pub fn finish_unobserved(
     }
 }
 
-/// Makes a reaped process's row final with the status its reaper saw.
+/// Makes a reaped process's row final with the status its reaper saw (at `ended_at`, wall-clock
+/// ms: the moment it was reaped, also when the write comes later).
 pub fn finish_reaped(
     store: &mut Store,
     row_id: i64,
     outcome: ExitOutcome,
     reason: EndReason,
     detail: Option<&str>,
+    ended_at: i64,
 ) -> Result<(), StoreError> {
-    store.record_end(row_id, Some(outcome), reason, detail)
+    store.record_end_at(row_id, Some(outcome), reason, detail, ended_at)
 }
 
 /// Makes many rows `lost` at once, each with why (one transaction).

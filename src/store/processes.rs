@@ -311,6 +311,18 @@ impl Store {
         reason: EndReason,
         detail: Option<&str>,
     ) -> Result<(), StoreError> {
+        self.record_end_at(id, outcome, reason, detail, now_ms())
+    }
+
+    /// [`Store::record_end`] of an end seen at `ended_at` (wall-clock ms), written later.
+    pub fn record_end_at(
+        &mut self,
+        id: i64,
+        outcome: Option<ExitOutcome>,
+        reason: EndReason,
+        detail: Option<&str>,
+        ended_at: i64,
+    ) -> Result<(), StoreError> {
         let (code, signal) = match outcome {
             Some(ExitOutcome::Code(code)) => (Some(code), None),
             Some(ExitOutcome::Signal(signal)) => (None, Some(signal)),
@@ -327,7 +339,7 @@ impl Store {
                  ended_at = ?5, end_reason = ?6, end_detail = ?7 \
                  WHERE id = ?1 AND status IN {LIVE_STATUSES}"
             ))?
-            .execute(params![id, status, code, signal, now_ms(), reason, detail])?;
+            .execute(params![id, status, code, signal, ended_at, reason, detail])?;
             Ok(())
         })
     }

@@ -5,7 +5,7 @@
 use super::{decide, Event, Supervisor, UNRECORDED_RETRY};
 use crate::liveness;
 use crate::reaper;
-use crate::store::{EndReason, ExitOutcome, Store};
+use crate::store::{now_ms, EndReason, ExitOutcome, Store};
 use std::time::{Duration, Instant};
 
 impl Supervisor {
@@ -58,9 +58,13 @@ impl Supervisor {
                 reaped.pid,
                 reaped.outcome
             );
-            if let Err(err) = liveness::finish_reaped(store, row_id, reaped.outcome, reason, None) {
-                log::error!("row {row_id}: cannot record its end (kept to retry): {err}");
-                self.unrecorded.end_failed(row_id, reaped.outcome, reason);
+            let at = now_ms();
+            if let Err(err) =
+                liveness::finish_reaped(store, row_id, reaped.outcome, reason, None, at)
+            {
+                log::warn!("row {row_id}: its end is written later: {err}");
+                self.unrecorded
+                    .end_failed(row_id, reaped.outcome, reason, at);
             }
             self.teardown.on_reaped(store, reaped.pid);
             if child.policy.scan_descendants {
@@ -132,14 +136,12 @@ impl Supervisor {
                     .reason_for(row.id)
                     .unwrap_or(EndReason::Exited);
                 let detail = "re-parented to its supervisor, which reaped it";
+                let at = now_ms();
                 if let Err(err) =
-                    liveness::finish_reaped(store, row.id, outcome, reason, Some(detail))
+                    liveness::finish_reaped(store, row.id, outcome, reason, Some(detail), at)
                 {
-                    log::error!(
-                        "row {}: cannot record its end (kept to retry): {err}",
-                        row.id
-                    );
-                    self.unrecorded.end_failed(row.id, outcome, reason);
+                    log::warn!("row {}: its end is written later: {err}", row.id);
+                    self.unrecorded.end_failed(row.id, outcome, reason, at);
                 }
             }
             _ => log::debug!("reaped pid {pid} (re-parented, not recorded)"),

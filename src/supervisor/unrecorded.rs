@@ -36,6 +36,8 @@ struct End {
     row: i64,
     outcome: ExitOutcome,
     reason: EndReason,
+    /// When it was reaped (wall-clock ms): what the row says, however late it is written.
+    at: i64,
 }
 
 pub struct Unrecorded {
@@ -73,11 +75,12 @@ impl Unrecorded {
     }
 
     /// Keeps an exit status whose write failed, to write it later.
-    pub fn end_failed(&mut self, row: i64, outcome: ExitOutcome, reason: EndReason) {
+    pub fn end_failed(&mut self, row: i64, outcome: ExitOutcome, reason: EndReason, at: i64) {
         self.ends.push(End {
             row,
             outcome,
             reason,
+            at,
         });
     }
 
@@ -132,7 +135,8 @@ impl Unrecorded {
             return false;
         }
         self.ends.retain(|end| {
-            liveness::finish_reaped(store, end.row, end.outcome, end.reason, Some(LATE)).is_err()
+            let late = Some(LATE);
+            liveness::finish_reaped(store, end.row, end.outcome, end.reason, late, end.at).is_err()
         });
         if !self.ends.is_empty() {
             return false;

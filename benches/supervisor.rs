@@ -351,13 +351,18 @@ fn ps_at_scale(s: &Sizes, figures: &mut Figures) {
     }
 }
 
-fn proc_field(pid: i32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
+/// The number after `key` in `/proc/PID/<file>` (0 if there is none).
+fn proc_file_field(pid: i32, file: &str, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}"))
+        .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+fn proc_field(pid: i32, key: &str) -> u64 {
+    proc_file_field(pid, "status", key)
 }
 
 fn cpu_ticks(pid: i32) -> u64 {
@@ -368,12 +373,7 @@ fn cpu_ticks(pid: i32) -> u64 {
 /// A field of `/proc/PID/smaps_rollup` in KiB (memory as the kernel shares it: `Pss`, and the
 /// private pages that make USS).
 fn rollup_kib(pid: i32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    proc_file_field(pid, "smaps_rollup", key)
 }
 
 /// PSS and USS of a process, in MiB.

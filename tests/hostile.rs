@@ -825,6 +825,28 @@ fn a_database_deleted_under_the_daemon_stops_new_work_and_what_it_recorded_is_sa
     );
 }
 
+/// `daemon` (prepared, not started) started with the hostile fixture plugin `plugin`, its
+/// environment variable `key` set to `value`.
+fn with_hostile_plugin(
+    daemon: TestDaemon,
+    plugin: &str,
+    (key, value): (&str, &std::path::Path),
+) -> TestDaemon {
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[plugins.{plugin}]\nenv = {{ {key} = {:?} }}\n",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&fixtures().join("hostile")]),
+            value.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut daemon = daemon;
+    daemon.launch();
+    daemon
+}
+
 /// A file outside the data dir that abxd must never write: its content, to compare later.
 fn victim(daemon: &TestDaemon, name: &str) -> (std::path::PathBuf, &'static str) {
     let path = daemon.path(name);
@@ -857,18 +879,7 @@ fn a_symlink_planted_at_the_lock_or_the_database_is_refused_and_its_target_untou
 fn a_hook_cannot_make_abxd_write_through_a_symlink_it_planted_where_a_log_goes() {
     let daemon = TestDaemon::prepare("");
     let (target, content) = victim(&daemon, "victim-of-a-log");
-    std::fs::write(
-        &daemon.config,
-        format!(
-            "{}{}[plugins.plants_symlink]\nenv = {{ OUTSIDE = {:?} }}\n",
-            TestDaemon::BASE_CONFIG,
-            plugins_config(&[&fixtures().join("hostile")]),
-            target.display().to_string()
-        ),
-    )
-    .unwrap();
-    let mut daemon = daemon;
-    daemon.launch();
+    let daemon = with_hostile_plugin(daemon, "plants_symlink", ("OUTSIDE", &target));
     // A link where the next hook's log goes: the log is created anew in its place (exclusively),
     // and the link's target is never written.
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "plants_symlink"]);
@@ -893,18 +904,7 @@ fn a_hook_cannot_make_abxd_create_files_through_a_directory_it_swapped_for_a_sym
     let daemon = TestDaemon::prepare("");
     let outside = daemon.path("outside-dir");
     std::fs::create_dir_all(&outside).unwrap();
-    std::fs::write(
-        &daemon.config,
-        format!(
-            "{}{}[plugins.swaps_logs_dir]\nenv = {{ OUTSIDE_DIR = {:?} }}\n",
-            TestDaemon::BASE_CONFIG,
-            plugins_config(&[&fixtures().join("hostile")]),
-            outside.display().to_string()
-        ),
-    )
-    .unwrap();
-    let mut daemon = daemon;
-    daemon.launch();
+    let daemon = with_hostile_plugin(daemon, "swaps_logs_dir", ("OUTSIDE_DIR", &outside));
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "swaps_logs_dir"]);
     daemon.wait_sealed(crawl, Duration::from_secs(60));
     let created: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
@@ -1211,18 +1211,7 @@ fn abxd_never_reads_a_file_a_hook_swapped_its_log_for() {
     )
     .unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    std::fs::write(
-        &daemon.config,
-        format!(
-            "{}{}[plugins.swaps_own_log]\nenv = {{ SECRET = {:?} }}\n",
-            TestDaemon::BASE_CONFIG,
-            plugins_config(&[&fixtures().join("hostile")]),
-            secret.display().to_string()
-        ),
-    )
-    .unwrap();
-    let mut daemon = daemon;
-    daemon.launch();
+    let daemon = with_hostile_plugin(daemon, "swaps_own_log", ("SECRET", &secret));
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "swaps_own_log"]);
     daemon.wait_sealed(crawl, Duration::from_secs(60));
     let result = &daemon.store().results(crawl).unwrap()[0];

@@ -118,18 +118,14 @@ pub fn set_loop_wake_fd(fd: RawFd) {
 fn loop_busy_handler(attempt: i32) -> bool {
     let now = Instant::now();
     let mut state = LOOP.with(Cell::get);
-    if attempt == 0 || state.waiting_since.is_none() {
+    // (SQLite counts the calls of one wait from 0.)
+    if attempt == 0 {
         state.waiting_since = Some(now);
         LOOP.with(|cell| cell.set(state));
     }
     let waited = now - state.waiting_since.unwrap_or(now);
     let event_ready = || !state.client_waits && event_ready(state.wake_fd);
     if !keep_waiting(waited, now, state.deadline, event_ready) {
-        LOOP.with(|cell| {
-            let mut done = cell.get();
-            done.waiting_since = None;
-            cell.set(done);
-        });
         return false;
     }
     let nap = state
@@ -177,9 +173,8 @@ fn event_ready(fd: Option<RawFd>) -> bool {
 /// What a store knows of a busy database.
 #[derive(Debug, Default)]
 pub struct Breaker {
-    /// Since when writes find the database busy (wall-clock ms, for people), and the moment
-    /// they did first (for deciding).
-    since: Option<(i64, Instant)>,
+    /// Since when writes find the database busy (wall-clock ms, for people).
+    since: Option<i64>,
     /// Until when writes fail without trying.
     open_until: Option<Instant>,
 }
@@ -192,7 +187,7 @@ impl Breaker {
             return Ok(());
         }
         match (self.since, self.open_until) {
-            (Some((since_ms, _)), Some(until)) if now < until => Err(StoreError::Busy { since_ms }),
+            (Some(since_ms), Some(until)) if now < until => Err(StoreError::Busy { since_ms }),
             _ => Ok(()),
         }
     }
@@ -200,7 +195,7 @@ impl Breaker {
     /// A write ended: `busy` says whether it found the database busy.
     pub fn after_write(&mut self, busy: bool, patience: Patience, now: Instant) {
         if busy {
-            self.since.get_or_insert((super::now_ms(), now));
+            self.since.get_or_insert_with(super::now_ms);
             if patience == Patience::Loop {
                 self.open_until = Some(now + PROBE_EVERY);
             }
@@ -212,7 +207,7 @@ impl Breaker {
 
     /// Since when (wall-clock ms) writes have found the database busy.
     pub fn busy_since(&self) -> Option<i64> {
-        self.since.map(|(ms, _)| ms)
+        self.since
     }
 }
 

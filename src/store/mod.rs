@@ -306,9 +306,12 @@ impl Store {
     /// Finds out whether another process holds the write lock now (taking and dropping it at
     /// once if not): what `abxctl status` says, also of a daemon that had nothing to write.
     pub fn probe_busy(&mut self) -> Option<i64> {
+        // (A probe that finds the lock taken is no write that failed: nothing was left unwritten.)
+        let failed_writes = self.failed_writes;
         let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
         let _ = self.write(|_| Ok(()));
         let _ = self.patience.apply(&self.conn);
+        self.failed_writes = failed_writes;
         self.busy_since()
     }
 

@@ -17,7 +17,10 @@ impl Store {
         f: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let now = Instant::now();
-        self.breaker.check(now)?;
+        if let Err(refused) = self.breaker.check(now) {
+            self.failed_writes += 1;
+            return Err(refused);
+        }
         let written = if self.batch_depth > 0 {
             self.write_in_batch(f)
         } else {

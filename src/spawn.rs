@@ -16,7 +16,7 @@ use crate::identity::{self, Identity};
 use crate::marker::{INSTANCE_ENV, PROCESS_ID_ENV};
 use crate::store::{NewProcess, Store, StoreError};
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -113,23 +113,39 @@ pub struct Spawned {
     pub recorded: bool,
 }
 
-/// Creates the log file `path` anew, relative to the directory `beneath`: each directory below
-/// `beneath` is made if missing and entered without following a symbolic link, a file already
-/// there (a previous attempt's log, or a link a hook planted) is removed, and the log is created
-/// exclusively, mode 0640. So nothing abxd writes ever lands outside `beneath`.
-fn open_log(beneath: &Path, path: &Path) -> Result<File, SpawnError> {
-    use rustix::fs::{mkdirat, openat, unlinkat, AtFlags, Mode, OFlags};
-    let log_err = |cause: std::io::Error| SpawnError::Log {
+/// Creates the log files `stdout` and `stderr` anew, relative to the directory `beneath`: each
+/// directory below `beneath` is made if missing and entered without following a symbolic link
+/// (once, when both logs share it), a file already there (a previous attempt's log, or a link a
+/// hook planted) is removed, and each log is created exclusively, mode 0640. So nothing abxd
+/// writes ever lands outside `beneath`.
+fn open_logs(beneath: &Path, stdout: &Path, stderr: &Path) -> Result<(File, File), SpawnError> {
+    let out_dir = enter_log_dir(beneath, stdout)?;
+    let err_dir = if stderr.parent() == stdout.parent() {
+        None
+    } else {
+        Some(enter_log_dir(beneath, stderr)?)
+    };
+    let stdout_file = create_log(&out_dir, stdout)?;
+    let stderr_file = create_log(err_dir.as_ref().unwrap_or(&out_dir), stderr)?;
+    Ok((stdout_file, stderr_file))
+}
+
+fn log_err(path: &Path) -> impl Fn(std::io::Error) -> SpawnError + '_ {
+    move |cause| SpawnError::Log {
         path: path.to_path_buf(),
         cause,
-    };
+    }
+}
+
+/// The directory of log file `path`, below `beneath`, made where missing and entered one
+/// component at a time without following a symbolic link.
+fn enter_log_dir(beneath: &Path, path: &Path) -> Result<OwnedFd, SpawnError> {
+    use rustix::fs::{mkdirat, openat, Mode, OFlags};
+    let failed = log_err(path);
     let relative = path
         .strip_prefix(beneath)
-        .map_err(|_| log_err(std::io::Error::other("not below abxd's directory")))?;
-    let name = relative
-        .file_name()
-        .ok_or_else(|| log_err(std::io::Error::other("no file name")))?;
-    std::fs::create_dir_all(beneath).map_err(log_err)?;
+        .map_err(|_| failed(std::io::Error::other("not below abxd's directory")))?;
+    std::fs::create_dir_all(beneath).map_err(&failed)?;
     let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
     let mut dir = openat(
         rustix::fs::CWD,
@@ -137,22 +153,32 @@ fn open_log(beneath: &Path, path: &Path) -> Result<File, SpawnError> {
         OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| log_err(e.into()))?;
+    .map_err(|e| failed(e.into()))?;
     for part in relative.parent().into_iter().flat_map(Path::components) {
         let std::path::Component::Normal(part) = part else {
-            return Err(log_err(std::io::Error::other(
+            return Err(failed(std::io::Error::other(
                 "an unexpected path component",
             )));
         };
         match mkdirat(&dir, part, Mode::from_raw_mode(0o750)) {
             Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(err) => return Err(log_err(err.into())),
+            Err(err) => return Err(failed(err.into())),
         }
-        dir = openat(&dir, part, dir_flags, Mode::empty()).map_err(|e| log_err(e.into()))?;
+        dir = openat(&dir, part, dir_flags, Mode::empty()).map_err(|e| failed(e.into()))?;
     }
-    match unlinkat(&dir, name, AtFlags::empty()) {
+    Ok(dir)
+}
+
+/// Creates log file `path` in `dir` (its directory, entered by [`enter_log_dir`]) anew.
+fn create_log(dir: &OwnedFd, path: &Path) -> Result<File, SpawnError> {
+    use rustix::fs::{openat, unlinkat, AtFlags, Mode, OFlags};
+    let failed = log_err(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| failed(std::io::Error::other("no file name")))?;
+    match unlinkat(dir, name, AtFlags::empty()) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-        Err(err) => return Err(log_err(err.into())),
+        Err(err) => return Err(failed(err.into())),
     }
     let file_flags = OFlags::WRONLY
         | OFlags::APPEND
@@ -160,8 +186,8 @@ fn open_log(beneath: &Path, path: &Path) -> Result<File, SpawnError> {
         | OFlags::EXCL
         | OFlags::NOFOLLOW
         | OFlags::CLOEXEC;
-    let fd = openat(&dir, name, file_flags, Mode::from_raw_mode(0o640))
-        .map_err(|e| log_err(e.into()))?;
+    let fd =
+        openat(dir, name, file_flags, Mode::from_raw_mode(0o640)).map_err(|e| failed(e.into()))?;
     Ok(File::from(fd))
 }
 
@@ -313,8 +339,7 @@ fn start(
     placement: &Option<Placement>,
 ) -> Result<(std::process::Child, PathBuf, PathBuf), SpawnError> {
     let (stdout_path, stderr_path) = request.logs.paths(row_id);
-    let stdout = open_log(request.logs.beneath(), &stdout_path)?;
-    let stderr = open_log(request.logs.beneath(), &stderr_path)?;
+    let (stdout, stderr) = open_logs(request.logs.beneath(), &stdout_path, &stderr_path)?;
     let mut command = Command::new(program);
     command
         .args(&request.process.argv[1..])

@@ -173,15 +173,10 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 fn check_files(path: &Path) -> Result<(), StoreError> {
     use std::os::unix::fs::MetadataExt;
     for suffix in ["", "-wal", "-shm"] {
-        let mut file = path.as_os_str().to_os_string();
-        file.push(suffix);
-        let file = PathBuf::from(file);
-        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+        let file = beside(path, suffix);
+        let Some(meta) = not_a_link(&file)? else {
             continue;
         };
-        if meta.file_type().is_symlink() {
-            return Err(StoreError::Symlink { path: file });
-        }
         let me = rustix::process::geteuid().as_raw();
         if let Some(problem) = crate::config::ownership_problem(meta.uid(), meta.mode(), me) {
             return Err(StoreError::NotOwn {
@@ -191,6 +186,23 @@ fn check_files(path: &Path) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// What is at `path` (`None`: nothing), refused if it is a symbolic link.
+fn not_a_link(path: &Path) -> Result<Option<std::fs::Metadata>, StoreError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::Symlink {
+            path: path.to_path_buf(),
+        }),
+        found => Ok(found.ok()),
+    }
+}
+
+/// The file SQLite keeps beside the database at `path` with `suffix` (`-wal`, `-shm`).
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut file = path.as_os_str().to_os_string();
+    file.push(suffix);
+    PathBuf::from(file)
 }
 
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
@@ -241,12 +253,7 @@ impl Store {
     }
 
     fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError> {
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(StoreError::Symlink {
-                path: path.to_path_buf(),
-            });
-        }
-        if !path.exists() {
+        if not_a_link(path)?.is_none() {
             return Err(StoreError::Missing {
                 path: path.to_path_buf(),
             });
@@ -348,9 +355,7 @@ impl Store {
 
     /// The size of the write-ahead log now (0 if there is none).
     pub fn wal_bytes(&self) -> u64 {
-        let mut wal = self.path.as_os_str().to_os_string();
-        wal.push("-wal");
-        std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+        std::fs::metadata(beside(&self.path, "-wal")).map_or(0, |m| m.len())
     }
 
     /// Copies the write-ahead log into the database and truncates it to nothing, if no reader

@@ -204,15 +204,20 @@ impl Supervisor {
     /// Tells the store's busy handler when this loop must act next whatever the database does
     /// (see `store::busy`): a write waiting for another process's lock gives up then.
     fn publish_deadline(&self) {
-        let deadline = [
+        crate::store::set_loop_deadline(self.hard_deadline());
+    }
+
+    /// The next moment this loop must act whatever the database does: a child's deadline or a
+    /// delayed stop, a SIGKILL or survivor check, a lease renewal.
+    fn hard_deadline(&self) -> Option<Instant> {
+        [
             self.children.next_deadline(),
             self.teardown.next_deadline(),
             self.lease.next_deadline(),
         ]
         .into_iter()
         .flatten()
-        .min();
-        crate::store::set_loop_deadline(deadline);
+        .min()
     }
 
     /// Tears down the subtree of row `row_id`: `signal` now, SIGKILL `grace` later.
@@ -313,11 +318,10 @@ impl Supervisor {
         store: &mut Store,
         timer: Option<Instant>,
     ) -> std::io::Result<Vec<Event>> {
+        let hard_deadline = self.hard_deadline();
         let wake_at = [
             timer,
-            self.children.next_deadline(),
-            self.lease.next_deadline(),
-            self.teardown.next_deadline(),
+            hard_deadline,
             self.next_scan,
             self.unrecorded.next_deadline(),
         ]
@@ -336,7 +340,7 @@ impl Supervisor {
         }
         // Every teardown of this turn shares one marker scan. Writes give up at once while a
         // deadline of this turn waits (its signals go first, its records follow).
-        self.publish_deadline();
+        crate::store::set_loop_deadline(hard_deadline);
         self.teardown.start_sharing_scans();
         let out = self.handle_events(store, timer);
         self.teardown.stop_sharing_scans();

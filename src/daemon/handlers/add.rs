@@ -12,7 +12,7 @@ use mio::Token;
 use std::time::{Duration, Instant};
 
 /// How long an `add` the busy database refused is tried again before it is refused.
-pub(in crate::daemon) const ADD_PATIENCE: Duration = Duration::from_millis(800);
+const ADD_PATIENCE: Duration = Duration::from_millis(800);
 
 /// A crawl to enqueue, waiting for the database's lock.
 pub(in crate::daemon) struct ParkedAdd {

@@ -32,13 +32,14 @@ impl Supervisor {
     /// if processes of its subtree live on, flags it leaking and tears them down now or at the
     /// end, as `decide::after_exit` says. Returns whether it leaked.
     pub(super) fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
-        // (Contained in a cgroup, it needs no marker scan: its cgroup holds what it left.)
-        let by_rows = count_leftovers(
-            store,
-            &self.instance,
-            child.row_id,
-            child.policy.scan_descendants && child.cgroup.is_none(),
-        );
+        // Contained in a cgroup, it needs no marker scan: its cgroup holds what it left. Nor
+        // does it when this process is a subreaper with no child it does not know: whatever a
+        // child leaves alive is re-parented here (the topmost survivor of each branch), so
+        // nothing was left (see `Supervisor::has_unknown_children`).
+        let by_marker = child.policy.scan_descendants
+            && child.cgroup.is_none()
+            && (!self.subreaper || self.has_unknown_children());
+        let by_rows = count_leftovers(store, &self.instance, child.row_id, by_marker);
         // Contained: whatever is still in its cgroup is left behind, found or not.
         let in_cgroup = child.cgroup.as_ref().map_or(0, |c| c.procs().len());
         let alive = by_rows.max(in_cgroup);
@@ -58,6 +59,16 @@ impl Supervisor {
             Leftovers::StopAtEnd => self.leftovers.push(child.row_id),
         }
         leftovers.leaked()
+    }
+
+    /// Whether a process this supervisor did not start (or has finished with) is its child:
+    /// one re-parented here, or one of a teardown under way. Reads this process's children
+    /// lists only, never the host's process table.
+    fn has_unknown_children(&self) -> bool {
+        let me = std::process::id() as i32;
+        proctree::children_of(me)
+            .into_iter()
+            .any(|pid| !self.children.has_pid(pid))
     }
 
     /// Records the descendants of scanned children that appeared since the last scan, and the

@@ -96,6 +96,8 @@ pub struct Supervisor {
     /// Under cgroup containment: the cgroup of this process's row, below which each child gets
     /// its own.
     cgroup: Option<Cgroup>,
+    /// This process is a child subreaper: what its children leave alive is re-parented to it.
+    subreaper: bool,
 }
 
 impl Supervisor {
@@ -128,6 +130,7 @@ impl Supervisor {
             own_row,
             ending: false,
             cgroup: None,
+            subreaper: nix::sys::prctl::get_child_subreaper().unwrap_or(false),
         })
     }
 

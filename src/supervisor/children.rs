@@ -63,6 +63,11 @@ impl Children {
         self.by_pid.remove(&pid)
     }
 
+    /// The row of child `pid`.
+    pub fn row_of(&self, pid: i32) -> Option<i64> {
+        self.by_pid.get(&pid).map(|c| c.row_id)
+    }
+
     pub fn get_mut(&mut self, pid: i32) -> Option<&mut Child> {
         self.by_pid.get_mut(&pid)
     }

@@ -189,18 +189,16 @@ impl Supervisor {
     /// members of a teardown (those are reaped by the loop, which reports them). Returns how many.
     fn reap_unknown_ended(&mut self, store: &mut Store) -> usize {
         let me = std::process::id() as i32;
-        let mut reaped = 0;
-        for pid in proctree::children_of(me) {
-            if self.children.has_pid(pid) || proctree::zombie_parent(pid) != Some(me) {
-                continue;
-            }
-            if let Some(ended) = crate::reaper::reap_one(pid) {
-                self.reaped_descendant(store, ended.pid, ended.outcome);
-                self.teardown.on_reaped(store, ended.pid);
-                reaped += 1;
-            }
+        let reaped: Vec<crate::reaper::Reaped> = proctree::children_of(me)
+            .into_iter()
+            .filter(|&pid| !self.children.has_pid(pid) && proctree::zombie_parent(pid) == Some(me))
+            .filter_map(crate::reaper::reap_one)
+            .collect();
+        self.record_reaped(store, &reaped);
+        for ended in &reaped {
+            self.teardown.on_reaped(store, ended.pid);
         }
-        reaped
+        reaped.len()
     }
 }
 

@@ -388,6 +388,7 @@ impl Supervisor {
         if self.next_scan.is_some_and(|at| at <= now) {
             self.scan_descendants(store);
         }
+        self.teardown.write_records(store);
         if self.lease.renew_if_due(store, now) {
             out.push(Event::LeaseLost);
         }

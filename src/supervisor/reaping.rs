@@ -1,12 +1,24 @@
 //! Reaping: every child that ended has its row made final here, with the status its reaper saw,
 //! before the caller hears of it — also a descendant re-parented to this process (a subreaper),
-//! whatever its kind. An end that cannot be written is kept and written later (`unrecorded`).
+//! whatever its kind. The ends reaped in one turn of the loop are written in one transaction; an
+//! end that is not written (refused, or its commit failed) is kept with its status and written
+//! later (`unrecorded`): a failed batch loses no end.
 
 use super::{decide, Event, Supervisor, UNRECORDED_RETRY};
 use crate::liveness;
 use crate::reaper;
 use crate::store::{now_ms, EndReason, ExitOutcome, Store};
 use std::time::{Duration, Instant};
+
+/// The end of a process reaped here, to write on its row.
+pub(super) struct End {
+    row: i64,
+    outcome: ExitOutcome,
+    reason: EndReason,
+    detail: Option<&'static str>,
+    /// When it was reaped (wall-clock ms).
+    at: i64,
+}
 
 impl Supervisor {
     /// For the last moment before this process exits: writes the ends a failed write left
@@ -31,42 +43,33 @@ impl Supervisor {
         out
     }
 
+    /// Reaps every child that has ended. Their ends are written first, all in one transaction
+    /// (one commit per turn of the loop, however many processes a teardown ends at once); an
+    /// end that is not written — refused, or its commit failed — is kept with its status and
+    /// written later (`unrecorded`). Then what each leaves is settled.
     pub(super) fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
+        let reaped = reaper::reap_ready();
+        if reaped.is_empty() {
+            return;
+        }
+        let ends = self.record_reaped(store, &reaped);
         let mut scope_ended = false;
-        for reaped in reaper::reap_ready() {
+        for (reaped, end) in reaped.into_iter().zip(ends) {
             if reaped.outcome != ExitOutcome::Code(0) {
                 // A supervisor that failed may have left ends unwritten: look again soon.
                 self.unrecorded.look_again(Instant::now());
             }
+            self.teardown.on_reaped(store, reaped.pid);
             let Some(child) = self.children.remove(reaped.pid) else {
-                self.reaped_descendant(store, reaped.pid, reaped.outcome);
-                self.teardown.on_reaped(store, reaped.pid);
                 continue;
             };
             let row_id = child.row_id;
-            let signalled_by_others = || {
-                matches!(store.process(row_id), Ok(Some(row))
-                    if row.sigterm_at.is_some() || row.sigkill_at.is_some())
-            };
-            let teardown_reason = self.teardown.reason_for(row_id);
-            let reason = decide::reason_for_reaped(
-                teardown_reason,
-                teardown_reason.is_none() && signalled_by_others(),
-            );
+            let reason = end.map_or(EndReason::Exited, |end| end.reason);
             log::debug!(
                 "row {row_id} (pid {}) ended: {}",
                 reaped.pid,
                 reaped.outcome
             );
-            let at = now_ms();
-            if let Err(err) =
-                liveness::finish_reaped(store, row_id, reaped.outcome, reason, None, at)
-            {
-                log::warn!("row {row_id}: its end is written later: {err}");
-                self.unrecorded
-                    .end_failed(row_id, reaped.outcome, reason, at);
-            }
-            self.teardown.on_reaped(store, reaped.pid);
             if child.policy.scan_descendants {
                 for log in [&child.logs.0, &child.logs.1] {
                     super::descendants::cap_log(log, self.timing.max_log_bytes);
@@ -93,6 +96,93 @@ impl Supervisor {
             // Re-parented here when the worker died (before it could sweep them): torn down
             // at once (SIGTERM, min_grace, SIGKILL).
             self.sweep_escapees(store);
+        }
+    }
+
+    /// The end to write for a process reaped here: its row (a child's, or — re-parented here —
+    /// a descendant's live row, if it has one) and why it ended.
+    fn end_of(&self, store: &Store, reaped: &reaper::Reaped, at: i64) -> Option<End> {
+        let (row, detail, reason) = match self.children.row_of(reaped.pid) {
+            Some(row) => {
+                let teardown_reason = self.teardown.reason_for(row);
+                let signalled_by_others = || {
+                    matches!(store.process(row), Ok(Some(r))
+                        if r.sigterm_at.is_some() || r.sigkill_at.is_some())
+                };
+                let reason = decide::reason_for_reaped(
+                    teardown_reason,
+                    teardown_reason.is_none() && signalled_by_others(),
+                );
+                (row, None, reason)
+            }
+            None => {
+                let Ok(Some(row)) = store.live_row_by_pid(reaped.pid) else {
+                    log::debug!("reaped pid {} (re-parented, not recorded)", reaped.pid);
+                    return None;
+                };
+                let reason = self
+                    .teardown
+                    .reason_for(row.id)
+                    .unwrap_or(EndReason::Exited);
+                let detail = "re-parented to its supervisor, which reaped it";
+                (row.id, Some(detail), reason)
+            }
+        };
+        Some(End {
+            row,
+            outcome: reaped.outcome,
+            reason,
+            detail,
+            at,
+        })
+    }
+
+    /// Writes the ends of processes reaped here in one transaction; what is not written is kept
+    /// to write later. Returns each one's end (none for a process without a live row).
+    pub(super) fn record_reaped(
+        &mut self,
+        store: &mut Store,
+        reaped: &[reaper::Reaped],
+    ) -> Vec<Option<End>> {
+        let at = now_ms();
+        let ends: Vec<Option<End>> = reaped.iter().map(|r| self.end_of(store, r, at)).collect();
+        self.write_ends(store, &ends);
+        ends
+    }
+
+    /// Writes `ends` in one transaction; what is not written is kept to write later.
+    fn write_ends(&mut self, store: &mut Store, ends: &[Option<End>]) {
+        let ends: Vec<&End> = ends.iter().flatten().collect();
+        if ends.is_empty() {
+            return;
+        }
+        let written = store.all_or_nothing(|store| {
+            Ok(ends
+                .iter()
+                .map(|end| {
+                    liveness::finish_reaped(
+                        store,
+                        end.row,
+                        end.outcome,
+                        end.reason,
+                        end.detail,
+                        end.at,
+                    )
+                })
+                .collect::<Vec<_>>())
+        });
+        let failed: Vec<(&End, String)> = match written {
+            Ok(results) => ends
+                .iter()
+                .zip(results)
+                .filter_map(|(end, result)| result.err().map(|err| (*end, err.to_string())))
+                .collect(),
+            Err(err) => ends.iter().map(|end| (*end, err.to_string())).collect(),
+        };
+        for (end, err) in failed {
+            log::warn!("row {}: its end is written later: {err}", end.row);
+            self.unrecorded
+                .end_failed(end.row, end.outcome, end.reason, end.at);
         }
     }
 
@@ -123,28 +213,6 @@ impl Supervisor {
                 reason: EndReason::Killed,
                 leaked: false,
             });
-        }
-    }
-
-    /// A process re-parented to us (we are a subreaper: its parent died first) ended: we are the
-    /// only one who can know its status, so record it on its row, whatever its kind.
-    pub(super) fn reaped_descendant(&mut self, store: &mut Store, pid: i32, outcome: ExitOutcome) {
-        match store.live_row_by_pid(pid) {
-            Ok(Some(row)) => {
-                let reason = self
-                    .teardown
-                    .reason_for(row.id)
-                    .unwrap_or(EndReason::Exited);
-                let detail = "re-parented to its supervisor, which reaped it";
-                let at = now_ms();
-                if let Err(err) =
-                    liveness::finish_reaped(store, row.id, outcome, reason, Some(detail), at)
-                {
-                    log::warn!("row {}: its end is written later: {err}", row.id);
-                    self.unrecorded.end_failed(row.id, outcome, reason, at);
-                }
-            }
-            _ => log::debug!("reaped pid {pid} (re-parented, not recorded)"),
         }
     }
 }

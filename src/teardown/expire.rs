@@ -2,7 +2,7 @@
 //! enumeration, so what forked meanwhile goes too), survivors of SIGKILL reported, and a tree
 //! finished — with its report — only when nothing of it is found any more.
 
-use super::member::{add_member, send, Unwritten};
+use super::member::{add_member, send, signal_member, write_all, Unwritten};
 use super::{DeadlineMap, Member, Tree, CGROUP_WATCH, SURVIVOR_WAIT};
 use crate::cgroup::{Cgroup, EventsWatch};
 use crate::identity;
@@ -99,31 +99,38 @@ impl DeadlineMap {
         self.add_late(store, root, new, now);
     }
 
+    /// Sends SIGKILL to every member of tree `root` whose deadline has come, their records
+    /// written first, together (whoever reaps one sees why it ended); a record the database
+    /// refuses is kept, and the signal sent all the same: a deadline never waits on it.
     pub(super) fn kill_due(&mut self, store: &mut Store, root: i64, now: Instant) {
+        let tree = self.trees.get_mut(&root).expect("exists");
+        let due: Vec<i32> =
+            tree.member_pids(|m| m.gone_at.is_none() && m.killed_at.is_none() && m.deadline <= now);
+        let at = now_ms();
+        let mut notes: Vec<Unwritten> = due
+            .iter()
+            .filter_map(|pid| {
+                let member = &tree.members[pid];
+                let row = member.row_id.filter(|_| member.pidfd.is_some())?;
+                Some(Unwritten::Signal {
+                    row,
+                    signal: Signal::KILL,
+                    at,
+                    kill_at: None,
+                })
+            })
+            .collect();
+        write_all(store, &mut notes);
+        for note in notes {
+            tree.keep(note);
+        }
         let Tree {
-            members,
-            cgroups,
-            unwritten,
-            ..
-        } = self.trees.get_mut(&root).expect("exists");
-        for member in members.values_mut() {
-            if member.gone_at.is_some() || member.killed_at.is_some() || member.deadline > now {
-                continue;
-            }
+            members, cgroups, ..
+        } = tree;
+        for pid in due {
+            let member = members.get_mut(&pid).expect("listed above");
             member.killed_at = Some(now);
             if let Some(fd) = &member.pidfd {
-                if let Some(row) = member.row_id {
-                    let (signal, at, kill_at) = (Signal::KILL, now_ms(), None);
-                    let note = Unwritten::Signal {
-                        row,
-                        signal,
-                        at,
-                        kill_at,
-                    };
-                    if !note.write(store) {
-                        unwritten.push(note);
-                    }
-                }
                 send(fd, Signal::KILL);
             }
             // A hook's (or a descendant's) cgroup goes whole: also what forks during the kill
@@ -196,13 +203,26 @@ impl DeadlineMap {
         let Some(tree) = trees.get_mut(&root) else {
             return;
         };
-        for (process, pidfd) in found {
-            let pid = process.identity.pid;
-            log::info!("teardown of row {root}: found pid {pid} late");
-            add_member(
-                store, registry, tokens, next_token, tree, process, pidfd, None, None, deadline,
-                true,
-            );
+        // Their records in one transaction, committed before any of them is signalled; inside
+        // the batch of a teardown's beginning, that beginning signals them after its commit.
+        let signal_now = !store.in_batch();
+        store.batch(|store| {
+            for (process, pidfd) in found {
+                let pid = process.identity.pid;
+                log::info!("teardown of row {root}: found pid {pid} late");
+                add_member(
+                    store, registry, tokens, next_token, tree, process, pidfd, None, None,
+                    deadline, false,
+                );
+            }
+        });
+        if signal_now {
+            let signal = tree.request.signal;
+            for member in tree.members.values_mut() {
+                if std::mem::take(&mut member.unsignalled) {
+                    signal_member(member, signal);
+                }
+            }
         }
     }
 
@@ -277,17 +297,17 @@ impl DeadlineMap {
                 .as_ref()
                 .is_none_or(|id| !identity::check(id).is_alive());
             if gone {
-                let end = Unwritten::End {
+                tree.unwritten.push(Unwritten::End {
                     row: row.id,
                     kind: row.kind,
                     pid: None,
                     reason: tree.request.reason,
                     recording: Recording::AllRows,
                     detail: "exit status unknown: its supervisor ended before recording it",
-                };
-                end.write_or_keep(store, tree);
+                });
             }
         }
+        write_all(store, &mut tree.unwritten);
         tree.unwritten.is_empty()
     }
 
@@ -295,8 +315,11 @@ impl DeadlineMap {
         let Some(tree) = self.trees.get_mut(&root) else {
             return;
         };
-        tree.unwritten.retain(|end| !end.write(store));
-        if !tree.unwritten.is_empty() || tree.members.values().any(|m| m.gone_at.is_none()) {
+        if tree.members.values().any(|m| m.gone_at.is_none()) {
+            return;
+        }
+        write_all(store, &mut tree.unwritten);
+        if !tree.unwritten.is_empty() {
             return;
         }
         let rows = tree.rows.clone();

@@ -122,26 +122,52 @@ pub(super) fn add_member(
     tree.members.insert(pid, member);
 }
 
-/// Makes the row of a member seen gone final (if the teardown's request covers it and no abxd
-/// reaper will record it: see `liveness::finish_unobserved`); what could not be written is
-/// kept on the tree, which does not finish before it is.
+/// Makes the row of a member seen gone final — if the teardown's request covers it and no abxd
+/// reaper will record it, judged now, while a zombie still shows its parent — at the end of this
+/// turn of the loop, with the turn's other records in one transaction
+/// ([`DeadlineMap::write_records`](super::DeadlineMap::write_records)); what could not be
+/// written is kept on the tree, which does not finish before it is.
 pub(super) fn end_unobserved(
     tree: &mut Tree,
-    store: &mut Store,
+    store: &Store,
     (row_id, kind): (Option<i64>, Kind),
     pid: i32,
     detail: &'static str,
 ) {
-    if let Some(row) = row_id {
-        let end = Unwritten::End {
-            row,
-            kind,
-            pid: Some(pid),
-            reason: tree.request.reason,
-            recording: tree.request.recording,
-            detail,
-        };
-        end.write_or_keep(store, tree);
+    let Some(row) = row_id else {
+        return;
+    };
+    let recording = tree.request.recording;
+    if !recording.covers(kind) || liveness::left_to_reaper(store, pid) {
+        return;
+    }
+    tree.unwritten.push(Unwritten::End {
+        row,
+        kind,
+        // (Judged above: whose it is to write does not change with a late write.)
+        pid: None,
+        reason: tree.request.reason,
+        recording,
+        detail,
+    });
+}
+
+/// Writes `records` in one transaction, keeping in it what was not written (all of it when the
+/// commit failed: nothing is dropped on a failed batch).
+pub(super) fn write_all(store: &mut Store, records: &mut Vec<Unwritten>) {
+    if records.is_empty() {
+        return;
+    }
+    let written = store.all_or_nothing(|store| {
+        Ok(records
+            .iter()
+            .filter(|record| !record.write(store))
+            .copied()
+            .collect::<Vec<_>>())
+    });
+    match written {
+        Ok(kept) => *records = kept,
+        Err(err) => log::warn!("teardown records are written later: {err}"),
     }
 }
 
@@ -208,14 +234,21 @@ impl Unwritten {
     /// Writes it, or keeps it on `tree` to be written before the tree finishes.
     pub fn write_or_keep(self, store: &mut Store, tree: &mut Tree) {
         if !self.write(store) {
-            if tree.unwritten.is_empty() {
-                log::warn!(
-                    "teardown of row {}: records the database refused are written later",
-                    tree.request.root_row
-                );
-            }
-            tree.unwritten.push(self);
+            tree.keep(self);
         }
+    }
+}
+
+impl Tree {
+    /// Keeps a record the database refused, to be written before the tree finishes.
+    pub(super) fn keep(&mut self, record: Unwritten) {
+        if self.unwritten.is_empty() {
+            log::warn!(
+                "teardown of row {}: records the database refused are written later",
+                self.request.root_row
+            );
+        }
+        self.unwritten.push(record);
     }
 }
 

@@ -16,6 +16,9 @@
 //!   flagged `unkillable` on its row, with its state and wait channel, and in the report: the
 //!   tree finishes without it (its scope must not wait for ever), its row stays live until it
 //!   finally ends and its reaper records that;
+//! - the records of one turn of the loop (ends of members seen gone, SIGKILLs due together) are
+//!   written in one transaction, and kept on the tree until that commits: a failed batch loses
+//!   none of them, and a tree does not finish before they are written;
 //! - waiting is driven by pidfd readiness and reaping, and by one timer at the earliest deadline;
 //! - within one turn of the loop ([`DeadlineMap::start_sharing_scans`]) the marker scan — which reads
 //!   every process's environment — is made once and shared by every tree, but a tree is only
@@ -106,8 +109,9 @@ struct Tree {
     /// belongs to the tree, and a hook's or descendant's is killed whole at its deadline.
     cgroups: BTreeMap<i64, (Kind, Cgroup)>,
     members: BTreeMap<i32, Member>,
-    /// Ends of its rows seen gone that could not be written yet (a busy database): the tree
-    /// is not finished before they are.
+    /// Records of its rows not written yet: ends of members seen gone this turn of the loop
+    /// (written together at its end, [`DeadlineMap::write_records`]) and what the database
+    /// refused (tried again): the tree does not finish before they are written.
     unwritten: Vec<Unwritten>,
 }
 
@@ -319,10 +323,10 @@ impl DeadlineMap {
         let Some((root, pid)) = self.tokens.remove(&token) else {
             return;
         };
-        self.mark_gone(store, root, pid);
+        self.mark_gone(store, root, pid, false);
     }
 
-    /// A process was reaped by its parent (us): it is gone.
+    /// A process was reaped by its parent (us), which recorded its end: it is gone.
     pub fn on_reaped(&mut self, store: &mut Store, pid: i32) {
         let roots: Vec<i64> = self
             .trees
@@ -331,11 +335,12 @@ impl DeadlineMap {
             .map(|(root, _)| *root)
             .collect();
         for root in roots {
-            self.mark_gone(store, root, pid);
+            self.mark_gone(store, root, pid, true);
         }
     }
 
-    fn mark_gone(&mut self, store: &mut Store, root: i64, pid: i32) {
+    /// Member `pid` of tree `root` is gone; `reaped`: by us, who recorded its end.
+    fn mark_gone(&mut self, store: &mut Store, root: i64, pid: i32, reaped: bool) {
         let Some(tree) = self.trees.get_mut(&root) else {
             return;
         };
@@ -348,12 +353,58 @@ impl DeadlineMap {
                 // A descendant's end is recorded by whoever sees it first. A row of another kind
                 // (hook, worker) is made final by whoever reaps it — its parent, or the abxd
                 // process above it that it is re-parented to — which knows its status.
-                let detail = "exit status unknown: not a child of the process that saw it end";
-                let row = (member.row_id, member.kind);
-                member::end_unobserved(tree, store, row, pid, detail);
+                if !reaped {
+                    let detail = "exit status unknown: not a child of the process that saw it end";
+                    let row = (member.row_id, member.kind);
+                    member::end_unobserved(tree, store, row, pid, detail);
+                }
             }
         }
         self.finish_if_empty(store, root);
+    }
+
+    /// At the end of a turn of the loop: writes every tree's records of the turn (the ends of
+    /// members seen gone) and those refused before, in one transaction — one commit per turn,
+    /// not one per process; what is refused is kept (nothing is lost on a failed commit) — then
+    /// finishes the trees that waited only for them.
+    pub fn write_records(&mut self, store: &mut Store) {
+        let waiting: Vec<i64> = self
+            .trees
+            .iter()
+            .filter(|(_, tree)| !tree.unwritten.is_empty())
+            .map(|(root, _)| *root)
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let trees = &self.trees;
+        let written = store.all_or_nothing(|store| {
+            Ok(waiting
+                .iter()
+                .map(|root| {
+                    let records = &trees[root].unwritten;
+                    let kept: Vec<Unwritten> = records
+                        .iter()
+                        .filter(|r| !r.write(store))
+                        .copied()
+                        .collect();
+                    (*root, kept)
+                })
+                .collect::<Vec<_>>())
+        });
+        match written {
+            Ok(kept) => {
+                for (root, kept) in kept {
+                    if let Some(tree) = self.trees.get_mut(&root) {
+                        tree.unwritten = kept;
+                    }
+                }
+            }
+            Err(err) => log::warn!("teardown records are written later: {err}"),
+        }
+        for root in waiting {
+            self.finish_if_empty(store, root);
+        }
     }
 
     /// Whether finished teardowns wait to be taken.

@@ -331,6 +331,20 @@ fn place(
     Ok(Placement { cgroup, entry })
 }
 
+/// The command that runs `program`. This process's own executable (a worker of the daemon) is
+/// run as the very file this process runs, through `/proc/self/exe`, named as asked: a package
+/// upgrade that replaced or removed the file on disk does not keep the running daemon from
+/// starting workers — of its own version, which speak its protocol and read its schema.
+fn command_for(program: &str) -> Command {
+    let own = std::env::current_exe().is_ok_and(|exe| exe.as_os_str() == program);
+    if !own {
+        return Command::new(program);
+    }
+    let mut command = Command::new("/proc/self/exe");
+    command.arg0(program);
+    command
+}
+
 fn start(
     row_id: i64,
     instance: &str,
@@ -340,7 +354,7 @@ fn start(
 ) -> Result<(std::process::Child, PathBuf, PathBuf), SpawnError> {
     let (stdout_path, stderr_path) = request.logs.paths(row_id);
     let (stdout, stderr) = open_logs(request.logs.beneath(), &stdout_path, &stderr_path)?;
-    let mut command = Command::new(program);
+    let mut command = command_for(program);
     command
         .args(&request.process.argv[1..])
         .current_dir(&request.process.cwd)

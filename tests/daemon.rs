@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{wait_until, TestDaemon, WAIT};
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
@@ -286,4 +286,24 @@ fn a_reload_applies_the_control_group_and_public_read_to_the_socket() {
         (mode_and_group() == (0o660, own_group)).then_some(())
     });
     daemon.ctl_ok(&["status"]);
+}
+
+#[test]
+fn a_daemon_whose_executable_was_replaced_on_disk_still_starts_workers_of_its_own_version() {
+    let mut daemon = TestDaemon::prepare(&plugins_config(&[&fixtures().join("plugins")]));
+    let exe = daemon.run_a_copy_of_abxd();
+    daemon.launch();
+    // As a package upgrade does: the file goes, another takes its path.
+    std::fs::remove_file(&exe).unwrap();
+    std::fs::write(&exe, "#!/bin/sh\nexit 99\n").unwrap();
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "ok"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let results = daemon.store().results(crawl).unwrap();
+    assert!(
+        !results.is_empty() && results.iter().all(|r| r.status == "succeeded"),
+        "{results:#?}\n{}",
+        daemon.log()
+    );
+    let ps = daemon.ctl_ok(&["ps", "--all"]);
+    assert!(ps.contains(&exe.display().to_string()), "{ps}");
 }

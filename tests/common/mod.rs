@@ -91,6 +91,8 @@ pub struct TestDaemon {
     child: Option<Child>,
     /// Run as [`UNPRIVILEGED`], not root.
     unprivileged: bool,
+    /// The abxd executable it runs (the one cargo built unless a test gives it a copy).
+    exe: PathBuf,
 }
 
 /// The uid and gid of `nobody`, the unprivileged user daemons run as in some tests.
@@ -113,7 +115,17 @@ impl TestDaemon {
             tag: unique_tag(),
             child: None,
             unprivileged: false,
+            exe: PathBuf::from(abxd_bin()),
         }
+    }
+
+    /// Runs a copy of abxd in this daemon's dir from now on (which a test may then replace, as
+    /// a package upgrade does); returns its path.
+    pub fn run_a_copy_of_abxd(&mut self) -> PathBuf {
+        let copy = self.dir.path().join("abxd");
+        std::fs::copy(abxd_bin(), &copy).unwrap();
+        self.exe = copy.clone();
+        copy
     }
 
     pub fn start() -> TestDaemon {
@@ -181,7 +193,7 @@ impl TestDaemon {
             .append(true)
             .open(self.log_path())
             .unwrap();
-        let mut command = Command::new(abxd_bin());
+        let mut command = Command::new(&self.exe);
         command
             .arg("--config")
             .arg(&self.config)

@@ -37,7 +37,7 @@ pub fn marked(instance: &str, rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
     if rows.is_empty() {
         return BTreeMap::new();
     }
-    scan_where(instance, |row| rows.contains(&row)).by_row
+    scan_where(instance, all_pids(), |row| rows.contains(&row)).by_row
 }
 
 /// Every live process carrying a marker of `instance`, by row.
@@ -47,16 +47,29 @@ pub fn marked_any(instance: &str) -> BTreeMap<i64, Vec<Found>> {
 
 /// Every live process carrying a marker of `instance`, by row, and those that may (see [`Scan`]).
 pub fn scan_any(instance: &str) -> Scan {
-    scan_where(instance, |_| true)
+    scan_where(instance, all_pids(), |_| true)
 }
 
-fn scan_where(instance: &str, wanted: impl Fn(i64) -> bool) -> Scan {
+/// The processes among `pids` carrying the marker of one of `rows` for `instance`, by row: the
+/// environments of those processes only, not the host's.
+pub fn marked_among(instance: &str, pids: &[i32], rows: &[i64]) -> BTreeMap<i64, Vec<Found>> {
+    if rows.is_empty() || pids.is_empty() {
+        return BTreeMap::new();
+    }
+    scan_where(instance, pids.iter().copied(), |row| rows.contains(&row)).by_row
+}
+
+fn scan_where(
+    instance: &str,
+    pids: impl IntoIterator<Item = i32>,
+    wanted: impl Fn(i64) -> bool,
+) -> Scan {
     let mut by_row: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
     let mut unreadable = Vec::new();
     let my_uid = rustix::process::geteuid().as_raw();
     let instance_var = format!("{INSTANCE_ENV}={instance}");
     let me = std::process::id() as i32;
-    for pid in all_pids() {
+    for pid in pids {
         if pid == me {
             continue;
         }

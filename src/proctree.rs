@@ -63,6 +63,21 @@ pub fn pin(pid: i32) -> Option<(Found, OwnedFd)> {
     Some((found, pidfd))
 }
 
+/// Pins a process just read (`found`): a pidfd for its pid, confirmed to be that process (the
+/// same start time after opening, not ended), its identity given the pidfd's inode. Reads its
+/// `stat` again, not the rest.
+pub fn pin_found(found: &Found) -> Option<(Found, OwnedFd)> {
+    let pid = found.identity.pid;
+    let pidfd = identity::pidfd_of(pid)?;
+    let stat = procstat::read(pid).filter(|stat| !stat.is_zombie())?;
+    if stat.start_ticks != found.identity.start_ticks || identity::has_ended(&pidfd) {
+        return None;
+    }
+    let mut pinned = found.clone();
+    pinned.identity.pidfd_ino = identity::pidfd_inode(&pidfd);
+    Some((pinned, pidfd))
+}
+
 pub(crate) fn all_pids() -> Vec<i32> {
     std::fs::read_dir("/proc")
         .map(|entries| {

@@ -112,7 +112,7 @@ impl Supervisor {
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
         poll.registry()
             .register(&mut signals, SIGNALS, Interest::READABLE)?;
-        let teardown = DeadlineMap::new(poll.registry().try_clone()?, instance.clone());
+        let teardown = DeadlineMap::new(poll.registry().try_clone()?, instance.clone(), own_row);
         // A write waiting for another process's lock gives up when this loop has an event.
         crate::store::set_loop_wake_fd(std::os::fd::AsRawFd::as_raw_fd(&poll));
         Ok(Supervisor {

@@ -1,4 +1,4 @@
-//! The deadlines of a teardown: SIGKILL to whatever is left at each one's deadline (after a fresh
+//! The deadlines of a teardown: SIGKILL to whatever is left at each one's deadline (then a fresh
 //! enumeration, so what forked meanwhile goes too), survivors of SIGKILL reported, and a tree
 //! finished — with its report — only when nothing of it is found any more.
 
@@ -66,6 +66,9 @@ impl DeadlineMap {
                 .values()
                 .any(|m| m.gone_at.is_none() && m.killed_at.is_none() && m.deadline <= now);
             if due {
+                // The known first, at their deadline; then what they forked meanwhile (found
+                // after: a process killed forks nothing more), at once.
+                self.kill_due(store, root, now);
                 self.rescan(store, root, now);
                 self.kill_due(store, root, now);
             }

@@ -3,7 +3,7 @@
 //! then confirmed — from then on the pidfd can only mean that process), watched for its end, and
 //! signalled through that pidfd only.
 
-use super::{Member, Pinned, Request, Tree};
+use super::{DeadlineMap, Member, Pinned, Request, Tree};
 use crate::identity;
 use crate::liveness::{self, Recording};
 use crate::proctree::{self, Found};
@@ -341,6 +341,52 @@ pub(super) fn signal_member(member: &mut Member, signal: Signal) {
         }
         if signal == Signal::KILL {
             member.killed_at = Some(now);
+        }
+    }
+}
+
+impl DeadlineMap {
+    /// At the end of a turn of the loop: writes every tree's records of the turn (the ends of
+    /// members seen gone) and those refused before, in one transaction — one commit per turn,
+    /// not one per process; what is refused is kept (nothing is lost on a failed commit) — then
+    /// finishes the trees that waited only for them.
+    pub fn write_records(&mut self, store: &mut Store) {
+        let waiting: Vec<i64> = self
+            .trees
+            .iter()
+            .filter(|(_, tree)| !tree.unwritten.is_empty())
+            .map(|(root, _)| *root)
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let trees = &self.trees;
+        let written = store.all_or_nothing(|store| {
+            Ok(waiting
+                .iter()
+                .map(|root| {
+                    let records = &trees[root].unwritten;
+                    let kept: Vec<Unwritten> = records
+                        .iter()
+                        .filter(|r| !r.write(store))
+                        .copied()
+                        .collect();
+                    (*root, kept)
+                })
+                .collect::<Vec<_>>())
+        });
+        match written {
+            Ok(kept) => {
+                for (root, kept) in kept {
+                    if let Some(tree) = self.trees.get_mut(&root) {
+                        tree.unwritten = kept;
+                    }
+                }
+            }
+            Err(err) => log::warn!("teardown records are written later: {err}"),
+        }
+        for root in waiting {
+            self.finish_if_empty(store, root);
         }
     }
 }

@@ -11,7 +11,8 @@
 //! - every signal sent is recorded on the process's row, with when SIGKILL is due;
 //! - a tree is finished only when procfs shows none of it — every member gone and a fresh
 //!   enumeration (descendants and markers) finding nothing — never because a signal was sent;
-//!   SIGKILL goes out only after re-enumerating, so what forked meanwhile is killed too;
+//!   at a deadline SIGKILL goes to the known members at once, then a re-enumeration finds what
+//!   forked meanwhile, killed too;
 //! - a process still alive [`SURVIVOR_WAIT`] after SIGKILL (e.g. in uninterruptible sleep) is
 //!   flagged `unkillable` on its row, with its state and wait channel, and in the report: the
 //!   tree finishes without it (its scope must not wait for ever), its row stays live until it
@@ -26,8 +27,9 @@
 //!
 //! This file holds the map and how a teardown begins and learns that processes went;
 //! `expire` the deadlines (SIGKILL, survivors) and how a tree finishes; `member` how one process
-//! joins a tree and is signalled, and the records the database refused; `scan` what belongs to a
-//! tree (cgroups, procfs descendants, markers; one marker scan per turn).
+//! joins a tree and is signalled, and its records (written once per turn, kept while refused);
+//! `scan` what belongs to a tree (cgroups, procfs descendants, markers — among this process's
+//! children where everything leaving the tree comes here, else one host scan per turn).
 
 mod expire;
 mod member;
@@ -109,6 +111,9 @@ struct Tree {
     /// belongs to the tree, and a hook's or descendant's is killed whole at its deadline.
     cgroups: BTreeMap<i64, (Kind, Cgroup)>,
     members: BTreeMap<i32, Member>,
+    /// Its root is a child row of this process, a child subreaper: whatever leaves the tree is
+    /// re-parented here, so this process's own children show it (no marker scan of the host).
+    leavers_come_here: bool,
     /// Records of its rows not written yet: ends of members seen gone this turn of the loop
     /// (written together at its end, [`DeadlineMap::write_records`]) and what the database
     /// refused (tried again): the tree does not finish before they are written.
@@ -118,6 +123,8 @@ struct Tree {
 pub struct DeadlineMap {
     registry: Registry,
     instance: String,
+    /// The row of this process, if it is a child subreaper (see `Tree::leavers_come_here`).
+    subreaper_row: Option<i64>,
     trees: BTreeMap<i64, Tree>,
     tokens: HashMap<Token, (i64, i32)>,
     next_token: usize,
@@ -130,10 +137,13 @@ pub struct DeadlineMap {
 }
 
 impl DeadlineMap {
-    pub fn new(registry: Registry, instance: String) -> DeadlineMap {
+    /// `own_row`: the row of the process the map runs in.
+    pub fn new(registry: Registry, instance: String, own_row: Option<i64>) -> DeadlineMap {
+        let subreaper = nix::sys::prctl::get_child_subreaper().unwrap_or(false);
         DeadlineMap {
             registry,
             instance,
+            subreaper_row: own_row.filter(|_| subreaper),
             trees: BTreeMap::new(),
             tokens: HashMap::new(),
             next_token: FIRST_TOKEN + 1,
@@ -217,11 +227,18 @@ impl DeadlineMap {
                 Vec::new()
             }
         };
+        // (Orphans of a previous incarnation went wherever the kernel put them.)
+        let leavers_come_here = request.recording == Recording::ChildRows
+            && self.subreaper_row.is_some_and(|own| {
+                matches!(store.process(request.root_row), Ok(Some(root))
+                    if root.parent_id == Some(own))
+            });
         let tree = self.trees.entry(request.root_row).or_insert_with(|| Tree {
             request,
             rows: vec![request.root_row],
             cgroups: BTreeMap::new(),
             members: BTreeMap::new(),
+            leavers_come_here,
             unwritten: Vec::new(),
         });
         for row in &rows {
@@ -361,50 +378,6 @@ impl DeadlineMap {
             }
         }
         self.finish_if_empty(store, root);
-    }
-
-    /// At the end of a turn of the loop: writes every tree's records of the turn (the ends of
-    /// members seen gone) and those refused before, in one transaction — one commit per turn,
-    /// not one per process; what is refused is kept (nothing is lost on a failed commit) — then
-    /// finishes the trees that waited only for them.
-    pub fn write_records(&mut self, store: &mut Store) {
-        let waiting: Vec<i64> = self
-            .trees
-            .iter()
-            .filter(|(_, tree)| !tree.unwritten.is_empty())
-            .map(|(root, _)| *root)
-            .collect();
-        if waiting.is_empty() {
-            return;
-        }
-        let trees = &self.trees;
-        let written = store.all_or_nothing(|store| {
-            Ok(waiting
-                .iter()
-                .map(|root| {
-                    let records = &trees[root].unwritten;
-                    let kept: Vec<Unwritten> = records
-                        .iter()
-                        .filter(|r| !r.write(store))
-                        .copied()
-                        .collect();
-                    (*root, kept)
-                })
-                .collect::<Vec<_>>())
-        });
-        match written {
-            Ok(kept) => {
-                for (root, kept) in kept {
-                    if let Some(tree) = self.trees.get_mut(&root) {
-                        tree.unwritten = kept;
-                    }
-                }
-            }
-            Err(err) => log::warn!("teardown records are written later: {err}"),
-        }
-        for root in waiting {
-            self.finish_if_empty(store, root);
-        }
     }
 
     /// Whether finished teardowns wait to be taken.

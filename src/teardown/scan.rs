@@ -1,6 +1,9 @@
 //! What belongs to a tree being torn down: the processes in its rows' cgroups, the procfs
 //! descendants of its known members, and — where no cgroup contains it — every process carrying
-//! the marker of one of its rows.
+//! the marker of one of its rows: found among this process's own children (and their
+//! descendants) when everything that leaves the tree is re-parented here (a child subreaper
+//! tearing down one of its child rows: nothing of the tree can be anywhere else), else by
+//! reading every process's environment.
 //!
 //! Invariant: within one turn of the loop ([`DeadlineMap::start_sharing_scans`]) the marker scan,
 //! which reads every process's environment, is made once and shared by every tree; a caller that
@@ -71,11 +74,26 @@ impl DeadlineMap {
         }
         // A tree whose root is contained in a cgroup has all of itself in cgroups: no marker
         // scan (which reads every process's environment) is needed.
-        let contained = self
-            .trees
-            .get(&root)
-            .is_some_and(|tree| tree.cgroups.contains_key(&root));
-        if !contained {
+        let (contained, leavers_come_here) = self.trees.get(&root).map_or((false, false), |tree| {
+            (tree.cgroups.contains_key(&root), tree.leavers_come_here)
+        });
+        if leavers_come_here && !contained {
+            // What left the tree was re-parented here: this process's children carrying a
+            // marker of the tree, with their descendants.
+            let me = std::process::id() as i32;
+            let ours: Vec<i32> = proctree::children_of(me)
+                .into_iter()
+                .filter(|pid| !found.contains_key(pid) && !known.contains(pid))
+                .collect();
+            let left: Vec<Found> = marker::marked_among(&self.instance, &ours, rows)
+                .into_values()
+                .flatten()
+                .collect();
+            let left_pids: Vec<i32> = left.iter().map(|p| p.identity.pid).collect();
+            for process in left.into_iter().chain(proctree::descendants_of(&left_pids)) {
+                found.insert(process.identity.pid, process);
+            }
+        } else if !contained {
             for process in self.marked(rows, fresh_after) {
                 found.insert(process.identity.pid, process);
             }
@@ -83,11 +101,9 @@ impl DeadlineMap {
         found
             .into_values()
             .filter(|p| !known.contains(&p.identity.pid))
-            .map(|process| match proctree::pin(process.identity.pid) {
-                Some((pinned, pidfd)) if pinned.identity.same_process(&process.identity) => {
-                    (pinned, Some(pidfd))
-                }
-                _ => (process, None),
+            .map(|process| match proctree::pin_found(&process) {
+                Some((pinned, pidfd)) => (pinned, Some(pidfd)),
+                None => (process, None),
             })
             .collect()
     }

@@ -29,7 +29,7 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
 
     let poll = mio::Poll::new().unwrap();
     let instance = store.marker_namespace().unwrap();
-    let mut map = DeadlineMap::new(poll.registry().try_clone().unwrap(), instance);
+    let mut map = DeadlineMap::new(poll.registry().try_clone().unwrap(), instance, None);
     // Tear down the stale row alone (the taker's row stands for a process of another tree).
     map.begin(
         &mut store,

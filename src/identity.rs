@@ -177,6 +177,26 @@ pub fn check(identity: &Identity) -> Liveness {
     }
 }
 
+/// From how many identities [`check_all`] lists `/proc` first.
+const LISTING_PAYS_FROM: usize = 32;
+
+/// [`check`] for many identities at once: with many, `/proc` is listed once and a pid missing
+/// from it is gone without opening anything of it (after a crash, thousands of rows may claim
+/// processes long gone). A recorded process alive now was alive at the listing, so its pid is
+/// in it.
+pub fn check_all<'a>(identities: impl ExactSizeIterator<Item = &'a Identity>) -> Vec<Liveness> {
+    let listed: Option<std::collections::HashSet<i32>> = (identities.len() >= LISTING_PAYS_FROM)
+        .then(|| crate::procstat::all_pids().into_iter().collect());
+    identities
+        .map(|identity| match &listed {
+            Some(pids) if identity.boot_id == boot_id() && !pids.contains(&identity.pid) => {
+                Liveness::Gone
+            }
+            _ => check(identity),
+        })
+        .collect()
+}
+
 /// A pidfd for the process `identity` recorded, confirmed to be that process after opening it, or
 /// `None` if it is gone (or its pid means another process now). From then on the pidfd can only
 /// ever mean that process.
@@ -276,6 +296,46 @@ mod tests {
         assert!(open_pidfd(&stale).is_none(), "no handle on another process");
         assert_eq!(check(&outsider_now), Liveness::Alive);
         assert!(open_pidfd(&outsider_now).is_some());
+    }
+
+    #[test]
+    fn many_identities_checked_at_once_are_judged_as_one_by_one() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let alive = of_pid(child.id() as i32).unwrap();
+        let mut gone_child = Command::new("true").spawn().unwrap();
+        let gone = of_pid(gone_child.id() as i32).unwrap_or_else(|| Identity {
+            pid: gone_child.id() as i32,
+            ..alive.clone()
+        });
+        gone_child.wait().unwrap();
+        let reused = Identity {
+            start_ticks: alive.start_ticks - 1,
+            ..alive.clone()
+        };
+        let other_boot = Identity {
+            boot_id: "another boot".into(),
+            ..alive.clone()
+        };
+        // Enough of them that /proc is listed first.
+        let identities: Vec<Identity> = [&alive, &gone, &reused, &other_boot]
+            .into_iter()
+            .cycle()
+            .take(4 * LISTING_PAYS_FROM)
+            .cloned()
+            .collect();
+        let one_by_one: Vec<Liveness> = identities.iter().map(check).collect();
+        assert_eq!(check_all(identities.iter()), one_by_one);
+        assert_eq!(
+            &one_by_one[..4],
+            [
+                Liveness::Alive,
+                Liveness::Gone,
+                Liveness::Reused,
+                Liveness::OtherBoot
+            ]
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

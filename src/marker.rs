@@ -7,7 +7,8 @@
 //! boot, so markers of another abxd, or of an earlier boot, never match.
 
 use crate::identity;
-use crate::proctree::{all_pids, read, Found};
+use crate::procstat::all_pids;
+use crate::proctree::{read, Found};
 use std::collections::BTreeMap;
 
 /// The environment variable that marks a process, and everything it starts, as belonging to row N.

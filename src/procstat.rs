@@ -1,4 +1,5 @@
-//! `/proc/PID/stat`, read and parsed in one place (and the owner line of `/proc/PID/status`).
+//! `/proc/PID/stat`, read and parsed in one place (and the owner line of `/proc/PID/status`, and
+//! the list of pids in `/proc`).
 //!
 //! Invariant: this is the only parser of those files in abxd. The command (field 2) may hold
 //! spaces and parentheses, so fields are counted from the *last* closing parenthesis; a pid that
@@ -64,6 +65,17 @@ pub fn read(pid: i32) -> Option<Stat> {
         return None;
     }
     parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The pids of every process now (the numeric entries of `/proc`).
+pub fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! pidfd it is then recorded and signalled by.
 
 use crate::identity::{self, Identity};
-use crate::procstat;
+use crate::procstat::{self, all_pids};
 use rustix::fd::OwnedFd;
 use std::collections::HashSet;
 
@@ -76,16 +76,6 @@ pub fn pin_found(found: &Found) -> Option<(Found, OwnedFd)> {
     let mut pinned = found.clone();
     pinned.identity.pidfd_ino = identity::pidfd_inode(&pidfd);
     Some((pinned, pidfd))
-}
-
-pub(crate) fn all_pids() -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The parent of `pid` if it is a zombie (ended, waiting to be reaped by that parent).

@@ -32,18 +32,37 @@ pub struct PsEntry {
 
 impl PsEntry {
     pub fn new(row: ProcessRow, now_ms: i64) -> PsEntry {
-        let live = row.status.is_live();
-        let verified = match (&row.identity, live) {
-            (Some(identity), true) => Some(identity::check(identity)),
-            (None, true) => Some(Liveness::Gone),
-            (_, false) => None,
-        };
-        let time_left_ms = row.deadline_at.filter(|_| live).map(|d| d - now_ms);
-        PsEntry {
-            row,
-            verified,
-            time_left_ms,
-        }
+        let mut one = Self::all(vec![row], now_ms);
+        one.pop().expect("one row, one entry")
+    }
+
+    /// The entries of `rows`, each live row's process checked (all at once: see
+    /// `identity::check_all`).
+    pub fn all(rows: Vec<ProcessRow>, now_ms: i64) -> Vec<PsEntry> {
+        let checked = identity::check_all(
+            rows.iter()
+                .filter(|row| row.status.is_live())
+                .filter_map(|row| row.identity.as_ref())
+                .collect::<Vec<_>>()
+                .into_iter(),
+        );
+        let mut checked = checked.into_iter();
+        rows.into_iter()
+            .map(|row| {
+                let live = row.status.is_live();
+                let verified = match (&row.identity, live) {
+                    (Some(_), true) => checked.next(),
+                    (None, true) => Some(Liveness::Gone),
+                    (_, false) => None,
+                };
+                let time_left_ms = row.deadline_at.filter(|_| live).map(|d| d - now_ms);
+                PsEntry {
+                    row,
+                    verified,
+                    time_left_ms,
+                }
+            })
+            .collect()
     }
 
     fn unverified(&self) -> bool {

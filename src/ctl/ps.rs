@@ -19,11 +19,7 @@ pub(super) fn run(
         kind,
     };
     let now = now_ms();
-    let entries: Vec<PsEntry> = store
-        .processes(&filter)?
-        .into_iter()
-        .map(|row| PsEntry::new(row, now))
-        .collect();
+    let entries = PsEntry::all(store.processes(&filter)?, now);
     if json {
         println!("{}", render::ps_json(&entries, now));
     } else {

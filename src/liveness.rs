@@ -20,7 +20,20 @@ use std::collections::BTreeSet;
 
 /// Why the process of `identity` is not running any more, or `None` if it is.
 pub fn why_gone(identity: &Identity) -> Option<String> {
-    match identity::check(identity) {
+    why(identity, identity::check(identity))
+}
+
+/// [`why_gone`] for many identities at once (one listing of `/proc`: `identity::check_all`).
+pub fn why_all_gone(identities: &[&Identity]) -> Vec<Option<String>> {
+    identity::check_all(identities.iter().copied())
+        .into_iter()
+        .zip(identities)
+        .map(|(liveness, identity)| why(identity, liveness))
+        .collect()
+}
+
+fn why(identity: &Identity, liveness: Liveness) -> Option<String> {
+    match liveness {
         Liveness::Alive => None,
         Liveness::Gone => Some("process gone".to_string()),
         Liveness::Reused => Some(format!(

@@ -290,13 +290,28 @@ fn a_reload_applies_the_control_group_and_public_read_to_the_socket() {
 
 #[test]
 fn a_daemon_whose_executable_was_replaced_on_disk_still_starts_workers_of_its_own_version() {
-    let mut daemon = TestDaemon::prepare(&plugins_config(&[&fixtures().join("plugins")]));
+    let mut daemon = TestDaemon::prepare(&format!(
+        "{}[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"2\" }}\n",
+        plugins_config(&[&fixtures().join("plugins")])
+    ));
     let exe = daemon.run_a_copy_of_abxd();
     daemon.launch();
     // As a package upgrade does: the file goes, another takes its path.
     std::fs::remove_file(&exe).unwrap();
     std::fs::write(&exe, "#!/bin/sh\nexit 99\n").unwrap();
-    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "ok"]);
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "sleepy,ok"]);
+    // Named as the file it was asked to run, not `exe` (the kernel's name for /proc/self/exe).
+    let worker = wait_until("a snapshot worker", WAIT, || {
+        daemon
+            .store()
+            .processes(&Default::default())
+            .unwrap()
+            .into_iter()
+            .find(|r| r.kind == abxd::store::Kind::SnapshotWorker && r.status.is_live())
+            .and_then(|r| r.pid)
+    });
+    let comm = std::fs::read_to_string(format!("/proc/{worker}/comm")).unwrap_or_default();
+    assert_eq!(comm.trim(), "abxd");
     daemon.wait_sealed(crawl, WAIT);
     let results = daemon.store().results(crawl).unwrap();
     assert!(

@@ -20,7 +20,7 @@ pub use describe::describe;
 
 use crate::config::Config;
 use crate::identity;
-use crate::liveness::{self, owner_alive, why_gone};
+use crate::liveness::{self, owner_alive};
 use crate::marker;
 use crate::proctree;
 use crate::store::{
@@ -95,10 +95,19 @@ pub fn reconcile(
     })?;
     let mut plan = Reconciliation::default();
     let mut alive: BTreeSet<i64> = BTreeSet::new();
-    for row in live.iter().filter(|r| Some(r.id) != this_orchestrator) {
+    let candidates: Vec<&crate::store::ProcessRow> = live
+        .iter()
+        .filter(|r| Some(r.id) != this_orchestrator)
+        .collect();
+    let identities: Vec<&identity::Identity> = candidates
+        .iter()
+        .filter_map(|r| r.identity.as_ref())
+        .collect();
+    let mut checked = liveness::why_all_gone(&identities).into_iter();
+    for row in candidates {
         let why = match &row.identity {
             None => Some("never started: no process was recorded".to_string()),
-            Some(id) => why_gone(id),
+            Some(_) => checked.next().flatten(),
         };
         match why {
             Some(why) => plan.lost.push(LostRow {

@@ -26,7 +26,8 @@
 //!    descendants), `marker` (`ABXD_PROCESS_ID` / `ABXD_INSTANCE`: finding what left the tree),
 //!    `cgroup` (cgroup v2 containment: the scope, one cgroup read and written), `lock` (one
 //!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP), `printable`
-//!    (text from outside escaped for a terminal).
+//!    (text from outside escaped for a terminal), `own_exe` (this executable, run again as itself
+//!    through `/proc/self/exe`).
 //! 2. `store` — the SQLite file: process table, work queue, results; all writes `BEGIN IMMEDIATE`;
 //!    a loop's writes never wait for another process's lock past the loop's next deadline (`busy`).
 //! 3. `liveness` — whether a row's process runs and the only functions that end a row;
@@ -73,6 +74,7 @@ pub(crate) mod lock;
 pub mod logging;
 pub(crate) mod marker;
 pub(crate) mod notify;
+pub mod own_exe;
 pub mod plugins;
 pub(crate) mod pool;
 pub mod printable;

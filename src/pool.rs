@@ -272,7 +272,7 @@ impl WorkerPool {
     /// The spawn request of a worker process: `abxd --config C worker crawl|snapshot ID`, handed
     /// the running config (see `Config::running_text`).
     fn worker_request(&self, config: &Config, work: i64) -> SpawnRequest {
-        let exe = crate::spawn::own_executable()
+        let exe = crate::own_exe::own_executable()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "abxd".into());
         let (kind, snapshot_id) = match self.queue {

@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
         "notify",
         "serve",
         "printable",
+        "own_exe",
     ],
     // The store: the process table and the work queue.
     &["store"],

@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::Parser;
 
 fn main() {
-    abxd::spawn::take_own_name();
+    abxd::own_exe::take_own_name();
     let cli = AbxdCli::parse();
     let code = run(cli).unwrap_or_else(|err| {
         eprintln!("abxd: {err:#}");

@@ -250,12 +250,7 @@ impl Store {
     /// `abxctl ps` uses, so it works (and changes nothing) while the daemon is down.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let store = Store::open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        // A reader (`abxctl ps` and friends) reads the pages it needs where the page cache holds
-        // them, not through a read(2) and a copy each: a third of `ps` on a big table. (Not
-        // the writers: only they could see a file shrink under them, from their own vacuum.)
-        let _ = store
-            .conn
-            .pragma_update(None, "mmap_size", READER_MMAP_BYTES);
+        let _ = store.conn.pragma_update(None, "mmap_size", READER_MMAP);
         Ok(store)
     }
 
@@ -410,8 +405,10 @@ impl Store {
 /// truncates it.
 pub const WAL_KEEP_BYTES: u64 = 8 << 20;
 
-/// How much of the database a read-only connection maps into memory.
-const READER_MMAP_BYTES: i64 = 256 << 20;
+/// How much of the database a read-only connection (`abxctl ps` and friends) maps: pages read
+/// where the page cache holds them, not by a read(2) and a copy each (a third of `ps` on a big
+/// table). Not the writers': only they could see the file shrink under them (their vacuum).
+const READER_MMAP: i64 = 256 << 20;
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Patience::Patient.apply(conn)?;

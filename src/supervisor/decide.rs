@@ -131,10 +131,37 @@ pub fn lease_step(renewed: Option<bool>, now: Instant, duration: Duration) -> Le
     }
 }
 
+/// How many times `descendant_scan` the time between two scans grows to while nothing changes.
+pub const SCAN_BACKOFF: u32 = 8;
+
+/// The time until the next descendant scan: `base` after a scan that found something new or
+/// gone, else twice the last, up to [`SCAN_BACKOFF`] × `base` — trees that sleep cost a scan
+/// now and then, trees that change are seen at once.
+pub fn next_scan_interval(last: Duration, base: Duration, changed: bool) -> Duration {
+    if changed {
+        base
+    } else {
+        (last * 2).clamp(base, base * SCAN_BACKOFF)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::identity::Identity;
+
+    #[test]
+    fn scans_back_off_while_nothing_changes_and_return_at_once_when_something_does() {
+        let base = Duration::from_secs(1);
+        let mut every = base;
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            every = next_scan_interval(every, base, false);
+            seen.push(every.as_secs());
+        }
+        assert_eq!(seen, [2, 4, 8, 8, 8, 8]);
+        assert_eq!(next_scan_interval(every, base, true), base);
+    }
 
     fn found(pid: i32, ppid: i32, start_ticks: u64) -> Found {
         Found {

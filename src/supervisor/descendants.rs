@@ -73,20 +73,25 @@ impl Supervisor {
 
     /// Records the descendants of scanned children that appeared since the last scan, and the
     /// end of those that went; caps their logs.
+    /// The next scan comes `descendant_scan` later while the trees change, less often while they
+    /// do not (`decide::next_scan_interval`).
     pub(super) fn scan_descendants(&mut self, store: &mut Store) {
         let scanned = self.children.scanned();
-        self.next_scan =
-            (!scanned.is_empty()).then(|| Instant::now() + self.timing.descendant_scan);
-        for pid in scanned {
-            let Some(child) = self.children.get_mut(pid) else {
+        let mut changed = false;
+        for pid in &scanned {
+            let Some(child) = self.children.get_mut(*pid) else {
                 continue;
             };
             for log in [&child.logs.0, &child.logs.1] {
                 cap_log(log, self.timing.max_log_bytes);
             }
-            scan(store, pid, child);
+            changed |= scan(store, *pid, child);
         }
-        self.adopt_unknown_children(store);
+        // (An unknown child is something that left a tree: look again soon.)
+        changed |= !self.adopt_unknown_children(store).is_empty();
+        let base = self.timing.descendant_scan;
+        self.scan_every = decide::next_scan_interval(self.scan_every, base, changed);
+        self.next_scan = (!scanned.is_empty()).then(|| Instant::now() + self.scan_every);
     }
 }
 
@@ -204,8 +209,8 @@ impl Supervisor {
 
 /// Records the descendants of the child `pid` that appeared since the last scan, and the end
 /// of those that went (by their pidfds: a recorded process whose pid was taken again by another
-/// is ended, and the other is new).
-fn scan(store: &mut Store, pid: i32, child: &mut Child) {
+/// is ended, and the other is new). Returns whether any appeared or went.
+fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
     let mut now_found: HashMap<i32, Found> = match &child.cgroup {
         // Contained: its cgroup holds its descendants, wherever they went in the process tree.
         Some(cgroup) => cgroup
@@ -262,6 +267,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) {
     }
     let changes = descendant_changes(&known, &now_found);
     ended.extend(changes.ended);
+    let changed = !ended.is_empty() || !changes.new.is_empty();
     for (gone, row) in ended {
         child.descendants.remove(&gone);
         // (A failed write is settled by `unrecorded`: the row is in this process's subtree.)
@@ -307,6 +313,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) {
             Err(err) => log::error!("cannot record pid {}: {err}", found.identity.pid),
         }
     }
+    changed
 }
 
 fn flag_escaped(store: &mut Store, row: i64) {

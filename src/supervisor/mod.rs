@@ -84,6 +84,8 @@ pub struct Supervisor {
     timing: Timing,
     lease: LeaseKeeper,
     next_scan: Option<Instant>,
+    /// The time between two descendant scans now (`decide::next_scan_interval`).
+    scan_every: Duration,
     /// Rows whose leaked processes are torn down with everything else, at the end.
     leftovers: Vec<i64>,
     instance: String,
@@ -124,6 +126,7 @@ impl Supervisor {
             timing,
             lease: LeaseKeeper::default(),
             next_scan: None,
+            scan_every: timing.descendant_scan,
             leftovers: Vec::new(),
             unrecorded: Unrecorded::new(own_row, instance.clone()),
             instance,
@@ -150,6 +153,7 @@ impl Supervisor {
     }
 
     pub fn set_timing(&mut self, timing: Timing) {
+        self.scan_every = timing.descendant_scan;
         self.timing = timing;
     }
 
@@ -188,8 +192,11 @@ impl Supervisor {
                 cgroup: spawned.cgroup.clone(),
             },
         );
-        if policy.scan_descendants && self.next_scan.is_none() {
-            self.next_scan = Some(now + self.timing.descendant_scan);
+        if policy.scan_descendants {
+            // A new tree grows: scans come at the base rate again.
+            self.scan_every = self.timing.descendant_scan;
+            let due = now + self.scan_every;
+            self.next_scan = Some(self.next_scan.map_or(due, |at| at.min(due)));
         }
         self.publish_deadline();
         Ok(spawned)

@@ -18,7 +18,6 @@ use crate::proctree::{self, Found};
 use crate::signal::Signal;
 use crate::store::{EndReason, Kind, Store};
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Instant;
 
 /// The end detail of a descendant that ended where no one here could see its exit status.
@@ -83,7 +82,7 @@ impl Supervisor {
                 continue;
             };
             for log in [&child.logs.0, &child.logs.1] {
-                cap_log(log, self.timing.max_log_bytes);
+                super::log_cap::cap_log(log, self.timing.max_log_bytes);
             }
             changed |= scan(store, *pid, child);
         }
@@ -213,10 +212,13 @@ impl Supervisor {
 fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
     let mut now_found: HashMap<i32, Found> = match &child.cgroup {
         // Contained: its cgroup holds its descendants, wherever they went in the process tree.
+        // What was recorded before and whose pidfd is still open is that process: not read
+        // again (a tree that sleeps costs one read of its cgroup per scan).
         Some(cgroup) => cgroup
             .procs()
             .into_iter()
-            .filter_map(proctree::read)
+            .filter(|&p| p != pid)
+            .filter_map(|p| still_running(child, p).or_else(|| proctree::read(p)))
             .map(|f| (f.identity.pid, f))
             .collect(),
         // Not contained: its procfs descendants, and those of the descendants recorded before,
@@ -316,6 +318,22 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
     changed
 }
 
+/// Descendant `pid` of `child` as recorded, if its pidfd says it still runs. (Its parent is not
+/// read again — `ppid` 0: whether it was re-parented here, `adopt_unknown_children` sees.)
+fn still_running(child: &Child, pid: i32) -> Option<Found> {
+    let descendant = child
+        .descendants
+        .get(&pid)
+        .filter(|d| !identity::has_ended(&d.pidfd))?;
+    Some(Found {
+        identity: descendant.identity.clone(),
+        ppid: 0,
+        pgid: 0,
+        argv: Vec::new(),
+        state: 'S',
+    })
+}
+
 fn flag_escaped(store: &mut Store, row: i64) {
     if let Err(err) = store.set_escaped(row) {
         log::error!("row {row}: cannot flag it escaped: {err}");
@@ -378,35 +396,4 @@ fn count_leftovers(store: &mut Store, instance: &str, child_row: i64, by_marker:
             .sum::<usize>();
     }
     alive
-}
-
-/// Truncates a log file that grew past `max` bytes, leaving a line that says so. The child keeps
-/// writing to it (it appends), so its size stays bounded by `max` plus what it writes between
-/// two scans.
-pub(super) fn cap_log(path: &Path, max: u64) {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return;
-    };
-    if meta.len() <= max {
-        return;
-    }
-    // Through a descriptor opened without following a link: a planted symbolic link is never
-    // truncated.
-    let truncated = std::fs::OpenOptions::new()
-        .append(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-        .and_then(|mut file| {
-            file.set_len(0)?;
-            writeln!(
-                file,
-                "[abxd: log truncated: it passed limits.max_log_bytes ({max} bytes)]"
-            )
-        });
-    match truncated {
-        Ok(()) => log::warn!("{} passed {max} bytes: truncated", path.display()),
-        Err(err) => log::error!("cannot truncate {}: {err}", path.display()),
-    }
 }

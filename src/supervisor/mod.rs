@@ -2,7 +2,7 @@
 //! workers and snapshot workers. It owns the `mio` loop, the signal pipe, the children, their
 //! deadlines, the teardown map, the descendant scan and the lease its process holds.
 //!
-//! One file per concern: `children` (the registry, deadlines, delayed stops), `policy` (how a
+//! One file per concern: `children` (the registry, deadlines, delayed stops), `log_cap`, `policy` (how a
 //! child is watched, the timing), `descendants` (scans, leftovers, log caps), `lease`,
 //! `unrecorded` (ends a failed write left unwritten), and `decide` — the rules, as functions of
 //! state that return actions. This file is the loop: it turns readiness into facts, asks
@@ -20,6 +20,7 @@ mod children;
 mod decide;
 mod descendants;
 mod lease;
+mod log_cap;
 mod policy;
 mod reaping;
 mod unrecorded;

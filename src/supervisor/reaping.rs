@@ -72,7 +72,7 @@ impl Supervisor {
             );
             if child.policy.scan_descendants {
                 for log in [&child.logs.0, &child.logs.1] {
-                    super::descendants::cap_log(log, self.timing.max_log_bytes);
+                    super::log_cap::cap_log(log, self.timing.max_log_bytes);
                 }
             }
             if let Some(cgroup) = &child.cgroup {

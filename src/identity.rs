@@ -162,18 +162,21 @@ pub fn check(identity: &Identity) -> Liveness {
     if identity.boot_id != boot_id() {
         return Liveness::OtherBoot;
     }
+    if let Some(recorded) = identity.pidfd_ino {
+        // A pidfs inode names one process for the life of the system: a pidfd opened now tells
+        // whether the pid still means it, without reading `/proc/PID/stat` (the costly part of
+        // `abxctl ps` on thousands of live rows). A zombie's pidfd has ended.
+        return match pidfd_of(identity.pid) {
+            None => Liveness::Gone,
+            Some(pidfd) if pidfd_inode(&pidfd) != Some(recorded) => Liveness::Reused,
+            Some(pidfd) if has_ended(&pidfd) => Liveness::Gone,
+            Some(_) => Liveness::Alive,
+        };
+    }
     match stat_of(identity.pid) {
         None | Some(('Z' | 'X', _)) => Liveness::Gone,
         Some((_, ticks)) if ticks != identity.start_ticks => Liveness::Reused,
-        Some(_) => match identity.pidfd_ino {
-            None => Liveness::Alive,
-            Some(recorded) => match pidfd_of(identity.pid) {
-                None => Liveness::Gone,
-                Some(pidfd) if pidfd_inode(&pidfd) != Some(recorded) => Liveness::Reused,
-                Some(pidfd) if has_ended(&pidfd) => Liveness::Gone,
-                Some(_) => Liveness::Alive,
-            },
-        },
+        Some(_) => Liveness::Alive,
     }
 }
 
@@ -310,6 +313,7 @@ mod tests {
         gone_child.wait().unwrap();
         let reused = Identity {
             start_ticks: alive.start_ticks - 1,
+            pidfd_ino: None,
             ..alive.clone()
         };
         let other_boot = Identity {
@@ -348,12 +352,22 @@ mod tests {
     fn same_pid_with_other_start_time_is_not_matched() {
         let mut child = Command::new("sleep").arg("30").spawn().unwrap();
         let real = of_pid(child.id() as i32).unwrap();
+        // Told apart by the start time where no pidfd inode was recorded, by the inode where one
+        // was.
         let older = Identity {
             start_ticks: real.start_ticks - 1,
+            pidfd_ino: None,
             ..real.clone()
         };
         assert_eq!(check(&real), Liveness::Alive);
         assert_eq!(check(&older), Liveness::Reused);
+        if let Some(ino) = real.pidfd_ino {
+            let other = Identity {
+                pidfd_ino: Some(ino + 1),
+                ..real.clone()
+            };
+            assert_eq!(check(&other), Liveness::Reused);
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(check(&real), Liveness::Gone);

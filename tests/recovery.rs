@@ -283,8 +283,10 @@ fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone(
             timeout_ms: None,
         })
         .unwrap();
+    // (An earlier process: started earlier, and its pidfs inode, where recorded, is another.)
     let stale = identity::Identity {
         start_ticks: real.start_ticks - 100,
+        pidfd_ino: real.pidfd_ino.map(|ino| ino - 1),
         ..real.clone()
     };
     store

@@ -302,13 +302,8 @@ fn a_daemon_whose_executable_was_replaced_on_disk_still_starts_workers_of_its_ow
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "sleepy,ok"]);
     // Named as the file it was asked to run, not `exe` (the kernel's name for /proc/self/exe).
     let worker = wait_until("a snapshot worker", WAIT, || {
-        daemon
-            .store()
-            .processes(&Default::default())
-            .unwrap()
-            .into_iter()
-            .find(|r| r.kind == abxd::store::Kind::SnapshotWorker && r.status.is_live())
-            .and_then(|r| r.pid)
+        let workers = daemon.live_rows(abxd::store::Kind::SnapshotWorker);
+        workers.first().and_then(|r| r.pid)
     });
     let comm = std::fs::read_to_string(format!("/proc/{worker}/comm")).unwrap_or_default();
     assert_eq!(comm.trim(), "abxd");

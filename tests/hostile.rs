@@ -662,12 +662,9 @@ fn a_disk_that_fills_while_hooks_run_leaves_no_stale_row_and_the_crawl_finishes(
     args.extend(["--plugins", "sleepy,ok"]);
     let crawl = daemon.add(&args);
     let running_hooks = || {
-        daemon
-            .store()
-            .processes(&Default::default())
-            .unwrap()
+        let hooks = daemon.live_rows(abxd::store::Kind::Hook);
+        hooks
             .into_iter()
-            .filter(|r| r.kind == abxd::store::Kind::Hook && r.status.is_live())
             .filter_map(|r| r.identity)
             .collect::<Vec<_>>()
     };

@@ -322,6 +322,16 @@ impl TestDaemon {
         abxd::store::Store::open_read_only(&self.database()).unwrap()
     }
 
+    /// The rows of `kind` that claim a live process now.
+    pub fn live_rows(&self, kind: abxd::store::Kind) -> Vec<abxd::store::ProcessRow> {
+        self.store()
+            .processes(&Default::default())
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == kind && r.status.is_live())
+            .collect()
+    }
+
     /// `abxctl add ARGS…`; returns the crawl id.
     pub fn add(&self, args: &[&str]) -> i64 {
         let mut all = vec!["add"];

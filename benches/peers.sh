@@ -101,11 +101,14 @@ all_gone() {
 # The long-running program: writes its pid, ignores SIGTERM, sleeps (exec keeps the pid).
 long_program() { echo "echo \$\$ > $WORK/pids/$1; trap '' TERM; exec sleep 100000"; }
 
+# Context switches of all threads of PID. (A thread that ends while it is read counts as 0: a
+# multi-threaded peer's runtime starts and ends threads at will.)
 wakeups() {
     local total=0 task n
     for task in /proc/"$1"/task/*; do
-        n=$(awk '/^(voluntary|nonvoluntary)_ctxt_switches/ {s += $2} END {print s}' "$task/status")
-        total=$((total + n))
+        n=$(awk '/^(voluntary|nonvoluntary)_ctxt_switches/ {s += $2} END {print s + 0}' \
+            "$task/status" 2>/dev/null || true)
+        total=$((total + ${n:-0}))
     done
     echo "$total"
 }
@@ -114,6 +117,8 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 # idle NAME PID: records wake-ups per second and RSS of PID over IDLE_SECONDS.
 idle() {
     local before after
+    [ -d "/proc/$2" ] && ! grep -q '^State:.*Z' "/proc/$2/status" ||
+        die "$1's daemon (pid $2) is not running any more"
     before=$(wakeups "$2")
     sleep "$IDLE_SECONDS"
     after=$(wakeups "$2")
@@ -152,8 +157,11 @@ busy() {
     record "$1" busy_cpu_percent "$(echo "scale=3; ($after - $before) / ($BUSY_SECONDS * 10000000)" | bc)"
 }
 
-# record TOOL FIGURE VALUE: appends one measurement.
-record() { echo "$1 $2 $3" >>"$WORK/figures"; }
+# record TOOL FIGURE VALUE: appends one measurement (a number, or the run fails saying which).
+record() {
+    [[ "$3" =~ ^-?[0-9]*\.?[0-9]+$ ]] || die "no $2 measured for $1 (got '$3'): is its daemon still running?"
+    echo "$1 $2 $3" >>"$WORK/figures"
+}
 
 # status_latency TOOL CMD...: 20 timed calls.
 status_latency() {

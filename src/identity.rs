@@ -180,17 +180,19 @@ pub fn check(identity: &Identity) -> Liveness {
     }
 }
 
-/// From how many identities [`check_all`] lists `/proc` first.
+/// From how many identities without a pidfd inode [`check_all`] lists `/proc` first.
 const LISTING_PAYS_FROM: usize = 32;
 
-/// [`check`] for many identities at once: with many, `/proc` is listed once and a pid missing
-/// from it is gone without opening anything of it (after a crash, thousands of rows may claim
-/// processes long gone). A recorded process alive now was alive at the listing, so its pid is
-/// in it.
-pub fn check_all<'a>(identities: impl ExactSizeIterator<Item = &'a Identity>) -> Vec<Liveness> {
-    let listed: Option<std::collections::HashSet<i32>> = (identities.len() >= LISTING_PAYS_FROM)
-        .then(|| crate::procstat::all_pids().into_iter().collect());
+/// [`check`] for many identities at once: with many that lack a pidfd inode (each would read
+/// `/proc/PID/stat`), `/proc` is listed once and a pid missing from it is gone without opening
+/// anything of it (after a crash, thousands of rows may claim processes long gone). A recorded
+/// process alive now was alive at the listing, so its pid is in it.
+pub fn check_all(identities: &[&Identity]) -> Vec<Liveness> {
+    let by_stat = identities.iter().filter(|i| i.pidfd_ino.is_none()).count();
+    let listed: Option<std::collections::HashSet<i32>> =
+        (by_stat >= LISTING_PAYS_FROM).then(|| crate::procstat::all_pids().into_iter().collect());
     identities
+        .iter()
         .map(|identity| match &listed {
             Some(pids) if identity.boot_id == boot_id() && !pids.contains(&identity.pid) => {
                 Liveness::Gone
@@ -328,7 +330,10 @@ mod tests {
             .cloned()
             .collect();
         let one_by_one: Vec<Liveness> = identities.iter().map(check).collect();
-        assert_eq!(check_all(identities.iter()), one_by_one);
+        assert_eq!(
+            check_all(&identities.iter().collect::<Vec<_>>()),
+            one_by_one
+        );
         assert_eq!(
             &one_by_one[..4],
             [

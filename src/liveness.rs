@@ -25,7 +25,7 @@ pub fn why_gone(identity: &Identity) -> Option<String> {
 
 /// [`why_gone`] for many identities at once (one listing of `/proc`: `identity::check_all`).
 pub fn why_all_gone(identities: &[&Identity]) -> Vec<Option<String>> {
-    identity::check_all(identities.iter().copied())
+    identity::check_all(identities)
         .into_iter()
         .zip(identities)
         .map(|(liveness, identity)| why(identity, liveness))

@@ -39,13 +39,12 @@ impl PsEntry {
     /// The entries of `rows`, each live row's process checked (all at once: see
     /// `identity::check_all`).
     pub fn all(rows: Vec<ProcessRow>, now_ms: i64) -> Vec<PsEntry> {
-        let checked = identity::check_all(
-            rows.iter()
-                .filter(|row| row.status.is_live())
-                .filter_map(|row| row.identity.as_ref())
-                .collect::<Vec<_>>()
-                .into_iter(),
-        );
+        let live: Vec<&identity::Identity> = rows
+            .iter()
+            .filter(|row| row.status.is_live())
+            .filter_map(|row| row.identity.as_ref())
+            .collect();
+        let checked = identity::check_all(&live);
         let mut checked = checked.into_iter();
         rows.into_iter()
             .map(|row| {

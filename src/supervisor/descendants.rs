@@ -210,7 +210,7 @@ impl Supervisor {
 /// of those that went (by their pidfds: a recorded process whose pid was taken again by another
 /// is ended, and the other is new). Returns whether any appeared or went.
 fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
-    let mut now_found: HashMap<i32, Found> = match &child.cgroup {
+    let now_found: HashMap<i32, Found> = match &child.cgroup {
         // Contained: its cgroup holds its descendants, wherever they went in the process tree.
         // What was recorded before and whose pidfd is still open is that process: not read
         // again (a tree that sleeps costs one read of its cgroup per scan).
@@ -248,7 +248,6 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
             found
         }
     };
-    now_found.remove(&pid);
     let me = std::process::id() as i32;
     let mut ended: Vec<(i32, i64)> = Vec::new();
     let mut known: HashMap<i32, i64> = HashMap::new();

@@ -115,7 +115,9 @@ impl Supervisor {
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
         poll.registry()
             .register(&mut signals, SIGNALS, Interest::READABLE)?;
-        let teardown = DeadlineMap::new(poll.registry().try_clone()?, instance.clone(), own_row);
+        let subreaper = nix::sys::prctl::get_child_subreaper().unwrap_or(false);
+        let registry = poll.registry().try_clone()?;
+        let teardown = DeadlineMap::new(registry, instance.clone(), own_row.filter(|_| subreaper));
         // A write waiting for another process's lock gives up when this loop has an event.
         crate::store::set_loop_wake_fd(std::os::fd::AsRawFd::as_raw_fd(&poll));
         Ok(Supervisor {
@@ -134,7 +136,7 @@ impl Supervisor {
             own_row,
             ending: false,
             cgroup: None,
-            subreaper: nix::sys::prctl::get_child_subreaper().unwrap_or(false),
+            subreaper,
         })
     }
 

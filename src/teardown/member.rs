@@ -158,13 +158,7 @@ pub(super) fn write_all(store: &mut Store, records: &mut Vec<Unwritten>) {
     if records.is_empty() {
         return;
     }
-    let written = store.all_or_nothing(|store| {
-        Ok(records
-            .iter()
-            .filter(|record| !record.write(store))
-            .copied()
-            .collect::<Vec<_>>())
-    });
+    let written = store.all_or_nothing(|store| Ok(write_each(store, records)));
     match written {
         Ok(kept) => *records = kept,
         Err(err) => log::warn!("teardown records are written later: {err}"),
@@ -237,6 +231,15 @@ impl Unwritten {
             tree.keep(self);
         }
     }
+}
+
+/// Writes each of `records` (within the caller's transaction); returns those not written.
+fn write_each(store: &mut Store, records: &[Unwritten]) -> Vec<Unwritten> {
+    records
+        .iter()
+        .filter(|r| !r.write(store))
+        .copied()
+        .collect()
 }
 
 impl Tree {
@@ -364,15 +367,7 @@ impl DeadlineMap {
         let written = store.all_or_nothing(|store| {
             Ok(waiting
                 .iter()
-                .map(|root| {
-                    let records = &trees[root].unwritten;
-                    let kept: Vec<Unwritten> = records
-                        .iter()
-                        .filter(|r| !r.write(store))
-                        .copied()
-                        .collect();
-                    (*root, kept)
-                })
+                .map(|root| (*root, write_each(store, &trees[root].unwritten)))
                 .collect::<Vec<_>>())
         });
         match written {

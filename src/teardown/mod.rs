@@ -137,13 +137,13 @@ pub struct DeadlineMap {
 }
 
 impl DeadlineMap {
-    /// `own_row`: the row of the process the map runs in.
-    pub fn new(registry: Registry, instance: String, own_row: Option<i64>) -> DeadlineMap {
-        let subreaper = nix::sys::prctl::get_child_subreaper().unwrap_or(false);
+    /// `subreaper_row`: the row of the process the map runs in, if that process is a child
+    /// subreaper.
+    pub fn new(registry: Registry, instance: String, subreaper_row: Option<i64>) -> DeadlineMap {
         DeadlineMap {
             registry,
             instance,
-            subreaper_row: own_row.filter(|_| subreaper),
+            subreaper_row,
             trees: BTreeMap::new(),
             tokens: HashMap::new(),
             next_token: FIRST_TOKEN + 1,

@@ -12,6 +12,7 @@ fn env_overrides() -> bool {
 /// Installs the logger. Safe to call once per process; later calls do nothing.
 pub fn init(level: LevelFilter) {
     let mut builder = env_logger::Builder::new();
+    builder.format_timestamp_millis();
     if env_overrides() {
         builder.parse_env("RUST_LOG");
     } else {

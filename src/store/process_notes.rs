@@ -16,23 +16,17 @@ impl Store {
         at: i64,
         kill_at: Option<i64>,
     ) -> Result<(), StoreError> {
-        let column = if signal == crate::signal::Signal::KILL {
-            "sigkill_at"
+        // (Two fixed statements, each parsed once.)
+        let sql = if signal == crate::signal::Signal::KILL {
+            "UPDATE processes SET sigkill_at = COALESCE(sigkill_at, ?2), \
+             kill_at = COALESCE(?3, kill_at), \
+             status = CASE status WHEN 'running' THEN 'stopping' ELSE status END WHERE id = ?1"
         } else {
-            "sigterm_at"
+            "UPDATE processes SET sigterm_at = COALESCE(sigterm_at, ?2), \
+             kill_at = COALESCE(?3, kill_at), \
+             status = CASE status WHEN 'running' THEN 'stopping' ELSE status END WHERE id = ?1"
         };
-        self.write(|tx| {
-            tx.execute(
-                &format!(
-                    "UPDATE processes SET {column} = COALESCE({column}, ?2), \
-                     kill_at = COALESCE(?3, kill_at), \
-                     status = CASE status WHEN 'running' THEN 'stopping' ELSE status END \
-                     WHERE id = ?1"
-                ),
-                params![id, at, kill_at],
-            )?;
-            Ok(())
-        })
+        self.update_row(sql, params![id, at, kill_at])
     }
 
     /// Flags row `id` as leaking: it exited while processes it started lived on.

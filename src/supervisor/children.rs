@@ -68,6 +68,11 @@ impl Children {
         self.by_pid.get(&pid).map(|c| c.row_id)
     }
 
+    /// The cgroup of child `pid`, under cgroup containment.
+    pub fn cgroup_of(&self, pid: i32) -> Option<&Cgroup> {
+        self.by_pid.get(&pid).and_then(|c| c.cgroup.as_ref())
+    }
+
     pub fn get_mut(&mut self, pid: i32) -> Option<&mut Child> {
         self.by_pid.get_mut(&pid)
     }

@@ -294,28 +294,22 @@ impl Supervisor {
             .filter(|(row, _)| !self.teardown.is_tearing_down(*row))
             .collect();
         let stops = decide::stop_all(&roots, &leftovers, Instant::now(), allowance);
+        let mut now = Vec::new();
         for stop in stops {
             match stop.not_before {
                 Some(_) => self.children.delay(stop, reason),
-                None => self.stop_at_end(store, stop.row, reason),
+                None => now.push(self.timing.stop_at_end(stop.row, reason)),
             }
         }
+        // (All in one transaction: one wait for the write lock, however many children.)
+        self.teardown.begin_all(store, now);
         self.sweep_escapees(store);
         self.publish_deadline();
     }
 
     fn stop_at_end(&mut self, store: &mut Store, root: i64, reason: EndReason) {
-        self.teardown.begin(
-            store,
-            teardown::Request {
-                root_row: root,
-                signal: Signal::TERM,
-                grace: self.timing.min_grace,
-                own_deadlines: true,
-                reason,
-                recording: liveness::Recording::ChildRows,
-            },
-        );
+        let request = self.timing.stop_at_end(root, reason);
+        self.teardown.begin(store, request);
     }
 
     /// Moves every SIGKILL deadline to now.

@@ -2,6 +2,10 @@
 //! timing of teardowns, scans and log caps ([`Timing`]), built from the config where it is used.
 
 use crate::config::Config;
+use crate::liveness::Recording;
+use crate::signal::Signal;
+use crate::store::EndReason;
+use crate::teardown;
 use std::time::Duration;
 
 /// How a child is watched.
@@ -47,6 +51,19 @@ impl Timing {
             min_grace: config.timeouts.min_grace,
             descendant_scan: config.timeouts.descendant_scan,
             max_log_bytes: config.limits.max_log_bytes,
+        }
+    }
+
+    /// How a child is stopped at the end of its scope: SIGTERM, each process until its own
+    /// deadline but at least `min_grace`, then SIGKILL.
+    pub fn stop_at_end(&self, root: i64, reason: EndReason) -> teardown::Request {
+        teardown::Request {
+            root_row: root,
+            signal: Signal::TERM,
+            grace: self.min_grace,
+            own_deadlines: true,
+            reason,
+            recording: Recording::ChildRows,
         }
     }
 }

@@ -4,21 +4,11 @@
 //! end that is not written (refused, or its commit failed) is kept with its status and written
 //! later (`unrecorded`): a failed batch loses no end.
 
-use super::{decide, Event, Supervisor, UNRECORDED_RETRY};
-use crate::liveness;
+use super::unrecorded::End;
+use super::{decide, Event, Supervisor};
 use crate::reaper;
 use crate::store::{now_ms, EndReason, ExitOutcome, Store};
 use std::time::{Duration, Instant};
-
-/// The end of a process reaped here, to write on its row.
-pub(super) struct End {
-    row: i64,
-    outcome: ExitOutcome,
-    reason: EndReason,
-    detail: Option<&'static str>,
-    /// When it was reaped (wall-clock ms).
-    at: i64,
-}
 
 impl Supervisor {
     /// For the last moment before this process exits: writes the ends a failed write left
@@ -31,7 +21,7 @@ impl Supervisor {
                 log::error!("exiting with ends still unrecorded: the database is not writable");
                 return;
             }
-            std::thread::sleep(UNRECORDED_RETRY);
+            std::thread::sleep(super::unrecorded::retry_after(store));
         }
     }
 
@@ -74,9 +64,6 @@ impl Supervisor {
                 for log in [&child.logs.0, &child.logs.1] {
                     super::log_cap::cap_log(log, self.timing.max_log_bytes);
                 }
-            }
-            if let Some(cgroup) = &child.cgroup {
-                record_usage(store, row_id, cgroup);
             }
             // A worker's end is the end of its scope: what escaped from it is ours now.
             scope_ended |= child.policy == super::ChildPolicy::WORKER;
@@ -128,12 +115,18 @@ impl Supervisor {
                 (row.id, Some(detail), reason)
             }
         };
+        // (Read now: its cgroup is removed once its end is recorded.)
+        let usage = self
+            .children
+            .cgroup_of(reaped.pid)
+            .map(crate::cgroup::Cgroup::usage);
         Some(End {
             row,
             outcome: reaped.outcome,
             reason,
             detail,
             at,
+            usage,
         })
     }
 
@@ -157,32 +150,36 @@ impl Supervisor {
             return;
         }
         let written = store.all_or_nothing(|store| {
-            Ok(ends
-                .iter()
-                .map(|end| {
-                    liveness::finish_reaped(
-                        store,
-                        end.row,
-                        end.outcome,
-                        end.reason,
-                        end.detail,
-                        end.at,
-                    )
-                })
-                .collect::<Vec<_>>())
+            let mut results = Vec::with_capacity(ends.len());
+            for end in &ends {
+                match end.write(store, false) {
+                    // (Refused for the whole turn: the lock is someone else's.)
+                    Err(err) if err.is_busy() => return Err(err),
+                    result => results.push(result),
+                }
+            }
+            Ok(results)
         });
-        let failed: Vec<(&End, String)> = match written {
-            Ok(results) => ends
-                .iter()
-                .zip(results)
-                .filter_map(|(end, result)| result.err().map(|err| (*end, err.to_string())))
-                .collect(),
-            Err(err) => ends.iter().map(|end| (*end, err.to_string())).collect(),
-        };
-        for (end, err) in failed {
-            log::warn!("row {}: its end is written later: {err}", end.row);
-            self.unrecorded
-                .end_failed(end.row, end.outcome, end.reason, end.at);
+        match written {
+            Ok(results) => {
+                for (end, result) in ends.iter().zip(results) {
+                    if let Err(err) = result {
+                        log::warn!("row {}: its end is written later: {err}", end.row);
+                        self.unrecorded.end_failed(**end);
+                    }
+                }
+            }
+            Err(err) => {
+                // (One line for the turn: a busy database refuses them all at once.)
+                let rows: Vec<String> = ends.iter().map(|end| end.row.to_string()).collect();
+                log::warn!(
+                    "the ends of rows {} are written later: {err}",
+                    rows.join(", ")
+                );
+                for end in ends {
+                    self.unrecorded.end_failed(*end);
+                }
+            }
         }
     }
 
@@ -213,20 +210,6 @@ impl Supervisor {
                 reason: EndReason::Killed,
                 leaked: false,
             });
-        }
-    }
-}
-
-/// Records what row `row_id`'s cgroup measured of it and its descendants, and notes a kill by
-/// its memory limit (the hook's result says so: see `hooks::result`).
-fn record_usage(store: &mut Store, row_id: i64, cgroup: &crate::cgroup::Cgroup) {
-    let usage = cgroup.usage();
-    if let Err(err) = store.record_usage(row_id, usage.cpu_usec, usage.memory_peak) {
-        log::error!("row {row_id}: cannot record its CPU and memory use: {err}");
-    }
-    if usage.oom_killed {
-        if let Err(err) = store.set_end_detail(row_id, crate::cgroup::MEMORY_LIMIT) {
-            log::error!("row {row_id}: cannot note its memory limit kill: {err}");
         }
     }
 }

@@ -10,16 +10,28 @@
 //! recorded as such; only ends nobody saw are recorded `lost`, saying why. With no failed
 //! write, this costs nothing: no timer, no query.
 
+use crate::cgroup::Usage;
 use crate::identity::Identity;
 use crate::liveness::{self, live_worker_between, parent_alive, why_gone};
 use crate::marker;
 use crate::spawn::{record_start, Spawned};
-use crate::store::{EndReason, ExitOutcome, Store};
+use crate::store::{EndReason, ExitOutcome, Store, StoreError};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// How long after a failed write the table is gone over again.
+/// How long after a failed write (other than a busy database) the table is gone over again.
 pub const RETRY: Duration = Duration::from_secs(1);
+
+/// How long after a failed write to try again: soon if another process held the lock (it is
+/// released within milliseconds, e.g. a hundred workers each ending their hooks at once), else
+/// [`RETRY`] (a full disk, an I/O error).
+pub fn retry_after(store: &Store) -> Duration {
+    if store.busy_since().is_some() {
+        crate::store::BUSY_RETRY
+    } else {
+        RETRY
+    }
+}
 
 /// What a row's end detail says when it is settled here.
 const LATE: &str = "its end could not be written when it happened (database write failed)";
@@ -31,13 +43,35 @@ struct Start {
     logs: (PathBuf, PathBuf),
 }
 
-/// An exit status the reaper saw but could not write.
-struct End {
-    row: i64,
-    outcome: ExitOutcome,
-    reason: EndReason,
+/// An exit status the reaper saw, with what the child's cgroup measured of it: written at once
+/// with the turn's other ends, or kept here when that write failed.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct End {
+    pub row: i64,
+    pub outcome: ExitOutcome,
+    pub reason: EndReason,
+    pub detail: Option<&'static str>,
     /// When it was reaped (wall-clock ms): what the row says, however late it is written.
-    at: i64,
+    pub at: i64,
+    /// What its cgroup measured (a child spawned into one).
+    pub usage: Option<Usage>,
+}
+
+impl End {
+    /// Makes its row final with its status and usage (all or nothing inside the caller's
+    /// transaction); `late`: saying that it is written after the fact.
+    pub fn write(&self, store: &mut Store, late: bool) -> Result<(), StoreError> {
+        let detail = match (&self.usage, late) {
+            (Some(usage), _) if usage.oom_killed => Some(crate::cgroup::MEMORY_LIMIT),
+            (_, true) => Some(LATE),
+            (_, false) => self.detail,
+        };
+        liveness::finish_reaped(store, self.row, self.outcome, self.reason, detail, self.at)?;
+        if let Some(usage) = &self.usage {
+            store.record_usage(self.row, usage.cpu_usec, usage.memory_peak)?;
+        }
+        Ok(())
+    }
 }
 
 pub struct Unrecorded {
@@ -75,13 +109,8 @@ impl Unrecorded {
     }
 
     /// Keeps an exit status whose write failed, to write it later.
-    pub fn end_failed(&mut self, row: i64, outcome: ExitOutcome, reason: EndReason, at: i64) {
-        self.ends.push(End {
-            row,
-            outcome,
-            reason,
-            at,
-        });
+    pub fn end_failed(&mut self, end: End) {
+        self.ends.push(end);
     }
 
     /// Goes over the table again [`RETRY`] from now: a process below ended abnormally (a worker
@@ -100,14 +129,14 @@ impl Unrecorded {
     pub fn after_turn(&mut self, store: &mut Store, now: Instant, tracked: impl Fn(i64) -> bool) {
         if store.failed_writes() > self.failures_seen {
             self.failures_seen = store.failed_writes();
-            self.due.get_or_insert(now + RETRY);
+            self.due.get_or_insert(now + retry_after(store));
         }
         if self.due.is_none_or(|due| due > now) {
             return;
         }
         let settled = self.settle(store, &tracked);
         self.failures_seen = store.failed_writes();
-        self.due = (!settled).then(|| now + RETRY);
+        self.due = (!settled).then(|| now + retry_after(store));
         if settled && self.failures_seen > 0 {
             log::info!("database writes succeed: every unrecorded end is recorded");
         }
@@ -134,10 +163,16 @@ impl Unrecorded {
         if !self.starts.is_empty() {
             return false;
         }
-        self.ends.retain(|end| {
-            let late = Some(LATE);
-            liveness::finish_reaped(store, end.row, end.outcome, end.reason, late, end.at).is_err()
-        });
+        // (All in one transaction; should that fail, each on its own, so one end that cannot be
+        // written holds up no other.)
+        let ends = &self.ends;
+        if store
+            .all_or_nothing(|store| ends.iter().try_for_each(|end| end.write(store, true)))
+            .is_ok()
+        {
+            self.ends.clear();
+        }
+        self.ends.retain(|end| end.write(store, true).is_err());
         if !self.ends.is_empty() {
             return false;
         }

@@ -141,6 +141,11 @@ pub(super) fn end_unobserved(
     if !recording.covers(kind) || liveness::left_to_reaper(store, pid) {
         return;
     }
+    // (Another teardown covering it — of an abxd process above or below this one — saw it
+    // first: nothing to write, and no wait for the write lock.)
+    if matches!(store.process(row), Ok(Some(r)) if !r.status.is_live()) {
+        return;
+    }
     tree.unwritten.push(Unwritten::End {
         row,
         kind,
@@ -165,6 +170,10 @@ pub(super) fn write_all(store: &mut Store, records: &mut Vec<Unwritten>) {
     }
 }
 
+/// How much later than a new teardown's a SIGKILL time already on a row may be and still stand
+/// (the same deadline computed by two processes differs by milliseconds).
+const ANNOUNCED_SLACK_MS: i64 = 1_000;
+
 /// Records that `signal` went to row `row` now (`kill_at`: when SIGKILL is due), or keeps the
 /// record on the tree to write later: a signal is sent on time whatever the database does.
 pub(super) fn note_signal(
@@ -174,6 +183,11 @@ pub(super) fn note_signal(
     signal: Signal,
     kill_at: Option<i64>,
 ) {
+    let announced = tree.announced.get(&row);
+    let already_said = |at: i64| announced.is_some_and(|&was| was <= at + ANNOUNCED_SLACK_MS);
+    if signal != Signal::KILL && kill_at.is_some_and(already_said) {
+        return;
+    }
     let note = Unwritten::Signal {
         row,
         signal,
@@ -256,16 +270,17 @@ impl Tree {
 }
 
 /// Pins the process of each recorded row of a tree: a pidfd confirmed to be it, with its
-/// deadline. A row whose process is gone ends now (if it is ours to record), or no one would
-/// ever end it; a row whose process runs as another user than it recorded is never signalled and
-/// ends `lost`. Returns what was pinned, and the ends the database refused (to keep).
+/// deadline. A row whose process is gone is to end now (if it is ours to record), or no one
+/// would ever end it; a row whose process runs as another user than it recorded is never
+/// signalled and ends `lost` (before its tree finishes). Returns what was pinned, the ends of
+/// rows whose process is gone (to write now), and those lost (to write with the tree's records).
 pub(super) fn pin_rows(
-    store: &mut Store,
     rows: &[ProcessRow],
     request: &Request,
     deadline_of: impl Fn(Option<i64>) -> Instant,
-) -> (Vec<Pinned>, Vec<Unwritten>) {
+) -> (Vec<Pinned>, Vec<Unwritten>, Vec<Unwritten>) {
     let mut found: Vec<Pinned> = Vec::new();
+    let mut gone = Vec::new();
     let mut unwritten = Vec::new();
     for row in rows {
         let Some(identity) = &row.identity else {
@@ -287,9 +302,7 @@ pub(super) fn pin_rows(
                 recording: request.recording,
                 detail: "exit status unknown: it ended unobserved",
             };
-            if !end.write(store) {
-                unwritten.push(end);
-            }
+            gone.push(end);
             continue;
         };
         if let Some(runs_as) = other_owner(row) {
@@ -320,7 +333,7 @@ pub(super) fn pin_rows(
             deadline_of(row.deadline_clock),
         ));
     }
-    (found, unwritten)
+    (found, gone, unwritten)
 }
 
 /// The real uid row `row`'s process runs as, if that is not the uid the row recorded (rows

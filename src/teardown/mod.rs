@@ -25,25 +25,27 @@
 //!   every process's environment — is made once and shared by every tree, but a tree is only
 //!   finished on a scan made after its last member was seen gone.
 //!
-//! This file holds the map and how a teardown begins and learns that processes went;
+//! This file holds the map and how a teardown learns that processes went; `begin` how it
+//! begins (everything read first, then one transaction, then the signals);
 //! `expire` the deadlines (SIGKILL, survivors) and how a tree finishes; `member` how one process
 //! joins a tree and is signalled, and its records (written once per turn, kept while refused);
 //! `scan` what belongs to a tree (cgroups, procfs descendants, markers — among this process's
 //! children where everything leaving the tree comes here, else one host scan per turn).
 
+mod begin;
 mod expire;
 mod member;
 mod scan;
 
 pub use expire::{Fate, Report};
-use member::{add_member, signal_member, tree_rows, Unwritten};
+use member::Unwritten;
 
 use crate::cgroup::{Cgroup, EventsWatch};
 use crate::identity::Identity;
 use crate::liveness::Recording;
 use crate::proctree::Found;
 use crate::signal::Signal;
-use crate::store::{queue_clock_ms, EndReason, Kind, Store, BUSY_RETRY};
+use crate::store::{EndReason, Kind, Store, BUSY_RETRY};
 use mio::unix::SourceFd;
 use mio::{Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};
@@ -118,6 +120,9 @@ struct Tree {
     /// (written together at its end, [`DeadlineMap::write_records`]) and what the database
     /// refused (tried again): the tree does not finish before they are written.
     unwritten: Vec<Unwritten>,
+    /// Rows whose first signal is already recorded (by another teardown), with when their
+    /// SIGKILL was said to be due.
+    announced: HashMap<i64, i64>,
 }
 
 pub struct DeadlineMap {
@@ -180,123 +185,6 @@ impl DeadlineMap {
                 .any(|m| m.row_id == Some(row_id))
                 .then_some(tree.request.reason)
         })
-    }
-
-    /// Starts tearing down the subtree of `request.root_row` (or adds what is new to a teardown
-    /// of it already under way). What it records is one transaction.
-    ///
-    /// Every signal is recorded before it is sent (whoever reaps a process must see why it
-    /// ended), so the transaction is committed before the signals go out: not to be called
-    /// inside another [`Store::batch`].
-    pub fn begin(&mut self, store: &mut Store, request: Request) {
-        self.begin_all(store, vec![request]);
-    }
-
-    /// [`DeadlineMap::begin`] for many trees at once: one transaction, then the signals.
-    pub fn begin_all(&mut self, store: &mut Store, requests: Vec<Request>) {
-        debug_assert!(
-            !store.in_batch(),
-            "a teardown's signals would precede their records"
-        );
-        let roots: Vec<i64> = requests.iter().map(|r| r.root_row).collect();
-        store.batch(|store| {
-            for request in requests {
-                self.begin_batched(store, request);
-            }
-        });
-        for root in roots {
-            let Some(tree) = self.trees.get_mut(&root) else {
-                continue;
-            };
-            for member in tree.members.values_mut() {
-                if std::mem::take(&mut member.unsignalled) {
-                    signal_member(member, tree.request.signal);
-                }
-            }
-        }
-    }
-
-    fn begin_batched(&mut self, store: &mut Store, request: Request) {
-        let rows = match store.live_subtree(request.root_row) {
-            Ok(rows) => rows,
-            Err(err) => {
-                log::error!(
-                    "teardown of row {}: cannot read its rows: {err}",
-                    request.root_row
-                );
-                Vec::new()
-            }
-        };
-        // (Orphans of a previous incarnation went wherever the kernel put them.)
-        let leavers_come_here = request.recording == Recording::ChildRows
-            && self.subreaper_row.is_some_and(|own| {
-                matches!(store.process(request.root_row), Ok(Some(root))
-                    if root.parent_id == Some(own))
-            });
-        let tree = self.trees.entry(request.root_row).or_insert_with(|| Tree {
-            request,
-            rows: vec![request.root_row],
-            cgroups: BTreeMap::new(),
-            members: BTreeMap::new(),
-            leavers_come_here,
-            unwritten: Vec::new(),
-        });
-        for row in &rows {
-            if !tree.rows.contains(&row.id) {
-                tree.rows.push(row.id);
-            }
-            if let Some(dir) = &row.cgroup {
-                tree.cgroups.insert(row.id, (row.kind, Cgroup::at(dir)));
-            }
-        }
-        let now = Instant::now();
-        // (On the boot clock: a wall-clock step changes no deadline.)
-        let own_deadline = |deadline_clock: Option<i64>| -> Option<Instant> {
-            match (request.own_deadlines, deadline_clock) {
-                (true, Some(at)) => {
-                    let remaining = Duration::from_millis((at - queue_clock_ms()).max(0) as u64);
-                    Some(now + remaining.max(request.grace))
-                }
-                _ => None,
-            }
-        };
-        // What has no deadline of its own (a worker, a descendant) goes last: it may be waiting
-        // on the others.
-        let default_deadline = rows
-            .iter()
-            .filter_map(|r| own_deadline(r.deadline_clock))
-            .max()
-            .unwrap_or(now)
-            .max(now + request.grace);
-        let deadline_of =
-            |deadline_clock: Option<i64>| own_deadline(deadline_clock).unwrap_or(default_deadline);
-        // Recorded processes of the subtree that are still the recorded process, each with a
-        // pidfd confirmed to be it.
-        let (mut found, unwritten) = member::pin_rows(store, &rows, &request, deadline_of);
-        let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();
-        let rows = tree_rows(&self.trees, request.root_row);
-        let discovered = self.enumerate(request.root_row, &known, &rows, None);
-        for (process, pidfd) in discovered {
-            found.push((process, pidfd, None, None, default_deadline));
-        }
-        let tree = self
-            .trees
-            .get_mut(&request.root_row)
-            .expect("inserted above");
-        tree.unwritten.extend(unwritten);
-        let Self {
-            registry,
-            tokens,
-            next_token,
-            ..
-        } = self;
-        for (process, pidfd, row_id, kind, deadline) in found {
-            add_member(
-                store, registry, tokens, next_token, tree, process, pidfd, row_id, kind, deadline,
-                false,
-            );
-        }
-        self.finish_if_empty(store, request.root_row);
     }
 
     /// The earliest moment something is due: a SIGKILL, a survivor check, or another try at

@@ -10,11 +10,29 @@
 //! needs a scan made after some moment (`fresh_after`) gets a new one.
 
 use super::DeadlineMap;
+use crate::cgroup::Cgroup;
 use crate::marker;
 use crate::proctree::{self, Found};
 use rustix::fd::OwnedFd;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
+
+/// The cgroups of `cgroups` that are not below another of them.
+fn outermost<'a>(cgroups: impl Iterator<Item = &'a Cgroup>) -> Vec<&'a Cgroup> {
+    let mut by_path: Vec<&Cgroup> = cgroups.collect();
+    by_path.sort_by(|a, b| a.dir.cmp(&b.dir));
+    let mut kept: Vec<&Cgroup> = Vec::new();
+    for cgroup in by_path {
+        // (Sorted by path, a cgroup's ancestors among them come just before its subtree.)
+        if !kept
+            .last()
+            .is_some_and(|outer| cgroup.dir.starts_with(&outer.dir))
+        {
+            kept.push(cgroup);
+        }
+    }
+    kept
+}
 
 impl DeadlineMap {
     /// From now until [`DeadlineMap::stop_sharing_scans`], one marker scan is shared by every
@@ -58,13 +76,16 @@ impl DeadlineMap {
         rows: &[i64],
         fresh_after: Option<Instant>,
     ) -> Vec<(Found, Option<OwnedFd>)> {
+        let known_set: HashSet<i32> = known.iter().copied().collect();
         let mut found: BTreeMap<i32, Found> = BTreeMap::new();
+        // (The cgroups nest like the tree: reading the outermost ones reads them all.)
         let contained: Vec<i32> = self
             .trees
             .get(&root)
             .into_iter()
-            .flat_map(|tree| tree.cgroups.values())
-            .flat_map(|(_, cgroup)| cgroup.procs())
+            .flat_map(|tree| outermost(tree.cgroups.values().map(|(_, cgroup)| cgroup)))
+            .flat_map(Cgroup::procs)
+            .filter(|pid| !known_set.contains(pid))
             .collect();
         for process in contained.into_iter().filter_map(proctree::read) {
             found.insert(process.identity.pid, process);
@@ -83,7 +104,7 @@ impl DeadlineMap {
             let me = std::process::id() as i32;
             let ours: Vec<i32> = proctree::children_of(me)
                 .into_iter()
-                .filter(|pid| !found.contains_key(pid) && !known.contains(pid))
+                .filter(|pid| !found.contains_key(pid) && !known_set.contains(pid))
                 .collect();
             let left: Vec<Found> = marker::marked_among(&self.instance, &ours, rows)
                 .into_values()
@@ -100,11 +121,36 @@ impl DeadlineMap {
         }
         found
             .into_values()
-            .filter(|p| !known.contains(&p.identity.pid))
+            .filter(|p| !known_set.contains(&p.identity.pid))
             .map(|process| match proctree::pin_found(&process) {
                 Some((pinned, pidfd)) => (pinned, Some(pidfd)),
                 None => (process, None),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_outermost_cgroups_are_read() {
+        let at = |dir: &str| Cgroup::at(std::path::Path::new(dir));
+        let cgroups = [
+            at("/cg/abxd/row-2/row-5"),
+            at("/cg/abxd/row-2"),
+            at("/cg/abxd/row-20"),
+            at("/cg/abxd/row-2/row-5/row-9"),
+            at("/cg/abxd/row-3/row-7"),
+        ];
+        let kept: Vec<&std::path::Path> = outermost(cgroups.iter())
+            .into_iter()
+            .map(|c| c.dir.as_path())
+            .collect();
+        assert_eq!(
+            kept,
+            ["/cg/abxd/row-2", "/cg/abxd/row-20", "/cg/abxd/row-3/row-7"].map(std::path::Path::new)
+        );
     }
 }

@@ -37,7 +37,20 @@ pub fn read(pid: i32) -> Option<Found> {
         })
         .filter(|argv| !argv.is_empty())
         .unwrap_or_else(|| vec![format!("[{}]", stat.comm)]);
-    Some(Found {
+    Some(found(pid, &stat, argv))
+}
+
+/// Reads one live process whose command line is known (its row's), without reading it again:
+/// only what changes (parent, group, state) comes from procfs.
+pub fn read_known(identity: &Identity, argv: Vec<String>) -> Option<Found> {
+    let stat = procstat::read(identity.pid).filter(|stat| !stat.is_zombie())?;
+    let mut process = found(identity.pid, &stat, argv);
+    process.identity = identity.clone();
+    Some(process)
+}
+
+fn found(pid: i32, stat: &procstat::Stat, argv: Vec<String>) -> Found {
+    Found {
         identity: Identity {
             boot_id: identity::boot_id().to_string(),
             pid,
@@ -48,7 +61,7 @@ pub fn read(pid: i32) -> Option<Found> {
         pgid: stat.pgrp,
         argv,
         state: stat.state,
-    })
+    }
 }
 
 /// Reads one live process together with a pidfd that means it (see `identity::pin`), its

@@ -286,11 +286,8 @@ pub(super) fn pin_rows(
         let Some(identity) = &row.identity else {
             continue;
         };
-        let pinned = identity::open_pidfd(identity).and_then(|pidfd| {
-            let mut process = proctree::read(identity.pid)?;
-            process.identity = identity.clone();
-            Some((process, pidfd))
-        });
+        let pinned = identity::open_pidfd(identity)
+            .and_then(|pidfd| Some((proctree::read_known(identity, row.argv.clone())?, pidfd)));
         let Some((process, pidfd)) = pinned else {
             // Already gone, unseen (or its pid is another process's now): end its row now
             // (if it is ours), or no one ever will.

@@ -128,7 +128,7 @@ fn loop_busy_handler(attempt: i32) -> bool {
     if !keep_waiting(waited, now, state.deadline, event_ready) {
         return false;
     }
-    let nap = nap_after(attempt, jitter());
+    let nap = nap_after(attempt, waited, jitter());
     let nap = state
         .deadline
         .map_or(nap, |deadline| nap.min(deadline - now));
@@ -136,21 +136,30 @@ fn loop_busy_handler(attempt: i32) -> bool {
     true
 }
 
-/// How long the busy handler sleeps before its try number `attempt + 1` of one wait (SQLite's
-/// own schedule, capped lower: a loop must look at its events): the first tries come quickly,
-/// for a lock held briefly; later ones back off, so a hundred waiting workers do not spend the
-/// cores polling the lock while its holder waits for one (a daemon's SIGTERM with 100 snapshot
-/// workers spent three quarters of two cores in the busy handlers' naps and lock probes with a
-/// fixed 1 ms nap). `jitter` in `0.0..1.0` spreads the waiters (from ×0.5 to ×1.5), so they do
-/// not try in step.
-fn nap_after(attempt: i32, jitter: f64) -> Duration {
-    const SCHEDULE_MS: [u64; 8] = [1, 2, 5, 10, 15, 20, 25, 25];
+/// How long the busy handler sleeps before its try number `attempt + 1` of a wait that began
+/// `waited` ago: the first tries come quickly, for a lock held briefly; later ones back off, so
+/// a hundred waiting workers do not spend the cores polling the lock while its holder waits for
+/// one (a daemon's SIGTERM with 100 snapshot workers spent three quarters of two cores in the
+/// busy handlers' naps and lock probes with a fixed 1 ms nap). But SQLite's lock is not a
+/// queue — whoever tries first after a commit gets it — so a waiter napping long loses to newer
+/// ones: in the last [`URGENT`] before [`LOOP_WAIT`], when it would give up, it tries every
+/// millisecond again (benchmark 6, 8 workers: no give-up, as with 1 ms naps throughout).
+/// `jitter` in `0.0..1.0` spreads the waiters (from ×0.5 to ×1.5), so they do not try in step.
+fn nap_after(attempt: i32, waited: Duration, jitter: f64) -> Duration {
+    const SCHEDULE_MS: [u64; 7] = [1, 2, 5, 10, 15, 20, 25];
     let index = usize::try_from(attempt)
         .unwrap_or(0)
         .min(SCHEDULE_MS.len() - 1);
-    let base = Duration::from_millis(SCHEDULE_MS[index]);
+    let base = if waited + URGENT >= LOOP_WAIT {
+        Duration::from_millis(1)
+    } else {
+        Duration::from_millis(SCHEDULE_MS[index])
+    };
     base.mul_f64(0.5 + jitter.clamp(0.0, 1.0))
 }
+
+/// How long before giving up a waiter tries every millisecond (see [`nap_after`]).
+const URGENT: Duration = Duration::from_millis(100);
 
 /// A number in `0.0..1.0` that differs between processes and calls (not for secrets).
 fn jitter() -> f64 {
@@ -302,13 +311,26 @@ mod tests {
 
     #[test]
     fn the_busy_handler_tries_quickly_first_then_backs_off_and_spreads_the_waiters() {
-        assert_eq!(nap_after(0, 0.5), Duration::from_millis(1));
-        assert!(nap_after(3, 0.5) > nap_after(1, 0.5));
-        assert_eq!(nap_after(100, 0.5), nap_after(7, 0.5), "capped");
-        assert!(nap_after(100, 0.99) <= Duration::from_millis(38));
-        assert!(nap_after(5, 0.0) < nap_after(5, 0.9), "jittered");
+        let early = Duration::from_millis(10);
+        assert_eq!(nap_after(0, Duration::ZERO, 0.5), Duration::from_millis(1));
+        assert!(nap_after(3, early, 0.5) > nap_after(1, early, 0.5));
+        assert_eq!(
+            nap_after(100, early, 0.5),
+            nap_after(6, early, 0.5),
+            "capped"
+        );
+        assert!(nap_after(100, early, 0.99) <= Duration::from_millis(38));
+        assert!(
+            nap_after(5, early, 0.0) < nap_after(5, early, 0.9),
+            "jittered"
+        );
+        let late = LOOP_WAIT - URGENT;
+        assert!(
+            nap_after(100, late, 0.99) < Duration::from_millis(2),
+            "near giving up, it tries every millisecond"
+        );
         let spread: std::collections::HashSet<u64> = (0..20)
-            .map(|_| nap_after(7, jitter()).as_micros() as u64)
+            .map(|_| nap_after(6, early, jitter()).as_micros() as u64)
             .collect();
         assert!(spread.len() > 1, "the jitter varies");
     }

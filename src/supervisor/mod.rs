@@ -376,9 +376,7 @@ impl Supervisor {
         // Reap first (also without SIGCHLD: signals coalesce), so a child's exit status is
         // recorded before its pidfd says it is gone.
         self.reap(store, &mut out);
-        for token in gone {
-            self.teardown.on_ready(store, token);
-        }
+        self.teardown.on_ready_all(store, &gone);
         let now = Instant::now();
         for row in self.children.take_overdue(now) {
             log::info!("row {row} passed its deadline: stopping it");

@@ -207,28 +207,34 @@ impl DeadlineMap {
             .min()
     }
 
-    /// A pidfd became readable (its process has ended), or a watched cgroup changed.
-    pub fn on_ready(&mut self, store: &mut Store, token: Token) {
-        if token == CGROUP_WATCH {
-            if let Some(watch) = &mut self.cgroup_watch {
-                watch.drain();
-            }
-            let roots: Vec<i64> = self.trees.keys().copied().collect();
-            for root in roots {
-                let all_gone = self.trees[&root]
-                    .members
-                    .values()
-                    .all(|m| m.gone_at.is_some());
-                if all_gone {
-                    self.finish_if_empty(store, root);
+    /// Pidfds became readable (their processes have ended), or a watched cgroup changed: every
+    /// process seen gone this turn is marked so before any tree is checked for being finished,
+    /// so that the trees finishing in one turn share one fresh enumeration (made after the last
+    /// of them went) instead of one each (recovery tearing down a hundred orphan trees made
+    /// dozens of marker scans of the host).
+    pub fn on_ready_all(&mut self, store: &mut Store, tokens: &[Token]) {
+        let mut roots: Vec<i64> = Vec::new();
+        for &token in tokens {
+            if token == CGROUP_WATCH {
+                if let Some(watch) = &mut self.cgroup_watch {
+                    watch.drain();
                 }
+                roots.extend(self.trees.iter().filter_map(|(root, tree)| {
+                    tree.members
+                        .values()
+                        .all(|m| m.gone_at.is_some())
+                        .then_some(*root)
+                }));
+            } else if let Some((root, pid)) = self.tokens.remove(&token) {
+                self.note_gone(store, root, pid, false);
+                roots.push(root);
             }
-            return;
         }
-        let Some((root, pid)) = self.tokens.remove(&token) else {
-            return;
-        };
-        self.mark_gone(store, root, pid, false);
+        roots.sort_unstable();
+        roots.dedup();
+        for root in roots {
+            self.finish_if_empty(store, root);
+        }
     }
 
     /// A process was reaped by its parent (us), which recorded its end: it is gone.
@@ -246,6 +252,12 @@ impl DeadlineMap {
 
     /// Member `pid` of tree `root` is gone; `reaped`: by us, who recorded its end.
     fn mark_gone(&mut self, store: &mut Store, root: i64, pid: i32, reaped: bool) {
+        self.note_gone(store, root, pid, reaped);
+        self.finish_if_empty(store, root);
+    }
+
+    /// [`DeadlineMap::mark_gone`] without looking whether the tree is finished.
+    fn note_gone(&mut self, store: &mut Store, root: i64, pid: i32, reaped: bool) {
         let Some(tree) = self.trees.get_mut(&root) else {
             return;
         };
@@ -265,7 +277,6 @@ impl DeadlineMap {
                 }
             }
         }
-        self.finish_if_empty(store, root);
     }
 
     /// Whether finished teardowns wait to be taken.

@@ -43,8 +43,6 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use unrecorded::Unrecorded;
 
-pub use unrecorded::RETRY as UNRECORDED_RETRY;
-
 /// How long a just-started child may live before the end of its snapshot, crawl or daemon
 /// sends it SIGTERM.
 pub const STARTUP_ALLOWANCE: Duration = Duration::from_millis(250);

@@ -2,7 +2,8 @@
 //! meant to make final stays live although its process is gone, and nothing else would ever
 //! look at it again while this incarnation runs. This module keeps the exit statuses a
 //! supervisor could not record and, once any write of its store has failed, goes over its part
-//! of the process table every [`RETRY`] until every end is written.
+//! of the process table every [`RETRY`] — every 100 ms while the failure was only another
+//! process holding the lock ([`retry_after`]) — until every end is written.
 //!
 //! Invariants: a row is made final here only when its process is proven gone (identity check)
 //! and no live worker between it and this process's own row will record it — each supervisor

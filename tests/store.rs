@@ -158,3 +158,35 @@ fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
     reuser.kill().unwrap();
     reuser.wait().unwrap();
 }
+
+#[test]
+fn rows_found_gone_are_made_lost_each_with_its_own_reason_and_final_rows_stay_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let gone: Vec<i64> = (0..3)
+        .map(|_| store.insert_process(&hook(&["sleep", "300"])).unwrap())
+        .collect();
+    let reused = store.insert_process(&hook(&["sleep", "300"])).unwrap();
+    let already = store.insert_process(&hook(&["true"])).unwrap();
+    store.record_lost(&[(already, "earlier verdict")]).unwrap();
+
+    let mut verdicts: Vec<(i64, &str)> = gone.iter().map(|&id| (id, "process gone")).collect();
+    verdicts.push((reused, "pid 7 now belongs to another process"));
+    verdicts.push((already, "process gone"));
+    store.record_lost(&verdicts).unwrap();
+
+    let row = |id: i64| store.process(id).unwrap().unwrap();
+    for id in gone {
+        assert_eq!(row(id).status.to_string(), "lost");
+        assert_eq!(row(id).end_detail.as_deref(), Some("process gone"));
+    }
+    assert_eq!(
+        row(reused).end_detail.as_deref(),
+        Some("pid 7 now belongs to another process")
+    );
+    assert_eq!(
+        row(already).end_detail.as_deref(),
+        Some("earlier verdict"),
+        "a final row is not ended twice"
+    );
+}

@@ -216,6 +216,23 @@ pub(crate) fn subdirs(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The cgroups of `cgroups` that are not below another of them.
+pub fn outermost<'a>(cgroups: impl Iterator<Item = &'a Cgroup>) -> Vec<&'a Cgroup> {
+    let mut by_path: Vec<&Cgroup> = cgroups.collect();
+    by_path.sort_by(|a, b| a.dir.cmp(&b.dir));
+    let mut kept: Vec<&Cgroup> = Vec::new();
+    for cgroup in by_path {
+        // (Sorted by path, a cgroup's ancestors among them come just before its subtree.)
+        if !kept
+            .last()
+            .is_some_and(|outer| cgroup.dir.starts_with(&outer.dir))
+        {
+            kept.push(cgroup);
+        }
+    }
+    kept
+}
+
 /// The number after `key ` on its own line of a flat-keyed cgroup file.
 fn key_value(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|line| {
@@ -285,6 +302,26 @@ pub fn own_cgroup() -> Result<Cgroup, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_the_outermost_cgroups_are_read() {
+        let at = |dir: &str| Cgroup::at(std::path::Path::new(dir));
+        let cgroups = [
+            at("/cg/abxd/row-2/row-5"),
+            at("/cg/abxd/row-2"),
+            at("/cg/abxd/row-20"),
+            at("/cg/abxd/row-2/row-5/row-9"),
+            at("/cg/abxd/row-3/row-7"),
+        ];
+        let kept: Vec<&std::path::Path> = outermost(cgroups.iter())
+            .into_iter()
+            .map(|c| c.dir.as_path())
+            .collect();
+        assert_eq!(
+            kept,
+            ["/cg/abxd/row-2", "/cg/abxd/row-20", "/cg/abxd/row-3/row-7"].map(std::path::Path::new)
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -17,23 +17,6 @@ use rustix::fd::OwnedFd;
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
-/// The cgroups of `cgroups` that are not below another of them.
-fn outermost<'a>(cgroups: impl Iterator<Item = &'a Cgroup>) -> Vec<&'a Cgroup> {
-    let mut by_path: Vec<&Cgroup> = cgroups.collect();
-    by_path.sort_by(|a, b| a.dir.cmp(&b.dir));
-    let mut kept: Vec<&Cgroup> = Vec::new();
-    for cgroup in by_path {
-        // (Sorted by path, a cgroup's ancestors among them come just before its subtree.)
-        if !kept
-            .last()
-            .is_some_and(|outer| cgroup.dir.starts_with(&outer.dir))
-        {
-            kept.push(cgroup);
-        }
-    }
-    kept
-}
-
 impl DeadlineMap {
     /// From now until [`DeadlineMap::stop_sharing_scans`], one marker scan is shared by every
     /// enumeration (see the invariants): for one turn of the loop.
@@ -83,7 +66,9 @@ impl DeadlineMap {
             .trees
             .get(&root)
             .into_iter()
-            .flat_map(|tree| outermost(tree.cgroups.values().map(|(_, cgroup)| cgroup)))
+            .flat_map(|tree| {
+                crate::cgroup::outermost(tree.cgroups.values().map(|(_, cgroup)| cgroup))
+            })
             .flat_map(Cgroup::procs)
             .filter(|pid| !known_set.contains(pid))
             .collect();
@@ -127,30 +112,5 @@ impl DeadlineMap {
                 None => (process, None),
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_outermost_cgroups_are_read() {
-        let at = |dir: &str| Cgroup::at(std::path::Path::new(dir));
-        let cgroups = [
-            at("/cg/abxd/row-2/row-5"),
-            at("/cg/abxd/row-2"),
-            at("/cg/abxd/row-20"),
-            at("/cg/abxd/row-2/row-5/row-9"),
-            at("/cg/abxd/row-3/row-7"),
-        ];
-        let kept: Vec<&std::path::Path> = outermost(cgroups.iter())
-            .into_iter()
-            .map(|c| c.dir.as_path())
-            .collect();
-        assert_eq!(
-            kept,
-            ["/cg/abxd/row-2", "/cg/abxd/row-20", "/cg/abxd/row-3/row-7"].map(std::path::Path::new)
-        );
     }
 }

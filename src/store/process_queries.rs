@@ -66,6 +66,9 @@ impl Store {
     }
 
     /// Rows matching `filter`, oldest first.
+    ///
+    /// Sorted here, not by SQL: live rows come from the index of live statuses, one run of ids
+    /// per status, and SQLite would copy every row into a sorter to merge those runs.
     pub fn processes(&self, filter: &ProcessFilter) -> Result<Vec<ProcessRow>, StoreError> {
         let live = if filter.live_only {
             format!("status IN {LIVE_STATUSES}")
@@ -73,11 +76,12 @@ impl Store {
             "1".to_string()
         };
         let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) ORDER BY id"
+            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1)"
         ))?;
-        let rows = statement
+        let mut rows = statement
             .query_map([filter.kind], ProcessRow::from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.sort_by_key(|row| row.id);
         Ok(rows)
     }
 

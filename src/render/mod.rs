@@ -11,9 +11,11 @@ use crate::store::{
     now_ms, Crawl, HookResult, Kind, ProcessRow, ResultStatus, Status, Store, StoreError,
     WorkStatus,
 };
-use comfy_table::{presets, ContentArrangement, Table};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use table::Table;
+
+mod table;
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.
 pub const PS_JSON_VERSION: u32 = 1;
@@ -164,13 +166,9 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
         let parent = entry.row.parent_id.filter(|p| ids.contains(p));
         children.entry(parent).or_default().push(entry);
     }
-    let mut table = Table::new();
-    table
-        .load_preset(presets::NOTHING)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header([
-            "ID", "PID", "KIND", "STATUS", "AGE", "LEFT", "SIGNALS", "COMMAND",
-        ]);
+    let mut table = Table::new([
+        "ID", "PID", "KIND", "STATUS", "AGE", "LEFT", "SIGNALS", "COMMAND",
+    ]);
     let mut stack: Vec<(&PsEntry, String, bool, usize)> = children
         .get(&None)
         .map(|roots| {
@@ -222,15 +220,11 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
             }
         }
     }
-    let mut out = String::new();
     if entries.is_empty() {
-        out.push_str("no processes\n");
-        return out;
+        return "no processes\n".into();
     }
-    for line in table.to_string().lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let mut out = String::new();
+    table.render_into(&mut out, "");
     if entries.iter().any(PsEntry::unverified) {
         out.push_str(
             "\n? recorded as live, but procfs shows the process gone or its pid reused:\n  \
@@ -279,23 +273,6 @@ pub fn bytes(n: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-fn plain_table(header: &[&str]) -> Table {
-    let mut table = Table::new();
-    table
-        .load_preset(presets::NOTHING)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.to_vec());
-    table
-}
-
-fn trimmed_lines(table: &Table, indent: &str) -> String {
-    table
-        .to_string()
-        .lines()
-        .map(|l| format!("{indent}{}\n", l.trim_end()))
-        .collect()
-}
-
 /// The first line of `text` (from outside: escaped), cut to `max` characters.
 fn one_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
@@ -313,7 +290,7 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
     if crawls.is_empty() {
         return Ok("no crawls\n".into());
     }
-    let mut table = plain_table(&[
+    let mut table = Table::new([
         "ID",
         "STATUS",
         "DEPTH",
@@ -347,15 +324,15 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
             printable::line(&crawl.urls.join(" ")).into_owned(),
         ]);
     }
-    Ok(trimmed_lines(&table, ""))
+    Ok(table.to_string())
 }
 
 /// The CPU time and peak memory each result's last hook process used, by result (under cgroup
 /// containment).
 type CpuByResult = HashMap<i64, (Option<i64>, Option<i64>)>;
 
-fn results_table(results: &[&HookResult], cpu: &CpuByResult) -> Table {
-    let mut table = plain_table(&[
+fn results_table(results: &[&HookResult], cpu: &CpuByResult) -> Table<8> {
+    let mut table = Table::new([
         "HOOK", "STATUS", "TIME", "CPU", "MEM", "SIZE", "FILES", "OUTPUT",
     ]);
     for result in results {
@@ -416,7 +393,7 @@ pub fn crawl_report(
         results.iter().filter(|r| r.snapshot_id.is_none()).collect();
     if !crawl_hooks.is_empty() {
         out.push_str("\n  crawl hooks\n");
-        out.push_str(&trimmed_lines(&results_table(&crawl_hooks, &cpu), "    "));
+        results_table(&crawl_hooks, &cpu).render_into(&mut out, "    ");
     }
     for snapshot in &snapshots {
         out.push_str(&format!(
@@ -440,7 +417,7 @@ pub fn crawl_report(
         if mine.is_empty() {
             out.push_str("    no results yet\n");
         } else {
-            out.push_str(&trimmed_lines(&results_table(&mine, &cpu), "    "));
+            results_table(&mine, &cpu).render_into(&mut out, "    ");
         }
     }
     for row in &unkillable {

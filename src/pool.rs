@@ -48,6 +48,9 @@ pub struct WorkerPool {
     queue: Queue,
     /// For snapshot workers: the crawl whose snapshots they work on.
     crawl: Option<i64>,
+    /// For crawl workers under `abxd run`: the one crawl they may claim (other queued crawls of
+    /// the data dir are left to the daemon).
+    only: Option<i64>,
     /// The process row of the pool's owner, the workers' parent.
     parent_row: i64,
     /// Workers by process row → the work each owns.
@@ -73,10 +76,25 @@ impl WorkerPool {
         WorkerPool {
             queue,
             crawl,
+            only: None,
             parent_row,
             workers: HashMap::new(),
             awaiting_teardown: HashMap::new(),
             unstarted: Vec::new(),
+        }
+    }
+
+    /// Claims only crawl `id` from now on (a crawl pool: `abxd run`).
+    pub fn claim_only(&mut self, id: i64) {
+        debug_assert_eq!(self.queue, Queue::Crawls);
+        self.only = Some(id);
+    }
+
+    /// What claims are restricted to: see [`Store::claim`].
+    fn claim_scope(&self) -> Option<i64> {
+        match self.queue {
+            Queue::Crawls => self.only,
+            Queue::Snapshots => self.crawl,
         }
     }
 
@@ -121,7 +139,7 @@ impl WorkerPool {
         while self.workers.len() < self.limit(config) {
             let work = match self.claimed_unstarted(store)? {
                 Some(work) => work,
-                None => match store.claim(self.queue, self.crawl, config.timeouts.lease)? {
+                None => match store.claim(self.queue, self.claim_scope(), config.timeouts.lease)? {
                     Some(work) => work,
                     None => return Ok(()),
                 },
@@ -180,7 +198,10 @@ impl WorkerPool {
         if self.workers.len() >= self.limit(config) {
             return None;
         }
-        let at = store.next_retry_at(self.queue, self.crawl).ok().flatten()?;
+        let at = store
+            .next_retry_at(self.queue, self.claim_scope())
+            .ok()
+            .flatten()?;
         Some(Instant::now() + Duration::from_millis((at - queue_clock_ms()).max(0) as u64))
     }
 

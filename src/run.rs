@@ -8,8 +8,10 @@
 use crate::cli::CrawlArgs;
 use crate::config::Config;
 use crate::daemon::{Daemon, DaemonError};
+use crate::exit;
 use crate::render::{self, Progress};
-use crate::store::StoreError;
+use crate::signal::Signal;
+use crate::store::{Store, StoreError, WorkStatus};
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,7 +63,7 @@ fn urls_for(args: &[String]) -> Result<Vec<String>, RunError> {
             path: root.display().to_string(),
             cause,
         })?;
-        println!("serving {} on http://{addr}/", root.display());
+        say(format_args!("serving {} on http://{addr}/", root.display()));
         urls.push(format!("http://{addr}/{page}"));
     }
     Ok(urls)
@@ -73,26 +75,57 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     let mut daemon = Daemon::start(config)?;
     let data_dir = daemon.config().data_dir.clone();
     let database = daemon.config().database.clone();
-    let crawl_id = daemon.add_crawl(&urls, crawl.depth, crawl.plugins.as_deref())?;
-    println!(
+    let crawl_id = daemon.add_own_crawl(&urls, crawl.depth, crawl.plugins.as_deref())?;
+    say(format_args!(
         "crawl {crawl_id}: {}",
         crate::printable::line(&urls.join(" "))
-    );
+    ));
     let mut progress = Progress::default();
-    let mut sealed = false;
-    daemon.run_until(Some(PROGRESS_INTERVAL), |store| {
+    let shutdown = daemon.run_until(Some(PROGRESS_INTERVAL), |store| {
         match progress.update(store, crawl_id) {
-            Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
+            Ok(lines) => lines.iter().for_each(say),
             Err(err) => log::error!("progress: {err}"),
         }
-        sealed = matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == crate::store::WorkStatus::Sealed);
-        sealed
+        matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == WorkStatus::Sealed)
     })?;
-    let store = crate::store::Store::open_read_only(&database)?;
-    println!();
-    print!(
-        "{}",
-        render::crawl_report(&store, &data_dir, crawl_id)?.unwrap_or_default()
-    );
-    Ok(if sealed { 0 } else { 1 })
+    let sealed = Store::open_read_only(&database)?
+        .crawl(crawl_id)?
+        .filter(|c| c.status == WorkStatus::Sealed);
+    let code = match (sealed, shutdown.signal) {
+        (Some(crawl), _) => exit::of_crawl(
+            &crawl,
+            &Store::open_read_only(&database)?.results(crawl_id)?,
+        ),
+        // Ctrl-C stops the one job this command is: its crawl goes with it.
+        (None, Some(Signal::INT)) => {
+            Store::open(&database)?.cancel_crawl(crawl_id)?;
+            say(format_args!("\ninterrupted: crawl {crawl_id} cancelled"));
+            exit::INTERRUPTED
+        }
+        (None, signal) => {
+            say(format_args!(
+                "\nstopped{}: crawl {crawl_id} left unfinished; abxd resumes it when it starts \
+                 (abxctl cancel {crawl_id} drops it)",
+                signal.map(|s| format!(" by {s}")).unwrap_or_default()
+            ));
+            if signal == Some(Signal::TERM) {
+                exit::TERMINATED
+            } else {
+                exit::FAILURE
+            }
+        }
+    };
+    let store = Store::open_read_only(&database)?;
+    say("");
+    say(render::crawl_report(&store, &data_dir, crawl_id)?
+        .unwrap_or_default()
+        .trim_end());
+    Ok(code)
+}
+
+/// Prints a line of progress; a closed standard output (`abxd run … | head`) is not a reason
+/// to stop supervising: what cannot be printed is dropped.
+fn say(line: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }

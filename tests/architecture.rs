@@ -38,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["worker", "control"],
     &["daemon"],
     // What users touch: the command lines and what they print.
-    &["render", "cli", "ctl", "run", "install"],
+    &["exit", "render", "cli", "ctl", "run", "install"],
 ];
 
 fn src() -> PathBuf {

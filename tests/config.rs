@@ -71,7 +71,11 @@ fn bad_configs_are_refused_naming_file_key_and_problem_and_nothing_starts() {
         for args in [&["check-config"][..], &[][..]] {
             let output = abxd(&path, args);
             let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(output.status.code(), Some(1), "{text:?}: {stderr}");
+            assert_eq!(
+                output.status.code(),
+                Some(abxd::exit::USAGE),
+                "{text:?}: {stderr}"
+            );
             assert!(
                 stderr.contains(path.to_str().unwrap()),
                 "{text:?}: {stderr}"
@@ -93,7 +97,7 @@ fn bad_configs_are_refused_naming_file_key_and_problem_and_nothing_starts() {
 fn a_missing_config_file_is_named() {
     let output = abxd(std::path::Path::new("/nonexistent/supervisor.toml"), &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
     assert!(stderr.contains("/nonexistent/supervisor.toml"), "{stderr}");
 }
 

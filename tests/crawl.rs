@@ -332,13 +332,16 @@ fn a_crawl_added_while_the_daemon_is_down_runs_when_it_starts() {
 #[test]
 fn add_wait_follows_the_crawl_and_prints_its_results() {
     let daemon = fixture_daemon("");
-    let output = daemon.ctl_ok(&[
+    let output = daemon.ctl(&[
         "add",
         "http://127.0.0.1:9/",
         "--plugins",
         "ok,failer",
         "--wait",
     ]);
+    // A hook failed: the crawl is sealed, and the status says so.
+    assert_eq!(output.status.code(), Some(abxd::exit::HOOKS_FAILED));
+    let output = String::from_utf8_lossy(&output.stdout);
     assert!(output.contains("sealed (finished)"), "{output}");
     assert!(output.contains("on_Snapshot__10_ok.sh"), "{output}");
     assert!(output.contains("on_Snapshot__30_failer.sh"), "{output}");
@@ -368,7 +371,7 @@ fn logs_prints_a_hooks_output() {
 fn bad_urls_are_refused_before_anything_is_queued() {
     let daemon = fixture_daemon("");
     let output = daemon.ctl(&["add", "not a url"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is not an http://"));
     assert!(daemon.store().crawls().unwrap().is_empty());
     wait_until("nothing to change", WAIT, || Some(()));

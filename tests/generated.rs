@@ -19,7 +19,21 @@ fn man_page(command: &clap::Command, section: &str) -> Vec<u8> {
         .source(format!("abxd {}", env!("CARGO_PKG_VERSION")))
         .render(&mut out)
         .unwrap();
-    out
+    // EXIT STATUS goes where man-pages(7) puts it: after the options, before VERSION.
+    let page = String::from_utf8(out).unwrap();
+    let at = page.find(".SH VERSION").unwrap_or(page.len());
+    let (head, tail) = page.split_at(at);
+    format!("{head}{}{tail}", exit_status_section()).into_bytes()
+}
+
+/// The EXIT STATUS section, from the one table both binaries exit by (`abxd::exit`).
+fn exit_status_section() -> String {
+    let roff = |text: &str| text.replace('\\', "\\e").replace('-', "\\-");
+    let mut section = String::from(".SH \"EXIT STATUS\"\n");
+    for (code, meaning) in abxd::exit::EXIT_STATUS_DOC {
+        section.push_str(&format!(".TP\n\\fB{code}\\fR\n{}\n", roff(meaning)));
+    }
+    section
 }
 
 /// Every generated file: its path and its content.

@@ -28,15 +28,15 @@ fn exchange(daemon: &TestDaemon, bytes: &[u8]) -> String {
     line
 }
 
-/// Runs abxd with `args`, expects it to refuse (exit 1), and returns what it said.
-fn refused_start(daemon: &TestDaemon, args: &[&str]) -> String {
+/// Runs abxd with `args`, expects it to refuse with exit status `code`, and returns what it said.
+fn refused_start(daemon: &TestDaemon, args: &[&str], code: i32) -> String {
     let output = daemon
         .abxd_command(args)
         .stderr(std::process::Stdio::piped())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), Some(code), "{stderr}");
     stderr
 }
 
@@ -144,7 +144,7 @@ fn a_member_of_the_configured_group_may_act() {
 #[test]
 fn an_unknown_group_is_refused_at_start_naming_the_key() {
     let mut daemon = TestDaemon::prepare("group = \"no-such-group-here\"\n");
-    let stderr = refused_start(&daemon, &["check-config"]);
+    let stderr = refused_start(&daemon, &["check-config"], abxd::exit::USAGE);
     assert!(
         stderr.contains("key `control.group`: no group named \"no-such-group-here\""),
         "{stderr}"
@@ -248,7 +248,7 @@ fn hundreds_of_simultaneous_connections_are_served_or_refused_and_the_daemon_car
 fn a_plugins_dir_that_does_not_exist_is_refused_at_start_and_on_reload() {
     let missing = "/nonexistent/abxd-plugins";
     let mut daemon = TestDaemon::prepare(&format!("[paths]\nplugins_dirs = [{missing:?}]\n"));
-    let stderr = refused_start(&daemon, &[]);
+    let stderr = refused_start(&daemon, &[], abxd::exit::USAGE);
     assert!(
         stderr.contains(&format!(
             "key `paths.plugins_dirs`: {missing} is not a directory"
@@ -288,7 +288,7 @@ fn an_unwritable_data_dir_is_refused_at_start_naming_key_and_value() {
         ),
     )
     .unwrap();
-    let stderr = refused_start(&daemon, &[]);
+    let stderr = refused_start(&daemon, &[], abxd::exit::USAGE);
     assert!(stderr.contains("key `paths.data_dir`"), "{stderr}");
     assert!(
         stderr.contains(&format!(
@@ -435,7 +435,7 @@ fn a_corrupt_database_is_refused_at_start_and_never_overwritten() {
     std::fs::create_dir_all(daemon.data_dir()).unwrap();
     let garbage: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(daemon.database(), &garbage).unwrap();
-    let stderr = refused_start(&daemon, &[]);
+    let stderr = refused_start(&daemon, &[], abxd::exit::FAILURE);
     assert!(
         stderr.contains(&format!(
             "cannot open database {}: file is not a database",

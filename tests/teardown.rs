@@ -296,7 +296,7 @@ fn abxctl_kill_refuses_what_is_not_a_live_process_of_the_table() {
             .spawn()
             .unwrap();
         let output = daemon.ctl(&["kill", "--pid", &stranger.id().to_string()]);
-        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
             stderr.contains("is not a live process of abxd's table"),
@@ -315,7 +315,7 @@ fn abxctl_kill_refuses_what_is_not_a_live_process_of_the_table() {
         ] {
             let output = daemon.ctl(&args);
             let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(output.status.code(), Some(1), "{args:?}");
+            assert_eq!(output.status.code(), Some(abxd::exit::USAGE), "{args:?}");
             assert!(stderr.contains(expected), "{args:?}: {stderr}");
         }
         let output = daemon.ctl(&["kill", "2", "--signal", "NOPE"]);

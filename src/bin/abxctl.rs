@@ -1,6 +1,6 @@
 use abxd::cli::AbxctlCli;
 use abxd::config::Config;
-use anyhow::Result;
+use abxd::exit;
 use clap::Parser;
 
 fn main() {
@@ -15,14 +15,17 @@ fn main() {
         );
     }
     let cli = AbxctlCli::parse();
-    let code = run(cli).unwrap_or_else(|err| {
-        eprintln!("abxctl: {err:#}");
-        1
+    let config = match Config::load(&cli.config.path()) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("abxctl: {:#}", anyhow::Error::new(err));
+            std::process::exit(exit::USAGE);
+        }
+    };
+    let code = abxd::ctl::run(&config, cli.command).unwrap_or_else(|err| {
+        let code = err.exit_code();
+        eprintln!("abxctl: {:#}", anyhow::Error::new(err));
+        code
     });
     std::process::exit(code);
-}
-
-fn run(cli: AbxctlCli) -> Result<i32> {
-    let config = Config::load(&cli.config.path())?;
-    Ok(abxd::ctl::run(&config, cli.command)?)
 }

@@ -1,6 +1,8 @@
 use abxd::cli::{AbxdCli, AbxdCommand, WorkerCommand};
-use abxd::config::Config;
-use abxd::daemon::Daemon;
+use abxd::config::{Config, ConfigError};
+use abxd::daemon::{Daemon, DaemonError};
+use abxd::exit;
+use abxd::run::RunError;
 use anyhow::Result;
 use clap::Parser;
 
@@ -9,7 +11,7 @@ fn main() {
     let cli = AbxdCli::parse();
     let code = run(cli).unwrap_or_else(|err| {
         eprintln!("abxd: {err:#}");
-        1
+        exit_code_of(&err)
     });
     std::process::exit(code);
 }
@@ -21,6 +23,7 @@ fn run(cli: AbxdCli) -> Result<i32> {
     };
     match cli.command.unwrap_or(AbxdCommand::Serve) {
         AbxdCommand::CheckConfig => {
+            print_like_a_filter();
             abxd::plugins::check_settings(&config)?;
             println!("{}: ok", config.source.display());
             println!("{config:#?}");
@@ -39,10 +42,11 @@ fn run(cli: AbxdCli) -> Result<i32> {
             abxd::logging::init(config.log.level.min(log::LevelFilter::Warn));
             Ok(abxd::install::run(config, plugins.as_deref())?)
         }
-        AbxdCommand::Recover { dry_run: false } => {
-            anyhow::bail!("recovery runs each time abxd starts; `abxd recover --dry-run` shows what it would do")
-        }
+        AbxdCommand::Recover { dry_run: false } => Err(UsageError(
+            "recovery runs each time abxd starts; `abxd recover --dry-run` shows what it would do",
+        ))?,
         AbxdCommand::Recover { dry_run: true } => {
+            print_like_a_filter();
             let plan = abxd::recovery::dry_run(&config)?;
             if plan.is_empty() {
                 println!("nothing to recover");
@@ -59,5 +63,42 @@ fn run(cli: AbxdCli) -> Result<i32> {
                 WorkerCommand::Snapshot { id } => abxd::worker::run_snapshot_worker(config, id)?,
             })
         }
+    }
+}
+
+/// A wrong config file or command line is the user's to fix (2); anything else is abxd's (1).
+fn exit_code_of(err: &anyhow::Error) -> i32 {
+    let usage = err.downcast_ref::<ConfigError>().is_some()
+        || matches!(
+            err.downcast_ref::<DaemonError>(),
+            Some(DaemonError::Config(_))
+        )
+        || matches!(
+            err.downcast_ref::<RunError>(),
+            Some(RunError::BadInput(_) | RunError::Daemon(DaemonError::Config(_)))
+        )
+        || err.downcast_ref::<UsageError>().is_some();
+    if usage {
+        exit::USAGE
+    } else {
+        exit::FAILURE
+    }
+}
+
+/// A command line that asks for something that makes no sense.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(&'static str);
+
+/// For the commands that only print (`check-config`, `recover --dry-run`): a closed pipe ends
+/// them quietly, as it ends any Unix filter. (Not for the daemon and `abxd run`: SIGPIPE stays
+/// ignored there, and a supervisor never dies of its output.)
+fn print_like_a_filter() {
+    // SAFETY: abxd is single-threaded until the daemon starts, which these commands never do.
+    unsafe {
+        let _ = nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGPIPE,
+            nix::sys::signal::SigHandler::SigDfl,
+        );
     }
 }

@@ -6,8 +6,11 @@ use crate::cli::CrawlArgs;
 use crate::config::Config;
 use crate::control::client::ClientError;
 use crate::control::protocol::{Request, Response};
+use crate::exit;
 use crate::render;
 use crate::store::{Store, WorkStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: bool) -> Result<i32> {
     for url in urls {
@@ -52,26 +55,35 @@ fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result
     Ok(store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?)
 }
 
-/// Prints a crawl's progress until it is sealed, then its report.
+/// Prints a crawl's progress until it is sealed, then its report; exits as [`exit::of_crawl`]
+/// says, or with [`exit::INTERRUPTED`] at Ctrl-C (the crawl goes on: only the following stops).
 fn follow_crawl(config: &Config, id: i64) -> Result<i32> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
+        .map_err(|err| CtlError::Unexpected(format!("cannot catch SIGINT: {err}")))?;
     let mut progress = render::Progress::default();
     loop {
         let store = Store::open_read_only(&config.database)?;
         for line in progress.update(&store, id)? {
             println!("{line}");
         }
-        if store
-            .crawl(id)?
-            .is_some_and(|c| c.status == WorkStatus::Sealed)
-        {
+        let crawl = store.crawl(id)?;
+        if let Some(crawl) = crawl.filter(|c| c.status == WorkStatus::Sealed) {
             println!();
             print!(
                 "{}",
                 render::crawl_report(&store, &config.data_dir, id)?.unwrap_or_default()
             );
-            return Ok(0);
+            return Ok(exit::of_crawl(&crawl, &store.results(id)?));
         }
         drop(store);
+        if interrupted.load(Ordering::Relaxed) {
+            eprintln!(
+                "abxctl: interrupted: no longer following crawl {id}, which goes on \
+                 (abxctl cancel {id} stops it)"
+            );
+            return Ok(exit::INTERRUPTED);
+        }
         std::thread::sleep(FOLLOW_INTERVAL);
     }
 }

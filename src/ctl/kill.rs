@@ -1,10 +1,13 @@
 //! `abxctl kill` and `abxctl cancel`: a teardown through the daemon, and what it did to each
 //! process.
 
-use super::{ask, unexpected, Result};
+use super::{ask, unexpected, CtlError, Result};
 use crate::config::Config;
-use crate::control::protocol::{Fate, Request, Response, TeardownReport};
+use crate::control::client::ClientError;
+use crate::control::protocol::{ErrorCode, Fate, Request, Response, TeardownReport};
+use crate::exit;
 use crate::signal::Signal;
+use crate::store::Store;
 use std::time::Duration;
 
 pub(super) fn run(
@@ -32,14 +35,39 @@ pub(super) fn run(
     }
 }
 
+/// Cancels a crawl through the daemon; with the daemon down, in the database (its leftover
+/// processes, if a crashed daemon left any, go at the daemon's next start: recovery tears down
+/// whatever a sealed crawl still owns).
 pub(super) fn cancel(config: &Config, crawl_id: i64) -> Result<i32> {
-    match ask(config, &Request::Cancel { crawl_id })? {
+    let answer = match ask(config, &Request::Cancel { crawl_id }) {
+        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
+            return cancel_while_down(config, crawl_id);
+        }
+        answer => answer?,
+    };
+    match answer {
         Response::TornDown(report) => {
             println!("crawl {crawl_id} cancelled");
             Ok(print_report(&report))
         }
         other => Err(unexpected(other)),
     }
+}
+
+fn cancel_while_down(config: &Config, crawl_id: i64) -> Result<i32> {
+    let mut store = Store::open_existing(&config.database)?;
+    let refused = |code, message| Err(CtlError::Refused { code, message });
+    match store.crawl(crawl_id)? {
+        None => return refused(ErrorCode::NotFound, format!("no crawl {crawl_id}")),
+        Some(crawl) => {
+            if let Some(why) = crawl.refuses_cancel() {
+                return refused(ErrorCode::NotAllowed, why);
+            }
+        }
+    }
+    store.cancel_crawl(crawl_id)?;
+    println!("crawl {crawl_id} cancelled (abxd is not running: written to the database)");
+    Ok(exit::OK)
 }
 
 /// Prints what a teardown did to each process; the exit code says whether it was complete.

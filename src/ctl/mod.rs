@@ -1,9 +1,10 @@
 //! abxctl's verbs, one file each, mirroring the daemon's request handlers: each turns a parsed
 //! command line into requests or store reads, and output.
 //!
-//! Invariant: abxctl changes running work only by asking the daemon; the one thing it writes to
-//! the database itself is a new queued crawl (`add`), so work can be queued while the daemon is
-//! down.
+//! Invariant: abxctl changes running work only by asking the daemon; it writes the database
+//! itself only while the daemon is down (nothing runs then), for what an operator must be able
+//! to do at any time: queue a crawl (`add`), cancel one (`cancel`). Every outcome leaves through
+//! [`crate::exit`].
 
 mod add;
 mod kill;
@@ -20,6 +21,7 @@ use crate::cli::AbxctlCommand;
 use crate::config::Config;
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::{ErrorCode, Request, Response};
+use crate::exit;
 use crate::store::StoreError;
 use std::time::Duration;
 
@@ -39,8 +41,23 @@ pub enum CtlError {
 
 type Result<T> = std::result::Result<T, CtlError>;
 
-/// What `abxctl status` exits with when no daemon listens (as `systemctl status` does).
-pub const EXIT_NOT_RUNNING: i32 = 3;
+impl CtlError {
+    /// What abxctl exits with for this error (see [`crate::exit`]).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CtlError::Client(ClientError::NotRunning { .. }) => exit::NOT_RUNNING,
+            CtlError::BadInput(_) => exit::USAGE,
+            CtlError::Refused {
+                code: ErrorCode::NotFound | ErrorCode::NotAllowed,
+                ..
+            } => exit::USAGE,
+            CtlError::Client(_)
+            | CtlError::Store(_)
+            | CtlError::Refused { .. }
+            | CtlError::Unexpected(_) => exit::FAILURE,
+        }
+    }
+}
 
 /// How often a following command (`add --wait`, `logs -f`) looks again.
 const FOLLOW_INTERVAL: Duration = Duration::from_millis(200);

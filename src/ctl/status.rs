@@ -1,6 +1,6 @@
 //! `abxctl status`: is the daemon up (exit 3 when nothing listens), its pid, uptime, live rows.
 
-use super::{client, unexpected, Result, EXIT_NOT_RUNNING};
+use super::{client, unexpected, Result};
 use crate::config::Config;
 use crate::control::client::ClientError;
 use crate::control::protocol::{Request, Response};
@@ -10,7 +10,7 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
     match client(config).request(&Request::Status) {
         Err(err @ ClientError::NotRunning { .. }) => {
             println!("{err}");
-            Ok(EXIT_NOT_RUNNING)
+            Ok(crate::exit::NOT_RUNNING)
         }
         Err(err) => Err(err.into()),
         Ok(Response::Status(info)) if json => {

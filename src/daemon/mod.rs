@@ -88,6 +88,17 @@ struct State {
     database_lost: Option<database::Lost>,
     /// What the daemon exits with after a clean shutdown.
     exit_code: i32,
+    /// The signal that asked for the shutdown, if one did.
+    stopped_by: Option<Signal>,
+}
+
+/// How a run of the daemon ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shutdown {
+    /// What `abxd` exits with.
+    pub exit_code: i32,
+    /// The signal (SIGTERM, SIGINT) that asked for it, if one did.
+    pub signal: Option<Signal>,
 }
 
 /// The most the start-up waits for a previous incarnation's cgroups to empty once killed.
@@ -106,20 +117,22 @@ impl Daemon {
         &self.state.config
     }
 
-    /// Enqueues a crawl from inside the daemon's process (`abxd run`).
-    pub fn add_crawl(
+    /// Enqueues a crawl from inside the daemon's process and claims no other (`abxd run`).
+    pub fn add_own_crawl(
         &mut self,
         urls: &[String],
         depth: u32,
         plugins: Option<&[String]>,
     ) -> Result<i64, StoreError> {
         self.state.wake = true;
-        self.state.store.add_crawl(urls, depth, plugins)
+        let id = self.state.store.add_crawl(urls, depth, plugins)?;
+        self.state.crawls.claim_only(id);
+        Ok(id)
     }
 
     /// Runs until a clean shutdown has torn every child down. Returns the exit code.
     pub fn run(self) -> Result<i32, DaemonError> {
-        self.run_until(None, |_| false)
+        Ok(self.run_until(None, |_| false)?.exit_code)
     }
 
     /// Runs until shutdown, or until `done` says so (then shuts down); `tick` wakes the loop
@@ -128,7 +141,7 @@ impl Daemon {
         mut self,
         tick: Option<Duration>,
         mut done: impl FnMut(&Store) -> bool,
-    ) -> Result<i32, DaemonError> {
+    ) -> Result<Shutdown, DaemonError> {
         loop {
             self.state.check_database();
             if !self.state.stopping && self.state.orphans.is_empty() {
@@ -173,7 +186,10 @@ impl Daemon {
         }
         self.state.containment.leave();
         log::info!("abxd stopped");
-        Ok(self.state.exit_code)
+        Ok(Shutdown {
+            exit_code: self.state.exit_code,
+            signal: self.state.stopped_by,
+        })
     }
 
     fn on_event(&mut self, event: Event) {
@@ -191,7 +207,10 @@ impl Daemon {
                 }
             }
             Event::TornDown(report) => self.torn_down(report),
-            Event::Signal(Signal::TERM | Signal::INT) => self.stop(),
+            Event::Signal(signal @ (Signal::TERM | Signal::INT)) => {
+                self.state.stopped_by.get_or_insert(signal);
+                self.stop()
+            }
             Event::Signal(Signal::HUP) => self.reload(),
             Event::Signal(_) | Event::LeaseLost => {}
             Event::Ready(token) => self.on_control(token),

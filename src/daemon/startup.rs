@@ -112,6 +112,7 @@ impl Daemon {
             claims_off: false,
             database_lost: None,
             exit_code: 0,
+            stopped_by: None,
         };
         if state.orphans.is_empty() {
             state.recover(None, false);

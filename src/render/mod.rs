@@ -314,11 +314,15 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
             crawl.max_depth.to_string(),
             format!("{sealed}/{}", snapshots.len()),
             format!(
-                "{} ok, {} noresults, {} failed, {} skipped",
+                "{} ok, {} noresults, {} failed, {} skipped{}",
                 count(ResultStatus::Succeeded),
                 count(ResultStatus::NoResults),
                 count(ResultStatus::Failed),
-                count(ResultStatus::Skipped)
+                count(ResultStatus::Skipped),
+                match count(ResultStatus::Cancelled) {
+                    0 => String::new(),
+                    n => format!(", {n} cancelled"),
+                }
             ),
             short_duration(now - crawl.created_at),
             printable::line(&crawl.urls.join(" ")).into_owned(),

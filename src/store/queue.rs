@@ -11,8 +11,9 @@ use rusqlite::{params, OptionalExtension};
 use std::time::Duration;
 
 impl Store {
-    /// Claims the next due, queued row of `queue` (within `crawl_id` for snapshots) for
-    /// `lease`: one compare-and-set on `retry_at`. Returns the claimed row's id.
+    /// Claims the next due, queued row of `queue` within `crawl_id` (for crawls: that crawl
+    /// only, if given; for snapshots: that crawl's) for `lease`: one compare-and-set on
+    /// `retry_at`. Returns the claimed row's id.
     pub fn claim(
         &mut self,
         queue: Queue,
@@ -21,7 +22,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
         let scope = match queue {
-            Queue::Crawls => "",
+            Queue::Crawls => "AND (?3 IS NULL OR id = ?3)",
             Queue::Snapshots => "AND crawl_id = ?3",
         };
         let (now, wall) = (queue_clock_ms(), now_ms());
@@ -146,10 +147,16 @@ impl Store {
         })
     }
 
-    /// Seals a crawl as cancelled, with every snapshot it has not finished.
+    /// Seals a crawl as cancelled, with every snapshot it has not finished; its open results
+    /// (queued, started) become `cancelled`.
     pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE results SET status = 'cancelled', ended_at = ?2 \
+                 WHERE crawl_id = ?1 AND status IN ('queued', 'started')",
+            )?
+            .execute(params![id, now])?;
             tx.prepare_cached(
                 "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
                  WHERE crawl_id = ?1 AND status != 'sealed'",
@@ -175,8 +182,8 @@ impl Store {
             .query_row([], |r| r.get(0))?)
     }
 
-    /// When the next queued row of `queue` becomes due (of snapshots, those of `crawl_id` if
-    /// given), if one is waiting.
+    /// When the next queued row of `queue` becomes due (within `crawl_id` if given, as for
+    /// [`Store::claim`]), if one is waiting.
     pub fn next_retry_at(
         &self,
         queue: Queue,
@@ -184,7 +191,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
         let scope = match queue {
-            Queue::Crawls => "?1 IS NULL OR ?1 IS NOT NULL",
+            Queue::Crawls => "?1 IS NULL OR id = ?1",
             Queue::Snapshots => "?1 IS NULL OR crawl_id = ?1",
         };
         Ok(self

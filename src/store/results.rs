@@ -1,6 +1,7 @@
 //! Results: one row per hook and snapshot (or crawl), recorded before the hook first runs.
 //!
-//! Invariant: a result that succeeded is never reset nor overwritten.
+//! Invariants: a result that succeeded is never reset nor overwritten; a cancelled one is
+//! overwritten only by the success of a hook that finished all the same.
 
 use super::work::{HookResult, ResultStatus};
 use super::{now_ms, Store, StoreError};
@@ -50,7 +51,8 @@ impl Store {
         self.write(|tx| {
             tx.prepare_cached(
                 "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
-                 started_at = ?3, ended_at = NULL WHERE id = ?1 AND status != 'succeeded'",
+                 started_at = ?3, ended_at = NULL \
+                 WHERE id = ?1 AND status NOT IN ('succeeded', 'cancelled')",
             )?
             .execute(params![id, process_id, now])?;
             Ok(())
@@ -80,7 +82,8 @@ impl Store {
         self.write(|tx| {
             tx.prepare_cached(
                 "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
-                 output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded'",
+                 output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded' \
+                 AND (status != 'cancelled' OR ?2 = 'succeeded')",
             )?
             .execute(params![id, status, output, files, output_size as i64, now])?;
             Ok(())

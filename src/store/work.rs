@@ -117,7 +117,8 @@ text_enum!(
 );
 
 text_enum!(
-    /// Where the result of one hook is; the last four are final, as §4 of the spec derives them.
+    /// Where the result of one hook is; the last five are final — four as §4 of the spec
+    /// derives them from a hook's run, and `cancelled`: open when its crawl was cancelled.
     ResultStatus {
         Queued => "queued",
         Started => "started",
@@ -125,6 +126,7 @@ text_enum!(
         NoResults => "noresults",
         Failed => "failed",
         Skipped => "skipped",
+        Cancelled => "cancelled",
     }
 );
 
@@ -137,7 +139,18 @@ impl ResultStatus {
                 | ResultStatus::NoResults
                 | ResultStatus::Failed
                 | ResultStatus::Skipped
+                | ResultStatus::Cancelled
         )
+    }
+}
+
+impl Crawl {
+    /// Why this crawl cannot be cancelled, if it cannot: only an unsealed crawl can.
+    pub fn refuses_cancel(&self) -> Option<String> {
+        (self.status == WorkStatus::Sealed).then(|| {
+            let outcome = self.outcome.map(|o| o.to_string()).unwrap_or_default();
+            format!("crawl {} is sealed already ({outcome})", self.id)
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response, TeardownReport};
 use crate::signal::Signal;
-use crate::store::{EndReason, WorkStatus};
+use crate::store::EndReason;
 use crate::supervisor::Supervisor;
 use mio::Token;
 
@@ -19,9 +19,7 @@ pub(super) fn handle(
         Ok(None) => return Some(refused(ErrorCode::NotFound, format!("no crawl {crawl_id}"))),
         Err(err) => return Some(failed(err)),
     };
-    if crawl.status == WorkStatus::Sealed {
-        let outcome = crawl.outcome.map(|o| o.to_string()).unwrap_or_default();
-        let why = format!("crawl {crawl_id} is sealed already ({outcome})");
+    if let Some(why) = crawl.refuses_cancel() {
         return Some(refused(ErrorCode::NotAllowed, why));
     }
     if let Err(err) = state.store.cancel_crawl(crawl_id) {

@@ -1,0 +1,357 @@
+//! The operator's day, against the real binaries: exit statuses a script can trust (`abxd::exit`),
+//! a closed pipe on every listing, cancelling with the daemon down, and `abxd run` minding only
+//! its own crawl.
+
+mod common;
+
+use abxd::exit;
+use abxd::store::{ResultStatus, WorkStatus};
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::process::{Child, Output, Stdio};
+use std::time::Duration;
+
+const CRAWL_WAIT: Duration = Duration::from_secs(90);
+
+fn fixture_config(extra: &str) -> String {
+    format!(
+        "{}[timeouts]\nkill_grace = \"500ms\"\nmin_grace = \"200ms\"\n{extra}",
+        plugins_config(&[&fixtures().join("plugins")])
+    )
+}
+
+/// A long-sleeping hook, so a crawl is still running when the test acts on it.
+const SLEEPY_LONG: &str = "[plugins.sleepy]\nenv = { SLEEPY_SECONDS = \"300\" }\n";
+
+fn code(output: &Output) -> Option<i32> {
+    output.status.code()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Waits until crawl `id` has a result `started` (its hook runs).
+fn wait_started(daemon: &TestDaemon, id: i64) {
+    wait_until("a hook to start", WAIT, || {
+        let results = daemon.store().results(id).ok()?;
+        results
+            .iter()
+            .any(|r| r.status == ResultStatus::Started)
+            .then_some(())
+    });
+}
+
+/// A child process killed with its test, also when the test fails.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn add_wait_exits_0_when_every_hook_succeeded_and_4_when_one_failed() {
+    let daemon = TestDaemon::start_with(&fixture_config(""));
+    let ok = daemon.ctl(&["add", "--wait", "--plugins", "ok", "http://127.0.0.1:9/"]);
+    assert_eq!(code(&ok), Some(exit::OK), "{}", text(&ok));
+    let failed = daemon.ctl(&[
+        "add",
+        "--wait",
+        "--plugins",
+        "ok,failer",
+        "http://127.0.0.1:9/",
+    ]);
+    assert_eq!(code(&failed), Some(exit::HOOKS_FAILED), "{}", text(&failed));
+    assert!(text(&failed).contains("failed"), "{}", text(&failed));
+}
+
+#[test]
+fn add_wait_exits_5_when_the_crawl_is_cancelled_and_130_at_ctrl_c() {
+    let daemon = TestDaemon::start_with(&fixture_config(SLEEPY_LONG));
+    let follow = |id_hint: &str| {
+        Reaped(
+            daemon
+                .ctl_command(&["add", "--wait", "--plugins", "sleepy", id_hint])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    // Cancelled from another abxctl while followed: 5.
+    let mut follower = follow("http://127.0.0.1:9/a");
+    let crawl = wait_until("the crawl to be queued", WAIT, || {
+        daemon.store().crawls().ok()?.last().map(|c| c.id)
+    });
+    wait_started(&daemon, crawl);
+    let cancel = daemon.ctl(&["cancel", &crawl.to_string()]);
+    assert_eq!(code(&cancel), Some(exit::OK), "{}", text(&cancel));
+    let status = wait_until("add --wait to end", WAIT, || follower.0.try_wait().unwrap());
+    assert_eq!(status.code(), Some(exit::CANCELLED));
+    let results = daemon.store().results(crawl).unwrap();
+    assert!(
+        results.iter().all(|r| r.status == ResultStatus::Cancelled),
+        "open results become cancelled: {results:?}"
+    );
+
+    // Ctrl-C stops the following, not the crawl: 130, and the crawl goes on.
+    let mut follower = follow("http://127.0.0.1:9/b");
+    let crawl = wait_until("the second crawl", WAIT, || {
+        daemon
+            .store()
+            .crawls()
+            .ok()?
+            .into_iter()
+            .find(|c| c.id != crawl)
+            .map(|c| c.id)
+    });
+    wait_started(&daemon, crawl);
+    kill(Pid::from_raw(follower.0.id() as i32), Signal::SIGINT).unwrap();
+    let status = wait_until("add --wait to end", WAIT, || follower.0.try_wait().unwrap());
+    assert_eq!(status.code(), Some(exit::INTERRUPTED));
+    let mut stderr = String::new();
+    use std::io::Read;
+    follower
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.contains("which goes on"), "{stderr}");
+    let still = daemon.store().crawl(crawl).unwrap().unwrap();
+    assert_ne!(still.status, WorkStatus::Sealed, "the crawl goes on");
+}
+
+#[test]
+fn usage_errors_exit_2_and_a_daemon_that_is_not_running_3() {
+    let daemon = TestDaemon::start_with(&fixture_config(""));
+    for args in [
+        &["add", "not a url"][..],
+        &["add", "--plugins", "wgett", "http://127.0.0.1:9/"],
+        &["kill", "99999"],
+        &["cancel", "99999"],
+        &["show", "--no-such-flag"],
+        &["ps", "--kind", "daemon"],
+    ] {
+        let output = daemon.ctl(args);
+        assert_eq!(
+            code(&output),
+            Some(exit::USAGE),
+            "{args:?}: {}",
+            text(&output)
+        );
+    }
+    let broken = daemon.path("broken.toml");
+    std::fs::write(&broken, "[paths\n").unwrap();
+    let output = std::process::Command::new(common::abxctl_bin())
+        .arg("--config")
+        .arg(&broken)
+        .arg("ps")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), Some(exit::USAGE), "{}", text(&output));
+    let output = std::process::Command::new(common::abxd_bin())
+        .arg("--config")
+        .arg(&broken)
+        .arg("check-config")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), Some(exit::USAGE));
+
+    let mut daemon = daemon;
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit();
+    for args in [&["status"][..], &["kill", "1"], &["spawn", "--", "true"]] {
+        let output = daemon.ctl(args);
+        assert_eq!(
+            code(&output),
+            Some(exit::NOT_RUNNING),
+            "{args:?}: {}",
+            text(&output)
+        );
+        assert!(
+            text(&output).contains("abxd is not running"),
+            "{}",
+            text(&output)
+        );
+    }
+}
+
+#[test]
+fn every_listing_survives_a_closed_pipe() {
+    use std::io::Read;
+    let daemon = TestDaemon::start_with(&fixture_config(""));
+    let crawl = daemon.add(&["--plugins", "ok,failer", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    for _ in 0..50 {
+        daemon.spawn(&["true"]);
+    }
+    let id = crawl.to_string();
+    for verb in [
+        &["ps", "--all"][..],
+        &["ps", "--all", "--json"],
+        &["crawls"],
+        &["show", &id],
+        &["plugins"],
+        &["plugins", "--json"],
+        &["status"],
+        &["status", "--json"],
+        &["--help"],
+    ] {
+        let mut child = daemon
+            .ctl_command(verb)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 1];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end is closed now (dropped above).
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{verb:?}: {stderr}");
+        assert_ne!(output.status.code(), Some(101), "{verb:?}");
+    }
+    // abxd's printing commands too (the daemon itself never dies of its output).
+    for verb in [&["check-config"][..], &["recover", "--dry-run"]] {
+        let mut child = daemon
+            .abxd_command(verb)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{verb:?}: {stderr}");
+        assert_ne!(output.status.code(), Some(101), "{verb:?}");
+    }
+}
+
+#[test]
+fn cancel_with_the_daemon_down_seals_the_crawl_and_the_next_start_tears_its_leftovers_down() {
+    let mut daemon = TestDaemon::start_with(&fixture_config(SLEEPY_LONG));
+    let crawl = daemon.add(&["--plugins", "sleepy", "http://127.0.0.1:9/"]);
+    wait_started(&daemon, crawl);
+    // A crash leaves the crawl's workers and hook running, and its result open.
+    daemon.crash();
+    let output = daemon.ctl(&["cancel", &crawl.to_string()]);
+    assert_eq!(code(&output), Some(exit::OK), "{}", text(&output));
+    assert!(
+        text(&output).contains("abxd is not running"),
+        "{}",
+        text(&output)
+    );
+    let store = daemon.store();
+    let sealed = store.crawl(crawl).unwrap().unwrap();
+    assert_eq!(sealed.status, WorkStatus::Sealed);
+    assert_eq!(
+        sealed.outcome.map(|o| o.to_string()).as_deref(),
+        Some("cancelled")
+    );
+    let results = store.results(crawl).unwrap();
+    assert!(!results.is_empty());
+    assert!(
+        results.iter().all(|r| r.status == ResultStatus::Cancelled),
+        "{results:?}"
+    );
+    // Cancelling again is refused, naming the state.
+    let again = daemon.ctl(&["cancel", &crawl.to_string()]);
+    assert_eq!(code(&again), Some(exit::USAGE));
+    assert!(
+        text(&again).contains("sealed already (cancelled)"),
+        "{}",
+        text(&again)
+    );
+    // The next start tears down what the crash left, and runs nothing of the crawl again.
+    daemon.launch();
+    wait_until("the crawl's leftovers to be torn down", WAIT, || {
+        let rows = daemon.store().processes(&Default::default()).ok()?;
+        rows.iter()
+            .all(|r| r.crawl_id != Some(crawl) || !r.status.is_live())
+            .then_some(())
+    });
+    let results = daemon.store().results(crawl).unwrap();
+    assert!(
+        results.iter().all(|r| r.status == ResultStatus::Cancelled),
+        "a late end does not overwrite cancelled: {results:?}"
+    );
+}
+
+#[test]
+fn abxd_run_exits_4_when_a_hook_failed_and_leaves_other_queued_crawls_alone() {
+    let daemon = TestDaemon::prepare(&fixture_config(""));
+    daemon.create_database();
+    let other = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/other"]);
+    let output = daemon
+        .abxd_command(&["run", "--plugins", "ok,failer", "http://127.0.0.1:9/mine"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), Some(exit::HOOKS_FAILED), "{}", daemon.log());
+    let store = daemon.store();
+    let other = store.crawl(other).unwrap().unwrap();
+    assert_eq!(
+        other.status,
+        WorkStatus::Queued,
+        "abxd run claims only its own crawl"
+    );
+    assert!(store.results(other.id).unwrap().is_empty());
+}
+
+#[test]
+fn abxd_run_at_ctrl_c_cancels_its_crawl_and_exits_130() {
+    let daemon = TestDaemon::prepare(&fixture_config(SLEEPY_LONG));
+    let run = Reaped(
+        daemon
+            .abxd_command(&["run", "--plugins", "sleepy", "http://127.0.0.1:9/"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut run = run;
+    let crawl = wait_until("abxd run to queue its crawl", WAIT, || {
+        abxd::store::Store::open_read_only(&daemon.database())
+            .ok()?
+            .crawls()
+            .ok()?
+            .first()
+            .map(|c| c.id)
+    });
+    wait_started(&daemon, crawl);
+    kill(Pid::from_raw(run.0.id() as i32), Signal::SIGINT).unwrap();
+    let status = wait_until("abxd run to end", WAIT, || run.0.try_wait().unwrap());
+    assert_eq!(status.code(), Some(exit::INTERRUPTED), "{}", daemon.log());
+    let mut stdout = String::new();
+    use std::io::Read;
+    run.0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(
+        stdout.contains(&format!("interrupted: crawl {crawl} cancelled")),
+        "{stdout}"
+    );
+    let store = daemon.store();
+    let sealed = store.crawl(crawl).unwrap().unwrap();
+    assert_eq!(sealed.status, WorkStatus::Sealed);
+    let results = store.results(crawl).unwrap();
+    assert!(
+        results.iter().all(|r| r.status == ResultStatus::Cancelled),
+        "{results:?}"
+    );
+    let rows = store.processes(&Default::default()).unwrap();
+    assert!(rows.iter().all(|r| !r.status.is_live()), "{rows:?}");
+    assert!(common::tagged_pids(&daemon.tag).is_empty());
+}

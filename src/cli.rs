@@ -192,10 +192,29 @@ pub enum AbxctlCommand {
         #[arg(long)]
         no_wait: bool,
     },
-    /// Stop a crawl for good: seal it as cancelled and tear its processes down.
+    /// Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its
+    /// processes down (with abxd not running: in the database).
     Cancel {
         /// The crawl id.
         crawl_id: i64,
+    },
+    /// Run a sealed crawl's failed and cancelled results again (their interruption count
+    /// reset), through abxd or, with it not running, in the database for its next start.
+    #[command(
+        after_help = "Examples:\n  abxctl retry 12              failed and cancelled results of crawl 12\n  abxctl retry 12 --all        also noresults and skipped ones\n  abxctl retry 12 --hook on_Snapshot__50_wget.py"
+    )]
+    Retry {
+        /// The crawl id.
+        crawl_id: i64,
+        /// Failed and cancelled results (the default).
+        #[arg(long, conflicts_with = "all")]
+        failed: bool,
+        /// Every result that did not succeed: also noresults and skipped.
+        #[arg(long)]
+        all: bool,
+        /// Only the results of this hook (its file name).
+        #[arg(long, value_name = "NAME")]
+        hook: Option<String>,
     },
     /// Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true).
     #[command(hide = true)]

@@ -305,8 +305,11 @@ fn a_daemon_whose_executable_was_replaced_on_disk_still_starts_workers_of_its_ow
         let workers = daemon.live_rows(abxd::store::Kind::SnapshotWorker);
         workers.first().and_then(|r| r.pid)
     });
-    let comm = std::fs::read_to_string(format!("/proc/{worker}/comm")).unwrap_or_default();
-    assert_eq!(comm.trim(), "abxd");
+    // (The worker names itself first thing after exec: its row may be seen a moment earlier.)
+    wait_until("the worker to be named abxd", WAIT, || {
+        let comm = std::fs::read_to_string(format!("/proc/{worker}/comm")).unwrap_or_default();
+        (comm.trim() == "abxd").then_some(())
+    });
     daemon.wait_sealed(crawl, WAIT);
     let results = daemon.store().results(crawl).unwrap();
     assert!(

@@ -355,3 +355,125 @@ fn abxd_run_at_ctrl_c_cancels_its_crawl_and_exits_130() {
     assert!(rows.iter().all(|r| !r.status.is_live()), "{rows:?}");
     assert!(common::tagged_pids(&daemon.tag).is_empty());
 }
+
+/// A plugin dir beside the fixtures with one hook, `flaky`: while `<dir>/fixed` does not exist it
+/// fails (FLAKY_MODE=fail) or sleeps for ever (FLAKY_MODE=hang); once it exists, it succeeds.
+fn flaky_daemon(mode: &str, extra: &str) -> TestDaemon {
+    let mut daemon = TestDaemon::prepare("");
+    let plugins = daemon.path("flaky-plugins");
+    let hook_dir = plugins.join("flaky");
+    std::fs::create_dir_all(&hook_dir).unwrap();
+    let hook = hook_dir.join("on_Snapshot__40_flaky.sh");
+    let fixed = daemon.path("fixed");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/usr/bin/env bash\n\
+             if [ -e {fixed:?} ]; then\n\
+               echo '{{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"fixed\"}}'\n\
+               exit 0\n\
+             fi\n\
+             if [ \"$FLAKY_MODE\" = hang ]; then exec sleep 300; fi\n\
+             echo 'not yet' >&2; exit 1\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        &daemon.config,
+        format!(
+            "{}{}[timeouts]\nkill_grace = \"500ms\"\nmin_grace = \"200ms\"\n\
+             [plugins.flaky]\nenv = {{ FLAKY_MODE = \"{mode}\" }}\n{extra}",
+            TestDaemon::BASE_CONFIG,
+            plugins_config(&[&plugins])
+        ),
+    )
+    .unwrap();
+    daemon.launch();
+    daemon
+}
+
+fn only_result(daemon: &TestDaemon, crawl: i64) -> abxd::store::HookResult {
+    let results = daemon.store().results(crawl).unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    results.into_iter().next().unwrap()
+}
+
+#[test]
+fn retry_runs_a_failed_result_again_and_it_can_succeed() {
+    let daemon = flaky_daemon("fail", "");
+    let crawl = daemon.add(&["--plugins", "flaky", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_eq!(only_result(&daemon, crawl).status, ResultStatus::Failed);
+    // Nothing else to retry than what failed; a running or unknown crawl is refused.
+    let none = daemon.ctl(&[
+        "retry",
+        &crawl.to_string(),
+        "--hook",
+        "on_Snapshot__10_other.sh",
+    ]);
+    assert_eq!(code(&none), Some(exit::USAGE), "{}", text(&none));
+    assert!(text(&none).contains("nothing to retry"), "{}", text(&none));
+    let unknown = daemon.ctl(&["retry", "999"]);
+    assert_eq!(code(&unknown), Some(exit::USAGE), "{}", text(&unknown));
+
+    std::fs::write(daemon.path("fixed"), "").unwrap();
+    let output = daemon.ctl(&["retry", &crawl.to_string()]);
+    assert_eq!(code(&output), Some(exit::OK), "{}", text(&output));
+    assert!(
+        text(&output).contains("1 results to run"),
+        "{}",
+        text(&output)
+    );
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let result = only_result(&daemon, crawl);
+    assert_eq!(result.status, ResultStatus::Succeeded, "{result:?}");
+    assert_eq!(result.output.as_deref(), Some("fixed"));
+    let sealed = daemon.store().crawl(crawl).unwrap().unwrap();
+    assert_eq!(
+        sealed.outcome.map(|o| o.to_string()).as_deref(),
+        Some("finished")
+    );
+    // A success is never run again.
+    let again = daemon.ctl(&["retry", &crawl.to_string(), "--all"]);
+    assert_eq!(code(&again), Some(exit::USAGE), "{}", text(&again));
+}
+
+#[test]
+fn retry_runs_a_result_interrupted_too_often_again_also_with_the_daemon_down() {
+    // One interruption is too many here: the result ends failed ("interrupted 1 times").
+    let mut daemon = flaky_daemon("hang", "[limits]\nmax_result_attempts = 1\n");
+    let crawl = daemon.add(&["--plugins", "flaky", "http://127.0.0.1:9/"]);
+    wait_started(&daemon, crawl);
+    daemon.crash();
+    daemon.launch();
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let result = only_result(&daemon, crawl);
+    assert_eq!(result.status, ResultStatus::Failed);
+    assert!(
+        result
+            .output
+            .as_deref()
+            .unwrap_or("")
+            .contains("interrupted 1 times"),
+        "{result:?}"
+    );
+    // Retried while abxd is down: written to the database, run at the next start.
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit();
+    std::fs::write(daemon.path("fixed"), "").unwrap();
+    let output = daemon.ctl(&["retry", &crawl.to_string()]);
+    assert_eq!(code(&output), Some(exit::OK), "{}", text(&output));
+    assert!(
+        text(&output).contains("abxd is not running"),
+        "{}",
+        text(&output)
+    );
+    let queued = only_result(&daemon, crawl);
+    assert_eq!(queued.status, ResultStatus::Queued);
+    assert_eq!(queued.attempts, 0, "the interruption count is reset");
+    daemon.launch();
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_eq!(only_result(&daemon, crawl).status, ResultStatus::Succeeded);
+}

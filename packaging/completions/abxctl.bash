@@ -37,6 +37,9 @@ _abxctl() {
             abxctl,ps)
                 cmd="abxctl__subcmd__ps"
                 ;;
+            abxctl,retry)
+                cmd="abxctl__subcmd__retry"
+                ;;
             abxctl,show)
                 cmd="abxctl__subcmd__show"
                 ;;
@@ -53,7 +56,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel spawn"
+            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel retry spawn"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -238,6 +241,32 @@ _abxctl() {
             fi
             case "${prev}" in
                 --kind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__retry)
+            opts="-c -h --failed --all --hook --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hook)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -35,7 +35,8 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "plugins" -d 'The plug
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "show" -d 'A crawl\'s snapshots and the result of every hook: status, time, output size'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "logs" -d 'A process\'s stdout and stderr'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
-complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled and tear its processes down'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its processes down (with abxd not running: in the database)'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "retry" -d 'Run a sealed crawl\'s failed and cancelled results again (their interruption count reset), through abxd or, with it not running, in the database for its next start'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -l json -d 'Print the daemon\'s answer as JSON'
@@ -69,6 +70,11 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l no-wait -d 'Retur
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l hook -d 'Only the results of this hook (its file name)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l failed -d 'Failed and cancelled results (the default)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l all -d 'Every result that did not succeed: also noresults and skipped'
+complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l cwd -d 'Working directory [default: the data dir]' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l timeout -d 'Deadline recorded on the row, e.g. 30s' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F

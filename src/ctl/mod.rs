@@ -3,7 +3,7 @@
 //!
 //! Invariant: abxctl changes running work only by asking the daemon; it writes the database
 //! itself only while the daemon is down (nothing runs then), for what an operator must be able
-//! to do at any time: queue a crawl (`add`), cancel one (`cancel`). Every outcome leaves through
+//! to do at any time: queue a crawl (`add`), cancel one (`cancel`), run results again (`retry`). Every outcome leaves through
 //! [`crate::exit`].
 
 mod add;
@@ -11,6 +11,7 @@ mod kill;
 mod logs;
 mod plugins;
 mod ps;
+mod retry;
 mod show;
 mod spawn;
 mod status;
@@ -22,7 +23,7 @@ use crate::config::Config;
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::{ErrorCode, Request, Response};
 use crate::exit;
-use crate::store::StoreError;
+use crate::store::{RetryScope, StoreError};
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +86,19 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             no_wait,
         } => kill::run(config, id, pid, signal, grace, no_wait),
         AbxctlCommand::Cancel { crawl_id } => kill::cancel(config, crawl_id),
+        AbxctlCommand::Retry {
+            crawl_id,
+            failed: _,
+            all,
+            hook,
+        } => {
+            let which = if all {
+                RetryScope::All
+            } else {
+                RetryScope::Failed
+            };
+            retry::run(config, crawl_id, which, hook)
+        }
     }
 }
 

@@ -77,13 +77,14 @@ macro_rules! text_enum {
 
 pub(crate) use text_enum;
 
-pub use busy::{
-    answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
-};
+pub use busy::PROBE_EVERY as BUSY_RETRY;
+pub use busy::{answer_soon, set_loop_deadline, set_loop_wake_fd, Patience};
 pub use clock::{now_ms, queue_clock_ms};
 pub use process_queries::ProcessFilter;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
-pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
+pub use work::{
+    Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, RetryScope, Snapshot, WorkStatus,
+};
 
 use busy::Breaker;
 use rusqlite::{Connection, OpenFlags};
@@ -405,9 +406,8 @@ impl Store {
 /// truncates it.
 pub const WAL_KEEP_BYTES: u64 = 8 << 20;
 
-/// How much of the database a read-only connection (`abxctl ps` and friends) maps: pages read
-/// where the page cache holds them, not by a read(2) and a copy each (a third of `ps` on a big
-/// table). Not the writers': only they could see the file shrink under them (their vacuum).
+/// How much of the database a read-only connection (`abxctl ps`) maps, not read(2) and copied
+/// page by page; never a writer's, which could see the file shrink under it (its vacuum).
 const READER_MMAP: i64 = 256 << 20;
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {

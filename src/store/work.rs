@@ -144,6 +144,16 @@ impl ResultStatus {
     }
 }
 
+/// Which results of a crawl `retry` runs again (a success is never run again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryScope {
+    /// Failed and cancelled results (also those interrupted too often: they ended failed).
+    Failed,
+    /// Every result that did not succeed: also `noresults` and `skipped`.
+    All,
+}
+
 impl Crawl {
     /// Why this crawl cannot be cancelled, if it cannot: only an unsealed crawl can.
     pub fn refuses_cancel(&self) -> Option<String> {

@@ -16,6 +16,7 @@ pub use frame::{
 };
 
 use crate::signal::Signal;
+use crate::store::RetryScope;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -52,6 +53,13 @@ pub enum Request {
     },
     /// Stop a crawl for good: seal it as cancelled and tear its processes down.
     Cancel { crawl_id: i64 },
+    /// Run results of a sealed crawl again (see `Store::retry_results`).
+    Retry {
+        crawl_id: i64,
+        which: RetryScope,
+        #[serde(default)]
+        hook: Option<String>,
+    },
     /// Provision the binaries the plugins declare (all enabled ones when absent); answered when
     /// every installer run has ended.
     Install {
@@ -86,6 +94,11 @@ pub enum Response {
     /// The crawl was enqueued.
     Added {
         crawl_id: i64,
+    },
+    /// The crawl was queued again with this many results to run.
+    Retried {
+        crawl_id: i64,
+        results: u64,
     },
     /// A teardown began; it was not asked to wait.
     TeardownStarted {

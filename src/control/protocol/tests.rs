@@ -79,6 +79,11 @@ fn the_decoder_survives_any_bytes() {
             plugins: Some(vec!["title".into()]),
         },
         Request::Cancel { crawl_id: 3 },
+        Request::Retry {
+            crawl_id: 3,
+            which: crate::store::RetryScope::Failed,
+            hook: Some("on_Snapshot__10_ok.sh".into()),
+        },
         Request::Kill {
             row: Some(4),
             pid: None,

@@ -10,6 +10,7 @@ pub(super) use add::{retry_parked as retry_parked_adds, ParkedAdd};
 mod cancel;
 mod install;
 mod kill;
+mod retry;
 mod spawn;
 mod status;
 
@@ -55,6 +56,11 @@ pub(super) fn handle(
             kill::handle(state, supervisor, token, kill)
         }
         Request::Cancel { crawl_id } => cancel::handle(state, supervisor, token, crawl_id),
+        Request::Retry {
+            crawl_id,
+            which,
+            hook,
+        } => Some(retry::handle(state, crawl_id, which, hook.as_deref())),
         Request::Install { plugins } => install::handle(state, supervisor, token, plugins),
     }
 }

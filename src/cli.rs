@@ -198,6 +198,17 @@ pub enum AbxctlCommand {
         /// The crawl id.
         crawl_id: i64,
     },
+    /// Start no more hooks of a crawl and claim none of its snapshots until it is resumed;
+    /// hooks already running go on (with abxd not running: in the database).
+    Pause {
+        /// The crawl id.
+        crawl_id: i64,
+    },
+    /// Let a paused crawl go on.
+    Resume {
+        /// The crawl id.
+        crawl_id: i64,
+    },
     /// Run a sealed crawl's failed and cancelled results again (their interruption count
     /// reset), through abxd or, with it not running, in the database for its next start.
     #[command(

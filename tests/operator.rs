@@ -477,3 +477,70 @@ fn retry_runs_a_result_interrupted_too_often_again_also_with_the_daemon_down() {
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     assert_eq!(only_result(&daemon, crawl).status, ResultStatus::Succeeded);
 }
+
+#[test]
+fn pause_starts_no_new_hook_and_resume_lets_the_crawl_finish() {
+    // Two snapshots, one at a time; each runs `sleepy` (1 s) then `ok`.
+    let daemon = TestDaemon::start_with(&fixture_config(
+        "[limits]\nmax_snapshot_workers = 1\n[plugins.sleepy]\nenv = { SLEEPY_SECONDS = \"1\" }\n",
+    ));
+    let crawl = daemon.add(&[
+        "--plugins",
+        "sleepy,ok",
+        "http://127.0.0.1:9/a",
+        "http://127.0.0.1:9/b",
+    ]);
+    wait_started(&daemon, crawl);
+    let paused = daemon.ctl(&["pause", &crawl.to_string()]);
+    assert_eq!(code(&paused), Some(exit::OK), "{}", text(&paused));
+    let again = daemon.ctl(&["pause", &crawl.to_string()]);
+    assert_eq!(code(&again), Some(exit::USAGE));
+    assert!(text(&again).contains("paused already"), "{}", text(&again));
+    assert!(daemon.ctl_ok(&["crawls"]).contains("(paused)"));
+    // The running hook finishes; nothing else starts while paused.
+    wait_until("the running hook to finish", WAIT, || {
+        let results = daemon.store().results(crawl).ok()?;
+        (!results.iter().any(|r| r.status == ResultStatus::Started)).then_some(())
+    });
+    let started_then: Vec<_> = daemon
+        .store()
+        .results(crawl)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.status != ResultStatus::Queued)
+        .map(|r| r.id)
+        .collect();
+    let hooks_then = daemon.live_rows(abxd::store::Kind::Hook).len();
+    assert_eq!(hooks_then, 0);
+    // (Workers of a paused crawl look again every second: three looks without a start.)
+    let quiet_until = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < quiet_until {
+        let results = daemon.store().results(crawl).unwrap();
+        let started_now = results
+            .iter()
+            .filter(|r| r.status != ResultStatus::Queued)
+            .count();
+        assert_eq!(
+            started_now,
+            started_then.len(),
+            "a hook started while paused: {results:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let resumed = daemon.ctl(&["resume", &crawl.to_string()]);
+    assert_eq!(code(&resumed), Some(exit::OK), "{}", text(&resumed));
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let results = daemon.store().results(crawl).unwrap();
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(
+        results.iter().all(|r| r.status == ResultStatus::Succeeded),
+        "{results:?}"
+    );
+    let not_paused = daemon.ctl(&["resume", &crawl.to_string()]);
+    assert_eq!(code(&not_paused), Some(exit::USAGE));
+    assert!(
+        text(&not_paused).contains("is sealed"),
+        "{}",
+        text(&not_paused)
+    );
+}

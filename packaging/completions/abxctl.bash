@@ -31,11 +31,17 @@ _abxctl() {
             abxctl,logs)
                 cmd="abxctl__subcmd__logs"
                 ;;
+            abxctl,pause)
+                cmd="abxctl__subcmd__pause"
+                ;;
             abxctl,plugins)
                 cmd="abxctl__subcmd__plugins"
                 ;;
             abxctl,ps)
                 cmd="abxctl__subcmd__ps"
+                ;;
+            abxctl,resume)
+                cmd="abxctl__subcmd__resume"
                 ;;
             abxctl,retry)
                 cmd="abxctl__subcmd__retry"
@@ -56,7 +62,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel retry spawn"
+            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel pause resume retry spawn"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -211,6 +217,28 @@ _abxctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        abxctl__subcmd__pause)
+            opts="-c -h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         abxctl__subcmd__plugins)
             opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -244,6 +272,28 @@ _abxctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__resume)
+            opts="-c -h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -36,6 +36,8 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "show" -d 'A crawl\'s 
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "logs" -d 'A process\'s stdout and stderr'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its processes down (with abxd not running: in the database)'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "pause" -d 'Start no more hooks of a crawl and claim none of its snapshots until it is resumed; hooks already running go on (with abxd not running: in the database)'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "resume" -d 'Let a paused crawl go on'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "retry" -d 'Run a sealed crawl\'s failed and cancelled results again (their interruption count reset), through abxd or, with it not running, in the database for its next start'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
@@ -70,6 +72,10 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l no-wait -d 'Retur
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand pause" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand pause" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l hook -d 'Only the results of this hook (its file name)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l failed -d 'Failed and cancelled results (the default)'

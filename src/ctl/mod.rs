@@ -3,15 +3,16 @@
 //!
 //! Invariant: abxctl changes running work only by asking the daemon; it writes the database
 //! itself only while the daemon is down (nothing runs then), for what an operator must be able
-//! to do at any time: queue a crawl (`add`), cancel one (`cancel`), run results again (`retry`). Every outcome leaves through
+//! to do at any time: queue a crawl (`add`), cancel one (`cancel`), run results again (`retry`),
+//! pause and resume one. Every outcome leaves through
 //! [`crate::exit`].
 
+mod actions;
 mod add;
 mod kill;
 mod logs;
 mod plugins;
 mod ps;
-mod retry;
 mod show;
 mod spawn;
 mod status;
@@ -86,6 +87,8 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             no_wait,
         } => kill::run(config, id, pid, signal, grace, no_wait),
         AbxctlCommand::Cancel { crawl_id } => kill::cancel(config, crawl_id),
+        AbxctlCommand::Pause { crawl_id } => actions::pause(config, crawl_id, true),
+        AbxctlCommand::Resume { crawl_id } => actions::pause(config, crawl_id, false),
         AbxctlCommand::Retry {
             crawl_id,
             failed: _,
@@ -97,7 +100,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             } else {
                 RetryScope::Failed
             };
-            retry::run(config, crawl_id, which, hook)
+            actions::retry(config, crawl_id, which, hook)
         }
     }
 }

@@ -32,6 +32,9 @@ use std::time::{Duration, Instant};
 /// How often the first output of a background hook is looked for (abx-dl looks every 50 ms).
 const READY_POLL: Duration = Duration::from_millis(50);
 
+/// How often a worker of a paused crawl (`abxctl pause`) looks whether it was resumed.
+pub const PAUSE_POLL: Duration = Duration::from_secs(1);
+
 struct Running {
     prepared: Prepared,
     result_id: i64,
@@ -73,6 +76,8 @@ pub struct HookRunner {
     has_foreground: bool,
     /// Background hooks sent SIGTERM at the end of their scope.
     stopped_at_end: HashSet<i64>,
+    /// The crawl was paused when the next hook was due: it waits (see [`PAUSE_POLL`]).
+    paused: bool,
 }
 
 impl HookRunner {
@@ -101,6 +106,7 @@ impl HookRunner {
             ending: Ending::NotYet,
             running: HashMap::new(),
             stopped_at_end: HashSet::new(),
+            paused: false,
         })
     }
 
@@ -112,7 +118,12 @@ impl HookRunner {
         supervisor: &mut Supervisor,
         store: &mut Store,
     ) -> Result<(), StoreError> {
-        while self.waiting == Waiting::Nothing {
+        while self.waiting == Waiting::Nothing && !self.pending.is_empty() {
+            // A paused crawl starts no hook; those running go on.
+            self.paused = store.is_paused(self.scope.crawl.id)?;
+            if self.paused {
+                return Ok(());
+            }
             let Some(prepared) = self.pending.pop_front() else {
                 return Ok(());
             };
@@ -209,6 +220,7 @@ impl HookRunner {
                 Some((Instant::now() + READY_POLL).min(until))
             }
             (_, Ending::StopAt(at)) => Some(at),
+            (Waiting::Nothing, _) if self.paused => Some(Instant::now() + PAUSE_POLL),
             (Waiting::Nothing, _) if !self.pending.is_empty() => Some(Instant::now() + BUSY_RETRY),
             _ => None,
         }
@@ -236,7 +248,7 @@ impl HookRunner {
             }
         }
         if self.waiting == Waiting::Nothing && !self.pending.is_empty() {
-            // A start the busy database refused.
+            // A start the busy database refused, or one a pause held back.
             self.start_next(supervisor, store)?;
         }
         if matches!(self.ending, Ending::StopAt(at) if at <= now) {

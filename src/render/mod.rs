@@ -440,6 +440,7 @@ pub fn crawl_report(
 fn crawl_status(crawl: &Crawl) -> String {
     match crawl.outcome {
         Some(outcome) if crawl.status == WorkStatus::Sealed => format!("sealed ({outcome})"),
+        _ if crawl.paused_at.is_some() => format!("{} (paused)", crawl.status),
         _ => crawl.status.to_string(),
     }
 }

@@ -229,6 +229,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE results_new RENAME TO results;
     CREATE UNIQUE INDEX results_per_hook ON results(crawl_id, COALESCE(snapshot_id, 0), hook);
     "#,
+    // 15: `abxctl pause` — while a crawl is paused no hook of it starts and no snapshot of it is
+    // claimed (running hooks go on); NULL when it runs.
+    r#"
+    ALTER TABLE crawls ADD COLUMN paused_at INTEGER;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -7,6 +7,7 @@
 //! batch ends; the schema is at [`migrations::LATEST`] once [`Store::open`] returns. Times are
 //! unix milliseconds.
 
+mod actions;
 mod busy;
 mod clock;
 pub mod migrations;
@@ -77,14 +78,13 @@ macro_rules! text_enum {
 
 pub(crate) use text_enum;
 
+pub use actions::RetryScope;
 pub use busy::PROBE_EVERY as BUSY_RETRY;
 pub use busy::{answer_soon, set_loop_deadline, set_loop_wake_fd, Patience};
 pub use clock::{now_ms, queue_clock_ms};
 pub use process_queries::ProcessFilter;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
-pub use work::{
-    Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, RetryScope, Snapshot, WorkStatus,
-};
+pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 
 use busy::Breaker;
 use rusqlite::{Connection, OpenFlags};

@@ -22,7 +22,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
         let scope = match queue {
-            Queue::Crawls => "AND (?3 IS NULL OR id = ?3)",
+            Queue::Crawls => "AND (?3 IS NULL OR id = ?3) AND paused_at IS NULL",
             Queue::Snapshots => "AND crawl_id = ?3",
         };
         let (now, wall) = (queue_clock_ms(), now_ms());
@@ -147,30 +147,6 @@ impl Store {
         })
     }
 
-    /// Seals a crawl as cancelled, with every snapshot it has not finished; its open results
-    /// (queued, started) become `cancelled`.
-    pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
-        let now = now_ms();
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE results SET status = 'cancelled', ended_at = ?2 \
-                 WHERE crawl_id = ?1 AND status IN ('queued', 'started')",
-            )?
-            .execute(params![id, now])?;
-            tx.prepare_cached(
-                "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
-                 WHERE crawl_id = ?1 AND status != 'sealed'",
-            )?
-            .execute(params![id, now])?;
-            tx.prepare_cached(
-                "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
-                 WHERE id = ?1 AND status != 'sealed'",
-            )?
-            .execute(params![id, now])?;
-            Ok(())
-        })
-    }
-
     /// How many rows of `queue` wait to be claimed.
     pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
         let table = queue.table();
@@ -191,7 +167,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
         let scope = match queue {
-            Queue::Crawls => "?1 IS NULL OR id = ?1",
+            Queue::Crawls => "(?1 IS NULL OR id = ?1) AND paused_at IS NULL",
             Queue::Snapshots => "?1 IS NULL OR crawl_id = ?1",
         };
         Ok(self

@@ -3,8 +3,8 @@
 //! Invariants: a result that succeeded is never reset nor overwritten; a cancelled one is
 //! overwritten only by the success of a hook that finished all the same.
 
-use super::work::{CrawlOutcome, HookResult, ResultStatus, RetryScope, WorkStatus};
-use super::{now_ms, queue_clock_ms, Store, StoreError};
+use super::work::{HookResult, ResultStatus};
+use super::{now_ms, Store, StoreError};
 use rusqlite::params;
 
 impl Store {
@@ -17,72 +17,6 @@ impl Store {
             )?
             .execute([id])?;
             Ok(())
-        })
-    }
-
-    /// Runs results of sealed crawl `crawl_id` again: those `which` names (of `hook` only, if
-    /// given) go back to `queued` with no attempt counted (their interruption count reset); the
-    /// snapshots they belong to — and those a cancel sealed before they ran — and the crawl
-    /// are unsealed, due now, their restart counts reset. Returns how many results, or why
-    /// nothing was done.
-    pub fn retry_results(
-        &mut self,
-        crawl_id: i64,
-        which: RetryScope,
-        hook: Option<&str>,
-    ) -> Result<Result<u64, String>, StoreError> {
-        let Some(crawl) = self.crawl(crawl_id)? else {
-            return Ok(Err(format!("no crawl {crawl_id}")));
-        };
-        if crawl.status != WorkStatus::Sealed {
-            return Ok(Err(format!(
-                "crawl {crawl_id} is {} (not sealed): retry it once it is sealed, or cancel it first",
-                crawl.status
-            )));
-        }
-        let statuses = match which {
-            RetryScope::Failed => "('failed', 'cancelled')",
-            RetryScope::All => "('failed', 'cancelled', 'noresults', 'skipped')",
-        };
-        let now = queue_clock_ms();
-        self.write(|tx| {
-            let retried = tx
-                .prepare(&format!(
-                    "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
-                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL \
-                     WHERE crawl_id = ?1 AND status IN {statuses} AND (?2 IS NULL OR hook = ?2)"
-                ))?
-                .execute(params![crawl_id, hook])?;
-            if retried == 0 && (crawl.outcome != Some(CrawlOutcome::Cancelled) || hook.is_some()) {
-                return Ok(Err(format!(
-                    "nothing to retry in crawl {crawl_id}: no {} result{}",
-                    match which {
-                        RetryScope::Failed => "failed or cancelled",
-                        RetryScope::All => "unsuccessful",
-                    },
-                    hook.map(|h| format!(" of hook {h}")).unwrap_or_default()
-                )));
-            }
-            tx.execute(
-                "UPDATE snapshots SET status = 'queued', sealed_at = NULL, retry_at = ?2, \
-                 restarts = 0, owner_id = NULL \
-                 WHERE crawl_id = ?1 AND status = 'sealed' AND (\
-                   id IN (SELECT snapshot_id FROM results WHERE crawl_id = ?1 \
-                          AND status = 'queued') \
-                   OR (?3 AND NOT EXISTS (SELECT 1 FROM results r \
-                                          WHERE r.snapshot_id = snapshots.id)))",
-                params![
-                    crawl_id,
-                    now,
-                    hook.is_none() && crawl.outcome == Some(CrawlOutcome::Cancelled)
-                ],
-            )?;
-            tx.execute(
-                "UPDATE crawls SET status = 'queued', sealed_at = NULL, outcome = NULL, \
-                 retry_at = ?2, restarts = 0, owner_id = NULL WHERE id = ?1",
-                params![crawl_id, now],
-            )?;
-            Ok(Ok(retried as u64))
         })
     }
 

@@ -64,6 +64,8 @@ pub struct Crawl {
     pub started_at: Option<i64>,
     pub sealed_at: Option<i64>,
     pub restarts: u32,
+    /// When an operator paused it (`abxctl pause`), while it is paused.
+    pub paused_at: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -144,26 +146,6 @@ impl ResultStatus {
     }
 }
 
-/// Which results of a crawl `retry` runs again (a success is never run again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RetryScope {
-    /// Failed and cancelled results (also those interrupted too often: they ended failed).
-    Failed,
-    /// Every result that did not succeed: also `noresults` and `skipped`.
-    All,
-}
-
-impl Crawl {
-    /// Why this crawl cannot be cancelled, if it cannot: only an unsealed crawl can.
-    pub fn refuses_cancel(&self) -> Option<String> {
-        (self.status == WorkStatus::Sealed).then(|| {
-            let outcome = self.outcome.map(|o| o.to_string()).unwrap_or_default();
-            format!("crawl {} is sealed already ({outcome})", self.id)
-        })
-    }
-}
-
 fn json_column<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rusqlite::Result<T> {
     let text: String = row.get(name)?;
     serde_json::from_str(&text).map_err(|e| {
@@ -173,7 +155,7 @@ fn json_column<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rus
 
 impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
-        owner_id, created_at, started_at, sealed_at, restarts";
+        owner_id, created_at, started_at, sealed_at, restarts, paused_at";
 
     fn from_row(row: &Row<'_>) -> rusqlite::Result<Crawl> {
         let plugins: Option<String> = row.get("plugins")?;
@@ -190,6 +172,7 @@ impl Crawl {
             started_at: row.get("started_at")?,
             sealed_at: row.get("sealed_at")?,
             restarts: row.get("restarts")?,
+            paused_at: row.get("paused_at")?,
         })
     }
 }

@@ -4,7 +4,7 @@
 
 use super::{hooks_for, Context, Exit, WorkerError};
 use crate::config::Config;
-use crate::hooks::{HookRunner, Scope};
+use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::store::{Queue, StoreError, WorkStatus, BUSY_RETRY};
@@ -40,10 +40,16 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         })
     })?;
     while !cx.interrupted && added.is_some() {
-        let refused = match cx.fill(&mut pool) {
-            Ok(()) => false,
+        // A paused crawl claims no snapshot (running snapshot workers go on) and looks again.
+        let paused = match cx.store.is_paused(crawl_id) {
+            Ok(paused) => paused,
             Err(err) if err.is_busy() => true,
             Err(err) => return Err(err.into()),
+        };
+        let refused = match (!paused).then(|| cx.fill(&mut pool)) {
+            None | Some(Ok(())) => false,
+            Some(Err(err)) if err.is_busy() => true,
+            Some(Err(err)) => return Err(err.into()),
         };
         // Claims or recoveries the busy database refused are tried again soon.
         let retry = (refused || !cx.torn_down.is_empty()).then(|| Instant::now() + BUSY_RETRY);
@@ -52,11 +58,11 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             break;
         }
         // Wake for a snapshot that is waiting out a back-off, or for the crawl's hooks.
-        let back_off = pool
-            .is_empty()
+        let back_off = (pool.is_empty() && !paused)
             .then(|| pool.next_due(&cx.config, &cx.store))
             .flatten();
-        let timer = [back_off, runner.next_timer(), retry]
+        let resume = paused.then(|| Instant::now() + PAUSE_POLL);
+        let timer = [back_off, runner.next_timer(), retry, resume]
             .into_iter()
             .flatten()
             .min();

@@ -53,6 +53,10 @@ pub enum Request {
     },
     /// Stop a crawl for good: seal it as cancelled and tear its processes down.
     Cancel { crawl_id: i64 },
+    /// Start no more hooks of a crawl (running ones go on) until it is resumed.
+    Pause { crawl_id: i64 },
+    /// Let a paused crawl go on.
+    Resume { crawl_id: i64 },
     /// Run results of a sealed crawl again (see `Store::retry_results`).
     Retry {
         crawl_id: i64,
@@ -94,6 +98,11 @@ pub enum Response {
     /// The crawl was enqueued.
     Added {
         crawl_id: i64,
+    },
+    /// The crawl is paused now (`paused`), or resumed.
+    PauseSet {
+        crawl_id: i64,
+        paused: bool,
     },
     /// The crawl was queued again with this many results to run.
     Retried {

@@ -7,10 +7,10 @@
 mod add;
 
 pub(super) use add::{retry_parked as retry_parked_adds, ParkedAdd};
+mod actions;
 mod cancel;
 mod install;
 mod kill;
-mod retry;
 mod spawn;
 mod status;
 
@@ -56,11 +56,13 @@ pub(super) fn handle(
             kill::handle(state, supervisor, token, kill)
         }
         Request::Cancel { crawl_id } => cancel::handle(state, supervisor, token, crawl_id),
+        Request::Pause { crawl_id } => Some(actions::pause(state, crawl_id, true)),
+        Request::Resume { crawl_id } => Some(actions::pause(state, crawl_id, false)),
         Request::Retry {
             crawl_id,
             which,
             hook,
-        } => Some(retry::handle(state, crawl_id, which, hook.as_deref())),
+        } => Some(actions::handle(state, crawl_id, which, hook.as_deref())),
         Request::Install { plugins } => install::handle(state, supervisor, token, plugins),
     }
 }

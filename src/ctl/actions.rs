@@ -1,5 +1,5 @@
-//! `abxctl retry`: run a sealed crawl's unsuccessful results again — through the daemon when it
-//! runs, in the database when it does not (they run when it starts).
+//! `abxctl retry`, `pause`, `resume`: act on a crawl — through the daemon when it runs, in the
+//! database when it does not (for its next start).
 
 use super::{ask, unexpected, CtlError, Result};
 use crate::config::Config;
@@ -8,7 +8,7 @@ use crate::control::protocol::{ErrorCode, Request, Response};
 use crate::exit;
 use crate::store::{RetryScope, Store};
 
-pub(super) fn run(
+pub(super) fn retry(
     config: &Config,
     crawl_id: i64,
     which: RetryScope,
@@ -36,5 +36,33 @@ pub(super) fn run(
         Err(err) => return Err(err),
     };
     println!("crawl {crawl_id} queued again: {results} results to run");
+    Ok(exit::OK)
+}
+
+pub(super) fn pause(config: &Config, crawl_id: i64, paused: bool) -> Result<i32> {
+    let request = if paused {
+        Request::Pause { crawl_id }
+    } else {
+        Request::Resume { crawl_id }
+    };
+    match ask(config, &request) {
+        Ok(Response::PauseSet { .. }) => {}
+        Ok(other) => return Err(unexpected(other)),
+        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
+            Store::open_existing(&config.database)?
+                .set_paused(crawl_id, paused)?
+                .map_err(|message| CtlError::Refused {
+                    code: ErrorCode::NotAllowed,
+                    message,
+                })?;
+            println!("abxd is not running: written to the database");
+        }
+        Err(err) => return Err(err),
+    }
+    if paused {
+        println!("crawl {crawl_id} paused: no more of its hooks start; running ones go on");
+    } else {
+        println!("crawl {crawl_id} resumed");
+    }
     Ok(exit::OK)
 }

@@ -1,0 +1,163 @@
+//! What an operator does to a crawl (`abxctl cancel`, `retry`, `pause`, `resume`), as the
+//! daemon does it and as abxctl does it on the database while the daemon is down: one place,
+//! so both refuse the same things with the same words.
+//!
+//! Invariants: each action is one transaction; what makes no sense for the crawl's state is
+//! refused (`Err(why)`, naming the state) and changes nothing; a success is never run again.
+
+use super::work::{Crawl, CrawlOutcome, WorkStatus};
+use super::{now_ms, queue_clock_ms, Store, StoreError};
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+/// Which results of a crawl `retry` runs again (a success is never run again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryScope {
+    /// Failed and cancelled results (also those interrupted too often: they ended failed).
+    Failed,
+    /// Every result that did not succeed: also `noresults` and `skipped`.
+    All,
+}
+
+impl Crawl {
+    /// Why this crawl cannot be cancelled, if it cannot: only an unsealed crawl can.
+    pub fn refuses_cancel(&self) -> Option<String> {
+        (self.status == WorkStatus::Sealed).then(|| {
+            let outcome = self.outcome.map(|o| o.to_string()).unwrap_or_default();
+            format!("crawl {} is sealed already ({outcome})", self.id)
+        })
+    }
+}
+
+impl Store {
+    /// Seals a crawl as cancelled, with every snapshot it has not finished; its open results
+    /// (queued, started) become `cancelled`.
+    pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE results SET status = 'cancelled', ended_at = ?2 \
+                 WHERE crawl_id = ?1 AND status IN ('queued', 'started')",
+            )?
+            .execute(params![id, now])?;
+            tx.prepare_cached(
+                "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
+                 WHERE crawl_id = ?1 AND status != 'sealed'",
+            )?
+            .execute(params![id, now])?;
+            tx.prepare_cached(
+                "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
+                 WHERE id = ?1 AND status != 'sealed'",
+            )?
+            .execute(params![id, now])?;
+            Ok(())
+        })
+    }
+
+    /// Runs results of sealed crawl `crawl_id` again: those `which` names (of `hook` only, if
+    /// given) go back to `queued` with no attempt counted (their interruption count reset); the
+    /// snapshots they belong to — and those a cancel sealed before they ran — and the crawl
+    /// are unsealed, due now, their restart counts reset. Returns how many results, or why
+    /// nothing was done.
+    pub fn retry_results(
+        &mut self,
+        crawl_id: i64,
+        which: RetryScope,
+        hook: Option<&str>,
+    ) -> Result<Result<u64, String>, StoreError> {
+        let Some(crawl) = self.crawl(crawl_id)? else {
+            return Ok(Err(format!("no crawl {crawl_id}")));
+        };
+        if crawl.status != WorkStatus::Sealed {
+            return Ok(Err(format!(
+                "crawl {crawl_id} is {} (not sealed): retry it once it is sealed, or cancel it first",
+                crawl.status
+            )));
+        }
+        let statuses = match which {
+            RetryScope::Failed => "('failed', 'cancelled')",
+            RetryScope::All => "('failed', 'cancelled', 'noresults', 'skipped')",
+        };
+        let now = queue_clock_ms();
+        self.write(|tx| {
+            let retried = tx
+                .prepare(&format!(
+                    "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
+                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL \
+                     WHERE crawl_id = ?1 AND status IN {statuses} AND (?2 IS NULL OR hook = ?2)"
+                ))?
+                .execute(params![crawl_id, hook])?;
+            if retried == 0 && (crawl.outcome != Some(CrawlOutcome::Cancelled) || hook.is_some()) {
+                return Ok(Err(format!(
+                    "nothing to retry in crawl {crawl_id}: no {} result{}",
+                    match which {
+                        RetryScope::Failed => "failed or cancelled",
+                        RetryScope::All => "unsuccessful",
+                    },
+                    hook.map(|h| format!(" of hook {h}")).unwrap_or_default()
+                )));
+            }
+            tx.execute(
+                "UPDATE snapshots SET status = 'queued', sealed_at = NULL, retry_at = ?2, \
+                 restarts = 0, owner_id = NULL \
+                 WHERE crawl_id = ?1 AND status = 'sealed' AND (\
+                   id IN (SELECT snapshot_id FROM results WHERE crawl_id = ?1 \
+                          AND status = 'queued') \
+                   OR (?3 AND NOT EXISTS (SELECT 1 FROM results r \
+                                          WHERE r.snapshot_id = snapshots.id)))",
+                params![
+                    crawl_id,
+                    now,
+                    hook.is_none() && crawl.outcome == Some(CrawlOutcome::Cancelled)
+                ],
+            )?;
+            tx.execute(
+                "UPDATE crawls SET status = 'queued', sealed_at = NULL, outcome = NULL, \
+                 retry_at = ?2, restarts = 0, owner_id = NULL WHERE id = ?1",
+                params![crawl_id, now],
+            )?;
+            Ok(Ok(retried as u64))
+        })
+    }
+
+    /// Pauses crawl `crawl_id` (no hook starts and no snapshot is claimed while it is paused;
+    /// running hooks go on) or resumes it.
+    pub fn set_paused(
+        &mut self,
+        crawl_id: i64,
+        paused: bool,
+    ) -> Result<Result<(), String>, StoreError> {
+        let Some(crawl) = self.crawl(crawl_id)? else {
+            return Ok(Err(format!("no crawl {crawl_id}")));
+        };
+        if crawl.status == WorkStatus::Sealed {
+            let outcome = crawl.outcome.map(|o| o.to_string()).unwrap_or_default();
+            return Ok(Err(format!("crawl {crawl_id} is sealed ({outcome})")));
+        }
+        match (crawl.paused_at, paused) {
+            (Some(since), true) => {
+                return Ok(Err(format!(
+                    "crawl {crawl_id} is paused already (since {})",
+                    super::printable_time(since)
+                )))
+            }
+            (None, false) => return Ok(Err(format!("crawl {crawl_id} is not paused"))),
+            _ => {}
+        }
+        let at = paused.then(now_ms);
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE crawls SET paused_at = ?2 WHERE id = ?1")?
+                .execute(params![crawl_id, at])?;
+            Ok(Ok(()))
+        })
+    }
+
+    /// Whether crawl `crawl_id` is paused now.
+    pub fn is_paused(&self, crawl_id: i64) -> Result<bool, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT paused_at IS NOT NULL FROM crawls WHERE id = ?1")?
+            .query_row([crawl_id], |r| r.get(0))?)
+    }
+}

@@ -15,6 +15,11 @@ pub struct ConfigArg {
 }
 
 impl ConfigArg {
+    /// Whether the operator named the config (`--config` or `ABXD_CONFIG`): then it must exist.
+    pub fn is_named(&self) -> bool {
+        self.config.is_some() || std::env::var_os("ABXD_CONFIG").is_some()
+    }
+
     pub fn path(&self) -> PathBuf {
         self.config
             .clone()
@@ -46,7 +51,10 @@ pub struct AbxdCli {
 pub enum AbxdCommand {
     /// Run the supervisor in the foreground (the default).
     Serve,
-    /// Validate the config file and print the resolved settings.
+    /// Run every check the daemon runs on the config (keys, paths, plugins, group, socket) without
+    /// starting anything, and print the settings it would run with as TOML, every path resolved.
+    /// With no config file at the default place (./supervisor.toml, else
+    /// /etc/abxd/supervisor.toml), abxd runs on the built-in defaults and says so.
     CheckConfig,
     /// Archive URLs in one go: start the supervisor in the foreground, crawl, show progress,
     /// print a summary with the output paths and stop. A local file or directory is served on

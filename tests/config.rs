@@ -115,3 +115,130 @@ fn the_installed_config_checks_clean_and_points_at_the_system_paths() {
         vec![std::path::PathBuf::from("/usr/share/abxd/plugins")]
     );
 }
+
+#[test]
+fn check_config_refuses_what_the_daemon_refuses_and_prints_the_resolved_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let cases = [
+        (
+            "[paths]\nplugins_dirs = [\"missing\"]\n",
+            "paths.plugins_dirs",
+        ),
+        (
+            &format!("[paths]\ndata_dir = {:?}\n", file.display().to_string()) as &str,
+            "paths.data_dir",
+        ),
+    ];
+    for (text, key) in cases {
+        let path = dir.path().join("supervisor.toml");
+        std::fs::write(&path, text).unwrap();
+        for args in [&["check-config"][..], &[][..]] {
+            let output = abxd(&path, args);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(abxd::exit::USAGE),
+                "{args:?} {text:?}: {stderr}"
+            );
+            assert!(stderr.contains(key), "{args:?} {text:?}: {stderr}");
+        }
+    }
+    // A good file: the settings abxd runs with, as TOML that reads back to the same config.
+    let path = dir.path().join("supervisor.toml");
+    std::fs::write(&path, "[limits]\nmax_crawl_workers = 7\n").unwrap();
+    let output = abxd(&path, &["check-config"]);
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains("Config {"), "no Rust debug text: {stdout}");
+    let printed = abxd::config::Config::parse(&path, &stdout).unwrap();
+    assert_eq!(printed, abxd::config::Config::load(&path).unwrap());
+    assert_eq!(printed.limits.max_crawl_workers, 7);
+    assert!(
+        !dir.path().join("data").exists(),
+        "check-config creates nothing"
+    );
+}
+
+#[test]
+fn with_no_config_file_abxd_runs_on_the_built_in_defaults_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let tag = common::unique_tag();
+    let daemon = Command::new(common::abxd_bin())
+        .current_dir(dir.path())
+        .env_remove("ABXD_CONFIG")
+        .env(common::TAG_ENV, &tag)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Stop<'a>(&'a str);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            common::kill_tagged(self.0);
+        }
+    }
+    let _stop = Stop(&tag);
+    let ctl = |args: &[&str]| {
+        Command::new(common::abxctl_bin())
+            .current_dir(dir.path())
+            .env_remove("ABXD_CONFIG")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    common::wait_until("abxd on defaults to answer", common::WAIT, || {
+        ctl(&["status"]).status.success().then_some(())
+    });
+    assert!(dir.path().join("data/abxd.sqlite3").exists());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = daemon.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("running on the built-in defaults"),
+        "{stderr}"
+    );
+    // A config the operator names must exist.
+    let output = abxd(&dir.path().join("typo.toml"), &["check-config"]);
+    assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
+}
+
+#[test]
+fn abxctl_still_reaches_the_daemon_when_the_file_has_a_typo_and_notices_another_data_dir() {
+    let socket_dir = tempfile::tempdir().unwrap();
+    let socket = socket_dir.path().join("abxd.sock");
+    // (The test config starts with its [control] table: the socket goes into it.)
+    let mut daemon =
+        common::TestDaemon::start_with(&format!("socket = {:?}\n", socket.display().to_string()));
+    let text = std::fs::read_to_string(&daemon.config).unwrap();
+    assert!(daemon.ctl(&["status"]).status.success(), "{text}");
+    let config = daemon.config.clone();
+    std::fs::write(&config, format!("{text}[limits]\nmax_crawl_workerz = 3\n")).unwrap();
+    for args in [&["status"][..], &["ps"]] {
+        let output = daemon.ctl(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(stderr.contains("warning"), "{stderr}");
+        assert!(stderr.contains("limits.max_crawl_workerz"), "{stderr}");
+    }
+    // The same socket, another data dir: status says the daemon runs with another config.
+    std::fs::write(
+        &config,
+        format!("{text}[paths]\ndata_dir = \"elsewhere\"\n"),
+    )
+    .unwrap();
+    let output = daemon.ctl(&["status"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("runs with another config"), "{stdout}");
+    std::fs::write(&config, &text).unwrap();
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    daemon.wait_exit();
+}

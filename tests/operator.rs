@@ -544,3 +544,59 @@ fn pause_starts_no_new_hook_and_resume_lets_the_crawl_finish() {
         text(&not_paused)
     );
 }
+
+/// What Rust's `{:?}` prints and a person should never read: `Some(…)`, `Code(75)`, `Foo { a: … }`.
+fn debug_text(line: &str) -> Option<&'static str> {
+    let patterns: [(&str, &'static str); 7] = [
+        ("Some(", "Some(…)"),
+        ("None)", "None"),
+        ("Code(", "Code(…)"),
+        ("Ok(", "Ok(…)"),
+        ("Err(", "Err(…)"),
+        ("Kind(", "…Kind(…)"),
+        (" { ", "Struct { … }"),
+    ];
+    patterns
+        .iter()
+        .find(|(needle, _)| line.contains(needle))
+        .map(|(_, what)| *what)
+}
+
+#[test]
+fn no_rust_debug_text_reaches_the_log_or_the_terminal() {
+    let daemon = TestDaemon::start_with(&fixture_config("[plugins.slow]\ntimeout = \"1s\"\n"));
+    let crawl = daemon.add(&["--plugins", "ok,failer,skipper,slow", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let (row, _) = daemon.spawn(&["sleep", "300"]);
+    daemon.ctl_ok(&["kill", &row.to_string()]);
+    let mut printed = String::new();
+    for args in [
+        &["show", &crawl.to_string()][..],
+        &["crawls"],
+        &["ps", "--all"],
+        &["status"],
+        &["plugins"],
+        &["kill", "99999"],
+        &["cancel", &crawl.to_string()],
+        &["retry", "99999"],
+    ] {
+        printed.push_str(&text(&daemon.ctl(args)));
+    }
+    // The daemon's log, and each worker's (data/logs).
+    let mut logs = daemon.log();
+    for entry in std::fs::read_dir(daemon.data_dir().join("logs")).unwrap() {
+        logs.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    assert!(logs.contains("sealed"), "the workers' logs are read: {logs}");
+    for line in logs.lines().chain(printed.lines()) {
+        // Hooks' own words (their stderr, quoted) are theirs: only abxd's lines are judged.
+        if line.contains("something broke") || line.contains("ArchiveResult") {
+            continue;
+        }
+        assert!(
+            debug_text(line).is_none(),
+            "{:?} in: {line}",
+            debug_text(line)
+        );
+    }
+}

@@ -15,8 +15,15 @@ fn main() {
         );
     }
     let cli = AbxctlCli::parse();
-    let config = match Config::load(&cli.config.path()) {
-        Ok(config) => config,
+    let config = match Config::load_for_client(&cli.config.path(), cli.config.is_named()) {
+        Ok((config, None)) => config,
+        Ok((config, Some(ignored))) => {
+            eprintln!(
+                "abxctl: warning: {ignored}\nabxctl: (abxctl uses only [paths] and [control] \
+                 of it; `abxd check-config` checks the whole file)"
+            );
+            config
+        }
         Err(err) => {
             eprintln!("abxctl: {:#}", anyhow::Error::new(err));
             std::process::exit(exit::USAGE);

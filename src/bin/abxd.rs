@@ -1,5 +1,5 @@
 use abxd::cli::{AbxdCli, AbxdCommand, WorkerCommand};
-use abxd::config::{Config, ConfigError};
+use abxd::config::{Config, ConfigError, Found};
 use abxd::daemon::{Daemon, DaemonError};
 use abxd::exit;
 use abxd::run::RunError;
@@ -17,16 +17,33 @@ fn main() {
 }
 
 fn run(cli: AbxdCli) -> Result<i32> {
+    let path = cli.config.path();
     let config = match cli.command {
-        Some(AbxdCommand::Worker(_)) => Config::for_worker(&cli.config.path())?,
-        _ => Config::load(&cli.config.path())?,
+        Some(AbxdCommand::Worker(_)) => Config::for_worker(&path)?,
+        _ if cli.config.is_named() => Config::load(&path)?,
+        _ => match Config::load_or_defaults(&path)? {
+            (config, Found::File) => config,
+            (config, Found::Defaults) => {
+                eprintln!(
+                    "abxd: no config file at {}: running on the built-in defaults \
+                     (data in {}; supervisor.toml(5) lists every key)",
+                    config.source.display(),
+                    config.data_dir.display()
+                );
+                config
+            }
+        },
     };
     match cli.command.unwrap_or(AbxdCommand::Serve) {
         AbxdCommand::CheckConfig => {
             print_like_a_filter();
+            config.check_environment()?;
             abxd::plugins::check_settings(&config)?;
-            println!("{}: ok", config.source.display());
-            println!("{config:#?}");
+            println!(
+                "# {}: ok. The settings abxd runs with, every path resolved:\n",
+                config.source.display()
+            );
+            print!("{}", config.running_text());
             Ok(0)
         }
         AbxdCommand::Serve => {

@@ -9,8 +9,12 @@
 //! serde reads and writes) and the derived views of a config (its running text, its keys).
 
 mod bytes;
+mod environment;
 mod file;
+mod load;
 mod plugin;
+
+pub use load::Found;
 
 pub use plugin::PluginConfig;
 
@@ -21,7 +25,6 @@ use file::{
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -312,39 +315,6 @@ impl Config {
                     self.control.socket.display()
                 ),
             ));
-        }
-        Ok(())
-    }
-
-    /// What only the daemon needs of its environment, checked when it starts and when it
-    /// reloads: every plugins dir exists, and the data dir exists (it is created) and is
-    /// writable.
-    pub fn check_for_daemon(&self) -> Result<(), ConfigError> {
-        for dir in &self.plugins_dirs {
-            if !dir.is_dir() {
-                return Err(self.invalid(
-                    "paths.plugins_dirs",
-                    format!("{} is not a directory", dir.display()),
-                ));
-            }
-        }
-        let unwritable = |err: std::io::Error| {
-            self.invalid(
-                "paths.data_dir",
-                format!(
-                    "{} is not a writable directory: {err}",
-                    self.data_dir.display()
-                ),
-            )
-        };
-        std::fs::create_dir_all(&self.data_dir).map_err(unwritable)?;
-        tempfile::tempfile_in(&self.data_dir).map_err(unwritable)?;
-        let meta = std::fs::metadata(&self.data_dir).map_err(unwritable)?;
-        let me = rustix::process::geteuid().as_raw();
-        let (owner, mode) = (meta.uid(), meta.mode());
-        if let Some(problem) = ownership_problem(owner, mode, me) {
-            let dir = self.data_dir.display();
-            return Err(self.invalid("paths.data_dir", format!("{dir} {problem}")));
         }
         Ok(())
     }

@@ -28,6 +28,15 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
                 render::short_duration(info.uptime_ms)
             );
             println!("database: {}", info.database);
+            let mine = config.database.display().to_string();
+            if info.database != mine {
+                println!(
+                    "NOTE:     {} names database {mine}: this abxd runs with another config \
+                     (it started with another file, or the file changed since; SIGHUP reloads \
+                     what can change while it runs)",
+                    config.source.display()
+                );
+            }
             println!("socket:   {}", info.socket);
             println!("contain:  {}", info.containment);
             if let Some(lost) = &info.database_lost {

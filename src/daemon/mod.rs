@@ -175,7 +175,12 @@ impl Daemon {
             self.state.truncate_wal_at = self.state.keep_wal_small();
         }
         for event in self.supervisor.reap_now(&mut self.state.store) {
-            log::debug!("at exit: {event:?}");
+            if let Event::Exited {
+                row_id, outcome, ..
+            } = event
+            {
+                log::debug!("at exit: row {row_id} ended: {outcome}");
+            }
         }
         let own = self.state.orchestrator_id;
         if let Err(err) = liveness::finish_own(&mut self.state.store, own, "clean shutdown") {

@@ -32,7 +32,10 @@ pub(super) fn handle(
         .grace_ms
         .map(Duration::from_millis)
         .unwrap_or(state.config.timeouts.kill_grace);
-    log::info!("kill request: row {row}, signal {signal}, grace {grace:?}");
+    log::info!(
+        "kill request: row {row}, signal {signal}, grace {}",
+        humantime::format_duration(grace)
+    );
     supervisor.stop(&mut state.store, row, signal, grace, EndReason::Killed);
     if kill.wait {
         state.waiting.entry(row).or_default().push(token);

@@ -1,0 +1,72 @@
+//! What a config needs of the machine (checked by the daemon when it starts and reloads, and by
+//! `abxd check-config`): every plugins dir exists; the data dir is a directory abxd can write
+//! and nobody else can.
+//!
+//! Invariant: the check `check-config` runs is the daemon's, less what only a start does (create
+//! the data dir): a file `check-config` passes is one the daemon starts with, on this machine.
+
+use super::{ownership_problem, Config, ConfigError};
+use std::os::unix::fs::MetadataExt;
+
+impl Config {
+    /// What only the daemon needs of its environment, checked when it starts and when it
+    /// reloads: every plugins dir exists, and the data dir exists (it is created), is writable
+    /// and is abxd's alone.
+    pub fn check_for_daemon(&self) -> Result<(), ConfigError> {
+        self.check_plugins_dirs()?;
+        std::fs::create_dir_all(&self.data_dir).map_err(|err| self.unwritable(err))?;
+        self.check_data_dir()
+    }
+
+    /// The daemon's check without its side effects (`abxd check-config`): a data dir that does
+    /// not exist yet must be one abxd can create.
+    pub fn check_environment(&self) -> Result<(), ConfigError> {
+        self.check_plugins_dirs()?;
+        if self.data_dir.exists() {
+            return self.check_data_dir();
+        }
+        let parent = self.data_dir.ancestors().skip(1).find(|p| p.exists());
+        let creatable = parent.is_some_and(|p| {
+            p.is_dir() && rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok()
+        });
+        if creatable {
+            Ok(())
+        } else {
+            let dir = self.data_dir.display();
+            let why = format!("{dir} does not exist, and abxd could not create it");
+            Err(self.invalid("paths.data_dir", why))
+        }
+    }
+
+    fn check_plugins_dirs(&self) -> Result<(), ConfigError> {
+        match self.plugins_dirs.iter().find(|dir| !dir.is_dir()) {
+            Some(dir) => Err(self.invalid(
+                "paths.plugins_dirs",
+                format!("{} is not a directory", dir.display()),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The data dir (which exists) is writable by abxd and by nobody else.
+    fn check_data_dir(&self) -> Result<(), ConfigError> {
+        tempfile::tempfile_in(&self.data_dir).map_err(|err| self.unwritable(err))?;
+        let meta = std::fs::metadata(&self.data_dir).map_err(|err| self.unwritable(err))?;
+        let me = rustix::process::geteuid().as_raw();
+        match ownership_problem(meta.uid(), meta.mode(), me) {
+            Some(problem) => {
+                let dir = self.data_dir.display();
+                Err(self.invalid("paths.data_dir", format!("{dir} {problem}")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn unwritable(&self, err: std::io::Error) -> ConfigError {
+        let dir = self.data_dir.display();
+        self.invalid(
+            "paths.data_dir",
+            format!("{dir} is not a writable directory: {err}"),
+        )
+    }
+}

@@ -15,6 +15,24 @@ fn abxd(config: &std::path::Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs `abxd check-config` and `abxd` on `path`, expects both to refuse it as a usage error
+/// (2), and returns what each said.
+fn refused_by_check_config_and_daemon(path: &std::path::Path) -> Vec<String> {
+    [&["check-config"][..], &[][..]]
+        .into_iter()
+        .map(|args| {
+            let output = abxd(path, args);
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            assert_eq!(
+                output.status.code(),
+                Some(abxd::exit::USAGE),
+                "{args:?}: {stderr}"
+            );
+            stderr
+        })
+        .collect()
+}
+
 #[test]
 fn the_documented_default_config_checks_clean() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("supervisor.toml");
@@ -68,14 +86,7 @@ fn bad_configs_are_refused_naming_file_key_and_problem_and_nothing_starts() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("supervisor.toml");
         std::fs::write(&path, text).unwrap();
-        for args in [&["check-config"][..], &[][..]] {
-            let output = abxd(&path, args);
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(
-                output.status.code(),
-                Some(abxd::exit::USAGE),
-                "{text:?}: {stderr}"
-            );
+        for stderr in refused_by_check_config_and_daemon(&path) {
             assert!(
                 stderr.contains(path.to_str().unwrap()),
                 "{text:?}: {stderr}"
@@ -135,15 +146,8 @@ fn check_config_refuses_what_the_daemon_refuses_and_prints_the_resolved_settings
     for (text, key) in cases {
         let path = dir.path().join("supervisor.toml");
         std::fs::write(&path, text).unwrap();
-        for args in [&["check-config"][..], &[][..]] {
-            let output = abxd(&path, args);
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(
-                output.status.code(),
-                Some(abxd::exit::USAGE),
-                "{args:?} {text:?}: {stderr}"
-            );
-            assert!(stderr.contains(key), "{args:?} {text:?}: {stderr}");
+        for stderr in refused_by_check_config_and_daemon(&path) {
+            assert!(stderr.contains(key), "{text:?}: {stderr}");
         }
     }
     // A good file: the settings abxd runs with, as TOML that reads back to the same config.

@@ -587,7 +587,10 @@ fn no_rust_debug_text_reaches_the_log_or_the_terminal() {
     for entry in std::fs::read_dir(daemon.data_dir().join("logs")).unwrap() {
         logs.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
     }
-    assert!(logs.contains("sealed"), "the workers' logs are read: {logs}");
+    assert!(
+        logs.contains("sealed"),
+        "the workers' logs are read: {logs}"
+    );
     for line in logs.lines().chain(printed.lines()) {
         // Hooks' own words (their stderr, quoted) are theirs: only abxd's lines are judged.
         if line.contains("something broke") || line.contains("ArchiveResult") {

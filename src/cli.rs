@@ -172,11 +172,29 @@ pub enum AbxctlCommand {
         /// The crawl id.
         id: i64,
     },
-    /// A process's stdout and stderr.
+    /// A process's stdout and stderr: a row's (see `abxctl ps`), or a result's latest run (see
+    /// `abxctl show`).
+    #[command(
+        after_help = "Examples:\n  abxctl logs 42                the stdout and stderr of process row 42\n  abxctl logs --result 7 -n 20  the last 20 lines of each stream of result 7's latest run\n  abxctl logs 42 --stderr -f    its stderr, then what it appends until it ends"
+    )]
     Logs {
         /// The process row id (see `abxctl ps`).
-        id: i64,
-        /// Keep printing what is appended until the process has ended.
+        #[arg(required_unless_present = "result", conflicts_with = "result")]
+        id: Option<i64>,
+        /// The latest run of this result instead (the ids `abxctl show` prints).
+        #[arg(long, value_name = "ID")]
+        result: Option<i64>,
+        /// Only the last N lines of each stream (then, with -f, what follows).
+        #[arg(long, short = 'n', value_name = "N")]
+        lines: Option<usize>,
+        /// Only standard output.
+        #[arg(long, conflicts_with = "stderr")]
+        stdout: bool,
+        /// Only standard error.
+        #[arg(long)]
+        stderr: bool,
+        /// Keep printing what is appended until the process has ended, each line labelled with
+        /// its stream when both are shown.
         #[arg(long, short = 'f')]
         follow: bool,
     },

@@ -603,3 +603,58 @@ fn no_rust_debug_text_reaches_the_log_or_the_terminal() {
         );
     }
 }
+
+#[test]
+fn show_names_a_failed_hooks_exit_stderr_and_logs_and_logs_takes_it_from_there() {
+    let daemon = TestDaemon::start_with(&fixture_config(""));
+    let crawl = daemon.add(&["--plugins", "ok,failer", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let show = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    let failed = daemon
+        .store()
+        .results(crawl)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.status == ResultStatus::Failed)
+        .unwrap();
+    let run = daemon
+        .store()
+        .process(failed.process_id.unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(
+        show.contains(&format!(
+            "on_Snapshot__30_failer.sh failed (result {}, row {}, exit 3)",
+            failed.id, run.id
+        )),
+        "{show}"
+    );
+    assert!(show.contains("| something broke"), "{show}");
+    assert!(show.contains(run.stderr_path.as_deref().unwrap()), "{show}");
+
+    // From the result to its whole stderr, or the last lines of each stream.
+    let result = failed.id.to_string();
+    let stderr = daemon.ctl_ok(&["logs", "--result", &result, "--stderr"]);
+    assert!(stderr.contains("something broke"), "{stderr}");
+    assert!(!stderr.contains("==> stdout"), "{stderr}");
+    // The last lines of one stream.
+    let (row, _) = daemon.spawn(&["sh", "-c", "printf 'one\\ntwo\\nthree\\n'"]);
+    wait_until("the spawned process to end", WAIT, || {
+        let row = daemon.store().process(row).ok()??;
+        (!row.status.is_live()).then_some(())
+    });
+    let tail = daemon.ctl_ok(&["logs", &row.to_string(), "--stdout", "-n", "2"]);
+    let lines: Vec<&str> = tail.lines().skip(1).collect();
+    assert_eq!(lines, ["two", "three"], "{tail}");
+    // Followed, both streams: each line says which it is.
+    let followed = daemon.ctl_ok(&["logs", "--result", &result, "-f"]);
+    assert!(followed.contains("stderr | something broke"), "{followed}");
+    // The orchestrator's log is the daemon's stderr: said so.
+    let orchestrator = daemon.ctl(&["logs", "1"]);
+    assert_eq!(code(&orchestrator), Some(exit::USAGE));
+    assert!(
+        text(&orchestrator).contains("journalctl -u abxd"),
+        "{}",
+        text(&orchestrator)
+    );
+}

@@ -33,7 +33,7 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "add" -d 'Enqueue a cr
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "crawls" -d 'List crawls with their status and counts'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "plugins" -d 'The plugins of the plugins dirs: whether each runs, what it requires, its hooks by phase in run order, the hooks of other events (listed, not crawled) and files that cannot run'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "show" -d 'A crawl\'s snapshots and the result of every hook: status, time, output size'
-complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "logs" -d 'A process\'s stdout and stderr'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "logs" -d 'A process\'s stdout and stderr: a row\'s (see `abxctl ps`), or a result\'s latest run (see `abxctl show`)'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its processes down (with abxd not running: in the database)'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "pause" -d 'Start no more hooks of a crawl and claim none of its snapshots until it is resumed; hooks already running go on (with abxd not running: in the database)'
@@ -61,8 +61,12 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -l json -d 'Machi
 complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -l result -d 'The latest run of this result instead (the ids `abxctl show` prints)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s n -l lines -d 'Only the last N lines of each stream (then, with -f, what follows)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s f -l follow -d 'Keep printing what is appended until the process has ended'
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -l stdout -d 'Only standard output'
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -l stderr -d 'Only standard error'
+complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s f -l follow -d 'Keep printing what is appended until the process has ended, each line labelled with its stream when both are shown'
 complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l pid -d 'Name the process by its pid instead of its row id' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s s -l signal -d 'The first signal: a name (TERM, SIGINT, KILL, …) or a number' -r

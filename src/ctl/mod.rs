@@ -78,7 +78,25 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
         AbxctlCommand::Crawls => show::crawls(config),
         AbxctlCommand::Plugins { json } => plugins::run(config, json),
         AbxctlCommand::Show { id } => show::run(config, id),
-        AbxctlCommand::Logs { id, follow } => logs::run(config, id, follow),
+        AbxctlCommand::Logs {
+            id,
+            result,
+            lines,
+            stdout,
+            stderr,
+            follow,
+        } => {
+            let which = match (id, result) {
+                (Some(row), _) => logs::Which::Row(row),
+                (None, Some(result)) => logs::Which::Result(result),
+                (None, None) => unreachable!("clap requires one"),
+            };
+            let streams = logs::Streams {
+                stdout: !stderr,
+                stderr: !stdout,
+            };
+            logs::run(config, which, streams, lines, follow)
+        }
         AbxctlCommand::Kill {
             id,
             pid,

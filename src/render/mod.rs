@@ -1,5 +1,6 @@
-//! Rendering for people and machines: the process table (`abxctl ps`, `--json`), crawls and
-//! their results (`abxctl crawls`, `show`), and a crawl's progress (`abxd run`, `add --wait`).
+//! Rendering for people and machines: the process table (`abxctl ps`, `--json`) here; crawls
+//! and their results (`abxctl crawls`, `show`) and a crawl's progress (`abxd run`, `add --wait`)
+//! in `crawl`; the plain table both lay out in `table`.
 //!
 //! Invariant: rendering reads, never writes — it checks each live row's identity against procfs
 //! and shows a row whose process is gone or whose pid was reused as unverified ("running?"),
@@ -7,15 +8,15 @@
 
 use crate::identity::{self, Liveness};
 use crate::printable;
-use crate::store::{
-    now_ms, Crawl, HookResult, Kind, ProcessRow, ResultStatus, Status, Store, StoreError,
-    WorkStatus,
-};
+use crate::store::{ProcessRow, Status};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use table::Table;
 
+mod crawl;
 mod table;
+
+pub use crawl::{bytes, crawl_report, crawls_table, Progress};
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.
 pub const PS_JSON_VERSION: u32 = 1;
@@ -255,233 +256,5 @@ mod tests {
         assert_eq!(short_duration(185_000), "3m05s");
         assert_eq!(short_duration(7_620_000), "2h07m");
         assert_eq!(short_duration(-3_000), "-3s");
-    }
-}
-
-/// A byte count for people: `512 B`, `4.2 KiB`, `3.0 MiB`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
-/// The first line of `text` (from outside: escaped), cut to `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    let line = if line.chars().count() > max {
-        format!("{}…", line.chars().take(max).collect::<String>())
-    } else {
-        line.to_string()
-    };
-    printable::line(&line).into_owned()
-}
-
-/// `abxctl crawls`: one line per crawl.
-pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
-    let crawls = store.crawls()?;
-    if crawls.is_empty() {
-        return Ok("no crawls\n".into());
-    }
-    let mut table = Table::new([
-        "ID",
-        "STATUS",
-        "DEPTH",
-        "SNAPSHOTS",
-        "RESULTS",
-        "AGE",
-        "URLS",
-    ]);
-    let now = now_ms();
-    for crawl in crawls {
-        let snapshots = store.snapshots(crawl.id)?;
-        let sealed = snapshots
-            .iter()
-            .filter(|s| s.status == WorkStatus::Sealed)
-            .count();
-        let results = store.results(crawl.id)?;
-        let count = |status| results.iter().filter(|r| r.status == status).count();
-        table.add_row([
-            crawl.id.to_string(),
-            crawl_status(&crawl),
-            crawl.max_depth.to_string(),
-            format!("{sealed}/{}", snapshots.len()),
-            format!(
-                "{} ok, {} noresults, {} failed, {} skipped{}",
-                count(ResultStatus::Succeeded),
-                count(ResultStatus::NoResults),
-                count(ResultStatus::Failed),
-                count(ResultStatus::Skipped),
-                match count(ResultStatus::Cancelled) {
-                    0 => String::new(),
-                    n => format!(", {n} cancelled"),
-                }
-            ),
-            short_duration(now - crawl.created_at),
-            printable::line(&crawl.urls.join(" ")).into_owned(),
-        ]);
-    }
-    Ok(table.to_string())
-}
-
-/// The CPU time and peak memory each result's last hook process used, by result (under cgroup
-/// containment).
-type CpuByResult = HashMap<i64, (Option<i64>, Option<i64>)>;
-
-fn results_table(results: &[&HookResult], cpu: &CpuByResult) -> Table<8> {
-    let mut table = Table::new([
-        "HOOK", "STATUS", "TIME", "CPU", "MEM", "SIZE", "FILES", "OUTPUT",
-    ]);
-    for result in results {
-        let time = match (result.started_at, result.ended_at) {
-            (Some(start), Some(end)) => short_duration(end - start),
-            (Some(start), None) => format!("{}…", short_duration(now_ms() - start)),
-            _ => "-".into(),
-        };
-        let (cpu_usec, memory_peak) = cpu.get(&result.id).copied().unwrap_or_default();
-        let cpu = cpu_usec.map_or("-".into(), |usec| short_duration(usec / 1000));
-        let memory = memory_peak.map_or("-".into(), |peak| bytes(peak as u64));
-        table.add_row([
-            printable::line(&result.hook).into_owned(),
-            result.status.to_string(),
-            time,
-            cpu,
-            memory,
-            bytes(result.output_size),
-            result.output_files.len().to_string(),
-            one_line(result.output.as_deref().unwrap_or(""), 70),
-        ]);
-    }
-    table
-}
-
-/// `abxctl show ID`: a crawl, its crawl hooks' results, and each snapshot with its results.
-pub fn crawl_report(
-    store: &Store,
-    data_dir: &std::path::Path,
-    crawl_id: i64,
-) -> Result<Option<String>, StoreError> {
-    let Some(crawl) = store.crawl(crawl_id)? else {
-        return Ok(None);
-    };
-    let results = store.results(crawl_id)?;
-    let snapshots = store.snapshots(crawl_id)?;
-    let processes = store.crawl_processes(crawl_id)?;
-    let cpu: CpuByResult = processes
-        .iter()
-        .filter(|row| row.kind == Kind::Hook)
-        .filter_map(|row| Some((row.result_id?, (row.cpu_usec, row.memory_peak))))
-        .collect();
-    let unkillable: Vec<&ProcessRow> = processes
-        .iter()
-        .filter(|row| row.unkillable && row.status.is_live())
-        .collect();
-    let mut out = String::new();
-    out.push_str(&format!(
-        "crawl {}: {}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
-        crawl.id,
-        crawl_status(&crawl),
-        crawl.max_depth,
-        snapshots.len(),
-        printable::line(&crawl.urls.join(" ")),
-        data_dir.join("crawls").join(crawl.id.to_string()).display()
-    ));
-    let crawl_hooks: Vec<&HookResult> =
-        results.iter().filter(|r| r.snapshot_id.is_none()).collect();
-    if !crawl_hooks.is_empty() {
-        out.push_str("\n  crawl hooks\n");
-        results_table(&crawl_hooks, &cpu).render_into(&mut out, "    ");
-    }
-    for snapshot in &snapshots {
-        out.push_str(&format!(
-            "\n  snapshot {} ({}, depth {}): {}\n",
-            snapshot.id,
-            snapshot.status,
-            snapshot.depth,
-            printable::line(&snapshot.url)
-        ));
-        let tags = store.tags(snapshot.id)?;
-        if !tags.is_empty() {
-            out.push_str(&format!(
-                "    tags: {}\n",
-                printable::line(&tags.join(", "))
-            ));
-        }
-        let mine: Vec<&HookResult> = results
-            .iter()
-            .filter(|r| r.snapshot_id == Some(snapshot.id))
-            .collect();
-        if mine.is_empty() {
-            out.push_str("    no results yet\n");
-        } else {
-            results_table(&mine, &cpu).render_into(&mut out, "    ");
-        }
-    }
-    for row in &unkillable {
-        out.push_str(&format!(
-            "\n  UNKILLABLE row {} pid {}: {}\n    {}\n",
-            row.id,
-            row.pid.unwrap_or_default(),
-            printable::line(&row.argv.join(" ")),
-            row.end_detail.as_deref().unwrap_or("")
-        ));
-    }
-    Ok(Some(out))
-}
-
-/// A crawl's status as shown: `sealed (cancelled)`, `started`, …
-fn crawl_status(crawl: &Crawl) -> String {
-    match crawl.outcome {
-        Some(outcome) if crawl.status == WorkStatus::Sealed => format!("sealed ({outcome})"),
-        _ if crawl.paused_at.is_some() => format!("{} (paused)", crawl.status),
-        _ => crawl.status.to_string(),
-    }
-}
-
-/// Follows a crawl for a person: a line each time a result starts or ends.
-#[derive(Debug, Default)]
-pub struct Progress {
-    reported: HashMap<i64, ResultStatus>,
-}
-
-impl Progress {
-    /// Lines for what changed since the last call.
-    pub fn update(&mut self, store: &Store, crawl_id: i64) -> Result<Vec<String>, StoreError> {
-        let snapshots: HashMap<i64, String> = store
-            .snapshots(crawl_id)?
-            .into_iter()
-            .map(|s| (s.id, s.url))
-            .collect();
-        let mut lines = Vec::new();
-        for result in store.results(crawl_id)? {
-            if self.reported.get(&result.id) == Some(&result.status)
-                || result.status == ResultStatus::Queued
-            {
-                continue;
-            }
-            self.reported.insert(result.id, result.status);
-            let place = result
-                .snapshot_id
-                .and_then(|id| snapshots.get(&id).cloned())
-                .unwrap_or_else(|| "crawl".into());
-            let detail = match result.status {
-                ResultStatus::Started => String::new(),
-                _ => format!(
-                    " {} {}",
-                    bytes(result.output_size),
-                    one_line(result.output.as_deref().unwrap_or(""), 60)
-                ),
-            };
-            let line = format!("{:<9} {:<36} {place}{detail}", result.status, result.hook);
-            lines.push(printable::line(&line).into_owned());
-        }
-        Ok(lines)
     }
 }

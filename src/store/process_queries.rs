@@ -65,6 +65,18 @@ impl Store {
             .optional()?)
     }
 
+    /// The latest process row that ran result `result_id` (its last attempt), if one did.
+    pub fn result_run(&self, result_id: i64) -> Result<Option<ProcessRow>, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM processes WHERE result_id = ?1 AND kind = 'hook' \
+                 ORDER BY id DESC LIMIT 1"
+            ))?
+            .query_row([result_id], ProcessRow::from_row)
+            .optional()?)
+    }
+
     /// Rows matching `filter`, oldest first.
     ///
     /// Sorted here, not by SQL: live rows come from the index of live statuses, one run of ids

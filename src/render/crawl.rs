@@ -1,0 +1,310 @@
+//! Crawls for people: `abxctl crawls`, `abxctl show CRAWL` (each result with what it takes to
+//! find out why it failed), and a crawl's progress (`abxd run`, `add --wait`).
+//!
+//! Invariant: rendering reads, never writes; what came from outside (URLs, hook output, a
+//! hook's stderr) is printed escaped (`printable`).
+
+use super::short_duration;
+use super::table::Table;
+use crate::printable;
+use crate::store::{
+    now_ms, Crawl, HookResult, Kind, ProcessRow, ResultStatus, Store, StoreError, WorkStatus,
+};
+use std::collections::HashMap;
+
+/// A byte count for people: `512 B`, `4.2 KiB`, `3.0 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// The first line of `text` (from outside: escaped), cut to `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let line = if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_string()
+    };
+    printable::line(&line).into_owned()
+}
+
+/// `abxctl crawls`: one line per crawl.
+pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
+    let crawls = store.crawls()?;
+    if crawls.is_empty() {
+        return Ok("no crawls\n".into());
+    }
+    let mut table = Table::new([
+        "ID",
+        "STATUS",
+        "DEPTH",
+        "SNAPSHOTS",
+        "RESULTS",
+        "AGE",
+        "URLS",
+    ]);
+    let now = now_ms();
+    for crawl in crawls {
+        let snapshots = store.snapshots(crawl.id)?;
+        let sealed = snapshots
+            .iter()
+            .filter(|s| s.status == WorkStatus::Sealed)
+            .count();
+        let results = store.results(crawl.id)?;
+        let count = |status| results.iter().filter(|r| r.status == status).count();
+        table.add_row([
+            crawl.id.to_string(),
+            crawl_status(&crawl),
+            crawl.max_depth.to_string(),
+            format!("{sealed}/{}", snapshots.len()),
+            format!(
+                "{} ok, {} noresults, {} failed, {} skipped{}",
+                count(ResultStatus::Succeeded),
+                count(ResultStatus::NoResults),
+                count(ResultStatus::Failed),
+                count(ResultStatus::Skipped),
+                match count(ResultStatus::Cancelled) {
+                    0 => String::new(),
+                    n => format!(", {n} cancelled"),
+                }
+            ),
+            short_duration(now - crawl.created_at),
+            printable::line(&crawl.urls.join(" ")).into_owned(),
+        ]);
+    }
+    Ok(table.to_string())
+}
+
+/// Each result's latest hook process row, by result id.
+type RunByResult<'a> = HashMap<i64, &'a ProcessRow>;
+
+/// How many lines of a failed hook's stderr `show` prints.
+const STDERR_TAIL_LINES: usize = 5;
+
+/// What a process's end says in one word: its exit code, or the signal that killed it.
+fn exit_text(row: &ProcessRow) -> String {
+    match (row.exit_code, row.exit_signal) {
+        (Some(code), _) => code.to_string(),
+        (None, Some(signal)) => {
+            let name = crate::signal::name_of_raw(signal);
+            name.trim_start_matches("SIG").to_string()
+        }
+        (None, None) => "-".into(),
+    }
+}
+
+fn results_table(results: &[&HookResult], runs: &RunByResult) -> Table<10> {
+    let mut table = Table::new([
+        "HOOK", "STATUS", "ROW", "EXIT", "TIME", "CPU", "MEM", "SIZE", "FILES", "OUTPUT",
+    ]);
+    for result in results {
+        let time = match (result.started_at, result.ended_at) {
+            (Some(start), Some(end)) => short_duration(end - start),
+            (Some(start), None) => format!("{}…", short_duration(now_ms() - start)),
+            _ => "-".into(),
+        };
+        let run = runs.get(&result.id);
+        let cpu = run
+            .and_then(|r| r.cpu_usec)
+            .map_or("-".into(), |usec| short_duration(usec / 1000));
+        let memory = run
+            .and_then(|r| r.memory_peak)
+            .map_or("-".into(), |peak| bytes(peak as u64));
+        table.add_row([
+            printable::line(&result.hook).into_owned(),
+            result.status.to_string(),
+            run.map_or("-".into(), |r| r.id.to_string()),
+            run.map_or("-".into(), |r| exit_text(r)),
+            time,
+            cpu,
+            memory,
+            bytes(result.output_size),
+            result.output_files.len().to_string(),
+            one_line(result.output.as_deref().unwrap_or(""), 70),
+        ]);
+    }
+    table
+}
+
+/// For each failed result: why, as far as its process says — its exit, the end of its stderr,
+/// and where its logs are (`abxctl logs --result ID` prints them).
+fn failures(results: &[&HookResult], runs: &RunByResult, out: &mut String) {
+    for result in results.iter().filter(|r| r.status == ResultStatus::Failed) {
+        let Some(run) = runs.get(&result.id) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "    {} failed (result {}, row {}, exit {}):\n",
+            printable::line(&result.hook),
+            result.id,
+            run.id,
+            exit_text(run)
+        ));
+        let tail = run
+            .stderr_path
+            .as_deref()
+            .map(|path| stderr_tail(std::path::Path::new(path)))
+            .unwrap_or_default();
+        for line in tail {
+            out.push_str(&format!("      | {line}\n"));
+        }
+        for path in [&run.stdout_path, &run.stderr_path].into_iter().flatten() {
+            out.push_str(&format!("      log: {}\n", printable::line(path)));
+        }
+    }
+}
+
+/// The last [`STDERR_TAIL_LINES`] lines of a log file (its last 4 KiB at most), escaped.
+fn stderr_tail(path: &std::path::Path) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = crate::spawn::read_log(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(4096)));
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..]
+        .iter()
+        .map(|line| printable::line(line).into_owned())
+        .collect()
+}
+
+/// `abxctl show ID`: a crawl, its crawl hooks' results, and each snapshot with its results.
+pub fn crawl_report(
+    store: &Store,
+    data_dir: &std::path::Path,
+    crawl_id: i64,
+) -> Result<Option<String>, StoreError> {
+    let Some(crawl) = store.crawl(crawl_id)? else {
+        return Ok(None);
+    };
+    let results = store.results(crawl_id)?;
+    let snapshots = store.snapshots(crawl_id)?;
+    let processes = store.crawl_processes(crawl_id)?;
+    // The latest run of each result (rows in id order: a later run replaces an earlier one).
+    let runs: RunByResult = processes
+        .iter()
+        .filter(|row| row.kind == Kind::Hook)
+        .filter_map(|row| Some((row.result_id?, row)))
+        .collect();
+    let unkillable: Vec<&ProcessRow> = processes
+        .iter()
+        .filter(|row| row.unkillable && row.status.is_live())
+        .collect();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "crawl {}: {}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
+        crawl.id,
+        crawl_status(&crawl),
+        crawl.max_depth,
+        snapshots.len(),
+        printable::line(&crawl.urls.join(" ")),
+        data_dir.join("crawls").join(crawl.id.to_string()).display()
+    ));
+    let crawl_hooks: Vec<&HookResult> =
+        results.iter().filter(|r| r.snapshot_id.is_none()).collect();
+    if !crawl_hooks.is_empty() {
+        out.push_str("\n  crawl hooks\n");
+        results_table(&crawl_hooks, &runs).render_into(&mut out, "    ");
+        failures(&crawl_hooks, &runs, &mut out);
+    }
+    for snapshot in &snapshots {
+        out.push_str(&format!(
+            "\n  snapshot {} ({}, depth {}): {}\n",
+            snapshot.id,
+            snapshot.status,
+            snapshot.depth,
+            printable::line(&snapshot.url)
+        ));
+        let tags = store.tags(snapshot.id)?;
+        if !tags.is_empty() {
+            out.push_str(&format!(
+                "    tags: {}\n",
+                printable::line(&tags.join(", "))
+            ));
+        }
+        let mine: Vec<&HookResult> = results
+            .iter()
+            .filter(|r| r.snapshot_id == Some(snapshot.id))
+            .collect();
+        if mine.is_empty() {
+            out.push_str("    no results yet\n");
+        } else {
+            results_table(&mine, &runs).render_into(&mut out, "    ");
+            failures(&mine, &runs, &mut out);
+        }
+    }
+    for row in &unkillable {
+        out.push_str(&format!(
+            "\n  UNKILLABLE row {} pid {}: {}\n    {}\n",
+            row.id,
+            row.pid.unwrap_or_default(),
+            printable::line(&row.argv.join(" ")),
+            row.end_detail.as_deref().unwrap_or("")
+        ));
+    }
+    Ok(Some(out))
+}
+
+/// A crawl's status as shown: `sealed (cancelled)`, `started`, …
+fn crawl_status(crawl: &Crawl) -> String {
+    match crawl.outcome {
+        Some(outcome) if crawl.status == WorkStatus::Sealed => format!("sealed ({outcome})"),
+        _ if crawl.paused_at.is_some() => format!("{} (paused)", crawl.status),
+        _ => crawl.status.to_string(),
+    }
+}
+
+/// Follows a crawl for a person: a line each time a result starts or ends.
+#[derive(Debug, Default)]
+pub struct Progress {
+    reported: HashMap<i64, ResultStatus>,
+}
+
+impl Progress {
+    /// Lines for what changed since the last call.
+    pub fn update(&mut self, store: &Store, crawl_id: i64) -> Result<Vec<String>, StoreError> {
+        let snapshots: HashMap<i64, String> = store
+            .snapshots(crawl_id)?
+            .into_iter()
+            .map(|s| (s.id, s.url))
+            .collect();
+        let mut lines = Vec::new();
+        for result in store.results(crawl_id)? {
+            if self.reported.get(&result.id) == Some(&result.status)
+                || result.status == ResultStatus::Queued
+            {
+                continue;
+            }
+            self.reported.insert(result.id, result.status);
+            let place = result
+                .snapshot_id
+                .and_then(|id| snapshots.get(&id).cloned())
+                .unwrap_or_else(|| "crawl".into());
+            let detail = match result.status {
+                ResultStatus::Started => String::new(),
+                _ => format!(
+                    " {} {}",
+                    bytes(result.output_size),
+                    one_line(result.output.as_deref().unwrap_or(""), 60)
+                ),
+            };
+            let line = format!("{:<9} {:<36} {place}{detail}", result.status, result.hook);
+            lines.push(printable::line(&line).into_owned());
+        }
+        Ok(lines)
+    }
+}

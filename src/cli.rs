@@ -55,7 +55,11 @@ pub enum AbxdCommand {
     /// starting anything, and print the settings it would run with as TOML, every path resolved.
     /// With no config file at the default place (./supervisor.toml, else
     /// /etc/abxd/supervisor.toml), abxd runs on the built-in defaults and says so.
-    CheckConfig,
+    CheckConfig {
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Archive URLs in one go: start the supervisor in the foreground, crawl, show progress,
     /// print a summary with the output paths and stop. A local file or directory is served on
     /// a loopback port for the crawl.
@@ -81,6 +85,9 @@ pub enum AbxdCommand {
         /// Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)
         #[arg(long)]
         dry_run: bool,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Internal: the worker processes abxd starts for a crawl or a snapshot.
     #[command(hide = true, subcommand)]
@@ -157,9 +164,17 @@ pub enum AbxctlCommand {
         /// Follow the crawl until it is sealed and print its results.
         #[arg(long)]
         wait: bool,
+        /// Print the documented JSON shape (docs/json.md) instead: the crawl's id, and with
+        /// --wait, no progress but the crawl as `show --json` prints it.
+        #[arg(long)]
+        json: bool,
     },
     /// List crawls with their status and counts.
-    Crawls,
+    Crawls {
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// The plugins of the plugins dirs: whether each runs, what it requires, its hooks by phase
     /// in run order, the hooks of other events (listed, not crawled) and files that cannot run.
     Plugins {
@@ -171,6 +186,9 @@ pub enum AbxctlCommand {
     Show {
         /// The crawl id.
         id: i64,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// A process's stdout and stderr: a row's (see `abxctl ps`), or a result's latest run (see
     /// `abxctl show`).
@@ -217,23 +235,35 @@ pub enum AbxctlCommand {
         /// Return once the teardown has begun, without waiting for it to finish.
         #[arg(long)]
         no_wait: bool,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its
     /// processes down (with abxd not running: in the database).
     Cancel {
         /// The crawl id.
         crawl_id: i64,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Start no more hooks of a crawl and claim none of its snapshots until it is resumed;
     /// hooks already running go on (with abxd not running: in the database).
     Pause {
         /// The crawl id.
         crawl_id: i64,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Let a paused crawl go on.
     Resume {
         /// The crawl id.
         crawl_id: i64,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Run a sealed crawl's failed and cancelled results again (their interruption count
     /// reset), through abxd or, with it not running, in the database for its next start.
@@ -252,6 +282,9 @@ pub enum AbxctlCommand {
         /// Only the results of this hook (its file name).
         #[arg(long, value_name = "NAME")]
         hook: Option<String>,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true).
     #[command(hide = true)]

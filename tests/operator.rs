@@ -658,3 +658,104 @@ fn show_names_a_failed_hooks_exit_stderr_and_logs_and_logs_takes_it_from_there()
         text(&orchestrator)
     );
 }
+
+/// The shape of a JSON document, as docs/json.md documents it: keys and types, an array by its
+/// first element; states (`status`, `outcome`, `end_reason`) and `version` by their values.
+/// (What a cgroup measured is a number where the machine's controllers allow, else null.)
+fn shape(key: &str, value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{json, Value};
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(k, v))).collect())
+        }
+        Value::Array(items) => json!(items
+            .first()
+            .map(|first| vec![shape(key, first)])
+            .unwrap_or_default()),
+        Value::Number(_) if key == "version" => value.clone(),
+        // What the cgroup measured: only where the controllers are (not on every machine).
+        Value::Number(_) | Value::Null if ["cpu_usec", "memory_peak"].contains(&key) => {
+            json!("<number or null>")
+        }
+        Value::Number(_) => json!("<number>"),
+        Value::String(_) if ["status", "outcome", "end_reason"].contains(&key) => value.clone(),
+        Value::String(_) => json!("<string>"),
+        Value::Bool(_) | Value::Null => value.clone(),
+    }
+}
+
+fn json_of(output: Output) -> serde_json::Value {
+    assert!(output.status.success(), "{}", text(&output));
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output)))
+}
+
+#[test]
+fn every_listing_and_action_has_a_versioned_json_shape() {
+    let mut daemon = TestDaemon::start_with(&fixture_config(""));
+    let added = json_of(daemon.ctl(&[
+        "add",
+        "--json",
+        "--plugins",
+        "ok,failer",
+        "http://127.0.0.1:9/",
+    ]));
+    let crawl = added["crawl_id"].as_i64().unwrap();
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let id = crawl.to_string();
+    let (row, _) = daemon.spawn(&["sleep", "300"]);
+    let mut shapes = vec![
+        ("add", added),
+        ("crawls", json_of(daemon.ctl(&["crawls", "--json"]))),
+        ("show", json_of(daemon.ctl(&["show", "--json", &id]))),
+        (
+            "kill",
+            json_of(daemon.ctl(&["kill", "--json", &row.to_string()])),
+        ),
+        ("retry", json_of(daemon.ctl(&["retry", "--json", &id]))),
+    ];
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit();
+    // Queued while abxd is down: the actions on the database answer in the same shapes.
+    let second = json_of(daemon.ctl(&["add", "--json", "--plugins", "ok", "http://127.0.0.1:9/b"]));
+    let second = second["crawl_id"].as_i64().unwrap().to_string();
+    shapes.extend([
+        ("pause", json_of(daemon.ctl(&["pause", "--json", &second]))),
+        (
+            "resume",
+            json_of(daemon.ctl(&["resume", "--json", &second])),
+        ),
+        (
+            "cancel",
+            json_of(daemon.ctl(&["cancel", "--json", &second])),
+        ),
+        ("plugins", json_of(daemon.ctl(&["plugins", "--json"]))),
+        (
+            "check-config",
+            json_of(
+                daemon
+                    .abxd_command(&["check-config", "--json"])
+                    .stdout(Stdio::piped())
+                    .output()
+                    .unwrap(),
+            ),
+        ),
+    ]);
+    // A crash leaves a process for recovery to tear down: a plan of one step at least.
+    daemon.launch();
+    daemon.spawn(&["sleep", "300"]);
+    daemon.crash();
+    let plan = daemon
+        .abxd_command(&["recover", "--dry-run", "--json"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    shapes.push(("recover", json_of(plan)));
+    for (name, document) in shapes {
+        assert!(document["version"].is_number(), "{name}: {document}");
+        insta::assert_snapshot!(
+            format!("json_{name}"),
+            serde_json::to_string_pretty(&shape("", &document)).unwrap()
+        );
+    }
+}

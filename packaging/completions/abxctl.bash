@@ -84,7 +84,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__add)
-            opts="-c -h --depth --plugins --wait --config --help"
+            opts="-c -h --depth --plugins --wait --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -114,7 +114,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__cancel)
-            opts="-c -h --config --help"
+            opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,7 +136,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__crawls)
-            opts="-c -h --config --help"
+            opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -158,7 +158,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__kill)
-            opts="-s -c -h --pid --signal --grace --no-wait --config --help"
+            opts="-s -c -h --pid --signal --grace --no-wait --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -230,7 +230,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__pause)
-            opts="-c -h --config --help"
+            opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -300,7 +300,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__resume)
-            opts="-c -h --config --help"
+            opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -322,7 +322,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__retry)
-            opts="-c -h --failed --all --hook --config --help"
+            opts="-c -h --failed --all --hook --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -348,7 +348,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__show)
-            opts="-c -h --config --help"
+            opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

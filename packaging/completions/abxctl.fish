@@ -53,13 +53,16 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l depth -d 'Follow d
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l wait -d 'Follow the crawl until it is sealed and print its results'
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l json -d 'Print the documented JSON shape (docs/json.md) instead: the crawl\'s id, and with --wait, no progress but the crawl as `show --json` prints it'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -l json -d 'Machine-readable output'
 complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand show" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -l result -d 'The latest run of this result instead (the ids `abxctl show` prints)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand logs" -s n -l lines -d 'Only the last N lines of each stream (then, with -f, what follows)' -r
@@ -73,17 +76,22 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s s -l signal -d 'T
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l grace -d 'Time between the first signal and SIGKILL [default: timeouts.kill_grace]' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l no-wait -d 'Return once the teardown has begun, without waiting for it to finish'
+complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand cancel" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand pause" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand pause" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand pause" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l hook -d 'Only the results of this hook (its file name)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l failed -d 'Failed and cancelled results (the default)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l all -d 'Every result that did not succeed: also noresults and skipped'
+complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l cwd -d 'Working directory [default: the data dir]' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l timeout -d 'Deadline recorded on the row, e.g. 30s' -r

@@ -69,7 +69,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__check__subcmd__config)
-            opts="-c -h --config --help"
+            opts="-c -h --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -117,7 +117,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__recover)
-            opts="-c -h --dry-run --config --help"
+            opts="-c -h --dry-run --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -36,6 +36,7 @@ complete -c abxd -n "__fish_abxd_needs_command" -f -a "worker" -d 'Internal: the
 complete -c abxd -n "__fish_abxd_using_subcommand serve" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand check-config" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l depth -d 'Follow discovered links this many levels deep' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
@@ -46,6 +47,7 @@ complete -c abxd -n "__fish_abxd_using_subcommand install" -s c -l config -d 'Th
 complete -c abxd -n "__fish_abxd_using_subcommand install" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -l dry-run -d 'Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)'
+complete -c abxd -n "__fish_abxd_using_subcommand recover" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -s h -l help -d 'Print help'

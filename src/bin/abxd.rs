@@ -2,6 +2,7 @@ use abxd::cli::{AbxdCli, AbxdCommand, WorkerCommand};
 use abxd::config::{Config, ConfigError, Found};
 use abxd::daemon::{Daemon, DaemonError};
 use abxd::exit;
+use abxd::render::json::document;
 use abxd::run::RunError;
 use anyhow::Result;
 use clap::Parser;
@@ -35,15 +36,28 @@ fn run(cli: AbxdCli) -> Result<i32> {
         },
     };
     match cli.command.unwrap_or(AbxdCommand::Serve) {
-        AbxdCommand::CheckConfig => {
+        AbxdCommand::CheckConfig { json } => {
             print_like_a_filter();
             config.check_environment()?;
             abxd::plugins::check_settings(&config)?;
-            println!(
-                "# {}: ok. The settings abxd runs with, every path resolved:\n",
-                config.source.display()
-            );
-            print!("{}", config.running_text());
+            if json {
+                // The running text as JSON: the same keys and values, every path resolved.
+                let settings: toml::Table = toml::from_str(&config.running_text())?;
+                println!(
+                    "{}",
+                    document(serde_json::json!({
+                        "source": config.source,
+                        "ok": true,
+                        "config": settings,
+                    }))
+                );
+            } else {
+                println!(
+                    "# {}: ok. The settings abxd runs with, every path resolved:\n",
+                    config.source.display()
+                );
+                print!("{}", config.running_text());
+            }
             Ok(0)
         }
         AbxdCommand::Serve => {
@@ -59,16 +73,21 @@ fn run(cli: AbxdCli) -> Result<i32> {
             abxd::logging::init(config.log.level.min(log::LevelFilter::Warn));
             Ok(abxd::install::run(config, plugins.as_deref())?)
         }
-        AbxdCommand::Recover { dry_run: false } => Err(UsageError(
+        AbxdCommand::Recover { dry_run: false, .. } => Err(UsageError(
             "recovery runs each time abxd starts; `abxd recover --dry-run` shows what it would do",
         ))?,
-        AbxdCommand::Recover { dry_run: true } => {
+        AbxdCommand::Recover {
+            dry_run: true,
+            json,
+        } => {
             print_like_a_filter();
             let plan = abxd::recovery::dry_run(&config)?;
-            if plan.is_empty() {
+            if json {
+                println!("{}", document(serde_json::json!({ "plan": plan })));
+            } else if plan.is_empty() {
                 println!("nothing to recover");
             }
-            for line in plan {
+            for line in plan.iter().filter(|_| !json) {
                 println!("{line}");
             }
             Ok(0)

@@ -1,7 +1,7 @@
 //! `abxctl add`: queue a crawl — through the daemon when it runs, in the database when it does
 //! not — and with `--wait` follow it until it is sealed.
 
-use super::{client, unexpected, CtlError, Result, FOLLOW_INTERVAL};
+use super::{client, unexpected, CtlError, Out, Result, FOLLOW_INTERVAL};
 use crate::cli::CrawlArgs;
 use crate::config::Config;
 use crate::control::client::ClientError;
@@ -9,10 +9,17 @@ use crate::control::protocol::{Request, Response};
 use crate::exit;
 use crate::render;
 use crate::store::{Store, WorkStatus};
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: bool) -> Result<i32> {
+pub(super) fn run(
+    config: &Config,
+    urls: &[String],
+    crawl: &CrawlArgs,
+    wait: bool,
+    out: Out,
+) -> Result<i32> {
     for url in urls {
         validate_url(url)?;
     }
@@ -23,11 +30,8 @@ pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: boo
         depth: crawl.depth,
         plugins: crawl.plugins.clone(),
     };
-    let id = match client(config).request(&request) {
-        Ok(Response::Added { crawl_id }) => {
-            println!("crawl {crawl_id} queued");
-            crawl_id
-        }
+    let (id, running) = match client(config).request(&request) {
+        Ok(Response::Added { crawl_id }) => (crawl_id, true),
         Ok(Response::Error { code, message }) => {
             return Err(CtlError::Refused { code, message });
         }
@@ -35,17 +39,24 @@ pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, wait: boo
         Err(ClientError::NotRunning { .. }) => {
             // The daemon checks the plugin list when it runs; with it down, abxctl does.
             validate_plugins(config, crawl)?;
-            let crawl_id = add_while_down(config, urls, crawl)?;
-            println!("crawl {crawl_id} queued");
-            println!("abxd is not running: the crawl runs when it starts");
-            crawl_id
+            (add_while_down(config, urls, crawl)?, false)
         }
         Err(err) => return Err(err.into()),
     };
+    let human = || {
+        println!("crawl {id} queued");
+        if !running {
+            println!("abxd is not running: the crawl runs when it starts");
+        }
+    };
     if !wait {
-        return Ok(0);
+        out.answer(human, || json!({"crawl_id": id, "daemon_running": running}));
+        return Ok(exit::OK);
     }
-    follow_crawl(config, id)
+    if !out.json {
+        human();
+    }
+    follow_crawl(config, id, out)
 }
 
 /// Enqueues a crawl by writing the database itself (the daemon is down). Only the daemon's
@@ -57,23 +68,28 @@ fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result
 
 /// Prints a crawl's progress until it is sealed, then its report; exits as [`exit::of_crawl`]
 /// says, or with [`exit::INTERRUPTED`] at Ctrl-C (the crawl goes on: only the following stops).
-fn follow_crawl(config: &Config, id: i64) -> Result<i32> {
+fn follow_crawl(config: &Config, id: i64, out: Out) -> Result<i32> {
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
         .map_err(|err| CtlError::Unexpected(format!("cannot catch SIGINT: {err}")))?;
     let mut progress = render::Progress::default();
     loop {
         let store = Store::open_read_only(&config.database)?;
-        for line in progress.update(&store, id)? {
-            println!("{line}");
+        let lines = progress.update(&store, id)?;
+        if !out.json {
+            lines.iter().for_each(|line| println!("{line}"));
         }
         let crawl = store.crawl(id)?;
         if let Some(crawl) = crawl.filter(|c| c.status == WorkStatus::Sealed) {
-            println!();
-            print!(
-                "{}",
-                render::crawl_report(&store, &config.data_dir, id)?.unwrap_or_default()
-            );
+            if out.json {
+                println!("{}", render::json::crawl(&store, id)?.unwrap_or_default());
+            } else {
+                println!();
+                print!(
+                    "{}",
+                    render::crawl_report(&store, &config.data_dir, id)?.unwrap_or_default()
+                );
+            }
             return Ok(exit::of_crawl(&crawl, &store.results(id)?));
         }
         drop(store);

@@ -1,13 +1,14 @@
 //! `abxctl kill` and `abxctl cancel`: a teardown through the daemon, and what it did to each
 //! process.
 
-use super::{ask, unexpected, CtlError, Result};
+use super::{ask, unexpected, CtlError, Out, Result};
 use crate::config::Config;
 use crate::control::client::ClientError;
 use crate::control::protocol::{ErrorCode, Fate, Request, Response, TeardownReport};
 use crate::exit;
 use crate::signal::Signal;
 use crate::store::Store;
+use serde_json::json;
 use std::time::Duration;
 
 pub(super) fn run(
@@ -17,6 +18,7 @@ pub(super) fn run(
     signal: Signal,
     grace: Option<Duration>,
     no_wait: bool,
+    out: Out,
 ) -> Result<i32> {
     let request = Request::Kill {
         row,
@@ -27,10 +29,16 @@ pub(super) fn run(
     };
     match ask(config, &request)? {
         Response::TeardownStarted { row } => {
-            println!("teardown of row {row} started");
-            Ok(0)
+            out.answer(
+                || println!("teardown of row {row} started"),
+                || json!({"teardown_started": row}),
+            );
+            Ok(exit::OK)
         }
-        Response::TornDown(report) => Ok(print_report(&report)),
+        Response::TornDown(report) => {
+            out.answer(|| print_report(&report), || json!({"teardown": report}));
+            Ok(teardown_status(&report))
+        }
         other => Err(unexpected(other)),
     }
 }
@@ -38,23 +46,32 @@ pub(super) fn run(
 /// Cancels a crawl through the daemon; with the daemon down, in the database (its leftover
 /// processes, if a crashed daemon left any, go at the daemon's next start: recovery tears down
 /// whatever a sealed crawl still owns).
-pub(super) fn cancel(config: &Config, crawl_id: i64) -> Result<i32> {
+pub(super) fn cancel(config: &Config, crawl_id: i64, out: Out) -> Result<i32> {
     let answer = match ask(config, &Request::Cancel { crawl_id }) {
         Err(CtlError::Client(ClientError::NotRunning { .. })) => {
-            return cancel_while_down(config, crawl_id);
+            return cancel_while_down(config, crawl_id, out);
         }
         answer => answer?,
     };
     match answer {
         Response::TornDown(report) => {
-            println!("crawl {crawl_id} cancelled");
-            Ok(print_report(&report))
+            out.answer(
+                || {
+                    println!("crawl {crawl_id} cancelled");
+                    print_report(&report);
+                },
+                || {
+                    json!({"crawl_id": crawl_id, "cancelled": true, "daemon_running": true,
+                          "teardown": report})
+                },
+            );
+            Ok(teardown_status(&report))
         }
         other => Err(unexpected(other)),
     }
 }
 
-fn cancel_while_down(config: &Config, crawl_id: i64) -> Result<i32> {
+fn cancel_while_down(config: &Config, crawl_id: i64, out: Out) -> Result<i32> {
     let mut store = Store::open_existing(&config.database)?;
     let refused = |code, message| Err(CtlError::Refused { code, message });
     match store.crawl(crawl_id)? {
@@ -66,12 +83,27 @@ fn cancel_while_down(config: &Config, crawl_id: i64) -> Result<i32> {
         }
     }
     store.cancel_crawl(crawl_id)?;
-    println!("crawl {crawl_id} cancelled (abxd is not running: written to the database)");
+    out.answer(
+        || println!("crawl {crawl_id} cancelled (abxd is not running: written to the database)"),
+        || {
+            json!({"crawl_id": crawl_id, "cancelled": true, "daemon_running": false,
+                  "teardown": null})
+        },
+    );
     Ok(exit::OK)
 }
 
-/// Prints what a teardown did to each process; the exit code says whether it was complete.
-fn print_report(report: &TeardownReport) -> i32 {
+/// What a finished teardown exits with: 1 if a process survived SIGKILL.
+fn teardown_status(report: &TeardownReport) -> i32 {
+    if report.complete {
+        exit::OK
+    } else {
+        exit::FAILURE
+    }
+}
+
+/// Prints what a teardown did to each process.
+fn print_report(report: &TeardownReport) {
     for process in &report.processes {
         let row = process
             .row_id
@@ -91,9 +123,7 @@ fn print_report(report: &TeardownReport) -> i32 {
     }
     if report.complete {
         println!("{} processes, none left", report.processes.len());
-        0
     } else {
         println!("incomplete: some processes survived SIGKILL");
-        1
     }
 }

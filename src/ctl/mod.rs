@@ -74,10 +74,15 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             wide,
         } => ps::run(config, all, kind, json, wide),
         AbxctlCommand::Spawn { cwd, timeout, argv } => spawn::run(config, argv, cwd, timeout),
-        AbxctlCommand::Add { urls, crawl, wait } => add::run(config, &urls, &crawl, wait),
-        AbxctlCommand::Crawls => show::crawls(config),
+        AbxctlCommand::Add {
+            urls,
+            crawl,
+            wait,
+            json,
+        } => add::run(config, &urls, &crawl, wait, Out { json }),
+        AbxctlCommand::Crawls { json } => show::crawls(config, Out { json }),
         AbxctlCommand::Plugins { json } => plugins::run(config, json),
-        AbxctlCommand::Show { id } => show::run(config, id),
+        AbxctlCommand::Show { id, json } => show::run(config, id, Out { json }),
         AbxctlCommand::Logs {
             id,
             result,
@@ -103,22 +108,45 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             signal,
             grace,
             no_wait,
-        } => kill::run(config, id, pid, signal, grace, no_wait),
-        AbxctlCommand::Cancel { crawl_id } => kill::cancel(config, crawl_id),
-        AbxctlCommand::Pause { crawl_id } => actions::pause(config, crawl_id, true),
-        AbxctlCommand::Resume { crawl_id } => actions::pause(config, crawl_id, false),
+            json,
+        } => kill::run(config, id, pid, signal, grace, no_wait, Out { json }),
+        AbxctlCommand::Cancel { crawl_id, json } => kill::cancel(config, crawl_id, Out { json }),
+        AbxctlCommand::Pause { crawl_id, json } => {
+            actions::pause(config, crawl_id, true, Out { json })
+        }
+        AbxctlCommand::Resume { crawl_id, json } => {
+            actions::pause(config, crawl_id, false, Out { json })
+        }
         AbxctlCommand::Retry {
             crawl_id,
             failed: _,
             all,
             hook,
+            json,
         } => {
             let which = if all {
                 RetryScope::All
             } else {
                 RetryScope::Failed
             };
-            actions::retry(config, crawl_id, which, hook)
+            actions::retry(config, crawl_id, which, hook, Out { json })
+        }
+    }
+}
+
+/// Where a command's answer goes: lines for a person, or one JSON document (`render::json`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Out {
+    pub json: bool,
+}
+
+impl Out {
+    /// Prints what `human` prints for a person, or the document of `fields` for a machine.
+    pub fn answer(self, human: impl FnOnce(), fields: impl FnOnce() -> serde_json::Value) {
+        if self.json {
+            println!("{}", crate::render::json::document(fields()));
+        } else {
+            human();
         }
     }
 }

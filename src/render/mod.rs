@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashSet};
 use table::Table;
 
 mod crawl;
+pub mod json;
 mod table;
 
 pub use crawl::{bytes, crawl_report, crawls_table, Progress};

@@ -1,0 +1,122 @@
+//! The machine shapes of abxctl's `--json` (and `abxd check-config --json`, `recover --dry-run
+//! --json`): every document is one JSON object whose `version` is [`JSON_VERSION`], documented
+//! in `docs/json.md` and pinned by snapshot tests.
+//!
+//! Invariant: a field's meaning never changes within a version; a field may be added, and
+//! anything else bumps the version. Times are Unix milliseconds, ids are the database's.
+
+use crate::store::{Crawl, HookResult, ProcessRow, ResultStatus, Store, StoreError, WorkStatus};
+use serde_json::{json, Map, Value};
+
+/// The version of every `--json` shape but `ps --json`'s (see `PS_JSON_VERSION`).
+pub const JSON_VERSION: u32 = 1;
+
+/// `fields` as a document: `{"version": 1, …fields}`, pretty-printed.
+pub fn document(fields: Value) -> String {
+    let mut object = Map::new();
+    object.insert("version".into(), json!(JSON_VERSION));
+    if let Value::Object(fields) = fields {
+        object.extend(fields);
+    }
+    serde_json::to_string_pretty(&Value::Object(object)).expect("values serialize")
+}
+
+/// How many results of each status, every status named (0 when none).
+fn counts(results: &[HookResult]) -> Value {
+    let statuses = [
+        ResultStatus::Queued,
+        ResultStatus::Started,
+        ResultStatus::Succeeded,
+        ResultStatus::NoResults,
+        ResultStatus::Failed,
+        ResultStatus::Skipped,
+        ResultStatus::Cancelled,
+    ];
+    let map: Map<String, Value> = statuses
+        .iter()
+        .map(|s| {
+            let n = results.iter().filter(|r| r.status == *s).count();
+            (s.to_string(), json!(n))
+        })
+        .collect();
+    Value::Object(map)
+}
+
+/// A crawl with its snapshots' and results' counts: one entry of `crawls --json`.
+fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
+    let snapshots = store.snapshots(crawl.id)?;
+    let sealed = snapshots
+        .iter()
+        .filter(|s| s.status == WorkStatus::Sealed)
+        .count();
+    let mut value = json!(crawl);
+    value["snapshots"] = json!({"total": snapshots.len(), "sealed": sealed});
+    value["results"] = counts(&store.results(crawl.id)?);
+    Ok(value)
+}
+
+/// `abxctl crawls --json`: `{"version":1,"crawls":[…]}`, oldest first.
+pub fn crawls(store: &Store) -> Result<String, StoreError> {
+    let crawls = store
+        .crawls()?
+        .iter()
+        .map(|crawl| crawl_summary(store, crawl))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(document(json!({ "crawls": crawls })))
+}
+
+/// What a result's latest run says of itself: its row, exit, logs and usage.
+fn run(row: &ProcessRow) -> Value {
+    json!({
+        "row": row.id,
+        "pid": row.pid,
+        "status": row.status,
+        "exit_code": row.exit_code,
+        "exit_signal": row.exit_signal,
+        "end_reason": row.end_reason,
+        "stdout_path": row.stdout_path,
+        "stderr_path": row.stderr_path,
+        "cpu_usec": row.cpu_usec,
+        "memory_peak": row.memory_peak,
+    })
+}
+
+/// `abxctl show --json ID`: the crawl (as in `crawls --json`), its crawl hooks' results and
+/// each snapshot with its tags and results, every result with its latest `run` (or `null`).
+pub fn crawl(store: &Store, id: i64) -> Result<Option<String>, StoreError> {
+    let Some(crawl) = store.crawl(id)? else {
+        return Ok(None);
+    };
+    let processes = store.crawl_processes(id)?;
+    let result = |result: &HookResult| {
+        let latest = processes
+            .iter()
+            .rev()
+            .find(|row| row.result_id == Some(result.id));
+        let mut value = json!(result);
+        value["run"] = latest.map_or(Value::Null, run);
+        value
+    };
+    let results = store.results(id)?;
+    let crawl_results: Vec<Value> = results
+        .iter()
+        .filter(|r| r.snapshot_id.is_none())
+        .map(result)
+        .collect();
+    let mut snapshots = Vec::new();
+    for snapshot in store.snapshots(id)? {
+        let mut value = json!(snapshot);
+        value["tags"] = json!(store.tags(snapshot.id)?);
+        value["results"] = results
+            .iter()
+            .filter(|r| r.snapshot_id == Some(snapshot.id))
+            .map(result)
+            .collect();
+        snapshots.push(value);
+    }
+    Ok(Some(document(json!({
+        "crawl": crawl_summary(store, &crawl)?,
+        "crawl_results": crawl_results,
+        "snapshots": snapshots,
+    }))))
+}

@@ -265,6 +265,23 @@ pub enum AbxctlCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Delete the process rows of finished work (final rows of sealed crawls, or of none) that
+    /// ended long enough ago, and give the space back. abxd does it by itself after each crawl
+    /// it seals, by `[retention] keep_days`; crawls, snapshots and results are never pruned.
+    #[command(
+        after_help = "Examples:\n  abxctl prune --dry-run           how many rows retention.keep_days would prune\n  abxctl prune --older-than 7d     prune rows that ended over a week ago"
+    )]
+    Prune {
+        /// How long ago a row must have ended (e.g. 7d, 12h) [default: retention.keep_days].
+        #[arg(long, value_name = "AGE", value_parser = humantime::parse_duration)]
+        older_than: Option<std::time::Duration>,
+        /// Count the rows; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a sealed crawl's failed and cancelled results again (their interruption count
     /// reset), through abxd or, with it not running, in the database for its next start.
     #[command(

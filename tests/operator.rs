@@ -759,3 +759,54 @@ fn every_listing_and_action_has_a_versioned_json_shape() {
         );
     }
 }
+
+#[test]
+fn prune_dry_run_counts_and_prune_deletes_old_rows_and_shrinks_the_file_leaving_live_ones() {
+    let daemon = TestDaemon::start_with(&fixture_config(""));
+    // Rows enough that their pages are worth giving back.
+    for _ in 0..300 {
+        daemon.spawn(&[
+            "sh",
+            "-c",
+            "echo a fairly long line of output to the log file",
+        ]);
+    }
+    let (live, pid) = daemon.spawn(&["sleep", "300"]);
+    wait_until("the short-lived rows to end", WAIT, || {
+        let rows = daemon.store().processes(&Default::default()).ok()?;
+        (rows.iter().filter(|r| r.status.is_live()).count() == 2).then_some(())
+    });
+    let count = |daemon: &TestDaemon| daemon.store().processes(&Default::default()).unwrap().len();
+    let before = count(&daemon);
+    let dry = json_of(daemon.ctl(&["prune", "--json", "--older-than", "0s", "--dry-run"]));
+    assert_eq!(dry["rows"], 300, "{dry}");
+    assert_eq!(count(&daemon), before, "a dry run deletes nothing");
+    let done = json_of(daemon.ctl(&["prune", "--json", "--older-than", "0s"]));
+    assert_eq!(done["rows"], 300, "{done}");
+    assert!(
+        done["bytes_after"].as_u64() < done["bytes_before"].as_u64(),
+        "the file gives the space back: {done}"
+    );
+    let on_disk = std::fs::metadata(daemon.database()).unwrap().len();
+    assert!(
+        on_disk <= done["bytes_after"].as_u64().unwrap(),
+        "{on_disk} bytes on disk: {done}"
+    );
+    assert_eq!(count(&daemon), before - 300);
+    let row = daemon.store().process(live).unwrap().unwrap();
+    assert!(row.status.is_live());
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "nothing live touched"
+    );
+    // With abxd down too.
+    let mut daemon = daemon;
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit();
+    let down = json_of(daemon.ctl(&["prune", "--json", "--older-than", "0s"]));
+    assert_eq!(down["daemon_running"], false, "{down}");
+    assert!(
+        down["rows"].as_u64().unwrap() >= 1,
+        "the live row ended with abxd: {down}"
+    );
+}

@@ -190,3 +190,58 @@ fn rows_found_gone_are_made_lost_each_with_its_own_reason_and_final_rows_stay_as
         "a final row is not ended twice"
     );
 }
+
+#[test]
+fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_else() {
+    use abxd::store::{now_ms, Compact, Queue};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let sealed = store
+        .add_crawl(&["http://127.0.0.1:9/a".into()], 0, None)
+        .unwrap();
+    let open = store
+        .add_crawl(&["http://127.0.0.1:9/b".into()], 0, None)
+        .unwrap();
+    store.seal(Queue::Crawls, sealed).unwrap();
+    let mut row = |parent: Option<i64>, crawl: Option<i64>| {
+        let mut new = hook(&["true"]);
+        new.parent_id = parent;
+        new.crawl_id = crawl;
+        store.insert_process(&new).unwrap()
+    };
+    let parent = row(None, Some(sealed));
+    let child = row(Some(parent), Some(sealed));
+    let holder = row(None, Some(sealed));
+    let live = row(Some(holder), Some(sealed));
+    let of_open_crawl = row(None, Some(open));
+    let of_no_crawl = row(None, None);
+    let live_of_no_crawl = row(None, None);
+    let result = store
+        .result_for(sealed, None, "plugin", "on_Crawl__10_hook.sh")
+        .unwrap();
+    store.start_result(result.id, Some(child)).unwrap();
+    let finals = [parent, child, holder, of_open_crawl, of_no_crawl];
+    let ended: Vec<(i64, &str)> = finals.iter().map(|&id| (id, "ended")).collect();
+    store.record_lost(&ended).unwrap();
+
+    let cutoff = now_ms() + 1000;
+    let dry = store.prune(cutoff, true, Compact::IfCheap).unwrap();
+    assert_eq!(dry.rows, 3);
+    assert!(
+        store.process(parent).unwrap().is_some(),
+        "a dry run deletes nothing"
+    );
+    let pruned = store.prune(cutoff, false, Compact::IfCheap).unwrap();
+    assert_eq!(pruned.rows, 3);
+    let exists = |id: i64| store.process(id).unwrap().is_some();
+    for gone in [parent, child, of_no_crawl] {
+        assert!(!exists(gone), "row {gone} is pruned");
+    }
+    for kept in [holder, live, of_open_crawl, live_of_no_crawl] {
+        assert!(exists(kept), "row {kept} stays");
+    }
+    let result = store.results(sealed).unwrap().remove(0);
+    assert_eq!(result.process_id, None, "a pruned run is no longer linked");
+    // Nothing pruned before the cutoff's age.
+    assert_eq!(store.prune(0, false, Compact::IfCheap).unwrap().rows, 0);
+}

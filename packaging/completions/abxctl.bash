@@ -37,6 +37,9 @@ _abxctl() {
             abxctl,plugins)
                 cmd="abxctl__subcmd__plugins"
                 ;;
+            abxctl,prune)
+                cmd="abxctl__subcmd__prune"
+                ;;
             abxctl,ps)
                 cmd="abxctl__subcmd__ps"
                 ;;
@@ -62,7 +65,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel pause resume retry spawn"
+            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel pause resume prune retry spawn"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -258,6 +261,32 @@ _abxctl() {
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__prune)
+            opts="-c -h --older-than --dry-run --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

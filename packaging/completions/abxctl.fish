@@ -38,6 +38,7 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "kill" -d 'Tear down a
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its processes down (with abxd not running: in the database)'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "pause" -d 'Start no more hooks of a crawl and claim none of its snapshots until it is resumed; hooks already running go on (with abxd not running: in the database)'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "resume" -d 'Let a paused crawl go on'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "prune" -d 'Delete the process rows of finished work (final rows of sealed crawls, or of none) that ended long enough ago, and give the space back. abxd does it by itself after each crawl it seals, by `[retention] keep_days`; crawls, snapshots and results are never pruned'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "retry" -d 'Run a sealed crawl\'s failed and cancelled results again (their interruption count reset), through abxd or, with it not running, in the database for its next start'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
@@ -87,6 +88,11 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand pause" -s h -l help -d 'Pr
 complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand resume" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -l older-than -d 'How long ago a row must have ended (e.g. 7d, 12h) [default: retention.keep_days]' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -l dry-run -d 'Count the rows; delete nothing'
+complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
+complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l hook -d 'Only the results of this hook (its file name)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l failed -d 'Failed and cancelled results (the default)'

@@ -1,7 +1,7 @@
 //! The config file's shape — what a user may write, read strictly by serde and written back
 //! (with every path resolved) for workers — and the views derived from it.
 
-use super::{ConfigError, Limits, Log, PluginConfig, Timeouts};
+use super::{ConfigError, Limits, Log, PluginConfig, Retention, Timeouts};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ pub(super) struct FileConfig {
     pub(super) timeouts: Timeouts,
     pub(super) control: FileControl,
     pub(super) log: Log,
+    pub(super) retention: Retention,
     pub(super) plugins: BTreeMap<String, PluginConfig>,
 }
 

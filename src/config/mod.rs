@@ -78,6 +78,7 @@ pub struct Config {
     pub timeouts: Timeouts,
     pub control: Control,
     pub log: Log,
+    pub retention: Retention,
     /// Per-plugin settings, by plugin (folder) name.
     pub plugins: BTreeMap<String, PluginConfig>,
 }
@@ -142,6 +143,28 @@ pub struct Control {
     pub allow_debug_spawn: bool,
     pub group: Option<String>,
     pub public_read: bool,
+}
+
+/// How long the process rows of finished work are kept (`[retention]`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Retention {
+    /// Days a final process row of a sealed crawl (or of no crawl) is kept after it ended; 0
+    /// keeps every row for ever.
+    pub keep_days: u32,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention { keep_days: 30 }
+    }
+}
+
+impl Retention {
+    /// How long rows are kept, if they are not kept for ever.
+    pub fn keep(&self) -> Option<Duration> {
+        (self.keep_days > 0).then(|| Duration::from_secs(u64::from(self.keep_days) * 86_400))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -229,6 +252,7 @@ impl Config {
             limits: file.limits,
             timeouts: file.timeouts,
             log: file.log,
+            retention: file.retention,
             plugins: file.plugins,
         };
         config.validate()?;
@@ -338,6 +362,7 @@ impl Config {
                 public_read: self.control.public_read,
             },
             log: self.log.clone(),
+            retention: self.retention.clone(),
             plugins: self.plugins.clone(),
         }
     }

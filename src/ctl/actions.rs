@@ -1,4 +1,4 @@
-//! `abxctl retry`, `pause`, `resume`: act on a crawl — through the daemon when it runs, in the
+//! `abxctl retry`, `pause`, `resume`, `prune`: act on the work — through the daemon when it runs, in the
 //! database when it does not (for its next start).
 
 use super::{ask, unexpected, CtlError, Out, Result};
@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::control::client::ClientError;
 use crate::control::protocol::{ErrorCode, Request, Response};
 use crate::exit;
-use crate::store::{RetryScope, Store};
+use crate::store::{now_ms, Compact, RetryScope, Store};
 use serde_json::json;
 
 pub(super) fn retry(
@@ -83,6 +83,55 @@ pub(super) fn pause(config: &Config, crawl_id: i64, paused: bool, out: Out) -> R
             }
         },
         || json!({"crawl_id": crawl_id, "paused": paused, "daemon_running": running}),
+    );
+    Ok(exit::OK)
+}
+
+pub(super) fn prune(
+    config: &Config,
+    older_than: Option<std::time::Duration>,
+    dry_run: bool,
+    out: Out,
+) -> Result<i32> {
+    let request = Request::Prune {
+        older_than_ms: older_than.map(|d| d.as_millis() as u64),
+        dry_run,
+    };
+    let (pruned, running) = match ask(config, &request) {
+        Ok(Response::Pruned(pruned)) => (pruned, true),
+        Ok(other) => return Err(unexpected(other)),
+        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
+            let keep = older_than.or(config.retention.keep()).ok_or_else(|| {
+                CtlError::BadInput(
+                    "retention.keep_days is 0 (rows are kept for ever): say how old with \
+                     --older-than"
+                        .into(),
+                )
+            })?;
+            let cutoff = now_ms() - keep.as_millis() as i64;
+            // abxd is down: the file may be rewritten whole to give the space back.
+            let mut store = Store::open_existing(&config.database)?;
+            (store.prune(cutoff, dry_run, Compact::Rewrite)?, false)
+        }
+        Err(err) => return Err(err),
+    };
+    out.answer(
+        || {
+            let rows = pruned.rows;
+            if dry_run {
+                println!("{rows} process rows would be pruned");
+            } else {
+                println!(
+                    "{rows} process rows pruned; database {} -> {}",
+                    crate::render::bytes(pruned.bytes_before),
+                    crate::render::bytes(pruned.bytes_after)
+                );
+            }
+        },
+        || {
+            json!({"dry_run": dry_run, "rows": pruned.rows, "bytes_before": pruned.bytes_before,
+                   "bytes_after": pruned.bytes_after, "daemon_running": running})
+        },
     );
     Ok(exit::OK)
 }

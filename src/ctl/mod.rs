@@ -4,7 +4,7 @@
 //! Invariant: abxctl changes running work only by asking the daemon; it writes the database
 //! itself only while the daemon is down (nothing runs then), for what an operator must be able
 //! to do at any time: queue a crawl (`add`), cancel one (`cancel`), run results again (`retry`),
-//! pause and resume one. Every outcome leaves through
+//! pause and resume one, prune old process rows. Every outcome leaves through
 //! [`crate::exit`].
 
 mod actions;
@@ -111,6 +111,11 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             json,
         } => kill::run(config, id, pid, signal, grace, no_wait, Out { json }),
         AbxctlCommand::Cancel { crawl_id, json } => kill::cancel(config, crawl_id, Out { json }),
+        AbxctlCommand::Prune {
+            older_than,
+            dry_run,
+            json,
+        } => actions::prune(config, older_than, dry_run, Out { json }),
         AbxctlCommand::Pause { crawl_id, json } => {
             actions::pause(config, crawl_id, true, Out { json })
         }

@@ -285,7 +285,8 @@ impl Daemon {
             // Not a crawl worker: a child of `abxctl spawn` (debug only).
             Ok(None) => {}
             Ok(Some(WorkerEnd::Sealed { work })) => {
-                log::info!("crawl {work} sealed; its worker (row {row_id}) exited")
+                log::info!("crawl {work} sealed; its worker (row {row_id}) exited");
+                handlers::apply_retention(state);
             }
             Ok(Some(WorkerEnd::AwaitingTeardown { work })) => log::warn!(
                 "crawl {work}: worker row {row_id} ended before sealing, leaving processes: \

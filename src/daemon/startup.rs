@@ -117,6 +117,7 @@ impl Daemon {
         if state.orphans.is_empty() {
             state.recover(None, false);
         }
+        super::handlers::apply_retention(&mut state);
         Ok(Daemon {
             state,
             supervisor,

@@ -16,74 +16,21 @@ mod process_queries;
 mod processes;
 mod queue;
 mod results;
+mod retention;
+mod text_enum;
 mod transaction;
 mod work;
 
-/// Declares a string-valued enum stored as TEXT: its SQL/JSON names and conversions.
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name { $($variant),+ }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(format!(
-                        "unknown {} {other:?} (one of {})",
-                        stringify!($name).to_lowercase(),
-                        [$($text),+].join(", ")
-                    )),
-                }
-            }
-        }
-
-        /// For comparisons with the stored text (`status == "sealed"`).
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.as_str() == *other
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl rusqlite::types::ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-                Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
-            }
-        }
-
-        impl rusqlite::types::FromSql for $name {
-            fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
-                value.as_str()?.parse().map_err(|e: String| rusqlite::types::FromSqlError::Other(e.into()))
-            }
-        }
-    };
-}
-
-pub(crate) use text_enum;
+pub(crate) use text_enum::text_enum;
 
 pub use actions::RetryScope;
-pub use busy::PROBE_EVERY as BUSY_RETRY;
-pub use busy::{answer_soon, set_loop_deadline, set_loop_wake_fd, Patience};
+pub use busy::{
+    answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
+};
 pub use clock::{now_ms, queue_clock_ms};
 pub use process_queries::ProcessFilter;
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
+pub use retention::{Compact, Pruned};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 
 use busy::Breaker;
@@ -226,6 +173,14 @@ impl Store {
         check_files(path)?;
         let mut conn = Connection::open(path).map_err(open_err)?;
         configure(&conn).map_err(open_err)?;
+        // A new file gives pruned space back as it goes (an existing one is left as it is).
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .map_err(open_err)?;
+        if pages == 0 {
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+                .map_err(open_err)?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
@@ -402,8 +357,7 @@ impl Store {
     }
 }
 
-/// How large the write-ahead log may stay once SQLite resets it, and beyond which an idle daemon
-/// truncates it.
+/// How large the write-ahead log may stay once reset; beyond it an idle daemon truncates it.
 pub const WAL_KEEP_BYTES: u64 = 8 << 20;
 
 /// How much of the database a read-only connection (`abxctl ps`) maps, not read(2) and copied

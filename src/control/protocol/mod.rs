@@ -16,7 +16,7 @@ pub use frame::{
 };
 
 use crate::signal::Signal;
-use crate::store::RetryScope;
+use crate::store::{Pruned, RetryScope};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -57,6 +57,14 @@ pub enum Request {
     Pause { crawl_id: i64 },
     /// Let a paused crawl go on.
     Resume { crawl_id: i64 },
+    /// Delete the process rows of finished work that ended longer ago than `older_than_ms`
+    /// (`retention.keep_days` when absent); with `dry_run`, only count them.
+    Prune {
+        #[serde(default)]
+        older_than_ms: Option<u64>,
+        #[serde(default)]
+        dry_run: bool,
+    },
     /// Run results of a sealed crawl again (see `Store::retry_results`).
     Retry {
         crawl_id: i64,
@@ -104,6 +112,8 @@ pub enum Response {
         crawl_id: i64,
         paused: bool,
     },
+    /// What a prune did (or would do).
+    Pruned(Pruned),
     /// The crawl was queued again with this many results to run.
     Retried {
         crawl_id: i64,

@@ -1,9 +1,12 @@
 //! `retry`: queue a sealed crawl's failed (or all unsuccessful) results again, and look for due
-//! crawls at once; `pause` and `resume` a crawl (its workers look for themselves).
+//! crawls at once; `pause` and `resume` a crawl (its workers look for themselves); `prune` the
+//! process rows of finished work, and `[retention]` applied when a crawl seals (never on a timer:
+//! an idle daemon does not wake for it).
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
-use crate::store::RetryScope;
+use crate::store::{now_ms, Compact, RetryScope};
+use std::time::Duration;
 
 pub(super) fn handle(
     state: &mut State,
@@ -35,5 +38,43 @@ pub(super) fn pause(state: &mut State, crawl_id: i64, paused: bool) -> Response 
         }
         Ok(Err(why)) => refused(ErrorCode::NotAllowed, why),
         Err(err) => failed(err),
+    }
+}
+
+pub(super) fn prune(state: &mut State, older_than_ms: Option<u64>, dry_run: bool) -> Response {
+    let keep = older_than_ms
+        .map(Duration::from_millis)
+        .or(state.config.retention.keep());
+    let Some(keep) = keep else {
+        let why =
+            "retention.keep_days is 0 (rows are kept for ever): say how old with --older-than";
+        return refused(ErrorCode::NotAllowed, why);
+    };
+    let cutoff = now_ms() - keep.as_millis() as i64;
+    match state.store.prune(cutoff, dry_run, Compact::IfCheap) {
+        Ok(pruned) => {
+            if !dry_run {
+                log::info!("pruned {} process rows (asked)", pruned.rows);
+            }
+            Response::Pruned(pruned)
+        }
+        Err(err) => failed(err),
+    }
+}
+
+/// Applies `[retention]`: the rows of finished work older than `keep_days` go.
+pub(in crate::daemon) fn apply_retention(state: &mut State) {
+    let Some(keep) = state.config.retention.keep() else {
+        return;
+    };
+    let cutoff = now_ms() - keep.as_millis() as i64;
+    match state.store.prune(cutoff, false, Compact::IfCheap) {
+        Ok(pruned) if pruned.rows > 0 => log::info!(
+            "retention: {} process rows that ended over {} days ago pruned",
+            pruned.rows,
+            state.config.retention.keep_days
+        ),
+        Ok(_) => {}
+        Err(err) => log::warn!("retention: cannot prune old rows now: {err}"),
     }
 }

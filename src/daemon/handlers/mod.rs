@@ -6,6 +6,7 @@
 
 mod add;
 
+pub(super) use actions::apply_retention;
 pub(super) use add::{retry_parked as retry_parked_adds, ParkedAdd};
 mod actions;
 mod cancel;
@@ -56,6 +57,10 @@ pub(super) fn handle(
             kill::handle(state, supervisor, token, kill)
         }
         Request::Cancel { crawl_id } => cancel::handle(state, supervisor, token, crawl_id),
+        Request::Prune {
+            older_than_ms,
+            dry_run,
+        } => Some(actions::prune(state, older_than_ms, dry_run)),
         Request::Pause { crawl_id } => Some(actions::pause(state, crawl_id, true)),
         Request::Resume { crawl_id } => Some(actions::pause(state, crawl_id, false)),
         Request::Retry {

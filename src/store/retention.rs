@@ -1,0 +1,126 @@
+//! Retention: the process rows of finished work go once they are old enough, and the file gives
+//! the space back (`[retention]`, `abxctl prune`).
+//!
+//! Invariants: only a final row goes — of a sealed crawl or of none — and only with every row
+//! below it (a parent link never dangles); what pointed at it (a result's latest run, a sealed
+//! crawl's or snapshot's owner) is cleared in the same transaction. Crawls, snapshots and
+//! results, the archive's own record, are never pruned.
+
+use super::{Store, StoreError};
+use rusqlite::params;
+
+/// The rows pruning at a cutoff takes: final, ended before it (`?1`, unix ms), not of an
+/// unsealed crawl, and with no row below them that stays.
+const PRUNABLE: &str = "
+    WITH RECURSIVE
+      candidate(id) AS (
+        SELECT p.id FROM processes p LEFT JOIN crawls c ON c.id = p.crawl_id
+        WHERE p.status IN ('exited', 'lost') AND p.ended_at < ?1
+          AND (p.crawl_id IS NULL OR c.status = 'sealed')),
+      kept_above(id) AS (
+        SELECT parent_id FROM processes
+        WHERE parent_id IS NOT NULL AND id NOT IN candidate
+        UNION SELECT p.parent_id FROM processes p JOIN kept_above k ON p.id = k.id
+        WHERE p.parent_id IS NOT NULL)
+    SELECT id FROM candidate WHERE id NOT IN kept_above";
+
+/// How a prune gives the space back. A database made before abxd managed its space (no
+/// incremental auto-vacuum) can only be compacted by rewriting it whole (`VACUUM`): a long
+/// write the daemon's loop must not wait for, so only `abxctl prune` with abxd down does it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compact {
+    /// Incrementally where the database allows it, else not at all (the pages are reused).
+    IfCheap,
+    /// Incrementally, or by rewriting the file once (setting it up for incremental from then).
+    Rewrite,
+}
+
+/// What a prune did (or, dry, would do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pruned {
+    /// Process rows deleted (or that would be).
+    pub rows: u64,
+    /// The database's size before and after, in bytes (after = before for a dry run).
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+impl Store {
+    /// Deletes the process rows that ended before `cutoff_ms` (see [`PRUNABLE`]) and gives the
+    /// space back (see [`Compact`]); with `dry_run`, only counts them.
+    pub fn prune(
+        &mut self,
+        cutoff_ms: i64,
+        dry_run: bool,
+        compact: Compact,
+    ) -> Result<Pruned, StoreError> {
+        let bytes_before = self.file_bytes();
+        if dry_run {
+            let rows: u64 = self.conn().query_row(
+                &format!("SELECT count(*) FROM ({PRUNABLE})"),
+                [cutoff_ms],
+                |r| r.get(0),
+            )?;
+            return Ok(Pruned {
+                rows,
+                bytes_before,
+                bytes_after: bytes_before,
+            });
+        }
+        let rows = self.write(|tx| {
+            tx.execute("DROP TABLE IF EXISTS temp.pruned", [])?;
+            tx.execute(
+                &format!("CREATE TEMP TABLE pruned AS {PRUNABLE}"),
+                params![cutoff_ms],
+            )?;
+            for clear in [
+                "UPDATE results SET process_id = NULL WHERE process_id IN temp.pruned",
+                "UPDATE crawls SET owner_id = NULL WHERE owner_id IN temp.pruned",
+                "UPDATE snapshots SET owner_id = NULL WHERE owner_id IN temp.pruned",
+            ] {
+                tx.execute(clear, [])?;
+            }
+            let rows = tx.execute("DELETE FROM processes WHERE id IN temp.pruned", [])?;
+            tx.execute("DROP TABLE temp.pruned", [])?;
+            Ok(rows as u64)
+        })?;
+        if rows > 0 {
+            self.compact(compact)?;
+        }
+        Ok(Pruned {
+            rows,
+            bytes_before,
+            bytes_after: self.file_bytes(),
+        })
+    }
+
+    /// Gives free pages back to the file system, as `how` allows.
+    fn compact(&mut self, how: Compact) -> Result<(), StoreError> {
+        const INCREMENTAL: i64 = 2;
+        let mode: i64 = self
+            .conn()
+            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+        match how {
+            _ if mode == INCREMENTAL => self.conn().execute_batch("PRAGMA incremental_vacuum;")?,
+            Compact::Rewrite => self
+                .conn()
+                .execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?,
+            Compact::IfCheap => return Ok(()),
+        }
+        // The freed pages leave the file once the write-ahead log is checkpointed into it.
+        self.conn()
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
+    /// The database's size in bytes as SQLite counts it (its pages): the file's size once the
+    /// write-ahead log is checkpointed into it.
+    fn file_bytes(&self) -> u64 {
+        let size = |pragma: &str| -> u64 {
+            self.conn()
+                .query_row(pragma, [], |r| r.get::<_, i64>(0))
+                .map_or(0, |n| n.max(0) as u64)
+        };
+        size("PRAGMA page_count") * size("PRAGMA page_size")
+    }
+}

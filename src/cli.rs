@@ -144,8 +144,8 @@ pub enum AbxctlCommand {
         /// Show ended processes too, not only live ones.
         #[arg(long, short = 'a')]
         all: bool,
-        /// Only processes of this kind.
-        #[arg(long, value_parser = parse_kind)]
+        /// Only processes of this kind: orchestrator, crawl_worker, snapshot_worker, hook, child.
+        #[arg(long, value_parser = parse_kind, value_name = "KIND")]
         kind: Option<Kind>,
         /// Machine-readable output: {"version":1,"now_ms":…,"processes":[…]}.
         #[arg(long)]
@@ -154,6 +154,16 @@ pub enum AbxctlCommand {
         /// output is a terminal (never when it is piped).
         #[arg(long, short = 'w')]
         wide: bool,
+        /// Only processes of this crawl.
+        #[arg(long, value_name = "ID")]
+        crawl: Option<i64>,
+        /// Only processes started (or, never started, created) within this long ago: 10m, 2h.
+        #[arg(long, value_name = "AGE", value_parser = humantime::parse_duration)]
+        since: Option<std::time::Duration>,
+        /// Redraw every second, as watch(1) does, until interrupted; the database is read again
+        /// only when it changed.
+        #[arg(long, conflicts_with = "json")]
+        watch: bool,
     },
     /// Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts).
     Add {

@@ -810,3 +810,112 @@ fn prune_dry_run_counts_and_prune_deletes_old_rows_and_shrinks_the_file_leaving_
         "the live row ended with abxd: {down}"
     );
 }
+
+#[test]
+fn ps_narrows_to_a_crawl_or_a_time_and_shows_when_each_process_started() {
+    let daemon = TestDaemon::start_with(&fixture_config(""));
+    let crawl = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let (early, _) = daemon.spawn(&["sleep", "300"]);
+    let started = |row: i64| {
+        daemon
+            .store()
+            .process(row)
+            .unwrap()
+            .unwrap()
+            .started_at
+            .unwrap()
+    };
+    let early_at = started(early);
+    // A second later (a condition on the clock, bounded like any other wait):
+    wait_until("a second to pass", WAIT, || {
+        (abxd::store::now_ms() > early_at + 1000).then_some(())
+    });
+    let (late, _) = daemon.spawn(&["sleep", "301"]);
+    let ids = |args: &[&str]| -> Vec<i64> {
+        let mut all = vec!["ps", "--json"];
+        all.extend_from_slice(args);
+        json_of(daemon.ctl(&all))["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["id"].as_i64().unwrap())
+            .collect()
+    };
+    let of_crawl = ids(&["--all", "--crawl", &crawl.to_string()]);
+    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let expected: Vec<i64> = rows
+        .iter()
+        .filter(|r| r.crawl_id == Some(crawl))
+        .map(|r| r.id)
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(of_crawl, expected);
+    // Since halfway between the two starts: the late one, not the early one.
+    let half = (started(late) - early_at) / 2;
+    let age = abxd::store::now_ms() - early_at - half;
+    let recent = ids(&["--since", &format!("{age}ms")]);
+    assert!(recent.contains(&late), "{recent:?}");
+    assert!(!recent.contains(&early), "{recent:?}");
+    // STARTED: the time of day each started.
+    let table = daemon.ctl_ok(&["ps"]);
+    let header = table.lines().next().unwrap();
+    assert!(header.contains("STARTED"), "{table}");
+    let line = table
+        .lines()
+        .find(|l| l.contains("sleep 301"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        line.split_whitespace()
+            .any(|w| w.len() == 8 && w.matches(':').count() == 2),
+        "{line}"
+    );
+}
+
+#[test]
+fn ps_watch_redraws_on_a_terminal_when_the_table_changes() {
+    use std::io::Read;
+    let daemon = TestDaemon::start_with(&fixture_config(""));
+    // Under a pseudo-terminal (script(1)), as a person runs it.
+    let command = format!(
+        "{} --config {} ps --watch",
+        common::abxctl_bin(),
+        daemon.config.display()
+    );
+    let mut watch = Reaped(
+        std::process::Command::new("script")
+            .args(["-qfec", &command, "/dev/null"])
+            .env(common::TAG_ENV, &daemon.tag)
+            .env("COLUMNS", "200")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = watch.0.stdout.take().unwrap();
+    let (sender, screens) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buffer) {
+            if n == 0 || sender.send(buffer[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str| {
+        wait_until(&format!("the watch to show {what}"), WAIT, || {
+            while let Ok(chunk) = screens.try_recv() {
+                seen.extend(chunk);
+            }
+            let text = String::from_utf8_lossy(&seen);
+            text.contains(what).then_some(())
+        });
+    };
+    wait_for("\x1b[2J");
+    wait_for("orchestrator");
+    let (row, _) = daemon.spawn(&["sleep", "4242"]);
+    wait_for("sleep 4242");
+    let _ = daemon.ctl(&["kill", &row.to_string()]);
+    drop(watch);
+}

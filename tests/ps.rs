@@ -18,6 +18,7 @@ fn redact_tree(text: &str, daemon: &TestDaemon, pids: &[i64]) -> String {
                 .map(|word| match word {
                     _ if pids.iter().any(|p| p == word) => "[PID]",
                     _ if is_duration(word) => "[DUR]",
+                    _ if is_clock_time(word) => "[TIME]",
                     _ => word,
                 })
                 .collect::<Vec<_>>()
@@ -25,6 +26,19 @@ fn redact_tree(text: &str, daemon: &TestDaemon, pids: &[i64]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Whether `word` is a time of day as STARTED prints it (`14:03:27`) or a day (`Nov21`).
+fn is_clock_time(word: &str) -> bool {
+    let parts: Vec<&str> = word.split(':').collect();
+    let clock = parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_digit()));
+    let day = word.len() == 5
+        && word[..3].chars().all(|c| c.is_ascii_alphabetic())
+        && word[3..].chars().all(|c| c.is_ascii_digit());
+    clock || day
 }
 
 /// Whether `word` is a compact duration as ps prints it (`850ms`, `3s`, `2m05s`, `-4s`, …).

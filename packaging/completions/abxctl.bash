@@ -303,13 +303,21 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__ps)
-            opts="-a -w -c -h --all --kind --json --wide --config --help"
+            opts="-a -w -c -h --all --kind --json --wide --crawl --since --watch --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --kind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --crawl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

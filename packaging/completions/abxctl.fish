@@ -44,11 +44,14 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "spawn" -d 'Debugging 
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -l json -d 'Print the daemon\'s answer as JSON'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s h -l help -d 'Print help'
-complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l kind -d 'Only processes of this kind' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l kind -d 'Only processes of this kind: orchestrator, crawl_worker, snapshot_worker, hook, child' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l crawl -d 'Only processes of this crawl' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l since -d 'Only processes started (or, never started, created) within this long ago: 10m, 2h' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s a -l all -d 'Show ended processes too, not only live ones'
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l json -d 'Machine-readable output: {"version":1,"now_ms":…,"processes":[…]}'
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s w -l wide -d 'Whole command lines. Without it, lines are cut to the terminal\'s width when the output is a terminal (never when it is piped)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l watch -d 'Redraw every second, as watch(1) does, until interrupted; the database is read again only when it changed'
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l depth -d 'Follow discovered links this many levels deep' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r

@@ -72,7 +72,21 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             kind,
             json,
             wide,
-        } => ps::run(config, all, kind, json, wide),
+            crawl,
+            since,
+            watch,
+        } => {
+            let options = ps::Ps {
+                all,
+                kind,
+                crawl,
+                since,
+                json,
+                wide,
+                watch,
+            };
+            ps::run(config, options)
+        }
         AbxctlCommand::Spawn { cwd, timeout, argv } => spawn::run(config, argv, cwd, timeout),
         AbxctlCommand::Add {
             urls,

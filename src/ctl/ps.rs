@@ -1,35 +1,86 @@
 //! `abxctl ps`: the process table as a tree, read from the database directly (read-only), so it
-//! works while the daemon is stopped or crashed.
+//! works while the daemon is stopped or crashed; `--watch` redraws it every second.
+//!
+//! Invariant: `--watch` reads the database again only when its files changed (their size or
+//! time), and checks the live rows against procfs at each redraw: a process that ended shows
+//! within a second, and an idle table costs a `stat` per second, not a query.
 
 use super::Result;
 use crate::config::Config;
 use crate::render::{self, PsEntry};
-use crate::store::{now_ms, Kind, ProcessFilter, Store};
+use crate::store::{now_ms, Kind, ProcessFilter, ProcessRow, Store};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
-pub(super) fn run(
-    config: &Config,
-    all: bool,
-    kind: Option<Kind>,
-    json: bool,
-    wide: bool,
-) -> Result<i32> {
+/// What `ps` shows.
+pub(super) struct Ps {
+    pub all: bool,
+    pub kind: Option<Kind>,
+    pub crawl: Option<i64>,
+    /// How far back `--since` reaches: from each reading of the table (it slides with --watch).
+    pub since: Option<Duration>,
+    pub json: bool,
+    pub wide: bool,
+    pub watch: bool,
+}
+
+/// How often `--watch` redraws.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     let store = Store::open_read_only(&config.database)?;
-    let filter = ProcessFilter {
-        live_only: !all,
-        kind,
-    };
-    let now = now_ms();
-    let entries = PsEntry::all(store.processes(&filter)?, now);
-    if json {
-        println!("{}", render::ps_json(&entries, now));
-    } else {
-        let tree = render::ps_tree(&entries, now);
-        match terminal_width().filter(|_| !wide) {
-            Some(width) => print!("{}", render::cut_to_width(&tree, width)),
-            None => print!("{tree}"),
-        }
+    if !ps.watch {
+        let rows = store.processes(&ps.filter())?;
+        print!("{}", draw(rows, &ps));
+        return Ok(0);
     }
-    Ok(0)
+    let mut seen = None;
+    let mut rows = Vec::new();
+    loop {
+        let version = Some(files_version(&config.database));
+        if seen != version {
+            rows = store.processes(&ps.filter())?;
+            seen = version;
+        }
+        let screen = draw(rows.clone(), &ps);
+        // Home, clear, then the table (as watch(1)); a pipe gets the tables one after another.
+        let clear = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            "\x1b[H\x1b[2J"
+        } else {
+            "\n"
+        };
+        print!("{clear}{screen}");
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(WATCH_EVERY);
+    }
+}
+
+/// The table (or JSON) of `rows` as of now.
+fn draw(rows: Vec<ProcessRow>, ps: &Ps) -> String {
+    let now = now_ms();
+    let entries = PsEntry::all(rows, now);
+    if ps.json {
+        return format!("{}\n", render::ps_json(&entries, now));
+    }
+    let tree = render::ps_tree(&entries, now);
+    match terminal_width().filter(|_| !ps.wide) {
+        Some(width) => render::cut_to_width(&tree, width),
+        None => tree,
+    }
+}
+
+/// What changes when the database does: each of its files' size and modification time.
+fn files_version(database: &Path) -> Vec<Option<(u64, SystemTime)>> {
+    ["", "-wal"]
+        .iter()
+        .map(|suffix| {
+            let mut path = database.as_os_str().to_owned();
+            path.push(suffix);
+            let meta = std::fs::metadata(path).ok()?;
+            Some((meta.len(), meta.modified().ok()?))
+        })
+        .collect()
 }
 
 /// The width of the terminal standard output is, if it is one.
@@ -41,4 +92,16 @@ fn terminal_width() -> Option<usize> {
     }
     let size = rustix::termios::tcgetwinsize(&stdout).ok()?;
     (size.ws_col > 0).then_some(size.ws_col as usize)
+}
+
+impl Ps {
+    /// The rows to read, as of now.
+    fn filter(&self) -> ProcessFilter {
+        ProcessFilter {
+            live_only: !self.all,
+            kind: self.kind,
+            crawl_id: self.crawl,
+            since_ms: self.since.map(|age| now_ms() - age.as_millis() as i64),
+        }
+    }
 }

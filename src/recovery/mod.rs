@@ -92,6 +92,7 @@ pub fn reconcile(
     let live = store.processes(&crate::store::ProcessFilter {
         live_only: true,
         kind: None,
+        ..Default::default()
     })?;
     let mut plan = Reconciliation::default();
     let mut alive: BTreeSet<i64> = BTreeSet::new();

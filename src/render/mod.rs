@@ -105,6 +105,21 @@ pub fn short_duration(ms: i64) -> String {
     format!("{sign}{text}")
 }
 
+/// A moment as a local clock shows it, as ps(1)'s STIME: `14:03:27` today, `Nov21` before.
+pub fn clock_time(at_ms: i64, now_ms: i64) -> String {
+    let zone = jiff::tz::TimeZone::system();
+    let local = |ms: i64| {
+        jiff::Timestamp::from_millisecond(ms)
+            .ok()
+            .map(|t| t.to_zoned(zone.clone()))
+    };
+    match (local(at_ms), local(now_ms)) {
+        (Some(at), Some(now)) if at.date() == now.date() => at.strftime("%H:%M:%S").to_string(),
+        (Some(at), _) => at.strftime("%b%d").to_string(),
+        _ => "-".into(),
+    }
+}
+
 /// A signal's short name (`TERM`), or its number.
 fn signal_name(signal: i32) -> String {
     let name = crate::signal::name_of_raw(signal);
@@ -169,7 +184,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
         children.entry(parent).or_default().push(entry);
     }
     let mut table = Table::new([
-        "ID", "PID", "KIND", "STATUS", "AGE", "LEFT", "SIGNALS", "COMMAND",
+        "ID", "PID", "KIND", "STATUS", "STARTED", "AGE", "LEFT", "SIGNALS", "COMMAND",
     ]);
     let mut stack: Vec<(&PsEntry, String, bool, usize)> = children
         .get(&None)
@@ -206,6 +221,8 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
             row.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
             format!("{branch}{}", row.kind),
             status_text(entry),
+            row.started_at
+                .map_or("-".into(), |at| clock_time(at, now_ms)),
             age,
             left,
             signals_text(row),

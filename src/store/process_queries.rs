@@ -12,6 +12,10 @@ pub struct ProcessFilter {
     /// Only rows that still claim a live process (starting, running, stopping).
     pub live_only: bool,
     pub kind: Option<Kind>,
+    /// Only rows of this crawl.
+    pub crawl_id: Option<i64>,
+    /// Only rows started (or created, if never started) at or after this time (unix ms).
+    pub since_ms: Option<i64>,
 }
 
 impl Store {
@@ -88,10 +92,13 @@ impl Store {
             "1".to_string()
         };
         let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1)"
+            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) \
+             AND (?2 IS NULL OR crawl_id = ?2) \
+             AND (?3 IS NULL OR COALESCE(started_at, created_at) >= ?3)"
         ))?;
+        let params = params![filter.kind, filter.crawl_id, filter.since_ms];
         let mut rows = statement
-            .query_map([filter.kind], ProcessRow::from_row)?
+            .query_map(params, ProcessRow::from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         rows.sort_by_key(|row| row.id);
         Ok(rows)

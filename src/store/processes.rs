@@ -587,7 +587,7 @@ mod tests {
         let live = store
             .processes(&crate::store::ProcessFilter {
                 live_only: true,
-                kind: None,
+                ..Default::default()
             })
             .unwrap();
         assert_eq!(live.iter().map(|r| r.id).collect::<Vec<_>>(), vec![a]);

@@ -38,7 +38,8 @@ impl ConfigArg {
     version,
     about = "process supervisor for web-archiving crawls",
     long_about,
-    disable_help_subcommand = true
+    disable_help_subcommand = true,
+    after_help = "Examples:\n  abxd                                 run the supervisor in the foreground\n  abxd run --depth 1 https://example.com/   archive a site in one go\n  abxd check-config                    check the config and print what abxd runs with"
 )]
 pub struct AbxdCli {
     #[command(flatten)]
@@ -120,7 +121,7 @@ pub struct CrawlArgs {
     version,
     about = "watch and control the abxd process supervisor",
     long_about,
-    disable_help_subcommand = true
+    after_help = "Examples:\n  abxctl add --wait https://example.com/   queue a crawl and follow it to its end\n  abxctl ps                                what runs now, as a tree\n  abxctl show 3                            crawl 3's results, and why any failed\n  abxctl help ps                           the options of one command"
 )]
 pub struct AbxctlCli {
     #[command(flatten)]
@@ -140,12 +141,15 @@ pub enum AbxctlCommand {
     },
     /// The process table as a tree. Reads the database directly (read-only), so it works while
     /// the daemon is stopped or crashed.
+    #[command(
+        after_help = "Examples:\n  abxctl ps                    live processes\n  abxctl ps -a --crawl 3       every process crawl 3 ran\n  abxctl ps --since 10m --watch   what started in the last 10 minutes, redrawn every second"
+    )]
     Ps {
         /// Show ended processes too, not only live ones.
         #[arg(long, short = 'a')]
         all: bool,
-        /// Only processes of this kind: orchestrator, crawl_worker, snapshot_worker, hook, child.
-        #[arg(long, value_parser = parse_kind, value_name = "KIND")]
+        /// Only processes of this kind.
+        #[arg(long, value_parser = kind_parser(), value_name = "KIND")]
         kind: Option<Kind>,
         /// Machine-readable output: {"version":1,"now_ms":…,"processes":[…]}.
         #[arg(long)]
@@ -166,6 +170,9 @@ pub enum AbxctlCommand {
         watch: bool,
     },
     /// Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts).
+    #[command(
+        after_help = "Examples:\n  abxctl add https://example.com/                  every enabled plugin\n  abxctl add --plugins title,wget --depth 1 URL     two plugins, and the pages it links\n  abxctl add --wait URL; echo $?                    0 ok, 4 a hook failed, 5 cancelled"
+    )]
     Add {
         #[arg(required = true, value_name = "URL")]
         urls: Vec<String>,
@@ -193,6 +200,9 @@ pub enum AbxctlCommand {
         json: bool,
     },
     /// A crawl's snapshots and the result of every hook: status, time, output size.
+    #[command(
+        after_help = "Examples:\n  abxctl show 3             crawl 3, each failed hook with its exit and stderr\n  abxctl show 3 --json      the same for a program (docs/json.md)"
+    )]
     Show {
         /// The crawl id.
         id: i64,
@@ -328,6 +338,9 @@ pub enum AbxctlCommand {
     },
 }
 
-fn parse_kind(text: &str) -> Result<Kind, String> {
-    text.parse()
+/// A process kind, its names listed in `--help` and offered by shell completion.
+fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Kind::ALL.iter().map(|kind| kind.as_str()))
+        .map(|name| name.parse::<Kind>().expect("a name Kind::ALL lists"))
 }

@@ -38,21 +38,44 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-/// The file a request path names, if it lies below `root`.
+/// The file a request path names, if it lies below `root`. Each segment is %-decoded (a page
+/// links `My%20Page.html` for `My Page.html`); a segment that decodes to `..`, or to anything
+/// holding a `/` or a NUL, names nothing.
 fn resolve(root: &Path, request_path: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
     let path = request_path.split(['?', '#']).next()?;
     let mut file = root.to_path_buf();
     for part in path.split('/').filter(|p| !p.is_empty()) {
-        if part == ".." || part.contains('\0') {
+        let part = percent_decoded(part)?;
+        if part == b".." || part.contains(&b'/') || part.contains(&0) {
             return None;
         }
-        file.push(part);
+        file.push(std::ffi::OsStr::from_bytes(&part));
     }
     if file.is_dir() {
         file.push("index.html");
     }
     let file = file.canonicalize().ok()?;
     file.starts_with(root).then_some(file)
+}
+
+/// `text` with each `%XX` replaced by the byte it stands for; `None` for a `%` not followed by
+/// two hex digits.
+fn percent_decoded(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
 }
 
 fn answer(stream: TcpStream, root: &Path) -> std::io::Result<()> {
@@ -92,4 +115,26 @@ fn answer(stream: TcpStream, root: &Path) -> std::io::Result<()> {
         }
     }
     stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{percent_decoded, resolve};
+
+    #[test]
+    fn paths_are_percent_decoded_and_never_leave_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("My Page.html"), "x").unwrap();
+        std::fs::write(root.join("100%.txt"), "x").unwrap();
+        assert_eq!(
+            resolve(&root, "/My%20Page.html"),
+            Some(root.join("My Page.html"))
+        );
+        assert_eq!(resolve(&root, "/100%25.txt"), Some(root.join("100%.txt")));
+        for hostile in ["/%2e%2e/etc/passwd", "/..%2Fetc", "/a%00b", "/%zz", "/%2"] {
+            assert_eq!(resolve(&root, hostile), None, "{hostile}");
+        }
+        assert_eq!(percent_decoded("a%C3%A9b"), Some("aéb".as_bytes().to_vec()));
+    }
 }

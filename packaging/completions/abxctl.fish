@@ -25,7 +25,7 @@ function __fish_abxctl_using_subcommand
 end
 
 complete -c abxctl -n "__fish_abxctl_needs_command" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxctl -n "__fish_abxctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c abxctl -n "__fish_abxctl_needs_command" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_needs_command" -s V -l version -d 'Print version'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "status" -d 'Whether the daemon is up: its pid, uptime and live processes by kind. Exits 3 when no daemon is listening'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "ps" -d 'The process table as a tree. Reads the database directly (read-only), so it works while the daemon is stopped or crashed'
@@ -40,11 +40,15 @@ complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "pause" -d 'Start no m
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "resume" -d 'Let a paused crawl go on'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "prune" -d 'Delete the process rows of finished work (final rows of sealed crawls, or of none) that ended long enough ago, and give the space back. abxd does it by itself after each crawl it seals, by `[retention] keep_days`; crawls, snapshots and results are never pruned'
 complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "retry" -d 'Run a sealed crawl\'s failed and cancelled results again (their interruption count reset), through abxd or, with it not running, in the database for its next start'
-complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "spawn" -d 'Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true)'
+complete -c abxctl -n "__fish_abxctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -l json -d 'Print the daemon\'s answer as JSON'
 complete -c abxctl -n "__fish_abxctl_using_subcommand status" -s h -l help -d 'Print help'
-complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l kind -d 'Only processes of this kind: orchestrator, crawl_worker, snapshot_worker, hook, child' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l kind -d 'Only processes of this kind' -r -f -a "orchestrator\t''
+crawl_worker\t''
+snapshot_worker\t''
+hook\t''
+child\t''"
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l crawl -d 'Only processes of this crawl' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l since -d 'Only processes started (or, never started, created) within this long ago: 10m, 2h' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
@@ -102,7 +106,17 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l failed -d 'Faile
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l all -d 'Every result that did not succeed: also noresults and skipped'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s h -l help -d 'Print help'
-complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l cwd -d 'Working directory [default: the data dir]' -r
-complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -l timeout -d 'Deadline recorded on the row, e.g. 30s' -r
-complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxctl -n "__fish_abxctl_using_subcommand spawn" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "status" -d 'Whether the daemon is up: its pid, uptime and live processes by kind. Exits 3 when no daemon is listening'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "ps" -d 'The process table as a tree. Reads the database directly (read-only), so it works while the daemon is stopped or crashed'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "add" -d 'Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "crawls" -d 'List crawls with their status and counts'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "plugins" -d 'The plugins of the plugins dirs: whether each runs, what it requires, its hooks by phase in run order, the hooks of other events (listed, not crawled) and files that cannot run'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "show" -d 'A crawl\'s snapshots and the result of every hook: status, time, output size'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "logs" -d 'A process\'s stdout and stderr: a row\'s (see `abxctl ps`), or a result\'s latest run (see `abxctl show`)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "kill" -d 'Tear down a live process of the table and everything below it: the first signal now, SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not a live process of abxd\'s table'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "cancel" -d 'Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its processes down (with abxd not running: in the database)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "pause" -d 'Start no more hooks of a crawl and claim none of its snapshots until it is resumed; hooks already running go on (with abxd not running: in the database)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "resume" -d 'Let a paused crawl go on'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "prune" -d 'Delete the process rows of finished work (final rows of sealed crawls, or of none) that ended long enough ago, and give the space back. abxd does it by itself after each crawl it seals, by `[retention] keep_days`; crawls, snapshots and results are never pruned'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "retry" -d 'Run a sealed crawl\'s failed and cancelled results again (their interruption count reset), through abxd or, with it not running, in the database for its next start'
+complete -c abxctl -n "__fish_abxctl_using_subcommand help; and not __fish_seen_subcommand_from status ps add crawls plugins show logs kill cancel pause resume prune retry help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -25,14 +25,14 @@ function __fish_abxd_using_subcommand
 end
 
 complete -c abxd -n "__fish_abxd_needs_command" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxd -n "__fish_abxd_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c abxd -n "__fish_abxd_needs_command" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_needs_command" -s V -l version -d 'Print version'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "serve" -d 'Run the supervisor in the foreground (the default)'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "check-config" -d 'Run every check the daemon runs on the config (keys, paths, plugins, group, socket) without starting anything, and print the settings it would run with as TOML, every path resolved. With no config file at the default place (./supervisor.toml, else /etc/abxd/supervisor.toml), abxd runs on the built-in defaults and says so'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "run" -d 'Archive URLs in one go: start the supervisor in the foreground, crawl, show progress, print a summary with the output paths and stop. A local file or directory is served on a loopback port for the crawl'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "install" -d 'Provision the binaries the plugins declare (`required_binaries` in their config.json), as abx-dl\'s install step does: one `abxpkg … install NAME` run per binary, each a process of the table. Through the daemon when it runs; else abxd runs just for the install'
 complete -c abxd -n "__fish_abxd_needs_command" -f -a "recover" -d 'Show what recovery would do now — rows to mark lost, orphan trees to kill (with their pids), results to run again or fail, snapshots and crawls to seal or requeue — without doing it. (abxd recovers on every start, before it claims any work.)'
-complete -c abxd -n "__fish_abxd_needs_command" -f -a "worker" -d 'Internal: the worker processes abxd starts for a crawl or a snapshot'
+complete -c abxd -n "__fish_abxd_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c abxd -n "__fish_abxd_using_subcommand serve" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
@@ -49,11 +49,9 @@ complete -c abxd -n "__fish_abxd_using_subcommand recover" -s c -l config -d 'Th
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -l dry-run -d 'Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)'
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxd -n "__fish_abxd_using_subcommand recover" -s h -l help -d 'Print help'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -s h -l help -d 'Print help'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -f -a "crawl" -d 'Run one crawl: its crawl hooks and its snapshot workers'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and not __fish_seen_subcommand_from crawl snapshot" -f -a "snapshot" -d 'Run one snapshot\'s hooks'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from crawl" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from crawl" -s h -l help -d 'Print help'
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from snapshot" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
-complete -c abxd -n "__fish_abxd_using_subcommand worker; and __fish_seen_subcommand_from snapshot" -s h -l help -d 'Print help'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run install recover help" -f -a "serve" -d 'Run the supervisor in the foreground (the default)'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run install recover help" -f -a "check-config" -d 'Run every check the daemon runs on the config (keys, paths, plugins, group, socket) without starting anything, and print the settings it would run with as TOML, every path resolved. With no config file at the default place (./supervisor.toml, else /etc/abxd/supervisor.toml), abxd runs on the built-in defaults and says so'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run install recover help" -f -a "run" -d 'Archive URLs in one go: start the supervisor in the foreground, crawl, show progress, print a summary with the output paths and stop. A local file or directory is served on a loopback port for the crawl'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run install recover help" -f -a "install" -d 'Provision the binaries the plugins declare (`required_binaries` in their config.json), as abx-dl\'s install step does: one `abxpkg … install NAME` run per binary, each a process of the table. Through the daemon when it runs; else abxd runs just for the install'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run install recover help" -f -a "recover" -d 'Show what recovery would do now — rows to mark lost, orphan trees to kill (with their pids), results to run again or fail, snapshots and crawls to seal or requeue — without doing it. (abxd recovers on every start, before it claims any work.)'
+complete -c abxd -n "__fish_abxd_using_subcommand help; and not __fish_seen_subcommand_from serve check-config run install recover help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

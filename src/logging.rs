@@ -1,7 +1,9 @@
 //! Logging: env_logger to stderr, its level from the config unless `RUST_LOG` says otherwise.
 //!
-//! Invariant: when `RUST_LOG` is set it wins, at start and across reloads; otherwise the config's
-//! `log.level` is the level, and a reload changes it in place.
+//! Invariants: when `RUST_LOG` is set it wins, at start and across reloads; otherwise the
+//! config's `log.level` is the level, and a reload changes it in place. Under systemd (stderr is
+//! the journal: `JOURNAL_STREAM` is set) a line carries no timestamp of its own — the journal
+//! stamps each one.
 
 use log::LevelFilter;
 
@@ -12,7 +14,11 @@ fn env_overrides() -> bool {
 /// Installs the logger. Safe to call once per process; later calls do nothing.
 pub fn init(level: LevelFilter) {
     let mut builder = env_logger::Builder::new();
-    builder.format_timestamp_millis();
+    if stderr_is_the_journal() {
+        builder.format_timestamp(None);
+    } else {
+        builder.format_timestamp_millis();
+    }
     if env_overrides() {
         builder.parse_env("RUST_LOG");
     } else {
@@ -21,6 +27,21 @@ pub fn init(level: LevelFilter) {
     if builder.try_init().is_ok() {
         set_level(level);
     }
+}
+
+/// Whether standard error is the journal's stream: `JOURNAL_STREAM` names its device and inode
+/// (a worker inherits the variable, but its stderr is a log file: it keeps its timestamps).
+fn stderr_is_the_journal() -> bool {
+    let Some(stream) = std::env::var("JOURNAL_STREAM").ok() else {
+        return false;
+    };
+    let Some((dev, ino)) = stream.split_once(':') else {
+        return false;
+    };
+    let Ok(stat) = rustix::fs::fstat(std::io::stderr()) else {
+        return false;
+    };
+    dev.parse() == Ok(stat.st_dev) && ino.parse() == Ok(stat.st_ino)
 }
 
 /// Applies a (reloaded) config level, unless `RUST_LOG` overrides it.

@@ -9,7 +9,7 @@ use crate::cli::CrawlArgs;
 use crate::config::Config;
 use crate::daemon::{Daemon, DaemonError};
 use crate::exit;
-use crate::render::{self, Progress};
+use crate::render::{self, say, Follow};
 use crate::signal::Signal;
 use crate::store::{Store, StoreError, WorkStatus};
 use std::path::Path;
@@ -80,14 +80,14 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
         "crawl {crawl_id}: {}",
         crate::printable::line(&urls.join(" "))
     ));
-    let mut progress = Progress::default();
+    let mut follow = Follow::new();
     let shutdown = daemon.run_until(Some(PROGRESS_INTERVAL), |store| {
-        match progress.update(store, crawl_id) {
-            Ok(lines) => lines.iter().for_each(say),
-            Err(err) => log::error!("progress: {err}"),
+        if let Err(err) = follow.update(store, crawl_id) {
+            log::error!("progress: {err}");
         }
         matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == WorkStatus::Sealed)
     })?;
+    follow.finish();
     let sealed = Store::open_read_only(&database)?
         .crawl(crawl_id)?
         .filter(|c| c.status == WorkStatus::Sealed);
@@ -117,15 +117,10 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     };
     let store = Store::open_read_only(&database)?;
     say("");
-    say(render::crawl_report(&store, &data_dir, crawl_id)?
-        .unwrap_or_default()
-        .trim_end());
+    say(
+        render::crawl_report(&store, &data_dir, crawl_id, render::paint::for_stdout())?
+            .unwrap_or_default()
+            .trim_end(),
+    );
     Ok(code)
-}
-
-/// Prints a line of progress; a closed standard output (`abxd run … | head`) is not a reason
-/// to stop supervising: what cannot be printed is dropped.
-fn say(line: impl std::fmt::Display) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }

@@ -919,3 +919,89 @@ fn ps_watch_redraws_on_a_terminal_when_the_table_changes() {
     let _ = daemon.ctl(&["kill", &row.to_string()]);
     drop(watch);
 }
+
+#[test]
+fn under_systemd_log_lines_leave_the_timestamp_to_the_journal() {
+    use std::os::unix::fs::MetadataExt;
+    let mut daemon = TestDaemon::prepare(&fixture_config(""));
+    // The log file stands for the journal's stream: JOURNAL_STREAM names its device and inode.
+    std::fs::File::create(daemon.log_path()).unwrap();
+    let meta = std::fs::metadata(daemon.log_path()).unwrap();
+    let stream = format!("{}:{}", meta.dev(), meta.ino());
+    daemon.launch_with_env(&[("JOURNAL_STREAM", &stream)]);
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit();
+    let log = daemon.log();
+    let lines: Vec<&str> = log.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!lines.is_empty(), "{log}");
+    for line in lines {
+        assert!(!line.starts_with("[20"), "a timestamp of its own: {line}");
+    }
+    // Elsewhere (the journal's variable inherited, stderr another file) lines keep theirs.
+    let mut plain = TestDaemon::prepare(&fixture_config(""));
+    plain.launch_with_env(&[("JOURNAL_STREAM", "1:1")]);
+    plain.signal(Signal::SIGTERM);
+    plain.wait_exit();
+    assert!(
+        plain.log().lines().any(|l| l.starts_with("[20")),
+        "{}",
+        plain.log()
+    );
+}
+
+/// Runs `command` under a pseudo-terminal (script(1)) with `env`, to its end; returns all it
+/// printed.
+fn in_terminal(daemon: &TestDaemon, command: &str, env: &[(&str, &str)]) -> String {
+    let output = std::process::Command::new("script")
+        .args(["-qfec", command, "/dev/null"])
+        .env(common::TAG_ENV, &daemon.tag)
+        .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn add_wait_shows_a_live_status_line_and_red_failures_on_a_terminal_and_plain_lines_in_a_pipe() {
+    let daemon = TestDaemon::start_with(&fixture_config(
+        "[plugins.sleepy]\nenv = { SLEEPY_SECONDS = \"1\" }\n",
+    ));
+    let add = |plugins: &str| {
+        format!(
+            "{} --config {} add --wait --plugins {plugins} http://127.0.0.1:9/{plugins}",
+            common::abxctl_bin(),
+            daemon.config.display()
+        )
+    };
+    let screen = in_terminal(&daemon, &add("sleepy,failer"), &[]);
+    assert!(screen.contains("hooks done"), "the status line: {screen}");
+    assert!(
+        screen.contains("running: on_Snapshot__10_sleepy.sh"),
+        "it names what runs: {screen}"
+    );
+    assert!(screen.contains("\x1b[31mfailed"), "failed in red: {screen}");
+    assert!(
+        screen.contains("sealed (finished)"),
+        "then the summary: {screen}"
+    );
+    // NO_COLOR: the same, without colour.
+    let plain_screen = in_terminal(&daemon, &add("failer"), &[("NO_COLOR", "1")]);
+    assert!(plain_screen.contains("failed"), "{plain_screen}");
+    assert!(!plain_screen.contains("\x1b[31m"), "{plain_screen}");
+    // A pipe: the lines alone.
+    let piped = daemon.ctl(&[
+        "add",
+        "--wait",
+        "--plugins",
+        "failer",
+        "http://127.0.0.1:9/p",
+    ]);
+    let piped = String::from_utf8_lossy(&piped.stdout);
+    assert!(piped.contains("failed"), "{piped}");
+    assert!(
+        !piped.contains("hooks done") && !piped.contains('\x1b'),
+        "{piped}"
+    );
+}

@@ -72,28 +72,39 @@ fn follow_crawl(config: &Config, id: i64, out: Out) -> Result<i32> {
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
         .map_err(|err| CtlError::Unexpected(format!("cannot catch SIGINT: {err}")))?;
-    let mut progress = render::Progress::default();
+    let mut follow = (!out.json).then(render::Follow::new);
     loop {
         let store = Store::open_read_only(&config.database)?;
-        let lines = progress.update(&store, id)?;
-        if !out.json {
-            lines.iter().for_each(|line| println!("{line}"));
+        if let Some(follow) = &mut follow {
+            follow.update(&store, id)?;
         }
         let crawl = store.crawl(id)?;
         if let Some(crawl) = crawl.filter(|c| c.status == WorkStatus::Sealed) {
+            if let Some(follow) = &mut follow {
+                follow.finish();
+            }
             if out.json {
                 println!("{}", render::json::crawl(&store, id)?.unwrap_or_default());
             } else {
                 println!();
                 print!(
                     "{}",
-                    render::crawl_report(&store, &config.data_dir, id)?.unwrap_or_default()
+                    render::crawl_report(
+                        &store,
+                        &config.data_dir,
+                        id,
+                        render::paint::for_stdout()
+                    )?
+                    .unwrap_or_default()
                 );
             }
             return Ok(exit::of_crawl(&crawl, &store.results(id)?));
         }
         drop(store);
         if interrupted.load(Ordering::Relaxed) {
+            if let Some(follow) = &mut follow {
+                follow.finish();
+            }
             eprintln!(
                 "abxctl: interrupted: no longer following crawl {id}, which goes on \
                  (abxctl cancel {id} stops it)"

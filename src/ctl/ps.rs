@@ -31,7 +31,7 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     let store = Store::open_read_only(&config.database)?;
     if !ps.watch {
         let rows = store.processes(&ps.filter())?;
-        print!("{}", draw(rows, &ps));
+        print!("{}", draw(rows, &ps, look(config)));
         return Ok(0);
     }
     let mut seen = None;
@@ -42,7 +42,7 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
             rows = store.processes(&ps.filter())?;
             seen = version;
         }
-        let screen = draw(rows.clone(), &ps);
+        let screen = draw(rows.clone(), &ps, look(config));
         // Home, clear, then the table (as watch(1)); a pipe gets the tables one after another.
         let clear = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
             "\x1b[H\x1b[2J"
@@ -56,14 +56,22 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     }
 }
 
+/// How the table looks: whether the daemon answers (one connection to its socket) and colour.
+fn look(config: &Config) -> render::PsLook {
+    render::PsLook {
+        daemon_up: std::os::unix::net::UnixStream::connect(&config.control.socket).is_ok(),
+        colour: render::paint::for_stdout(),
+    }
+}
+
 /// The table (or JSON) of `rows` as of now.
-fn draw(rows: Vec<ProcessRow>, ps: &Ps) -> String {
+fn draw(rows: Vec<ProcessRow>, ps: &Ps, look: render::PsLook) -> String {
     let now = now_ms();
     let entries = PsEntry::all(rows, now);
     if ps.json {
         return format!("{}\n", render::ps_json(&entries, now));
     }
-    let tree = render::ps_tree(&entries, now);
+    let tree = render::ps_tree(&entries, now, look);
     match terminal_width().filter(|_| !ps.wide) {
         Some(width) => render::cut_to_width(&tree, width),
         None => tree,

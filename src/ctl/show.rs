@@ -20,7 +20,7 @@ pub(super) fn run(config: &Config, id: i64, out: Out) -> Result<i32> {
     let shown = if out.json {
         render::json::crawl(&store, id)?.map(|json| format!("{json}\n"))
     } else {
-        render::crawl_report(&store, &config.data_dir, id)?
+        render::crawl_report(&store, &config.data_dir, id, render::paint::for_stdout())?
     };
     match shown {
         Some(text) => {

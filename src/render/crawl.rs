@@ -4,6 +4,7 @@
 //! Invariant: rendering reads, never writes; what came from outside (URLs, hook output, a
 //! hook's stderr) is printed escaped (`printable`).
 
+use super::paint::{paint, Colour};
 use super::short_duration;
 use super::table::Table;
 use crate::printable;
@@ -103,7 +104,7 @@ fn exit_text(row: &ProcessRow) -> String {
     }
 }
 
-fn results_table(results: &[&HookResult], runs: &RunByResult) -> Table<10> {
+fn results_table(results: &[&HookResult], runs: &RunByResult, colour: bool) -> Table<10> {
     let mut table = Table::new([
         "HOOK", "STATUS", "ROW", "EXIT", "TIME", "CPU", "MEM", "SIZE", "FILES", "OUTPUT",
     ]);
@@ -122,7 +123,10 @@ fn results_table(results: &[&HookResult], runs: &RunByResult) -> Table<10> {
             .map_or("-".into(), |peak| bytes(peak as u64));
         table.add_row([
             printable::line(&result.hook).into_owned(),
-            result.status.to_string(),
+            match result.status {
+                ResultStatus::Failed => paint("failed", Colour::Red, colour),
+                status => status.to_string(),
+            },
             run.map_or("-".into(), |r| r.id.to_string()),
             run.map_or("-".into(), |r| exit_text(r)),
             time,
@@ -187,6 +191,7 @@ pub fn crawl_report(
     store: &Store,
     data_dir: &std::path::Path,
     crawl_id: i64,
+    colour: bool,
 ) -> Result<Option<String>, StoreError> {
     let Some(crawl) = store.crawl(crawl_id)? else {
         return Ok(None);
@@ -218,7 +223,7 @@ pub fn crawl_report(
         results.iter().filter(|r| r.snapshot_id.is_none()).collect();
     if !crawl_hooks.is_empty() {
         out.push_str("\n  crawl hooks\n");
-        results_table(&crawl_hooks, &runs).render_into(&mut out, "    ");
+        results_table(&crawl_hooks, &runs, colour).render_into(&mut out, "    ");
         failures(&crawl_hooks, &runs, &mut out);
     }
     for snapshot in &snapshots {
@@ -243,7 +248,7 @@ pub fn crawl_report(
         if mine.is_empty() {
             out.push_str("    no results yet\n");
         } else {
-            results_table(&mine, &runs).render_into(&mut out, "    ");
+            results_table(&mine, &runs, colour).render_into(&mut out, "    ");
             failures(&mine, &runs, &mut out);
         }
     }
@@ -268,22 +273,47 @@ fn crawl_status(crawl: &Crawl) -> String {
     }
 }
 
-/// Follows a crawl for a person: a line each time a result starts or ends.
+/// Follows a crawl for a person: a line each time a result starts or ends, and where the crawl
+/// stands (see [`Standing`]).
 #[derive(Debug, Default)]
 pub struct Progress {
     reported: HashMap<i64, ResultStatus>,
 }
 
+/// Where a followed crawl stands: results final of all known so far, and the hooks running.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Standing {
+    pub done: usize,
+    pub total: usize,
+    pub running: Vec<String>,
+}
+
 impl Progress {
-    /// Lines for what changed since the last call.
-    pub fn update(&mut self, store: &Store, crawl_id: i64) -> Result<Vec<String>, StoreError> {
+    /// Lines for what changed since the last call (a failure's status in red with `colour`),
+    /// and where the crawl stands.
+    pub fn update(
+        &mut self,
+        store: &Store,
+        crawl_id: i64,
+        colour: bool,
+    ) -> Result<(Vec<String>, Standing), StoreError> {
         let snapshots: HashMap<i64, String> = store
             .snapshots(crawl_id)?
             .into_iter()
             .map(|s| (s.id, s.url))
             .collect();
+        let results = store.results(crawl_id)?;
+        let standing = Standing {
+            done: results.iter().filter(|r| r.is_final()).count(),
+            total: results.len(),
+            running: results
+                .iter()
+                .filter(|r| r.status == ResultStatus::Started)
+                .map(|r| printable::line(&r.hook).into_owned())
+                .collect(),
+        };
         let mut lines = Vec::new();
-        for result in store.results(crawl_id)? {
+        for result in results {
             if self.reported.get(&result.id) == Some(&result.status)
                 || result.status == ResultStatus::Queued
             {
@@ -302,9 +332,14 @@ impl Progress {
                     one_line(result.output.as_deref().unwrap_or(""), 60)
                 ),
             };
-            let line = format!("{:<9} {:<36} {place}{detail}", result.status, result.hook);
-            lines.push(printable::line(&line).into_owned());
+            let rest = format!(" {:<36} {place}{detail}", result.hook);
+            let status = format!("{:<9}", result.status.to_string());
+            let status = match result.status {
+                ResultStatus::Failed => paint(&status, Colour::Red, colour),
+                _ => status,
+            };
+            lines.push(format!("{status}{}", printable::line(&rest)));
         }
-        Ok(lines)
+        Ok((lines, standing))
     }
 }

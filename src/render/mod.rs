@@ -14,10 +14,13 @@ use std::collections::{BTreeMap, HashSet};
 use table::Table;
 
 mod crawl;
+mod follow;
 pub mod json;
+pub mod paint;
 mod table;
 
-pub use crawl::{bytes, crawl_report, crawls_table, Progress};
+pub use crawl::{bytes, crawl_report, crawls_table, Progress, Standing};
+pub use follow::{say, Follow};
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.
 pub const PS_JSON_VERSION: u32 = 1;
@@ -126,10 +129,27 @@ fn signal_name(signal: i32) -> String {
     name.trim_start_matches("SIG").to_string()
 }
 
-fn status_text(entry: &PsEntry) -> String {
+/// How `ps_tree` shows what it shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PsLook {
+    /// The daemon answers on its socket: a live row whose process is gone is one it is about to
+    /// settle (`ending`), not one nobody watches (`running?`).
+    pub daemon_up: bool,
+    /// Colour (see `paint`): `running?` in yellow.
+    pub colour: bool,
+}
+
+fn status_text(entry: &PsEntry, look: PsLook) -> String {
     let row = &entry.row;
     if entry.unverified() {
-        return format!("{}?", row.status);
+        return match look.daemon_up {
+            true => "ending".to_string(),
+            false => paint::paint(
+                &format!("{}?", row.status),
+                paint::Colour::Yellow,
+                look.colour,
+            ),
+        };
     }
     let text = match (row.status, row.exit_code, row.exit_signal) {
         (Status::Exited, Some(code), _) => format!("exited {code}"),
@@ -176,7 +196,7 @@ pub fn cut_to_width(text: &str, width: usize) -> String {
     out
 }
 
-pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
+pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
     let ids: HashSet<i64> = entries.iter().map(|e| e.row.id).collect();
     let mut children: BTreeMap<Option<i64>, Vec<&PsEntry>> = BTreeMap::new();
     for entry in entries {
@@ -220,7 +240,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
             row.id.to_string(),
             row.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
             format!("{branch}{}", row.kind),
-            status_text(entry),
+            status_text(entry, look),
             row.started_at
                 .map_or("-".into(), |at| clock_time(at, now_ms)),
             age,
@@ -244,7 +264,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64) -> String {
     }
     let mut out = String::new();
     table.render_into(&mut out, "");
-    if entries.iter().any(PsEntry::unverified) {
+    if !look.daemon_up && entries.iter().any(PsEntry::unverified) {
         out.push_str(
             "\n? recorded as live, but procfs shows the process gone or its pid reused:\n  \
              abxd is not running or has not reconciled these rows yet.\n",

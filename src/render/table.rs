@@ -1,10 +1,13 @@
 //! Plain text tables for a terminal or a pipe: a header and rows of cells, each column padded to
 //! its widest cell, two spaces apart, no blanks at the end of a line.
 //!
-//! Invariant: a cell's width is its number of characters. Cells are printable (escaped by
+//! Invariant: a cell's width is its number of characters that show (colour sequences of
+//! `paint` do not count). Cells are printable (escaped by
 //! `printable::line` where they come from outside) and every column but the last holds narrow
 //! text (ids, states, durations, hook names); the last column — a command line, a URL, an
 //! output — may hold anything, and is never padded.
+
+use super::paint::visible_len;
 
 /// A table of `N` columns, laid out when it is rendered.
 pub struct Table<const N: usize> {
@@ -18,13 +21,13 @@ impl<const N: usize> Table<N> {
         Table {
             header,
             rows: Vec::new(),
-            widths: header.map(|name| name.chars().count()),
+            widths: header.map(visible_len),
         }
     }
 
     pub fn add_row(&mut self, row: [String; N]) {
         for (width, cell) in self.widths.iter_mut().zip(&row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(visible_len(cell));
         }
         self.rows.push(row);
     }
@@ -49,7 +52,7 @@ impl<const N: usize> Table<N> {
             }
             out.push_str(cell);
             if column + 1 < N {
-                let pad = self.widths[column].saturating_sub(cell.chars().count());
+                let pad = self.widths[column].saturating_sub(visible_len(cell));
                 out.extend(std::iter::repeat_n(' ', pad));
             }
         }

@@ -251,3 +251,32 @@ fn abxctl_still_reaches_the_daemon_when_the_file_has_a_typo_and_notices_another_
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     daemon.wait_exit();
 }
+
+#[test]
+fn check_config_run_by_root_checks_the_data_dir_for_the_user_who_owns_it() {
+    // As `sudo abxd check-config` on a packaged install: the data dir is the service user's.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::os::unix::fs::chown(
+        &data,
+        Some(common::UNPRIVILEGED),
+        Some(common::UNPRIVILEGED),
+    )
+    .unwrap();
+    let path = dir.path().join("supervisor.toml");
+    std::fs::write(&path, "").unwrap();
+    let output = abxd(&path, &["check-config"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Writable by others, it is refused whoever asks.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let output = abxd(&path, &["check-config"]);
+    assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("writable by group or others"));
+}

@@ -441,13 +441,19 @@ fn retry_runs_a_failed_result_again_and_it_can_succeed() {
 }
 
 #[test]
-fn retry_runs_a_result_interrupted_too_often_again_also_with_the_daemon_down() {
-    // One interruption is too many here: the result ends failed ("interrupted 1 times").
-    let mut daemon = flaky_daemon("hang", "[limits]\nmax_result_attempts = 1\n");
+fn retry_runs_a_result_interrupted_three_times_again_also_with_the_daemon_down() {
+    // Interrupted three times (limits.max_result_attempts = 3, the default), a result ends
+    // failed: "interrupted 3 times; not run again".
+    let mut daemon = flaky_daemon("hang", "");
     let crawl = daemon.add(&["--plugins", "flaky", "http://127.0.0.1:9/"]);
-    wait_started(&daemon, crawl);
-    daemon.crash();
-    daemon.launch();
+    for attempt in 1..=3 {
+        wait_until(&format!("attempt {attempt} to start"), WAIT, || {
+            let result = daemon.store().results(crawl).ok()?.into_iter().next()?;
+            (result.status == ResultStatus::Started && result.attempts == attempt).then_some(())
+        });
+        daemon.crash();
+        daemon.launch();
+    }
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     let result = only_result(&daemon, crawl);
     assert_eq!(result.status, ResultStatus::Failed);
@@ -456,7 +462,7 @@ fn retry_runs_a_result_interrupted_too_often_again_also_with_the_daemon_down() {
             .output
             .as_deref()
             .unwrap_or("")
-            .contains("interrupted 1 times"),
+            .contains("interrupted 3 times"),
         "{result:?}"
     );
     // Retried while abxd is down: written to the database, run at the next start.
@@ -1004,4 +1010,35 @@ fn add_wait_shows_a_live_status_line_and_red_failures_on_a_terminal_and_plain_li
         !piped.contains("hooks done") && !piped.contains('\x1b'),
         "{piped}"
     );
+}
+
+#[test]
+fn abxd_run_stopped_by_sigterm_leaves_its_crawl_for_the_daemon_and_exits_143() {
+    let daemon = TestDaemon::prepare(&fixture_config(SLEEPY_LONG));
+    let mut run = Reaped(
+        daemon
+            .abxd_command(&["run", "--plugins", "sleepy", "http://127.0.0.1:9/"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let crawl = wait_until("abxd run to queue its crawl", WAIT, || {
+        abxd::store::Store::open_read_only(&daemon.database())
+            .ok()?
+            .crawls()
+            .ok()?
+            .first()
+            .map(|c| c.id)
+    });
+    wait_started(&daemon, crawl);
+    kill(Pid::from_raw(run.0.id() as i32), Signal::SIGTERM).unwrap();
+    let status = wait_until("abxd run to end", WAIT, || run.0.try_wait().unwrap());
+    assert_eq!(status.code(), Some(exit::TERMINATED), "{}", daemon.log());
+    let crawl = daemon.store().crawl(crawl).unwrap().unwrap();
+    assert_ne!(
+        crawl.status,
+        WorkStatus::Sealed,
+        "left for the daemon to resume"
+    );
+    assert!(common::tagged_pids(&daemon.tag).is_empty());
 }

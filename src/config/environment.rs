@@ -15,15 +15,19 @@ impl Config {
     pub fn check_for_daemon(&self) -> Result<(), ConfigError> {
         self.check_plugins_dirs()?;
         std::fs::create_dir_all(&self.data_dir).map_err(|err| self.unwritable(err))?;
-        self.check_data_dir()
+        self.check_data_dir(rustix::process::geteuid().as_raw())
     }
 
     /// The daemon's check without its side effects (`abxd check-config`): a data dir that does
-    /// not exist yet must be one abxd can create.
+    /// not exist yet must be one abxd can create. Run by root, it checks the data dir for the
+    /// user who owns it (the service's user, as the package sets it up: `sudo abxd
+    /// check-config` checks what the service will meet).
     pub fn check_environment(&self) -> Result<(), ConfigError> {
         self.check_plugins_dirs()?;
         if self.data_dir.exists() {
-            return self.check_data_dir();
+            let me = rustix::process::geteuid().as_raw();
+            let owner = std::fs::metadata(&self.data_dir).map_or(me, |m| m.uid());
+            return self.check_data_dir(if me == 0 { owner } else { me });
         }
         let parent = self.data_dir.ancestors().skip(1).find(|p| p.exists());
         let creatable = parent.is_some_and(|p| {
@@ -48,11 +52,10 @@ impl Config {
         }
     }
 
-    /// The data dir (which exists) is writable by abxd and by nobody else.
-    fn check_data_dir(&self) -> Result<(), ConfigError> {
+    /// The data dir (which exists) is writable by abxd, running as `me`, and by nobody else.
+    fn check_data_dir(&self, me: u32) -> Result<(), ConfigError> {
         tempfile::tempfile_in(&self.data_dir).map_err(|err| self.unwritable(err))?;
         let meta = std::fs::metadata(&self.data_dir).map_err(|err| self.unwritable(err))?;
-        let me = rustix::process::geteuid().as_raw();
         match ownership_problem(meta.uid(), meta.mode(), me) {
             Some(problem) => {
                 let dir = self.data_dir.display();

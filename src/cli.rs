@@ -51,11 +51,17 @@ pub struct AbxdCli {
 #[derive(Debug, Subcommand)]
 pub enum AbxdCommand {
     /// Run the supervisor in the foreground (the default).
+    #[command(
+        after_help = "Examples:\n  abxd                          the supervisor in the foreground, on ./supervisor.toml\n  systemctl start abxd          the packaged service (journalctl -u abxd for its log)"
+    )]
     Serve,
     /// Run every check the daemon runs on the config (keys, paths, plugins, group, socket) without
     /// starting anything, and print the settings it would run with as TOML, every path resolved.
     /// With no config file at the default place (./supervisor.toml, else
     /// /etc/abxd/supervisor.toml), abxd runs on the built-in defaults and says so.
+    #[command(
+        after_help = "Examples:\n  abxd check-config                          the default config\n  sudo abxd -c /etc/abxd/supervisor.toml check-config --json"
+    )]
     CheckConfig {
         /// Print the documented JSON shape (docs/json.md) instead.
         #[arg(long)]
@@ -64,6 +70,9 @@ pub enum AbxdCommand {
     /// Archive URLs in one go: start the supervisor in the foreground, crawl, show progress,
     /// print a summary with the output paths and stop. A local file or directory is served on
     /// a loopback port for the crawl.
+    #[command(
+        after_help = "Examples:\n  abxd run https://example.com/                    one page, every enabled plugin\n  abxd run --depth 1 --plugins title,wget ./site   a local directory, served on loopback"
+    )]
     Run {
         /// URLs, or local files / directories to serve and crawl.
         #[arg(required = true, value_name = "URL|PATH")]
@@ -74,6 +83,9 @@ pub enum AbxdCommand {
     /// Provision the binaries the plugins declare (`required_binaries` in their config.json), as
     /// abx-dl's install step does: one `abxpkg … install NAME` run per binary, each a process of
     /// the table. Through the daemon when it runs; else abxd runs just for the install.
+    #[command(
+        after_help = "Examples:\n  abxd install                          every enabled plugin's binaries\n  abxd install --plugins chrome,wget"
+    )]
     Install {
         /// Only these plugins (and those they require), instead of every enabled one.
         #[arg(long, value_delimiter = ',')]
@@ -82,6 +94,9 @@ pub enum AbxdCommand {
     /// Show what recovery would do now — rows to mark lost, orphan trees to kill (with their
     /// pids), results to run again or fail, snapshots and crawls to seal or requeue — without
     /// doing it. (abxd recovers on every start, before it claims any work.)
+    #[command(
+        after_help = "Examples:\n  abxd recover --dry-run                what the next start would recover\n  abxd recover --dry-run --json"
+    )]
     Recover {
         /// Print the plan; change nothing. (Required: recovery itself runs when abxd starts.)
         #[arg(long)]
@@ -134,6 +149,9 @@ pub struct AbxctlCli {
 pub enum AbxctlCommand {
     /// Whether the daemon is up: its pid, uptime and live processes by kind. Exits 3 when no
     /// daemon is listening.
+    #[command(
+        after_help = "Examples:\n  abxctl status                 is abxd up, since when, what runs\n  abxctl status || echo down    exits 3 when abxd is not running"
+    )]
     Status {
         /// Print the daemon's answer as JSON.
         #[arg(long)]
@@ -187,6 +205,9 @@ pub enum AbxctlCommand {
         json: bool,
     },
     /// List crawls with their status and counts.
+    #[command(
+        after_help = "Examples:\n  abxctl crawls\n  abxctl crawls --json | jq '.crawls[] | select(.results.failed > 0) | .id'"
+    )]
     Crawls {
         /// Print the documented JSON shape (docs/json.md) instead.
         #[arg(long)]
@@ -194,6 +215,9 @@ pub enum AbxctlCommand {
     },
     /// The plugins of the plugins dirs: whether each runs, what it requires, its hooks by phase
     /// in run order, the hooks of other events (listed, not crawled) and files that cannot run.
+    #[command(
+        after_help = "Examples:\n  abxctl plugins                what a crawl would run, in order\n  abxctl plugins --json"
+    )]
     Plugins {
         /// Machine-readable output.
         #[arg(long)]
@@ -239,6 +263,9 @@ pub enum AbxctlCommand {
     /// Tear down a live process of the table and everything below it: the first signal now,
     /// SIGKILL at the deadline. Prints what happened to each process. Refuses anything that is not
     /// a live process of abxd's table.
+    #[command(
+        after_help = "Examples:\n  abxctl kill 42                   row 42 and everything below it\n  abxctl kill --pid 1234 -s INT --grace 10s"
+    )]
     Kill {
         /// The process row id (see `abxctl ps`).
         #[arg(required_unless_present = "pid", conflicts_with = "pid")]
@@ -261,6 +288,9 @@ pub enum AbxctlCommand {
     },
     /// Stop a crawl for good: seal it as cancelled, its open results cancelled, and tear its
     /// processes down (with abxd not running: in the database).
+    #[command(
+        after_help = "Examples:\n  abxctl cancel 3                  stop crawl 3 for good (abxctl retry 3 runs it again)"
+    )]
     Cancel {
         /// The crawl id.
         crawl_id: i64,
@@ -270,6 +300,9 @@ pub enum AbxctlCommand {
     },
     /// Start no more hooks of a crawl and claim none of its snapshots until it is resumed;
     /// hooks already running go on (with abxd not running: in the database).
+    #[command(
+        after_help = "Examples:\n  abxctl pause 3                   no new hook of crawl 3 starts\n  abxctl resume 3"
+    )]
     Pause {
         /// The crawl id.
         crawl_id: i64,
@@ -278,6 +311,7 @@ pub enum AbxctlCommand {
         json: bool,
     },
     /// Let a paused crawl go on.
+    #[command(after_help = "Examples:\n  abxctl resume 3")]
     Resume {
         /// The crawl id.
         crawl_id: i64,

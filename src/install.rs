@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::{InstallReport, Request, Response};
 use crate::daemon::{Daemon, DaemonError};
+use crate::render::say;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
@@ -41,7 +42,8 @@ pub fn run(config: Config, plugins: Option<&[String]>) -> Result<i32, InstallErr
     }
 }
 
-/// One line per binary, then the problems.
+/// One line per binary, then the problems (printed as `abxd run` prints: a closed standard
+/// output never stops the daemon that runs the install).
 pub fn print_report(report: &InstallReport) {
     for binary in &report.binaries {
         let state = if binary.ok { "ok" } else { "FAILED" };
@@ -49,15 +51,15 @@ pub fn print_report(report: &InstallReport) {
             .row
             .map(|r| format!("row {r}"))
             .unwrap_or_else(|| "no row".into());
-        println!(
+        say(format_args!(
             "{state:<7} {:<16} {:<20} {row:<9} {}",
             binary.plugin, binary.binary, binary.detail
-        );
+        ));
     }
     for problem in &report.problems {
-        println!("FAILED  {problem}");
+        say(format_args!("FAILED  {problem}"));
     }
     if report.binaries.is_empty() && report.problems.is_empty() {
-        println!("nothing to install: the selected plugins declare no binaries");
+        say("nothing to install: the selected plugins declare no binaries");
     }
 }

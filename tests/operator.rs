@@ -308,9 +308,8 @@ fn abxd_run_exits_4_when_a_hook_failed_and_leaves_other_queued_crawls_alone() {
     assert!(store.results(other.id).unwrap().is_empty());
 }
 
-#[test]
-fn abxd_run_at_ctrl_c_cancels_its_crawl_and_exits_130() {
-    let daemon = TestDaemon::prepare(&fixture_config(SLEEPY_LONG));
+/// `abxd run` of one page with a long-sleeping hook, once its crawl is queued and the hook runs.
+fn abxd_run_with_a_hook_running(daemon: &TestDaemon) -> (Reaped, i64) {
     let run = Reaped(
         daemon
             .abxd_command(&["run", "--plugins", "sleepy", "http://127.0.0.1:9/"])
@@ -318,7 +317,6 @@ fn abxd_run_at_ctrl_c_cancels_its_crawl_and_exits_130() {
             .spawn()
             .unwrap(),
     );
-    let mut run = run;
     let crawl = wait_until("abxd run to queue its crawl", WAIT, || {
         abxd::store::Store::open_read_only(&daemon.database())
             .ok()?
@@ -327,7 +325,14 @@ fn abxd_run_at_ctrl_c_cancels_its_crawl_and_exits_130() {
             .first()
             .map(|c| c.id)
     });
-    wait_started(&daemon, crawl);
+    wait_started(daemon, crawl);
+    (run, crawl)
+}
+
+#[test]
+fn abxd_run_at_ctrl_c_cancels_its_crawl_and_exits_130() {
+    let daemon = TestDaemon::prepare(&fixture_config(SLEEPY_LONG));
+    let (mut run, crawl) = abxd_run_with_a_hook_running(&daemon);
     kill(Pid::from_raw(run.0.id() as i32), Signal::SIGINT).unwrap();
     let status = wait_until("abxd run to end", WAIT, || run.0.try_wait().unwrap());
     assert_eq!(status.code(), Some(exit::INTERRUPTED), "{}", daemon.log());
@@ -1015,22 +1020,7 @@ fn add_wait_shows_a_live_status_line_and_red_failures_on_a_terminal_and_plain_li
 #[test]
 fn abxd_run_stopped_by_sigterm_leaves_its_crawl_for_the_daemon_and_exits_143() {
     let daemon = TestDaemon::prepare(&fixture_config(SLEEPY_LONG));
-    let mut run = Reaped(
-        daemon
-            .abxd_command(&["run", "--plugins", "sleepy", "http://127.0.0.1:9/"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let crawl = wait_until("abxd run to queue its crawl", WAIT, || {
-        abxd::store::Store::open_read_only(&daemon.database())
-            .ok()?
-            .crawls()
-            .ok()?
-            .first()
-            .map(|c| c.id)
-    });
-    wait_started(&daemon, crawl);
+    let (mut run, crawl) = abxd_run_with_a_hook_running(&daemon);
     kill(Pid::from_raw(run.0.id() as i32), Signal::SIGTERM).unwrap();
     let status = wait_until("abxd run to end", WAIT, || run.0.try_wait().unwrap());
     assert_eq!(status.code(), Some(exit::TERMINATED), "{}", daemon.log());

@@ -1,12 +1,11 @@
 //! `abxctl retry`, `pause`, `resume`, `prune`: act on the work — through the daemon when it runs, in the
 //! database when it does not (for its next start).
 
-use super::{ask, unexpected, CtlError, Out, Result};
+use super::{ask_or_do_locally, Out, Result};
 use crate::config::Config;
-use crate::control::client::ClientError;
-use crate::control::protocol::{ErrorCode, Request, Response};
+use crate::control::protocol::{Request, Response};
 use crate::exit;
-use crate::store::{now_ms, Compact, RetryScope, Store};
+use crate::store::{now_ms, Compact, RetryScope};
 use serde_json::json;
 
 pub(super) fn retry(
@@ -21,23 +20,15 @@ pub(super) fn retry(
         which,
         hook: hook.clone(),
     };
-    let mut running = true;
-    let results = match ask(config, &request) {
-        Ok(Response::Retried { results, .. }) => results,
-        Ok(other) => return Err(unexpected(other)),
-        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
-            let mut store = Store::open_existing(&config.database)?;
-            let results = store
-                .retry_results(crawl_id, which, hook.as_deref())?
-                .map_err(|message| CtlError::Refused {
-                    code: ErrorCode::NotAllowed,
-                    message,
-                })?;
-            running = false;
-            results
-        }
-        Err(err) => return Err(err),
-    };
+    let (results, running) = ask_or_do_locally(
+        config,
+        &request,
+        |response| match response {
+            Response::Retried { results, .. } => Ok(results),
+            other => Err(other),
+        },
+        |store| Ok(store.retry_results(crawl_id, which, hook.as_deref())?),
+    )?;
     out.answer(
         || {
             if !running {
@@ -56,21 +47,15 @@ pub(super) fn pause(config: &Config, crawl_id: i64, paused: bool, out: Out) -> R
     } else {
         Request::Resume { crawl_id }
     };
-    let mut running = true;
-    match ask(config, &request) {
-        Ok(Response::PauseSet { .. }) => {}
-        Ok(other) => return Err(unexpected(other)),
-        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
-            Store::open_existing(&config.database)?
-                .set_paused(crawl_id, paused)?
-                .map_err(|message| CtlError::Refused {
-                    code: ErrorCode::NotAllowed,
-                    message,
-                })?;
-            running = false;
-        }
-        Err(err) => return Err(err),
-    }
+    let ((), running) = ask_or_do_locally(
+        config,
+        &request,
+        |response| match response {
+            Response::PauseSet { .. } => Ok(()),
+            other => Err(other),
+        },
+        |store| Ok(store.set_paused(crawl_id, paused)?),
+    )?;
     out.answer(
         || {
             if !running {
@@ -97,24 +82,26 @@ pub(super) fn prune(
         older_than_ms: older_than.map(|d| d.as_millis() as u64),
         dry_run,
     };
-    let (pruned, running) = match ask(config, &request) {
-        Ok(Response::Pruned(pruned)) => (pruned, true),
-        Ok(other) => return Err(unexpected(other)),
-        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
-            let keep = older_than.or(config.retention.keep()).ok_or_else(|| {
-                CtlError::BadInput(
-                    "retention.keep_days is 0 (rows are kept for ever): say how old with \
-                     --older-than"
+    let (pruned, running) = ask_or_do_locally(
+        config,
+        &request,
+        |response| match response {
+            Response::Pruned(pruned) => Ok(pruned),
+            other => Err(other),
+        },
+        |store| {
+            let Some(keep) = older_than.or(config.retention.keep()) else {
+                return Ok(Err(
+                    "retention.keep_days is 0 (rows are kept for ever): say how \
+                               old with --older-than"
                         .into(),
-                )
-            })?;
+                ));
+            };
             let cutoff = now_ms() - keep.as_millis() as i64;
             // abxd is down: the file may be rewritten whole to give the space back.
-            let mut store = Store::open_existing(&config.database)?;
-            (store.prune(cutoff, dry_run, Compact::Rewrite)?, false)
-        }
-        Err(err) => return Err(err),
-    };
+            Ok(Ok(store.prune(cutoff, dry_run, Compact::Rewrite)?))
+        },
+    )?;
     out.answer(
         || {
             let rows = pruned.rows;

@@ -1,13 +1,11 @@
 //! `abxctl kill` and `abxctl cancel`: a teardown through the daemon, and what it did to each
 //! process.
 
-use super::{ask, unexpected, CtlError, Out, Result};
+use super::{ask, ask_or_do_locally, unexpected, Out, Result};
 use crate::config::Config;
-use crate::control::client::ClientError;
-use crate::control::protocol::{ErrorCode, Fate, Request, Response, TeardownReport};
+use crate::control::protocol::{Fate, Request, Response, TeardownReport};
 use crate::exit;
 use crate::signal::Signal;
-use crate::store::Store;
 use serde_json::json;
 use std::time::Duration;
 
@@ -47,50 +45,41 @@ pub(super) fn run(
 /// processes, if a crashed daemon left any, go at the daemon's next start: recovery tears down
 /// whatever a sealed crawl still owns).
 pub(super) fn cancel(config: &Config, crawl_id: i64, out: Out) -> Result<i32> {
-    let answer = match ask(config, &Request::Cancel { crawl_id }) {
-        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
-            return cancel_while_down(config, crawl_id, out);
-        }
-        answer => answer?,
-    };
-    match answer {
-        Response::TornDown(report) => {
-            out.answer(
-                || {
-                    println!("crawl {crawl_id} cancelled");
-                    print_report(&report);
-                },
-                || {
-                    json!({"crawl_id": crawl_id, "cancelled": true, "daemon_running": true,
-                          "teardown": report})
-                },
-            );
-            Ok(teardown_status(&report))
-        }
-        other => Err(unexpected(other)),
-    }
-}
-
-fn cancel_while_down(config: &Config, crawl_id: i64, out: Out) -> Result<i32> {
-    let mut store = Store::open_existing(&config.database)?;
-    let refused = |code, message| Err(CtlError::Refused { code, message });
-    match store.crawl(crawl_id)? {
-        None => return refused(ErrorCode::NotFound, format!("no crawl {crawl_id}")),
-        Some(crawl) => {
-            if let Some(why) = crawl.refuses_cancel() {
-                return refused(ErrorCode::NotAllowed, why);
+    let (report, running) = ask_or_do_locally(
+        config,
+        &Request::Cancel { crawl_id },
+        |response| match response {
+            Response::TornDown(report) => Ok(Some(report)),
+            other => Err(other),
+        },
+        |store| {
+            let refusal = match store.crawl(crawl_id)? {
+                None => Some(format!("no crawl {crawl_id}")),
+                Some(crawl) => crawl.refuses_cancel(),
+            };
+            if let Some(why) = refusal {
+                return Ok(Err(why));
             }
-        }
-    }
-    store.cancel_crawl(crawl_id)?;
+            store.cancel_crawl(crawl_id)?;
+            Ok(Ok(None))
+        },
+    )?;
     out.answer(
-        || println!("crawl {crawl_id} cancelled (abxd is not running: written to the database)"),
+        || match &report {
+            Some(report) => {
+                println!("crawl {crawl_id} cancelled");
+                print_report(report);
+            }
+            None => println!(
+                "crawl {crawl_id} cancelled (abxd is not running: written to the database)"
+            ),
+        },
         || {
-            json!({"crawl_id": crawl_id, "cancelled": true, "daemon_running": false,
-                  "teardown": null})
+            json!({"crawl_id": crawl_id, "cancelled": true, "daemon_running": running,
+                   "teardown": report})
         },
     );
-    Ok(exit::OK)
+    Ok(report.as_ref().map_or(exit::OK, teardown_status))
 }
 
 /// What a finished teardown exits with: 1 if a process survived SIGKILL.

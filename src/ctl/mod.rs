@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::{ErrorCode, Request, Response};
 use crate::exit;
-use crate::store::{RetryScope, StoreError};
+use crate::store::{RetryScope, Store, StoreError};
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +180,29 @@ fn unexpected(response: Response) -> CtlError {
 
 fn client(config: &Config) -> Client {
     Client::new(&config.control.socket, config.control.max_frame_bytes)
+}
+
+/// Asks the daemon for an action on the work and takes its answer through `answer`; with the
+/// daemon down, does the same on the database through `locally`, which refuses what makes no
+/// sense with a message (as the daemon would). Returns the result and whether the daemon ran.
+fn ask_or_do_locally<T>(
+    config: &Config,
+    request: &Request,
+    answer: impl FnOnce(Response) -> std::result::Result<T, Response>,
+    locally: impl FnOnce(&mut Store) -> Result<std::result::Result<T, String>>,
+) -> Result<(T, bool)> {
+    match ask(config, request) {
+        Ok(response) => Ok((answer(response).map_err(unexpected)?, true)),
+        Err(CtlError::Client(ClientError::NotRunning { .. })) => {
+            let mut store = Store::open_existing(&config.database)?;
+            let done = locally(&mut store)?.map_err(|message| CtlError::Refused {
+                code: ErrorCode::NotAllowed,
+                message,
+            })?;
+            Ok((done, false))
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// Asks the daemon; an error answer becomes [`CtlError::Refused`].

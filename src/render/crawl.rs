@@ -5,8 +5,8 @@
 //! hook's stderr) is printed escaped (`printable`).
 
 use super::paint::{paint, Colour};
-use super::short_duration;
 use super::table::Table;
+use super::{short_duration, signal_name};
 use crate::printable;
 use crate::store::{
     now_ms, Crawl, HookResult, Kind, ProcessRow, ResultStatus, Store, StoreError, WorkStatus,
@@ -96,10 +96,7 @@ const STDERR_TAIL_LINES: usize = 5;
 fn exit_text(row: &ProcessRow) -> String {
     match (row.exit_code, row.exit_signal) {
         (Some(code), _) => code.to_string(),
-        (None, Some(signal)) => {
-            let name = crate::signal::name_of_raw(signal);
-            name.trim_start_matches("SIG").to_string()
-        }
+        (None, Some(signal)) => signal_name(signal),
         (None, None) => "-".into(),
     }
 }

@@ -124,7 +124,7 @@ pub fn clock_time(at_ms: i64, now_ms: i64) -> String {
 }
 
 /// A signal's short name (`TERM`), or its number.
-fn signal_name(signal: i32) -> String {
+pub(super) fn signal_name(signal: i32) -> String {
     let name = crate::signal::name_of_raw(signal);
     name.trim_start_matches("SIG").to_string()
 }

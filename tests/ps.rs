@@ -146,6 +146,30 @@ fn ps_after_the_daemon_is_killed_shows_stale_rows_as_unverified() {
 
     let tree = daemon.ctl_ok(&["ps"]);
     insta::assert_snapshot!("ps_after_crash", redact_tree(&tree, &daemon, &pids));
+
+    // On a terminal the unverified row is yellow, unless NO_COLOR says otherwise.
+    let command = format!(
+        "{} --config {} ps",
+        common::abxctl_bin(),
+        daemon.config.display()
+    );
+    let on_terminal = |no_color: Option<&str>| {
+        let mut script = std::process::Command::new("script");
+        script
+            .args(["-qfec", &command, "/dev/null"])
+            .env_remove("NO_COLOR")
+            .stdin(std::process::Stdio::null());
+        if let Some(value) = no_color {
+            script.env("NO_COLOR", value);
+        }
+        String::from_utf8_lossy(&script.output().unwrap().stdout).into_owned()
+    };
+    assert!(
+        on_terminal(None).contains("\x1b[33mrunning?"),
+        "{}",
+        on_terminal(None)
+    );
+    assert!(!on_terminal(Some("1")).contains('\x1b'));
 }
 
 #[test]

@@ -232,6 +232,7 @@ fn hook_throughput(s: &Sizes, figures: &mut Figures) {
 /// a 200 ms grace (how far past the deadline the last one is gone). The benchmark stands for a
 /// snapshot worker: it has a row of its own, the parent of the hook's.
 fn teardown(s: &Sizes, figures: &mut Figures) {
+    nix::sys::prctl::set_child_subreaper(true).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let mut own = hook_request(dir.path(), &["supervisor-bench"]).process;

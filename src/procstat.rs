@@ -16,6 +16,8 @@ pub struct Stat {
     pub ppid: i32,
     /// The process group (field 5).
     pub pgrp: i32,
+    /// The number of threads (field 20).
+    pub threads: u32,
     /// The start time in clock ticks since boot (field 22).
     pub start_ticks: u64,
 }
@@ -48,13 +50,15 @@ pub fn parse(text: &str) -> Option<Stat> {
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
-    // Fields 6 … 21 lie between the group (5) and the start time (22).
-    let start_ticks = fields.nth(22 - 6)?.parse().ok()?;
+    // Fields 6 … 19 lie between the group (5) and the number of threads (20).
+    let threads = fields.nth(20 - 6)?.parse().ok()?;
+    let start_ticks = fields.nth(22 - 21)?.parse().ok()?;
     Some(Stat {
         comm,
         state,
         ppid,
         pgrp,
+        threads,
         start_ticks,
     })
 }
@@ -91,6 +95,7 @@ mod tests {
         assert_eq!(stat.state, 'S');
         assert_eq!(stat.ppid, 7);
         assert_eq!(stat.pgrp, 42);
+        assert_eq!(stat.threads, 1);
         assert_eq!(stat.start_ticks, 123456);
     }
 
@@ -112,6 +117,7 @@ mod tests {
         assert_eq!(stat.ppid, expected.ppid);
         assert_eq!(stat.pgrp, expected.pgrp);
         assert_eq!(stat.comm, expected.comm);
+        assert_eq!(i64::from(stat.threads), expected.num_threads);
     }
 
     #[test]

@@ -21,10 +21,17 @@ pub struct Found {
     pub argv: Vec<String>,
     /// The state letter (R, S, D, T, …).
     pub state: char,
+    /// The real user id it runs as, where it was read (when it was pinned).
+    pub uid: Option<u32>,
 }
 
 /// Reads one live process, or `None` if it is gone or a zombie.
 pub fn read(pid: i32) -> Option<Found> {
+    read_counting_threads(pid).map(|(found, _)| found)
+}
+
+/// [`read`], with the number of threads the process has.
+fn read_counting_threads(pid: i32) -> Option<(Found, u32)> {
     let stat = procstat::read(pid).filter(|stat| !stat.is_zombie())?;
     let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
         .ok()
@@ -37,7 +44,7 @@ pub fn read(pid: i32) -> Option<Found> {
         })
         .filter(|argv| !argv.is_empty())
         .unwrap_or_else(|| vec![format!("[{}]", stat.comm)]);
-    Some(found(pid, &stat, argv))
+    Some((found(pid, &stat, argv), stat.threads))
 }
 
 /// Reads one live process whose command line is known (its row's), without reading it again:
@@ -61,19 +68,26 @@ fn found(pid: i32, stat: &procstat::Stat, argv: Vec<String>) -> Found {
         pgid: stat.pgrp,
         argv,
         state: stat.state,
+        uid: None,
     }
 }
 
 /// Reads one live process together with a pidfd that means it (see `identity::pin`), its
 /// identity carrying the pidfd's inode: what a process is recorded and signalled by.
 pub fn pin(pid: i32) -> Option<(Found, OwnedFd)> {
+    pin_counting_threads(pid).map(|(pinned, _)| pinned)
+}
+
+/// [`pin`], with the number of threads the process has.
+fn pin_counting_threads(pid: i32) -> Option<((Found, OwnedFd), u32)> {
     let pidfd = identity::pidfd_of(pid)?;
-    let mut found = read(pid)?;
+    let (mut found, threads) = read_counting_threads(pid)?;
     if identity::has_ended(&pidfd) {
         return None;
     }
     found.identity.pidfd_ino = identity::pidfd_inode(&pidfd);
-    Some((found, pidfd))
+    found.uid = identity::real_uid(&pidfd, pid);
+    Some(((found, pidfd), threads))
 }
 
 /// Pins a process just read (`found`): a pidfd for its pid, confirmed to be that process (the
@@ -88,6 +102,7 @@ pub fn pin_found(found: &Found) -> Option<(Found, OwnedFd)> {
     }
     let mut pinned = found.clone();
     pinned.identity.pidfd_ino = identity::pidfd_inode(&pidfd);
+    pinned.uid = identity::real_uid(&pidfd, pid);
     Some((pinned, pidfd))
 }
 
@@ -105,6 +120,19 @@ pub fn is_unreaped_child(pid: i32) -> bool {
 
 /// The direct children of `pid`.
 pub fn children_of(pid: i32) -> Vec<i32> {
+    children_of_threads(pid, None)
+}
+
+/// The direct children of `pid`, which has `threads` threads if known: a process of one thread
+/// (most) has one children file, read without listing its tasks.
+fn children_of_threads(pid: i32, threads: Option<u32>) -> Vec<i32> {
+    if threads == Some(1) {
+        match std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+            Ok(list) => return parse_children(&list).collect(),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return Vec::new(),
+        }
+    }
     let tasks = match std::fs::read_dir(format!("/proc/{pid}/task")) {
         Ok(tasks) => tasks,
         Err(_) => return Vec::new(),
@@ -112,10 +140,7 @@ pub fn children_of(pid: i32) -> Vec<i32> {
     let mut children = Vec::new();
     for task in tasks.filter_map(|t| t.ok()) {
         match std::fs::read_to_string(task.path().join("children")) {
-            Ok(list) => children.extend(
-                list.split_whitespace()
-                    .filter_map(|c| c.parse::<i32>().ok()),
-            ),
+            Ok(list) => children.extend(parse_children(&list)),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return children_by_scan(pid);
             }
@@ -123,6 +148,11 @@ pub fn children_of(pid: i32) -> Vec<i32> {
         }
     }
     children
+}
+
+fn parse_children(list: &str) -> impl Iterator<Item = i32> + '_ {
+    list.split_whitespace()
+        .filter_map(|c| c.parse::<i32>().ok())
 }
 
 /// The fallback for kernels without `/proc/PID/task/*/children`: every process whose ppid is `pid`.
@@ -135,15 +165,27 @@ pub fn children_by_scan(pid: i32) -> Vec<i32> {
 
 /// Every live descendant of the processes in `roots` (not the roots themselves).
 pub fn descendants_of(roots: &[i32]) -> Vec<Found> {
+    walk_descendants(roots, read_counting_threads)
+}
+
+/// [`descendants_of`], each pinned as it is found (see [`pin`]): the pidfd is opened before the
+/// process is read, so nothing is read twice.
+pub fn descendants_pinned(roots: &[i32]) -> Vec<(Found, OwnedFd)> {
+    walk_descendants(roots, pin_counting_threads)
+}
+
+/// The descendants of `roots`, each as `read` gives it (with its number of threads), breadth by
+/// breadth through the children files.
+fn walk_descendants<T>(roots: &[i32], read: impl Fn(i32) -> Option<(T, u32)>) -> Vec<T> {
     let mut seen: HashSet<i32> = roots.iter().copied().collect();
-    let mut pending: Vec<i32> = roots.to_vec();
+    let mut pending: Vec<(i32, Option<u32>)> = roots.iter().map(|&pid| (pid, None)).collect();
     let mut found = Vec::new();
-    while let Some(pid) = pending.pop() {
-        for child in children_of(pid) {
+    while let Some((pid, threads)) = pending.pop() {
+        for child in children_of_threads(pid, threads) {
             if seen.insert(child) {
-                if let Some(process) = read(child) {
+                if let Some((process, threads)) = read(child) {
                     found.push(process);
-                    pending.push(child);
+                    pending.push((child, Some(threads)));
                 }
             }
         }
@@ -176,6 +218,18 @@ mod tests {
         by_file.sort();
         by_scan.sort();
         assert_eq!(by_file, by_scan);
+        // (The sleeps have one thread each: their children files are read without listing.)
+        let mut read: Vec<i32> = descendants_of(&[pid])
+            .iter()
+            .map(|f| f.identity.pid)
+            .collect();
+        let pinned = descendants_pinned(&[pid]);
+        let mut pinned_pids: Vec<i32> = pinned.iter().map(|(f, _)| f.identity.pid).collect();
+        read.sort();
+        pinned_pids.sort();
+        assert_eq!(read, pinned_pids);
+        let my_uid = rustix::process::getuid().as_raw();
+        assert!(pinned.iter().all(|(f, _)| f.uid == Some(my_uid)));
         for child in descendants_of(&[pid]) {
             nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(child.identity.pid),

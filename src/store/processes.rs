@@ -378,6 +378,8 @@ impl Store {
         let argv = serde_json::to_string(&found.argv).expect("strings serialize");
         let identity = &found.identity;
         let now = now_ms();
+        // (Read before the write lock, unless the caller read it when it pinned the process.)
+        let uid = (found.uid).or_else(|| crate::procstat::real_uid(identity.pid));
         self.write(|tx| {
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO processes (parent_id, kind, crawl_id, snapshot_id, \
@@ -395,7 +397,7 @@ impl Store {
                 argv,
                 now,
                 identity.pidfd_ino.map(|ino| ino as i64),
-                crate::procstat::real_uid(identity.pid)
+                uid
             ])?;
             Ok(tx
                 .prepare_cached(
@@ -516,6 +518,7 @@ mod tests {
             pgid: 42,
             argv: vec!["x".into()],
             state: 'S',
+            uid: None,
         };
         let id = store.batch(|store| {
             let id = store.batch(|store| store.insert_process(&new_hook(None)).unwrap());
@@ -611,6 +614,7 @@ mod tests {
             pgid: 42,
             argv: vec!["abxd".into()],
             state: 'R',
+            uid: None,
         };
         let seen = store.record_descendant(parent, &found).unwrap();
         let grandchild = crate::proctree::Found {

@@ -175,6 +175,7 @@ mod tests {
             pgid: pid,
             argv: vec!["x".into()],
             state: 'S',
+            uid: None,
         }
     }
 

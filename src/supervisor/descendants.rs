@@ -330,6 +330,7 @@ fn still_running(child: &Child, pid: i32) -> Option<Found> {
         pgid: 0,
         argv: Vec::new(),
         state: 'S',
+        uid: None,
     })
 }
 

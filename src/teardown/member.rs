@@ -302,7 +302,7 @@ pub(super) fn pin_rows(
             gone.push(end);
             continue;
         };
-        if let Some(runs_as) = other_owner(row) {
+        if let Some(runs_as) = other_owner(row, &pidfd) {
             // Never signalled: the row cannot be telling the truth about it (a database
             // swapped or edited under abxd). The row ends here, saying so.
             log::error!(
@@ -335,10 +335,10 @@ pub(super) fn pin_rows(
 
 /// The real uid row `row`'s process runs as, if that is not the uid the row recorded (rows
 /// from before uids were recorded are not judged).
-fn other_owner(row: &ProcessRow) -> Option<u32> {
+fn other_owner(row: &ProcessRow, pidfd: &OwnedFd) -> Option<u32> {
     let recorded = row.uid?;
     let pid = row.identity.as_ref()?.pid;
-    crate::procstat::real_uid(pid).filter(|&runs_as| runs_as != recorded)
+    identity::real_uid(pidfd, pid).filter(|&runs_as| runs_as != recorded)
 }
 
 /// Sends a member its first signal (and SIGCONT, so a stopped process can act on it).

@@ -61,6 +61,8 @@ impl DeadlineMap {
     ) -> Vec<(Found, Option<OwnedFd>)> {
         let known_set: HashSet<i32> = known.iter().copied().collect();
         let mut found: BTreeMap<i32, Found> = BTreeMap::new();
+        // (Descendants are pinned as they are found; the rest below, once all are known.)
+        let mut pinned: BTreeMap<i32, (Found, OwnedFd)> = BTreeMap::new();
         // (The cgroups nest like the tree: reading the outermost ones reads them all.)
         let contained: Vec<i32> = self
             .trees
@@ -75,8 +77,9 @@ impl DeadlineMap {
         for process in contained.into_iter().filter_map(proctree::read) {
             found.insert(process.identity.pid, process);
         }
-        for process in proctree::descendants_of(known) {
-            found.insert(process.identity.pid, process);
+        for (process, pidfd) in proctree::descendants_pinned(known) {
+            found.remove(&process.identity.pid);
+            pinned.insert(process.identity.pid, (process, pidfd));
         }
         // A tree whose root is contained in a cgroup has all of itself in cgroups: no marker
         // scan (which reads every process's environment) is needed.
@@ -89,7 +92,11 @@ impl DeadlineMap {
             let me = std::process::id() as i32;
             let ours: Vec<i32> = proctree::children_of(me)
                 .into_iter()
-                .filter(|pid| !found.contains_key(pid) && !known_set.contains(pid))
+                .filter(|pid| {
+                    !found.contains_key(pid)
+                        && !pinned.contains_key(pid)
+                        && !known_set.contains(pid)
+                })
                 .collect();
             let left: Vec<Found> = marker::marked_among(&self.instance, &ours, rows)
                 .into_values()
@@ -104,13 +111,23 @@ impl DeadlineMap {
                 found.insert(process.identity.pid, process);
             }
         }
-        found
+        let unpinned = found
             .into_values()
-            .filter(|p| !known_set.contains(&p.identity.pid))
+            .filter(|p| {
+                !known_set.contains(&p.identity.pid) && !pinned.contains_key(&p.identity.pid)
+            })
             .map(|process| match proctree::pin_found(&process) {
                 Some((pinned, pidfd)) => (pinned, Some(pidfd)),
                 None => (process, None),
             })
-            .collect()
+            .collect::<Vec<_>>();
+        let mut all: Vec<(Found, Option<OwnedFd>)> = pinned
+            .into_values()
+            .filter(|(p, _)| !known_set.contains(&p.identity.pid))
+            .map(|(process, pidfd)| (process, Some(pidfd)))
+            .chain(unpinned)
+            .collect();
+        all.sort_by_key(|(p, _)| p.identity.pid);
+        all
     }
 }

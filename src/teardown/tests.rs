@@ -19,6 +19,7 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
         pgid: stale.pid,
         argv: vec!["sleep".into(), "60".into()],
         state: 'S',
+        uid: None,
     };
     let child = store.record_descendant(hook, &found).unwrap();
     // The unique index on identity tells the two apart: the taker is not the stale row.

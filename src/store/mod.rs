@@ -10,6 +10,7 @@
 mod actions;
 mod busy;
 mod clock;
+mod found;
 pub mod migrations;
 mod process_notes;
 mod process_queries;

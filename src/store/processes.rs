@@ -367,54 +367,6 @@ impl Store {
             Ok(())
         })
     }
-
-    /// Records a process found in procfs below row `parent_id` as a `child` row (once: a process
-    /// already recorded keeps its row). Returns its row id.
-    pub fn record_descendant(
-        &mut self,
-        parent_id: i64,
-        found: &crate::proctree::Found,
-    ) -> Result<i64, StoreError> {
-        let argv = serde_json::to_string(&found.argv).expect("strings serialize");
-        let identity = &found.identity;
-        let now = now_ms();
-        // (Read before the write lock, unless the caller read it when it pinned the process.)
-        let uid = (found.uid).or_else(|| crate::procstat::real_uid(identity.pid));
-        self.write(|tx| {
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO processes (parent_id, kind, crawl_id, snapshot_id, \
-                 result_id, pid, boot_id, start_ticks, pgid, argv, cwd, status, created_at, \
-                 started_at, pidfd_ino, uid) \
-                 SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
-                        'running', ?7, ?7, ?8, ?9 FROM processes WHERE id = ?1",
-            )?
-            .execute(params![
-                parent_id,
-                identity.pid,
-                identity.boot_id,
-                identity.start_ticks as i64,
-                found.pgid,
-                argv,
-                now,
-                identity.pidfd_ino.map(|ino| ino as i64),
-                uid
-            ])?;
-            Ok(tx
-                .prepare_cached(
-                    "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3 \
-                     AND COALESCE(pidfd_ino, 0) = COALESCE(?4, 0)",
-                )?
-                .query_row(
-                    params![
-                        identity.boot_id,
-                        identity.pid,
-                        identity.start_ticks as i64,
-                        identity.pidfd_ino.map(|ino| ino as i64)
-                    ],
-                    |r| r.get(0),
-                )?)
-        })
-    }
 }
 
 #[cfg(test)]

@@ -103,16 +103,20 @@ impl Supervisor {
                 (row, None, reason)
             }
             None => {
-                let Ok(Some(row)) = store.live_row_by_pid(reaped.pid) else {
-                    log::debug!("reaped pid {} (re-parented, not recorded)", reaped.pid);
-                    return None;
+                // (A teardown's member knows its row: most processes re-parented here are.)
+                let (row, reason) = match self.teardown.member_row(reaped.pid) {
+                    Some(known) => known,
+                    None => {
+                        let Ok(Some(row)) = store.live_row_by_pid(reaped.pid) else {
+                            log::debug!("reaped pid {} (re-parented, not recorded)", reaped.pid);
+                            return None;
+                        };
+                        let reason = self.teardown.reason_for(row.id);
+                        (row.id, reason.unwrap_or(EndReason::Exited))
+                    }
                 };
-                let reason = self
-                    .teardown
-                    .reason_for(row.id)
-                    .unwrap_or(EndReason::Exited);
                 let detail = "re-parented to its supervisor, which reaped it";
-                (row.id, Some(detail), reason)
+                (row, Some(detail), reason)
             }
         };
         // (Read now: its cgroup is removed once its end is recorded.)

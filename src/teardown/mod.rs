@@ -187,6 +187,16 @@ impl DeadlineMap {
         })
     }
 
+    /// The row of member `pid` of a teardown under way, if it has one, and the end reason that
+    /// teardown gives: for a reaper recording the end of a process re-parented to it, without
+    /// asking the database which live row has that pid.
+    pub fn member_row(&self, pid: i32) -> Option<(i64, EndReason)> {
+        self.trees.values().find_map(|tree| {
+            let row = tree.members.get(&pid)?.row_id?;
+            Some((row, tree.request.reason))
+        })
+    }
+
     /// The earliest moment something is due: a SIGKILL, a survivor check, or another try at
     /// ends the database refused.
     pub fn next_deadline(&self) -> Option<Instant> {

@@ -18,6 +18,7 @@ mod processes;
 mod queue;
 mod results;
 mod retention;
+pub mod sql;
 mod text_enum;
 mod transaction;
 mod work;

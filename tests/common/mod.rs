@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use abxd::identity;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;

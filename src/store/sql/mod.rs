@@ -1,0 +1,165 @@
+//! The SQL both stores speak: one connection type ([`Db`]) over the embedded SQLite file or a
+//! PostgreSQL server, with values ([`Value`]) and rows ([`Row`]) of its own, so that the store's
+//! statements are written once, whichever engine runs them.
+//!
+//! Invariants: a statement is written in SQLite's placeholder style (`?1`, `?2`, …) in the subset
+//! of SQL both engines read alike (`RETURNING`, `ON CONFLICT`, `COALESCE`, `CAST`, savepoints);
+//! for PostgreSQL its placeholders are rewritten (`$1`, `$2`, … — never inside a string literal or
+//! a quoted name) once, when it is first prepared; what the engines say differently is asked of
+//! [`Dialect`], never written as two statements by a caller. A placeholder whose type nothing
+//! around it tells (`?1 IS NULL`, `?1 + ?2`) is written `CAST(?1 AS BIGINT)` (or `TEXT`):
+//! PostgreSQL types every placeholder when it prepares the statement. Every statement is prepared once per
+//! connection and kept. A value crosses to either engine and back unchanged: integers as 64-bit
+//! integers (a PostgreSQL `boolean` reads as 0 or 1), text as text, `NULL` as [`Value::Null`].
+
+mod postgres;
+mod sqlite;
+mod value;
+
+pub use value::{FromValue, Row, Value};
+
+/// Which engine a connection speaks to, and how it says what the two say differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// What begins a write transaction: SQLite takes the write lock up front (`IMMEDIATE`), so a
+    /// write never fails half-way for want of it; PostgreSQL locks rows as they are written.
+    pub fn begin_write(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+            Dialect::Postgres => "BEGIN",
+        }
+    }
+
+    /// What ends a `SELECT … FOR` a claim, so that two claimers never wait on each other's row:
+    /// nothing on SQLite (one writer at a time), `FOR UPDATE SKIP LOCKED` on PostgreSQL.
+    pub fn skip_locked(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// A subquery giving the integers of the JSON array in placeholder `param` (`?1`): how a
+    /// statement takes a list of ids of any length.
+    pub fn integers_of_json(self, param: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("(SELECT value FROM json_each({param}))"),
+            Dialect::Postgres => format!(
+                "(SELECT CAST(value AS BIGINT) FROM \
+                 jsonb_array_elements_text(CAST(CAST({param} AS TEXT) AS JSONB)))"
+            ),
+        }
+    }
+}
+
+/// What a statement could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{}", postgres::describe(.0))]
+    Postgres(#[from] ::postgres::Error),
+    #[error("column {column}: expected {expected}, found {found}")]
+    Type {
+        column: usize,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("the statement returned no row")]
+    NoRow,
+}
+
+impl SqlError {
+    /// Whether another writer held the lock (SQLite) or the row (PostgreSQL's lock timeout):
+    /// something to try again, not a failure of the statement.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            SqlError::Sqlite(err) => sqlite::is_busy(err),
+            SqlError::Postgres(err) => postgres::is_busy(err),
+            _ => false,
+        }
+    }
+}
+
+/// A connection to the store's database.
+pub enum Db {
+    Sqlite(rusqlite::Connection),
+    Postgres(Box<postgres::Connection>),
+}
+
+impl Db {
+    /// Connects to the PostgreSQL server `url` names (libpq's URL or key-value form).
+    pub fn connect_postgres(url: &str) -> Result<Db, SqlError> {
+        Ok(Db::Postgres(Box::new(postgres::Connection::connect(url)?)))
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Db::Sqlite(_) => Dialect::Sqlite,
+            Db::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs one statement with `args`; returns how many rows it changed.
+    pub fn execute(&self, sql: &str, args: &[Value]) -> Result<u64, SqlError> {
+        match self {
+            Db::Sqlite(conn) => sqlite::execute(conn, sql, args),
+            Db::Postgres(conn) => conn.execute(sql, args),
+        }
+    }
+
+    /// Every row one statement returns.
+    pub fn query(&self, sql: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
+        match self {
+            Db::Sqlite(conn) => sqlite::query(conn, sql, args, usize::MAX),
+            Db::Postgres(conn) => conn.query(sql, args),
+        }
+    }
+
+    /// The first row one statement returns, if any.
+    pub fn query_opt(&self, sql: &str, args: &[Value]) -> Result<Option<Row>, SqlError> {
+        match self {
+            Db::Sqlite(conn) => Ok(sqlite::query(conn, sql, args, 1)?.pop()),
+            Db::Postgres(conn) => Ok(conn.query(sql, args)?.into_iter().next()),
+        }
+    }
+
+    /// The first row one statement returns; no row is an error ([`SqlError::NoRow`]).
+    pub fn query_one(&self, sql: &str, args: &[Value]) -> Result<Row, SqlError> {
+        self.query_opt(sql, args)?.ok_or(SqlError::NoRow)
+    }
+
+    /// Runs statements without arguments, separated by `;` (a migration's).
+    pub fn execute_batch(&self, sql: &str) -> Result<(), SqlError> {
+        match self {
+            Db::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            Db::Postgres(conn) => conn.execute_batch(sql),
+        }
+    }
+
+    /// Whether a transaction is open on this connection.
+    pub fn in_transaction(&self) -> bool {
+        match self {
+            Db::Sqlite(conn) => !conn.is_autocommit(),
+            Db::Postgres(conn) => conn.in_transaction(),
+        }
+    }
+}
+
+/// `Value`s from a list of expressions: `args![id, name, None::<i64>]`.
+#[macro_export]
+macro_rules! args {
+    ($($arg:expr),* $(,)?) => {
+        [$($crate::store::sql::Value::from($arg)),*]
+    };
+}
+
+pub use args;
+
+#[cfg(test)]
+mod tests;

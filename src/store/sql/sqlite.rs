@@ -1,0 +1,63 @@
+//! [`Db`](super::Db) on SQLite: statements kept parsed in rusqlite's cache, values bound and read
+//! as SQLite's own storage classes.
+
+use super::{Row, SqlError, Value};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::Connection;
+
+impl rusqlite::ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Value::Real(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
+            Value::Text(v) => ToSqlOutput::Borrowed(ValueRef::Text(v.as_bytes())),
+        })
+    }
+}
+
+fn value_of(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(v) => Value::Int(v),
+        ValueRef::Real(v) => Value::Real(v),
+        ValueRef::Text(v) | ValueRef::Blob(v) => Value::Text(String::from_utf8_lossy(v).into()),
+    }
+}
+
+pub(super) fn execute(conn: &Connection, sql: &str, args: &[Value]) -> Result<u64, SqlError> {
+    let changed = conn
+        .prepare_cached(sql)?
+        .execute(rusqlite::params_from_iter(args))?;
+    Ok(changed as u64)
+}
+
+/// At most `limit` rows of `sql`.
+pub(super) fn query(
+    conn: &Connection,
+    sql: &str,
+    args: &[Value],
+    limit: usize,
+) -> Result<Vec<Row>, SqlError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let columns = statement.column_count();
+    let mut rows = statement.query(rusqlite::params_from_iter(args))?;
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let Some(row) = rows.next()? else {
+            break;
+        };
+        let values = (0..columns)
+            .map(|i| row.get_ref(i).map(value_of))
+            .collect::<rusqlite::Result<Vec<Value>>>()?;
+        out.push(Row(values));
+    }
+    Ok(out)
+}
+
+pub(super) fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}

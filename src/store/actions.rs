@@ -5,9 +5,9 @@
 //! Invariants: each action is one transaction; what makes no sense for the crawl's state is
 //! refused (`Err(why)`, naming the state) and changes nothing; a success is never run again.
 
+use super::sql::args;
 use super::work::{Crawl, CrawlOutcome, WorkStatus};
 use super::{now_ms, queue_clock_ms, Store, StoreError};
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 /// Which results of a crawl `retry` runs again (a success is never run again).
@@ -36,21 +36,16 @@ impl Store {
     pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
-            tx.prepare_cached(
+            for sql in [
                 "UPDATE results SET status = 'cancelled', ended_at = ?2 \
                  WHERE crawl_id = ?1 AND status IN ('queued', 'started')",
-            )?
-            .execute(params![id, now])?;
-            tx.prepare_cached(
                 "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
                  WHERE crawl_id = ?1 AND status != 'sealed'",
-            )?
-            .execute(params![id, now])?;
-            tx.prepare_cached(
                 "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
                  WHERE id = ?1 AND status != 'sealed'",
-            )?
-            .execute(params![id, now])?;
+            ] {
+                tx.execute(sql, &args![id, now])?;
+            }
             Ok(())
         })
     }
@@ -81,13 +76,15 @@ impl Store {
         };
         let now = queue_clock_ms();
         self.write(|tx| {
-            let retried = tx
-                .prepare(&format!(
+            let retried = tx.execute(
+                &format!(
                     "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
                      output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL \
-                     WHERE crawl_id = ?1 AND status IN {statuses} AND (?2 IS NULL OR hook = ?2)"
-                ))?
-                .execute(params![crawl_id, hook])?;
+                     WHERE crawl_id = ?1 AND status IN {statuses} \
+                     AND (CAST(?2 AS TEXT) IS NULL OR hook = ?2)"
+                ),
+                &args![crawl_id, hook],
+            )?;
             if retried == 0 && (crawl.outcome != Some(CrawlOutcome::Cancelled) || hook.is_some()) {
                 return Ok(Err(format!(
                     "nothing to retry in crawl {crawl_id}: no {} result{}",
@@ -106,7 +103,7 @@ impl Store {
                           AND status = 'queued') \
                    OR (?3 AND NOT EXISTS (SELECT 1 FROM results r \
                                           WHERE r.snapshot_id = snapshots.id)))",
-                params![
+                &args![
                     crawl_id,
                     now,
                     hook.is_none() && crawl.outcome == Some(CrawlOutcome::Cancelled)
@@ -115,9 +112,9 @@ impl Store {
             tx.execute(
                 "UPDATE crawls SET status = 'queued', sealed_at = NULL, outcome = NULL, \
                  retry_at = ?2, restarts = 0, owner_id = NULL WHERE id = ?1",
-                params![crawl_id, now],
+                &args![crawl_id, now],
             )?;
-            Ok(Ok(retried as u64))
+            Ok(Ok(retried))
         })
     }
 
@@ -147,17 +144,17 @@ impl Store {
         }
         let at = paused.then(now_ms);
         self.write(|tx| {
-            tx.prepare_cached("UPDATE crawls SET paused_at = ?2 WHERE id = ?1")?
-                .execute(params![crawl_id, at])?;
+            tx.execute(
+                "UPDATE crawls SET paused_at = ?2 WHERE id = ?1",
+                &args![crawl_id, at],
+            )?;
             Ok(Ok(()))
         })
     }
 
     /// Whether crawl `crawl_id` is paused now.
     pub fn is_paused(&self, crawl_id: i64) -> Result<bool, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached("SELECT paused_at IS NOT NULL FROM crawls WHERE id = ?1")?
-            .query_row([crawl_id], |r| r.get(0))?)
+        let sql = "SELECT paused_at IS NOT NULL FROM crawls WHERE id = ?1";
+        Ok(self.db().query_one(sql, &args![crawl_id])?.get(0)?)
     }
 }

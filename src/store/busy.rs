@@ -254,6 +254,7 @@ impl StoreError {
             StoreError::Sql(rusqlite::Error::SqliteFailure(failure, _)) => {
                 matches!(failure.code, DatabaseBusy | DatabaseLocked)
             }
+            StoreError::Db(err) => err.is_busy(),
             _ => false,
         }
     }

@@ -5,8 +5,8 @@
 //! identity (boot id, pid, start time, pidfd inode); whoever finds it again gets that row. What
 //! is recorded of it was read when it was found (pinned), not inside the write lock.
 
+use super::sql::args;
 use super::{now_ms, Store, StoreError};
-use rusqlite::{params, OptionalExtension};
 
 impl Store {
     /// Records a process found in procfs below row `parent_id` as a `child` row (once: a process
@@ -22,47 +22,41 @@ impl Store {
         // (Read before the write lock, unless the caller read it when it pinned the process.)
         let uid = (found.uid).or_else(|| crate::procstat::real_uid(identity.pid));
         self.write(|tx| {
-            let inserted: Option<i64> = tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO processes (parent_id, kind, crawl_id, snapshot_id, \
-                     result_id, pid, boot_id, start_ticks, pgid, argv, cwd, status, \
-                     created_at, started_at, pidfd_ino, uid) \
-                     SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, \
-                     '', 'running', ?7, ?7, ?8, ?9 FROM processes WHERE id = ?1 RETURNING id",
-                )?
-                .query_row(
-                    params![
-                        parent_id,
-                        identity.pid,
-                        identity.boot_id,
-                        identity.start_ticks as i64,
-                        found.pgid,
-                        argv,
-                        now,
-                        identity.pidfd_ino.map(|ino| ino as i64),
-                        uid
-                    ],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let inserted = tx.query_opt(
+                "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, pid, \
+                 boot_id, start_ticks, pgid, argv, cwd, status, created_at, started_at, \
+                 pidfd_ino, uid) \
+                 SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
+                 'running', ?7, ?7, ?8, ?9 FROM processes WHERE id = ?1 \
+                 ON CONFLICT DO NOTHING RETURNING id",
+                &args![
+                    parent_id,
+                    identity.pid,
+                    &identity.boot_id,
+                    identity.start_ticks,
+                    found.pgid,
+                    argv,
+                    now,
+                    identity.pidfd_ino,
+                    uid
+                ],
+            )?;
             if let Some(inserted) = inserted {
-                return Ok(inserted);
+                return Ok(inserted.get(0)?);
             }
             // (Recorded before, by this process or another: its row is the one.)
             Ok(tx
-                .prepare_cached(
+                .query_one(
                     "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 AND start_ticks = ?3 \
-                     AND COALESCE(pidfd_ino, 0) = COALESCE(?4, 0)",
-                )?
-                .query_row(
-                    params![
-                        identity.boot_id,
+                     AND COALESCE(pidfd_ino, 0) = COALESCE(CAST(?4 AS BIGINT), 0)",
+                    &args![
+                        &identity.boot_id,
                         identity.pid,
-                        identity.start_ticks as i64,
-                        identity.pidfd_ino.map(|ino| ino as i64)
+                        identity.start_ticks,
+                        identity.pidfd_ino
                     ],
-                    |r| r.get(0),
-                )?)
+                )?
+                .get(0)?)
         })
     }
 }

@@ -37,6 +37,7 @@ pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snap
 
 use busy::Breaker;
 use rusqlite::{Connection, OpenFlags};
+use sql::{args, Db};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -84,10 +85,12 @@ pub enum StoreError {
     Busy { since_ms: i64 },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("database error: {0}")]
+    Db(#[from] sql::SqlError),
 }
 
 pub struct Store {
-    conn: Connection,
+    db: Db,
     path: PathBuf,
     /// Write transactions that failed so far (a full disk, an I/O error): what tells a
     /// supervisor that rows may have been left claiming processes that are gone.
@@ -208,7 +211,9 @@ impl Store {
     /// `abxctl ps` uses, so it works (and changes nothing) while the daemon is down.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let store = Store::open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        let _ = store.conn.pragma_update(None, "mmap_size", READER_MMAP);
+        if let Some(conn) = store.sqlite() {
+            let _ = conn.pragma_update(None, "mmap_size", READER_MMAP);
+        }
         Ok(store)
     }
 
@@ -245,7 +250,7 @@ impl Store {
 
     fn over(conn: Connection, path: &Path) -> Store {
         Store {
-            conn,
+            db: Db::Sqlite(conn),
             path: path.to_path_buf(),
             failed_writes: 0,
             batch_depth: 0,
@@ -259,7 +264,9 @@ impl Store {
     /// Sets how long writes wait for another writer's lock (see `busy`): an event loop's store
     /// must not wait long.
     pub fn set_patience(&mut self, patience: Patience) -> Result<(), StoreError> {
-        patience.apply(&self.conn)?;
+        if let Some(conn) = self.sqlite() {
+            patience.apply(conn)?;
+        }
         self.patience = patience;
         Ok(())
     }
@@ -275,9 +282,13 @@ impl Store {
     pub fn probe_busy(&mut self) -> Option<i64> {
         // (A probe that finds the lock taken is no write that failed: nothing was left unwritten.)
         let failed_writes = self.failed_writes;
-        let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
+        if let Some(conn) = self.sqlite() {
+            let _ = conn.busy_timeout(std::time::Duration::ZERO);
+        }
         let _ = self.write(|_| Ok(()));
-        let _ = self.patience.apply(&self.conn);
+        if let Some(conn) = self.sqlite() {
+            let _ = self.patience.apply(conn);
+        }
         self.failed_writes = failed_writes;
         self.busy_since()
     }
@@ -305,8 +316,10 @@ impl Store {
     pub fn save_copy(&self, to: &Path) -> Result<(), StoreError> {
         let partial = to.with_extension("partial");
         let _ = std::fs::remove_file(&partial);
-        self.conn
-            .execute("VACUUM INTO ?1", [partial.to_string_lossy()])?;
+        self.db.execute(
+            "VACUUM INTO ?1",
+            &args![partial.to_string_lossy().into_owned()],
+        )?;
         std::fs::rename(&partial, to).map_err(|err| {
             StoreError::Sql(rusqlite::Error::ToSqlConversionFailure(Box::new(err)))
         })?;
@@ -322,9 +335,10 @@ impl Store {
     /// or writer is in the way; returns whether it did. (A long reader keeps SQLite from
     /// resetting the log, which then grows; `journal_size_limit` only trims it when it resets.)
     pub fn truncate_wal(&mut self) -> Result<bool, StoreError> {
-        let blocked: i64 = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        let Some(conn) = self.sqlite() else {
+            return Ok(true);
+        };
+        let blocked: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
         Ok(blocked == 0)
     }
 
@@ -335,10 +349,7 @@ impl Store {
     /// The random id of this database, carried by every process it starts as `ABXD_INSTANCE`,
     /// so that process markers of two abxd on one machine never match each other.
     pub fn instance_id(&self) -> Result<String, StoreError> {
-        Ok(self
-            .conn
-            .prepare_cached(INSTANCE_ID_SQL)?
-            .query_row([], |r| r.get(0))?)
+        Ok(self.db.query_one(INSTANCE_ID_SQL, &[])?.get(0)?)
     }
 
     /// The marker namespace of this database in this boot (see `proctree::namespace`).
@@ -351,11 +362,23 @@ impl Store {
     }
 
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        Ok(migrations::user_version(&self.conn)?)
+        match self.sqlite() {
+            Some(conn) => Ok(migrations::user_version(conn)?),
+            None => Ok(migrations::LATEST),
+        }
     }
 
-    pub(crate) fn conn(&self) -> &Connection {
-        &self.conn
+    /// The connection every statement of the store runs on.
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The SQLite connection, for what only SQLite has (its pragmas, its lock's busy handler).
+    pub(super) fn sqlite(&self) -> Option<&Connection> {
+        match &self.db {
+            Db::Sqlite(conn) => Some(conn),
+            Db::Postgres(_) => None,
+        }
     }
 }
 

@@ -2,8 +2,8 @@
 //! becomes `stopping`), it leaked, it escaped its hook's tree, its cgroup and what that measured,
 //! it survived SIGKILL, something an operator must know about its end.
 
+use super::sql::{args, Value};
 use super::{Store, StoreError};
-use rusqlite::params;
 
 impl Store {
     /// Records that `signal` was sent to row `id` at `at` (the first SIGTERM and the first SIGKILL
@@ -26,30 +26,24 @@ impl Store {
              kill_at = COALESCE(?3, kill_at), \
              status = CASE status WHEN 'running' THEN 'stopping' ELSE status END WHERE id = ?1"
         };
-        self.update_row(sql, params![id, at, kill_at])
+        self.update_row(sql, &args![id, at, kill_at])
     }
 
     /// Flags row `id` as leaking: it exited while processes it started lived on.
     pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
-        self.update_row(
-            "UPDATE processes SET leaking = 1 WHERE id = ?1",
-            params![id],
-        )
+        self.update_row("UPDATE processes SET leaking = 1 WHERE id = ?1", &args![id])
     }
 
     /// Flags row `id` as escaped: found as an unknown child of a supervising process.
     pub fn set_escaped(&mut self, id: i64) -> Result<(), StoreError> {
-        self.update_row(
-            "UPDATE processes SET escaped = 1 WHERE id = ?1",
-            params![id],
-        )
+        self.update_row("UPDATE processes SET escaped = 1 WHERE id = ?1", &args![id])
     }
 
     /// Records the cgroup row `id`'s process runs in.
     pub fn set_cgroup(&mut self, id: i64, cgroup: &str) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET cgroup = ?2 WHERE id = ?1",
-            params![id, cgroup],
+            &args![id, cgroup],
         )
     }
 
@@ -60,10 +54,9 @@ impl Store {
         cpu_usec: Option<u64>,
         memory_peak: Option<u64>,
     ) -> Result<(), StoreError> {
-        let (cpu_usec, memory_peak) = (cpu_usec.map(|v| v as i64), memory_peak.map(|v| v as i64));
         self.update_row(
             "UPDATE processes SET cpu_usec = ?2, memory_peak = ?3 WHERE id = ?1",
-            params![id, cpu_usec, memory_peak],
+            &args![id, cpu_usec, memory_peak],
         )
     }
 
@@ -71,7 +64,7 @@ impl Store {
     pub fn set_unkillable(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET unkillable = 1, end_detail = ?2 WHERE id = ?1",
-            params![id, detail],
+            &args![id, detail],
         )
     }
 
@@ -79,14 +72,14 @@ impl Store {
     pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET end_detail = ?2 WHERE id = ?1",
-            params![id, detail],
+            &args![id, detail],
         )
     }
 
     /// One statement on one row, in its own write.
-    fn update_row(&mut self, sql: &str, params: impl rusqlite::Params) -> Result<(), StoreError> {
+    fn update_row(&mut self, sql: &str, args: &[Value]) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.prepare_cached(sql)?.execute(params)?;
+            tx.execute(sql, args)?;
             Ok(())
         })
     }

@@ -2,8 +2,8 @@
 //! counts. (Writes are in `processes`.)
 
 use super::processes::{Kind, ProcessRow, COLUMNS, LIVE_STATUSES};
+use super::sql::{args, Value};
 use super::{Store, StoreError};
-use rusqlite::{params, OptionalExtension};
 use std::collections::BTreeMap;
 
 /// Which rows [`Store::processes`] returns.
@@ -19,66 +19,74 @@ pub struct ProcessFilter {
 }
 
 impl Store {
+    /// The rows `sql` (which selects [`COLUMNS`]) returns.
+    fn process_rows(&self, sql: &str, args: &[Value]) -> Result<Vec<ProcessRow>, StoreError> {
+        let rows = self.db().query(sql, args)?;
+        Ok(rows
+            .iter()
+            .map(ProcessRow::from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The first row `sql` (which selects [`COLUMNS`]) returns, if any.
+    fn process_row(&self, sql: &str, args: &[Value]) -> Result<Option<ProcessRow>, StoreError> {
+        let row = self.db().query_opt(sql, args)?;
+        Ok(row.as_ref().map(ProcessRow::from_row).transpose()?)
+    }
+
     /// Row `id` and every live row below it, parents before children.
     pub fn live_subtree(&self, id: i64) -> Result<Vec<ProcessRow>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "WITH RECURSIVE subtree(id, depth) AS ( \
-                 SELECT ?1, 0 \
-                 UNION SELECT p.id, s.depth + 1 FROM processes p \
-                       JOIN subtree s ON p.parent_id = s.id \
-             ) \
-             SELECT {COLUMNS} FROM processes JOIN subtree USING (id) \
-             WHERE status IN {LIVE_STATUSES} ORDER BY depth, id"
-        ))?;
-        let rows = statement.query_map([id], ProcessRow::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.process_rows(
+            &format!(
+                "WITH RECURSIVE subtree(id, depth) AS ( \
+                     SELECT CAST(?1 AS BIGINT), 0 \
+                     UNION SELECT p.id, s.depth + 1 FROM processes p \
+                           JOIN subtree s ON p.parent_id = s.id \
+                 ) \
+                 SELECT {COLUMNS} FROM processes JOIN subtree USING (id) \
+                 WHERE status IN {LIVE_STATUSES} ORDER BY depth, id"
+            ),
+            &args![id],
+        )
     }
 
     /// The live row recorded for `pid` in this boot, newest first, if any.
     pub fn live_row_by_pid(&self, pid: i32) -> Result<Option<ProcessRow>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
+        self.process_row(
+            &format!(
                 "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
-                     AND status IN {LIVE_STATUSES} ORDER BY id DESC LIMIT 1"
-            ))?
-            .query_row(
-                params![pid, crate::identity::boot_id()],
-                ProcessRow::from_row,
-            )
-            .optional()?)
+                 AND status IN {LIVE_STATUSES} ORDER BY id DESC LIMIT 1"
+            ),
+            &args![pid, crate::identity::boot_id()],
+        )
     }
 
     /// The newest hook row of this boot whose process group is `pgid` (a hook leads its own).
     pub fn hook_row_by_group(&self, pgid: i32) -> Result<Option<i64>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(
-                "SELECT id FROM processes WHERE pgid = ?1 AND boot_id = ?2 AND kind = 'hook' \
-                 ORDER BY id DESC LIMIT 1",
-            )?
-            .query_row(params![pgid, crate::identity::boot_id()], |r| r.get(0))
-            .optional()?)
+        let row = self.db().query_opt(
+            "SELECT id FROM processes WHERE pgid = ?1 AND boot_id = ?2 AND kind = 'hook' \
+             ORDER BY id DESC LIMIT 1",
+            &args![pgid, crate::identity::boot_id()],
+        )?;
+        Ok(row.map(|row| row.get(0)).transpose()?)
     }
 
     pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"))?
-            .query_row([id], ProcessRow::from_row)
-            .optional()?)
+        self.process_row(
+            &format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"),
+            &args![id],
+        )
     }
 
     /// The latest process row that ran result `result_id` (its last attempt), if one did.
     pub fn result_run(&self, result_id: i64) -> Result<Option<ProcessRow>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
+        self.process_row(
+            &format!(
                 "SELECT {COLUMNS} FROM processes WHERE result_id = ?1 AND kind = 'hook' \
                  ORDER BY id DESC LIMIT 1"
-            ))?
-            .query_row([result_id], ProcessRow::from_row)
-            .optional()?)
+            ),
+            &args![result_id],
+        )
     }
 
     /// Rows matching `filter`, oldest first.
@@ -89,43 +97,41 @@ impl Store {
         let live = if filter.live_only {
             format!("status IN {LIVE_STATUSES}")
         } else {
-            "1".to_string()
+            "1 = 1".to_string()
         };
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM processes WHERE {live} AND (?1 IS NULL OR kind = ?1) \
-             AND (?2 IS NULL OR crawl_id = ?2) \
-             AND (?3 IS NULL OR COALESCE(started_at, created_at) >= ?3)"
-        ))?;
-        let params = params![filter.kind, filter.crawl_id, filter.since_ms];
-        let mut rows = statement
-            .query_map(params, ProcessRow::from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut rows = self.process_rows(
+            &format!(
+                "SELECT {COLUMNS} FROM processes WHERE {live} \
+                 AND (CAST(?1 AS TEXT) IS NULL OR kind = ?1) \
+                 AND (CAST(?2 AS BIGINT) IS NULL OR crawl_id = ?2) \
+                 AND (CAST(?3 AS BIGINT) IS NULL OR COALESCE(started_at, created_at) >= ?3)"
+            ),
+            &args![filter.kind, filter.crawl_id, filter.since_ms],
+        )?;
         rows.sort_by_key(|row| row.id);
         Ok(rows)
     }
 
     /// Every row of crawl `crawl_id`, by id.
     pub fn crawl_processes(&self, crawl_id: i64) -> Result<Vec<ProcessRow>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM processes WHERE crawl_id = ?1 ORDER BY id"
-        ))?;
-        let rows = statement
-            .query_map([crawl_id], ProcessRow::from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        self.process_rows(
+            &format!("SELECT {COLUMNS} FROM processes WHERE crawl_id = ?1 ORDER BY id"),
+            &args![crawl_id],
+        )
     }
 
     /// How many rows of each kind claim a live process.
     pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT kind, count(*) FROM processes \
-             WHERE status IN {LIVE_STATUSES} GROUP BY kind"
-        ))?;
-        let counts = statement
-            .query_map([], |row| {
-                Ok((row.get::<_, Kind>(0)?, row.get::<_, u64>(1)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(counts)
+        let rows = self.db().query(
+            &format!(
+                "SELECT kind, count(*) FROM processes \
+                 WHERE status IN {LIVE_STATUSES} GROUP BY kind"
+            ),
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|row| Ok((row.get::<Kind>(0)?, row.get::<u64>(1)?)))
+            .collect::<Result<_, super::sql::SqlError>>()?)
     }
 }

@@ -4,9 +4,9 @@
 //! a row becomes final (`exited`, `lost`) exactly once and never changes status after that;
 //! sending a signal only records the signal and moves a row to `stopping`, never to `exited`.
 
+use super::sql::{args, Row, SqlError};
 use super::{now_ms, text_enum, Store, StoreError};
 use crate::identity::Identity;
-use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 
 text_enum!(
@@ -159,7 +159,7 @@ pub(super) const COLUMNS: &str =
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
     /// every row cost `abxctl ps` a fifth of its time).
-    pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<ProcessRow> {
+    pub(super) fn from_row(row: &Row) -> Result<ProcessRow, SqlError> {
         let pid: Option<i32> = row.get(6)?;
         let boot_id: Option<String> = row.get(7)?;
         let start_ticks: Option<i64> = row.get(8)?;
@@ -168,13 +168,15 @@ impl ProcessRow {
                 boot_id,
                 pid,
                 start_ticks: ticks as u64,
-                pidfd_ino: row.get::<_, Option<i64>>(29)?.map(|ino| ino as u64),
+                pidfd_ino: row.get::<Option<i64>>(29)?.map(|ino| ino as u64),
             }),
             _ => None,
         };
         let argv: String = row.get(10)?;
-        let argv = serde_json::from_str(&argv).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(10, rusqlite::types::Type::Text, e.into())
+        let argv = serde_json::from_str(&argv).map_err(|e| SqlError::Type {
+            column: 10,
+            expected: "a JSON list of strings",
+            found: format!("text that is not one ({e})"),
         })?;
         Ok(ProcessRow {
             id: row.get(0)?,
@@ -220,23 +222,24 @@ impl Store {
     pub fn insert_process(&mut self, new: &NewProcess) -> Result<i64, StoreError> {
         let argv = serde_json::to_string(&new.argv).expect("strings serialize");
         self.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, argv, \
-                 cwd, timeout_ms, status, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9)",
-            )?
-            .execute(params![
-                new.parent_id,
-                new.kind,
-                new.crawl_id,
-                new.snapshot_id,
-                new.result_id,
-                argv,
-                new.cwd,
-                new.timeout_ms,
-                now_ms()
-            ])?;
-            Ok(tx.last_insert_rowid())
+            Ok(tx
+                .query_one(
+                    "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, \
+                     argv, cwd, timeout_ms, status, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9) RETURNING id",
+                    &args![
+                        new.parent_id,
+                        new.kind,
+                        new.crawl_id,
+                        new.snapshot_id,
+                        new.result_id,
+                        argv,
+                        &new.cwd,
+                        new.timeout_ms,
+                        now_ms()
+                    ],
+                )?
+                .get(0)?)
         })
     }
 
@@ -255,50 +258,47 @@ impl Store {
         self.write(|tx| {
             // Another abxd process enumerating a tree may have seen this process in the instant
             // between its fork and its exec, and recorded it as a `child`: that row is this one.
-            let seen: Option<i64> = tx
-                .prepare_cached(
-                    "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 \
-                     AND start_ticks = ?3 AND kind = 'child' AND id != ?4 \
-                     AND (pidfd_ino IS NULL OR ?5 IS NULL OR pidfd_ino = ?5)",
-                )?
-                .query_row(
-                    params![
-                        identity.boot_id,
-                        identity.pid,
-                        identity.start_ticks as i64,
-                        id,
-                        identity.pidfd_ino.map(|ino| ino as i64)
-                    ],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let seen = tx.query_opt(
+                "SELECT id FROM processes WHERE boot_id = ?1 AND pid = ?2 \
+                 AND start_ticks = ?3 AND kind = 'child' AND id != ?4 \
+                 AND (pidfd_ino IS NULL OR CAST(?5 AS BIGINT) IS NULL OR pidfd_ino = ?5)",
+                &args![
+                    &identity.boot_id,
+                    identity.pid,
+                    identity.start_ticks,
+                    id,
+                    identity.pidfd_ino
+                ],
+            )?;
             if let Some(seen) = seen {
-                tx.prepare_cached("UPDATE processes SET parent_id = ?2 WHERE parent_id = ?1")?
-                    .execute(params![seen, id])?;
-                tx.prepare_cached("DELETE FROM processes WHERE id = ?1")?
-                    .execute([seen])?;
+                let seen: i64 = seen.get(0)?;
+                tx.execute(
+                    "UPDATE processes SET parent_id = ?2 WHERE parent_id = ?1",
+                    &args![seen, id],
+                )?;
+                tx.execute("DELETE FROM processes WHERE id = ?1", &args![seen])?;
             }
-            tx.prepare_cached(
+            tx.execute(
                 "UPDATE processes SET pid = ?2, boot_id = ?3, start_ticks = ?4, pgid = ?5, \
                  stdout_path = ?6, stderr_path = ?7, status = 'running', started_at = ?8, \
                  pidfd_ino = ?9, uid = ?11, \
                  deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?8 + timeout_ms END, \
                  deadline_clock = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ?10 + timeout_ms END \
                  WHERE id = ?1 AND status = 'starting'",
-            )?
-            .execute(params![
-                id,
-                identity.pid,
-                identity.boot_id,
-                identity.start_ticks as i64,
-                pgid,
-                stdout_path,
-                stderr_path,
-                now,
-                identity.pidfd_ino.map(|ino| ino as i64),
-                super::queue_clock_ms(),
-                rustix::process::getuid().as_raw()
-            ])?;
+                &args![
+                    id,
+                    identity.pid,
+                    &identity.boot_id,
+                    identity.start_ticks,
+                    pgid,
+                    stdout_path,
+                    stderr_path,
+                    now,
+                    identity.pidfd_ino,
+                    super::queue_clock_ms(),
+                    rustix::process::getuid().as_raw()
+                ],
+            )?;
             Ok(())
         })
     }
@@ -334,12 +334,14 @@ impl Store {
             Status::Exited
         };
         self.write(|tx| {
-            tx.prepare_cached(&format!(
-                "UPDATE processes SET status = ?2, exit_code = ?3, exit_signal = ?4, \
-                 ended_at = ?5, end_reason = ?6, end_detail = ?7 \
-                 WHERE id = ?1 AND status IN {LIVE_STATUSES}"
-            ))?
-            .execute(params![id, status, code, signal, ended_at, reason, detail])?;
+            tx.execute(
+                &format!(
+                    "UPDATE processes SET status = ?2, exit_code = ?3, exit_signal = ?4, \
+                     ended_at = ?5, end_reason = ?6, end_detail = ?7 \
+                     WHERE id = ?1 AND status IN {LIVE_STATUSES}"
+                ),
+                &args![id, status, code, signal, ended_at, reason, detail],
+            )?;
             Ok(())
         })
     }
@@ -355,14 +357,14 @@ impl Store {
             by_detail.entry(detail).or_default().push(*id);
         }
         self.write(|tx| {
-            let mut statement = tx.prepare_cached(&format!(
+            let sql = format!(
                 "UPDATE processes SET status = 'lost', ended_at = ?2, end_reason = 'lost', \
-                 end_detail = ?3 \
-                 WHERE id IN (SELECT value FROM json_each(?1)) AND status IN {LIVE_STATUSES}"
-            ))?;
+                 end_detail = ?3 WHERE id IN {} AND status IN {LIVE_STATUSES}",
+                tx.dialect().integers_of_json("?1")
+            );
             for (detail, ids) in &by_detail {
                 let ids = serde_json::to_string(ids).expect("numbers serialize");
-                statement.execute(params![ids, now, detail])?;
+                tx.execute(&sql, &args![ids, now, *detail])?;
             }
             Ok(())
         })
@@ -410,7 +412,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
         let statement = store
-            .conn()
+            .sqlite()
+            .unwrap()
             .prepare(&format!("SELECT {COLUMNS} FROM processes"))
             .unwrap();
         let names: Vec<&str> = statement.column_names();

@@ -5,9 +5,9 @@
 //! `retry_at` into the future; a future `retry_at` means owned and is never claimed by anyone
 //! else; only the owner renews it; a sealed row is never claimed, requeued or sealed again.
 
+use super::sql::args;
 use super::work::{millis, Lease, Queue};
 use super::{now_ms, queue_clock_ms, Store, StoreError};
-use rusqlite::{params, OptionalExtension};
 use std::time::Duration;
 
 impl Store {
@@ -22,25 +22,23 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
         let scope = match queue {
-            Queue::Crawls => "AND (?3 IS NULL OR id = ?3) AND paused_at IS NULL",
+            Queue::Crawls => "AND (CAST(?3 AS BIGINT) IS NULL OR id = ?3) AND paused_at IS NULL",
             Queue::Snapshots => "AND crawl_id = ?3",
         };
         let (now, wall) = (queue_clock_ms(), now_ms());
         self.write(|tx| {
             let sql = format!(
-                "UPDATE {table} SET status = 'started', retry_at = ?1 + ?2, \
+                "UPDATE {table} SET status = 'started', retry_at = CAST(?1 AS BIGINT) + ?2, \
                  started_at = COALESCE(started_at, ?4) \
                  WHERE id = (SELECT id FROM {table} WHERE status = 'queued' AND retry_at <= ?1 \
-                             {scope} ORDER BY retry_at, id LIMIT 1) \
+                             {scope} ORDER BY retry_at, id LIMIT 1{}) \
                    AND status = 'queued' AND retry_at <= ?1 \
-                 RETURNING id"
+                 RETURNING id",
+                tx.dialect().skip_locked()
             );
-            let mut statement = tx.prepare_cached(&sql)?;
             let lease = millis(lease);
-            let id = statement
-                .query_row(params![now, lease, crawl_id, wall], |r| r.get(0))
-                .optional()?;
-            Ok(id)
+            let id = tx.query_opt(&sql, &args![now, lease, crawl_id, wall])?;
+            Ok(id.map(|row| row.get(0)).transpose()?)
         })
     }
 
@@ -50,22 +48,19 @@ impl Store {
     pub fn rebase_queue_clock(&mut self) -> Result<(), StoreError> {
         let boot = crate::identity::boot_id();
         self.write(|tx| {
-            let recorded: Option<String> = tx
-                .query_row("SELECT value FROM meta WHERE key = 'queue_boot'", [], |r| {
-                    r.get(0)
-                })
-                .optional()?;
+            let recorded = tx.query_opt("SELECT value FROM meta WHERE key = 'queue_boot'", &[])?;
+            let recorded: Option<String> = recorded.map(|row| row.get(0)).transpose()?;
             if recorded.as_deref() != Some(boot) {
                 for table in ["crawls", "snapshots"] {
                     tx.execute(
                         &format!("UPDATE {table} SET retry_at = 0 WHERE status != 'sealed'"),
-                        [],
+                        &[],
                     )?;
                 }
                 tx.execute(
                     "INSERT INTO meta (key, value) VALUES ('queue_boot', ?1) \
                      ON CONFLICT(key) DO UPDATE SET value = ?1",
-                    [boot],
+                    &args![boot],
                 )?;
             }
             Ok(())
@@ -78,7 +73,7 @@ impl Store {
         self.write(|tx| {
             tx.execute(
                 &format!("UPDATE {table} SET owner_id = ?2 WHERE id = ?1"),
-                params![id, owner],
+                &args![id, owner],
             )?;
             Ok(())
         })
@@ -94,7 +89,7 @@ impl Store {
                     "UPDATE {table} SET retry_at = ?3 WHERE id = ?1 AND owner_id = ?2 \
                      AND status = 'started'"
                 ),
-                params![lease.id, lease.owner, now + millis(lease.duration)],
+                &args![lease.id, lease.owner, now + millis(lease.duration)],
             )?;
             Ok(changed == 1)
         })
@@ -109,7 +104,7 @@ impl Store {
                     "UPDATE {table} SET status = 'queued', retry_at = ?2, owner_id = NULL, \
                      restarts = restarts + 1 WHERE id = ?1 AND status = 'started'"
                 ),
-                params![id, retry_at],
+                &args![id, retry_at],
             )?;
             Ok(())
         })
@@ -118,11 +113,16 @@ impl Store {
     /// Ids, owners and lease ends of the rows of `queue` that are `started`.
     pub fn started(&self, queue: Queue) -> Result<Vec<(i64, Option<i64>, i64)>, StoreError> {
         let table = queue.table();
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT id, owner_id, retry_at FROM {table} WHERE status = 'started' ORDER BY id"
-        ))?;
-        let rows = statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let rows = self.db().query(
+            &format!(
+                "SELECT id, owner_id, retry_at FROM {table} WHERE status = 'started' ORDER BY id"
+            ),
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .collect::<Result<_, super::sql::SqlError>>()?)
     }
 
     /// Seals a row: its work is done for good.
@@ -135,13 +135,13 @@ impl Store {
                     "UPDATE {table} SET status = 'sealed', sealed_at = ?2 \
                      WHERE id = ?1 AND status != 'sealed'"
                 ),
-                params![id, now],
+                &args![id, now],
             )?;
             if queue == Queue::Crawls {
-                tx.prepare_cached(
+                tx.execute(
                     "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
-                )?
-                .execute([id])?;
+                    &args![id],
+                )?;
             }
             Ok(())
         })
@@ -150,12 +150,8 @@ impl Store {
     /// How many rows of `queue` wait to be claimed.
     pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
         let table = queue.table();
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT count(*) FROM {table} WHERE status = 'queued'"
-            ))?
-            .query_row([], |r| r.get(0))?)
+        let sql = format!("SELECT count(*) FROM {table} WHERE status = 'queued'");
+        Ok(self.db().query_one(&sql, &[])?.get(0)?)
     }
 
     /// When the next queued row of `queue` becomes due (within `crawl_id` if given, as for
@@ -167,14 +163,11 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
         let scope = match queue {
-            Queue::Crawls => "(?1 IS NULL OR id = ?1) AND paused_at IS NULL",
-            Queue::Snapshots => "?1 IS NULL OR crawl_id = ?1",
+            Queue::Crawls => "(CAST(?1 AS BIGINT) IS NULL OR id = ?1) AND paused_at IS NULL",
+            Queue::Snapshots => "CAST(?1 AS BIGINT) IS NULL OR crawl_id = ?1",
         };
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND ({scope})"
-            ))?
-            .query_row([crawl_id], |r| r.get(0))?)
+        let sql =
+            format!("SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND ({scope})");
+        Ok(self.db().query_one(&sql, &args![crawl_id])?.get(0)?)
     }
 }

@@ -3,19 +3,19 @@
 //! Invariants: a result that succeeded is never reset nor overwritten; a cancelled one is
 //! overwritten only by the success of a hook that finished all the same.
 
+use super::sql::args;
 use super::work::{HookResult, ResultStatus};
 use super::{now_ms, Store, StoreError};
-use rusqlite::params;
 
 impl Store {
     /// Puts an interrupted result back to `queued`, so that it runs again.
     pub fn retry_result(&mut self, id: i64) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "UPDATE results SET status = 'queued', ended_at = NULL \
                  WHERE id = ?1 AND status = 'started'",
-            )?
-            .execute([id])?;
+                &args![id],
+            )?;
             Ok(())
         })
     }
@@ -30,18 +30,18 @@ impl Store {
         hook: &str,
     ) -> Result<HookResult, StoreError> {
         self.write(|tx| {
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO results (crawl_id, snapshot_id, plugin, hook, status) \
-                 VALUES (?1, ?2, ?3, ?4, 'queued')",
-            )?
-            .execute(params![crawl_id, snapshot_id, plugin, hook])?;
-            Ok(tx
-                .prepare_cached(&format!(
-                    "SELECT {} FROM results WHERE crawl_id = ?1 \
-                     AND COALESCE(snapshot_id, 0) = COALESCE(?2, 0) AND hook = ?3",
-                    HookResult::COLUMNS
-                ))?
-                .query_row(params![crawl_id, snapshot_id, hook], HookResult::from_row)?)
+            tx.execute(
+                "INSERT INTO results (crawl_id, snapshot_id, plugin, hook, status) \
+                 VALUES (?1, ?2, ?3, ?4, 'queued') ON CONFLICT DO NOTHING",
+                &args![crawl_id, snapshot_id, plugin, hook],
+            )?;
+            let sql = format!(
+                "SELECT {} FROM results WHERE crawl_id = ?1 \
+                 AND COALESCE(snapshot_id, 0) = COALESCE(CAST(?2 AS BIGINT), 0) AND hook = ?3",
+                HookResult::COLUMNS
+            );
+            let row = tx.query_one(&sql, &args![crawl_id, snapshot_id, hook])?;
+            Ok(HookResult::from_row(&row)?)
         })
     }
 
@@ -49,12 +49,12 @@ impl Store {
     pub fn start_result(&mut self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
                  started_at = ?3, ended_at = NULL \
                  WHERE id = ?1 AND status NOT IN ('succeeded', 'cancelled')",
-            )?
-            .execute(params![id, process_id, now])?;
+                &args![id, process_id, now],
+            )?;
             Ok(())
         })
     }
@@ -62,8 +62,10 @@ impl Store {
     /// Records which process row runs a started result.
     pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.prepare_cached("UPDATE results SET process_id = ?2 WHERE id = ?1")?
-                .execute(params![id, process_id])?;
+            tx.execute(
+                "UPDATE results SET process_id = ?2 WHERE id = ?1",
+                &args![id, process_id],
+            )?;
             Ok(())
         })
     }
@@ -80,35 +82,37 @@ impl Store {
         let files = serde_json::to_string(output_files).expect("strings serialize");
         let now = now_ms();
         self.write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
                  output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded' \
                  AND (status != 'cancelled' OR ?2 = 'succeeded')",
-            )?
-            .execute(params![id, status, output, files, output_size as i64, now])?;
+                &args![id, status, output, files, output_size, now],
+            )?;
             Ok(())
         })
     }
 
     /// The results of one snapshot, by hook.
     pub fn snapshot_results(&self, snapshot_id: i64) -> Result<Vec<HookResult>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
+        let sql = format!(
             "SELECT {} FROM results WHERE snapshot_id = ?1 ORDER BY hook",
             HookResult::COLUMNS
-        ))?;
-        let rows = statement.query_map([snapshot_id], HookResult::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        );
+        Ok(self
+            .db()
+            .query_map(&sql, &args![snapshot_id], HookResult::from_row)?)
     }
 
     /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
     pub fn results(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
+        let sql = format!(
             "SELECT {} FROM results WHERE crawl_id = ?1 \
              ORDER BY COALESCE(snapshot_id, 0), hook",
             HookResult::COLUMNS
-        ))?;
-        let rows = statement.query_map([crawl_id], HookResult::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        );
+        Ok(self
+            .db()
+            .query_map(&sql, &args![crawl_id], HookResult::from_row)?)
     }
 }
 
@@ -119,10 +123,11 @@ impl Store {
             return Ok(());
         }
         self.write(|tx| {
-            let mut insert = tx
-                .prepare_cached("INSERT OR IGNORE INTO tags (snapshot_id, name) VALUES (?1, ?2)")?;
             for name in names {
-                insert.execute(params![snapshot_id, name])?;
+                tx.execute(
+                    "INSERT INTO tags (snapshot_id, name) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                    &args![snapshot_id, name],
+                )?;
             }
             Ok(())
         })
@@ -130,11 +135,11 @@ impl Store {
 
     /// The tags of a snapshot, sorted.
     pub fn tags(&self, snapshot_id: i64) -> Result<Vec<String>, StoreError> {
-        let mut statement = self
-            .conn()
-            .prepare_cached("SELECT name FROM tags WHERE snapshot_id = ?1 ORDER BY name")?;
-        let names = statement.query_map([snapshot_id], |r| r.get(0))?;
-        Ok(names.collect::<rusqlite::Result<_>>()?)
+        Ok(self.db().query_map(
+            "SELECT name FROM tags WHERE snapshot_id = ?1 ORDER BY name",
+            &args![snapshot_id],
+            |r| r.get(0),
+        )?)
     }
 }
 
@@ -148,19 +153,20 @@ impl Store {
     ) -> Result<(), StoreError> {
         let now = super::now_ms();
         self.write(|tx| {
-            tx.prepare_cached(
+            tx.execute(
                 "INSERT INTO binaries (name, plugin, detail, installed_at) VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT (name) DO UPDATE SET plugin = ?2, detail = ?3, installed_at = ?4",
-            )?
-            .execute(params![name, plugin, detail, now])?;
+                &args![name, plugin, detail, now],
+            )?;
             Ok(())
         })
     }
 
     /// The names of the binaries `abxd install` provisioned.
     pub fn installed_binaries(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        let mut statement = self.conn().prepare_cached("SELECT name FROM binaries")?;
-        let names = statement.query_map([], |r| r.get(0))?;
-        Ok(names.collect::<rusqlite::Result<_>>()?)
+        let names = self
+            .db()
+            .query_map("SELECT name FROM binaries", &[], |r| r.get(0))?;
+        Ok(names.into_iter().collect())
     }
 }

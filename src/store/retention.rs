@@ -6,8 +6,8 @@
 //! crawl's or snapshot's owner) is cleared in the same transaction. Crawls, snapshots and
 //! results, the archive's own record, are never pruned.
 
+use super::sql::args;
 use super::{Store, StoreError};
-use rusqlite::params;
 
 /// The rows pruning at a cutoff takes: final, ended before it (`?1`, unix ms), not of an
 /// unsealed crawl, and with no row below them that stays.
@@ -19,10 +19,10 @@ const PRUNABLE: &str = "
           AND (p.crawl_id IS NULL OR c.status = 'sealed')),
       kept_above(id) AS (
         SELECT parent_id FROM processes
-        WHERE parent_id IS NOT NULL AND id NOT IN candidate
+        WHERE parent_id IS NOT NULL AND id NOT IN (SELECT id FROM candidate)
         UNION SELECT p.parent_id FROM processes p JOIN kept_above k ON p.id = k.id
         WHERE p.parent_id IS NOT NULL)
-    SELECT id FROM candidate WHERE id NOT IN kept_above";
+    SELECT id FROM candidate WHERE id NOT IN (SELECT id FROM kept_above)";
 
 /// How a prune gives the space back. A database made before abxd managed its space (no
 /// incremental auto-vacuum) can only be compacted by rewriting it whole (`VACUUM`): a long
@@ -56,11 +56,8 @@ impl Store {
     ) -> Result<Pruned, StoreError> {
         let bytes_before = self.file_bytes();
         if dry_run {
-            let rows: u64 = self.conn().query_row(
-                &format!("SELECT count(*) FROM ({PRUNABLE})"),
-                [cutoff_ms],
-                |r| r.get(0),
-            )?;
+            let sql = format!("SELECT count(*) FROM ({PRUNABLE}) AS prunable");
+            let rows: u64 = self.db().query_one(&sql, &args![cutoff_ms])?.get(0)?;
             return Ok(Pruned {
                 rows,
                 bytes_before,
@@ -68,21 +65,26 @@ impl Store {
             });
         }
         let rows = self.write(|tx| {
-            tx.execute("DROP TABLE IF EXISTS temp.pruned", [])?;
+            // (A temporary table of this connection: only the temporary one is named so.)
+            tx.execute("DROP TABLE IF EXISTS pruned", &[])?;
+            tx.execute("CREATE TEMP TABLE pruned (id BIGINT PRIMARY KEY)", &[])?;
             tx.execute(
-                &format!("CREATE TEMP TABLE pruned AS {PRUNABLE}"),
-                params![cutoff_ms],
+                &format!("INSERT INTO pruned (id) {PRUNABLE}"),
+                &args![cutoff_ms],
             )?;
             for clear in [
-                "UPDATE results SET process_id = NULL WHERE process_id IN temp.pruned",
-                "UPDATE crawls SET owner_id = NULL WHERE owner_id IN temp.pruned",
-                "UPDATE snapshots SET owner_id = NULL WHERE owner_id IN temp.pruned",
+                "UPDATE results SET process_id = NULL WHERE process_id IN (SELECT id FROM pruned)",
+                "UPDATE crawls SET owner_id = NULL WHERE owner_id IN (SELECT id FROM pruned)",
+                "UPDATE snapshots SET owner_id = NULL WHERE owner_id IN (SELECT id FROM pruned)",
             ] {
-                tx.execute(clear, [])?;
+                tx.execute(clear, &[])?;
             }
-            let rows = tx.execute("DELETE FROM processes WHERE id IN temp.pruned", [])?;
-            tx.execute("DROP TABLE temp.pruned", [])?;
-            Ok(rows as u64)
+            let rows = tx.execute(
+                "DELETE FROM processes WHERE id IN (SELECT id FROM pruned)",
+                &[],
+            )?;
+            tx.execute("DROP TABLE pruned", &[])?;
+            Ok(rows)
         })?;
         if rows > 0 {
             self.compact(compact)?;
@@ -95,30 +97,31 @@ impl Store {
     }
 
     /// Gives free pages back to the file system, as `how` allows.
+    /// (SQLite's file only: PostgreSQL's autovacuum manages its own space.)
     fn compact(&mut self, how: Compact) -> Result<(), StoreError> {
         const INCREMENTAL: i64 = 2;
-        let mode: i64 = self
-            .conn()
-            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+        let Some(conn) = self.sqlite() else {
+            return Ok(());
+        };
+        let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
         match how {
-            _ if mode == INCREMENTAL => self.conn().execute_batch("PRAGMA incremental_vacuum;")?,
-            Compact::Rewrite => self
-                .conn()
-                .execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?,
+            _ if mode == INCREMENTAL => conn.execute_batch("PRAGMA incremental_vacuum;")?,
+            Compact::Rewrite => conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?,
             Compact::IfCheap => return Ok(()),
         }
         // The freed pages leave the file once the write-ahead log is checkpointed into it.
-        self.conn()
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
 
     /// The database's size in bytes as SQLite counts it (its pages): the file's size once the
     /// write-ahead log is checkpointed into it.
     fn file_bytes(&self) -> u64 {
+        let Some(conn) = self.sqlite() else {
+            return 0;
+        };
         let size = |pragma: &str| -> u64 {
-            self.conn()
-                .query_row(pragma, [], |r| r.get::<_, i64>(0))
+            conn.query_row(pragma, [], |r| r.get::<_, i64>(0))
                 .map_or(0, |n| n.max(0) as u64)
         };
         size("PRAGMA page_count") * size("PRAGMA page_size")

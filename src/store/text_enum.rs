@@ -47,6 +47,22 @@ macro_rules! text_enum {
             }
         }
 
+        impl From<$name> for $crate::store::sql::Value {
+            fn from(value: $name) -> $crate::store::sql::Value {
+                $crate::store::sql::Value::from(value.as_str())
+            }
+        }
+
+        impl $crate::store::sql::FromValue for $name {
+            const EXPECTED: &'static str = concat!("a word of ", stringify!($name));
+            fn from_value(value: &$crate::store::sql::Value) -> Result<Self, String> {
+                match value {
+                    $crate::store::sql::Value::Text(text) => text.parse(),
+                    other => $crate::store::sql::found(other),
+                }
+            }
+        }
+
         impl rusqlite::types::ToSql for $name {
             fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
                 Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))

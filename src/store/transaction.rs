@@ -5,8 +5,8 @@
 //! with "database is locked"; a write refused or failed is counted in [`Store::failed_writes`]
 //! (what makes supervisors go over their rows again) and told to the busy breaker (`busy`).
 
+use super::sql::Db;
 use super::{Store, StoreError};
-use rusqlite::Connection;
 use std::time::Instant;
 
 impl Store {
@@ -14,7 +14,7 @@ impl Store {
     /// savepoint of the batch's transaction. Either way it is all or nothing.
     pub(crate) fn write<T>(
         &mut self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+        f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let now = Instant::now();
         if let Err(refused) = self.breaker.check(now) {
@@ -24,14 +24,14 @@ impl Store {
         let written = if self.batch_depth > 0 {
             self.write_in_batch(f)
         } else {
-            if !self.conn.is_autocommit() {
+            if self.db.in_transaction() {
                 // Left open by a write that never returned (a panic): nothing of it is kept.
                 let _ = self.run("ROLLBACK");
             }
-            self.run("BEGIN IMMEDIATE")
+            self.run(self.db.dialect().begin_write())
                 .map_err(StoreError::from)
                 .and_then(|()| {
-                    let committed = f(&self.conn).and_then(|value| {
+                    let committed = f(&self.db).and_then(|value| {
                         self.run("COMMIT")?;
                         Ok(value)
                     });
@@ -62,20 +62,20 @@ impl Store {
 
     fn write_in_batch<T>(
         &mut self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+        f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
-        if self.conn.is_autocommit() {
-            self.run("BEGIN IMMEDIATE")?;
+        if !self.db.in_transaction() {
+            self.run(self.db.dialect().begin_write())?;
         }
         self.run("SAVEPOINT write")?;
-        match f(&self.conn) {
+        match f(&self.db) {
             Ok(value) => {
                 self.run("RELEASE write")?;
                 Ok(value)
             }
             Err(err) => {
-                if !self.conn.is_autocommit() {
+                if self.db.in_transaction() {
                     let _ = self.run("ROLLBACK TO write");
                     let _ = self.run("RELEASE write");
                 }
@@ -95,7 +95,7 @@ impl Store {
         self.batch_depth += 1;
         let value = f(self);
         self.batch_depth -= 1;
-        if self.batch_depth == 0 && !self.conn.is_autocommit() {
+        if self.batch_depth == 0 && self.db.in_transaction() {
             if let Err(err) = self.run("COMMIT") {
                 log::error!("cannot commit a batch of writes: {err}");
                 let _ = self.run("ROLLBACK");
@@ -119,7 +119,7 @@ impl Store {
         self.batch_depth += 1;
         let value = f(self);
         self.batch_depth -= 1;
-        if self.conn.is_autocommit() {
+        if !self.db.in_transaction() {
             return value;
         }
         match value {
@@ -150,7 +150,7 @@ impl Store {
 
     /// Runs one statement without parameters, kept parsed (transaction control runs on every
     /// write).
-    fn run(&self, sql: &str) -> rusqlite::Result<()> {
-        self.conn.prepare_cached(sql)?.execute([]).map(drop)
+    fn run(&self, sql: &str) -> Result<(), super::sql::SqlError> {
+        self.db.execute(sql, &[]).map(drop)
     }
 }

@@ -5,8 +5,8 @@
 //! `retry_at` means owned and is never claimed by anyone else; only the owner renews it. A URL
 //! appears at most once per crawl. A result that succeeded is never reset.
 
+use super::sql::{args, Row, SqlError};
 use super::{now_ms, queue_clock_ms, text_enum, Store, StoreError};
-use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -146,10 +146,12 @@ impl ResultStatus {
     }
 }
 
-fn json_column<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rusqlite::Result<T> {
-    let text: String = row.get(name)?;
-    serde_json::from_str(&text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+fn json_column<T: serde::de::DeserializeOwned>(row: &Row, column: usize) -> Result<T, SqlError> {
+    let text: String = row.get(column)?;
+    serde_json::from_str(&text).map_err(|e| SqlError::Type {
+        column,
+        expected: "JSON",
+        found: format!("text that is not ({e})"),
     })
 }
 
@@ -157,22 +159,23 @@ impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
         owner_id, created_at, started_at, sealed_at, restarts, paused_at";
 
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Crawl> {
-        let plugins: Option<String> = row.get("plugins")?;
+    /// Reads a row selected with [`Crawl::COLUMNS`], by position.
+    fn from_row(row: &Row) -> Result<Crawl, SqlError> {
+        let plugins: Option<String> = row.get(3)?;
         Ok(Crawl {
-            id: row.get("id")?,
-            urls: json_column(row, "urls")?,
-            max_depth: row.get("max_depth")?,
+            id: row.get(0)?,
+            urls: json_column(row, 1)?,
+            max_depth: row.get(2)?,
             plugins: plugins.and_then(|p| serde_json::from_str(&p).ok()),
-            status: row.get("status")?,
-            outcome: row.get("outcome")?,
-            retry_at: row.get("retry_at")?,
-            owner_id: row.get("owner_id")?,
-            created_at: row.get("created_at")?,
-            started_at: row.get("started_at")?,
-            sealed_at: row.get("sealed_at")?,
-            restarts: row.get("restarts")?,
-            paused_at: row.get("paused_at")?,
+            status: row.get(4)?,
+            outcome: row.get(5)?,
+            retry_at: row.get(6)?,
+            owner_id: row.get(7)?,
+            created_at: row.get(8)?,
+            started_at: row.get(9)?,
+            sealed_at: row.get(10)?,
+            restarts: row.get(11)?,
+            paused_at: row.get(12)?,
         })
     }
 }
@@ -181,19 +184,20 @@ impl Snapshot {
     const COLUMNS: &'static str = "id, crawl_id, url, depth, status, retry_at, owner_id, \
         created_at, started_at, sealed_at, restarts";
 
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Snapshot> {
+    /// Reads a row selected with [`Snapshot::COLUMNS`], by position.
+    fn from_row(row: &Row) -> Result<Snapshot, SqlError> {
         Ok(Snapshot {
-            id: row.get("id")?,
-            crawl_id: row.get("crawl_id")?,
-            url: row.get("url")?,
-            depth: row.get("depth")?,
-            status: row.get("status")?,
-            retry_at: row.get("retry_at")?,
-            owner_id: row.get("owner_id")?,
-            created_at: row.get("created_at")?,
-            started_at: row.get("started_at")?,
-            sealed_at: row.get("sealed_at")?,
-            restarts: row.get("restarts")?,
+            id: row.get(0)?,
+            crawl_id: row.get(1)?,
+            url: row.get(2)?,
+            depth: row.get(3)?,
+            status: row.get(4)?,
+            retry_at: row.get(5)?,
+            owner_id: row.get(6)?,
+            created_at: row.get(7)?,
+            started_at: row.get(8)?,
+            sealed_at: row.get(9)?,
+            restarts: row.get(10)?,
         })
     }
 }
@@ -203,21 +207,22 @@ impl HookResult {
         "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
         attempts, output, output_files, output_size, started_at, ended_at";
 
-    pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<HookResult> {
+    /// Reads a row selected with [`HookResult::COLUMNS`], by position.
+    pub(super) fn from_row(row: &Row) -> Result<HookResult, SqlError> {
         Ok(HookResult {
-            id: row.get("id")?,
-            crawl_id: row.get("crawl_id")?,
-            snapshot_id: row.get("snapshot_id")?,
-            plugin: row.get("plugin")?,
-            hook: row.get("hook")?,
-            status: row.get("status")?,
-            process_id: row.get("process_id")?,
-            attempts: row.get("attempts")?,
-            output: row.get("output")?,
-            output_files: json_column(row, "output_files")?,
-            output_size: row.get::<_, i64>("output_size")? as u64,
-            started_at: row.get("started_at")?,
-            ended_at: row.get("ended_at")?,
+            id: row.get(0)?,
+            crawl_id: row.get(1)?,
+            snapshot_id: row.get(2)?,
+            plugin: row.get(3)?,
+            hook: row.get(4)?,
+            status: row.get(5)?,
+            process_id: row.get(6)?,
+            attempts: row.get(7)?,
+            output: row.get(8)?,
+            output_files: json_column(row, 9)?,
+            output_size: row.get(10)?,
+            started_at: row.get(11)?,
+            ended_at: row.get(12)?,
         })
     }
 
@@ -251,33 +256,25 @@ impl Store {
         let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
         let (due, now) = (queue_clock_ms(), now_ms());
         self.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at) \
-                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5)",
-            )?
-            .execute(params![urls, max_depth, plugins, due, now])?;
-            Ok(tx.last_insert_rowid())
+            Ok(tx
+                .query_one(
+                    "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at) \
+                     VALUES (?1, ?2, ?3, 'queued', ?4, ?5) RETURNING id",
+                    &args![urls, max_depth, plugins, due, now],
+                )?
+                .get(0)?)
         })
     }
 
     pub fn crawl(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT {} FROM crawls WHERE id = ?1",
-                Crawl::COLUMNS
-            ))?
-            .query_row([id], Crawl::from_row)
-            .optional()?)
+        let sql = format!("SELECT {} FROM crawls WHERE id = ?1", Crawl::COLUMNS);
+        let row = self.db().query_opt(&sql, &args![id])?;
+        Ok(row.as_ref().map(Crawl::from_row).transpose()?)
     }
 
     pub fn crawls(&self) -> Result<Vec<Crawl>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
-            "SELECT {} FROM crawls ORDER BY id",
-            Crawl::COLUMNS
-        ))?;
-        let rows = statement.query_map([], Crawl::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let sql = format!("SELECT {} FROM crawls ORDER BY id", Crawl::COLUMNS);
+        Ok(self.db().query_map(&sql, &[], Crawl::from_row)?)
     }
 
     /// Adds `url` to the crawl at `depth` unless the crawl has it already. Returns the new id.
@@ -289,34 +286,28 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let (due, now) = (queue_clock_ms(), now_ms());
         self.write(|tx| {
-            let added = tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO snapshots (crawl_id, url, depth, status, retry_at, \
-                 created_at) VALUES (?1, ?2, ?3, 'queued', ?4, ?5)",
-                )?
-                .execute(params![crawl_id, url, depth, due, now])?;
-            Ok((added == 1).then(|| tx.last_insert_rowid()))
+            Ok(tx.query_value(
+                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at) \
+                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id",
+                &args![crawl_id, url, depth, due, now],
+            )?)
         })
     }
 
     pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(&format!(
-                "SELECT {} FROM snapshots WHERE id = ?1",
-                Snapshot::COLUMNS
-            ))?
-            .query_row([id], Snapshot::from_row)
-            .optional()?)
+        let sql = format!("SELECT {} FROM snapshots WHERE id = ?1", Snapshot::COLUMNS);
+        let row = self.db().query_opt(&sql, &args![id])?;
+        Ok(row.as_ref().map(Snapshot::from_row).transpose()?)
     }
 
     pub fn snapshots(&self, crawl_id: i64) -> Result<Vec<Snapshot>, StoreError> {
-        let mut statement = self.conn().prepare_cached(&format!(
+        let sql = format!(
             "SELECT {} FROM snapshots WHERE crawl_id = ?1 ORDER BY id",
             Snapshot::COLUMNS
-        ))?;
-        let rows = statement.query_map([crawl_id], Snapshot::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        );
+        Ok(self
+            .db()
+            .query_map(&sql, &args![crawl_id], Snapshot::from_row)?)
     }
 }
 

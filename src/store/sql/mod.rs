@@ -16,7 +16,7 @@ mod postgres;
 mod sqlite;
 mod value;
 
-pub use value::{FromValue, Row, Value};
+pub use value::{found, FromValue, Row, Value};
 
 /// Which engine a connection speaks to, and how it says what the two say differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +119,25 @@ impl Db {
             Db::Sqlite(conn) => sqlite::query(conn, sql, args, usize::MAX),
             Db::Postgres(conn) => conn.query(sql, args),
         }
+    }
+
+    /// Every row one statement returns, each made a `T` by `f`.
+    pub fn query_map<T>(
+        &self,
+        sql: &str,
+        args: &[Value],
+        f: impl FnMut(&Row) -> Result<T, SqlError>,
+    ) -> Result<Vec<T>, SqlError> {
+        self.query(sql, args)?.iter().map(f).collect()
+    }
+
+    /// The first column of the first row one statement returns, if it returns a row.
+    pub fn query_value<T: FromValue>(
+        &self,
+        sql: &str,
+        args: &[Value],
+    ) -> Result<Option<T>, SqlError> {
+        self.query_opt(sql, args)?.map(|row| row.get(0)).transpose()
     }
 
     /// The first row one statement returns, if any.

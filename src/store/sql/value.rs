@@ -14,7 +14,8 @@ pub enum Value {
 }
 
 impl Value {
-    fn kind(&self) -> String {
+    /// What it is, in words (for errors).
+    pub fn kind(&self) -> String {
         match self {
             Value::Null => "NULL".into(),
             Value::Int(v) => format!("the integer {v}"),
@@ -87,78 +88,85 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 
 /// A Rust value read from a column.
 pub trait FromValue: Sized {
+    /// What the column should hold, in words.
     const EXPECTED: &'static str;
-    fn from_value(value: &Value) -> Option<Self>;
+    /// The value as a `Self`, or what was found instead, in words.
+    fn from_value(value: &Value) -> Result<Self, String>;
+}
+
+/// What a value is, for an error: `Err` of [`FromValue::from_value`].
+pub fn found<T>(value: &Value) -> Result<T, String> {
+    Err(value.kind())
 }
 
 impl FromValue for i64 {
     const EXPECTED: &'static str = "an integer";
-    fn from_value(value: &Value) -> Option<i64> {
+    fn from_value(value: &Value) -> Result<i64, String> {
         match value {
-            Value::Int(v) => Some(*v),
-            _ => None,
+            Value::Int(v) => Ok(*v),
+            other => found(other),
         }
     }
 }
 
 impl FromValue for i32 {
     const EXPECTED: &'static str = "a 32-bit integer";
-    fn from_value(value: &Value) -> Option<i32> {
-        i64::from_value(value)?.try_into().ok()
+    fn from_value(value: &Value) -> Result<i32, String> {
+        i64::from_value(value)?.try_into().map_err(|_| value.kind())
     }
 }
 
 impl FromValue for u32 {
     const EXPECTED: &'static str = "an unsigned 32-bit integer";
-    fn from_value(value: &Value) -> Option<u32> {
-        i64::from_value(value)?.try_into().ok()
+    fn from_value(value: &Value) -> Result<u32, String> {
+        i64::from_value(value)?.try_into().map_err(|_| value.kind())
     }
 }
 
 impl FromValue for u64 {
     const EXPECTED: &'static str = "an unsigned integer";
-    fn from_value(value: &Value) -> Option<u64> {
-        i64::from_value(value)?.try_into().ok()
+    fn from_value(value: &Value) -> Result<u64, String> {
+        i64::from_value(value)?.try_into().map_err(|_| value.kind())
     }
 }
 
 impl FromValue for bool {
     const EXPECTED: &'static str = "0 or 1";
-    fn from_value(value: &Value) -> Option<bool> {
+    fn from_value(value: &Value) -> Result<bool, String> {
         match value {
-            Value::Int(0) => Some(false),
-            Value::Int(1) => Some(true),
-            _ => None,
+            Value::Int(0) => Ok(false),
+            Value::Int(1) => Ok(true),
+            other => found(other),
         }
     }
 }
 
 impl FromValue for f64 {
     const EXPECTED: &'static str = "a number";
-    fn from_value(value: &Value) -> Option<f64> {
+    fn from_value(value: &Value) -> Result<f64, String> {
         match value {
-            Value::Real(v) => Some(*v),
-            Value::Int(v) => Some(*v as f64),
-            _ => None,
+            Value::Real(v) => Ok(*v),
+            Value::Int(v) => Ok(*v as f64),
+            other => found(other),
         }
     }
 }
 
 impl FromValue for String {
     const EXPECTED: &'static str = "text";
-    fn from_value(value: &Value) -> Option<String> {
+    fn from_value(value: &Value) -> Result<String, String> {
         match value {
-            Value::Text(v) => Some(v.clone()),
-            _ => None,
+            Value::Text(v) => Ok(v.clone()),
+            other => found(other),
         }
     }
 }
 
 impl<T: FromValue> FromValue for Option<T> {
     const EXPECTED: &'static str = T::EXPECTED;
-    fn from_value(value: &Value) -> Option<Option<T>> {
+    fn from_value(value: &Value) -> Result<Option<T>, String> {
         match value {
-            Value::Null => Some(None),
+            Value::Null => Ok(None),
             other => T::from_value(other).map(Some),
         }
     }
@@ -179,10 +187,10 @@ impl Row {
                 found: format!("a row of {} columns", self.0.len()),
             });
         };
-        T::from_value(value).ok_or_else(|| SqlError::Type {
+        T::from_value(value).map_err(|found| SqlError::Type {
             column,
             expected: T::EXPECTED,
-            found: value.kind(),
+            found,
         })
     }
 

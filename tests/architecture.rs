@@ -207,7 +207,8 @@ fn the_live_statuses_are_spelled_in_sql_once() {
     rust_files(&src(), &mut files);
     let spelled: Vec<String> = files
         .iter()
-        .filter(|f| !f.ends_with("migrations.rs"))
+        // (Migrations are history: they spell the schema as each version had it.)
+        .filter(|f| !f.to_string_lossy().contains("/store/migrations/"))
         .filter(|f| {
             let text = std::fs::read_to_string(f).unwrap();
             without_tests(&text).contains("'starting', 'running', 'stopping'")

@@ -116,3 +116,293 @@ fn values_statements_and_transactions_are_the_same_on_both_engines() {
         let _ = Value::Null;
     }
 }
+
+use abxd::identity;
+use abxd::store::{
+    migrations, EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, Queue, ResultStatus,
+    RetryScope, Store, WorkStatus,
+};
+use std::time::Duration;
+
+/// The store on both engines: a new SQLite file, and a new PostgreSQL cluster where one can be
+/// started (kept alive by the returned guard).
+fn stores() -> (tempfile::TempDir, Option<Postgres>, Vec<Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut stores = vec![Store::open(&dir.path().join("abxd.sqlite3")).unwrap()];
+    let server = Postgres::start();
+    if let Some(server) = &server {
+        stores.push(Store::open_postgres(&server.url()).unwrap());
+    }
+    (dir, server, stores)
+}
+
+fn new_process(kind: Kind, parent_id: Option<i64>, crawl_id: Option<i64>) -> NewProcess {
+    NewProcess {
+        parent_id,
+        kind,
+        crawl_id,
+        snapshot_id: None,
+        result_id: None,
+        argv: vec!["a b".into(), "'c'".into()],
+        cwd: "/".into(),
+        timeout_ms: Some(60_000),
+    }
+}
+
+#[test]
+fn the_schema_is_the_same_on_both_engines() {
+    let (_dir, server, stores) = stores();
+    let Some(server) = server else {
+        return;
+    };
+    let sqlite = rusqlite::Connection::open(stores[0].path()).unwrap();
+    let mut sqlite_tables: Vec<(String, Vec<String>)> = Vec::new();
+    let tables: Vec<String> = sqlite
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for table in tables {
+        let columns: Vec<String> = sqlite
+            .prepare(&format!(
+                "SELECT name FROM pragma_table_info('{table}') ORDER BY cid"
+            ))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        sqlite_tables.push((table, columns));
+    }
+    let pg = Db::connect_postgres(&server.url()).unwrap();
+    let mut pg_tables: Vec<(String, Vec<String>)> = Vec::new();
+    let tables = pg
+        .query_map(
+            "SELECT table_name FROM information_schema.tables \
+             WHERE table_schema = 'public' ORDER BY table_name",
+            &[],
+            |r| r.get::<String>(0),
+        )
+        .unwrap();
+    for table in tables {
+        let columns = pg
+            .query_map(
+                "SELECT column_name FROM information_schema.columns \
+                 WHERE table_schema = 'public' AND table_name = ?1 ORDER BY ordinal_position",
+                &args![&table],
+                |r| r.get::<String>(0),
+            )
+            .unwrap();
+        pg_tables.push((table, columns));
+    }
+    assert_eq!(sqlite_tables, pg_tables);
+    let index_names = |db: &Db, sql: &str| -> Vec<String> {
+        db.query_map(sql, &[], |r| r.get::<String>(0)).unwrap()
+    };
+    let sqlite_db = Db::Sqlite(sqlite);
+    let sqlite_indexes = index_names(
+        &sqlite_db,
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name",
+    );
+    let pg_indexes = index_names(
+        &pg,
+        "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' \
+         AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key' ORDER BY indexname",
+    );
+    assert_eq!(sqlite_indexes, pg_indexes);
+    for store in &stores {
+        assert_eq!(store.schema_version().unwrap(), migrations::LATEST);
+    }
+}
+
+#[test]
+fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
+    let (_dir, _server, mut stores) = stores();
+    for store in &mut stores {
+        let engine = store.path().display().to_string();
+        // The queues: a claim takes the due row once; a snapshot URL is once per crawl.
+        let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
+        let lease = Duration::from_secs(60);
+        assert_eq!(
+            store.claim(Queue::Crawls, None, lease).unwrap(),
+            Some(crawl),
+            "{engine}"
+        );
+        assert_eq!(
+            store.claim(Queue::Crawls, None, lease).unwrap(),
+            None,
+            "{engine}"
+        );
+        let snapshot = store.add_snapshot(crawl, "http://a/", 0).unwrap().unwrap();
+        assert_eq!(
+            store.add_snapshot(crawl, "http://a/", 1).unwrap(),
+            None,
+            "{engine}"
+        );
+        assert_eq!(store.queued_count(Queue::Snapshots).unwrap(), 1, "{engine}");
+        assert!(store
+            .next_retry_at(Queue::Snapshots, Some(crawl))
+            .unwrap()
+            .is_some());
+        assert_eq!(
+            store.claim(Queue::Snapshots, Some(crawl), lease).unwrap(),
+            Some(snapshot),
+            "{engine}"
+        );
+        // The process table: a tree, a spawned process with its identity, its end.
+        let worker = store
+            .insert_process(&new_process(Kind::SnapshotWorker, None, Some(crawl)))
+            .unwrap();
+        store.set_owner(Queue::Snapshots, snapshot, worker).unwrap();
+        let hook = store
+            .insert_process(&new_process(Kind::Hook, Some(worker), Some(crawl)))
+            .unwrap();
+        let me = identity::of_pid(std::process::id() as i32).unwrap();
+        store
+            .record_spawned(hook, &me, me.pid, Some("/o"), None)
+            .unwrap();
+        let row = store.process(hook).unwrap().unwrap();
+        assert_eq!(row.identity.as_ref(), Some(&me), "{engine}");
+        assert_eq!(row.argv, ["a b", "'c'"], "{engine}");
+        assert!(row.deadline_at.is_some(), "{engine}");
+        assert_eq!(store.live_row_by_pid(me.pid).unwrap().unwrap().id, hook);
+        let subtree: Vec<i64> = store
+            .live_subtree(worker)
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(subtree, [worker, hook], "{engine}");
+        let counts = store.live_counts_by_kind().unwrap();
+        assert_eq!(counts.get(&Kind::Hook), Some(&1), "{engine}");
+        store
+            .record_signal(hook, abxd::signal::Signal::TERM, 1, Some(2))
+            .unwrap();
+        store.set_leaking(hook).unwrap();
+        store
+            .record_end(
+                hook,
+                Some(ExitOutcome::Signal(15)),
+                EndReason::Killed,
+                Some("d"),
+            )
+            .unwrap();
+        let row = store.process(hook).unwrap().unwrap();
+        assert_eq!(row.exit_signal, Some(15), "{engine}");
+        assert!(row.leaking, "{engine}");
+        assert_eq!(row.kill_at, Some(2), "{engine}");
+        let filter = ProcessFilter {
+            kind: Some(Kind::Hook),
+            crawl_id: Some(crawl),
+            ..Default::default()
+        };
+        assert_eq!(store.processes(&filter).unwrap().len(), 1, "{engine}");
+        store.record_lost(&[(worker, "gone")]).unwrap();
+        assert!(
+            !store.process(worker).unwrap().unwrap().status.is_live(),
+            "{engine}"
+        );
+        // Results: one per hook, a success never overwritten, retry and cancel.
+        let result = store
+            .result_for(crawl, Some(snapshot), "p", "h.sh")
+            .unwrap();
+        assert_eq!(
+            store
+                .result_for(crawl, Some(snapshot), "p", "h.sh")
+                .unwrap()
+                .id,
+            result.id
+        );
+        store.start_result(result.id, Some(hook)).unwrap();
+        store
+            .finish_result(result.id, ResultStatus::Failed, Some("x"), &["f".into()], 3)
+            .unwrap();
+        let failed = store.snapshot_results(snapshot).unwrap();
+        assert_eq!(failed[0].status, ResultStatus::Failed, "{engine}");
+        assert_eq!(failed[0].output_files, ["f"], "{engine}");
+        store.seal(Queue::Snapshots, snapshot).unwrap();
+        store.seal(Queue::Crawls, crawl).unwrap();
+        let retried = store
+            .retry_results(crawl, RetryScope::Failed, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(retried, 1, "{engine}");
+        assert_eq!(
+            store.crawl(crawl).unwrap().unwrap().status,
+            WorkStatus::Queued
+        );
+        assert!(store.set_paused(crawl, true).unwrap().is_ok(), "{engine}");
+        assert!(store.is_paused(crawl).unwrap(), "{engine}");
+        assert!(store.set_paused(crawl, true).unwrap().is_err(), "{engine}");
+        store.cancel_crawl(crawl).unwrap();
+        assert_eq!(
+            store.results(crawl).unwrap()[0].status,
+            ResultStatus::Cancelled
+        );
+        // Tags, installed binaries, the instance id.
+        store
+            .add_tags(snapshot, &["b".into(), "a".into(), "a".into()])
+            .unwrap();
+        assert_eq!(store.tags(snapshot).unwrap(), ["a", "b"], "{engine}");
+        store.record_installed("wget", "wget", "1.0").unwrap();
+        store.record_installed("wget", "wget", "1.1").unwrap();
+        assert_eq!(store.installed_binaries().unwrap().len(), 1, "{engine}");
+        assert_eq!(store.instance_id().unwrap().len(), 16, "{engine}");
+        // Retention: the final rows of the sealed crawl go, with what pointed at them.
+        let dry = store
+            .prune(i64::MAX, true, abxd::store::Compact::IfCheap)
+            .unwrap();
+        assert_eq!(dry.rows, 2, "{engine}");
+        let pruned = store
+            .prune(i64::MAX, false, abxd::store::Compact::IfCheap)
+            .unwrap();
+        assert_eq!(pruned.rows, 2, "{engine}");
+        assert!(store.process(hook).unwrap().is_none(), "{engine}");
+        assert_eq!(
+            store.results(crawl).unwrap()[0].process_id,
+            None,
+            "{engine}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_claims_on_postgres_never_take_one_row_twice() {
+    let Some(server) = Postgres::start() else {
+        return;
+    };
+    let mut store = Store::open_postgres(&server.url()).unwrap();
+    let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+    for i in 0..200 {
+        store
+            .add_snapshot(crawl, &format!("http://a/{i}"), 0)
+            .unwrap();
+    }
+    let claimers: Vec<_> = (0..4)
+        .map(|_| {
+            let url = server.url();
+            std::thread::spawn(move || {
+                let mut store = Store::open_postgres(&url).unwrap();
+                let mut claimed = Vec::new();
+                while let Some(id) = store
+                    .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(600))
+                    .unwrap()
+                {
+                    claimed.push(id);
+                }
+                claimed
+            })
+        })
+        .collect();
+    let mut all: Vec<i64> = claimers
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    let count = all.len();
+    all.dedup();
+    assert_eq!(count, 200, "every snapshot claimed");
+    assert_eq!(all.len(), 200, "none claimed twice");
+}

@@ -10,6 +10,7 @@
 mod actions;
 mod busy;
 mod clock;
+mod file;
 mod found;
 pub mod migrations;
 mod process_notes;
@@ -36,6 +37,7 @@ pub use retention::{Compact, Pruned};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
 
 use busy::Breaker;
+use file::{beside, check_files, file_id, not_a_link};
 use rusqlite::{Connection, OpenFlags};
 use sql::{args, Db};
 use std::path::{Path, PathBuf};
@@ -76,6 +78,11 @@ pub enum StoreError {
          itself there, or set paths.database to where it is"
     )]
     Symlink { path: PathBuf },
+    #[error("cannot connect to PostgreSQL at {target}: {cause}")]
+    Connect {
+        target: String,
+        cause: sql::SqlError,
+    },
     #[error("database {path} {problem}")]
     NotOwn { path: PathBuf, problem: String },
     #[error(
@@ -111,51 +118,6 @@ pub struct Store {
 pub fn printable_time(ms: i64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(at).to_string()
-}
-
-/// The device and inode of the file at `path`.
-fn file_id(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// The checks the daemon makes before it opens (or creates) its database: neither the file nor
-/// SQLite's `-wal` and `-shm` beside it is a symbolic link, and an existing database is abxd's
-/// own (its user's, not writable by group or others) — so the rows recovery acts on come from a
-/// file nobody else could have written.
-fn check_files(path: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::MetadataExt;
-    for suffix in ["", "-wal", "-shm"] {
-        let file = beside(path, suffix);
-        let Some(meta) = not_a_link(&file)? else {
-            continue;
-        };
-        let me = rustix::process::geteuid().as_raw();
-        if let Some(problem) = crate::config::ownership_problem(meta.uid(), meta.mode(), me) {
-            return Err(StoreError::NotOwn {
-                path: file,
-                problem,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// What is at `path` (`None`: nothing), refused if it is a symbolic link.
-fn not_a_link(path: &Path) -> Result<Option<std::fs::Metadata>, StoreError> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::Symlink {
-            path: path.to_path_buf(),
-        }),
-        found => Ok(found.ok()),
-    }
-}
-
-/// The file SQLite keeps beside the database at `path` with `suffix` (`-wal`, `-shm`).
-fn beside(path: &Path, suffix: &str) -> PathBuf {
-    let mut file = path.as_os_str().to_os_string();
-    file.push(suffix);
-    PathBuf::from(file)
 }
 
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
@@ -197,7 +159,28 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store::over(conn, path))
+        Ok(Store::over(Db::Sqlite(conn), path))
+    }
+
+    /// Connects to the PostgreSQL database `url` names (libpq's URL or key-value form) and
+    /// brings its schema to the latest version (creating it in an empty database).
+    pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
+        let target = sql::redacted(url);
+        let connect_err = |cause| StoreError::Connect {
+            target: target.clone(),
+            cause,
+        };
+        let db = Db::connect_postgres(url).map_err(connect_err)?;
+        if let Err(too_new) = migrations::postgres::migrate(&db).map_err(connect_err)? {
+            return Err(StoreError::TooNew {
+                path: PathBuf::from(&target),
+                found: too_new.found,
+                latest: migrations::LATEST,
+            });
+        }
+        let mut store = Store::over(db, Path::new(&target));
+        store.file = None;
+        Ok(store)
     }
 
     /// Opens an existing database for reading and writing, never creating one (only the
@@ -245,12 +228,12 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store::over(conn, path))
+        Ok(Store::over(Db::Sqlite(conn), path))
     }
 
-    fn over(conn: Connection, path: &Path) -> Store {
+    fn over(db: Db, path: &Path) -> Store {
         Store {
-            db: Db::Sqlite(conn),
+            db,
             path: path.to_path_buf(),
             failed_writes: 0,
             batch_depth: 0,
@@ -364,7 +347,7 @@ impl Store {
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         match self.sqlite() {
             Some(conn) => Ok(migrations::user_version(conn)?),
-            None => Ok(migrations::LATEST),
+            None => Ok(migrations::postgres::version(&self.db)?),
         }
     }
 

@@ -14,6 +14,8 @@
 
 mod postgres;
 mod sqlite;
+
+pub use postgres::redacted;
 mod value;
 
 pub use value::{found, FromValue, Row, Value};

@@ -206,6 +206,30 @@ impl ToSql for Value {
     postgres::types::to_sql_checked!();
 }
 
+/// `url` (libpq's URL or key-value form) without its password: what may be printed or logged.
+pub fn redacted(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let authority = match authority.rsplit_once('@') {
+            Some((user, host)) => {
+                let user = user.split_once(':').map_or(user, |(name, _)| name);
+                format!("{user}@{host}")
+            }
+            None => authority.to_string(),
+        };
+        let tail = tail
+            .split('&')
+            .filter(|part| !part.contains("password="))
+            .collect::<Vec<_>>()
+            .join("&");
+        return format!("{scheme}://{authority}{tail}");
+    }
+    url.split_ascii_whitespace()
+        .filter(|pair| !pair.starts_with("password="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A PostgreSQL error as people read it: the server's message and detail, or the client's.
 pub(super) fn describe(err: &postgres::Error) -> String {
     match err.as_db_error() {

@@ -73,3 +73,20 @@ fn sqlite_runs_statements_and_transactions() {
     assert_eq!(rows[0].get::<String>(0).unwrap(), "a");
     assert!(db.query_opt("SELECT 1 WHERE 0", &[]).unwrap().is_none());
 }
+
+#[test]
+fn a_password_is_never_in_what_may_be_printed() {
+    use super::redacted;
+    assert_eq!(
+        redacted("postgres://abxd:s3cret@db.example:5432/abxd?sslmode=require&password=x"),
+        "postgres://abxd@db.example:5432/abxd?sslmode=require"
+    );
+    assert_eq!(
+        redacted("postgresql://abxd@%2Frun%2Fpg/abxd"),
+        "postgresql://abxd@%2Frun%2Fpg/abxd"
+    );
+    assert_eq!(
+        redacted("host=/tmp/pg user=abxd password=s3cret dbname=abxd"),
+        "host=/tmp/pg user=abxd dbname=abxd"
+    );
+}

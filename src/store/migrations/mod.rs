@@ -6,6 +6,8 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
+pub(crate) mod postgres;
+
 /// Each entry takes the schema from version `index` to version `index + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: the process table.

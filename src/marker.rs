@@ -78,7 +78,8 @@ fn scan_where(
             Ok(environ) => environ,
             Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
                 // (Not the owner of /proc/PID: a non-dumpable process's files are root's.)
-                let own = real_uid(pid) == Some(my_uid);
+                // (`status` is readable whatever the process's dumpability.)
+                let own = crate::procstat::real_uid(pid) == Some(my_uid);
                 if let Some(process) = read(pid).filter(|_| own) {
                     unreadable.push(process);
                 }
@@ -106,11 +107,4 @@ fn scan_where(
         }
     }
     Scan { by_row, unreadable }
-}
-
-/// The real uid of process `pid`, from `/proc/PID/status` (readable whatever its dumpability).
-fn real_uid(pid: i32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }

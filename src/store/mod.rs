@@ -159,7 +159,7 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store::over(Db::Sqlite(conn), path))
+        Ok(Store::over(Db::Sqlite(conn), path, file_id(path)))
     }
 
     /// Connects to the PostgreSQL database `url` names (libpq's URL or key-value form) and
@@ -178,9 +178,7 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        let mut store = Store::over(db, Path::new(&target));
-        store.file = None;
-        Ok(store)
+        Ok(Store::over(db, Path::new(&target), None))
     }
 
     /// Opens an existing database for reading and writing, never creating one (only the
@@ -228,17 +226,18 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store::over(Db::Sqlite(conn), path))
+        Ok(Store::over(Db::Sqlite(conn), path, file_id(path)))
     }
 
-    fn over(db: Db, path: &Path) -> Store {
+    /// `file`: the device and inode of the SQLite file opened at `path` (none for a server).
+    fn over(db: Db, path: &Path, file: Option<(u64, u64)>) -> Store {
         Store {
             db,
             path: path.to_path_buf(),
             failed_writes: 0,
             batch_depth: 0,
             namespace: std::cell::OnceCell::new(),
-            file: file_id(path),
+            file,
             patience: Patience::Patient,
             breaker: Breaker::default(),
         }

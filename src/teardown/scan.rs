@@ -78,7 +78,6 @@ impl DeadlineMap {
             found.insert(process.identity.pid, process);
         }
         for (process, pidfd) in proctree::descendants_pinned(known) {
-            found.remove(&process.identity.pid);
             pinned.insert(process.identity.pid, (process, pidfd));
         }
         // A tree whose root is contained in a cgroup has all of itself in cgroups: no marker
@@ -111,23 +110,21 @@ impl DeadlineMap {
                 found.insert(process.identity.pid, process);
             }
         }
-        let unpinned = found
-            .into_values()
-            .filter(|p| {
-                !known_set.contains(&p.identity.pid) && !pinned.contains_key(&p.identity.pid)
-            })
-            .map(|process| match proctree::pin_found(&process) {
-                Some((pinned, pidfd)) => (pinned, Some(pidfd)),
-                None => (process, None),
-            })
-            .collect::<Vec<_>>();
-        let mut all: Vec<(Found, Option<OwnedFd>)> = pinned
-            .into_values()
-            .filter(|(p, _)| !known_set.contains(&p.identity.pid))
-            .map(|(process, pidfd)| (process, Some(pidfd)))
-            .chain(unpinned)
+        // What was not pinned as it was found is pinned now; by pid, as the tree grew.
+        let mut all: BTreeMap<i32, (Found, Option<OwnedFd>)> = pinned
+            .into_iter()
+            .map(|(pid, (process, pidfd))| (pid, (process, Some(pidfd))))
             .collect();
-        all.sort_by_key(|(p, _)| p.identity.pid);
-        all
+        for (pid, process) in found {
+            all.entry(pid)
+                .or_insert_with(|| match proctree::pin_found(&process) {
+                    Some((pinned, pidfd)) => (pinned, Some(pidfd)),
+                    None => (process, None),
+                });
+        }
+        all.into_iter()
+            .filter(|(pid, _)| !known_set.contains(pid))
+            .map(|(_, member)| member)
+            .collect()
     }
 }

@@ -65,6 +65,16 @@ fn owner() -> (u32, u32) {
         .unwrap_or((super::UNPRIVILEGED, super::UNPRIVILEGED))
 }
 
+/// Runs `command` to its end; a failure fails the test with what it said.
+fn run_ok(command: &mut Command) {
+    let output = command.stdout(Stdio::null()).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 impl Postgres {
     /// Starts a cluster and waits until it accepts connections, or `None` (after saying so)
     /// where PostgreSQL is not installed outside CI.
@@ -87,18 +97,12 @@ impl Postgres {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
         }
         let data = dir.path().join("data");
-        let initdb = as_owner(&bin, "initdb")
-            .args(["--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C"])
-            .arg(format!("--username={ROLE}"))
-            .arg("-D")
-            .arg(&data)
-            .stdout(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            initdb.status.success(),
-            "initdb failed: {}",
-            String::from_utf8_lossy(&initdb.stderr)
+        run_ok(
+            as_owner(&bin, "initdb")
+                .args(["--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C"])
+                .arg(format!("--username={ROLE}"))
+                .arg("-D")
+                .arg(&data),
         );
         let server = as_owner(&bin, "postgres")
             .arg("-D")
@@ -113,15 +117,7 @@ impl Postgres {
             .unwrap();
         let mut postgres = Postgres { dir, server };
         postgres.wait_ready(&bin);
-        let created = as_owner(&bin, "createdb")
-            .args(["-h", &postgres.socket_dir(), "-U", ROLE, ROLE])
-            .output()
-            .unwrap();
-        assert!(
-            created.status.success(),
-            "createdb failed: {}",
-            String::from_utf8_lossy(&created.stderr)
-        );
+        run_ok(as_owner(&bin, "createdb").args(["-h", &postgres.socket_dir(), "-U", ROLE, ROLE]));
         Some(postgres)
     }
 

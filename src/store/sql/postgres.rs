@@ -78,18 +78,25 @@ pub(super) enum Control {
 
 /// What `sql` does to transactions, if it is a statement that controls them.
 pub(super) fn transaction_control(sql: &str) -> Option<Control> {
-    let words: Vec<String> = sql
-        .split_ascii_whitespace()
-        .take(2)
-        .map(str::to_ascii_uppercase)
-        .collect();
-    match words.first().map(String::as_str) {
-        Some("BEGIN") => Some(Control::Begin),
-        Some("COMMIT" | "END") => Some(Control::End),
-        Some("ROLLBACK") if words.get(1).is_some_and(|w| w == "TO") => Some(Control::Savepoint),
-        Some("ROLLBACK") => Some(Control::End),
-        Some("SAVEPOINT" | "RELEASE") => Some(Control::Savepoint),
-        _ => None,
+    // (Asked of every statement: no allocation.)
+    let mut words = sql.split_ascii_whitespace();
+    let is =
+        |word: Option<&str>, expected: &str| word.is_some_and(|w| w.eq_ignore_ascii_case(expected));
+    let first = words.next();
+    if is(first, "BEGIN") {
+        Some(Control::Begin)
+    } else if is(first, "COMMIT") || is(first, "END") {
+        Some(Control::End)
+    } else if is(first, "ROLLBACK") {
+        Some(if is(words.next(), "TO") {
+            Control::Savepoint
+        } else {
+            Control::End
+        })
+    } else if is(first, "SAVEPOINT") || is(first, "RELEASE") {
+        Some(Control::Savepoint)
+    } else {
+        None
     }
 }
 

@@ -313,8 +313,8 @@ fn ps_at_scale(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let config = config_in(dir.path(), "");
     std::fs::create_dir_all(&config.data_dir).unwrap();
-    drop(Store::open(&config.database).unwrap());
-    let conn = rusqlite::Connection::open(&config.database).unwrap();
+    drop(Store::open_at(&config.database).unwrap());
+    let conn = rusqlite::Connection::open(config.database.file().unwrap()).unwrap();
     conn.execute_batch("BEGIN").unwrap();
     let boot = abxd::identity::boot_id();
     for id in 1..=s.ps_rows as i64 {
@@ -618,9 +618,9 @@ fn recovery_at_scale(s: &Sizes, figures: &mut Figures) {
     let dir = tempfile::tempdir().unwrap();
     let config = config_in(dir.path(), "");
     std::fs::create_dir_all(&config.data_dir).unwrap();
-    let mut store = Store::open(&config.database).unwrap();
+    let mut store = Store::open_at(&config.database).unwrap();
     let namespace = store.marker_namespace().unwrap();
-    let conn = rusqlite::Connection::open(&config.database).unwrap();
+    let conn = rusqlite::Connection::open(config.database.file().unwrap()).unwrap();
     conn.execute_batch("BEGIN").unwrap();
     let boot = abxd::identity::boot_id();
     // A crashed orchestrator (no process has pid 99999: pid_max is 32768 here).

@@ -105,9 +105,33 @@ pub enum AbxdCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Work on the store itself (abxd stopped).
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  abxd store copy --to postgres://abxd@/abxd   this host's SQLite history into PostgreSQL"
+    )]
+    Store(StoreCommand),
     /// Internal: the worker processes abxd starts for a crawl or a snapshot.
     #[command(hide = true, subcommand)]
     Worker(WorkerCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy this config's SQLite database — every process row, crawl, snapshot, result, tag and
+    /// installed binary, with their ids — into an empty PostgreSQL database, so that a host can
+    /// move to a shared database without losing its history. abxd must be stopped; a database
+    /// that holds any row is refused; nothing is written unless everything is. Then set
+    /// paths.database to the URL and start abxd.
+    #[command(
+        after_help = "Examples:\n  sudo -u abxd abxd -c /etc/abxd/supervisor.toml store copy --to postgres://abxd@/abxd?host=/var/run/postgresql"
+    )]
+    Copy {
+        /// The PostgreSQL database to copy into: a postgres:// URL (what it leaves out comes
+        /// from PGHOST, PGPORT, PGUSER, PGDATABASE; a password from PGPASSWORD).
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

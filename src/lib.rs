@@ -71,7 +71,7 @@ pub(crate) mod hooks;
 pub mod identity;
 pub mod install;
 pub(crate) mod liveness;
-pub(crate) mod lock;
+pub mod lock;
 pub mod logging;
 pub(crate) mod marker;
 pub(crate) mod notify;

@@ -318,11 +318,21 @@ impl WorkerPool {
                 cwd: config.data_dir.display().to_string(),
                 timeout_ms: None,
             },
-            env: vec![(crate::config::CONFIG_TEXT_ENV.into(), config.running_text())],
+            env: worker_env(config),
             logs: Logs::InDir(config.data_dir.join("logs")),
             limits: Default::default(),
         }
     }
+}
+
+/// What a worker is handed besides the marker: the config its daemon runs with, and the database
+/// password from the environment if that is where it came from (no hook ever gets either).
+fn worker_env(config: &Config) -> Vec<(String, String)> {
+    let mut env = vec![(crate::config::CONFIG_TEXT_ENV.into(), config.running_text())];
+    if let Ok(password) = std::env::var(crate::config::PASSWORD_ENV) {
+        env.push((crate::config::PASSWORD_ENV.into(), password));
+    }
+    env
 }
 
 /// The process row a worker runs as: its `ABXD_PROCESS_ID` marker, set by the pool that

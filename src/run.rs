@@ -88,17 +88,17 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
         matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == WorkStatus::Sealed)
     })?;
     follow.finish();
-    let sealed = Store::open_read_only(&database)?
+    let sealed = Store::open_read_only_at(&database)?
         .crawl(crawl_id)?
         .filter(|c| c.status == WorkStatus::Sealed);
     let code = match (sealed, shutdown.signal) {
         (Some(crawl), _) => exit::of_crawl(
             &crawl,
-            &Store::open_read_only(&database)?.results(crawl_id)?,
+            &Store::open_read_only_at(&database)?.results(crawl_id)?,
         ),
         // Ctrl-C stops the one job this command is: its crawl goes with it.
         (None, Some(Signal::INT)) => {
-            Store::open(&database)?.cancel_crawl(crawl_id)?;
+            Store::open_at(&database)?.cancel_crawl(crawl_id)?;
             say(format_args!("\ninterrupted: crawl {crawl_id} cancelled"));
             exit::INTERRUPTED
         }
@@ -115,7 +115,7 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
             }
         }
     };
-    let store = Store::open_read_only(&database)?;
+    let store = Store::open_read_only_at(&database)?;
     say("");
     say(
         render::crawl_report(&store, &data_dir, crawl_id, render::paint::for_stdout())?

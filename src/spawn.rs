@@ -21,8 +21,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-/// Variables a child must not inherit: they speak for the supervisor to its own service manager.
-const SUPERVISOR_ONLY_ENV: &[&str] = &[
+/// Variables a child must not inherit: they speak for the supervisor to its own service manager,
+/// or hold its secrets (a worker is handed what it needs: `pool`).
+pub(crate) const SUPERVISOR_ONLY_ENV: &[&str] = &[
     "NOTIFY_SOCKET",
     "WATCHDOG_USEC",
     "WATCHDOG_PID",
@@ -30,6 +31,7 @@ const SUPERVISOR_ONLY_ENV: &[&str] = &[
     "LISTEN_PID",
     "LISTEN_FDNAMES",
     crate::config::CONFIG_TEXT_ENV,
+    crate::config::PASSWORD_ENV,
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -406,3 +406,194 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
     assert_eq!(count, 200, "every snapshot claimed");
     assert_eq!(all.len(), 200, "none claimed twice");
 }
+
+/// Until hosts are told apart, one daemon per PostgreSQL database: a second one (another data
+/// dir, as on another host) is refused while the first runs, saying why, and starts once it
+/// stopped. A server is never shown with its password.
+#[test]
+fn a_second_daemon_on_the_same_postgres_database_is_refused_until_the_first_stops() {
+    if !common::postgres::available() {
+        eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
+        return;
+    }
+    let mut first = common::TestDaemon::start_on("postgres", "");
+    let abxd::store::Location::Postgres(server) = first.location() else {
+        panic!("not on PostgreSQL");
+    };
+    // (A password in the URL: trust authentication ignores it; it must never be shown.)
+    let url = server.url.replace("abxd@", "abxd:s3cret@");
+    let mut second = common::TestDaemon::prepare(&format!("[paths]\ndatabase = {url:?}\n"));
+    second.launch_expecting_failure();
+    let log = second.log();
+    assert!(
+        log.contains("is in use by another abxd daemon, on this host or another"),
+        "{log}"
+    );
+    assert!(!log.contains("s3cret"), "{log}");
+    first.signal(nix::sys::signal::Signal::SIGTERM);
+    first.wait_exit();
+    second.launch();
+    let status = second.ctl_ok(&["status"]);
+    assert!(
+        status.contains("database: postgres://abxd@/abxd"),
+        "{status}"
+    );
+    assert!(!status.contains("s3cret"), "{status}");
+}
+
+/// `abxd store copy`: a host that ran on its SQLite file moves to PostgreSQL with its whole
+/// history — refused while abxd runs, and into a database that holds anything — and a daemon on
+/// the copy goes on from there: the same rows, new ids past the copied ones.
+#[test]
+fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_goes_on() {
+    use abxd::store::{ProcessFilter, Store};
+    if !common::postgres::available() {
+        eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
+        return;
+    }
+    let plugins = common::plugins_config(&[&common::fixtures().join("plugins")]);
+    let mut single = common::TestDaemon::start_with(&plugins);
+    let first = single.add(&["http://127.0.0.1:9/", "--plugins", "ok"]);
+    single.wait_sealed(first, common::WAIT);
+    let mut fleet = common::TestDaemon::prepare_on("postgres", &plugins);
+    let abxd::store::Location::Postgres(server) = fleet.location() else {
+        panic!("not on PostgreSQL");
+    };
+    let copy = |daemon: &common::TestDaemon| {
+        daemon
+            .abxd_command(&["store", "copy", "--to", &server.url])
+            .stdout(std::process::Stdio::piped())
+            .output()
+            .unwrap()
+    };
+    let refused = copy(&single);
+    assert!(!refused.status.success());
+    assert!(single.log().contains("data dir"), "{}", single.log());
+
+    single.signal(nix::sys::signal::Signal::SIGTERM);
+    single.wait_exit();
+    let before = single.store();
+    let rows = before.processes(&ProcessFilter::default()).unwrap();
+    let results = before.results(first).unwrap();
+    let copied = copy(&single);
+    let stdout = String::from_utf8_lossy(&copied.stdout);
+    assert!(copied.status.success(), "{stdout}\n{}", single.log());
+    assert!(
+        stdout.contains(&format!("copied {} processes, 1 crawls", rows.len())),
+        "{stdout}"
+    );
+    let again = copy(&single);
+    assert!(!again.status.success());
+    assert!(single.log().contains("is not empty"), "{}", single.log());
+
+    fleet.launch();
+    let after = fleet.store();
+    let copied_rows = after.processes(&ProcessFilter::default()).unwrap();
+    for row in &rows {
+        let copy = copied_rows
+            .iter()
+            .find(|r| r.id == row.id)
+            .expect("every row");
+        assert_eq!(
+            (
+                copy.kind,
+                copy.status,
+                &copy.argv,
+                copy.exit_code,
+                copy.parent_id
+            ),
+            (
+                row.kind,
+                row.status,
+                &row.argv,
+                row.exit_code,
+                row.parent_id
+            )
+        );
+    }
+    assert_eq!(after.results(first).unwrap(), results);
+    assert_eq!(
+        after.marker_namespace().unwrap(),
+        Store::open_read_only(&single.database())
+            .unwrap()
+            .marker_namespace()
+            .unwrap(),
+        "leftovers of the old database are still recognised"
+    );
+    let second = fleet.add(&["http://127.0.0.1:9/", "--plugins", "ok"]);
+    assert_eq!(second, first + 1);
+    fleet.wait_sealed(second, common::WAIT);
+    let newest = fleet
+        .store()
+        .processes(&ProcessFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .max()
+        .unwrap();
+    assert!(newest > rows.iter().map(|r| r.id).max().unwrap());
+}
+
+/// PostgreSQL restarting under a running crawl: the daemon and its workers keep their
+/// processes, `abxctl status` says the database is unavailable while it is down, what could not
+/// be written is written once it is back, and the crawl finishes with every hook run once.
+#[test]
+fn a_postgres_restart_mid_crawl_loses_nothing_and_kills_no_hook() {
+    use abxd::store::{Kind, ProcessFilter};
+    if !common::postgres::available() {
+        eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
+        return;
+    }
+    let mut daemon = common::TestDaemon::prepare_on(
+        "postgres",
+        &format!(
+            "{}[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"4\" }}\n",
+            common::plugins_config(&[&common::fixtures().join("plugins")])
+        ),
+    );
+    daemon.launch();
+    let crawl = daemon.add(&[
+        "http://127.0.0.1:9/a",
+        "http://127.0.0.1:9/b",
+        "--plugins",
+        "sleepy",
+    ]);
+    let hooks = common::wait_until("both hooks to run", common::WAIT, || {
+        let rows = daemon.store().processes(&ProcessFilter::default()).unwrap();
+        let hooks: Vec<_> = rows
+            .into_iter()
+            .filter(|r| r.kind == Kind::Hook && r.status.is_live() && r.identity.is_some())
+            .collect();
+        (hooks.len() == 2).then_some(hooks)
+    });
+    daemon.postgres_mut().stop();
+    let status = common::wait_until(
+        "status to say the database is unavailable",
+        common::WAIT,
+        || {
+            let status = daemon.ctl_ok(&["status"]);
+            status.contains("DATABASE UNAVAILABLE").then_some(status)
+        },
+    );
+    assert!(
+        status.contains("writes to PostgreSQL have failed since"),
+        "{status}"
+    );
+    for hook in &hooks {
+        let identity = hook.identity.as_ref().unwrap();
+        assert!(
+            abxd::identity::check(identity).is_alive(),
+            "hook row {} was killed for the outage",
+            hook.id
+        );
+    }
+    daemon.postgres_mut().start_again();
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(90));
+    let store = daemon.store();
+    for result in store.results(crawl).unwrap() {
+        assert_eq!(result.status, "succeeded", "{result:?}");
+        assert_eq!(result.attempts, 1, "run once: {result:?}");
+    }
+    common::assert_every_row_final(&store.processes(&ProcessFilter::default()).unwrap());
+    assert!(!daemon.ctl_ok(&["status"]).contains("DATABASE UNAVAILABLE"));
+}

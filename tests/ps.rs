@@ -96,8 +96,8 @@ fn redact_json(mut ps: Value) -> Value {
     ps
 }
 
-fn started_tree() -> (TestDaemon, Vec<i64>) {
-    let daemon = TestDaemon::start();
+fn started_tree(backend: &str) -> (TestDaemon, Vec<i64>) {
+    let daemon = TestDaemon::start_on(backend, "");
     let (exited, _) = daemon.spawn(&["sh", "-c", "exit 3"]);
     wait_until("the first child to exit", WAIT, || {
         (daemon.row(exited)["status"] == "exited").then_some(())
@@ -114,72 +114,89 @@ fn started_tree() -> (TestDaemon, Vec<i64>) {
 
 #[test]
 fn ps_tree_shows_live_rows_under_their_parents() {
-    let (daemon, pids) = started_tree();
-    let live = daemon.ctl_ok(&["ps"]);
-    insta::assert_snapshot!("ps_live", redact_tree(&live, &daemon, &pids));
-    let all = daemon.ctl_ok(&["ps", "--all"]);
-    insta::assert_snapshot!("ps_all", redact_tree(&all, &daemon, &pids));
-    let hooks = daemon.ctl_ok(&["ps", "--all", "--kind", "hook"]);
-    assert_eq!(hooks.lines().count(), 3, "{hooks}");
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let (daemon, pids) = started_tree(backend);
+        let live = daemon.ctl_ok(&["ps"]);
+        insta::assert_snapshot!("ps_live", redact_tree(&live, &daemon, &pids));
+        let all = daemon.ctl_ok(&["ps", "--all"]);
+        insta::assert_snapshot!("ps_all", redact_tree(&all, &daemon, &pids));
+        let hooks = daemon.ctl_ok(&["ps", "--all", "--kind", "hook"]);
+        assert_eq!(hooks.lines().count(), 3, "{hooks}");
+    }
 }
 
 #[test]
 fn ps_json_has_the_documented_shape() {
-    let (daemon, _) = started_tree();
-    insta::assert_json_snapshot!("ps_json_all", redact_json(daemon.ps_json(true)));
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let (daemon, _) = started_tree(backend);
+        insta::assert_json_snapshot!("ps_json_all", redact_json(daemon.ps_json(true)));
+    }
 }
 
 #[test]
 fn ps_after_the_daemon_is_killed_shows_stale_rows_as_unverified() {
-    let (mut daemon, pids) = started_tree();
-    let sleeper_pid = *pids.last().unwrap() as i32;
-    daemon.crash();
-    // The orchestrator is gone; its child lives on (re-parented, not ours to kill here).
-    let ps = daemon.ps_json(false);
-    let rows = ps["processes"].as_array().unwrap();
-    assert_eq!(rows.len(), 2, "stale rows are shown, not hidden: {ps}");
-    let orchestrator = rows.iter().find(|p| p["kind"] == "orchestrator").unwrap();
-    assert_eq!(orchestrator["status"], "running");
-    assert_eq!(orchestrator["verified"], "gone");
-    let sleeper = rows.iter().find(|p| p["pid"] == sleeper_pid).unwrap();
-    assert_eq!(sleeper["verified"], "alive");
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let (mut daemon, pids) = started_tree(backend);
+        let sleeper_pid = *pids.last().unwrap() as i32;
+        daemon.crash();
+        // The orchestrator is gone; its child lives on (re-parented, not ours to kill here).
+        let ps = daemon.ps_json(false);
+        let rows = ps["processes"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "stale rows are shown, not hidden: {ps}");
+        let orchestrator = rows.iter().find(|p| p["kind"] == "orchestrator").unwrap();
+        assert_eq!(orchestrator["status"], "running");
+        assert_eq!(orchestrator["verified"], "gone");
+        let sleeper = rows.iter().find(|p| p["pid"] == sleeper_pid).unwrap();
+        assert_eq!(sleeper["verified"], "alive");
 
-    let tree = daemon.ctl_ok(&["ps"]);
-    insta::assert_snapshot!("ps_after_crash", redact_tree(&tree, &daemon, &pids));
+        let tree = daemon.ctl_ok(&["ps"]);
+        insta::assert_snapshot!("ps_after_crash", redact_tree(&tree, &daemon, &pids));
 
-    // On a terminal the unverified row is yellow, unless NO_COLOR says otherwise.
-    let command = format!(
-        "{} --config {} ps",
-        common::abxctl_bin(),
-        daemon.config.display()
-    );
-    let on_terminal = |no_color: Option<&str>| {
-        let mut script = std::process::Command::new("script");
-        script
-            .args(["-qfec", &command, "/dev/null"])
-            .env_remove("NO_COLOR")
-            .stdin(std::process::Stdio::null());
-        if let Some(value) = no_color {
-            script.env("NO_COLOR", value);
-        }
-        String::from_utf8_lossy(&script.output().unwrap().stdout).into_owned()
-    };
-    assert!(
-        on_terminal(None).contains("\x1b[33mrunning?"),
-        "{}",
-        on_terminal(None)
-    );
-    assert!(!on_terminal(Some("1")).contains('\x1b'));
+        // On a terminal the unverified row is yellow, unless NO_COLOR says otherwise.
+        let command = format!(
+            "{} --config {} ps",
+            common::abxctl_bin(),
+            daemon.config.display()
+        );
+        let on_terminal = |no_color: Option<&str>| {
+            let mut script = std::process::Command::new("script");
+            script
+                .args(["-qfec", &command, "/dev/null"])
+                .env_remove("NO_COLOR")
+                .stdin(std::process::Stdio::null());
+            if let Some(value) = no_color {
+                script.env("NO_COLOR", value);
+            }
+            String::from_utf8_lossy(&script.output().unwrap().stdout).into_owned()
+        };
+        assert!(
+            on_terminal(None).contains("\x1b[33mrunning?"),
+            "{}",
+            on_terminal(None)
+        );
+        assert!(!on_terminal(Some("1")).contains('\x1b'));
+    }
 }
 
 #[test]
 fn ps_explains_a_missing_database() {
-    let daemon = TestDaemon::prepare("");
-    let output = daemon.ctl(&["ps"]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no database at"), "{stderr}");
-    assert!(stderr.contains("abxd.sqlite3"), "{stderr}");
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let daemon = TestDaemon::prepare_on(backend, "");
+        let output = daemon.ctl(&["ps"]);
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("no database at"), "{stderr}");
+        let named = if backend == "sqlite" {
+            "abxd.sqlite3"
+        } else {
+            "postgres://abxd@/abxd"
+        };
+        assert!(stderr.contains(named), "{stderr}");
+    }
 }
 
 #[test]

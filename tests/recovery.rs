@@ -13,21 +13,17 @@ use std::time::Duration;
 
 const CRAWL_WAIT: Duration = Duration::from_secs(120);
 
-/// A daemon (not started) with the ledger fixture plugin writing to `<dir>/ledger.txt`.
-fn ledger_daemon(extra: &str) -> TestDaemon {
-    let daemon = TestDaemon::prepare("");
+/// A daemon (not started) with its store on `backend` and the ledger fixture plugin writing to
+/// `<dir>/ledger.txt`.
+fn ledger_daemon(backend: &str, extra: &str) -> TestDaemon {
+    let daemon = TestDaemon::prepare_on(backend, "");
     let ledger = daemon.path("ledger.txt");
-    std::fs::write(
-        &daemon.config,
-        format!(
-            "{}{}[timeouts]\nkill_grace = \"500ms\"\nmin_grace = \"200ms\"\nretry_backoff = \"100ms\"\n\
-             [plugins.ledger]\nenv = {{ LEDGER = {:?} }}\n{extra}",
-            TestDaemon::BASE_CONFIG,
-            plugins_config(&[&fixtures().join("torture")]),
-            ledger.display().to_string()
-        ),
-    )
-    .unwrap();
+    daemon.write_config(&format!(
+        "{}[timeouts]\nkill_grace = \"500ms\"\nmin_grace = \"200ms\"\nretry_backoff = \"100ms\"\n\
+         [plugins.ledger]\nenv = {{ LEDGER = {:?} }}\n{extra}",
+        plugins_config(&[&fixtures().join("torture")]),
+        ledger.display().to_string()
+    ));
     daemon
 }
 
@@ -135,65 +131,68 @@ impl Rng {
 
 #[test]
 fn kill_9_torture_loses_nothing_and_runs_nothing_twice() {
-    let seed: u64 = std::env::var("ABXD_TORTURE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    println!("torture seed: {seed} (replay with ABXD_TORTURE_SEED={seed})");
-    let mut rng = Rng(seed);
-    let mut daemon = ledger_daemon("[limits]\nmax_result_attempts = 1000\n");
-    daemon.create_database();
-    let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
-    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
-    args.extend(["--plugins", "ledger"]);
-    let crawl = daemon.add(&args);
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let seed: u64 = std::env::var("ABXD_TORTURE_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+                    | 1
+            });
+        println!("torture seed: {seed} (replay with ABXD_TORTURE_SEED={seed})");
+        let mut rng = Rng(seed);
+        let mut daemon = ledger_daemon(backend, "[limits]\nmax_result_attempts = 1000\n");
+        daemon.create_database();
+        let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+        let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+        args.extend(["--plugins", "ledger"]);
+        let crawl = daemon.add(&args);
 
-    let mut kills = Vec::new();
-    while kills.len() < 15 {
+        let mut kills = Vec::new();
+        while kills.len() < 15 {
+            daemon.launch();
+            assert_previous_incarnation_gone(&daemon);
+            if daemon.store().crawl(crawl).unwrap().unwrap().status == "sealed" {
+                break;
+            }
+            let delay = 50 + rng.below(600);
+            std::thread::sleep(Duration::from_millis(delay));
+            let done = daemon
+                .store()
+                .results(crawl)
+                .unwrap()
+                .iter()
+                .filter(|r| r.status == "succeeded")
+                .count();
+            kills.push((delay, done));
+            daemon.crash();
+        }
+        println!("kill points (ms after start, results done then): {kills:?}");
+        assert!(
+            kills.len() >= 10,
+            "only {} kills before the crawl ended",
+            kills.len()
+        );
         daemon.launch();
         assert_previous_incarnation_gone(&daemon);
-        if daemon.store().crawl(crawl).unwrap().unwrap().status == "sealed" {
-            break;
-        }
-        let delay = 50 + rng.below(600);
-        std::thread::sleep(Duration::from_millis(delay));
-        let done = daemon
-            .store()
-            .results(crawl)
-            .unwrap()
-            .iter()
-            .filter(|r| r.status == "succeeded")
-            .count();
-        kills.push((delay, done));
-        daemon.crash();
-    }
-    println!("kill points (ms after start, results done then): {kills:?}");
-    assert!(
-        kills.len() >= 10,
-        "only {} kills before the crawl ended",
-        kills.len()
-    );
-    daemon.launch();
-    assert_previous_incarnation_gone(&daemon);
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
-    assert_each_hook_succeeded_once(&daemon, crawl, 4);
-    for row in rows(&daemon) {
-        if row.status.is_live() {
-            let alive = row
-                .identity
-                .as_ref()
-                .is_some_and(|i| identity::check(i).is_alive());
-            assert!(
-                alive,
-                "row {} says {} for a dead process",
-                row.id, row.status
-            );
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        assert_each_hook_succeeded_once(&daemon, crawl, 4);
+        for row in rows(&daemon) {
+            if row.status.is_live() {
+                let alive = row
+                    .identity
+                    .as_ref()
+                    .is_some_and(|i| identity::check(i).is_alive());
+                assert!(
+                    alive,
+                    "row {} says {} for a dead process",
+                    row.id, row.status
+                );
+            }
         }
     }
 }
@@ -222,153 +221,168 @@ fn sigkill_row(row: &ProcessRow) {
 
 #[test]
 fn a_snapshot_worker_killed_at_run_time_is_recovered_without_a_restart() {
-    let mut daemon = ledger_daemon("");
-    daemon.launch();
-    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ledger"]);
-    let worker = live_worker(&daemon, crawl, Kind::SnapshotWorker);
-    sigkill_row(&worker);
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
-    assert_each_hook_succeeded_once(&daemon, crawl, 4);
-    let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
-    assert_eq!(snapshot.restarts, 1);
-    let workers = rows(&daemon)
-        .into_iter()
-        .filter(|r| r.kind == Kind::SnapshotWorker)
-        .count();
-    assert_eq!(workers, 2, "a second worker finished the snapshot");
-    assert!(common::tagged_pids(&daemon.tag) == vec![daemon.pid()]);
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let mut daemon = ledger_daemon(backend, "");
+        daemon.launch();
+        let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ledger"]);
+        let worker = live_worker(&daemon, crawl, Kind::SnapshotWorker);
+        sigkill_row(&worker);
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        assert_each_hook_succeeded_once(&daemon, crawl, 4);
+        let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+        assert_eq!(snapshot.restarts, 1);
+        let workers = rows(&daemon)
+            .into_iter()
+            .filter(|r| r.kind == Kind::SnapshotWorker)
+            .count();
+        assert_eq!(workers, 2, "a second worker finished the snapshot");
+        assert!(common::tagged_pids(&daemon.tag) == vec![daemon.pid()]);
+    }
 }
 
 #[test]
 fn a_crawl_worker_killed_at_run_time_is_recovered_without_a_restart() {
-    let mut daemon = ledger_daemon("");
-    daemon.launch();
-    let crawl = daemon.add(&[
-        "http://127.0.0.1:9/a",
-        "http://127.0.0.1:9/b",
-        "--plugins",
-        "ledger",
-    ]);
-    let worker = live_worker(&daemon, crawl, Kind::CrawlWorker);
-    sigkill_row(&worker);
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
-    assert_each_hook_succeeded_once(&daemon, crawl, 4);
-    assert_eq!(daemon.store().crawl(crawl).unwrap().unwrap().restarts, 1);
-    let row = daemon.store().process(worker.id).unwrap().unwrap();
-    assert_eq!(row.exit_signal, Some(9));
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let mut daemon = ledger_daemon(backend, "");
+        daemon.launch();
+        let crawl = daemon.add(&[
+            "http://127.0.0.1:9/a",
+            "http://127.0.0.1:9/b",
+            "--plugins",
+            "ledger",
+        ]);
+        let worker = live_worker(&daemon, crawl, Kind::CrawlWorker);
+        sigkill_row(&worker);
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        assert_each_hook_succeeded_once(&daemon, crawl, 4);
+        assert_eq!(daemon.store().crawl(crawl).unwrap().unwrap().restarts, 1);
+        let row = daemon.store().process(worker.id).unwrap().unwrap();
+        assert_eq!(row.exit_signal, Some(9));
+    }
 }
 
 #[test]
 fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone() {
-    let mut daemon = TestDaemon::prepare("");
-    daemon.launch();
-    let mut stranger = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .unwrap();
-    let real = identity::of_pid(stranger.id() as i32).unwrap();
-    daemon.crash();
-    // A row that claims the stranger's pid with another start time: a process that is gone,
-    // whose pid was reused.
-    let mut store = abxd::store::Store::open(&daemon.database()).unwrap();
-    let row = store
-        .insert_process(&abxd::store::NewProcess {
-            parent_id: Some(1),
-            kind: Kind::Hook,
-            crawl_id: None,
-            snapshot_id: None,
-            result_id: None,
-            argv: vec!["gone".into()],
-            cwd: "/".into(),
-            timeout_ms: None,
-        })
-        .unwrap();
-    // (An earlier process: started earlier, and its pidfs inode, where recorded, is another.)
-    let stale = identity::Identity {
-        start_ticks: real.start_ticks - 100,
-        pidfd_ino: real.pidfd_ino.map(|ino| ino - 1),
-        ..real.clone()
-    };
-    store
-        .record_spawned(row, &stale, stale.pid, None, None)
-        .unwrap();
-    drop(store);
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let mut daemon = TestDaemon::prepare_on(backend, "");
+        daemon.launch();
+        let mut stranger = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
+        let real = identity::of_pid(stranger.id() as i32).unwrap();
+        daemon.crash();
+        // A row that claims the stranger's pid with another start time: a process that is gone,
+        // whose pid was reused.
+        let mut store = abxd::store::Store::open_at(&daemon.location()).unwrap();
+        let row = store
+            .insert_process(&abxd::store::NewProcess {
+                parent_id: Some(1),
+                kind: Kind::Hook,
+                crawl_id: None,
+                snapshot_id: None,
+                result_id: None,
+                argv: vec!["gone".into()],
+                cwd: "/".into(),
+                timeout_ms: None,
+            })
+            .unwrap();
+        // (An earlier process: started earlier, and its pidfs inode, where recorded, is another.)
+        let stale = identity::Identity {
+            start_ticks: real.start_ticks - 100,
+            pidfd_ino: real.pidfd_ino.map(|ino| ino - 1),
+            ..real.clone()
+        };
+        store
+            .record_spawned(row, &stale, stale.pid, None, None)
+            .unwrap();
+        drop(store);
 
-    daemon.launch();
-    let row = daemon.store().process(row).unwrap().unwrap();
-    assert_eq!(row.status, Status::Lost);
-    assert_eq!(row.end_reason, Some(EndReason::Lost));
-    assert!(row
-        .end_detail
-        .unwrap()
-        .contains("now belongs to another process"));
-    assert!(
-        stranger.try_wait().unwrap().is_none(),
-        "the stranger was not signalled"
-    );
-    assert!(identity::check(&real).is_alive());
-    stranger.kill().unwrap();
-    stranger.wait().unwrap();
+        daemon.launch();
+        let row = daemon.store().process(row).unwrap().unwrap();
+        assert_eq!(row.status, Status::Lost);
+        assert_eq!(row.end_reason, Some(EndReason::Lost));
+        assert!(row
+            .end_detail
+            .unwrap()
+            .contains("now belongs to another process"));
+        assert!(
+            stranger.try_wait().unwrap().is_none(),
+            "the stranger was not signalled"
+        );
+        assert!(identity::check(&real).is_alive());
+        stranger.kill().unwrap();
+        stranger.wait().unwrap();
+    }
 }
 
 #[test]
 fn after_a_reboot_every_running_row_is_lost_and_nothing_is_signalled() {
-    let mut daemon = TestDaemon::prepare(&format!(
-        "{}[plugins.long_running]\ntimeout = \"300s\"\n",
-        plugins_config(&[&fixtures().join("escape")])
-    ));
-    daemon.launch();
-    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "long_running"]);
-    wait_until("the hook's child to run", WAIT, || {
-        rows(&daemon)
-            .iter()
-            .any(|r| r.kind == Kind::Child && r.crawl_id == Some(crawl))
-            .then_some(())
-    });
-    daemon.crash();
-    let survivors: Vec<i32> = common::tagged_pids(&daemon.tag);
-    assert!(
-        !survivors.is_empty(),
-        "the crashed daemon's workers live on"
-    );
-    let live_before: Vec<i64> = rows(&daemon)
-        .into_iter()
-        .filter(|r| r.status.is_live())
-        .map(|r| r.id)
-        .collect();
-
-    // The same machine, pretending to be after a reboot.
-    let mut command = daemon.abxd_command(&[]);
-    command.env(
-        identity::BOOT_ID_OVERRIDE_ENV,
-        "00000000-0000-4000-8000-000000000000",
-    );
-    let mut rebooted = command.spawn().unwrap();
-    wait_until("the rebooted daemon to answer", WAIT, || {
-        daemon.ctl(&["status"]).status.success().then_some(())
-    });
-    for id in live_before {
-        let row = daemon.store().process(id).unwrap().unwrap();
-        assert_eq!(row.status, Status::Lost, "row {id}");
-        assert_eq!(
-            row.end_detail.as_deref(),
-            Some("recorded during an earlier boot")
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let mut daemon = TestDaemon::prepare_on(
+            backend,
+            &format!(
+                "{}[plugins.long_running]\ntimeout = \"300s\"\n",
+                plugins_config(&[&fixtures().join("escape")])
+            ),
         );
+        daemon.launch();
+        let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "long_running"]);
+        wait_until("the hook's child to run", WAIT, || {
+            rows(&daemon)
+                .iter()
+                .any(|r| r.kind == Kind::Child && r.crawl_id == Some(crawl))
+                .then_some(())
+        });
+        daemon.crash();
+        let survivors: Vec<i32> = common::tagged_pids(&daemon.tag);
         assert!(
-            row.sigterm_at.is_none() && row.sigkill_at.is_none(),
-            "row {id} was signalled"
+            !survivors.is_empty(),
+            "the crashed daemon's workers live on"
         );
+        let live_before: Vec<i64> = rows(&daemon)
+            .into_iter()
+            .filter(|r| r.status.is_live())
+            .map(|r| r.id)
+            .collect();
+
+        // The same machine, pretending to be after a reboot.
+        let mut command = daemon.abxd_command(&[]);
+        command.env(
+            identity::BOOT_ID_OVERRIDE_ENV,
+            "00000000-0000-4000-8000-000000000000",
+        );
+        let mut rebooted = command.spawn().unwrap();
+        wait_until("the rebooted daemon to answer", WAIT, || {
+            daemon.ctl(&["status"]).status.success().then_some(())
+        });
+        for id in live_before {
+            let row = daemon.store().process(id).unwrap().unwrap();
+            assert_eq!(row.status, Status::Lost, "row {id}");
+            assert_eq!(
+                row.end_detail.as_deref(),
+                Some("recorded during an earlier boot")
+            );
+            assert!(
+                row.sigterm_at.is_none() && row.sigkill_at.is_none(),
+                "row {id} was signalled"
+            );
+        }
+        for pid in &survivors {
+            assert!(identity::of_pid(*pid).is_some(), "pid {pid} was signalled");
+        }
+        rebooted.kill().unwrap();
+        rebooted.wait().unwrap();
     }
-    for pid in &survivors {
-        assert!(identity::of_pid(*pid).is_some(), "pid {pid} was signalled");
-    }
-    rebooted.kill().unwrap();
-    rebooted.wait().unwrap();
 }
 
 #[test]
 fn recover_dry_run_changes_nothing_and_lists_what_the_real_run_does() {
-    let mut daemon = ledger_daemon("");
+    let mut daemon = ledger_daemon("sqlite", "");
     daemon.launch();
     let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "ledger"]);
     live_worker(&daemon, crawl, Kind::SnapshotWorker);
@@ -454,33 +468,36 @@ fn recover_dry_run_changes_nothing_and_lists_what_the_real_run_does() {
 
 #[test]
 fn work_whose_worker_crashes_at_once_backs_off_and_ends_failed_instead_of_looping() {
-    let mut daemon = ledger_daemon("");
-    // A longer back-off than the ledger daemon's default, for clear gaps.
-    let config = std::fs::read_to_string(&daemon.config)
-        .unwrap()
-        .replace("retry_backoff = \"100ms\"", "retry_backoff = \"200ms\"");
-    std::fs::write(&daemon.config, config).unwrap();
-    daemon.launch();
-    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "killer"]);
-    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let mut daemon = ledger_daemon(backend, "");
+        // A longer back-off than the ledger daemon's default, for clear gaps.
+        let config = std::fs::read_to_string(&daemon.config)
+            .unwrap()
+            .replace("retry_backoff = \"100ms\"", "retry_backoff = \"200ms\"");
+        std::fs::write(&daemon.config, config).unwrap();
+        daemon.launch();
+        let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "killer"]);
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
 
-    let result = &daemon.store().results(crawl).unwrap()[0];
-    assert_eq!(result.status, "failed");
-    assert_eq!(
-        result.output.as_deref(),
-        Some("interrupted 3 times; not run again")
-    );
-    let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
-    assert_eq!(snapshot.restarts, 2);
-    let starts: Vec<i64> = rows(&daemon)
-        .into_iter()
-        .filter(|r| r.kind == Kind::SnapshotWorker)
-        .map(|r| r.started_at.unwrap())
-        .collect();
-    assert_eq!(starts.len(), 3);
-    // Each restart waited out its back-off, doubled each time: 200 ms, then 400 ms.
-    assert!(starts[1] - starts[0] >= 200, "{starts:?}");
-    assert!(starts[2] - starts[1] >= 400, "{starts:?}");
+        let result = &daemon.store().results(crawl).unwrap()[0];
+        assert_eq!(result.status, "failed");
+        assert_eq!(
+            result.output.as_deref(),
+            Some("interrupted 3 times; not run again")
+        );
+        let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+        assert_eq!(snapshot.restarts, 2);
+        let starts: Vec<i64> = rows(&daemon)
+            .into_iter()
+            .filter(|r| r.kind == Kind::SnapshotWorker)
+            .map(|r| r.started_at.unwrap())
+            .collect();
+        assert_eq!(starts.len(), 3);
+        // Each restart waited out its back-off, doubled each time: 200 ms, then 400 ms.
+        assert!(starts[1] - starts[0] >= 200, "{starts:?}");
+        assert!(starts[2] - starts[1] >= 400, "{starts:?}");
+    }
 }
 
 /// A process the test started, killed (by pid, it is the test's own child) and reaped on drop.
@@ -495,66 +512,69 @@ impl Drop for OwnChild {
 
 #[test]
 fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says() {
-    let mut daemon = TestDaemon::prepare("");
-    daemon.create_database();
-    // Another user's process, and a row naming it as abxd's own (as an edited or swapped
-    // database would): the row records the test's uid, the process runs as nobody.
-    let stranger = OwnChild(
-        std::process::Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "sleep",
-                "300",
-            ])
-            .spawn()
-            .expect("setpriv (util-linux)"),
-    );
-    let pid = stranger.0.id() as i32;
-    let identity = wait_until("the stranger to run as nobody", WAIT, || {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-        (status.contains("Uid:\t65534") && comm.trim() == "sleep")
-            .then(|| identity::of_pid(pid))
-            .flatten()
-    });
-    let mut store = abxd::store::Store::open(&daemon.database()).unwrap();
-    let row = store
-        .insert_process(&abxd::store::NewProcess {
-            parent_id: None,
-            kind: Kind::Hook,
-            crawl_id: None,
-            snapshot_id: None,
-            result_id: None,
-            argv: vec!["sleep".into(), "300".into()],
-            cwd: "/".into(),
-            timeout_ms: None,
-        })
-        .unwrap();
-    store
-        .record_spawned(row, &identity, pid, None, None)
-        .unwrap();
-    drop(store);
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let mut daemon = TestDaemon::prepare_on(backend, "");
+        daemon.create_database();
+        // Another user's process, and a row naming it as abxd's own (as an edited or swapped
+        // database would): the row records the test's uid, the process runs as nobody.
+        let stranger = OwnChild(
+            std::process::Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "sleep",
+                    "300",
+                ])
+                .spawn()
+                .expect("setpriv (util-linux)"),
+        );
+        let pid = stranger.0.id() as i32;
+        let identity = wait_until("the stranger to run as nobody", WAIT, || {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            (status.contains("Uid:\t65534") && comm.trim() == "sleep")
+                .then(|| identity::of_pid(pid))
+                .flatten()
+        });
+        let mut store = abxd::store::Store::open_at(&daemon.location()).unwrap();
+        let row = store
+            .insert_process(&abxd::store::NewProcess {
+                parent_id: None,
+                kind: Kind::Hook,
+                crawl_id: None,
+                snapshot_id: None,
+                result_id: None,
+                argv: vec!["sleep".into(), "300".into()],
+                cwd: "/".into(),
+                timeout_ms: None,
+            })
+            .unwrap();
+        store
+            .record_spawned(row, &identity, pid, None, None)
+            .unwrap();
+        drop(store);
 
-    daemon.launch();
-    wait_until("recovery to finish", WAIT, || {
-        let status = daemon.ctl_ok(&["status"]);
-        (!status.contains("recovering")).then_some(())
-    });
-    assert!(
-        identity::check(&identity).is_alive(),
-        "the other user's process was killed"
-    );
-    let ended = wait_until("the row to end", WAIT, || {
-        daemon
-            .store()
-            .process(row)
-            .unwrap()
-            .filter(|r| !r.status.is_live())
-    });
-    assert_eq!(ended.end_reason, Some(EndReason::Lost), "{ended:?}");
-    let detail = ended.end_detail.unwrap_or_default();
-    assert!(detail.contains("another user"), "{detail}");
-    assert!(daemon.log().contains("not signalled"), "{}", daemon.log());
+        daemon.launch();
+        wait_until("recovery to finish", WAIT, || {
+            let status = daemon.ctl_ok(&["status"]);
+            (!status.contains("recovering")).then_some(())
+        });
+        assert!(
+            identity::check(&identity).is_alive(),
+            "the other user's process was killed"
+        );
+        let ended = wait_until("the row to end", WAIT, || {
+            daemon
+                .store()
+                .process(row)
+                .unwrap()
+                .filter(|r| !r.status.is_live())
+        });
+        assert_eq!(ended.end_reason, Some(EndReason::Lost), "{ended:?}");
+        let detail = ended.end_detail.unwrap_or_default();
+        assert!(detail.contains("another user"), "{detail}");
+        assert!(daemon.log().contains("not signalled"), "{}", daemon.log());
+    }
 }

@@ -98,150 +98,156 @@ fn next_pid_will_be(pid: i32) -> std::io::Result<()> {
 
 #[test]
 fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let (mut store, _server) = common::fresh_store(backend);
 
-    // The recorded process: a real one, recorded with its identity, then gone.
-    let mut first = Command::new("sleep").arg("300").spawn().unwrap();
-    let pid = first.id() as i32;
-    let recorded = identity::of_pid(pid).unwrap();
-    let id = store.insert_process(&hook(&["sleep", "300"])).unwrap();
-    store
-        .record_spawned(id, &recorded, pid, None, None)
-        .unwrap();
-    first.kill().unwrap();
-    first.wait().unwrap();
-    // Start times have clock-tick resolution: let at least one tick pass, as it always has when
-    // pids wrap around for real.
-    common::wait_until(
-        "the clock to pass the recorded start tick",
-        common::WAIT,
-        || (uptime_ticks() > recorded.start_ticks + 1).then_some(()),
-    );
+        // The recorded process: a real one, recorded with its identity, then gone.
+        let mut first = Command::new("sleep").arg("300").spawn().unwrap();
+        let pid = first.id() as i32;
+        let recorded = identity::of_pid(pid).unwrap();
+        let id = store.insert_process(&hook(&["sleep", "300"])).unwrap();
+        store
+            .record_spawned(id, &recorded, pid, None, None)
+            .unwrap();
+        first.kill().unwrap();
+        first.wait().unwrap();
+        // Start times have clock-tick resolution: let at least one tick pass, as it always has when
+        // pids wrap around for real.
+        common::wait_until(
+            "the clock to pass the recorded start tick",
+            common::WAIT,
+            || (uptime_ticks() > recorded.start_ticks + 1).then_some(()),
+        );
 
-    // A different process with the same pid: the kernel reuses it when told which pid is next.
-    let mut reuser = None;
-    for _ in 0..50 {
-        if let Err(err) = next_pid_will_be(pid) {
-            if std::env::var_os("CI").is_some() {
-                panic!("CI runs as root and must be able to force pid reuse: {err}");
+        // A different process with the same pid: the kernel reuses it when told which pid is next.
+        let mut reuser = None;
+        for _ in 0..50 {
+            if let Err(err) = next_pid_will_be(pid) {
+                if std::env::var_os("CI").is_some() {
+                    panic!("CI runs as root and must be able to force pid reuse: {err}");
+                }
+                eprintln!("SKIPPED: cannot force pid reuse without root ({err})");
+                return;
             }
-            eprintln!("SKIPPED: cannot force pid reuse without root ({err})");
-            return;
+            let child = Command::new("sleep").arg("300").spawn().unwrap();
+            if child.id() as i32 == pid {
+                reuser = Some(child);
+                break;
+            }
+            let mut other = child;
+            other.kill().unwrap();
+            other.wait().unwrap();
         }
-        let child = Command::new("sleep").arg("300").spawn().unwrap();
-        if child.id() as i32 == pid {
-            reuser = Some(child);
-            break;
-        }
-        let mut other = child;
-        other.kill().unwrap();
-        other.wait().unwrap();
+        let mut reuser = reuser.expect("another process raced us for the pid 50 times");
+
+        let row = store.process(id).unwrap().unwrap();
+        let stored = row.identity.clone().unwrap();
+        assert_eq!(stored.pid, pid);
+        assert_eq!(identity::check(&stored), Liveness::Reused);
+        assert_eq!(
+            identity::check(&identity::of_pid(pid).unwrap()),
+            Liveness::Alive
+        );
+
+        // ps shows the row as unverified, not as the new process's row.
+        let entry = abxd::render::PsEntry::new(row, abxd::store::now_ms());
+        assert_eq!(entry.verified, Some(Liveness::Reused));
+        let rows = store.processes(&ProcessFilter::default()).unwrap();
+        assert_eq!(rows.len(), 1);
+
+        reuser.kill().unwrap();
+        reuser.wait().unwrap();
     }
-    let mut reuser = reuser.expect("another process raced us for the pid 50 times");
-
-    let row = store.process(id).unwrap().unwrap();
-    let stored = row.identity.clone().unwrap();
-    assert_eq!(stored.pid, pid);
-    assert_eq!(identity::check(&stored), Liveness::Reused);
-    assert_eq!(
-        identity::check(&identity::of_pid(pid).unwrap()),
-        Liveness::Alive
-    );
-
-    // ps shows the row as unverified, not as the new process's row.
-    let entry = abxd::render::PsEntry::new(row, abxd::store::now_ms());
-    assert_eq!(entry.verified, Some(Liveness::Reused));
-    let rows = store.processes(&ProcessFilter::default()).unwrap();
-    assert_eq!(rows.len(), 1);
-
-    reuser.kill().unwrap();
-    reuser.wait().unwrap();
 }
 
 #[test]
 fn rows_found_gone_are_made_lost_each_with_its_own_reason_and_final_rows_stay_as_they_are() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-    let gone: Vec<i64> = (0..3)
-        .map(|_| store.insert_process(&hook(&["sleep", "300"])).unwrap())
-        .collect();
-    let reused = store.insert_process(&hook(&["sleep", "300"])).unwrap();
-    let already = store.insert_process(&hook(&["true"])).unwrap();
-    store.record_lost(&[(already, "earlier verdict")]).unwrap();
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let (mut store, _server) = common::fresh_store(backend);
+        let gone: Vec<i64> = (0..3)
+            .map(|_| store.insert_process(&hook(&["sleep", "300"])).unwrap())
+            .collect();
+        let reused = store.insert_process(&hook(&["sleep", "300"])).unwrap();
+        let already = store.insert_process(&hook(&["true"])).unwrap();
+        store.record_lost(&[(already, "earlier verdict")]).unwrap();
 
-    let mut verdicts: Vec<(i64, &str)> = gone.iter().map(|&id| (id, "process gone")).collect();
-    verdicts.push((reused, "pid 7 now belongs to another process"));
-    verdicts.push((already, "process gone"));
-    store.record_lost(&verdicts).unwrap();
+        let mut verdicts: Vec<(i64, &str)> = gone.iter().map(|&id| (id, "process gone")).collect();
+        verdicts.push((reused, "pid 7 now belongs to another process"));
+        verdicts.push((already, "process gone"));
+        store.record_lost(&verdicts).unwrap();
 
-    let row = |id: i64| store.process(id).unwrap().unwrap();
-    for id in gone {
-        assert_eq!(row(id).status.to_string(), "lost");
-        assert_eq!(row(id).end_detail.as_deref(), Some("process gone"));
+        let row = |id: i64| store.process(id).unwrap().unwrap();
+        for id in gone {
+            assert_eq!(row(id).status.to_string(), "lost");
+            assert_eq!(row(id).end_detail.as_deref(), Some("process gone"));
+        }
+        assert_eq!(
+            row(reused).end_detail.as_deref(),
+            Some("pid 7 now belongs to another process")
+        );
+        assert_eq!(
+            row(already).end_detail.as_deref(),
+            Some("earlier verdict"),
+            "a final row is not ended twice"
+        );
     }
-    assert_eq!(
-        row(reused).end_detail.as_deref(),
-        Some("pid 7 now belongs to another process")
-    );
-    assert_eq!(
-        row(already).end_detail.as_deref(),
-        Some("earlier verdict"),
-        "a final row is not ended twice"
-    );
 }
 
 #[test]
 fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_else() {
-    use abxd::store::{now_ms, Compact, Queue};
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-    let sealed = store
-        .add_crawl(&["http://127.0.0.1:9/a".into()], 0, None)
-        .unwrap();
-    let open = store
-        .add_crawl(&["http://127.0.0.1:9/b".into()], 0, None)
-        .unwrap();
-    store.seal(Queue::Crawls, sealed).unwrap();
-    let mut row = |parent: Option<i64>, crawl: Option<i64>| {
-        let mut new = hook(&["true"]);
-        new.parent_id = parent;
-        new.crawl_id = crawl;
-        store.insert_process(&new).unwrap()
-    };
-    let parent = row(None, Some(sealed));
-    let child = row(Some(parent), Some(sealed));
-    let holder = row(None, Some(sealed));
-    let live = row(Some(holder), Some(sealed));
-    let of_open_crawl = row(None, Some(open));
-    let of_no_crawl = row(None, None);
-    let live_of_no_crawl = row(None, None);
-    let result = store
-        .result_for(sealed, None, "plugin", "on_Crawl__10_hook.sh")
-        .unwrap();
-    store.start_result(result.id, Some(child)).unwrap();
-    let finals = [parent, child, holder, of_open_crawl, of_no_crawl];
-    let ended: Vec<(i64, &str)> = finals.iter().map(|&id| (id, "ended")).collect();
-    store.record_lost(&ended).unwrap();
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        use abxd::store::{now_ms, Compact, Queue};
+        let (mut store, _server) = common::fresh_store(backend);
+        let sealed = store
+            .add_crawl(&["http://127.0.0.1:9/a".into()], 0, None)
+            .unwrap();
+        let open = store
+            .add_crawl(&["http://127.0.0.1:9/b".into()], 0, None)
+            .unwrap();
+        store.seal(Queue::Crawls, sealed).unwrap();
+        let mut row = |parent: Option<i64>, crawl: Option<i64>| {
+            let mut new = hook(&["true"]);
+            new.parent_id = parent;
+            new.crawl_id = crawl;
+            store.insert_process(&new).unwrap()
+        };
+        let parent = row(None, Some(sealed));
+        let child = row(Some(parent), Some(sealed));
+        let holder = row(None, Some(sealed));
+        let live = row(Some(holder), Some(sealed));
+        let of_open_crawl = row(None, Some(open));
+        let of_no_crawl = row(None, None);
+        let live_of_no_crawl = row(None, None);
+        let result = store
+            .result_for(sealed, None, "plugin", "on_Crawl__10_hook.sh")
+            .unwrap();
+        store.start_result(result.id, Some(child)).unwrap();
+        let finals = [parent, child, holder, of_open_crawl, of_no_crawl];
+        let ended: Vec<(i64, &str)> = finals.iter().map(|&id| (id, "ended")).collect();
+        store.record_lost(&ended).unwrap();
 
-    let cutoff = now_ms() + 1000;
-    let dry = store.prune(cutoff, true, Compact::IfCheap).unwrap();
-    assert_eq!(dry.rows, 3);
-    assert!(
-        store.process(parent).unwrap().is_some(),
-        "a dry run deletes nothing"
-    );
-    let pruned = store.prune(cutoff, false, Compact::IfCheap).unwrap();
-    assert_eq!(pruned.rows, 3);
-    let exists = |id: i64| store.process(id).unwrap().is_some();
-    for gone in [parent, child, of_no_crawl] {
-        assert!(!exists(gone), "row {gone} is pruned");
+        let cutoff = now_ms() + 1000;
+        let dry = store.prune(cutoff, true, Compact::IfCheap).unwrap();
+        assert_eq!(dry.rows, 3);
+        assert!(
+            store.process(parent).unwrap().is_some(),
+            "a dry run deletes nothing"
+        );
+        let pruned = store.prune(cutoff, false, Compact::IfCheap).unwrap();
+        assert_eq!(pruned.rows, 3);
+        let exists = |id: i64| store.process(id).unwrap().is_some();
+        for gone in [parent, child, of_no_crawl] {
+            assert!(!exists(gone), "row {gone} is pruned");
+        }
+        for kept in [holder, live, of_open_crawl, live_of_no_crawl] {
+            assert!(exists(kept), "row {kept} stays");
+        }
+        let result = store.results(sealed).unwrap().remove(0);
+        assert_eq!(result.process_id, None, "a pruned run is no longer linked");
+        // Nothing pruned before the cutoff's age.
+        assert_eq!(store.prune(0, false, Compact::IfCheap).unwrap().rows, 0);
     }
-    for kept in [holder, live, of_open_crawl, live_of_no_crawl] {
-        assert!(exists(kept), "row {kept} stays");
-    }
-    let result = store.results(sealed).unwrap().remove(0);
-    assert_eq!(result.process_id, None, "a pruned run is no longer linked");
-    // Nothing pruned before the cutoff's age.
-    assert_eq!(store.prune(0, false, Compact::IfCheap).unwrap().rows, 0);
 }

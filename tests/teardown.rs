@@ -43,15 +43,7 @@ fn run_case_contained(mode: &str, plugin: &str) -> (TestDaemon, Vec<ProcessRow>)
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     assert_nothing_left(&daemon);
     let rows = rows(&daemon);
-    for row in &rows {
-        assert!(
-            !row.status.is_live() || row.kind == Kind::Orchestrator,
-            "row {} ({:?}) is still {}",
-            row.id,
-            row.argv,
-            row.status
-        );
-    }
+    common::assert_every_row_final(&rows);
     (daemon, rows)
 }
 
@@ -138,6 +130,46 @@ fn a_double_forked_daemon_in_its_own_session_is_found_by_its_marker_and_killed()
             .find(|c| c.argv == ["sleep", "300"] && c.pgid == c.pid)
             .expect("the setsid daemon was recorded as a child row");
         assert!(daemonized.sigkill_at.is_some());
+    }
+}
+
+#[test]
+fn a_crawl_hooks_daemonized_helper_lives_until_its_hook_ends_not_until_a_snapshot_does() {
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let daemon = contained_escape_daemon(mode, "");
+        let crawl = daemon.add(&[
+            "http://127.0.0.1:9/quick",
+            "http://127.0.0.1:9/slow",
+            "--plugins",
+            "crawl_daemon",
+        ]);
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        assert_nothing_left(&daemon);
+        let rows = rows(&daemon);
+        common::assert_every_row_final(&rows);
+        let hook = rows
+            .iter()
+            .find(|r| r.argv[0].ends_with("on_Crawl__10_crawl_daemon.bg.sh"))
+            .expect("the crawl hook ran");
+        let helper = children(&rows)
+            .into_iter()
+            .find(|c| c.argv == ["sleep", "300"])
+            .expect("the daemonized helper was recorded");
+        // Its hook's: below the hook, and torn down only once the hook was.
+        assert_eq!(helper.parent_id, Some(hook.id), "{helper:?}");
+        let helper_signalled = helper.sigterm_at.or(helper.sigkill_at).unwrap();
+        assert!(
+            helper_signalled >= hook.sigterm_at.unwrap(),
+            "{helper:?}\n{hook:?}"
+        );
+        for worker in rows.iter().filter(|r| r.kind == Kind::SnapshotWorker) {
+            assert!(
+                helper.ended_at.unwrap() >= worker.ended_at.unwrap(),
+                "the helper ended before snapshot worker {}: {helper:?}",
+                worker.id
+            );
+        }
     }
 }
 
@@ -829,4 +861,80 @@ fn a_process_that_survives_sigkill_is_recorded_unkillable_and_its_snapshot_seals
         let row = daemon.store().process(row.id).unwrap()?;
         (!row.status.is_live()).then_some(())
     });
+}
+
+/// A worker torn down from above leaves the signals to that teardown, but not for ever: when
+/// the one above dies before its SIGKILL deadline (here the daemon, killed with SIGKILL after
+/// `abxctl kill` of the worker began), the worker kills what is left itself — after that
+/// deadline, never before it.
+#[test]
+fn a_worker_whose_teardown_from_above_was_abandoned_kills_what_is_left_after_its_deadline() {
+    for mode in common::containments() {
+        eprintln!("containment: {mode}");
+        let mut daemon =
+            contained_escape_daemon(mode, "[plugins.ignores_term]\ntimeout = \"300s\"\n");
+        let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "ignores_term"]);
+        let hook = wait_until("the hook to run", WAIT, || {
+            rows(&daemon)
+                .into_iter()
+                .find(|r| r.kind == Kind::Hook && r.status.is_live() && r.pid.is_some())
+        });
+        let worker = hook.parent_id.unwrap();
+        let mut kill = daemon
+            .ctl_command(&["kill", &worker.to_string(), "--grace", "2s"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let worker_log = daemon.data_dir().join(format!("logs/{worker}.stderr.log"));
+        wait_until(
+            "the worker to leave its teardown to the daemon",
+            WAIT,
+            || {
+                std::fs::read_to_string(&worker_log)
+                    .unwrap_or_default()
+                    .contains("interrupted by a teardown from above")
+                    .then_some(())
+            },
+        );
+        daemon.crash();
+        let _ = kill.wait();
+        let kill_at = daemon.store().process(hook.id).unwrap().unwrap().kill_at;
+        let kill_at = kill_at.expect("the hook's SIGKILL deadline recorded");
+        let ended = wait_until("the hook killed by its worker", WAIT, || {
+            daemon
+                .store()
+                .process(hook.id)
+                .unwrap()
+                .filter(|r| !r.status.is_live())
+        });
+        assert_eq!(ended.exit_signal, Some(9), "{ended:?}");
+        assert!(
+            ended.ended_at.unwrap() >= kill_at,
+            "killed at {:?}, before the deadline above ({kill_at})",
+            ended.ended_at
+        );
+        assert!(
+            std::fs::read_to_string(&worker_log)
+                .unwrap()
+                .contains("killing them here"),
+            "the worker did not say it took over"
+        );
+        wait_until("the worker to exit", WAIT, || {
+            daemon
+                .store()
+                .process(worker)
+                .unwrap()
+                .filter(|r| !r.status.is_live() || r.pid.is_some_and(|p| !alive(p)))
+        });
+        daemon.launch();
+        daemon.ctl_ok(&["cancel", &crawl.to_string()]);
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        assert_nothing_left(&daemon);
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.rsplit(") ").next().unwrap_or("").starts_with('Z'))
 }

@@ -34,6 +34,9 @@ _abxd() {
             abxd,serve)
                 cmd="abxd__subcmd__serve"
                 ;;
+            abxd,store)
+                cmd="abxd__subcmd__store"
+                ;;
             abxd__subcmd__help,check-config)
                 cmd="abxd__subcmd__help__subcmd__check__subcmd__config"
                 ;;
@@ -52,6 +55,24 @@ _abxd() {
             abxd__subcmd__help,serve)
                 cmd="abxd__subcmd__help__subcmd__serve"
                 ;;
+            abxd__subcmd__help,store)
+                cmd="abxd__subcmd__help__subcmd__store"
+                ;;
+            abxd__subcmd__help__subcmd__store,copy)
+                cmd="abxd__subcmd__help__subcmd__store__subcmd__copy"
+                ;;
+            abxd__subcmd__store,copy)
+                cmd="abxd__subcmd__store__subcmd__copy"
+                ;;
+            abxd__subcmd__store,help)
+                cmd="abxd__subcmd__store__subcmd__help"
+                ;;
+            abxd__subcmd__store__subcmd__help,copy)
+                cmd="abxd__subcmd__store__subcmd__help__subcmd__copy"
+                ;;
+            abxd__subcmd__store__subcmd__help,help)
+                cmd="abxd__subcmd__store__subcmd__help__subcmd__help"
+                ;;
             *)
                 ;;
         esac
@@ -59,7 +80,7 @@ _abxd() {
 
     case "${cmd}" in
         abxd)
-            opts="-c -h -V --config --help --version serve check-config run install recover help"
+            opts="-c -h -V --config --help --version serve check-config run install recover store help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -103,7 +124,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__help)
-            opts="serve check-config run install recover help"
+            opts="serve check-config run install recover store help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -189,6 +210,34 @@ _abxd() {
         abxd__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__help__subcmd__store)
+            opts="copy"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__help__subcmd__store__subcmd__copy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -293,6 +342,96 @@ _abxd() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store)
+            opts="-c -h --config --help copy help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__copy)
+            opts="-c -h --to --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__help)
+            opts="copy help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__help__subcmd__copy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -1,4 +1,4 @@
-use abxd::cli::{AbxdCli, AbxdCommand, WorkerCommand};
+use abxd::cli::{AbxdCli, AbxdCommand, StoreCommand, WorkerCommand};
 use abxd::config::{Config, ConfigError, Found};
 use abxd::daemon::{Daemon, DaemonError};
 use abxd::exit;
@@ -41,8 +41,8 @@ fn run(cli: AbxdCli) -> Result<i32> {
             config.check_environment()?;
             abxd::plugins::check_settings(&config)?;
             if json {
-                // The running text as JSON: the same keys and values, every path resolved.
-                let settings: toml::Table = toml::from_str(&config.running_text())?;
+                // The shown text as JSON: the same keys and values, every path resolved.
+                let settings: toml::Table = toml::from_str(&config.shown_text())?;
                 println!(
                     "{}",
                     document(serde_json::json!({
@@ -56,7 +56,7 @@ fn run(cli: AbxdCli) -> Result<i32> {
                     "# {}: ok. The settings abxd runs with, every path resolved:\n",
                     config.source.display()
                 );
-                print!("{}", config.running_text());
+                print!("{}", config.shown_text());
             }
             Ok(0)
         }
@@ -92,6 +92,10 @@ fn run(cli: AbxdCli) -> Result<i32> {
             }
             Ok(0)
         }
+        AbxdCommand::Store(StoreCommand::Copy { to }) => {
+            print_like_a_filter();
+            copy_store(&config, &to)
+        }
         AbxdCommand::Worker(worker) => {
             abxd::logging::init(config.log.level);
             Ok(match worker {
@@ -100,6 +104,34 @@ fn run(cli: AbxdCli) -> Result<i32> {
             })
         }
     }
+}
+
+/// `abxd store copy --to URL`: this config's SQLite file into the empty database `url` names,
+/// with the data dir locked (abxd stopped) for the whole copy.
+fn copy_store(config: &Config, url: &str) -> Result<i32> {
+    use abxd::store::{Location, Store};
+    let Some(file) = config.database.file() else {
+        Err(UsageError(
+            "paths.database is a PostgreSQL database already: abxd store copy copies an SQLite \
+             file",
+        ))?
+    };
+    let Location::Postgres(server) = Location::parse(url, None, |p| p.to_path_buf()) else {
+        Err(UsageError(
+            "--to takes a PostgreSQL URL (postgres://USER@HOST/DBNAME)",
+        ))?
+    };
+    let _lock = abxd::lock::DataDirLock::acquire(&config.data_dir)?;
+    let source = Store::open_read_only(file)?;
+    let target = Store::open_postgres(&server.url)?;
+    let copied = source.copy_into(&target)?;
+    let shown = abxd::store::sql::redacted(url);
+    println!(
+        "copied {} from {} to {shown}; now set paths.database = {shown:?} and start abxd",
+        copied.describe(),
+        file.display()
+    );
+    Ok(0)
 }
 
 /// A wrong config file or command line is the user's to fix (2); anything else is abxd's (1).

@@ -1,7 +1,7 @@
 //! The config file's shape — what a user may write, read strictly by serde and written back
 //! (with every path resolved) for workers — and the views derived from it.
 
-use super::{ConfigError, Limits, Log, PluginConfig, Retention, Timeouts};
+use super::{Config, ConfigError, Limits, Location, Log, PluginConfig, Retention, Timeouts};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,17 @@ pub(super) struct FileConfig {
     pub(super) control: FileControl,
     pub(super) log: Log,
     pub(super) retention: Retention,
+    pub(super) store: FileStore,
     pub(super) plugins: BTreeMap<String, PluginConfig>,
+}
+
+/// `[store]`: what connecting to a PostgreSQL `paths.database` needs besides its URL.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct FileStore {
+    /// A file whose first line is the password (so it is in neither the URL nor the config).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) password_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -167,4 +177,71 @@ pub(super) fn parse_file(path: &Path, text: &str) -> Result<FileConfig, ConfigEr
             }
         }
     })
+}
+
+impl Config {
+    /// The file form of this config, every path resolved: what [`Config::running_text`] and
+    /// [`Config::changes_from`] are derived from, so no key can be forgotten by either.
+    pub(super) fn file_form(&self) -> FileConfig {
+        FileConfig {
+            paths: FilePaths {
+                data_dir: self.data_dir.clone(),
+                database: Some(PathBuf::from(self.database.as_config_text())),
+                plugins_dirs: self.plugins_dirs.clone(),
+            },
+            limits: self.limits.clone(),
+            timeouts: self.timeouts.clone(),
+            control: FileControl {
+                socket: Some(self.control.socket.clone()),
+                max_frame_bytes: self.control.max_frame_bytes,
+                allow_debug_spawn: self.control.allow_debug_spawn,
+                group: self.control.group.clone(),
+                public_read: self.control.public_read,
+            },
+            log: self.log.clone(),
+            retention: self.retention.clone(),
+            store: FileStore {
+                password_file: match &self.database {
+                    Location::Postgres(server) => server.password_file.clone(),
+                    Location::File(_) => None,
+                },
+            },
+            plugins: self.plugins.clone(),
+        }
+    }
+
+    /// This config as a file (every path absolute): what a worker is handed, so it runs with the
+    /// config its daemon runs with — including the paths the daemon kept across a reload — even
+    /// if the file was changed (or broken) since.
+    pub fn running_text(&self) -> String {
+        toml::to_string(&self.file_form()).expect("a config serializes")
+    }
+
+    /// This config as a file for people (`abxd check-config`): the running text, with a
+    /// server's password left out.
+    pub fn shown_text(&self) -> String {
+        toml::to_string(&self.shown_form()).expect("a config serializes")
+    }
+
+    /// The file form as people may see it: a server's URL without its password.
+    fn shown_form(&self) -> FileConfig {
+        let mut form = self.file_form();
+        form.paths.database = Some(PathBuf::from(self.database.to_string()));
+        form
+    }
+
+    /// The differences between two configs, one line per changed key, for logging a reload.
+    pub fn changes_from(&self, old: &Config) -> Vec<String> {
+        let (before, after) = (flatten(&old.shown_form()), flatten(&self.shown_form()));
+        let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        let absent = String::from("(unset)");
+        keys.into_iter()
+            .filter(|key| before.get(*key) != after.get(*key))
+            .map(|key| {
+                let old = before.get(key).unwrap_or(&absent);
+                let new = after.get(key).unwrap_or(&absent);
+                format!("{key}: {old} -> {new}")
+            })
+            .collect()
+    }
 }

@@ -12,16 +12,15 @@ mod bytes;
 mod environment;
 mod file;
 mod load;
+mod location;
 mod plugin;
 
 pub use load::Found;
+pub use location::{redacted, Location, Server};
 
 pub use plugin::PluginConfig;
 
-use file::{
-    duration, duration_text, flatten, level, level_text, parse_file, FileConfig, FileControl,
-    FilePaths,
-};
+use file::{duration, duration_text, level, level_text, parse_file, FileConfig};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,6 +33,9 @@ const MAX_SOCKET_PATH_BYTES: usize = 107;
 /// The environment variable through which a worker receives its daemon's running config (see
 /// [`Config::running_text`]).
 pub const CONFIG_TEXT_ENV: &str = "ABXD_CONFIG_TEXT";
+
+/// The standard variable a PostgreSQL password may come from: handed to workers, never to hooks.
+pub const PASSWORD_ENV: &str = "PGPASSWORD";
 
 /// Where `abxd` and `abxctl` look for their config when `--config` is not given.
 pub fn default_config_path() -> PathBuf {
@@ -72,7 +74,8 @@ pub struct Config {
     /// The file this was loaded from.
     pub source: PathBuf,
     pub data_dir: PathBuf,
-    pub database: PathBuf,
+    /// `paths.database`: the SQLite file, or a PostgreSQL server's URL.
+    pub database: Location,
     pub plugins_dirs: Vec<PathBuf>,
     pub limits: Limits,
     pub timeouts: Timeouts,
@@ -227,14 +230,20 @@ impl Config {
             }
         };
         let data_dir = resolve(&file.paths.data_dir);
+        let database = Location::from_config(
+            file.paths.database.as_deref(),
+            file.store.password_file.as_deref(),
+            data_dir.join("abxd.sqlite3"),
+            resolve,
+        )
+        .map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: "store.password_file".into(),
+            message,
+        })?;
         let config = Config {
             source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-            database: file
-                .paths
-                .database
-                .as_deref()
-                .map(resolve)
-                .unwrap_or_else(|| data_dir.join("abxd.sqlite3")),
+            database,
             plugins_dirs: file.paths.plugins_dirs.iter().map(|p| resolve(p)).collect(),
             control: Control {
                 socket: file
@@ -342,52 +351,6 @@ impl Config {
         }
         Ok(())
     }
-
-    /// The file form of this config, every path resolved: what [`Config::running_text`] and
-    /// [`Config::changes_from`] are derived from, so no key can be forgotten by either.
-    fn file_form(&self) -> FileConfig {
-        FileConfig {
-            paths: FilePaths {
-                data_dir: self.data_dir.clone(),
-                database: Some(self.database.clone()),
-                plugins_dirs: self.plugins_dirs.clone(),
-            },
-            limits: self.limits.clone(),
-            timeouts: self.timeouts.clone(),
-            control: FileControl {
-                socket: Some(self.control.socket.clone()),
-                max_frame_bytes: self.control.max_frame_bytes,
-                allow_debug_spawn: self.control.allow_debug_spawn,
-                group: self.control.group.clone(),
-                public_read: self.control.public_read,
-            },
-            log: self.log.clone(),
-            retention: self.retention.clone(),
-            plugins: self.plugins.clone(),
-        }
-    }
-
-    /// This config as a file (every path absolute): what a worker is handed, so it runs with the
-    /// config its daemon runs with — including the paths the daemon kept across a reload — even
-    /// if the file was changed (or broken) since.
-    pub fn running_text(&self) -> String {
-        toml::to_string(&self.file_form()).expect("a config serializes")
-    }
-
-    /// The differences between two configs, one line per changed key, for logging a reload.
-    pub fn changes_from(&self, old: &Config) -> Vec<String> {
-        let (before, after) = (flatten(&old.file_form()), flatten(&self.file_form()));
-        let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
-        let absent = String::from("(unset)");
-        keys.into_iter()
-            .filter(|key| before.get(*key) != after.get(*key))
-            .map(|key| {
-                let old = before.get(key).unwrap_or(&absent);
-                let new = after.get(key).unwrap_or(&absent);
-                format!("{key}: {old} -> {new}")
-            })
-            .collect()
-    }
 }
 
 /// What is wrong with a data dir owned by `owner` with `mode`, for a daemon running as `me`
@@ -418,12 +381,52 @@ mod tests {
     }
 
     #[test]
+    fn a_postgres_url_names_a_server_kept_for_workers_and_never_shown_with_its_password() {
+        let text = "[paths]\ndatabase = \"postgres://abxd:s3cret@db/abxd\"\n";
+        let config = parse(text).unwrap();
+        let Location::Postgres(server) = &config.database else {
+            panic!("not a server: {:?}", config.database);
+        };
+        assert_eq!(server.url, "postgres://abxd:s3cret@db/abxd");
+        assert_eq!(config.database.to_string(), "postgres://abxd@db/abxd");
+        // Workers get it whole; a reload's log line does not.
+        let handed = parse(&config.running_text()).unwrap();
+        assert_eq!(handed.database, config.database);
+        let other = parse("[paths]\ndatabase = \"postgres://abxd:other@db2/abxd\"\n").unwrap();
+        let changes = other.changes_from(&config).join("\n");
+        assert!(
+            changes.contains("paths.database: postgres://abxd@db/abxd -> postgres://abxd@db2/abxd"),
+            "{changes}"
+        );
+        assert!(
+            !changes.contains("s3cret") && !changes.contains("other@"),
+            "{changes}"
+        );
+    }
+
+    #[test]
+    fn a_password_file_is_resolved_and_refused_beside_a_database_file() {
+        let text = "[paths]\ndatabase = \"postgres://abxd@db/abxd\"\n[store]\npassword_file = \"pg-password\"\n";
+        let config = parse(text).unwrap();
+        let Location::Postgres(server) = &config.database else {
+            panic!("not a server");
+        };
+        assert_eq!(
+            server.password_file.as_deref(),
+            Some(Path::new("/etc/abxd/pg-password"))
+        );
+        assert_eq!(parse(&config.running_text()).unwrap(), config);
+        let err = parse("[store]\npassword_file = \"pg-password\"\n").unwrap_err();
+        assert!(err.to_string().contains("store.password_file"), "{err}");
+    }
+
+    #[test]
     fn empty_file_gives_documented_defaults() {
         let config = parse("").unwrap();
         assert_eq!(config.data_dir, PathBuf::from("/etc/abxd/data"));
         assert_eq!(
             config.database,
-            PathBuf::from("/etc/abxd/data/abxd.sqlite3")
+            Location::File(PathBuf::from("/etc/abxd/data/abxd.sqlite3"))
         );
         assert_eq!(
             config.control.socket,

@@ -62,7 +62,7 @@ pub(super) fn run(
 /// Enqueues a crawl by writing the database itself (the daemon is down). Only the daemon's
 /// first start creates a database: with none, this says so.
 fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
-    let mut store = Store::open_existing(&config.database)?;
+    let mut store = Store::open_existing_at(&config.database)?;
     Ok(store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?)
 }
 
@@ -74,7 +74,7 @@ fn follow_crawl(config: &Config, id: i64, out: Out) -> Result<i32> {
         .map_err(|err| CtlError::Unexpected(format!("cannot catch SIGINT: {err}")))?;
     let mut follow = (!out.json).then(render::Follow::new);
     loop {
-        let store = Store::open_read_only(&config.database)?;
+        let store = Store::open_read_only_at(&config.database)?;
         if let Some(follow) = &mut follow {
             follow.update(&store, id)?;
         }

@@ -29,7 +29,7 @@ pub(super) fn run(
     last_lines: Option<usize>,
     follow: bool,
 ) -> Result<i32> {
-    let store = Store::open_read_only(&config.database)?;
+    let store = Store::open_read_only_at(&config.database)?;
     let row = match which {
         Which::Row(id) => store.process(id)?.ok_or_else(|| {
             CtlError::BadInput(format!("no process row {id} (see abxctl ps --all)"))

@@ -194,7 +194,7 @@ fn ask_or_do_locally<T>(
     match ask(config, request) {
         Ok(response) => Ok((answer(response).map_err(unexpected)?, true)),
         Err(CtlError::Client(ClientError::NotRunning { .. })) => {
-            let mut store = Store::open_existing(&config.database)?;
+            let mut store = Store::open_existing_at(&config.database)?;
             let done = locally(&mut store)?.map_err(|message| CtlError::Refused {
                 code: ErrorCode::NotAllowed,
                 message,

@@ -28,7 +28,7 @@ pub(super) struct Ps {
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
-    let store = Store::open_read_only(&config.database)?;
+    let store = Store::open_read_only_at(&config.database)?;
     if !ps.watch {
         let rows = store.processes(&ps.filter())?;
         print!("{}", draw(rows, &ps, look(config)));
@@ -37,7 +37,7 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     let mut seen = None;
     let mut rows = Vec::new();
     loop {
-        let version = Some(files_version(&config.database));
+        let version = config.database.file().map(files_version);
         if seen != version {
             rows = store.processes(&ps.filter())?;
             seen = version;

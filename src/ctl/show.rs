@@ -6,7 +6,7 @@ use crate::render;
 use crate::store::Store;
 
 pub(super) fn crawls(config: &Config, out: Out) -> Result<i32> {
-    let store = Store::open_read_only(&config.database)?;
+    let store = Store::open_read_only_at(&config.database)?;
     if out.json {
         println!("{}", render::json::crawls(&store)?);
     } else {
@@ -16,7 +16,7 @@ pub(super) fn crawls(config: &Config, out: Out) -> Result<i32> {
 }
 
 pub(super) fn run(config: &Config, id: i64, out: Out) -> Result<i32> {
-    let store = Store::open_read_only(&config.database)?;
+    let store = Store::open_read_only_at(&config.database)?;
     let shown = if out.json {
         render::json::crawl(&store, id)?.map(|json| format!("{json}\n"))
     } else {

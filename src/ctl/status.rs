@@ -28,7 +28,7 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
                 render::short_duration(info.uptime_ms)
             );
             println!("database: {}", info.database);
-            let mine = config.database.display().to_string();
+            let mine = config.database.to_string();
             if info.database != mine {
                 println!(
                     "NOTE:     {} names database {mine}: this abxd runs with another config \
@@ -43,15 +43,30 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
                 println!("DATABASE LOST: {lost}");
             }
             if let Some(since) = info.database_busy_since_ms {
-                println!(
-                    "DATABASE BUSY: another process has held its write lock since {} ({} ago); \
-                     records are written once it is released",
+                let (at, ago) = (
                     crate::store::printable_time(since),
-                    render::short_duration(crate::store::now_ms() - since)
+                    render::short_duration(crate::store::now_ms() - since),
                 );
+                // (A server's writes fail when it is out of reach; a file's, when it is locked.)
+                if info.database.starts_with("postgres") {
+                    println!(
+                        "DATABASE UNAVAILABLE: writes to PostgreSQL have failed since {at} ({ago} \
+                         ago); abxd keeps its processes and writes their records once it answers"
+                    );
+                } else {
+                    println!(
+                        "DATABASE BUSY: another process has held its write lock since {at} ({ago} \
+                         ago); records are written once it is released"
+                    );
+                }
             }
             let live: Vec<String> = info.live.iter().map(|(k, n)| format!("{k} {n}")).collect();
-            println!("live:     {}", live.join(", "));
+            if live.is_empty() {
+                // (The orchestrator is always live: none means the database did not answer.)
+                println!("live:     unknown while the database does not answer");
+            } else {
+                println!("live:     {}", live.join(", "));
+            }
             if info.recovering {
                 println!(
                     "recovering: tearing down what a previous run left; no work is claimed yet"

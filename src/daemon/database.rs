@@ -51,10 +51,10 @@ impl State {
         if self.database_lost.is_some() {
             return;
         }
-        let Some(why) = self.store.file_gone() else {
+        let (Some(why), Some(file)) = (self.store.file_gone(), self.config.database.file()) else {
             return;
         };
-        let saved = saved_path(&self.config.database);
+        let saved = saved_path(file);
         let lost = Lost { why, saved };
         log::error!("{}", lost.explain());
         self.save_database(&lost);

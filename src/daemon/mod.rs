@@ -39,8 +39,12 @@ const CONTROL: Token = Token(1);
 pub enum DaemonError {
     #[error(transparent)]
     Lock(#[from] LockError),
-    #[error("database {path}: {cause}")]
-    Store { path: PathBuf, cause: StoreError },
+    #[error("database {database}: {cause}")]
+    Store {
+        /// The database as shown (a server without its password).
+        database: String,
+        cause: StoreError,
+    },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error("cannot listen on control socket {path}: {cause}")]

@@ -31,10 +31,10 @@ impl Daemon {
             log::warn!("cannot become a child subreaper ({err}): orphans will escape to init");
         }
         let store_err = |cause| DaemonError::Store {
-            path: config.database.clone(),
+            database: config.database.to_string(),
             cause,
         };
-        let mut store = Store::open(&config.database).map_err(store_err)?;
+        let mut store = Store::open_at(&config.database).map_err(store_err)?;
         store.rebase_queue_clock().map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
@@ -74,7 +74,7 @@ impl Daemon {
             "abxd {} ready: pid {}, database {}, socket {}",
             env!("CARGO_PKG_VERSION"),
             std::process::id(),
-            config.database.display(),
+            config.database,
             config.control.socket.display()
         );
         let hidden =

@@ -89,14 +89,10 @@ pub fn reconcile(
     instance: &str,
     this_orchestrator: Option<i64>,
 ) -> Result<Reconciliation, StoreError> {
-    let live = store.processes(&crate::store::ProcessFilter {
-        live_only: true,
-        kind: None,
-        ..Default::default()
-    })?;
+    let live = store.live_rows()?;
     let mut plan = Reconciliation::default();
     let mut alive: BTreeSet<i64> = BTreeSet::new();
-    let candidates: Vec<&crate::store::ProcessRow> = live
+    let candidates: Vec<&crate::store::LiveRow> = live
         .iter()
         .filter(|r| Some(r.id) != this_orchestrator)
         .collect();
@@ -113,7 +109,7 @@ pub fn reconcile(
         match why {
             Some(why) => plan.lost.push(LostRow {
                 row: row.id,
-                pid: row.pid,
+                pid: row.identity.as_ref().map(|id| id.pid),
                 why,
             }),
             None => {
@@ -403,7 +399,7 @@ pub fn apply_work(
 
 /// `abxd recover --dry-run`: what recovery would do now, without doing it.
 pub fn dry_run(config: &Config) -> Result<Vec<String>, StoreError> {
-    let store = Store::open_read_only(&config.database)?;
+    let store = Store::open_read_only_at(&config.database)?;
     let instance = store.marker_namespace()?;
     let reconciliation = reconcile(&store, &instance, None)?;
     let mut dead: BTreeSet<i64> = reconciliation.lost.iter().map(|l| l.row).collect();

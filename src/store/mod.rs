@@ -10,8 +10,10 @@
 mod actions;
 mod busy;
 mod clock;
+mod copy;
 mod file;
 mod found;
+mod location;
 pub mod migrations;
 mod process_notes;
 mod process_queries;
@@ -26,12 +28,14 @@ mod work;
 
 pub(crate) use text_enum::text_enum;
 
+pub use crate::config::{Location, Server};
 pub use actions::RetryScope;
 pub use busy::{
     answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
 };
 pub use clock::{now_ms, queue_clock_ms};
-pub use process_queries::ProcessFilter;
+pub use copy::Copied;
+pub use process_queries::{LiveRow, ProcessFilter};
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
 pub use retention::{Compact, Pruned};
 pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
@@ -78,6 +82,11 @@ pub enum StoreError {
          itself there, or set paths.database to where it is"
     )]
     Symlink { path: PathBuf },
+    #[error(
+        "{target} is in use by another abxd daemon, on this host or another: one daemon per \
+         database (stop the other, or give this one a database of its own)"
+    )]
+    InUse { target: String },
     #[error("cannot connect to PostgreSQL at {target}: {cause}")]
     Connect {
         target: String,
@@ -94,6 +103,8 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("database error: {0}")]
     Db(#[from] sql::SqlError),
+    #[error("{0}")]
+    Copy(String),
 }
 
 pub struct Store {
@@ -112,6 +123,26 @@ pub struct Store {
     patience: Patience,
     /// What writes found of other writers' locks.
     breaker: Breaker,
+}
+
+/// What a store found at schema version `found` is to a caller that neither creates nor
+/// migrates one (workers, `abxctl`): usable at the latest version, else too new or too old.
+fn at_latest(path: &Path, found: u32) -> Result<(), StoreError> {
+    let path = path.to_path_buf();
+    let latest = migrations::LATEST;
+    match found.cmp(&latest) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err(StoreError::TooNew {
+            path,
+            found,
+            latest,
+        }),
+        std::cmp::Ordering::Less => Err(StoreError::TooOld {
+            path,
+            found,
+            latest,
+        }),
+    }
 }
 
 /// A wall-clock time in ms as people read it (UTC, to the second).
@@ -162,23 +193,20 @@ impl Store {
         Ok(Store::over(Db::Sqlite(conn), path, file_id(path)))
     }
 
-    /// Connects to the PostgreSQL database `url` names (libpq's URL or key-value form) and
-    /// brings its schema to the latest version (creating it in an empty database).
-    pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
-        let target = sql::redacted(url);
+    /// `db` brought to the latest schema (`target`: the server, as shown).
+    pub(super) fn migrated_postgres(db: Db, target: &str) -> Result<Store, StoreError> {
         let connect_err = |cause| StoreError::Connect {
-            target: target.clone(),
+            target: target.to_string(),
             cause,
         };
-        let db = Db::connect_postgres(url).map_err(connect_err)?;
         if let Err(too_new) = migrations::postgres::migrate(&db).map_err(connect_err)? {
             return Err(StoreError::TooNew {
-                path: PathBuf::from(&target),
+                path: PathBuf::from(target),
                 found: too_new.found,
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store::over(db, Path::new(&target), None))
+        Ok(Store::over(db, Path::new(target), None))
     }
 
     /// Opens an existing database for reading and writing, never creating one (only the
@@ -212,20 +240,7 @@ impl Store {
         let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
         configure(&conn).map_err(open_err)?;
         let found = migrations::user_version(&conn).map_err(open_err)?;
-        if found > migrations::LATEST {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-                latest: migrations::LATEST,
-            });
-        }
-        if found < migrations::LATEST {
-            return Err(StoreError::TooOld {
-                path: path.to_path_buf(),
-                found,
-                latest: migrations::LATEST,
-            });
-        }
+        at_latest(path, found)?;
         Ok(Store::over(Db::Sqlite(conn), path, file_id(path)))
     }
 
@@ -310,6 +325,9 @@ impl Store {
 
     /// The size of the write-ahead log now (0 if there is none).
     pub fn wal_bytes(&self) -> u64 {
+        if self.file.is_none() {
+            return 0;
+        }
         std::fs::metadata(beside(&self.path, "-wal")).map_or(0, |m| m.len())
     }
 

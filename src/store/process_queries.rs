@@ -18,6 +18,15 @@ pub struct ProcessFilter {
     pub since_ms: Option<i64>,
 }
 
+/// A live row as reconciliation sees it: where it sits in the tree and which process it claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveRow {
+    pub id: i64,
+    pub parent_id: Option<i64>,
+    pub kind: Kind,
+    pub identity: Option<crate::identity::Identity>,
+}
+
 impl Store {
     /// The rows `sql` (which selects [`COLUMNS`]) returns.
     fn process_rows(&self, sql: &str, args: &[Value]) -> Result<Vec<ProcessRow>, StoreError> {
@@ -34,17 +43,20 @@ impl Store {
         Ok(row.as_ref().map(ProcessRow::from_row).transpose()?)
     }
 
-    /// Row `id` and every live row below it, parents before children.
+    /// Row `id` and every live row below it, parents before children. (The subtree drives the
+    /// join — `CROSS JOIN` fixes SQLite's order — or each call walked every live row: recovery
+    /// of 100 orphan trees among 10 000 stale rows spent a quarter of its time here.)
     pub fn live_subtree(&self, id: i64) -> Result<Vec<ProcessRow>, StoreError> {
         self.process_rows(
             &format!(
-                "WITH RECURSIVE subtree(id, depth) AS ( \
+                "WITH RECURSIVE subtree(row_id, depth) AS ( \
                      SELECT CAST(?1 AS BIGINT), 0 \
                      UNION SELECT p.id, s.depth + 1 FROM processes p \
-                           JOIN subtree s ON p.parent_id = s.id \
+                           JOIN subtree s ON p.parent_id = s.row_id \
                  ) \
-                 SELECT {COLUMNS} FROM processes JOIN subtree USING (id) \
-                 WHERE status IN {LIVE_STATUSES} ORDER BY depth, id"
+                 SELECT {COLUMNS} FROM subtree CROSS JOIN processes \
+                 WHERE id = row_id AND status IN {LIVE_STATUSES} \
+                 ORDER BY depth, id"
             ),
             &args![id],
         )
@@ -110,6 +122,28 @@ impl Store {
         )?;
         rows.sort_by_key(|row| row.id);
         Ok(rows)
+    }
+
+    /// Where every live row sits and which process it claims, by id: all that reconciliation
+    /// reads of them (8 columns of 36: on 10 000 stale rows, reading whole rows was a quarter
+    /// of the time to READY).
+    pub fn live_rows(&self) -> Result<Vec<LiveRow>, StoreError> {
+        let rows = self.db().query(
+            &format!(
+                "SELECT id, parent_id, kind, pid, boot_id, start_ticks, pidfd_ino FROM processes \
+                 WHERE status IN {LIVE_STATUSES} ORDER BY id"
+            ),
+            &[],
+        )?;
+        let live = rows.iter().map(|row| {
+            Ok(LiveRow {
+                id: row.get(0)?,
+                parent_id: row.get(1)?,
+                kind: row.get(2)?,
+                identity: super::processes::identity_at(row, [3, 4, 5, 6])?,
+            })
+        });
+        Ok(live.collect::<Result<_, super::sql::SqlError>>()?)
     }
 
     /// Every row of crawl `crawl_id`, by id.

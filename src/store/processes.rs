@@ -161,17 +161,7 @@ impl ProcessRow {
     /// every row cost `abxctl ps` a fifth of its time).
     pub(super) fn from_row(row: &Row) -> Result<ProcessRow, SqlError> {
         let pid: Option<i32> = row.get(6)?;
-        let boot_id: Option<String> = row.get(7)?;
-        let start_ticks: Option<i64> = row.get(8)?;
-        let identity = match (pid, boot_id, start_ticks) {
-            (Some(pid), Some(boot_id), Some(ticks)) => Some(Identity {
-                boot_id,
-                pid,
-                start_ticks: ticks as u64,
-                pidfd_ino: row.get::<Option<i64>>(29)?.map(|ino| ino as u64),
-            }),
-            _ => None,
-        };
+        let identity = identity_at(row, [6, 7, 8, 29])?;
         let argv: String = row.get(10)?;
         let argv = serde_json::from_str(&argv).map_err(|e| SqlError::Type {
             column: 10,
@@ -215,6 +205,23 @@ impl ProcessRow {
             uid: row.get(35)?,
         })
     }
+}
+
+/// The identity a row records (`columns`: where its pid, boot id, start ticks and pidfd inode
+/// are in `row`), if it records one.
+pub(super) fn identity_at(row: &Row, columns: [usize; 4]) -> Result<Option<Identity>, SqlError> {
+    let [pid, boot_id, start_ticks, pidfd_ino] = columns;
+    let found: (Option<i32>, Option<String>, Option<i64>) =
+        (row.get(pid)?, row.get(boot_id)?, row.get(start_ticks)?);
+    Ok(match found {
+        (Some(pid), Some(boot_id), Some(ticks)) => Some(Identity {
+            boot_id,
+            pid,
+            start_ticks: ticks as u64,
+            pidfd_ino: row.get::<Option<i64>>(pidfd_ino)?.map(|ino| ino as u64),
+        }),
+        _ => None,
+    })
 }
 
 impl Store {

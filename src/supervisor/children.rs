@@ -95,6 +95,11 @@ impl Children {
         self.by_pid.values().any(|c| c.row_id == row)
     }
 
+    /// The rows of the children still waited for.
+    pub fn rows(&self) -> Vec<i64> {
+        self.by_pid.values().map(|c| c.row_id).collect()
+    }
+
     /// The pids of children whose descendants are scanned.
     pub fn scanned(&self) -> Vec<i32> {
         self.by_pid

@@ -1,5 +1,6 @@
 //! What lives below a child: the descendants of scanned children (recorded as `child` rows while
 //! they run), what an exited child leaves behind (its leftovers), and the cap on its log files.
+//! (What left a tree and was re-parented here is `escapees`'.)
 //!
 //! Invariants: a descendant is found as a procfs descendant of the child (or of a descendant
 //! recorded before), in the child's cgroup, or — re-parented here — as an unknown child, and
@@ -16,7 +17,7 @@ use crate::liveness::{self, Recording};
 use crate::marker;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::{EndReason, Kind, Store};
+use crate::store::{EndReason, Store};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -31,6 +32,10 @@ impl Supervisor {
     /// if processes of its subtree live on, flags it leaking and tears them down now or at the
     /// end, as `decide::after_exit` says. Returns whether it leaked.
     pub(super) fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
+        // (Torn down from above: what it left is that teardown's, not a leak.)
+        if self.covered_from_above() {
+            return false;
+        }
         // Contained in a cgroup, it needs no marker scan: its cgroup holds what it left. Nor
         // does it when this process is a subreaper with no child it does not know: whatever a
         // child leaves alive is re-parented here (the topmost survivor of each branch), so
@@ -75,6 +80,11 @@ impl Supervisor {
     /// The next scan comes `descendant_scan` later while the trees change, less often while they
     /// do not (`decide::next_scan_interval`).
     pub(super) fn scan_descendants(&mut self, store: &mut Store) {
+        // (Torn down from above: that teardown enumerates the tree.)
+        if self.covered_from_above() {
+            self.next_scan = None;
+            return;
+        }
         let scanned = self.children.scanned();
         let mut changed = false;
         for pid in &scanned {
@@ -91,118 +101,6 @@ impl Supervisor {
         let base = self.timing.descendant_scan;
         self.scan_every = decide::next_scan_interval(self.scan_every, base, changed);
         self.next_scan = (!scanned.is_empty()).then(|| Instant::now() + self.scan_every);
-    }
-}
-
-impl Supervisor {
-    /// Adopts this process's unknown children: whatever left a hook's tree (cleared its marker,
-    /// changed its session) and was re-parented here, this process being a subreaper. Each gets
-    /// a `child` row — the one a scan recorded below its hook, else a new one below this
-    /// process's own row — flagged escaped. Returns the rows of the unknown children alive now.
-    /// Called at every descendant scan, so an escapee has its row while its scope still runs.
-    fn adopt_unknown_children(&mut self, store: &mut Store) -> Vec<i64> {
-        let Some(own_row) = self.own_row else {
-            return Vec::new();
-        };
-        let me = std::process::id() as i32;
-        let mut rows = Vec::new();
-        for pid in proctree::children_of(me) {
-            if self.children.has_pid(pid) || self.teardown.has_member(pid) {
-                continue;
-            }
-            // (A zombie is reaped, and recorded, on this turn of the loop.)
-            let Some((found, _)) = proctree::pin(pid) else {
-                continue;
-            };
-            let known = match store.live_row_by_pid(pid) {
-                Ok(Some(row))
-                    if row
-                        .identity
-                        .as_ref()
-                        .is_some_and(|id| id.same_process(&found.identity)) =>
-                {
-                    Some(row)
-                }
-                _ => None,
-            };
-            // Unkillable: torn down already, waited for no more (reaped when it ends).
-            if known.as_ref().is_some_and(|row| row.unkillable) {
-                continue;
-            }
-            // Flagged already, or a hook or worker orphaned by its parent's death (not an
-            // escape: it is torn down, not flagged).
-            if let Some(row) = known
-                .as_ref()
-                .filter(|r| r.escaped || r.kind != Kind::Child)
-            {
-                rows.push(row.id);
-                continue;
-            }
-            // Under cgroup containment its cgroup names the row it belongs to.
-            let parent = crate::cgroup::row_of_process(pid).unwrap_or(own_row);
-            let row = match known {
-                Some(row) => Ok(row.id),
-                None => store.record_descendant(parent, &found),
-            };
-            let row = match row {
-                Ok(row) => row,
-                Err(err) => {
-                    log::error!("cannot record escaped pid {pid}: {err}");
-                    continue;
-                }
-            };
-            if let Err(err) = store.set_escaped(row) {
-                log::error!("row {row}: cannot flag it escaped: {err}");
-            }
-            log::warn!(
-                "pid {pid} ({}) escaped its hook's tree: adopted as row {row}",
-                found.argv.join(" ")
-            );
-            rows.push(row);
-        }
-        rows
-    }
-
-    /// Adopts this process's unknown children (see `adopt_unknown_children`) and tears each down
-    /// (SIGTERM, `min_grace`, SIGKILL) with its own descendants. Returns how many.
-    pub(super) fn sweep_escapees(&mut self, store: &mut Store) -> usize {
-        let rows = self.adopt_unknown_children(store);
-        let grace = self.timing.min_grace;
-        for &row in &rows {
-            self.stop(store, row, Signal::TERM, grace, EndReason::Killed);
-        }
-        rows.len()
-    }
-}
-
-impl Supervisor {
-    /// Whether nothing that escaped is left below this process: two sweeps in a row adopt
-    /// nothing and find no unknown child that ended between them. A fork-and-exit treadmill
-    /// hands a new generation up at every exit; one empty look would miss the one in flight.
-    /// An unknown child that ended is reaped (and its row, if any, made final) here.
-    pub fn escapees_settled(&mut self, store: &mut Store) -> bool {
-        for _ in 0..2 {
-            if self.sweep_escapees(store) > 0 || self.reap_unknown_ended(store) > 0 {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Reaps the children of this process that ended and are neither its spawned children nor
-    /// members of a teardown (those are reaped by the loop, which reports them). Returns how many.
-    fn reap_unknown_ended(&mut self, store: &mut Store) -> usize {
-        let me = std::process::id() as i32;
-        let reaped: Vec<crate::reaper::Reaped> = proctree::children_of(me)
-            .into_iter()
-            .filter(|&pid| !self.children.has_pid(pid) && proctree::zombie_parent(pid) == Some(me))
-            .filter_map(crate::reaper::reap_one)
-            .collect();
-        self.record_reaped(store, &reaped);
-        for ended in &reaped {
-            self.teardown.on_reaped(store, ended.pid);
-        }
-        reaped.len()
     }
 }
 

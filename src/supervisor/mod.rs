@@ -16,9 +16,11 @@
 //! the only timers are real deadlines (hook timeouts, SIGKILL deadlines, the descendant scan
 //! while hooks run, lease renewal, and the caller's own).
 
+mod above;
 mod children;
 mod decide;
 mod descendants;
+mod escapees;
 mod lease;
 mod log_cap;
 mod policy;
@@ -92,6 +94,8 @@ pub struct Supervisor {
     own_row: Option<i64>,
     /// `stop_all` ran: what a child leaves from now on is torn down at once.
     ending: bool,
+    /// A teardown from above that covers everything below (see `above`).
+    above: Option<above::Above>,
     /// Ends that failed to be written, retried once writes succeed again.
     unrecorded: Unrecorded,
     /// Under cgroup containment: the cgroup of this process's row, below which each child gets
@@ -133,6 +137,7 @@ impl Supervisor {
             instance,
             own_row,
             ending: false,
+            above: None,
             cgroup: None,
             subreaper,
         })
@@ -225,6 +230,7 @@ impl Supervisor {
             self.children.next_deadline(),
             self.teardown.next_deadline(),
             self.lease.next_deadline(),
+            self.above_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -274,13 +280,17 @@ impl Supervisor {
     }
 
     /// Tears down every child's subtree and every leftover at once, each process until its own
-    /// deadline but at least `min_grace` (SPEC §5).
+    /// deadline but at least `min_grace` (SPEC §5) — unless a teardown from above covers them
+    /// (see `above`).
     ///
     /// A child younger than [`STARTUP_ALLOWANCE`] (or `min_grace`, if less) is signalled only
     /// once it is that old: a process just started has not yet had the chance to set up its
     /// SIGTERM handler.
     pub fn stop_all(&mut self, store: &mut Store, reason: EndReason) {
         self.ending = true;
+        if self.covered_from_above() {
+            return;
+        }
         let allowance = self.timing.min_grace.min(STARTUP_ALLOWANCE);
         let leftovers = std::mem::take(&mut self.leftovers);
         // A child whose teardown is under way keeps its deadlines (e.g. a background hook
@@ -317,7 +327,8 @@ impl Supervisor {
     }
 
     /// Waits for something to act on (or `timer`), then returns what happened. Reaped children
-    /// have their rows made final before they are returned.
+    /// have their rows made final before they are returned (torn down from above, their ends
+    /// may be held to be written together a moment later: see `above`).
     pub fn wait(
         &mut self,
         store: &mut Store,
@@ -385,6 +396,7 @@ impl Supervisor {
             self.stop_at_end(store, row, reason);
         }
         self.teardown.expire(store, now);
+        self.after_turn_above(store, now);
         if self.next_scan.is_some_and(|at| at <= now) {
             self.scan_descendants(store);
         }

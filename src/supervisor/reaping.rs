@@ -30,13 +30,15 @@ impl Supervisor {
     pub fn reap_now(&mut self, store: &mut Store) -> Vec<Event> {
         let mut out = Vec::new();
         self.reap(store, &mut out);
+        self.write_held(store);
         out
     }
 
     /// Reaps every child that has ended. Their ends are written first, all in one transaction
     /// (one commit per turn of the loop, however many processes a teardown ends at once); an
     /// end that is not written — refused, or its commit failed — is kept with its status and
-    /// written later (`unrecorded`). Then what each leaves is settled.
+    /// written later (`unrecorded`); torn down from above, ends are held to be written with
+    /// others (`above`). Then what each leaves is settled.
     pub(super) fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
         let reaped = reaper::reap_ready();
         if reaped.is_empty() {
@@ -143,19 +145,24 @@ impl Supervisor {
     ) -> Vec<Option<End>> {
         let at = now_ms();
         let ends: Vec<Option<End>> = reaped.iter().map(|r| self.end_of(store, r, at)).collect();
-        self.write_ends(store, &ends);
+        let children_reaped = reaped
+            .iter()
+            .filter(|r| self.children.has_pid(r.pid))
+            .count();
+        let children_left = self.children.len() > children_reaped;
+        let to_write = self.ends_to_write(ends.iter().flatten().copied().collect(), children_left);
+        self.write_ends(store, &to_write);
         ends
     }
 
     /// Writes `ends` in one transaction; what is not written is kept to write later.
-    fn write_ends(&mut self, store: &mut Store, ends: &[Option<End>]) {
-        let ends: Vec<&End> = ends.iter().flatten().collect();
+    pub(super) fn write_ends(&mut self, store: &mut Store, ends: &[End]) {
         if ends.is_empty() {
             return;
         }
         let written = store.all_or_nothing(|store| {
             let mut results = Vec::with_capacity(ends.len());
-            for end in &ends {
+            for end in ends {
                 match end.write(store, false) {
                     // (Refused for the whole turn: the lock is someone else's.)
                     Err(err) if err.is_busy() => return Err(err),
@@ -169,7 +176,7 @@ impl Supervisor {
                 for (end, result) in ends.iter().zip(results) {
                     if let Err(err) = result {
                         log::warn!("row {}: its end is written later: {err}", end.row);
-                        self.unrecorded.end_failed(**end);
+                        self.unrecorded.end_failed(*end);
                     }
                 }
             }

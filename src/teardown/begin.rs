@@ -50,13 +50,20 @@ impl DeadlineMap {
                 self.enlist(store, gathered);
             }
         });
-        for root in roots {
-            let Some(tree) = self.trees.get_mut(&root) else {
-                continue;
-            };
-            for member in tree.members.values_mut() {
-                if std::mem::take(&mut member.unsignalled) {
-                    signal_member(member, tree.request.signal);
+        // Supervisors first: a worker hears of the teardown before its children end, and
+        // leaves the teardown to this one (see `supervisor::above`).
+        for supervisors in [true, false] {
+            for root in &roots {
+                let Some(tree) = self.trees.get_mut(root) else {
+                    continue;
+                };
+                let signal = tree.request.signal;
+                for member in tree.members.values_mut() {
+                    if member.kind.is_supervisor() == supervisors
+                        && std::mem::take(&mut member.unsignalled)
+                    {
+                        signal_member(member, signal);
+                    }
                 }
             }
         }

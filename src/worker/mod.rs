@@ -9,8 +9,10 @@
 //!
 //! Invariants: a worker works only on what its parent claimed for it and hands over (the lease
 //! names its process row as owner) and renews that lease while it works; it reaps its own
-//! children; on SIGTERM it tears its children down and exits [`EXIT_INTERRUPTED`] without
-//! sealing, so the work is requeued; it seals only work that is really finished.
+//! children; on SIGTERM it tears its children down — or, when the SIGTERM comes from a teardown
+//! of its own row above it, leaves that to the teardown above (`supervisor::above`) — and exits
+//! [`EXIT_INTERRUPTED`] without sealing, so the work is requeued; it seals only work that is
+//! really finished.
 
 mod crawl;
 mod snapshot;
@@ -25,12 +27,12 @@ use crate::plugins::{install, Catalog, Phase, Prepared};
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
 use crate::store::{
-    Crawl, EndReason, ExitOutcome, Lease, Patience, Queue, ResultStatus, Store, StoreError,
+    now_ms, Crawl, EndReason, ExitOutcome, Lease, Patience, Queue, ResultStatus, Store, StoreError,
     BUSY_RETRY,
 };
 use crate::supervisor::{Event, Supervisor, Timing};
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A worker that finished its work exits 0.
 pub const EXIT_DONE: i32 = 0;
@@ -82,7 +84,7 @@ impl Context {
             log::warn!("cannot become a child subreaper: {err}");
         }
         // Never a new file: a database deleted under the daemon must not be replaced by workers.
-        let store = Store::open_existing(&config.database)?;
+        let store = Store::open_existing_at(&config.database)?;
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, store.marker_namespace()?, Some(row_id))?;
         // Under cgroup containment the daemon placed this worker in its row's cgroup (in the
@@ -143,9 +145,20 @@ impl Context {
         if self.interrupted {
             return;
         }
-        log::info!("interrupted: tearing down and leaving the work to be requeued");
         self.interrupted = true;
-        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+        match self.teardown_above() {
+            Some(kill_due) => {
+                log::info!(
+                    "interrupted by a teardown from above: leaving its signals to it, reaping \
+                     the children, leaving the work to be requeued"
+                );
+                self.supervisor.leave_teardown_above(kill_due);
+            }
+            None => {
+                log::info!("interrupted: tearing down and leaving the work to be requeued");
+                self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+            }
+        }
     }
 
     /// Records a hook's exit on its result, with what `also` writes of it, in one transaction
@@ -157,7 +170,8 @@ impl Context {
         exit: Exit,
         also: impl FnOnce(&mut Store, &Outcome) -> Result<(), StoreError>,
     ) -> Result<Option<Outcome>, StoreError> {
-        if self.interrupted || (exit.reason == EndReason::Killed && self.being_torn_down()) {
+        if self.interrupted || (exit.reason == EndReason::Killed && self.teardown_above().is_some())
+        {
             // Torn down with this worker (whose SIGTERM may not have arrived yet): an
             // interruption, not the hook's failure — the result is left to run again.
             return Ok(None);
@@ -209,7 +223,10 @@ impl Context {
         runner: &mut HookRunner,
         on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
-        runner.end_scope(&mut self.supervisor, &mut self.store);
+        // (Interrupted, its hooks are torn down with the worker, not one by one.)
+        if !self.interrupted {
+            runner.end_scope(&mut self.supervisor, &mut self.store);
+        }
         self.run_hooks_until(runner, HookRunner::done, on_exit)
     }
 
@@ -243,11 +260,19 @@ impl Context {
         Ok(())
     }
 
-    /// Whether a teardown from above has signalled this worker (recorded before it is sent, so
-    /// this is known before the signal arrives).
-    fn being_torn_down(&self) -> bool {
-        matches!(self.store.process(self.row_id), Ok(Some(row))
-            if row.sigterm_at.is_some() || row.sigkill_at.is_some())
+    /// When SIGKILL is due to this worker if a teardown from above has signalled it (recorded
+    /// before it is sent, so this is known before the signal arrives).
+    fn teardown_above(&self) -> Option<Instant> {
+        let row = self.store.process(self.row_id).ok().flatten()?;
+        if row.sigterm_at.is_none() && row.sigkill_at.is_none() {
+            return None;
+        }
+        // (Wall-clock ms, as the teardown recorded it; a step of the clock moves the
+        // moment this worker takes over, never a signal above.)
+        let remaining = row.kill_at.map_or(Duration::ZERO, |at| {
+            Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0))
+        });
+        Some(Instant::now() + remaining)
     }
 
     /// Tears every remaining child (and leftover) down, each until its own deadline but at least

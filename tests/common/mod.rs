@@ -95,6 +95,31 @@ pub struct TestDaemon {
     unprivileged: bool,
     /// The abxd executable it runs (the one cargo built unless a test gives it a copy).
     exe: PathBuf,
+    /// Its PostgreSQL server, when its store is one (dropped after the daemon).
+    postgres: Option<postgres::Postgres>,
+}
+
+/// The stores the suites that must hold on both run against: the SQLite file, and a throwaway
+/// PostgreSQL server where one can run (always in CI). Says which ran.
+pub fn backends() -> Vec<&'static str> {
+    if postgres::available() {
+        vec!["sqlite", "postgres"]
+    } else {
+        eprintln!("SKIPPED on PostgreSQL: it is not installed here (apt install postgresql)");
+        vec!["sqlite"]
+    }
+}
+
+/// `extra` config lines with `paths.database` set to `url`.
+fn with_database(extra: &str, url: &str) -> String {
+    let line = format!("database = {url:?}\n");
+    match extra.find("[paths]\n") {
+        Some(at) => {
+            let (before, after) = extra.split_at(at + "[paths]\n".len());
+            format!("{before}{line}{after}")
+        }
+        None => format!("{extra}[paths]\n{line}"),
+    }
 }
 
 /// The uid and gid of `nobody`, the unprivileged user daemons run as in some tests.
@@ -106,6 +131,21 @@ impl TestDaemon {
 
     /// Writes a config (debug spawn allowed, plus `extra`) into a fresh temp dir; starts nothing.
     pub fn prepare(extra: &str) -> TestDaemon {
+        Self::prepare_on("sqlite", extra)
+    }
+
+    /// [`TestDaemon::prepare`] with its store on `backend` (one of [`backends`]): for
+    /// `postgres`, a throwaway server of its own.
+    pub fn prepare_on(backend: &str, extra: &str) -> TestDaemon {
+        let postgres = match backend {
+            "sqlite" => None,
+            "postgres" => Some(postgres::Postgres::start().expect("PostgreSQL is installed")),
+            other => panic!("no backend {other}"),
+        };
+        let extra = match &postgres {
+            Some(server) => with_database(extra, &server.database_url()),
+            None => extra.to_string(),
+        };
         let dir = tempfile::Builder::new().prefix("abxd").tempdir().unwrap();
         let config = dir.path().join("supervisor.toml");
         std::fs::write(&config, format!("{}{extra}", Self::BASE_CONFIG)).unwrap();
@@ -118,6 +158,7 @@ impl TestDaemon {
             child: None,
             unprivileged: false,
             exe: PathBuf::from(abxd_bin()),
+            postgres,
         }
     }
 
@@ -136,7 +177,12 @@ impl TestDaemon {
 
     /// Starts a daemon with `extra` config and waits until it answers `status`.
     pub fn start_with(extra: &str) -> TestDaemon {
-        let mut daemon = Self::prepare(extra);
+        Self::start_on("sqlite", extra)
+    }
+
+    /// [`TestDaemon::start_with`] with its store on `backend`.
+    pub fn start_on(backend: &str, extra: &str) -> TestDaemon {
+        let mut daemon = Self::prepare_on(backend, extra);
         daemon.launch();
         daemon
     }
@@ -225,8 +271,38 @@ impl TestDaemon {
         self.dir.path().join("data")
     }
 
+    /// Its SQLite file (for tests of the file itself: a daemon on PostgreSQL has none).
     pub fn database(&self) -> PathBuf {
+        assert!(
+            self.postgres.is_none(),
+            "a daemon on PostgreSQL has no database file"
+        );
         self.data_dir().join("abxd.sqlite3")
+    }
+
+    /// Replaces its config with [`TestDaemon::BASE_CONFIG`] and `extra` (its store kept).
+    pub fn write_config(&self, extra: &str) {
+        let extra = match &self.postgres {
+            Some(server) => with_database(extra, &server.database_url()),
+            None => extra.to_string(),
+        };
+        std::fs::write(&self.config, format!("{}{extra}", Self::BASE_CONFIG)).unwrap();
+    }
+
+    /// Its PostgreSQL server (a daemon started `on` it).
+    pub fn postgres_mut(&mut self) -> &mut postgres::Postgres {
+        self.postgres.as_mut().expect("a daemon on PostgreSQL")
+    }
+
+    /// Where its store is.
+    pub fn location(&self) -> abxd::store::Location {
+        match &self.postgres {
+            Some(server) => abxd::store::Location::Postgres(abxd::store::Server {
+                url: server.database_url(),
+                password_file: None,
+            }),
+            None => abxd::store::Location::File(self.data_dir().join("abxd.sqlite3")),
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -242,7 +318,7 @@ impl TestDaemon {
     /// tests that queue work before the daemon ever ran.
     pub fn create_database(&self) {
         std::fs::create_dir_all(self.data_dir()).unwrap();
-        abxd::store::Store::open(&self.database()).unwrap();
+        abxd::store::Store::open_at(&self.location()).unwrap();
     }
 
     /// An abxctl command on this daemon's config, not started yet.
@@ -321,7 +397,7 @@ impl TestDaemon {
 
     /// The database, read-only, as abxctl sees it.
     pub fn store(&self) -> abxd::store::Store {
-        abxd::store::Store::open_read_only(&self.database()).unwrap()
+        abxd::store::Store::open_read_only_at(&self.location()).unwrap()
     }
 
     /// The rows of `kind` that claim a live process now.
@@ -470,4 +546,34 @@ pub fn containments() -> Vec<&'static str> {
     );
     eprintln!("containment: cgroup v2 is not writable here: the case runs under procfs only");
     vec!["procfs"]
+}
+
+/// A new, empty store on `backend` (one of [`backends`]), and what must outlive it: its temp dir,
+/// or its throwaway PostgreSQL server.
+pub fn fresh_store(backend: &str) -> (abxd::store::Store, Box<dyn std::any::Any>) {
+    match backend {
+        "postgres" => {
+            let server = postgres::Postgres::start().expect("PostgreSQL is installed");
+            let store = abxd::store::Store::open_postgres(&server.url()).unwrap();
+            (store, Box::new(server))
+        }
+        _ => {
+            let dir = tempfile::tempdir().unwrap();
+            let store = abxd::store::Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+            (store, Box::new(dir))
+        }
+    }
+}
+
+/// Every row of `rows` is final but the orchestrator's (whose daemon still runs).
+pub fn assert_every_row_final(rows: &[abxd::store::ProcessRow]) {
+    for row in rows {
+        assert!(
+            !row.status.is_live() || row.kind == abxd::store::Kind::Orchestrator,
+            "row {} ({:?}) is still {}",
+            row.id,
+            row.argv,
+            row.status
+        );
+    }
 }

@@ -16,6 +16,8 @@ pub const ROLE: &str = "abxd";
 pub struct Postgres {
     dir: tempfile::TempDir,
     server: Child,
+    /// The server's binaries.
+    bin: PathBuf,
 }
 
 /// The directory of Debian's newest PostgreSQL server binaries, if one is installed.
@@ -65,6 +67,26 @@ fn owner() -> (u32, u32) {
         .unwrap_or((super::UNPRIVILEGED, super::UNPRIVILEGED))
 }
 
+/// The server of the cluster in `dir`, on a Unix socket there only.
+fn spawn_server(bin: &Path, dir: &Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .unwrap();
+    as_owner(bin, "postgres")
+        .arg("-D")
+        .arg(dir.join("data"))
+        .arg("-k")
+        .arg(dir)
+        .args(["-c", "listen_addresses=", "-c", "fsync=off"])
+        .args(["-c", "max_connections=200"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
 /// Runs `command` to its end; a failure fails the test with what it said.
 fn run_ok(command: &mut Command) {
     let output = command.stdout(Stdio::null()).output().unwrap();
@@ -73,6 +95,11 @@ fn run_ok(command: &mut Command) {
         "{command:?} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Whether a throwaway server can run here (always in CI, which installs PostgreSQL).
+pub fn available() -> bool {
+    server_bin_dir().is_some() || std::env::var_os("CI").is_some()
 }
 
 impl Postgres {
@@ -104,24 +131,34 @@ impl Postgres {
                 .arg("-D")
                 .arg(&data),
         );
-        let server = as_owner(&bin, "postgres")
-            .arg("-D")
-            .arg(&data)
-            .arg("-k")
-            .arg(dir.path())
-            .args(["-c", "listen_addresses=", "-c", "fsync=off"])
-            .args(["-c", "max_connections=200"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let mut postgres = Postgres { dir, server };
-        postgres.wait_ready(&bin);
+        let server = spawn_server(&bin, dir.path());
+        let mut postgres = Postgres {
+            dir,
+            server,
+            bin: bin.clone(),
+        };
+        postgres.wait_ready();
         run_ok(as_owner(&bin, "createdb").args(["-h", &postgres.socket_dir(), "-U", ROLE, ROLE]));
         Some(postgres)
     }
 
-    fn wait_ready(&mut self, bin: &Path) {
+    /// Stops the server as an operator's restart does (SIGINT: fast shutdown, every session
+    /// closed) and waits until it is gone.
+    pub fn stop(&mut self) {
+        // (Our own child: its pid cannot mean another process until we reap it.)
+        let pid = nix::unistd::Pid::from_raw(self.server.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        self.server.wait().unwrap();
+    }
+
+    /// Starts the stopped server again on the same data, and waits until it is ready.
+    pub fn start_again(&mut self) {
+        self.server = spawn_server(&self.bin, self.dir.path());
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let bin = self.bin.clone();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let ready = Command::new(bin.join("pg_isready"))
@@ -153,6 +190,11 @@ impl Postgres {
     /// Its connection string (libpq's key-value form): the socket dir, the role, the database.
     pub fn url(&self) -> String {
         format!("host={} user={ROLE} dbname={ROLE}", self.socket_dir())
+    }
+
+    /// Its URL, as `paths.database` names a server.
+    pub fn database_url(&self) -> String {
+        format!("postgres://{ROLE}@/{ROLE}?host={}", self.socket_dir())
     }
 
     /// The server's pid (the postmaster's).

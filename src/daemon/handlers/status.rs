@@ -10,6 +10,8 @@ pub(super) fn handle(state: &mut State) -> Response {
             .into_iter()
             .map(|(kind, n)| (kind.to_string(), n))
             .collect(),
+        // (Out of reach or locked: the status says so, and since when, below.)
+        Err(err) if err.is_busy() => Default::default(),
         Err(err) => return failed(err),
     };
     Response::Status(Box::new(StatusInfo {
@@ -17,7 +19,7 @@ pub(super) fn handle(state: &mut State) -> Response {
         version: env!("CARGO_PKG_VERSION").to_string(),
         started_at_ms: state.started_at_ms,
         uptime_ms: now_ms() - state.started_at_ms,
-        database: state.config.database.display().to_string(),
+        database: state.config.database.to_string(),
         socket: state.config.control.socket.display().to_string(),
         live,
         recovering: !state.orphans.is_empty(),

@@ -15,7 +15,7 @@
 mod postgres;
 mod sqlite;
 
-pub use postgres::redacted;
+pub use crate::config::redacted;
 mod value;
 
 pub use value::{found, FromValue, Row, Value};
@@ -74,6 +74,12 @@ pub enum SqlError {
     },
     #[error("the statement returned no row")]
     NoRow,
+    /// A connection that cannot even be tried: what is wrong with its settings.
+    #[error("{0}")]
+    Settings(String),
+    /// The server is out of reach for now (busy: try again later).
+    #[error("{0}")]
+    Disconnected(String),
 }
 
 impl SqlError {
@@ -83,6 +89,7 @@ impl SqlError {
         match self {
             SqlError::Sqlite(err) => sqlite::is_busy(err),
             SqlError::Postgres(err) => postgres::is_busy(err),
+            SqlError::Disconnected(_) => true,
             _ => false,
         }
     }
@@ -97,7 +104,16 @@ pub enum Db {
 impl Db {
     /// Connects to the PostgreSQL server `url` names (libpq's URL or key-value form).
     pub fn connect_postgres(url: &str) -> Result<Db, SqlError> {
-        Ok(Db::Postgres(Box::new(postgres::Connection::connect(url)?)))
+        let config = url
+            .parse()
+            .map_err(|err| SqlError::Settings(format!("not a PostgreSQL URL: {err}")))?;
+        Db::connect_postgres_with(&config)
+    }
+
+    pub fn connect_postgres_with(config: &::postgres::Config) -> Result<Db, SqlError> {
+        Ok(Db::Postgres(Box::new(postgres::Connection::connect(
+            config,
+        )?)))
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -164,6 +180,14 @@ impl Db {
     }
 
     /// Whether a transaction is open on this connection.
+    /// Runs `sql` (a setting, a session lock) first thing in every session a PostgreSQL
+    /// connection makes again after losing its own (an SQLite connection never does).
+    pub fn on_new_session(&self, sql: &str) {
+        if let Db::Postgres(conn) = self {
+            conn.on_new_session(sql);
+        }
+    }
+
     pub fn in_transaction(&self) -> bool {
         match self {
             Db::Sqlite(conn) => !conn.is_autocommit(),

@@ -1,27 +1,101 @@
 //! [`Db`](super::Db) on PostgreSQL, through the synchronous `postgres` client: statements
 //! rewritten to PostgreSQL's placeholders and prepared on the server once, values bound as the
 //! type the server expects for each placeholder and read back by their column's type.
+//!
+//! A connection the server closed (a restart, a network cut) is made again at the next
+//! statement, at most every [`RECONNECT_EVERY`]; a new session first runs what the old one was
+//! told to keep ([`Connection::keep_in_session`]: a setting, the daemon's session lock). Until it
+//! is back, statements fail with an error that counts as busy — try again later, nothing was
+//! written — and a transaction the closed session had open is gone: its statements fail until
+//! the caller rolls it back.
 
 use super::{Row, SqlError, Value};
 use postgres::types::{IsNull, ToSql, Type};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// The least time between two attempts to connect again.
+pub const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 
 pub struct Connection {
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     /// A transaction is open (set by `BEGIN`, cleared by `COMMIT` and `ROLLBACK`).
     in_transaction: Cell<bool>,
+    /// How to connect again.
+    config: postgres::Config,
+    /// What every new session runs first.
+    session: RefCell<Vec<String>>,
+    /// The session that had a transaction open was lost: statements fail until a `ROLLBACK`.
+    transaction_lost: Cell<bool>,
+    /// No attempt to connect again before then.
+    next_attempt: Cell<Option<Instant>>,
 }
 
 impl Connection {
-    pub fn connect(url: &str) -> Result<Connection, SqlError> {
-        let client = postgres::Client::connect(url, postgres::NoTls)?;
+    pub fn connect(config: &postgres::Config) -> Result<Connection, SqlError> {
+        let client = config.connect(postgres::NoTls)?;
         Ok(Connection {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
             in_transaction: Cell::new(false),
+            config: config.clone(),
+            session: RefCell::new(Vec::new()),
+            transaction_lost: Cell::new(false),
+            next_attempt: Cell::new(None),
         })
+    }
+
+    /// Runs `sql` first thing in every session made again after this one is lost.
+    pub fn on_new_session(&self, sql: &str) {
+        self.session.borrow_mut().push(sql.to_string());
+    }
+
+    /// Connects again if the server closed the connection; fails while it cannot (at most one
+    /// attempt every [`RECONNECT_EVERY`]), or while a transaction of the lost session is not
+    /// rolled back yet — except for what ends that (`BEGIN`, `ROLLBACK`: `control`); a `COMMIT`
+    /// of it fails, since nothing of it was kept.
+    fn ensure_connected(&self, sql: &str, control: Option<&Control>) -> Result<(), SqlError> {
+        if self.client.borrow().is_closed() {
+            if self.in_transaction.replace(false) {
+                self.transaction_lost.set(true);
+            }
+            let now = Instant::now();
+            if self.next_attempt.get().is_some_and(|at| now < at) {
+                return Err(SqlError::Disconnected(
+                    "the connection to PostgreSQL was lost; trying again".into(),
+                ));
+            }
+            self.next_attempt.set(Some(now + RECONNECT_EVERY));
+            let mut client = self.config.connect(postgres::NoTls).map_err(|err| {
+                SqlError::Disconnected(format!("cannot reach PostgreSQL: {}", describe(&err)))
+            })?;
+            for sql in self.session.borrow().iter() {
+                client.batch_execute(sql)?;
+            }
+            *self.client.borrow_mut() = client;
+            self.statements.borrow_mut().clear();
+            self.next_attempt.set(None);
+            log::warn!("connected to PostgreSQL again");
+        }
+        if !self.transaction_lost.get() {
+            return Ok(());
+        }
+        let rollback = sql
+            .trim_start()
+            .get(..8)
+            .is_some_and(|w| w.eq_ignore_ascii_case("ROLLBACK"));
+        match control {
+            Some(Control::Begin) => self.transaction_lost.set(false),
+            Some(Control::End) if rollback => self.transaction_lost.set(false),
+            _ => {
+                return Err(SqlError::Disconnected(
+                    "the connection to PostgreSQL was lost in a transaction, which is gone".into(),
+                ))
+            }
+        }
+        Ok(())
     }
 
     fn prepared(&self, sql: &str) -> Result<postgres::Statement, SqlError> {
@@ -36,7 +110,9 @@ impl Connection {
     }
 
     pub fn execute(&self, sql: &str, args: &[Value]) -> Result<u64, SqlError> {
-        if let Some(control) = transaction_control(sql) {
+        let control = transaction_control(sql);
+        self.ensure_connected(sql, control.as_ref())?;
+        if let Some(control) = control {
             // (As a simple query: also what ends a transaction the server has aborted.)
             self.client.borrow_mut().batch_execute(sql)?;
             match control {
@@ -52,6 +128,7 @@ impl Connection {
     }
 
     pub fn query(&self, sql: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
+        self.ensure_connected(sql, None)?;
         let statement = self.prepared(sql)?;
         let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
         let rows = self.client.borrow_mut().query(&statement, &params)?;
@@ -59,6 +136,7 @@ impl Connection {
     }
 
     pub fn execute_batch(&self, sql: &str) -> Result<(), SqlError> {
+        self.ensure_connected(sql, None)?;
         Ok(self.client.borrow_mut().batch_execute(sql)?)
     }
 
@@ -213,30 +291,6 @@ impl ToSql for Value {
     postgres::types::to_sql_checked!();
 }
 
-/// `url` (libpq's URL or key-value form) without its password: what may be printed or logged.
-pub fn redacted(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let authority = match authority.rsplit_once('@') {
-            Some((user, host)) => {
-                let user = user.split_once(':').map_or(user, |(name, _)| name);
-                format!("{user}@{host}")
-            }
-            None => authority.to_string(),
-        };
-        let tail = tail
-            .split('&')
-            .filter(|part| !part.contains("password="))
-            .collect::<Vec<_>>()
-            .join("&");
-        return format!("{scheme}://{authority}{tail}");
-    }
-    url.split_ascii_whitespace()
-        .filter(|pair| !pair.starts_with("password="))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// A PostgreSQL error as people read it: the server's message and detail, or the client's.
 pub(super) fn describe(err: &postgres::Error) -> String {
     match err.as_db_error() {
@@ -248,16 +302,30 @@ pub(super) fn describe(err: &postgres::Error) -> String {
     }
 }
 
-/// Whether the server refused for a lock another session holds (a lock timeout, a failed
-/// `NOWAIT`, a serialization failure): something to try again.
+/// Whether the statement may succeed later, unchanged: the server refused for a lock another
+/// session holds (a lock timeout, a failed `NOWAIT`, a serialization failure), or it is out of
+/// reach for now.
 pub(super) fn is_busy(err: &postgres::Error) -> bool {
     use postgres::error::SqlState;
-    err.code().is_some_and(|code| {
-        [
-            SqlState::LOCK_NOT_AVAILABLE,
-            SqlState::T_R_SERIALIZATION_FAILURE,
-            SqlState::T_R_DEADLOCK_DETECTED,
-        ]
-        .contains(code)
-    })
+    // (A connection closed, or about to be — a restart, a shutdown, a network error — is made
+    // again at the next statement.)
+    let out_of_reach = |code: &SqlState| {
+        code.code().starts_with("08")
+            || [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+            ]
+            .contains(code)
+    };
+    err.is_closed()
+        || err.code().is_some_and(|code| {
+            out_of_reach(code)
+                || [
+                    SqlState::LOCK_NOT_AVAILABLE,
+                    SqlState::T_R_SERIALIZATION_FAILURE,
+                    SqlState::T_R_DEADLOCK_DETECTED,
+                ]
+                .contains(code)
+        })
 }

@@ -177,6 +177,11 @@ impl<T: FromValue> FromValue for Option<T> {
 pub struct Row(pub(super) Vec<Value>);
 
 impl Row {
+    /// Its values, in column order.
+    pub fn into_values(self) -> Vec<Value> {
+        self.0
+    }
+
     /// Column `column` (from 0) as a `T`; a column of another type, or a missing one, is an
     /// error naming it.
     pub fn get<T: FromValue>(&self, column: usize) -> Result<T, SqlError> {

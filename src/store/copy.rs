@@ -1,0 +1,144 @@
+//! Copying a store into an empty PostgreSQL database (`abxd store copy`): every table's rows with
+//! their ids, so that a host that outgrew its SQLite file moves to a shared database with its
+//! whole history.
+//!
+//! Invariants: the source is read inside one read transaction (a consistent snapshot, whatever
+//! else reads it); the target must hold no abxd row (a database without the schema gets it
+//! first); everything is written in one transaction or nothing is; afterwards each identity
+//! sequence starts past the largest id copied, so the next crawl or process gets a new id; the
+//! marker namespace (`meta.instance_id`) comes along, so leftovers of the old database are
+//! still recognised as its own.
+
+use super::sql::Value;
+use super::{Store, StoreError};
+
+/// The tables in an order that satisfies every reference (a process's parent row precedes it:
+/// ids grow with time), each with whether its `id` is an identity column.
+const TABLES: &[(&str, bool)] = &[
+    ("processes", true),
+    ("crawls", true),
+    ("snapshots", true),
+    ("results", true),
+    ("tags", false),
+    ("binaries", false),
+];
+
+/// What a copy wrote: rows per table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copied {
+    pub rows: Vec<(&'static str, u64)>,
+}
+
+impl Copied {
+    /// "1 204 processes, 3 crawls, …" as the command prints it.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .rows
+            .iter()
+            .map(|(table, rows)| format!("{rows} {table}"))
+            .collect();
+        parts.join(", ")
+    }
+}
+
+impl Store {
+    /// Copies every row of this (SQLite) store into `target`, an empty PostgreSQL store at the
+    /// same schema version.
+    pub fn copy_into(&self, target: &Store) -> Result<Copied, StoreError> {
+        if self.sqlite().is_none() || target.sqlite().is_some() {
+            return Err(StoreError::Copy(
+                "abxd copies an SQLite file into a PostgreSQL database".into(),
+            ));
+        }
+        target.refuse_unless_empty()?;
+        // (One read transaction: every table as of one moment.)
+        self.db().execute("BEGIN", &[])?;
+        let db = target.db();
+        db.execute("BEGIN", &[])?;
+        let copied = (|| {
+            let mut copied = Vec::new();
+            for &(table, identity) in TABLES {
+                let rows = copy_table(self, target, table)?;
+                if identity {
+                    db.query(
+                        &format!(
+                            "SELECT setval(pg_get_serial_sequence('{table}', 'id'), \
+                             COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
+                        ),
+                        &[],
+                    )?;
+                }
+                copied.push((table, rows));
+            }
+            copy_meta(self, target)?;
+            db.execute("COMMIT", &[])?;
+            Ok(Copied { rows: copied })
+        })();
+        if copied.is_err() {
+            let _ = db.execute("ROLLBACK", &[]);
+        }
+        let _ = self.db().execute("COMMIT", &[]);
+        copied
+    }
+
+    /// A store with any row of abxd's is refused: a copy never mixes two histories.
+    fn refuse_unless_empty(&self) -> Result<(), StoreError> {
+        for &(table, _) in TABLES {
+            let count: Option<i64> = self
+                .db()
+                .query_value(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
+            if let Some(count) = count.filter(|n| *n > 0) {
+                return Err(StoreError::Copy(format!(
+                    "{} is not empty ({count} rows in {table}): abxd copies only into an empty \
+                     database, so that two histories never mix",
+                    self.path().display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies `table`'s rows (in id order where it has ids); returns how many.
+fn copy_table(source: &Store, target: &Store, table: &str) -> Result<u64, StoreError> {
+    let columns: Vec<String> = source
+        .db()
+        .query(
+            &format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid"),
+            &[],
+        )?
+        .iter()
+        .map(|row| row.get::<String>(0))
+        .collect::<Result<_, _>>()?;
+    let list = columns.join(", ");
+    let placeholders: Vec<String> = (1..=columns.len()).map(|n| format!("?{n}")).collect();
+    let insert = format!(
+        "INSERT INTO {table} ({list}) VALUES ({})",
+        placeholders.join(", ")
+    );
+    let rows = source
+        .db()
+        .query(&format!("SELECT {list} FROM {table} ORDER BY rowid"), &[])?;
+    let count = rows.len() as u64;
+    for row in rows {
+        let values: Vec<Value> = row.into_values();
+        target.db().execute(&insert, &values)?;
+    }
+    Ok(count)
+}
+
+/// Copies `meta` over the target's own (its schema version stays: the schema is the target's).
+fn copy_meta(source: &Store, target: &Store) -> Result<(), StoreError> {
+    for row in source.db().query("SELECT key, value FROM meta", &[])? {
+        let (key, value): (String, String) = (row.get(0)?, row.get(1)?);
+        if key == "schema_version" {
+            continue;
+        }
+        target.db().execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[Value::Text(key), Value::Text(value)],
+        )?;
+    }
+    Ok(())
+}

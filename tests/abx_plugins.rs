@@ -214,6 +214,47 @@ const INDEX: &str = "<!doctype html><html><head><title>The abxd test page</title
 const OTHER: &str = "<!doctype html><html><head><title>Other</title></head>\
 <body><p>The other page.</p></body></html>";
 
+/// What explains a difference: every hook of the crawl with its snapshot, when it started and
+/// ended (seconds after the first), how it ended, and the end of the stderr of each that failed.
+fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
+    let rows = store.processes(&Default::default()).unwrap();
+    let hooks: Vec<_> = rows
+        .iter()
+        .filter(|r| r.kind == abxd::store::Kind::Hook && r.crawl_id == Some(crawl))
+        .collect();
+    let first = hooks.iter().filter_map(|r| r.started_at).min().unwrap_or(0);
+    let seconds = |at: Option<i64>| {
+        at.map_or("-".to_string(), |t| {
+            format!("{:.1}", (t - first) as f64 / 1000.0)
+        })
+    };
+    let mut text = String::from("--- the crawl's hooks (snapshot, start s, end s, end) ---\n");
+    for row in &hooks {
+        let name = Path::new(&row.argv[0])
+            .file_name()
+            .unwrap()
+            .to_string_lossy();
+        text += &format!(
+            "{:>4} {name:<45} {:>6} {:>6} {:>3} {} {}\n",
+            row.snapshot_id.map_or("-".to_string(), |s| s.to_string()),
+            seconds(row.started_at),
+            seconds(row.ended_at),
+            row.exit_code.map_or("-".to_string(), |c| c.to_string()),
+            row.end_reason.map_or("-", |r| r.as_str()),
+            row.end_detail.as_deref().unwrap_or("")
+        );
+        let failed = row.exit_code != Some(0) && !row.argv[0].contains(".daemon.bg.");
+        if let (true, Some(path)) = (failed, &row.stderr_path) {
+            let stderr = std::fs::read_to_string(path).unwrap_or_default();
+            let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
+            for line in tail.iter().rev() {
+                text += &format!("       | {line}\n");
+            }
+        }
+    }
+    text
+}
+
 /// The plugins the comparison crawls with.
 const COMPARED: &str =
     "chrome,title,wget,favicon,htmltotext,parse_html_urls,screenshot,pdf,dom,headers";
@@ -435,8 +476,9 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     );
     assert!(
         differences.is_empty(),
-        "abxd and abx-dl differ:\n{}",
-        differences.join("\n")
+        "abxd and abx-dl differ:\n{}\n{}",
+        differences.join("\n"),
+        hook_timeline(&store, crawl)
     );
 
     // abxd's own guarantees hold for these hooks: every hook is a row under its worker, the

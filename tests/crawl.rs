@@ -188,6 +188,14 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
             format!("SNAPSHOT_DIR={}", snapshot_dir.display()),
             format!("ABXD_PROCESS_ID={}", envcheck.id),
             format!("SNAP_DIR={}", snapshot_dir.display()),
+            // (The crawl's own browser profile, as abx-dl gives its run one.)
+            format!(
+                "PERSONAS_DIR={}",
+                daemon
+                    .data_dir()
+                    .join(format!("crawls/{crawl}/.persona"))
+                    .display()
+            ),
             format!(
                 "EXTRA_CONTEXT={}",
                 serde_json::json!({

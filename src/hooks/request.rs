@@ -2,7 +2,8 @@
 //!
 //! Invariant: every hook gets absolute `CRAWL_DIR` and `SNAP_DIR` (a crawl hook's `SNAP_DIR` is
 //! its crawl dir, as abx-dl runs crawl hooks in the run dir), `EXTRA_CONTEXT`, its plugin's
-//! resolved config, and a cwd of `<dir>/<plugin>/`; a foreground hook's row carries its timeout,
+//! resolved config, a `PERSONAS_DIR` of the crawl's own unless one is configured (see
+//! `personas_dir`), and a cwd of `<dir>/<plugin>/`; a foreground hook's row carries its timeout,
 //! a background hook's none (it lives as long as its scope).
 
 use crate::plugins::Prepared;
@@ -51,6 +52,25 @@ impl Scope {
     }
 }
 
+/// The `PERSONAS_DIR` a hook gets where abxd decides it, as abx-dl does: a snapshot's own
+/// `<SNAP_DIR>/.persona` when Chrome runs per snapshot (`CHROME_ISOLATION=snapshot`), else, unless
+/// one is configured, the crawl's `<CRAWL_DIR>/.persona` — so each crawl's browser has a profile
+/// of its own, never one shared with another crawl running at the same time or left by an
+/// earlier one. `None`: the configured one stands.
+fn personas_dir(
+    configured: Option<&str>,
+    isolation: Option<&str>,
+    crawl_dir: &Path,
+    snapshot_dir: Option<&Path>,
+) -> Option<PathBuf> {
+    let per_snapshot = isolation.is_some_and(|i| i.trim().eq_ignore_ascii_case("snapshot"));
+    match (snapshot_dir, per_snapshot, configured) {
+        (Some(dir), true, _) => Some(dir.join(".persona")),
+        (_, _, None) => Some(crawl_dir.join(".persona")),
+        (_, _, Some(_)) => None,
+    }
+}
+
 /// The spawn request of `prepared` in `scope`, for result `result_id`.
 pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> SpawnRequest {
     let hook = &prepared.hook;
@@ -91,6 +111,19 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         ("URL".into(), scope.url().to_string()),
         ("PLUGIN".into(), hook.plugin.clone()),
     ]);
+    let isolation = prepared.env.get("CHROME_ISOLATION").map(String::as_str);
+    // (Configured: in the plugin's resolved config, or inherited from abxd's environment.)
+    let configured = prepared
+        .env
+        .get("PERSONAS_DIR")
+        .cloned()
+        .or_else(|| std::env::var("PERSONAS_DIR").ok().filter(|v| !v.is_empty()));
+    let snapshot_dir = scope.snapshot.is_some().then_some(dir.as_path());
+    if let Some(personas) = personas_dir(configured.as_deref(), isolation, &crawl_dir, snapshot_dir)
+    {
+        env.retain(|(key, _)| key != "PERSONAS_DIR");
+        env.push(("PERSONAS_DIR".into(), personas.display().to_string()));
+    }
     if let Some(snapshot) = &scope.snapshot {
         env.push(("SNAPSHOT_ID".into(), snapshot.id.to_string()));
         env.push(("SNAPSHOT_DIR".into(), dir.display().to_string()));
@@ -116,5 +149,44 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             beneath: scope.data_dir.clone(),
         },
         limits: prepared.limits,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::personas_dir;
+    use std::path::{Path, PathBuf};
+
+    const CRAWL: &str = "/data/crawls/7";
+    const SNAP: &str = "/data/crawls/7/snapshots/9";
+
+    fn decide(configured: Option<&str>, isolation: Option<&str>, snap: bool) -> Option<PathBuf> {
+        personas_dir(
+            configured,
+            isolation,
+            Path::new(CRAWL),
+            snap.then(|| Path::new(SNAP)),
+        )
+    }
+
+    #[test]
+    fn every_hook_of_a_crawl_shares_the_crawls_own_persona_unless_one_is_configured() {
+        let crawls = Some(PathBuf::from("/data/crawls/7/.persona"));
+        assert_eq!(decide(None, None, false), crawls);
+        assert_eq!(decide(None, Some("crawl"), true), crawls);
+        assert_eq!(decide(Some("/srv/personas"), None, false), None);
+        assert_eq!(decide(Some("/srv/personas"), Some("crawl"), true), None);
+    }
+
+    #[test]
+    fn a_browser_per_snapshot_gets_the_snapshots_own_persona_as_abx_dl_gives_it() {
+        let own = Some(PathBuf::from("/data/crawls/7/snapshots/9/.persona"));
+        assert_eq!(decide(None, Some("snapshot"), true), own);
+        assert_eq!(decide(Some("/srv/personas"), Some(" Snapshot "), true), own);
+        // (Crawl hooks have no snapshot: the crawl's.)
+        assert_eq!(
+            decide(None, Some("snapshot"), false),
+            Some(PathBuf::from("/data/crawls/7/.persona"))
+        );
     }
 }

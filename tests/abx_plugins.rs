@@ -256,8 +256,16 @@ fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
 }
 
 /// The plugins the comparison crawls with.
-const COMPARED: &str =
-    "chrome,title,wget,favicon,htmltotext,parse_html_urls,screenshot,pdf,dom,headers";
+///
+/// Not `screenshot`: in abx-plugins 1.12.171 it captures a tab that `chrome_tab` opened in the
+/// background (`Target.createTarget` with `background: true`), and headless Chromium 156 stops
+/// drawing background tabs a few seconds after the browser last drew: a capture that comes later
+/// waits for a frame that never comes, and the hook is killed at its timeout. Reproduced without
+/// abxd or any hook (puppeteer alone: open a background tab, wait 6 s, capture — it hangs; with
+/// `bringToFront()` first it does not). abx-dl's one snapshot captures early enough; a crawl's
+/// second snapshot under abxd never does, its first only on a loaded machine — so comparing the
+/// hook would compare timings, not runners.
+const COMPARED: &str = "chrome,title,wget,favicon,htmltotext,parse_html_urls,pdf,dom,headers";
 
 /// Text with its run-to-run parts (numbers, hex ids, ports) made alike.
 fn normalized(text: &str) -> String {

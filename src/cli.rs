@@ -203,6 +203,10 @@ pub enum AbxctlCommand {
         /// Only processes of this crawl.
         #[arg(long, value_name = "ID")]
         crawl: Option<i64>,
+        /// Only processes of this machine (its hostname or machine id), where several hosts
+        /// share one database.
+        #[arg(long, value_name = "NAME")]
+        machine: Option<String>,
         /// Only processes started (or, never started, created) within this long ago: 10m, 2h.
         #[arg(long, value_name = "AGE", value_parser = humantime::parse_duration)]
         since: Option<std::time::Duration>,

@@ -62,6 +62,34 @@ impl Liveness {
     }
 }
 
+/// Overrides the machine id: for hosts that share `/etc/machine-id` (containers started from one
+/// image, or the fleet test's hosts on one machine).
+pub const MACHINE_ID_ENV: &str = "ABXD_MACHINE_ID";
+
+/// This host's stable id in a shared store: `ABXD_MACHINE_ID`, else `/etc/machine-id`, else its
+/// hostname; read once.
+pub fn machine_id() -> &'static str {
+    static MACHINE_ID: OnceLock<String> = OnceLock::new();
+    MACHINE_ID.get_or_init(|| {
+        let configured = std::env::var(MACHINE_ID_ENV).ok();
+        let from_file = || std::fs::read_to_string("/etc/machine-id").ok();
+        configured
+            .or_else(from_file)
+            .map(|id| id.trim().to_string())
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(hostname)
+    })
+}
+
+/// This host's name (`/proc/sys/kernel/hostname`), or "unknown".
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// For tests only: makes this process believe it runs in another boot, to exercise recovery
 /// after a reboot without rebooting.
 pub const BOOT_ID_OVERRIDE_ENV: &str = "ABXD_TEST_BOOT_ID";

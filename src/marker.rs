@@ -2,9 +2,10 @@
 //! after it left the tree (double-forked, changed its session or group, re-parented away).
 //!
 //! Invariant: the two variable names and the namespace live here and nowhere else. Every process
-//! abxd spawns carries `ABXD_PROCESS_ID=<row>` and `ABXD_INSTANCE=<instance id>@<boot id>`; a
-//! process matches a row only when both are present and the namespace is this database's in this
-//! boot, so markers of another abxd, or of an earlier boot, never match.
+//! abxd spawns carries `ABXD_PROCESS_ID=<row>` and
+//! `ABXD_INSTANCE=<instance id>@<machine id>@<boot id>`; a process matches a row only when both
+//! are present and the namespace is this database's on this machine in this boot, so markers of
+//! another abxd, another machine, or an earlier boot never match.
 
 use crate::identity;
 use crate::procstat::all_pids;
@@ -18,10 +19,16 @@ pub const PROCESS_ID_ENV: &str = "ABXD_PROCESS_ID";
 /// belongs to.
 pub const INSTANCE_ENV: &str = "ABXD_INSTANCE";
 
-/// The marker namespace of a database in this boot: `<instance id>@<boot id>`. A process of
-/// another database, or of an earlier boot, never matches it.
+/// The marker namespace of a database on this machine in this boot:
+/// `<instance id>@<machine id>@<boot id>`. A process of another database, of another machine
+/// sharing the database (even one declared on this host: `ABXD_MACHINE_ID`), or of an earlier
+/// boot never matches it.
 pub fn namespace(instance_id: &str) -> String {
-    format!("{instance_id}@{}", identity::boot_id())
+    format!(
+        "{instance_id}@{}@{}",
+        identity::machine_id(),
+        identity::boot_id()
+    )
 }
 
 /// A marker scan: the live processes carrying a marker, by row, and the processes of this

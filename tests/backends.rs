@@ -479,7 +479,10 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
     let stdout = String::from_utf8_lossy(&copied.stdout);
     assert!(copied.status.success(), "{stdout}\n{}", single.log());
     assert!(
-        stdout.contains(&format!("copied {} processes, 1 crawls", rows.len())),
+        stdout.contains(&format!(
+            "copied 1 machines, {} processes, 1 crawls",
+            rows.len()
+        )),
         "{stdout}"
     );
     let again = copy(&single);

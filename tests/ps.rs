@@ -84,6 +84,9 @@ fn redact_json(mut ps: Value) -> Value {
                 row[key] = path.rsplit('/').next().unwrap().into();
             }
         }
+        // Every row is this machine's, whose id is the machine's own.
+        assert_eq!(row["machine_id"], abxd::identity::machine_id(), "{row}");
+        row["machine_id"] = "[MACHINE]".into();
         // What containment records depends on the machine (cgroup v2 where it is writable).
         for key in ["cgroup", "cpu_usec", "memory_peak"] {
             row[key] = "[CONTAINMENT]".into();
@@ -242,4 +245,79 @@ fn ps_cuts_long_command_lines_to_a_terminal_but_not_when_piped_or_wide() {
     );
     assert!(in_terminal("--wide").contains(&long));
     assert!(daemon.ctl_ok(&["ps"]).contains(&long), "piped: whole lines");
+}
+
+/// Rows of another machine sharing the database: `ps` names each row's machine, never checks
+/// another's processes against this one's procfs, and shows them as unknown once that machine is
+/// silent for longer than the lease; a daemon starting here neither finds them lost nor signals
+/// them — even where the process would be found alive and orphaned here.
+#[test]
+fn another_machines_rows_are_named_never_checked_here_and_unknown_once_it_is_silent() {
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let mut daemon = TestDaemon::prepare_on(backend, "[timeouts]\nlease = \"2s\"\n");
+        daemon.launch_with_env(&[(abxd::identity::MACHINE_ID_ENV, "elsewhere")]);
+        let (row, pid) = daemon.spawn(&["sleep", "300"]);
+        daemon.crash();
+        // This host's daemon starts on the same database.
+        daemon.launch();
+        let this = abxd::identity::machine_id();
+        wait_until("this machine's daemon to register", WAIT, || {
+            let machines = daemon.store().machines().unwrap();
+            machines.iter().any(|m| m.id == this).then_some(())
+        });
+        let rows = daemon.ps_json(true);
+        let remote = rows["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == row)
+            .unwrap()
+            .clone();
+        assert_eq!(remote["machine_id"], "elsewhere");
+        assert_eq!(remote["status"], "running", "{remote}");
+        assert_eq!(remote["verified"], Value::Null, "{remote}");
+        assert!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok(),
+            "the other machine's process was signalled here"
+        );
+
+        // Its heartbeat (none: it died) is older than the lease: unknown, named by id (both
+        // machines are this host).
+        let table = wait_until("the other machine to count as silent", WAIT, || {
+            let table = daemon.ctl_ok(&["ps", "--wide"]);
+            table
+                .contains("unknown (machine silent since")
+                .then_some(table)
+        });
+        let header = table.lines().next().unwrap();
+        assert!(header.contains("MACHINE"), "{table}");
+        let line = table.lines().find(|l| l.contains("sleep 300")).unwrap();
+        assert!(line.contains("elsewhere"), "{table}");
+        assert!(!line.contains("running"), "{table}");
+
+        // On a shared store this machine's daemon says it is alive every lease/3 (on SQLite it
+        // keeps no timer at all: `idle_daemon_sleeps_in_poll_without_a_timeout`).
+        if backend == "postgres" {
+            wait_until("this machine's heartbeat", WAIT, || {
+                let machines = daemon.store().machines().unwrap();
+                let me = machines.iter().find(|m| m.id == this)?;
+                (me.heartbeat_at > me.started_at).then_some(())
+            });
+        }
+
+        // --machine narrows to one machine's rows; an unknown name is refused.
+        let only = daemon.ctl_ok(&["ps", "--machine", "elsewhere"]);
+        assert!(only.contains("sleep 300"), "{only}");
+        assert!(!only.contains(this), "{only}");
+        let mine = daemon.ctl_ok(&["ps", "--machine", this]);
+        assert!(!mine.contains("sleep 300"), "{mine}");
+        let unknown = daemon.ctl(&["ps", "--machine", "nowhere"]);
+        assert_eq!(unknown.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&unknown.stderr);
+        assert!(
+            stderr.contains("no machine named nowhere; machines:"),
+            "{stderr}"
+        );
+    }
 }

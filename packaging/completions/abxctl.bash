@@ -555,7 +555,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__ps)
-            opts="-a -w -c -h --all --kind --json --wide --crawl --since --watch --config --help"
+            opts="-a -w -c -h --all --kind --json --wide --crawl --machine --since --watch --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -566,6 +566,10 @@ _abxctl() {
                     return 0
                     ;;
                 --crawl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --machine)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

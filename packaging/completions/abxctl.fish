@@ -50,6 +50,7 @@ snapshot_worker\t''
 hook\t''
 child\t''"
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l crawl -d 'Only processes of this crawl' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l machine -d 'Only processes of this machine (its hostname or machine id), where several hosts share one database' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l since -d 'Only processes started (or, never started, created) within this long ago: 10m, 2h' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s a -l all -d 'Show ended processes too, not only live ones'

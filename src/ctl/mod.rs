@@ -73,6 +73,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             json,
             wide,
             crawl,
+            machine,
             since,
             watch,
         } => {
@@ -80,6 +81,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
                 all,
                 kind,
                 crawl,
+                machine,
                 since,
                 json,
                 wide,

@@ -8,7 +8,7 @@
 use super::Result;
 use crate::config::Config;
 use crate::render::{self, PsEntry};
-use crate::store::{now_ms, Kind, ProcessFilter, ProcessRow, Store};
+use crate::store::{now_ms, Kind, Machine, ProcessFilter, ProcessRow, Store};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -17,6 +17,8 @@ pub(super) struct Ps {
     pub all: bool,
     pub kind: Option<Kind>,
     pub crawl: Option<i64>,
+    /// Only this machine's processes (a hostname or a machine id).
+    pub machine: Option<String>,
     /// How far back `--since` reaches: from each reading of the table (it slides with --watch).
     pub since: Option<Duration>,
     pub json: bool,
@@ -29,20 +31,31 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     let store = Store::open_read_only_at(&config.database)?;
+    let machine_id = match &ps.machine {
+        Some(name) => Some(machine_named(&store, name)?),
+        None => None,
+    };
+    let read = |store: &Store| -> Result<(Vec<ProcessRow>, Vec<Machine>)> {
+        Ok((
+            store.processes(&ps.filter(machine_id.clone()))?,
+            store.machines()?,
+        ))
+    };
+    let look = |config: &Config| look_of(config, config.timeouts.lease);
     if !ps.watch {
-        let rows = store.processes(&ps.filter())?;
-        print!("{}", draw(rows, &ps, look(config)));
+        let (rows, machines) = read(&store)?;
+        print!("{}", draw(rows, &machines, &ps, look(config)));
         return Ok(0);
     }
     let mut seen = None;
-    let mut rows = Vec::new();
+    let (mut rows, mut machines) = (Vec::new(), Vec::new());
     loop {
         let version = config.database.file().map(files_version);
-        if seen != version {
-            rows = store.processes(&ps.filter())?;
+        if seen != version || config.database.file().is_none() {
+            (rows, machines) = read(&store)?;
             seen = version;
         }
-        let screen = draw(rows.clone(), &ps, look(config));
+        let screen = draw(rows.clone(), &machines, &ps, look(config));
         // Home, clear, then the table (as watch(1)); a pipe gets the tables one after another.
         let clear = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
             "\x1b[H\x1b[2J"
@@ -56,18 +69,49 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     }
 }
 
-/// How the table looks: whether the daemon answers (one connection to its socket) and colour.
-fn look(config: &Config) -> render::PsLook {
-    render::PsLook {
-        daemon_up: std::os::unix::net::UnixStream::connect(&config.control.socket).is_ok(),
-        colour: render::paint::for_stdout(),
+/// The id of the machine `name` names (its id, or a registered hostname), or what there is.
+fn machine_named(store: &Store, name: &str) -> Result<String> {
+    let machines = store.machines()?;
+    let found = machines
+        .iter()
+        .find(|m| m.id == name)
+        .or_else(|| machines.iter().find(|m| m.hostname == name));
+    match found {
+        Some(machine) => Ok(machine.id.clone()),
+        None => {
+            let known: Vec<&str> = machines.iter().map(|m| m.hostname.as_str()).collect();
+            Err(super::CtlError::BadInput(format!(
+                "no machine named {name}; machines: {}",
+                if known.is_empty() {
+                    "none registered".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )))
+        }
     }
 }
 
+/// How the table looks: whether the daemon answers (one connection to its socket), colour, and
+/// how long a machine may stay silent before its rows are shown as unknown (the lease).
+fn look_of(config: &Config, lease: Duration) -> (render::PsLook, Duration) {
+    let look = render::PsLook {
+        daemon_up: std::os::unix::net::UnixStream::connect(&config.control.socket).is_ok(),
+        colour: render::paint::for_stdout(),
+    };
+    (look, lease)
+}
+
 /// The table (or JSON) of `rows` as of now.
-fn draw(rows: Vec<ProcessRow>, ps: &Ps, look: render::PsLook) -> String {
+fn draw(
+    rows: Vec<ProcessRow>,
+    machines: &[Machine],
+    ps: &Ps,
+    (look, lease): (render::PsLook, Duration),
+) -> String {
     let now = now_ms();
-    let entries = PsEntry::all(rows, now);
+    let mut entries = PsEntry::all(rows, now);
+    PsEntry::name_machines(&mut entries, machines, now - lease.as_millis() as i64);
     if ps.json {
         return format!("{}\n", render::ps_json(&entries, now));
     }
@@ -104,12 +148,13 @@ fn terminal_width() -> Option<usize> {
 
 impl Ps {
     /// The rows to read, as of now.
-    fn filter(&self) -> ProcessFilter {
+    fn filter(&self, machine_id: Option<String>) -> ProcessFilter {
         ProcessFilter {
             live_only: !self.all,
             kind: self.kind,
             crawl_id: self.crawl,
             since_ms: self.since.map(|age| now_ms() - age.as_millis() as i64),
+            machine_id,
         }
     }
 }

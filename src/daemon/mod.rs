@@ -14,6 +14,7 @@
 mod database;
 use database::Retry;
 mod handlers;
+mod heartbeat;
 mod install;
 mod reload;
 mod startup;
@@ -90,6 +91,8 @@ struct State {
     claims_off: bool,
     /// The database file was deleted or replaced under the daemon (see `database`).
     database_lost: Option<database::Lost>,
+    /// On a shared store: this machine's heartbeat.
+    heartbeat: heartbeat::Heartbeat,
     /// What the daemon exits with after a clean shutdown.
     exit_code: i32,
     /// The signal that asked for the shutdown, if one did.
@@ -169,6 +172,7 @@ impl Daemon {
                 .min();
             let events = self.supervisor.wait(&mut self.state.store, timer)?;
             self.notifier.ping_if_due(Instant::now());
+            self.state.heartbeat.beat_if_due(&mut self.state.store);
             for event in events {
                 self.on_event(event);
             }
@@ -265,6 +269,7 @@ impl Daemon {
             state.retry_claims_at,
             parked,
             state.truncate_wal_at,
+            state.heartbeat.next_due(),
         ]
         .into_iter()
         .flatten()

@@ -12,7 +12,7 @@ use crate::lock::DataDirLock;
 use crate::notify::Notifier;
 use crate::pool::WorkerPool;
 use crate::recovery;
-use crate::store::{now_ms, Kind, NewProcess, Patience, Store, StoreError};
+use crate::store::{now_ms, Kind, Machine, NewProcess, Patience, Store, StoreError};
 use crate::supervisor::{Supervisor, Timing};
 use std::collections::{BTreeSet, HashMap};
 
@@ -37,6 +37,8 @@ impl Daemon {
         let mut store = Store::open_at(&config.database).map_err(store_err)?;
         store.rebase_queue_clock().map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
+        let machine = Machine::this_host();
+        store.register_machine(&machine).map_err(store_err)?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
         // The scope is named by the marker namespace (database and boot): a previous
         // incarnation of this boot is found again, never one of another boot or database.
@@ -93,6 +95,11 @@ impl Daemon {
         // From here on the loop runs deadlines: a write no longer waits long for another
         // process's lock (see `store::busy`); what it could not write is retried.
         store.set_patience(Patience::Loop).map_err(store_err)?;
+        let heartbeat = super::heartbeat::Heartbeat::new(
+            &machine.id,
+            config.database.is_shared(),
+            config.timeouts.lease,
+        );
         let mut state = State {
             started_at_ms: now_ms(),
             config,
@@ -111,6 +118,7 @@ impl Daemon {
             installer: Default::default(),
             claims_off: false,
             database_lost: None,
+            heartbeat,
             exit_code: 0,
             stopped_by: None,
         };

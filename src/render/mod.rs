@@ -8,7 +8,7 @@
 
 use crate::identity::{self, Liveness};
 use crate::printable;
-use crate::store::{ProcessRow, Status};
+use crate::store::{Machine, ProcessRow, Status};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 use table::Table;
@@ -35,6 +35,12 @@ pub struct PsEntry {
     /// Milliseconds until the deadline (negative when past it); `null` without a deadline or
     /// for final rows.
     pub time_left_ms: Option<i64>,
+    /// For a live row of another machine whose heartbeat is older than the lease: when that
+    /// machine was last heard of (its row is then shown as unknown, never as running).
+    pub machine_silent_since_ms: Option<i64>,
+    /// The name of the machine its process runs on (its hostname, where registered).
+    #[serde(skip)]
+    pub machine_name: Option<String>,
 }
 
 impl PsEntry {
@@ -46,9 +52,10 @@ impl PsEntry {
     /// The entries of `rows`, each live row's process checked (all at once: see
     /// `identity::check_all`).
     pub fn all(rows: Vec<ProcessRow>, now_ms: i64) -> Vec<PsEntry> {
+        // (Only rows of this machine: another's pids mean nothing in this one's procfs.)
         let live: Vec<&identity::Identity> = rows
             .iter()
-            .filter(|row| row.status.is_live())
+            .filter(|row| row.status.is_live() && on_this_machine(row))
             .filter_map(|row| row.identity.as_ref())
             .collect();
         let checked = identity::check_all(&live);
@@ -56,25 +63,64 @@ impl PsEntry {
         rows.into_iter()
             .map(|row| {
                 let live = row.status.is_live();
-                let verified = match (&row.identity, live) {
-                    (Some(_), true) => checked.next(),
-                    (None, true) => Some(Liveness::Gone),
-                    (_, false) => None,
+                let verified = match (&row.identity, live, on_this_machine(&row)) {
+                    (_, false, _) | (_, _, false) => None,
+                    (Some(_), true, true) => checked.next(),
+                    (None, true, true) => Some(Liveness::Gone),
                 };
                 let time_left_ms = row.deadline_at.filter(|_| live).map(|d| d - now_ms);
                 PsEntry {
                     row,
                     verified,
                     time_left_ms,
+                    machine_silent_since_ms: None,
+                    machine_name: None,
                 }
             })
             .collect()
+    }
+
+    /// Names each entry's machine, and marks the live rows of a machine not heard of since
+    /// `silent_before_ms` (its heartbeat older than the lease) as silent.
+    pub fn name_machines(entries: &mut [PsEntry], machines: &[Machine], silent_before_ms: i64) {
+        let by_id: BTreeMap<&str, &Machine> = machines.iter().map(|m| (m.id.as_str(), m)).collect();
+        // (Named by hostname, unless two machines share one: then by id.)
+        let mut hostnames: BTreeMap<&str, usize> = BTreeMap::new();
+        for machine in machines {
+            *hostnames.entry(machine.hostname.as_str()).or_default() += 1;
+        }
+        let name_of = |id: &str| match by_id.get(id) {
+            Some(m) if hostnames[m.hostname.as_str()] == 1 => m.hostname.clone(),
+            _ => id.to_string(),
+        };
+        for entry in entries {
+            let id = entry
+                .row
+                .machine_id
+                .as_deref()
+                .unwrap_or(identity::machine_id());
+            let machine = by_id.get(id);
+            entry.machine_name = Some(name_of(id));
+            let silent = machine
+                .map(|m| m.heartbeat_at)
+                .filter(|&heard| heard < silent_before_ms && !on_this_machine(&entry.row));
+            if entry.row.status.is_live() {
+                entry.machine_silent_since_ms = silent;
+            }
+        }
     }
 
     fn unverified(&self) -> bool {
         matches!(self.verified, Some(v) if v != Liveness::Alive)
             && self.row.status != Status::Starting
     }
+}
+
+/// Whether `row`'s process runs on this machine (a row written before abxd knew machines does).
+fn on_this_machine(row: &ProcessRow) -> bool {
+    row.machine_id
+        .as_deref()
+        .is_none_or(|id| id == identity::machine_id())
 }
 
 #[derive(Serialize)]
@@ -139,8 +185,18 @@ pub struct PsLook {
     pub colour: bool,
 }
 
-fn status_text(entry: &PsEntry, look: PsLook) -> String {
+fn status_text(entry: &PsEntry, look: PsLook, now_ms: i64) -> String {
     let row = &entry.row;
+    if let Some(heard) = entry.machine_silent_since_ms {
+        return paint::paint(
+            &format!(
+                "unknown (machine silent since {})",
+                clock_time(heard, now_ms)
+            ),
+            paint::Colour::Yellow,
+            look.colour,
+        );
+    }
     if entry.unverified() {
         return match look.daemon_up {
             true => "ending".to_string(),
@@ -204,8 +260,14 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
         children.entry(parent).or_default().push(entry);
     }
     let mut table = Table::new([
-        "ID", "PID", "KIND", "STATUS", "STARTED", "AGE", "LEFT", "SIGNALS", "COMMAND",
+        "ID", "PID", "MACHINE", "KIND", "STATUS", "STARTED", "AGE", "LEFT", "SIGNALS", "COMMAND",
     ]);
+    // (One machine's rows: the column would say the same on every line.)
+    let machines: HashSet<Option<&str>> =
+        entries.iter().map(|e| e.machine_name.as_deref()).collect();
+    if machines.len() < 2 {
+        table.hide(2);
+    }
     let mut stack: Vec<(&PsEntry, String, bool, usize)> = children
         .get(&None)
         .map(|roots| {
@@ -239,8 +301,12 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
         table.add_row([
             row.id.to_string(),
             row.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            entry
+                .machine_name
+                .as_deref()
+                .map_or("-".into(), |name| printable::line(name).into_owned()),
             format!("{branch}{}", row.kind),
-            status_text(entry, look),
+            status_text(entry, look, now_ms),
             row.started_at
                 .map_or("-".into(), |at| clock_time(at, now_ms)),
             age,

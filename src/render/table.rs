@@ -14,6 +14,8 @@ pub struct Table<const N: usize> {
     header: [&'static str; N],
     rows: Vec<[String; N]>,
     widths: [usize; N],
+    /// Columns left out when the table is rendered.
+    hidden: [bool; N],
 }
 
 impl<const N: usize> Table<N> {
@@ -22,7 +24,13 @@ impl<const N: usize> Table<N> {
             header,
             rows: Vec::new(),
             widths: header.map(visible_len),
+            hidden: [false; N],
         }
+    }
+
+    /// Leaves column `column` out (one that would say the same on every row).
+    pub fn hide(&mut self, column: usize) {
+        self.hidden[column] = true;
     }
 
     pub fn add_row(&mut self, row: [String; N]) {
@@ -46,12 +54,17 @@ impl<const N: usize> Table<N> {
     fn line_into<'a>(&self, out: &mut String, indent: &str, cells: impl Iterator<Item = &'a str>) {
         let start = out.len();
         out.push_str(indent);
+        let last = (0..N).rev().find(|&c| !self.hidden[c]).unwrap_or(0);
+        let mut first = true;
         for (column, cell) in cells.enumerate() {
-            if column > 0 {
+            if self.hidden[column] {
+                continue;
+            }
+            if !std::mem::take(&mut first) {
                 out.push_str("  ");
             }
             out.push_str(cell);
-            if column + 1 < N {
+            if column < last {
                 let pad = self.widths[column].saturating_sub(visible_len(cell));
                 out.extend(std::iter::repeat_n(' ', pad));
             }
@@ -85,6 +98,18 @@ mod tests {
              1   orchestrator  abxd --config x\n\
              12  └─ hook\n"
         );
+    }
+
+    #[test]
+    fn a_hidden_column_is_left_out_with_its_gap() {
+        let mut table = Table::new(["ID", "HOST", "COMMAND"]);
+        table.add_row(["1".into(), "alpha".into(), "sleep 1".into()]);
+        table.hide(1);
+        assert_eq!(table.to_string(), "ID  COMMAND\n1   sleep 1\n");
+        let mut last_hidden = Table::new(["ID", "HOST"]);
+        last_hidden.add_row(["1".into(), "alpha".into()]);
+        last_hidden.hide(1);
+        assert_eq!(last_hidden.to_string(), "ID\n1\n");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::{Store, StoreError};
 /// The tables in an order that satisfies every reference (a process's parent row precedes it:
 /// ids grow with time), each with whether its `id` is an identity column.
 const TABLES: &[(&str, bool)] = &[
+    ("machines", false),
     ("processes", true),
     ("crawls", true),
     ("snapshots", true),

@@ -25,9 +25,9 @@ impl Store {
             let inserted = tx.query_opt(
                 "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, pid, \
                  boot_id, start_ticks, pgid, argv, cwd, status, created_at, started_at, \
-                 pidfd_ino, uid) \
+                 pidfd_ino, uid, machine_id) \
                  SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
-                 'running', ?7, ?7, ?8, ?9 FROM processes WHERE id = ?1 \
+                 'running', ?7, ?7, ?8, ?9, machine_id FROM processes WHERE id = ?1 \
                  ON CONFLICT DO NOTHING RETURNING id",
                 &args![
                     parent_id,

@@ -14,6 +14,7 @@ mod copy;
 mod file;
 mod found;
 mod location;
+mod machines;
 pub mod migrations;
 mod process_notes;
 mod process_queries;
@@ -35,6 +36,7 @@ pub use busy::{
 };
 pub use clock::{now_ms, queue_clock_ms};
 pub use copy::Copied;
+pub use machines::Machine;
 pub use process_queries::{LiveRow, ProcessFilter};
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
 pub use retention::{Compact, Pruned};

@@ -16,6 +16,9 @@ pub struct ProcessFilter {
     pub crawl_id: Option<i64>,
     /// Only rows started (or created, if never started) at or after this time (unix ms).
     pub since_ms: Option<i64>,
+    /// Only rows of this machine (its id; a row written before abxd knew machines is this
+    /// host's).
+    pub machine_id: Option<String>,
 }
 
 /// A live row as reconciliation sees it: where it sits in the tree and which process it claims.
@@ -116,24 +119,32 @@ impl Store {
                 "SELECT {COLUMNS} FROM processes WHERE {live} \
                  AND (CAST(?1 AS TEXT) IS NULL OR kind = ?1) \
                  AND (CAST(?2 AS BIGINT) IS NULL OR crawl_id = ?2) \
-                 AND (CAST(?3 AS BIGINT) IS NULL OR COALESCE(started_at, created_at) >= ?3)"
+                 AND (CAST(?3 AS BIGINT) IS NULL OR COALESCE(started_at, created_at) >= ?3) \
+                 AND (CAST(?4 AS TEXT) IS NULL OR COALESCE(machine_id, ?5) = ?4)"
             ),
-            &args![filter.kind, filter.crawl_id, filter.since_ms],
+            &args![
+                filter.kind,
+                filter.crawl_id,
+                filter.since_ms,
+                filter.machine_id.as_deref(),
+                crate::identity::machine_id()
+            ],
         )?;
         rows.sort_by_key(|row| row.id);
         Ok(rows)
     }
 
-    /// Where every live row sits and which process it claims, by id: all that reconciliation
-    /// reads of them (8 columns of 36: on 10 000 stale rows, reading whole rows was a quarter
-    /// of the time to READY).
+    /// Where every live row of this machine sits and which process it claims, by id: all that
+    /// reconciliation reads of them (8 columns of 37: on 10 000 stale rows, reading whole rows
+    /// was a quarter of the time to READY). Another machine's rows are never among them: its
+    /// processes are not this one's to check, find gone, or signal.
     pub fn live_rows(&self) -> Result<Vec<LiveRow>, StoreError> {
         let rows = self.db().query(
             &format!(
                 "SELECT id, parent_id, kind, pid, boot_id, start_ticks, pidfd_ino FROM processes \
-                 WHERE status IN {LIVE_STATUSES} ORDER BY id"
+                 WHERE status IN {LIVE_STATUSES} AND COALESCE(machine_id, ?1) = ?1 ORDER BY id"
             ),
-            &[],
+            &args![crate::identity::machine_id()],
         )?;
         let live = rows.iter().map(|row| {
             Ok(LiveRow {

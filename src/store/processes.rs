@@ -148,13 +148,17 @@ pub struct ProcessRow {
     pub deadline_clock: Option<i64>,
     /// The real uid its process runs as, recorded when it was found or started.
     pub uid: Option<u32>,
+    /// The machine its process runs on (`identity::machine_id`; `None`: written before abxd
+    /// knew machines, on the host that wrote it).
+    pub machine_id: Option<String>,
 }
 
 pub(super) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock, uid";
+    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock, uid, \
+    machine_id";
 
 impl ProcessRow {
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
@@ -203,6 +207,7 @@ impl ProcessRow {
             unkillable: row.get(33)?,
             deadline_clock: row.get(34)?,
             uid: row.get(35)?,
+            machine_id: row.get(36)?,
         })
     }
 }
@@ -232,8 +237,8 @@ impl Store {
             Ok(tx
                 .query_one(
                     "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, \
-                     argv, cwd, timeout_ms, status, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9) RETURNING id",
+                     argv, cwd, timeout_ms, status, created_at, machine_id) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9, ?10) RETURNING id",
                     &args![
                         new.parent_id,
                         new.kind,
@@ -243,7 +248,8 @@ impl Store {
                         argv,
                         &new.cwd,
                         new.timeout_ms,
-                        now_ms()
+                        now_ms(),
+                        crate::identity::machine_id()
                     ],
                 )?
                 .get(0)?)
@@ -463,7 +469,8 @@ mod tests {
                 "memory_peak",
                 "unkillable",
                 "deadline_clock",
-                "uid"
+                "uid",
+                "machine_id"
             ]
         );
     }

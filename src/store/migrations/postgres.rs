@@ -145,7 +145,20 @@ const BASELINE_SQL: &str = r#"
 
 /// Each later entry takes the schema from the version before it to its own (the same numbers as
 /// SQLite's list).
-const AFTER_BASELINE: &[(u32, &str)] = &[];
+const AFTER_BASELINE: &[(u32, &str)] = &[(
+    16,
+    r#"
+    CREATE TABLE machines (
+        id            TEXT PRIMARY KEY,
+        hostname      TEXT NOT NULL,
+        boot_id       TEXT NOT NULL,
+        version       TEXT NOT NULL,
+        started_at    BIGINT NOT NULL,
+        heartbeat_at  BIGINT NOT NULL
+    );
+    ALTER TABLE processes ADD COLUMN machine_id TEXT;
+    "#,
+)];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).
 const MIGRATION_LOCK: i64 = 0x6162_7864;

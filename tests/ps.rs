@@ -282,6 +282,16 @@ fn another_machines_rows_are_named_never_checked_here_and_unknown_once_it_is_sil
             "the other machine's process was signalled here"
         );
 
+        // Nor does `abxctl kill` signal it from here.
+        let kill = daemon.ctl(&["kill", &row.to_string()]);
+        assert!(!kill.status.success());
+        let stderr = String::from_utf8_lossy(&kill.stderr);
+        assert!(
+            stderr.contains(&format!("row {row} runs on machine elsewhere")),
+            "{stderr}"
+        );
+        assert!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok());
+
         // Its heartbeat (none: it died) is older than the lease: unknown, named by id (both
         // machines are this host).
         let table = wait_until("the other machine to count as silent", WAIT, || {

@@ -65,14 +65,19 @@ impl Store {
         )
     }
 
-    /// The live row recorded for `pid` in this boot, newest first, if any.
+    /// The live row recorded for `pid` on this machine in this boot, newest first, if any.
     pub fn live_row_by_pid(&self, pid: i32) -> Result<Option<ProcessRow>, StoreError> {
         self.process_row(
             &format!(
                 "SELECT {COLUMNS} FROM processes WHERE pid = ?1 AND boot_id = ?2 \
-                 AND status IN {LIVE_STATUSES} ORDER BY id DESC LIMIT 1"
+                 AND status IN {LIVE_STATUSES} AND COALESCE(machine_id, ?3) = ?3 \
+                 ORDER BY id DESC LIMIT 1"
             ),
-            &args![pid, crate::identity::boot_id()],
+            &args![
+                pid,
+                crate::identity::boot_id(),
+                crate::identity::machine_id()
+            ],
         )
     }
 

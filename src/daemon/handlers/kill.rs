@@ -71,6 +71,20 @@ fn resolve_live_row(state: &State, row: Option<i64>, pid: Option<i32>) -> Result
             ))
         }
     };
+    // (Another machine's process: its pid means nothing here, and it is not ours to signal.)
+    if let Some(machine) = found
+        .machine_id
+        .as_deref()
+        .filter(|&m| m != crate::identity::machine_id())
+    {
+        return Err(refused(
+            ErrorCode::NotAllowed,
+            format!(
+                "row {} runs on machine {machine}: kill it with abxctl there",
+                found.id
+            ),
+        ));
+    }
     let alive = found
         .identity
         .as_ref()

@@ -66,19 +66,38 @@ impl Liveness {
 /// image, or the fleet test's hosts on one machine).
 pub const MACHINE_ID_ENV: &str = "ABXD_MACHINE_ID";
 
-/// This host's stable id in a shared store: `ABXD_MACHINE_ID`, else `/etc/machine-id`, else its
-/// hostname; read once.
+static MACHINE_ID: OnceLock<String> = OnceLock::new();
+
+/// This host's stable id in a shared store: the one `use_machine_id` set (`[store] machine_id`),
+/// else `ABXD_MACHINE_ID`, else `/etc/machine-id`, else its hostname; settled at the first use.
 pub fn machine_id() -> &'static str {
-    static MACHINE_ID: OnceLock<String> = OnceLock::new();
     MACHINE_ID.get_or_init(|| {
         let configured = std::env::var(MACHINE_ID_ENV).ok();
         let from_file = || std::fs::read_to_string("/etc/machine-id").ok();
         configured
             .or_else(from_file)
             .map(|id| id.trim().to_string())
-            .filter(|id| !id.is_empty())
+            .filter(|id| valid_machine_id(id).is_ok())
             .unwrap_or_else(hostname)
     })
+}
+
+/// Makes `id` this process's machine id (from its config, before anything asked for it).
+/// Returns the id in force, which is another if one was settled already.
+pub fn use_machine_id(id: &str) -> &'static str {
+    MACHINE_ID.get_or_init(|| id.to_string())
+}
+
+/// Whether `id` can name a machine: 1 to 64 letters, digits, `.`, `_` or `-` (it is part of
+/// marker namespaces and cgroup names).
+pub fn valid_machine_id(id: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if id.is_empty() || id.len() > 64 || !id.chars().all(allowed) {
+        return Err(format!(
+            "{id:?} is not a machine id: 1 to 64 letters, digits, '.', '_' or '-'"
+        ));
+    }
+    Ok(())
 }
 
 /// This host's name (`/proc/sys/kernel/hostname`), or "unknown".

@@ -331,3 +331,29 @@ fn another_machines_rows_are_named_never_checked_here_and_unknown_once_it_is_sil
         );
     }
 }
+
+/// `[store] machine_id` names this host's machine for the daemon, its workers and abxctl alike.
+#[test]
+fn the_configured_machine_id_names_the_daemons_machine_and_its_rows() {
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        let daemon = TestDaemon::start_on(backend, "[store]\nmachine_id = \"archiver-1\"\n");
+        daemon.spawn(&["true"]);
+        let machines = daemon.store().machines().unwrap();
+        assert!(
+            machines.iter().any(|m| m.id == "archiver-1"),
+            "{machines:?}"
+        );
+        let ps = daemon.ps_json(true);
+        for row in ps["processes"].as_array().unwrap() {
+            assert_eq!(row["machine_id"], "archiver-1", "{row}");
+            // (abxctl knows the id too: its own rows are checked here, not taken for another's.)
+            if row["status"] == "running" {
+                assert_eq!(row["verified"], "alive", "{row}");
+            }
+        }
+        let mine = daemon.ctl_ok(&["ps", "--machine", "archiver-1"]);
+        assert!(mine.contains("orchestrator"), "{mine}");
+        assert!(!mine.contains("MACHINE"), "{mine}");
+    }
+}

@@ -29,6 +29,9 @@ fn main() {
             std::process::exit(exit::USAGE);
         }
     };
+    if let Some(id) = &config.machine_id {
+        abxd::identity::use_machine_id(id);
+    }
     let code = abxd::ctl::run(&config, cli.command).unwrap_or_else(|err| {
         let code = err.exit_code();
         eprintln!("abxctl: {:#}", anyhow::Error::new(err));

@@ -35,6 +35,10 @@ fn run(cli: AbxdCli) -> Result<i32> {
             }
         },
     };
+    // (Before anything asks which machine this is: the config's id, if it names one.)
+    if let Some(id) = &config.machine_id {
+        abxd::identity::use_machine_id(id);
+    }
     match cli.command.unwrap_or(AbxdCommand::Serve) {
         AbxdCommand::CheckConfig { json } => {
             print_like_a_filter();

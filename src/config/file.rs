@@ -28,6 +28,9 @@ pub(super) struct FileStore {
     /// A file whose first line is the password (so it is in neither the URL nor the config).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) password_file: Option<PathBuf>,
+    /// This host's id among the machines sharing the database (default: /etc/machine-id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) machine_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -205,6 +208,7 @@ impl Config {
                     Location::Postgres(server) => server.password_file.clone(),
                     Location::File(_) => None,
                 },
+                machine_id: self.machine_id.clone(),
             },
             plugins: self.plugins.clone(),
         }

@@ -76,6 +76,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `paths.database`: the SQLite file, or a PostgreSQL server's URL.
     pub database: Location,
+    /// `store.machine_id`: this host's id among the machines sharing the database.
+    pub machine_id: Option<String>,
     pub plugins_dirs: Vec<PathBuf>,
     pub limits: Limits,
     pub timeouts: Timeouts,
@@ -244,6 +246,7 @@ impl Config {
         let config = Config {
             source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             database,
+            machine_id: file.store.machine_id,
             plugins_dirs: file.paths.plugins_dirs.iter().map(|p| resolve(p)).collect(),
             control: Control {
                 socket: file
@@ -277,6 +280,10 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(id) = &self.machine_id {
+            crate::identity::valid_machine_id(id)
+                .map_err(|message| self.invalid("store.machine_id", message))?;
+        }
         for (key, value) in [
             ("limits.max_crawl_workers", self.limits.max_crawl_workers),
             (
@@ -545,6 +552,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("plugins.wget.enable"), "{err}");
+    }
+
+    #[test]
+    fn a_machine_id_is_taken_as_written_and_one_that_cannot_name_a_cgroup_is_refused() {
+        let config = parse("[store]\nmachine_id = \"archiver-1\"\n").unwrap();
+        assert_eq!(config.machine_id.as_deref(), Some("archiver-1"));
+        for bad in ["", "a/b", "a@b", "has space"] {
+            let err = parse(&format!("[store]\nmachine_id = {bad:?}\n")).unwrap_err();
+            assert!(err.to_string().contains("store.machine_id"), "{err}");
+        }
     }
 
     #[test]

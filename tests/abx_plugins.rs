@@ -243,8 +243,7 @@ fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
             row.end_reason.map_or("-", |r| r.as_str()),
             row.end_detail.as_deref().unwrap_or("")
         );
-        let failed = row.exit_code != Some(0) && !row.argv[0].contains(".daemon.bg.");
-        if let (true, Some(path)) = (failed, &row.stderr_path) {
+        if let (true, Some(path)) = (row.exit_code != Some(0), &row.stderr_path) {
             let stderr = std::fs::read_to_string(path).unwrap_or_default();
             let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
             for line in tail.iter().rev() {

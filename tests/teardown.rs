@@ -37,9 +37,15 @@ fn run_case(plugin: &str) -> Vec<(TestDaemon, Vec<ProcessRow>)> {
 }
 
 fn run_case_contained(mode: &str, plugin: &str) -> (TestDaemon, Vec<ProcessRow>) {
+    run_crawl_contained(mode, &["http://127.0.0.1:9/", "--plugins", plugin])
+}
+
+/// Runs one crawl (`abxctl add` arguments) to its end under containment `mode` and checks what
+/// every case must show; returns the run.
+fn run_crawl_contained(mode: &str, add: &[&str]) -> (TestDaemon, Vec<ProcessRow>) {
     eprintln!("containment: {mode}");
     let daemon = contained_escape_daemon(mode, "");
-    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", plugin]);
+    let crawl = daemon.add(add);
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     assert_nothing_left(&daemon);
     let rows = rows(&daemon);
@@ -136,18 +142,15 @@ fn a_double_forked_daemon_in_its_own_session_is_found_by_its_marker_and_killed()
 #[test]
 fn a_crawl_hooks_daemonized_helper_lives_until_its_hook_ends_not_until_a_snapshot_does() {
     for mode in common::containments() {
-        eprintln!("containment: {mode}");
-        let daemon = contained_escape_daemon(mode, "");
-        let crawl = daemon.add(&[
-            "http://127.0.0.1:9/quick",
-            "http://127.0.0.1:9/slow",
-            "--plugins",
-            "crawl_daemon",
-        ]);
-        daemon.wait_sealed(crawl, CRAWL_WAIT);
-        assert_nothing_left(&daemon);
-        let rows = rows(&daemon);
-        common::assert_every_row_final(&rows);
+        let (_daemon, rows) = run_crawl_contained(
+            mode,
+            &[
+                "http://127.0.0.1:9/quick",
+                "http://127.0.0.1:9/slow",
+                "--plugins",
+                "crawl_daemon",
+            ],
+        );
         let hook = rows
             .iter()
             .find(|r| r.argv[0].ends_with("on_Crawl__10_crawl_daemon.bg.sh"))

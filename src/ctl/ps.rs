@@ -41,21 +41,22 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
             store.machines()?,
         ))
     };
-    let look = |config: &Config| look_of(config, config.timeouts.lease);
+    let lease = config.timeouts.lease;
     if !ps.watch {
         let (rows, machines) = read(&store)?;
-        print!("{}", draw(rows, &machines, &ps, look(config)));
+        print!("{}", draw(rows, &machines, &ps, look(config), lease));
         return Ok(0);
     }
     let mut seen = None;
     let (mut rows, mut machines) = (Vec::new(), Vec::new());
     loop {
         let version = config.database.file().map(files_version);
-        if seen != version || config.database.file().is_none() {
+        // (On PostgreSQL there is no file to watch: every turn reads.)
+        if version.is_none() || seen != version {
             (rows, machines) = read(&store)?;
             seen = version;
         }
-        let screen = draw(rows.clone(), &machines, &ps, look(config));
+        let screen = draw(rows.clone(), &machines, &ps, look(config), lease);
         // Home, clear, then the table (as watch(1)); a pipe gets the tables one after another.
         let clear = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
             "\x1b[H\x1b[2J"
@@ -92,22 +93,22 @@ fn machine_named(store: &Store, name: &str) -> Result<String> {
     }
 }
 
-/// How the table looks: whether the daemon answers (one connection to its socket), colour, and
-/// how long a machine may stay silent before its rows are shown as unknown (the lease).
-fn look_of(config: &Config, lease: Duration) -> (render::PsLook, Duration) {
-    let look = render::PsLook {
+/// How the table looks: whether the daemon answers (one connection to its socket) and colour.
+fn look(config: &Config) -> render::PsLook {
+    render::PsLook {
         daemon_up: std::os::unix::net::UnixStream::connect(&config.control.socket).is_ok(),
         colour: render::paint::for_stdout(),
-    };
-    (look, lease)
+    }
 }
 
-/// The table (or JSON) of `rows` as of now.
+/// The table (or JSON) of `rows` as of now; another machine's live rows are unknown once it has
+/// been silent for longer than `lease`.
 fn draw(
     rows: Vec<ProcessRow>,
     machines: &[Machine],
     ps: &Ps,
-    (look, lease): (render::PsLook, Duration),
+    look: render::PsLook,
+    lease: Duration,
 ) -> String {
     let now = now_ms();
     let mut entries = PsEntry::all(rows, now);

@@ -113,11 +113,10 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
     ]);
     let isolation = prepared.env.get("CHROME_ISOLATION").map(String::as_str);
     // (Configured: in the plugin's resolved config, or inherited from abxd's environment.)
-    let configured = prepared
-        .env
-        .get("PERSONAS_DIR")
-        .cloned()
-        .or_else(|| std::env::var("PERSONAS_DIR").ok().filter(|v| !v.is_empty()));
+    let configured =
+        prepared.env.get("PERSONAS_DIR").cloned().or_else(|| {
+            crate::plugins::env::process_environ("PERSONAS_DIR").filter(|v| !v.is_empty())
+        });
     let snapshot_dir = scope.snapshot.is_some().then_some(dir.as_path());
     if let Some(personas) = personas_dir(configured.as_deref(), isolation, &crawl_dir, snapshot_dir)
     {

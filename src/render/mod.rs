@@ -55,7 +55,7 @@ impl PsEntry {
         // (Only rows of this machine: another's pids mean nothing in this one's procfs.)
         let live: Vec<&identity::Identity> = rows
             .iter()
-            .filter(|row| row.status.is_live() && on_this_machine(row))
+            .filter(|row| row.status.is_live() && row.on_this_machine())
             .filter_map(|row| row.identity.as_ref())
             .collect();
         let checked = identity::check_all(&live);
@@ -63,7 +63,7 @@ impl PsEntry {
         rows.into_iter()
             .map(|row| {
                 let live = row.status.is_live();
-                let verified = match (&row.identity, live, on_this_machine(&row)) {
+                let verified = match (&row.identity, live, row.on_this_machine()) {
                     (_, false, _) | (_, _, false) => None,
                     (Some(_), true, true) => checked.next(),
                     (None, true, true) => Some(Liveness::Gone),
@@ -103,7 +103,7 @@ impl PsEntry {
             entry.machine_name = Some(name_of(id));
             let silent = machine
                 .map(|m| m.heartbeat_at)
-                .filter(|&heard| heard < silent_before_ms && !on_this_machine(&entry.row));
+                .filter(|&heard| heard < silent_before_ms && !entry.row.on_this_machine());
             if entry.row.status.is_live() {
                 entry.machine_silent_since_ms = silent;
             }
@@ -114,13 +114,6 @@ impl PsEntry {
         matches!(self.verified, Some(v) if v != Liveness::Alive)
             && self.row.status != Status::Starting
     }
-}
-
-/// Whether `row`'s process runs on this machine (a row written before abxd knew machines does).
-fn on_this_machine(row: &ProcessRow) -> bool {
-    row.machine_id
-        .as_deref()
-        .is_none_or(|id| id == identity::machine_id())
 }
 
 #[derive(Serialize)]

@@ -161,6 +161,14 @@ pub(super) const COLUMNS: &str =
     machine_id";
 
 impl ProcessRow {
+    /// Whether its process runs on this machine (a row written before abxd knew machines does):
+    /// only then does its pid mean anything here.
+    pub fn on_this_machine(&self) -> bool {
+        self.machine_id
+            .as_deref()
+            .is_none_or(|id| id == crate::identity::machine_id())
+    }
+
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
     /// every row cost `abxctl ps` a fifth of its time).
     pub(super) fn from_row(row: &Row) -> Result<ProcessRow, SqlError> {

@@ -232,7 +232,7 @@ fn still_running(child: &Child, pid: i32) -> Option<Found> {
     })
 }
 
-fn flag_escaped(store: &mut Store, row: i64) {
+pub(super) fn flag_escaped(store: &mut Store, row: i64) {
     if let Err(err) = store.set_escaped(row) {
         log::error!("row {row}: cannot flag it escaped: {err}");
     }

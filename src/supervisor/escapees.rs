@@ -90,9 +90,7 @@ impl Supervisor {
                     continue;
                 }
             };
-            if let Err(err) = store.set_escaped(row) {
-                log::error!("row {row}: cannot flag it escaped: {err}");
-            }
+            super::descendants::flag_escaped(store, row);
             log::warn!(
                 "pid {pid} ({}) escaped its hook's tree: adopted as row {row}",
                 found.argv.join(" ")

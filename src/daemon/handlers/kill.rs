@@ -75,7 +75,7 @@ fn resolve_live_row(state: &State, row: Option<i64>, pid: Option<i32>) -> Result
     if let Some(machine) = found
         .machine_id
         .as_deref()
-        .filter(|&m| m != crate::identity::machine_id())
+        .filter(|_| !found.on_this_machine())
     {
         return Err(refused(
             ErrorCode::NotAllowed,

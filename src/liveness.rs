@@ -62,16 +62,24 @@ pub fn parent_alive(store: &Store, row: &ProcessRow) -> bool {
 }
 
 /// Whether a work row's owner (a worker's process row) is a live process, not one of
-/// `dead_rows`.
+/// `dead_rows`. An owner on another machine is judged by that machine's heartbeat: alive while
+/// it was heard within `lease`, presumed dead after (its work is then recovered here, and the
+/// fence keeps whatever it writes when it comes back from landing).
 pub fn owner_alive(
     store: &Store,
     owner: Option<i64>,
     dead_rows: &BTreeSet<i64>,
+    lease: std::time::Duration,
 ) -> Result<bool, StoreError> {
     let Some(owner) = owner.filter(|o| !dead_rows.contains(o)) else {
         return Ok(false);
     };
     match store.process(owner)? {
+        Some(row) if row.status.is_live() && !row.on_this_machine() => {
+            let heard_since = store.shared_now() - lease.as_millis() as i64;
+            let machine = row.machine_id.as_deref().unwrap_or_default();
+            Ok(store.machine_heard_since(machine, heard_since)?)
+        }
         Some(row) if row.status.is_live() => row_running(store, &row),
         _ => Ok(false),
     }

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::marker;
 use crate::recovery;
 use crate::spawn::{Logs, SpawnError, SpawnRequest};
-use crate::store::{queue_clock_ms, Kind, NewProcess, Queue, Store, StoreError, WorkStatus};
+use crate::store::{Claim, Kind, NewProcess, Queue, Store, StoreError, WorkStatus};
 use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -46,19 +46,22 @@ impl std::fmt::Display for WorkerEnd {
 
 pub struct WorkerPool {
     queue: Queue,
-    /// For snapshot workers: the crawl whose snapshots they work on.
+    /// For snapshot workers: the crawl whose snapshots they work on (`None`: snapshots lent to
+    /// other machines' crawls, see [`WorkerPool::lent_snapshots`]).
     crawl: Option<i64>,
+    /// For lent snapshots: the crawl of each piece of work claimed and not yet done with.
+    crawls_of: HashMap<i64, i64>,
     /// For crawl workers under `abxd run`: the one crawl they may claim (other queued crawls of
     /// the data dir are left to the daemon).
     only: Option<i64>,
     /// The process row of the pool's owner, the workers' parent.
     parent_row: i64,
-    /// Workers by process row → the work each owns.
-    workers: HashMap<i64, i64>,
+    /// Workers by process row → the claim of the work each owns.
+    workers: HashMap<i64, Claim>,
     /// Dead workers whose leftovers are still being torn down, by row → their work.
     awaiting_teardown: HashMap<i64, i64>,
     /// Work claimed whose worker the busy database kept from starting.
-    unstarted: Vec<i64>,
+    unstarted: Vec<Claim>,
 }
 
 impl WorkerPool {
@@ -72,10 +75,17 @@ impl WorkerPool {
         WorkerPool::new(Queue::Snapshots, Some(crawl), parent_row)
     }
 
+    /// A daemon's pool of snapshot workers for the crawls other machines of a fleet run (see
+    /// [`Store::claim`]): its free slots lent to them.
+    pub fn lent_snapshots(parent_row: i64) -> WorkerPool {
+        WorkerPool::new(Queue::Snapshots, None, parent_row)
+    }
+
     fn new(queue: Queue, crawl: Option<i64>, parent_row: i64) -> WorkerPool {
         WorkerPool {
             queue,
             crawl,
+            crawls_of: HashMap::new(),
             only: None,
             parent_row,
             workers: HashMap::new(),
@@ -122,7 +132,7 @@ impl WorkerPool {
     pub fn worker_of(&self, work: i64) -> Option<i64> {
         self.workers
             .iter()
-            .find(|(_, w)| **w == work)
+            .find(|(_, claim)| claim.id == work)
             .map(|(row, _)| *row)
     }
 
@@ -137,17 +147,27 @@ impl WorkerPool {
         store: &mut Store,
     ) -> Result<(), StoreError> {
         while self.workers.len() < self.limit(config) {
-            let work = match self.claimed_unstarted(store)? {
-                Some(work) => work,
+            let claim = match self.claimed_unstarted(store)? {
+                Some(claim) => claim,
                 None => match store.claim(self.queue, self.claim_scope(), config.timeouts.lease)? {
-                    Some(work) => work,
+                    Some(claim) => claim,
                     None => return Ok(()),
                 },
             };
-            let request = self.worker_request(config, work);
-            let queue = self.queue;
+            let work = claim.id;
+            if self.queue == Queue::Snapshots && self.crawl.is_none() {
+                let crawl = store.snapshot(work)?.map_or(work, |s| s.crawl_id);
+                self.crawls_of.insert(work, crawl);
+            }
+            let request = self.worker_request(config, claim);
             // Owned by the worker's row from the moment the row exists.
-            let mut own = |store: &mut Store, row: i64| store.set_owner(queue, work, row);
+            let mut own = |store: &mut Store, row: i64| {
+                if store.set_owner(claim, row)? {
+                    Ok(())
+                } else {
+                    Err(StoreError::Fenced { claim, now: None })
+                }
+            };
             match supervisor.spawn(store, &request, ChildPolicy::WORKER, &mut own) {
                 Ok(spawned) => {
                     log::info!(
@@ -155,10 +175,13 @@ impl WorkerPool {
                         self.queue.noun(),
                         spawned.row_id
                     );
-                    self.workers.insert(spawned.row_id, work);
+                    self.workers.insert(spawned.row_id, claim);
+                }
+                Err(SpawnError::Store(err)) if err.is_fenced() => {
+                    log::warn!("{}: not started: {err}", self.queue.noun());
                 }
                 Err(SpawnError::Store(err)) => {
-                    self.unstarted.push(work);
+                    self.unstarted.push(claim);
                     return Err(err);
                 }
                 Err(err) => {
@@ -166,8 +189,8 @@ impl WorkerPool {
                         "{} {work}: cannot start its worker: {err}",
                         self.queue.noun()
                     );
-                    if let Err(err) = self.put_back(config, store, work) {
-                        self.unstarted.push(work);
+                    if let Err(err) = self.put_back(config, store, claim) {
+                        self.unstarted.push(claim);
                         return Err(err);
                     }
                     return Ok(());
@@ -179,15 +202,10 @@ impl WorkerPool {
 
     /// Work this pool claimed but could not start a worker for yet, if it is still claimed and
     /// owned by no one (else recovery took it back meanwhile, and it is forgotten here).
-    fn claimed_unstarted(&mut self, store: &Store) -> Result<Option<i64>, StoreError> {
-        while let Some(work) = self.unstarted.pop() {
-            let (status, owner) = match self.queue {
-                Queue::Crawls => store.crawl(work)?.map(|c| (c.status, c.owner_id)),
-                Queue::Snapshots => store.snapshot(work)?.map(|s| (s.status, s.owner_id)),
-            }
-            .unwrap_or((WorkStatus::Sealed, None));
-            if status == WorkStatus::Started && owner.is_none() {
-                return Ok(Some(work));
+    fn claimed_unstarted(&mut self, store: &Store) -> Result<Option<Claim>, StoreError> {
+        while let Some(claim) = self.unstarted.pop() {
+            if store.holds_unowned(claim)? {
+                return Ok(Some(claim));
             }
         }
         Ok(None)
@@ -202,7 +220,7 @@ impl WorkerPool {
             .next_retry_at(self.queue, self.claim_scope())
             .ok()
             .flatten()?;
-        Some(Instant::now() + Duration::from_millis((at - queue_clock_ms()).max(0) as u64))
+        Some(Instant::now() + Duration::from_millis((at - store.queue_now()).max(0) as u64))
     }
 
     /// A child of the pool's owner exited. `None`: it was not one of the pool's workers. With
@@ -217,7 +235,7 @@ impl WorkerPool {
         recover: bool,
     ) -> Result<Option<WorkerEnd>, StoreError> {
         // (Removed only once handled: on a store error, the same exit may be given again.)
-        let Some(&work) = self.workers.get(&row) else {
+        let Some(&Claim { id: work, .. }) = self.workers.get(&row) else {
             return Ok(None);
         };
         let end = if self.sealed(store, work)? {
@@ -231,8 +249,13 @@ impl WorkerPool {
             WorkerEnd::Recovered { work }
         };
         self.workers.remove(&row);
-        if let WorkerEnd::AwaitingTeardown { work } = end {
-            self.awaiting_teardown.insert(row, work);
+        match end {
+            WorkerEnd::AwaitingTeardown { work } => {
+                self.awaiting_teardown.insert(row, work);
+            }
+            _ => {
+                self.crawls_of.remove(&work);
+            }
         }
         Ok(Some(end))
     }
@@ -242,8 +265,8 @@ impl WorkerPool {
     /// longer counts, and one that exited leaking stays awaited until its leftovers are gone.
     pub fn give_up_on(&mut self, row: i64, leaked: bool) {
         match self.workers.remove(&row) {
-            Some(work) if leaked => {
-                self.awaiting_teardown.insert(row, work);
+            Some(claim) if leaked => {
+                self.awaiting_teardown.insert(row, claim.id);
             }
             Some(_) => {}
             None => {
@@ -265,6 +288,7 @@ impl WorkerPool {
         };
         recovery::recover_ownerless(store, config, Some(self.crawl_of(work)), true)?;
         self.awaiting_teardown.remove(&row);
+        self.crawls_of.remove(&work);
         Ok(Some(work))
     }
 
@@ -277,22 +301,26 @@ impl WorkerPool {
 
     /// The crawl that `work` belongs to (recovery is scoped by crawl).
     fn crawl_of(&self, work: i64) -> i64 {
-        self.crawl.unwrap_or(work)
+        self.crawl
+            .or_else(|| self.crawls_of.get(&work).copied())
+            .unwrap_or(work)
     }
 
     /// Puts claimed work back on its queue, due after its back-off.
-    fn put_back(&self, config: &Config, store: &mut Store, work: i64) -> Result<(), StoreError> {
+    fn put_back(&self, config: &Config, store: &mut Store, claim: Claim) -> Result<(), StoreError> {
         let restarts = match self.queue {
-            Queue::Crawls => store.crawl(work)?.map(|c| c.restarts),
-            Queue::Snapshots => store.snapshot(work)?.map(|s| s.restarts),
+            Queue::Crawls => store.crawl(claim.id)?.map(|c| c.restarts),
+            Queue::Snapshots => store.snapshot(claim.id)?.map(|s| s.restarts),
         };
         let wait = recovery::backoff(config, restarts.unwrap_or(0));
-        store.requeue(self.queue, work, queue_clock_ms() + wait.as_millis() as i64)
+        let due = store.queue_now() + wait.as_millis() as i64;
+        store.requeue(claim, due).map(drop)
     }
 
     /// The spawn request of a worker process: `abxd --config C worker crawl|snapshot ID`, handed
     /// the running config (see `Config::running_text`).
-    fn worker_request(&self, config: &Config, work: i64) -> SpawnRequest {
+    fn worker_request(&self, config: &Config, claim: Claim) -> SpawnRequest {
+        let work = claim.id;
         let exe = crate::own_exe::own_executable()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "abxd".into());

@@ -225,11 +225,8 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
         // The queues: a claim takes the due row once; a snapshot URL is once per crawl.
         let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
         let lease = Duration::from_secs(60);
-        assert_eq!(
-            store.claim(Queue::Crawls, None, lease).unwrap(),
-            Some(crawl),
-            "{engine}"
-        );
+        let crawl_claim = store.claim(Queue::Crawls, None, lease).unwrap().unwrap();
+        assert_eq!(crawl_claim.id, crawl, "{engine}");
         assert_eq!(
             store.claim(Queue::Crawls, None, lease).unwrap(),
             None,
@@ -246,16 +243,16 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
             .next_retry_at(Queue::Snapshots, Some(crawl))
             .unwrap()
             .is_some());
-        assert_eq!(
-            store.claim(Queue::Snapshots, Some(crawl), lease).unwrap(),
-            Some(snapshot),
-            "{engine}"
-        );
+        let claim = store
+            .claim(Queue::Snapshots, Some(crawl), lease)
+            .unwrap()
+            .unwrap();
+        assert_eq!(claim.id, snapshot, "{engine}");
         // The process table: a tree, a spawned process with its identity, its end.
         let worker = store
             .insert_process(&new_process(Kind::SnapshotWorker, None, Some(crawl)))
             .unwrap();
-        store.set_owner(Queue::Snapshots, snapshot, worker).unwrap();
+        assert!(store.set_owner(claim, worker).unwrap(), "{engine}");
         let hook = store
             .insert_process(&new_process(Kind::Hook, Some(worker), Some(crawl)))
             .unwrap();
@@ -322,8 +319,8 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
         let failed = store.snapshot_results(snapshot).unwrap();
         assert_eq!(failed[0].status, ResultStatus::Failed, "{engine}");
         assert_eq!(failed[0].output_files, ["f"], "{engine}");
-        store.seal(Queue::Snapshots, snapshot).unwrap();
-        store.seal(Queue::Crawls, crawl).unwrap();
+        assert!(store.seal(claim).unwrap(), "{engine}");
+        assert!(store.seal(crawl_claim).unwrap(), "{engine}");
         let retried = store
             .retry_results(crawl, RetryScope::Failed, None)
             .unwrap()
@@ -386,11 +383,11 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
             std::thread::spawn(move || {
                 let mut store = Store::open_postgres(&url).unwrap();
                 let mut claimed = Vec::new();
-                while let Some(id) = store
+                while let Some(claim) = store
                     .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(600))
                     .unwrap()
                 {
-                    claimed.push(id);
+                    claimed.push(claim.id);
                 }
                 claimed
             })
@@ -407,11 +404,12 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
     assert_eq!(all.len(), 200, "none claimed twice");
 }
 
-/// Until hosts are told apart, one daemon per PostgreSQL database: a second one (another data
-/// dir, as on another host) is refused while the first runs, saying why, and starts once it
-/// stopped. A server is never shown with its password.
+/// One daemon per machine and PostgreSQL database: a second one of the same machine (another
+/// data dir) is refused while the first runs, saying why, and starts once it stopped; a daemon
+/// of another machine shares the database meanwhile (a fleet). A server is never shown with its
+/// password.
 #[test]
-fn a_second_daemon_on_the_same_postgres_database_is_refused_until_the_first_stops() {
+fn a_second_daemon_of_one_machine_on_a_postgres_database_is_refused_another_machines_joins() {
     if !common::postgres::available() {
         eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
         return;
@@ -425,11 +423,30 @@ fn a_second_daemon_on_the_same_postgres_database_is_refused_until_the_first_stop
     let mut second = common::TestDaemon::prepare(&format!("[paths]\ndatabase = {url:?}\n"));
     second.launch_expecting_failure();
     let log = second.log();
+    let machine = abxd::identity::machine_id();
     assert!(
-        log.contains("is in use by another abxd daemon, on this host or another"),
+        log.contains(&format!(
+            "is in use by another abxd daemon of machine {machine}"
+        )),
         "{log}"
     );
     assert!(!log.contains("s3cret"), "{log}");
+    let mut other = common::TestDaemon::prepare(&format!(
+        "[paths]\ndatabase = {url:?}\n[store]\nmachine_id = \"another-host\"\n"
+    ));
+    other.launch();
+    let machines: Vec<String> = first
+        .store()
+        .machines()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert!(
+        machines.contains(&"another-host".to_string()),
+        "{machines:?}"
+    );
+    assert!(machines.contains(&machine.to_string()), "{machines:?}");
     first.signal(nix::sys::signal::Signal::SIGTERM);
     first.wait_exit();
     second.launch();

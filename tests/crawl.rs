@@ -476,7 +476,7 @@ fn a_worker_renews_its_lease_while_a_hook_outlasts_it() {
             .unwrap();
         // (`retry_at` is on the boot clock, `started_at` on the wall clock: one is moved onto the
         // other.)
-        let wall_minus_boot = abxd::store::now_ms() - abxd::store::queue_clock_ms();
+        let wall_minus_boot = abxd::store::now_ms() - abxd::store::boot_clock_ms();
         let started = worker.started_at.unwrap() - wall_minus_boot;
         assert!(
             snapshot.retry_at > started + 600,

@@ -21,11 +21,11 @@ fn claimer_process() {
     common::wait_until("the go signal", common::WAIT, || {
         std::path::Path::new(&go).exists().then_some(())
     });
-    while let Some(id) = store
+    while let Some(claim) = store
         .claim(Queue::Crawls, None, Duration::from_secs(3600))
         .unwrap()
     {
-        println!("claimed {id}");
+        println!("claimed {}", claim.id);
     }
 }
 

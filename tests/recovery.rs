@@ -38,6 +38,38 @@ fn write_lock_is_free(database: &std::path::Path) -> bool {
     free
 }
 
+/// Stops every process of the test's daemon (SIGSTOP) until no new one appears (a running one
+/// may fork meanwhile) — and, on SQLite, none is stopped inside a write (it would hold the
+/// database's write lock, and the next daemon could not record itself until it went on; a
+/// PostgreSQL server ends a session idle inside a transaction itself). Returns them.
+fn freeze_outside_a_write(daemon: &TestDaemon) -> Vec<i32> {
+    let file = match daemon.location() {
+        abxd::store::Location::File(path) => Some(path),
+        abxd::store::Location::Postgres(_) => None,
+    };
+    let mut frozen: Vec<i32> = Vec::new();
+    wait_until("the orphans to be frozen outside a write", WAIT, || {
+        let pids = common::tagged_pids(&daemon.tag);
+        for &pid in &pids {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+        }
+        let stable = pids == frozen;
+        frozen = pids;
+        if !stable {
+            return None;
+        }
+        if file.as_deref().is_none_or(write_lock_is_free) {
+            return Some(());
+        }
+        for &pid in &frozen {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+        }
+        frozen.clear();
+        None
+    });
+    frozen
+}
+
 fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
     daemon.store().processes(&ProcessFilter::default()).unwrap()
 }
@@ -349,6 +381,10 @@ fn after_a_reboot_every_running_row_is_lost_and_nothing_is_signalled() {
             .filter(|r| r.status.is_live())
             .map(|r| r.id)
             .collect();
+        // After a real reboot they would be gone: frozen, they stand for processes that can do
+        // nothing (a worker that finds its work taken over stops its own children — the fence
+        // at work, not the daemon signalling).
+        let survivors = freeze_outside_a_write(&daemon);
 
         // The same machine, pretending to be after a reboot.
         let mut command = daemon.abxd_command(&[]);
@@ -391,26 +427,7 @@ fn recover_dry_run_changes_nothing_and_lists_what_the_real_run_does() {
     // every process of the test until no new one appears (a running one may fork meanwhile) —
     // and none is stopped inside a write (it would hold the database's write lock, and the next
     // daemon could not record itself until it went on).
-    let mut frozen: Vec<i32> = Vec::new();
-    wait_until("the orphans to be frozen outside a write", WAIT, || {
-        let pids = common::tagged_pids(&daemon.tag);
-        for &pid in &pids {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
-        }
-        let stable = pids == frozen;
-        frozen = pids;
-        if !stable {
-            return None;
-        }
-        if write_lock_is_free(&daemon.database()) {
-            return Some(());
-        }
-        for &pid in &frozen {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
-        }
-        frozen.clear();
-        None
-    });
+    freeze_outside_a_write(&daemon);
     let before = daemon.ctl_ok(&["ps", "--all", "--json"]);
     let output = daemon
         .abxd_command(&["recover", "--dry-run"])

@@ -217,7 +217,12 @@ fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_els
         let open = store
             .add_crawl(&["http://127.0.0.1:9/b".into()], 0, None)
             .unwrap();
-        store.seal(Queue::Crawls, sealed).unwrap();
+        let never_claimed = abxd::store::Claim {
+            queue: Queue::Crawls,
+            id: sealed,
+            epoch: 0,
+        };
+        assert!(store.seal(never_claimed).unwrap());
         let mut row = |parent: Option<i64>, crawl: Option<i64>| {
             let mut new = hook(&["true"]);
             new.parent_id = parent;

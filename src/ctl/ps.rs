@@ -44,7 +44,11 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     let lease = config.timeouts.lease;
     if !ps.watch {
         let (rows, machines) = read(&store)?;
-        print!("{}", draw(rows, &machines, &ps, look(config), lease));
+        let silent_before = store.shared_now() - lease.as_millis() as i64;
+        print!(
+            "{}",
+            draw(rows, &machines, &ps, look(config), silent_before)
+        );
         return Ok(0);
     }
     let mut seen = None;
@@ -56,7 +60,8 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
             (rows, machines) = read(&store)?;
             seen = version;
         }
-        let screen = draw(rows.clone(), &machines, &ps, look(config), lease);
+        let silent_before = store.shared_now() - lease.as_millis() as i64;
+        let screen = draw(rows.clone(), &machines, &ps, look(config), silent_before);
         // Home, clear, then the table (as watch(1)); a pipe gets the tables one after another.
         let clear = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
             "\x1b[H\x1b[2J"
@@ -101,18 +106,18 @@ fn look(config: &Config) -> render::PsLook {
     }
 }
 
-/// The table (or JSON) of `rows` as of now; another machine's live rows are unknown once it has
-/// been silent for longer than `lease`.
+/// The table (or JSON) of `rows` as of now; another machine's live rows are unknown once its
+/// last heartbeat is before `silent_before` (the store's shared clock, ms).
 fn draw(
     rows: Vec<ProcessRow>,
     machines: &[Machine],
     ps: &Ps,
     look: render::PsLook,
-    lease: Duration,
+    silent_before: i64,
 ) -> String {
     let now = now_ms();
     let mut entries = PsEntry::all(rows, now);
-    PsEntry::name_machines(&mut entries, machines, now - lease.as_millis() as i64);
+    PsEntry::name_machines(&mut entries, machines, silent_before);
     if ps.json {
         return format!("{}\n", render::ps_json(&entries, now));
     }

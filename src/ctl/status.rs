@@ -67,6 +67,12 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             } else {
                 println!("live:     {}", live.join(", "));
             }
+            if !info.machines.is_empty() {
+                let now = info.started_at_ms + info.uptime_ms;
+                let machines: Vec<String> =
+                    info.machines.iter().map(|m| describe(m, now)).collect();
+                println!("machines: {}", machines.join(", "));
+            }
             if info.recovering {
                 println!(
                     "recovering: tearing down what a previous run left; no work is claimed yet"
@@ -75,5 +81,24 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             Ok(0)
         }
         Ok(other) => Err(unexpected(other)),
+    }
+}
+
+/// One machine of a fleet as `status` lists it: its id, its hostname if that says more, when it
+/// was last heard (`now`: the daemon's clock when it answered).
+fn describe(machine: &crate::control::protocol::MachineInfo, now: i64) -> String {
+    let name = if machine.hostname == machine.id {
+        machine.id.clone()
+    } else {
+        format!("{} ({})", machine.id, machine.hostname)
+    };
+    let heard = crate::store::printable_time(machine.heartbeat_at_ms);
+    match (machine.this_machine, machine.silent) {
+        (true, _) => format!("{name} this one"),
+        (false, true) => format!("{name} SILENT since {heard}: presumed dead, its work taken over"),
+        (false, false) => format!(
+            "{name} heard {} ago",
+            render::short_duration((now - machine.heartbeat_at_ms).max(0))
+        ),
     }
 }

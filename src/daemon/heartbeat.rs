@@ -29,22 +29,25 @@ impl Heartbeat {
         self.next
     }
 
-    /// Beats if it is due; a beat the store refused is tried again soon.
-    pub fn beat_if_due(&mut self, store: &mut Store) {
+    /// Beats if it is due; a beat the store refused is tried again soon. Returns `None` when
+    /// none was due, else whether the store took it.
+    pub fn beat_if_due(&mut self, store: &mut Store) -> Option<bool> {
         let (Some(next), Some(every)) = (self.next, self.every) else {
-            return;
+            return None;
         };
         let now = Instant::now();
         if now < next {
-            return;
+            return None;
         }
-        self.next = Some(match store.heartbeat(&self.machine_id) {
+        let beat = store.heartbeat(&self.machine_id);
+        self.next = Some(match &beat {
             Ok(()) => now + every,
             Err(err) => {
                 log::warn!("cannot write this machine's heartbeat: {err}");
                 now + BUSY_RETRY.min(every)
             }
         });
+        Some(beat.is_ok())
     }
 }
 

@@ -13,6 +13,9 @@
 
 mod database;
 use database::Retry;
+mod error;
+pub use error::DaemonError;
+mod fleet;
 mod handlers;
 mod heartbeat;
 mod install;
@@ -22,7 +25,7 @@ mod startup;
 use crate::config::Config;
 use crate::control::server::Server;
 use crate::liveness;
-use crate::lock::{DataDirLock, LockError};
+use crate::lock::DataDirLock;
 use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::signal::Signal;
@@ -31,33 +34,9 @@ use crate::supervisor::{Event, Supervisor};
 use crate::teardown::Report;
 use mio::Token;
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const CONTROL: Token = Token(1);
-
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    #[error(transparent)]
-    Lock(#[from] LockError),
-    #[error("database {database}: {cause}")]
-    Store {
-        /// The database as shown (a server without its password).
-        database: String,
-        cause: StoreError,
-    },
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    #[error("cannot listen on control socket {path}: {cause}")]
-    Socket {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
-    #[error("event loop: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("containment: {0}")]
-    Containment(String),
-}
 
 /// The daemon's own state, apart from the loop and the socket: what handlers read and change.
 struct State {
@@ -91,12 +70,22 @@ struct State {
     claims_off: bool,
     /// The database file was deleted or replaced under the daemon (see `database`).
     database_lost: Option<database::Lost>,
-    /// On a shared store: this machine's heartbeat.
-    heartbeat: heartbeat::Heartbeat,
+    /// Its part in a fleet (on a shared store): heartbeat, take-overs, lent snapshot slots.
+    fleet: fleet::Fleet,
     /// What the daemon exits with after a clean shutdown.
     exit_code: i32,
     /// The signal that asked for the shutdown, if one did.
     stopped_by: Option<Signal>,
+}
+
+impl State {
+    /// Whether work may be claimed now (no orphan tree of a previous incarnation left either).
+    fn claiming(&self) -> bool {
+        !self.stopping
+            && self.orphans.is_empty()
+            && !self.claims_off
+            && self.database_lost.is_none()
+    }
 }
 
 /// How a run of the daemon ended.
@@ -152,10 +141,9 @@ impl Daemon {
         loop {
             self.state.check_database();
             if !self.state.stopping && self.state.orphans.is_empty() {
-                let claiming = !self.state.claims_off && self.state.database_lost.is_none();
                 if done(&self.state.store) {
                     self.stop();
-                } else if std::mem::take(&mut self.state.wake) && claiming {
+                } else if std::mem::take(&mut self.state.wake) && self.state.claiming() {
                     self.fill_crawl_workers();
                 }
             }
@@ -172,7 +160,14 @@ impl Daemon {
                 .min();
             let events = self.supervisor.wait(&mut self.state.store, timer)?;
             self.notifier.ping_if_due(Instant::now());
-            self.state.heartbeat.beat_if_due(&mut self.state.store);
+            let state = &mut self.state;
+            let claiming = state.claiming();
+            (state.fleet).after_turn(
+                &state.config,
+                &mut self.supervisor,
+                &mut state.store,
+                claiming,
+            );
             for event in events {
                 self.on_event(event);
             }
@@ -226,6 +221,7 @@ impl Daemon {
             }
             Event::Signal(Signal::HUP) => self.reload(),
             Event::Signal(_) | Event::LeaseLost => {}
+            Event::Ready(crate::store::listen::WORK_CHANGED) => self.state.fleet.woken(),
             Event::Ready(token) => self.on_control(token),
             Event::Timer => {
                 self.state.retry_claims_at = None;
@@ -269,7 +265,7 @@ impl Daemon {
             state.retry_claims_at,
             parked,
             state.truncate_wal_at,
-            state.heartbeat.next_due(),
+            state.fleet.next_due(&state.config, &state.store),
         ]
         .into_iter()
         .flatten()
@@ -287,6 +283,9 @@ impl Daemon {
 
     fn child_ended(&mut self, row_id: i64, leaked: bool) {
         let state = &mut self.state;
+        if (state.fleet).on_exit(&state.config, &mut state.store, row_id, leaked) {
+            return;
+        }
         let ended = state
             .crawls
             .on_exit(&state.config, &mut state.store, row_id, leaked, true);
@@ -392,6 +391,7 @@ impl Daemon {
             state.recover(None, false);
             state.wake = true;
         }
+        (state.fleet).on_torn_down(&state.config, &mut state.store, report.root_row);
         let recovered = state
             .crawls
             .on_torn_down(&state.config, &mut state.store, report.root_row);

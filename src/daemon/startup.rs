@@ -37,7 +37,7 @@ impl Daemon {
         let mut store = Store::open_at(&config.database).map_err(store_err)?;
         store.rebase_queue_clock().map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
-        let machine = Machine::this_host();
+        let machine = Machine::this_host(store.shared_now());
         store.register_machine(&machine).map_err(store_err)?;
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
         // The scope is named by the marker namespace (database and boot): a previous
@@ -95,11 +95,7 @@ impl Daemon {
         // From here on the loop runs deadlines: a write no longer waits long for another
         // process's lock (see `store::busy`); what it could not write is retried.
         store.set_patience(Patience::Loop).map_err(store_err)?;
-        let heartbeat = super::heartbeat::Heartbeat::new(
-            &machine.id,
-            config.database.is_shared(),
-            config.timeouts.lease,
-        );
+        let fleet = super::fleet::Fleet::join(&config, &machine.id, orchestrator_id, &supervisor)?;
         let mut state = State {
             started_at_ms: now_ms(),
             config,
@@ -118,7 +114,7 @@ impl Daemon {
             installer: Default::default(),
             claims_off: false,
             database_lost: None,
-            heartbeat,
+            fleet,
             exit_code: 0,
             stopped_by: None,
         };

@@ -36,16 +36,16 @@ pub fn describe(reconciliation: &Reconciliation, work: &WorkPlan) -> Vec<String>
     for (id, attempts) in &work.fail_results {
         lines.push(format!("fail result {id}: interrupted {attempts} times"));
     }
-    for id in &work.seal_snapshots {
+    for id in work.seal_snapshots.iter().map(|c| c.id) {
         lines.push(format!("seal snapshot {id}: all its results are final"));
     }
-    for id in &work.requeue_snapshots {
+    for id in work.requeue_snapshots.iter().map(|c| c.id) {
         lines.push(format!("requeue snapshot {id}"));
     }
-    for id in &work.seal_crawls {
+    for id in work.seal_crawls.iter().map(|c| c.id) {
         lines.push(format!("seal crawl {id}: all its snapshots are sealed"));
     }
-    for id in &work.requeue_crawls {
+    for id in work.requeue_crawls.iter().map(|c| c.id) {
         lines.push(format!("requeue crawl {id}"));
     }
     lines

@@ -15,22 +15,20 @@
 //! no owner row exists.
 
 mod describe;
+mod work;
 
 pub use describe::describe;
+#[cfg(test)]
+use work::MAX_BACKOFF;
+pub use work::{apply_work, backoff, plan_work, recover_ownerless, take_over_silent, WorkPlan};
 
 use crate::config::Config;
 use crate::identity;
-use crate::liveness::{self, owner_alive};
+use crate::liveness;
 use crate::marker;
 use crate::proctree;
-use crate::store::{
-    queue_clock_ms, HookResult, Kind, Queue, ResultStatus, Store, StoreError, WorkStatus,
-};
+use crate::store::{Kind, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
-
-/// The most a piece of work waits before it runs again.
-const MAX_BACKOFF: Duration = Duration::from_secs(600);
 
 /// A live row whose process is not there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,23 +61,6 @@ pub struct Reconciliation {
     pub lost: Vec<LostRow>,
     pub orphans: Vec<OrphanTree>,
     pub hidden: Vec<HiddenProcess>,
-}
-
-/// What recovering ownerless work does.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WorkPlan {
-    pub retry_results: Vec<i64>,
-    pub fail_results: Vec<(i64, u32)>,
-    pub seal_snapshots: Vec<i64>,
-    pub requeue_snapshots: Vec<i64>,
-    pub seal_crawls: Vec<i64>,
-    pub requeue_crawls: Vec<i64>,
-}
-
-impl WorkPlan {
-    pub fn is_empty(&self) -> bool {
-        *self == WorkPlan::default()
-    }
 }
 
 /// Finds the lost rows and the orphan trees. `this_orchestrator` is the row of the running
@@ -234,169 +215,6 @@ pub fn adopt_hidden(store: &mut Store, hidden: &[HiddenProcess]) -> Result<Vec<i
     Ok(rows)
 }
 
-/// Recovers the started work (of `crawl`, or all) whose owner is dead, logging each action: the
-/// one way both the daemon (a dead crawl worker) and a crawl worker (a dead snapshot worker)
-/// recover. With `back_off`, requeued work waits by its restart count.
-pub fn recover_ownerless(
-    store: &mut Store,
-    config: &Config,
-    crawl: Option<i64>,
-    back_off: bool,
-) -> Result<(), StoreError> {
-    // One transaction: a recovery the database refused half-way (e.g. busy) changed nothing,
-    // so trying it again counts no restart twice.
-    store
-        .all_or_nothing(|store| {
-            let plan = plan_work(store, config, crawl, &BTreeSet::new())?;
-            apply_work(store, config, &plan, back_off)?;
-            Ok(plan)
-        })
-        .map(|plan| {
-            for line in describe(&Reconciliation::default(), &plan) {
-                log::info!("recovery: {line}");
-            }
-        })
-}
-
-/// Plans the recovery of started work whose owner is not alive, within `crawl` if given.
-/// `dead_rows` are rows to treat as dead although their processes still run (orphans about to
-/// be torn down, for a dry run).
-pub fn plan_work(
-    store: &Store,
-    config: &Config,
-    crawl: Option<i64>,
-    dead_rows: &BTreeSet<i64>,
-) -> Result<WorkPlan, StoreError> {
-    let mut plan = WorkPlan::default();
-    let now = queue_clock_ms();
-    let ownerless = |queue: Queue| -> Result<Vec<i64>, StoreError> {
-        let mut ids = Vec::new();
-        for (id, owner, retry_at) in store.started(queue)? {
-            // Process evidence first; a lease only where no owner was ever recorded.
-            let abandoned = match owner {
-                Some(_) => !owner_alive(store, owner, dead_rows)?,
-                None => retry_at <= now,
-            };
-            if abandoned {
-                ids.push(id);
-            }
-        }
-        Ok(ids)
-    };
-    let max_attempts = config.limits.max_result_attempts;
-    let settle_results = |results: &[HookResult], plan: &mut WorkPlan| -> bool {
-        // Whether every result is (or is made) final.
-        let mut all_final = !results.is_empty();
-        for result in results {
-            match result.status {
-                ResultStatus::Started if result.attempts >= max_attempts => {
-                    plan.fail_results.push((result.id, result.attempts))
-                }
-                ResultStatus::Started => {
-                    plan.retry_results.push(result.id);
-                    all_final = false;
-                }
-                ResultStatus::Queued => all_final = false,
-                _ => {}
-            }
-        }
-        all_final
-    };
-    let mut sealed_now: BTreeSet<i64> = BTreeSet::new();
-    for snapshot_id in ownerless(Queue::Snapshots)? {
-        let Some(snapshot) = store.snapshot(snapshot_id)? else {
-            continue;
-        };
-        if crawl.is_some_and(|c| c != snapshot.crawl_id) {
-            continue;
-        }
-        let results = store.snapshot_results(snapshot_id)?;
-        if settle_results(&results, &mut plan) {
-            plan.seal_snapshots.push(snapshot_id);
-            sealed_now.insert(snapshot_id);
-        } else {
-            plan.requeue_snapshots.push(snapshot_id);
-        }
-    }
-    for crawl_id in ownerless(Queue::Crawls)? {
-        if crawl.is_some_and(|c| c != crawl_id) {
-            continue;
-        }
-        let snapshots = store.snapshots(crawl_id)?;
-        let all_sealed = !snapshots.is_empty()
-            && snapshots
-                .iter()
-                .all(|s| s.status == WorkStatus::Sealed || sealed_now.contains(&s.id));
-        let crawl_results: Vec<HookResult> = store
-            .results(crawl_id)?
-            .into_iter()
-            .filter(|r| r.snapshot_id.is_none())
-            .collect();
-        if all_sealed {
-            // Its crawl hooks were only waiting for the end: an interrupted one is final now.
-            for result in crawl_results
-                .iter()
-                .filter(|r| r.status == ResultStatus::Started)
-            {
-                plan.fail_results.push((result.id, result.attempts));
-            }
-            plan.seal_crawls.push(crawl_id);
-        } else {
-            settle_results(&crawl_results, &mut plan);
-            plan.requeue_crawls.push(crawl_id);
-        }
-    }
-    Ok(plan)
-}
-
-/// How long work restarted `restarts` times waits before it runs again.
-pub fn backoff(config: &Config, restarts: u32) -> Duration {
-    config
-        .timeouts
-        .retry_backoff
-        .saturating_mul(1 << restarts.min(10))
-        .min(MAX_BACKOFF)
-}
-
-/// Carries a work plan out. With `back_off`, requeued work waits by its restart count;
-/// otherwise it is due at once (recovery at start).
-pub fn apply_work(
-    store: &mut Store,
-    config: &Config,
-    plan: &WorkPlan,
-    back_off: bool,
-) -> Result<(), StoreError> {
-    for &id in &plan.retry_results {
-        store.retry_result(id)?;
-    }
-    for &(id, attempts) in &plan.fail_results {
-        let message = format!("interrupted {attempts} times; not run again");
-        store.finish_result(id, ResultStatus::Failed, Some(&message), &[], 0)?;
-    }
-    for &id in &plan.seal_snapshots {
-        store.seal(Queue::Snapshots, id)?;
-    }
-    let due = |restarts: u32| -> i64 {
-        if back_off {
-            queue_clock_ms() + backoff(config, restarts).as_millis() as i64
-        } else {
-            queue_clock_ms()
-        }
-    };
-    for &id in &plan.requeue_snapshots {
-        let restarts = store.snapshot(id)?.map(|s| s.restarts).unwrap_or(0);
-        store.requeue(Queue::Snapshots, id, due(restarts))?;
-    }
-    for &id in &plan.seal_crawls {
-        store.seal(Queue::Crawls, id)?;
-    }
-    for &id in &plan.requeue_crawls {
-        let restarts = store.crawl(id)?.map(|c| c.restarts).unwrap_or(0);
-        store.requeue(Queue::Crawls, id, due(restarts))?;
-    }
-    Ok(())
-}
-
 /// `abxd recover --dry-run`: what recovery would do now, without doing it.
 pub fn dry_run(config: &Config) -> Result<Vec<String>, StoreError> {
     let store = Store::open_read_only_at(&config.database)?;
@@ -413,7 +231,7 @@ pub fn dry_run(config: &Config) -> Result<Vec<String>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Kind, NewProcess};
+    use crate::store::{Claim, Kind, NewProcess, Queue, ResultStatus};
     use std::path::Path;
     use std::time::Duration;
 
@@ -447,26 +265,25 @@ mod tests {
             .unwrap()
     }
 
-    /// A crawl of one snapshot, both claimed by (now dead) workers; returns their ids and the
-    /// workers' rows.
-    fn claimed(store: &mut Store) -> (i64, i64, BTreeSet<i64>) {
+    /// A crawl of one snapshot, both claimed by (now dead) workers; returns their claims and
+    /// the workers' rows.
+    fn claimed(store: &mut Store) -> (Claim, Claim, BTreeSet<i64>) {
         let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
-        assert_eq!(
-            store.claim(Queue::Crawls, None, LEASE).unwrap(),
-            Some(crawl)
-        );
+        let crawl_claim = store.claim(Queue::Crawls, None, LEASE).unwrap().unwrap();
+        assert_eq!(crawl_claim.id, crawl);
         let crawl_worker = worker(store, Kind::CrawlWorker);
-        store.set_owner(Queue::Crawls, crawl, crawl_worker).unwrap();
+        assert!(store.set_owner(crawl_claim, crawl_worker).unwrap());
         let snapshot = store.add_snapshot(crawl, "http://a/", 0).unwrap().unwrap();
-        let claim = store.claim(Queue::Snapshots, Some(crawl), LEASE).unwrap();
-        assert_eq!(claim, Some(snapshot));
-        let snapshot_worker = worker(store, Kind::SnapshotWorker);
-        store
-            .set_owner(Queue::Snapshots, snapshot, snapshot_worker)
+        let claim = store
+            .claim(Queue::Snapshots, Some(crawl), LEASE)
+            .unwrap()
             .unwrap();
+        assert_eq!(claim.id, snapshot);
+        let snapshot_worker = worker(store, Kind::SnapshotWorker);
+        assert!(store.set_owner(claim, snapshot_worker).unwrap());
         (
-            crawl,
-            snapshot,
+            crawl_claim,
+            claim,
             BTreeSet::from([crawl_worker, snapshot_worker]),
         )
     }
@@ -483,7 +300,8 @@ mod tests {
     #[test]
     fn interrupted_results_run_again_finished_ones_never_and_the_work_is_requeued() {
         let (_dir, mut store, config) = setup();
-        let (crawl, snapshot, dead) = claimed(&mut store);
+        let (crawl_claim, snapshot_claim, dead) = claimed(&mut store);
+        let (crawl, snapshot) = (crawl_claim.id, snapshot_claim.id);
         let done = started(&mut store, crawl, snapshot, "a", 1);
         store
             .finish_result(done, ResultStatus::Succeeded, None, &[], 0)
@@ -494,8 +312,8 @@ mod tests {
             plan,
             WorkPlan {
                 retry_results: vec![interrupted],
-                requeue_snapshots: vec![snapshot],
-                requeue_crawls: vec![crawl],
+                requeue_snapshots: vec![snapshot_claim],
+                requeue_crawls: vec![crawl_claim],
                 ..WorkPlan::default()
             }
         );
@@ -504,7 +322,8 @@ mod tests {
     #[test]
     fn a_result_interrupted_too_often_fails_and_then_its_snapshot_and_crawl_are_sealed() {
         let (_dir, mut store, config) = setup();
-        let (crawl, snapshot, dead) = claimed(&mut store);
+        let (crawl_claim, snapshot_claim, dead) = claimed(&mut store);
+        let (crawl, snapshot) = (crawl_claim.id, snapshot_claim.id);
         let worn = started(&mut store, crawl, snapshot, "a", 2);
         let crawl_hook = store.result_for(crawl, None, "p", "bg").unwrap().id;
         store.start_result(crawl_hook, None).unwrap();
@@ -513,8 +332,8 @@ mod tests {
             plan,
             WorkPlan {
                 fail_results: vec![(worn, 2), (crawl_hook, 1)],
-                seal_snapshots: vec![snapshot],
-                seal_crawls: vec![crawl],
+                seal_snapshots: vec![snapshot_claim],
+                seal_crawls: vec![crawl_claim],
                 ..WorkPlan::default()
             }
         );
@@ -525,7 +344,8 @@ mod tests {
     #[test]
     fn work_whose_owner_lives_is_left_alone_and_a_plan_is_scoped_by_crawl() {
         let (_dir, mut store, config) = setup();
-        let (crawl, snapshot, dead) = claimed(&mut store);
+        let (crawl_claim, snapshot_claim, dead) = claimed(&mut store);
+        let (crawl, snapshot) = (crawl_claim.id, snapshot_claim.id);
         started(&mut store, crawl, snapshot, "a", 1);
         // The owners run (this test's process and a child stand for them): nothing to do.
         let child = KilledOnDrop(

@@ -7,7 +7,7 @@
 
 use super::sql::args;
 use super::work::{Crawl, CrawlOutcome, WorkStatus};
-use super::{now_ms, queue_clock_ms, Store, StoreError};
+use super::{now_ms, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 /// Which results of a crawl `retry` runs again (a success is never run again).
@@ -74,7 +74,7 @@ impl Store {
             RetryScope::Failed => "('failed', 'cancelled')",
             RetryScope::All => "('failed', 'cancelled', 'noresults', 'skipped')",
         };
-        let now = queue_clock_ms();
+        let now = self.queue_now();
         self.write(|tx| {
             let retried = tx.execute(
                 &format!(
@@ -97,7 +97,7 @@ impl Store {
             }
             tx.execute(
                 "UPDATE snapshots SET status = 'queued', sealed_at = NULL, retry_at = ?2, \
-                 restarts = 0, owner_id = NULL \
+                 restarts = 0, owner_id = NULL, epoch = epoch + 1 \
                  WHERE crawl_id = ?1 AND status = 'sealed' AND (\
                    id IN (SELECT snapshot_id FROM results WHERE crawl_id = ?1 \
                           AND status = 'queued') \
@@ -111,7 +111,7 @@ impl Store {
             )?;
             tx.execute(
                 "UPDATE crawls SET status = 'queued', sealed_at = NULL, outcome = NULL, \
-                 retry_at = ?2, restarts = 0, owner_id = NULL WHERE id = ?1",
+                 retry_at = ?2, restarts = 0, owner_id = NULL, epoch = epoch + 1 WHERE id = ?1",
                 &args![crawl_id, now],
             )?;
             Ok(Ok(retried))

@@ -9,10 +9,11 @@ use super::migrations::postgres as pg_migrations;
 use super::sql::{self, args, Db};
 use super::{Store, StoreError};
 use crate::config::{Location, Server};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The key of the session lock a daemon holds on a PostgreSQL database (`abxD` in ASCII).
-const DAEMON_LOCK: i64 = 0x6162_7844;
+/// The first key of the session lock a daemon holds on a PostgreSQL database (`abxD` in
+/// ASCII); the second is a hash of its machine id.
+const DAEMON_LOCK: i32 = 0x6162_7844;
 
 /// A connection to `server`, or why there is none.
 fn connect(server: &Server) -> Result<Db, StoreError> {
@@ -24,28 +25,33 @@ fn connect(server: &Server) -> Result<Db, StoreError> {
     Db::connect_postgres_with(&config).map_err(|cause| StoreError::Connect { target, cause })
 }
 
-/// Takes the database for this daemon alone, as long as its connection lives (a PostgreSQL
-/// session lock, released by the server when the daemon dies, as the data dir's lock file is by
-/// the kernel) — before migrating it. Until hosts are told apart (machine rows), a second
-/// daemon's start-up would take the first one's rows for stale rows of its own.
-fn claim_for_one_daemon(db: &Db, target: &str) -> Result<(), StoreError> {
-    let sql = "SELECT CASE WHEN pg_try_advisory_lock(CAST(?1 AS BIGINT)) THEN 1 ELSE 0 END";
-    let got: Option<i64> =
-        db.query_value(sql, &args![DAEMON_LOCK])
-            .map_err(|cause| StoreError::Connect {
-                target: target.to_string(),
-                cause,
-            })?;
+/// Takes the database for this machine's daemon alone, as long as its connection lives (a
+/// PostgreSQL session lock keyed by the machine id, released by the server when the daemon
+/// dies, as the data dir's lock file is by the kernel) — before migrating it. Daemons of other
+/// machines share the database (a fleet); a second daemon of one machine would take the first
+/// one's rows for stale rows of its own, so it is refused.
+fn claim_for_this_machine(db: &Db, target: &str) -> Result<(), StoreError> {
+    let machine = crate::identity::machine_id();
+    let sql = "SELECT CASE WHEN pg_try_advisory_lock(CAST(?1 AS INTEGER), \
+               hashtext(CAST(?2 AS TEXT))) THEN 1 ELSE 0 END";
+    let got: Option<i64> = db
+        .query_value(sql, &args![DAEMON_LOCK, machine])
+        .map_err(|cause| StoreError::Connect {
+            target: target.to_string(),
+            cause,
+        })?;
     if got != Some(1) {
         return Err(StoreError::InUse {
             target: target.to_string(),
+            machine: machine.to_string(),
         });
     }
     // A session made again after the server closed this one takes the lock again first, or
-    // writes nothing.
+    // writes nothing. (A machine id is letters, digits and `._-` only: safe in quotes.)
     let again = format!(
-        "DO $$ BEGIN IF NOT pg_try_advisory_lock({DAEMON_LOCK}) THEN RAISE EXCEPTION \
-         'the database is in use by another abxd daemon'; END IF; END $$"
+        "DO $$ BEGIN IF NOT pg_try_advisory_lock({DAEMON_LOCK}, hashtext('{machine}')) THEN \
+         RAISE EXCEPTION 'the database is in use by another abxd daemon of machine {machine}'; \
+         END IF; END $$"
     );
     db.on_new_session(&again);
     Ok(())
@@ -53,14 +59,14 @@ fn claim_for_one_daemon(db: &Db, target: &str) -> Result<(), StoreError> {
 
 impl Store {
     /// Opens the store for the daemon: a file is created if needed, and either is brought to
-    /// the latest schema; a server is refused while another daemon uses it.
+    /// the latest schema; a server is refused while another daemon of this machine uses it.
     pub fn open_at(location: &Location) -> Result<Store, StoreError> {
         match location {
             Location::File(path) => Store::open(path),
             Location::Postgres(server) => {
                 let db = connect(server)?;
                 let target = sql::redacted(&server.url);
-                claim_for_one_daemon(&db, &target)?;
+                claim_for_this_machine(&db, &target)?;
                 Store::migrated_postgres(db, &target)
             }
         }
@@ -112,6 +118,6 @@ impl Store {
             return Err(StoreError::Missing { path });
         }
         super::at_latest(&path, found)?;
-        Ok(Store::over(db, Path::new(&target), None))
+        Store::over_server(db, &target)
     }
 }

@@ -3,10 +3,12 @@
 //!
 //! Invariants: a machine's row is keyed by its stable id (`identity::machine_id`) and rewritten
 //! whole at each daemon start (a new boot, version or hostname replaces the old); only its own
-//! daemon writes it; a heartbeat moves `heartbeat_at` forward, never back.
+//! daemon writes it; a heartbeat moves `heartbeat_at` forward, never back. Its times are on the
+//! clock every host sharing the store reads ([`Store::shared_now`]), so one host's clock being
+//! off never makes another look silent.
 
 use super::sql::args;
-use super::{now_ms, Store, StoreError};
+use super::{Store, StoreError};
 
 /// A registered machine.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -22,9 +24,8 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// This host, as its daemon registers it now.
-    pub fn this_host() -> Machine {
-        let now = now_ms();
+    /// This host, as its daemon registers it at `now` (see [`Store::shared_now`]).
+    pub fn this_host(now: i64) -> Machine {
         Machine {
             id: crate::identity::machine_id().to_string(),
             hostname: crate::identity::hostname(),
@@ -58,9 +59,9 @@ impl Store {
         })
     }
 
-    /// Says that machine `id` is alive now.
+    /// Says that machine `id` is alive now (on the clock the hosts share).
     pub fn heartbeat(&mut self, id: &str) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.shared_now();
         self.write(|tx| {
             tx.execute(
                 "UPDATE machines SET heartbeat_at = ?2 WHERE id = ?1 AND heartbeat_at < ?2",
@@ -68,6 +69,25 @@ impl Store {
             )?;
             Ok(())
         })
+    }
+
+    /// Whether machine `id` said it was alive at `since` (shared clock, ms) or later.
+    pub fn machine_heard_since(&self, id: &str, since: i64) -> Result<bool, StoreError> {
+        let sql = "SELECT count(*) FROM machines WHERE id = ?1 AND heartbeat_at >= ?2";
+        let heard: i64 = self.db().query_one(sql, &args![id, since])?.get(0)?;
+        Ok(heard == 1)
+    }
+
+    /// The live rows of the machines other than this one that were not heard from since
+    /// `since` (shared clock, ms): presumed dead, their work is the others' to recover.
+    pub fn rows_of_silent_machines(&self, since: i64) -> Result<Vec<i64>, StoreError> {
+        let sql = format!(
+            "SELECT p.id FROM processes p JOIN machines m ON m.id = p.machine_id \
+             WHERE p.status IN {} AND m.id != ?1 AND m.heartbeat_at < ?2 ORDER BY p.id",
+            super::processes::LIVE_STATUSES
+        );
+        let me = crate::identity::machine_id();
+        Ok(self.db().query_map(&sql, &args![me, since], |r| r.get(0))?)
     }
 
     /// Every registered machine, by id.

@@ -11,8 +11,11 @@ mod actions;
 mod busy;
 mod clock;
 mod copy;
+mod error;
+mod fence;
 mod file;
 mod found;
+pub mod listen;
 mod location;
 mod machines;
 pub mod migrations;
@@ -34,8 +37,10 @@ pub use actions::RetryScope;
 pub use busy::{
     answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
 };
-pub use clock::{now_ms, queue_clock_ms};
+pub use clock::{boot_clock_ms, now_ms};
 pub use copy::Copied;
+pub use error::StoreError;
+pub use fence::Claim;
 pub use machines::Machine;
 pub use process_queries::{LiveRow, ProcessFilter};
 pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
@@ -47,67 +52,6 @@ use file::{beside, check_files, file_id, not_a_link};
 use rusqlite::{Connection, OpenFlags};
 use sql::{args, Db};
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("cannot open database {path}: {cause}")]
-    Open {
-        path: PathBuf,
-        cause: rusqlite::Error,
-    },
-    #[error(
-        "no database at {path}: abxd has not run with this config yet \
-         (start the daemon once, or check --config)"
-    )]
-    Missing { path: PathBuf },
-    #[error(
-        "database {path} has schema version {found}, newer than this abxd understands \
-         ({latest}); it was written by a newer abxd: upgrade abxd, or set paths.database \
-         to another file. The file was not changed."
-    )]
-    TooNew {
-        path: PathBuf,
-        found: u32,
-        latest: u32,
-    },
-    #[error(
-        "database {path} has schema version {found}; this abxd reads version {latest}: start \
-         the daemon once (it migrates the file), then try again"
-    )]
-    TooOld {
-        path: PathBuf,
-        found: u32,
-        latest: u32,
-    },
-    #[error(
-        "database {path} is a symbolic link, which abxd does not follow: put the database file \
-         itself there, or set paths.database to where it is"
-    )]
-    Symlink { path: PathBuf },
-    #[error(
-        "{target} is in use by another abxd daemon, on this host or another: one daemon per \
-         database (stop the other, or give this one a database of its own)"
-    )]
-    InUse { target: String },
-    #[error("cannot connect to PostgreSQL at {target}: {cause}")]
-    Connect {
-        target: String,
-        cause: sql::SqlError,
-    },
-    #[error("database {path} {problem}")]
-    NotOwn { path: PathBuf, problem: String },
-    #[error(
-        "the database is busy: another process has held its write lock since {}",
-        printable_time(*since_ms)
-    )]
-    Busy { since_ms: i64 },
-    #[error("database error: {0}")]
-    Sql(#[from] rusqlite::Error),
-    #[error("database error: {0}")]
-    Db(#[from] sql::SqlError),
-    #[error("{0}")]
-    Copy(String),
-}
 
 pub struct Store {
     db: Db,
@@ -125,6 +69,10 @@ pub struct Store {
     patience: Patience,
     /// What writes found of other writers' locks.
     breaker: Breaker,
+    /// The clock `retry_at` is on (see `clock`).
+    queue_clock: clock::QueueClock,
+    /// The claim this store's writes of work are fenced to (a worker's; see `fence`).
+    fence: Option<Claim>,
 }
 
 /// What a store found at schema version `found` is to a caller that neither creates nor
@@ -208,7 +156,7 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store::over(db, Path::new(target), None))
+        Store::over_server(db, target)
     }
 
     /// Opens an existing database for reading and writing, never creating one (only the
@@ -257,7 +205,42 @@ impl Store {
             file,
             patience: Patience::Patient,
             breaker: Breaker::default(),
+            queue_clock: clock::QueueClock::default(),
+            fence: None,
         }
+    }
+
+    /// A store over a server's connection `db` (`target`: the server, as shown), on the
+    /// server's queue clock.
+    fn over_server(db: Db, target: &str) -> Result<Store, StoreError> {
+        let queue_clock = clock::QueueClock::of(&db).map_err(|cause| StoreError::Connect {
+            target: target.to_string(),
+            cause,
+        })?;
+        let mut store = Store::over(db, Path::new(target), None);
+        store.queue_clock = queue_clock;
+        Ok(store)
+    }
+
+    /// Now on the queue clock: what `retry_at` is compared with (see `clock`).
+    pub fn queue_now(&self) -> i64 {
+        self.queue_clock.now()
+    }
+
+    /// Now in unix ms on the clock every host sharing the store reads: the server's on a
+    /// server (its queue clock is its wall clock), this host's on a file.
+    pub fn shared_now(&self) -> i64 {
+        if self.is_shared() {
+            self.queue_now()
+        } else {
+            now_ms()
+        }
+    }
+
+    /// Whether several hosts may share this store (a server), so that what one host decides of
+    /// work must hold against the others.
+    pub fn is_shared(&self) -> bool {
+        self.sqlite().is_none()
     }
 
     /// Sets how long writes wait for another writer's lock (see `busy`): an event loop's store

@@ -144,7 +144,7 @@ pub struct ProcessRow {
     pub memory_peak: Option<i64>,
     /// Still alive long after SIGKILL: its scope went on without it (`end_detail` says why).
     pub unkillable: bool,
-    /// `deadline_at` on the boot clock (`queue_clock_ms`): what a teardown decides by.
+    /// `deadline_at` on the boot clock (`boot_clock_ms`): what a teardown decides by.
     pub deadline_clock: Option<i64>,
     /// The real uid its process runs as, recorded when it was found or started.
     pub uid: Option<u32>,
@@ -316,7 +316,7 @@ impl Store {
                     stderr_path,
                     now,
                     identity.pidfd_ino,
-                    super::queue_clock_ms(),
+                    super::boot_clock_ms(),
                     rustix::process::getuid().as_raw()
                 ],
             )?;

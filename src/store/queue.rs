@@ -1,51 +1,67 @@
 //! The leased queues: claiming a crawl or snapshot, owning and renewing it, putting it back,
 //! sealing it.
 //!
-//! Invariants: a claim is one atomic compare-and-set (inside `BEGIN IMMEDIATE`) that moves
-//! `retry_at` into the future; a future `retry_at` means owned and is never claimed by anyone
-//! else; only the owner renews it; a sealed row is never claimed, requeued or sealed again.
+//! Invariants: a claim is one atomic compare-and-set (inside `BEGIN IMMEDIATE`, or past rows
+//! other claimers hold with `SKIP LOCKED`) that moves `retry_at` into the future on the queue
+//! clock and the epoch one on (the claim's fencing token, see `fence`); a future `retry_at`
+//! means owned and is never claimed by anyone else; only the owner renews it, and only at its
+//! claim's epoch; putting back and sealing are conditional on the epoch they were decided at
+//! and move it on, so each happens once, by whoever still holds the claim; a sealed row is
+//! never claimed, requeued or sealed again.
 
+use super::fence::Claim;
 use super::sql::args;
 use super::work::{millis, Lease, Queue};
-use super::{now_ms, queue_clock_ms, Store, StoreError};
+use super::{now_ms, Store, StoreError};
 use std::time::Duration;
 
 impl Store {
     /// Claims the next due, queued row of `queue` within `crawl_id` (for crawls: that crawl
-    /// only, if given; for snapshots: that crawl's) for `lease`: one compare-and-set on
-    /// `retry_at`. Returns the claimed row's id.
+    /// only, if given; for snapshots: that crawl's, if given, else those of the running,
+    /// unpaused crawls whose workers run on other machines — what a host of a fleet lends its
+    /// free snapshot slots to) for `lease`: one compare-and-set on `retry_at`.
     pub fn claim(
         &mut self,
         queue: Queue,
         crawl_id: Option<i64>,
         lease: Duration,
-    ) -> Result<Option<i64>, StoreError> {
+    ) -> Result<Option<Claim>, StoreError> {
         let table = queue.table();
-        let scope = match queue {
-            Queue::Crawls => "AND (CAST(?3 AS BIGINT) IS NULL OR id = ?3) AND paused_at IS NULL",
-            Queue::Snapshots => "AND crawl_id = ?3",
-        };
-        let (now, wall) = (queue_clock_ms(), now_ms());
-        self.write(|tx| {
+        let scope = claim_scope(queue, "?3", "?5");
+        let (now, wall) = (self.queue_now(), now_ms());
+        self.write_work(|tx| {
             let sql = format!(
                 "UPDATE {table} SET status = 'started', retry_at = CAST(?1 AS BIGINT) + ?2, \
-                 started_at = COALESCE(started_at, ?4) \
+                 started_at = COALESCE(started_at, ?4), epoch = epoch + 1 \
                  WHERE id = (SELECT id FROM {table} WHERE status = 'queued' AND retry_at <= ?1 \
-                             {scope} ORDER BY retry_at, id LIMIT 1{}) \
+                             AND {scope} ORDER BY retry_at, id LIMIT 1{}) \
                    AND status = 'queued' AND retry_at <= ?1 \
-                 RETURNING id",
+                 RETURNING id, epoch",
                 tx.dialect().skip_locked()
             );
             let lease = millis(lease);
-            let id = tx.query_opt(&sql, &args![now, lease, crawl_id, wall])?;
-            Ok(id.map(|row| row.get(0)).transpose()?)
+            let me = crate::identity::machine_id();
+            let claimed = tx.query_opt(&sql, &args![now, lease, crawl_id, wall, me])?;
+            claimed
+                .map(|row| {
+                    Ok(Claim {
+                        queue,
+                        id: row.get(0)?,
+                        epoch: row.get(1)?,
+                    })
+                })
+                .transpose()
         })
     }
 
-    /// Makes `retry_at` (boot-clock ms, see [`queue_clock_ms`]) mean this boot: after a
-    /// reboot (or an upgrade from wall-clock times) every unsealed row is due now; a started
-    /// row's owner is judged by its identity, which a reboot ended anyway.
+    /// Makes `retry_at` mean this boot on a store of one host, whose queue clock is its boot
+    /// clock: after a reboot (or an upgrade from wall-clock times) every unsealed row is due
+    /// now; a started row's owner is judged by its identity, which a reboot ended anyway. (A
+    /// shared store's queue clock is the server's, which no host's reboot restarts.)
     pub fn rebase_queue_clock(&mut self) -> Result<(), StoreError> {
+        if self.is_shared() {
+            return Ok(());
+        }
         let boot = crate::identity::boot_id();
         self.write(|tx| {
             let recorded = tx.query_opt("SELECT value FROM meta WHERE key = 'queue_boot'", &[])?;
@@ -67,84 +83,126 @@ impl Store {
         })
     }
 
-    /// Hands a claimed row to the process that works on it.
-    pub fn set_owner(&mut self, queue: Queue, id: i64, owner: i64) -> Result<(), StoreError> {
-        let table = queue.table();
-        self.write(|tx| {
-            tx.execute(
-                &format!("UPDATE {table} SET owner_id = ?2 WHERE id = ?1"),
-                &args![id, owner],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
-    pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
-        let table = lease.queue.table();
-        let now = queue_clock_ms();
-        self.write(|tx| {
+    /// Hands a claimed row to the process that works on it. Returns false when the claim no
+    /// longer holds.
+    pub fn set_owner(&mut self, claim: Claim, owner: i64) -> Result<bool, StoreError> {
+        let table = claim.queue.table();
+        self.write_work(|tx| {
             let changed = tx.execute(
-                &format!(
-                    "UPDATE {table} SET retry_at = ?3 WHERE id = ?1 AND owner_id = ?2 \
-                     AND status = 'started'"
-                ),
-                &args![lease.id, lease.owner, now + millis(lease.duration)],
+                &format!("UPDATE {table} SET owner_id = ?3 WHERE id = ?1 AND epoch = ?2"),
+                &args![claim.id, claim.epoch, owner],
             )?;
             Ok(changed == 1)
         })
     }
 
-    /// Puts a started row back in the queue, due at `retry_at`, counting the restart.
-    pub fn requeue(&mut self, queue: Queue, id: i64, retry_at: i64) -> Result<(), StoreError> {
-        let table = queue.table();
+    /// Whether `claim` still holds and no process owns it yet (claimed, its worker not
+    /// started).
+    pub fn holds_unowned(&self, claim: Claim) -> Result<bool, StoreError> {
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE id = ?1 AND epoch = ?2 AND status = 'started' \
+             AND owner_id IS NULL",
+            claim.queue.table()
+        );
+        let found: i64 = self
+            .db()
+            .query_one(&sql, &args![claim.id, claim.epoch])?
+            .get(0)?;
+        Ok(found == 1)
+    }
+
+    /// The claim process row `owner` holds on row `id` of `queue`, if it holds one: what a
+    /// worker fences its writes to when it starts.
+    pub fn claim_of(&self, queue: Queue, id: i64, owner: i64) -> Result<Option<Claim>, StoreError> {
+        let sql = format!(
+            "SELECT epoch FROM {} WHERE id = ?1 AND owner_id = ?2 AND status = 'started'",
+            queue.table()
+        );
+        let epoch: Option<i64> = self.db().query_value(&sql, &args![id, owner])?;
+        Ok(epoch.map(|epoch| Claim { queue, id, epoch }))
+    }
+
+    /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
+    pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
+        let table = lease.claim.queue.table();
+        let until = self.queue_now() + millis(lease.duration);
         self.write(|tx| {
-            tx.execute(
+            let changed = tx.execute(
                 &format!(
-                    "UPDATE {table} SET status = 'queued', retry_at = ?2, owner_id = NULL, \
-                     restarts = restarts + 1 WHERE id = ?1 AND status = 'started'"
+                    "UPDATE {table} SET retry_at = ?4 WHERE id = ?1 AND owner_id = ?2 \
+                     AND epoch = ?3 AND status = 'started'"
                 ),
-                &args![id, retry_at],
+                &args![lease.claim.id, lease.owner, lease.claim.epoch, until],
             )?;
-            Ok(())
+            Ok(changed == 1)
         })
     }
 
-    /// Ids, owners and lease ends of the rows of `queue` that are `started`.
-    pub fn started(&self, queue: Queue) -> Result<Vec<(i64, Option<i64>, i64)>, StoreError> {
+    /// Puts a started row back in the queue, due at `retry_at` (queue clock), counting the
+    /// restart — unless it changed hands since `claim`. Returns whether it did.
+    pub fn requeue(&mut self, claim: Claim, retry_at: i64) -> Result<bool, StoreError> {
+        let table = claim.queue.table();
+        self.write_work(|tx| {
+            let changed = tx.execute(
+                &format!(
+                    "UPDATE {table} SET status = 'queued', retry_at = ?3, owner_id = NULL, \
+                     restarts = restarts + 1, epoch = epoch + 1 \
+                     WHERE id = ?1 AND epoch = ?2 AND status = 'started'"
+                ),
+                &args![claim.id, claim.epoch, retry_at],
+            )?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// The claims on the rows of `queue` that are `started`, with their owners and lease ends.
+    pub fn started(&self, queue: Queue) -> Result<Vec<(Claim, Option<i64>, i64)>, StoreError> {
         let table = queue.table();
         let rows = self.db().query(
             &format!(
-                "SELECT id, owner_id, retry_at FROM {table} WHERE status = 'started' ORDER BY id"
+                "SELECT id, epoch, owner_id, retry_at FROM {table} WHERE status = 'started' \
+                 ORDER BY id"
             ),
             &[],
         )?;
         Ok(rows
             .iter()
-            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map(|r| {
+                let claim = Claim {
+                    queue,
+                    id: r.get(0)?,
+                    epoch: r.get(1)?,
+                };
+                Ok((claim, r.get(2)?, r.get(3)?))
+            })
             .collect::<Result<_, super::sql::SqlError>>()?)
     }
 
-    /// Seals a row: its work is done for good.
-    pub fn seal(&mut self, queue: Queue, id: i64) -> Result<(), StoreError> {
-        let table = queue.table();
+    /// Seals a row: its work is done for good — unless it changed hands since `claim`.
+    /// Returns whether it did. A store fenced to this claim follows it to its new epoch.
+    pub fn seal(&mut self, claim: Claim) -> Result<bool, StoreError> {
+        let table = claim.queue.table();
         let now = now_ms();
-        self.write(|tx| {
-            tx.execute(
+        let sealed = self.write_work(|tx| {
+            let changed = tx.execute(
                 &format!(
-                    "UPDATE {table} SET status = 'sealed', sealed_at = ?2 \
-                     WHERE id = ?1 AND status != 'sealed'"
+                    "UPDATE {table} SET status = 'sealed', sealed_at = ?3, epoch = epoch + 1 \
+                     WHERE id = ?1 AND epoch = ?2 AND status != 'sealed'"
                 ),
-                &args![id, now],
+                &args![claim.id, claim.epoch, now],
             )?;
-            if queue == Queue::Crawls {
+            if changed == 1 && claim.queue == Queue::Crawls {
                 tx.execute(
                     "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
-                    &args![id],
+                    &args![claim.id],
                 )?;
             }
-            Ok(())
-        })
+            Ok(changed == 1)
+        })?;
+        if sealed {
+            self.follow_fence(claim, claim.epoch + 1);
+        }
+        Ok(sealed)
     }
 
     /// How many rows of `queue` wait to be claimed.
@@ -154,20 +212,36 @@ impl Store {
         Ok(self.db().query_one(&sql, &[])?.get(0)?)
     }
 
-    /// When the next queued row of `queue` becomes due (within `crawl_id` if given, as for
-    /// [`Store::claim`]), if one is waiting.
+    /// When the next queued row of `queue` becomes due (queue clock; within `crawl_id` if
+    /// given, as for [`Store::claim`]), if one is waiting.
     pub fn next_retry_at(
         &self,
         queue: Queue,
         crawl_id: Option<i64>,
     ) -> Result<Option<i64>, StoreError> {
         let table = queue.table();
-        let scope = match queue {
-            Queue::Crawls => "(CAST(?1 AS BIGINT) IS NULL OR id = ?1) AND paused_at IS NULL",
-            Queue::Snapshots => "CAST(?1 AS BIGINT) IS NULL OR crawl_id = ?1",
-        };
-        let sql =
-            format!("SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND ({scope})");
-        Ok(self.db().query_one(&sql, &args![crawl_id])?.get(0)?)
+        let scope = claim_scope(queue, "?1", "?2");
+        let sql = format!("SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND {scope}");
+        let me = crate::identity::machine_id();
+        Ok(self.db().query_one(&sql, &args![crawl_id, me])?.get(0)?)
+    }
+}
+
+/// Which queued rows of `queue` a claim within crawl `crawl` (a placeholder) may take, as
+/// [`Store::claim`] says; `machine` (a placeholder) is this machine's id.
+fn claim_scope(queue: Queue, crawl: &str, machine: &str) -> String {
+    match queue {
+        // (The machine only scopes snapshots.)
+        Queue::Crawls => format!(
+            "(CAST({crawl} AS BIGINT) IS NULL OR id = {crawl}) AND paused_at IS NULL \
+             AND CAST({machine} AS TEXT) IS NOT NULL"
+        ),
+        Queue::Snapshots => format!(
+            "(CASE WHEN CAST({crawl} AS BIGINT) IS NULL \
+             THEN crawl_id IN (SELECT c.id FROM crawls c JOIN processes w ON w.id = c.owner_id \
+                               WHERE c.status = 'started' AND c.paused_at IS NULL \
+                               AND w.machine_id != {machine}) \
+             ELSE crawl_id = {crawl} END)"
+        ),
     }
 }

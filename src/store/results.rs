@@ -1,6 +1,7 @@
 //! Results: one row per hook and snapshot (or crawl), recorded before the hook first runs.
 //!
-//! Invariants: a result that succeeded is never reset nor overwritten; a cancelled one is
+//! Invariants: every write here is a write of work, fenced to a worker's claim (see `fence`);
+//! a result that succeeded is never reset nor overwritten; a cancelled one is
 //! overwritten only by the success of a hook that finished all the same.
 
 use super::sql::args;
@@ -10,7 +11,7 @@ use super::{now_ms, Store, StoreError};
 impl Store {
     /// Puts an interrupted result back to `queued`, so that it runs again.
     pub fn retry_result(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write(|tx| {
+        self.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET status = 'queued', ended_at = NULL \
                  WHERE id = ?1 AND status = 'started'",
@@ -29,7 +30,7 @@ impl Store {
         plugin: &str,
         hook: &str,
     ) -> Result<HookResult, StoreError> {
-        self.write(|tx| {
+        self.write_work(|tx| {
             tx.execute(
                 "INSERT INTO results (crawl_id, snapshot_id, plugin, hook, status) \
                  VALUES (?1, ?2, ?3, ?4, 'queued') ON CONFLICT DO NOTHING",
@@ -48,7 +49,7 @@ impl Store {
     /// Marks a result started by process row `process_id` (one more attempt).
     pub fn start_result(&mut self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
         let now = now_ms();
-        self.write(|tx| {
+        self.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
                  started_at = ?3, ended_at = NULL \
@@ -61,7 +62,7 @@ impl Store {
 
     /// Records which process row runs a started result.
     pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
-        self.write(|tx| {
+        self.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET process_id = ?2 WHERE id = ?1",
                 &args![id, process_id],
@@ -81,7 +82,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let files = serde_json::to_string(output_files).expect("strings serialize");
         let now = now_ms();
-        self.write(|tx| {
+        self.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
                  output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded' \
@@ -122,7 +123,7 @@ impl Store {
         if names.is_empty() {
             return Ok(());
         }
-        self.write(|tx| {
+        self.write_work(|tx| {
             for name in names {
                 tx.execute(
                     "INSERT INTO tags (snapshot_id, name) VALUES (?1, ?2) ON CONFLICT DO NOTHING",

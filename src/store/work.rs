@@ -5,13 +5,14 @@
 //! `retry_at` means owned and is never claimed by anyone else; only the owner renews it. A URL
 //! appears at most once per crawl. A result that succeeded is never reset.
 
+use super::fence::Claim;
 use super::sql::{args, Row, SqlError};
-use super::{now_ms, queue_clock_ms, text_enum, Store, StoreError};
+use super::{now_ms, text_enum, Store, StoreError};
 use serde::Serialize;
 use std::time::Duration;
 
 /// The two leased queues, which share their claim / renew / requeue / seal logic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Queue {
     Crawls,
@@ -41,11 +42,10 @@ impl std::fmt::Display for Queue {
     }
 }
 
-/// A lease held on one row of a queue by the process row `owner`.
+/// A lease held on one row of a queue by the process row `owner`, under `claim`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lease {
-    pub queue: Queue,
-    pub id: i64,
+    pub claim: Claim,
     pub owner: i64,
     pub duration: Duration,
 }
@@ -254,7 +254,7 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let urls = serde_json::to_string(urls).expect("strings serialize");
         let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
-        let (due, now) = (queue_clock_ms(), now_ms());
+        let (due, now) = (self.queue_now(), now_ms());
         self.write(|tx| {
             Ok(tx
                 .query_one(
@@ -284,8 +284,8 @@ impl Store {
         url: &str,
         depth: u32,
     ) -> Result<Option<i64>, StoreError> {
-        let (due, now) = (queue_clock_ms(), now_ms());
-        self.write(|tx| {
+        let (due, now) = (self.queue_now(), now_ms());
+        self.write_work(|tx| {
             Ok(tx.query_value(
                 "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at) \
                  VALUES (?1, ?2, ?3, 'queued', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id",
@@ -321,17 +321,17 @@ mod tests {
         let mut store = Store::open(&dir.path().join("db")).unwrap();
         let id = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
         let lease = Duration::from_secs(60);
-        assert_eq!(store.claim(Queue::Crawls, None, lease).unwrap(), Some(id));
+        let claim = store.claim(Queue::Crawls, None, lease).unwrap().unwrap();
+        assert_eq!(claim.id, id);
         assert_eq!(store.claim(Queue::Crawls, None, lease).unwrap(), None);
-        store
-            .requeue(Queue::Crawls, id, queue_clock_ms() + 60_000)
-            .unwrap();
+        let later = store.queue_now() + 60_000;
+        assert!(store.requeue(claim, later).unwrap());
         assert_eq!(
             store.claim(Queue::Crawls, None, lease).unwrap(),
             None,
             "backed off"
         );
-        store.requeue(Queue::Crawls, id, 0).unwrap();
+        assert!(!store.requeue(claim, 0).unwrap(), "put back already");
         assert_eq!(
             store.claim(Queue::Crawls, None, lease).unwrap(),
             None,
@@ -346,13 +346,12 @@ mod tests {
         let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
         assert!(store.add_snapshot(crawl, "http://a/", 0).unwrap().is_some());
         assert!(store.add_snapshot(crawl, "http://a/", 1).unwrap().is_none());
-        let id = store
+        let claim = store
             .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(1))
             .unwrap()
             .unwrap();
         let lease = |owner| Lease {
-            queue: Queue::Snapshots,
-            id,
+            claim,
             owner,
             duration: Duration::from_secs(60),
         };
@@ -361,16 +360,78 @@ mod tests {
                 parent_id: None,
                 kind: crate::store::Kind::SnapshotWorker,
                 crawl_id: Some(crawl),
-                snapshot_id: Some(id),
+                snapshot_id: Some(claim.id),
                 result_id: None,
                 argv: vec![],
                 cwd: "/".into(),
                 timeout_ms: None,
             })
             .unwrap();
-        store.set_owner(Queue::Snapshots, id, owner).unwrap();
+        assert!(store.set_owner(claim, owner).unwrap());
+        assert_eq!(
+            store.claim_of(Queue::Snapshots, claim.id, owner).unwrap(),
+            Some(claim)
+        );
         assert!(store.renew(&lease(owner)).unwrap());
         assert!(!store.renew(&lease(owner + 1)).unwrap());
-        assert!(store.snapshot(id).unwrap().unwrap().retry_at > queue_clock_ms() + 30_000);
+        let retry_at = store.snapshot(claim.id).unwrap().unwrap().retry_at;
+        assert!(retry_at > store.queue_now() + 30_000);
+    }
+
+    #[test]
+    fn a_claim_that_changed_hands_renews_puts_back_seals_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
+        store.add_snapshot(crawl, "http://a/", 0).unwrap();
+        let lease = Duration::from_secs(60);
+        let first = store
+            .claim(Queue::Snapshots, Some(crawl), lease)
+            .unwrap()
+            .unwrap();
+        // Taken over: put back by someone else, claimed again.
+        let now = store.queue_now();
+        assert!(store.requeue(first, now).unwrap());
+        let second = store
+            .claim(Queue::Snapshots, Some(crawl), lease)
+            .unwrap()
+            .unwrap();
+        assert_eq!(second.id, first.id);
+        assert!(second.epoch > first.epoch, "each claim moves the epoch on");
+
+        let mut late = Store::open(&dir.path().join("db")).unwrap();
+        late.fence_to(first);
+        let stale = Lease {
+            claim: first,
+            owner: 1,
+            duration: lease,
+        };
+        assert!(!late.renew(&stale).unwrap());
+        for refused in [
+            late.add_snapshot(crawl, "http://b/", 1).map(drop),
+            late.result_for(crawl, Some(first.id), "p", "on_Snapshot__1_p.sh")
+                .map(drop),
+            late.seal(first).map(drop),
+            late.requeue(first, 0).map(drop),
+        ] {
+            let err = refused.unwrap_err();
+            assert!(err.is_fenced(), "{err}");
+            assert!(err.to_string().contains("changed hands"), "{err}");
+        }
+        assert_eq!(
+            store.snapshots(crawl).unwrap().len(),
+            1,
+            "no snapshot added"
+        );
+        assert!(store.snapshot_results(first.id).unwrap().is_empty());
+
+        // The holder seals, and goes on writing under the sealed epoch.
+        store.fence_to(second);
+        assert!(store.seal(second).unwrap());
+        assert!(!store.seal(second).unwrap(), "sealed once");
+        store
+            .result_for(crawl, Some(second.id), "p", "on_Snapshot__1_p.sh")
+            .unwrap();
+        assert_eq!(store.fence().unwrap().epoch, second.epoch + 1);
     }
 }

@@ -36,8 +36,8 @@ impl LeaseKeeper {
             .map_err(|err| {
                 log::error!(
                     "cannot renew the lease on {} {}: {err}",
-                    lease.queue,
-                    lease.id
+                    lease.claim.queue,
+                    lease.claim.id
                 )
             })
             .ok();
@@ -47,7 +47,10 @@ impl LeaseKeeper {
                 false
             }
             LeaseStep::Lost => {
-                log::error!("lost the lease on {} {}", lease.queue, lease.id);
+                log::error!(
+                    "lost the lease on {}: it changed hands, or it ran out",
+                    lease.claim
+                );
                 self.held = None;
                 true
             }

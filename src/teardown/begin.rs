@@ -9,7 +9,7 @@ use super::member::{self, add_member, signal_member, tree_rows};
 use super::{DeadlineMap, Pinned, Request, Tree};
 use crate::cgroup::Cgroup;
 use crate::liveness::Recording;
-use crate::store::{queue_clock_ms, Store};
+use crate::store::{boot_clock_ms, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -115,7 +115,7 @@ impl DeadlineMap {
         let own_deadline = |deadline_clock: Option<i64>| -> Option<Instant> {
             match (request.own_deadlines, deadline_clock) {
                 (true, Some(at)) => {
-                    let remaining = Duration::from_millis((at - queue_clock_ms()).max(0) as u64);
+                    let remaining = Duration::from_millis((at - boot_clock_ms()).max(0) as u64);
                     Some(now + remaining.max(request.grace))
                 }
                 _ => None,

@@ -2,7 +2,8 @@
 //! by a snapshot worker of a [`WorkerPool`], until every snapshot is sealed; then the end of the
 //! crawl's scope stops its background hooks.
 
-use super::{hooks_for, Context, Exit, WorkerError};
+use super::selection::hooks_for;
+use super::{Context, Exit, WorkerError};
 use crate::config::Config;
 use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
@@ -12,7 +13,12 @@ use std::time::Instant;
 
 /// Runs crawl `crawl_id`; returns the worker's exit code.
 pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerError> {
-    let mut cx = Context::open(config, Queue::Crawls, crawl_id)?;
+    let Some(mut cx) = Context::open(config, Queue::Crawls, crawl_id)? else {
+        return Ok(super::EXIT_INTERRUPTED);
+    };
+    // In a fleet, other hosts run some of its snapshots: their ends (and what they discover)
+    // wake this loop.
+    crate::store::listen::wake_on_work_changes(&cx.config.database, cx.supervisor.registry())?;
     let crawl = cx
         .store
         .crawl(crawl_id)?
@@ -46,7 +52,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             Err(err) if err.is_busy() => true,
             Err(err) => return Err(err.into()),
         };
-        let refused = match (!paused).then(|| cx.fill(&mut pool)) {
+        let refused = match (!paused).then(|| {
+            let filled = cx.fill(&mut pool);
+            cx.unless_lost(filled)
+        }) {
             None | Some(Ok(())) => false,
             Some(Err(err)) if err.is_busy() => true,
             Some(Err(err)) => return Err(err.into()),
@@ -74,7 +83,8 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         }
         runner.after_turn(&mut cx.supervisor, &mut cx.store)?;
         for row in std::mem::take(&mut cx.torn_down) {
-            match pool.on_torn_down(&cx.config, &mut cx.store, row) {
+            let recovered = pool.on_torn_down(&cx.config, &mut cx.store, row);
+            match cx.unless_lost(recovered) {
                 Ok(_) => {}
                 // Looked at again after the next turn (nothing changed).
                 Err(err) if err.is_busy() => cx.torn_down.push(row),

@@ -15,6 +15,7 @@
 //! really finished.
 
 mod crawl;
+mod selection;
 mod snapshot;
 
 pub use crawl::run_crawl_worker;
@@ -23,15 +24,12 @@ pub use snapshot::run_snapshot_worker;
 use crate::config::Config;
 use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
-use crate::plugins::{install, Catalog, Phase, Prepared};
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
 use crate::store::{
-    now_ms, Crawl, EndReason, ExitOutcome, Lease, Patience, Queue, ResultStatus, Store, StoreError,
-    BUSY_RETRY,
+    now_ms, EndReason, ExitOutcome, Lease, Patience, Queue, Store, StoreError, BUSY_RETRY,
 };
 use crate::supervisor::{Event, Supervisor, Timing};
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// A worker that finished its work exits 0.
@@ -74,7 +72,9 @@ struct Exit {
 }
 
 impl Context {
-    fn open(config: Config, queue: Queue, id: i64) -> Result<Context, WorkerError> {
+    /// The worker's context, fenced to the claim its parent handed it; `None` when the work
+    /// changed hands before the worker began (it then touches nothing and exits interrupted).
+    fn open(config: Config, queue: Queue, id: i64) -> Result<Option<Context>, WorkerError> {
         let row_id = crate::pool::own_row().ok_or_else(|| {
             WorkerError::Setup(format!(
                 "{PROCESS_ID_ENV} is not set: workers are started by abxd, not by hand"
@@ -84,7 +84,12 @@ impl Context {
             log::warn!("cannot become a child subreaper: {err}");
         }
         // Never a new file: a database deleted under the daemon must not be replaced by workers.
-        let store = Store::open_existing_at(&config.database)?;
+        let mut store = Store::open_existing_at(&config.database)?;
+        let Some(claim) = store.claim_of(queue, id, row_id)? else {
+            log::warn!("{queue} {id} is no longer this worker's: it changed hands before it began");
+            return Ok(None);
+        };
+        store.fence_to(claim);
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, store.marker_namespace()?, Some(row_id))?;
         // Under cgroup containment the daemon placed this worker in its row's cgroup (in the
@@ -93,12 +98,11 @@ impl Context {
             supervisor.contain_in(crate::cgroup::Cgroup::at(dir));
         }
         supervisor.hold_lease(Lease {
-            queue,
-            id,
+            claim,
             owner: row_id,
             duration: config.timeouts.lease,
         });
-        Ok(Context {
+        Ok(Some(Context {
             config,
             store,
             row_id,
@@ -106,7 +110,7 @@ impl Context {
             interrupted: false,
             torn_down: Vec::new(),
             deferred: Vec::new(),
-        })
+        }))
     }
 
     /// Waits for the next events (or `timer`) and handles those every worker handles alike;
@@ -183,6 +187,7 @@ impl Context {
     /// What became of handling `exit`: an exit whose records the busy database refused is kept
     /// and given again after the next turn (its handling changed nothing).
     fn handled(&mut self, exit: Exit, result: Result<(), StoreError>) -> Result<(), StoreError> {
+        let result = self.unless_lost(result);
         match result {
             Err(err) if err.is_busy() => {
                 if self.deferred.is_empty() {
@@ -195,8 +200,24 @@ impl Context {
         }
     }
 
+    /// What a write of work that the fence refused means: the work changed hands (this worker
+    /// was paused or cut off past its lease, and another took it over). The worker is
+    /// interrupted — it tears its hooks down and exits without writing anything more for it —
+    /// and the write is not an error of the worker.
+    fn unless_lost<T: Default>(&mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        match result {
+            Err(err) if err.is_fenced() => {
+                log::error!("{err}: this worker lost its work");
+                self.interrupt();
+                Ok(T::default())
+            }
+            other => other,
+        }
+    }
+
     /// Runs `write` until the database takes it, turning the loop meanwhile (exits that arrive
-    /// are kept for the caller); `None` if the worker was interrupted first.
+    /// are kept for the caller); `None` if the worker was interrupted first (also by a write
+    /// the fence refused).
     fn persist<T>(
         &mut self,
         mut write: impl FnMut(&mut Store) -> Result<T, StoreError>,
@@ -210,6 +231,10 @@ impl Context {
                     if self.interrupted {
                         return Ok(None);
                     }
+                }
+                Err(err) if err.is_fenced() => {
+                    self.unless_lost(Err::<(), _>(err))?;
+                    return Ok(None);
                 }
                 written => return Ok(Some(written?)),
             }
@@ -307,8 +332,14 @@ impl Context {
         if self.interrupted {
             return Ok(EXIT_INTERRUPTED);
         }
-        if self.persist(|store| store.seal(queue, id))?.is_none() {
+        let Some(claim) = self.store.fence() else {
             return Ok(EXIT_INTERRUPTED);
+        };
+        debug_assert_eq!((claim.queue, claim.id), (queue, id));
+        match self.persist(|store| store.seal(claim))? {
+            Some(true) => {}
+            // (Refused by the fence, or sealed by someone else since: not this worker's.)
+            Some(false) | None => return Ok(EXIT_INTERRUPTED),
         }
         log::info!("{queue} {id} sealed");
         Ok(EXIT_DONE)
@@ -318,87 +349,4 @@ impl Context {
     fn fill(&mut self, pool: &mut WorkerPool) -> Result<(), StoreError> {
         pool.fill(&self.config, &mut self.supervisor, &mut self.store)
     }
-}
-
-/// The hooks to run in `phase` for `crawl`, each with its plugin's config. A file that looks like
-/// a hook of a selected plugin but cannot run is reported as a skipped result with the reason, so
-/// the operator sees it. A plugin of the crawl's list that no longer exists is left out, saying so
-/// (`add` refuses unknown plugins; a plugins dir may have changed since).
-fn hooks_for(
-    store: &mut Store,
-    config: &Config,
-    phase: Phase,
-    crawl: &Crawl,
-    snapshot_id: Option<i64>,
-) -> Result<Vec<Prepared>, StoreError> {
-    let catalog = Catalog::load(&config.plugins_dirs);
-    let wanted = crawl.plugins.as_ref().map(|names| {
-        let (known, unknown): (Vec<String>, Vec<String>) = names
-            .iter()
-            .cloned()
-            .partition(|n| catalog.plugins.contains_key(n));
-        if !unknown.is_empty() {
-            log::warn!("crawl {}: no plugin named {}", crawl.id, unknown.join(", "));
-        }
-        known
-    });
-    let mut selected = catalog
-        .select(config, wanted.as_deref())
-        .expect("only known names are left");
-    let mut rejected = catalog.rejected(&selected, phase);
-    // A file named like a hook whose name cannot be read is reported with the snapshots.
-    if phase == Phase::Snapshot {
-        rejected.extend(
-            catalog
-                .rejected
-                .iter()
-                .filter(|r| r.phase.is_none() && selected.contains(&r.plugin)),
-        );
-    }
-    for reject in rejected {
-        let reason = format!("not run: {}", reject.reason);
-        let hook = reject.file_name();
-        skip(store, crawl.id, snapshot_id, &reject.plugin, &hook, &reason)?;
-    }
-    // A plugin whose declared binaries were not provisioned (`abxd install`) does not run: its
-    // hooks would install them on their own clock, mid-crawl.
-    let installed = store.installed_binaries()?;
-    let environ = crate::plugins::env::process_environ;
-    let missing = install::unprovisioned(&catalog, &selected, config, &installed, &environ);
-    for (plugin, binaries) in &missing {
-        let reason = format!(
-            "not run: its binaries are not provisioned ({}); run `abxd install`",
-            binaries.join(", ")
-        );
-        let only = BTreeSet::from([plugin.clone()]);
-        for hook in catalog.hooks(&only, phase) {
-            skip(
-                store,
-                crawl.id,
-                snapshot_id,
-                plugin,
-                &hook.file_name,
-                &reason,
-            )?;
-        }
-        selected.remove(plugin);
-    }
-    Ok(catalog.prepare(&selected, phase, config))
-}
-
-/// Records a hook of the scope as skipped, with why, unless its result is final already.
-fn skip(
-    store: &mut Store,
-    crawl_id: i64,
-    snapshot_id: Option<i64>,
-    plugin: &str,
-    hook: &str,
-    reason: &str,
-) -> Result<(), StoreError> {
-    let result = store.result_for(crawl_id, snapshot_id, plugin, hook)?;
-    if !result.is_final() {
-        log::warn!("{hook}: {reason}");
-        store.finish_result(result.id, ResultStatus::Skipped, Some(reason), &[], 0)?;
-    }
-    Ok(())
 }

@@ -1,7 +1,8 @@
 //! `abxd worker snapshot ID`: one snapshot's hooks by abx-dl's lifecycle, the snapshots they
 //! discover and the tags they report.
 
-use super::{hooks_for, Context, Exit, WorkerError};
+use super::selection::hooks_for;
+use super::{Context, Exit, WorkerError};
 use crate::config::Config;
 use crate::hooks::{HookRunner, Scope};
 use crate::plugins::Phase;
@@ -9,7 +10,9 @@ use crate::store::{Queue, StoreError};
 
 /// Runs snapshot `snapshot_id`; returns the worker's exit code.
 pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, WorkerError> {
-    let mut cx = Context::open(config, Queue::Snapshots, snapshot_id)?;
+    let Some(mut cx) = Context::open(config, Queue::Snapshots, snapshot_id)? else {
+        return Ok(super::EXIT_INTERRUPTED);
+    };
     let snapshot = cx
         .store
         .snapshot(snapshot_id)?

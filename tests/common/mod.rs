@@ -97,6 +97,8 @@ pub struct TestDaemon {
     exe: PathBuf,
     /// Its PostgreSQL server, when its store is one (dropped after the daemon).
     postgres: Option<postgres::Postgres>,
+    /// What the daemon runs under (e.g. `unshare`), if anything.
+    wrapper: Vec<String>,
 }
 
 /// The stores the suites that must hold on both run against: the SQLite file, and a throwaway
@@ -159,6 +161,7 @@ impl TestDaemon {
             unprivileged: false,
             exe: PathBuf::from(abxd_bin()),
             postgres,
+            wrapper: Vec::new(),
         }
     }
 
@@ -206,6 +209,22 @@ impl TestDaemon {
         });
     }
 
+    /// Starts the daemon as a host of its own: the first process of a new PID namespace, seeing
+    /// only its own processes (`unshare --pid --fork --mount-proc`, as root). `unshare` passes a
+    /// SIGTERM on to it; when it ends, the kernel kills whatever is left in its namespace.
+    pub fn launch_in_own_pid_namespace(&mut self) {
+        self.wrapper = [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--kill-child=SIGTERM",
+        ]
+        .map(String::from)
+        .to_vec();
+        self.launch();
+    }
+
     /// Hands this daemon's dir to the unprivileged user `nobody` and runs the daemon as that
     /// user from now on ([`UNPRIVILEGED`]), as a packaged daemon runs as its own user.
     pub fn give_to_nobody(&mut self) {
@@ -241,7 +260,14 @@ impl TestDaemon {
             .append(true)
             .open(self.log_path())
             .unwrap();
-        let mut command = Command::new(&self.exe);
+        let mut command = match self.wrapper.split_first() {
+            Some((program, wrapper_args)) => {
+                let mut command = Command::new(program);
+                command.args(wrapper_args).arg(&self.exe);
+                command
+            }
+            None => Command::new(&self.exe),
+        };
         command
             .arg("--config")
             .arg(&self.config)

@@ -177,6 +177,23 @@ pub struct StatusInfo {
     /// Since when (unix ms) another process has held the database's write lock, if it does.
     #[serde(default)]
     pub database_busy_since_ms: Option<i64>,
+    /// On a shared store (a fleet): every machine registered in it.
+    #[serde(default)]
+    pub machines: Vec<MachineInfo>,
+}
+
+/// One machine of a fleet, as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    pub id: String,
+    pub hostname: String,
+    pub version: String,
+    /// When it last said it was alive (unix ms, the server's clock).
+    pub heartbeat_at_ms: i64,
+    /// Not heard for longer than the lease: presumed dead, its work taken over.
+    pub silent: bool,
+    /// The machine of the daemon that answers.
+    pub this_machine: bool,
 }
 
 /// One binary an install provisioned, or failed to.

@@ -1,7 +1,7 @@
 //! `status`: is the daemon up, since when, what runs.
 
 use super::{failed, State};
-use crate::control::protocol::{Response, StatusInfo};
+use crate::control::protocol::{MachineInfo, Response, StatusInfo};
 use crate::store::now_ms;
 
 pub(super) fn handle(state: &mut State) -> Response {
@@ -26,5 +26,28 @@ pub(super) fn handle(state: &mut State) -> Response {
         containment: state.containment.describe(),
         database_lost: state.database_lost.as_ref().map(|lost| lost.explain()),
         database_busy_since_ms: state.store.probe_busy(),
+        machines: machines(state),
     }))
+}
+
+/// The machines of a shared store, each silent or not by the lease (none on a store of one
+/// host, or while the store does not answer).
+fn machines(state: &State) -> Vec<MachineInfo> {
+    if !state.store.is_shared() {
+        return Vec::new();
+    }
+    let heard_since = state.store.shared_now() - state.config.timeouts.lease.as_millis() as i64;
+    let this = crate::identity::machine_id();
+    let machines = state.store.machines().unwrap_or_default();
+    machines
+        .into_iter()
+        .map(|m| MachineInfo {
+            silent: m.heartbeat_at < heard_since,
+            this_machine: m.id == this,
+            heartbeat_at_ms: m.heartbeat_at,
+            id: m.id,
+            hostname: m.hostname,
+            version: m.version,
+        })
+        .collect()
 }

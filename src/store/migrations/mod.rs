@@ -194,7 +194,7 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE processes ADD COLUMN unkillable INTEGER NOT NULL DEFAULT 0;
     "#,
-    // 12: times that decide are on the boot clock (`queue_clock_ms`), never the wall clock: a
+    // 12: times that decide are on the boot clock (`boot_clock_ms`), never the wall clock: a
     // row's deadline as well (`deadline_at` stays, for people); crawls' and snapshots' `retry_at`
     // are boot-clock ms from now on (rebased at each start in another boot).
     r#"
@@ -249,6 +249,13 @@ const MIGRATIONS: &[&str] = &[
         heartbeat_at  INTEGER NOT NULL
     );
     ALTER TABLE processes ADD COLUMN machine_id TEXT;
+    "#,
+    // 17: fenced leases — every crawl and snapshot carries an epoch, incremented whenever it
+    // changes hands (claimed, put back, sealed): a worker's writes for it are taken only while
+    // the epoch is still the one of its claim.
+    r#"
+    ALTER TABLE crawls ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE snapshots ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
     "#,
 ];
 

@@ -145,9 +145,10 @@ const BASELINE_SQL: &str = r#"
 
 /// Each later entry takes the schema from the version before it to its own (the same numbers as
 /// SQLite's list).
-const AFTER_BASELINE: &[(u32, &str)] = &[(
-    16,
-    r#"
+const AFTER_BASELINE: &[(u32, &str)] = &[
+    (
+        16,
+        r#"
     CREATE TABLE machines (
         id            TEXT PRIMARY KEY,
         hostname      TEXT NOT NULL,
@@ -158,7 +159,26 @@ const AFTER_BASELINE: &[(u32, &str)] = &[(
     );
     ALTER TABLE processes ADD COLUMN machine_id TEXT;
     "#,
-)];
+    ),
+    (
+        17,
+        r#"
+    ALTER TABLE crawls ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE snapshots ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+    -- Wake-ups (`store::listen`): a crawl or snapshot inserted, or its status written, notifies
+    -- every host's listeners (the server folds a transaction's notifications into one).
+    CREATE FUNCTION abxd_work_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('abxd_work', TG_TABLE_NAME);
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER crawls_changed AFTER INSERT OR UPDATE OF status, paused_at, owner_id ON crawls
+        FOR EACH ROW EXECUTE FUNCTION abxd_work_changed();
+    CREATE TRIGGER snapshots_changed AFTER INSERT OR UPDATE OF status ON snapshots
+        FOR EACH ROW EXECUTE FUNCTION abxd_work_changed();
+    "#,
+    ),
+];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).
 const MIGRATION_LOCK: i64 = 0x6162_7864;

@@ -46,6 +46,16 @@ impl Dialect {
         }
     }
 
+    /// What ends a `SELECT` that reads a row a transaction's writes depend on, so that no other
+    /// transaction changes it before this one ends: nothing on SQLite (one writer at a time),
+    /// `FOR SHARE` on PostgreSQL.
+    pub fn for_share(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR SHARE",
+        }
+    }
+
     /// A subquery giving the integers of the JSON array in placeholder `param` (`?1`): how a
     /// statement takes a list of ids of any length.
     pub fn integers_of_json(self, param: &str) -> String {

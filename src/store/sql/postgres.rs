@@ -18,6 +18,12 @@ use std::time::{Duration, Instant};
 /// The least time between two attempts to connect again.
 pub const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 
+/// What every session of abxd runs first: a transaction left open by a process that stopped
+/// inside it (SIGSTOP, a host paused, a network cut) is ended by the server after a while, so
+/// the row locks it holds never keep the other hosts of a fleet from taking its work over.
+/// abxd's transactions last milliseconds.
+const SESSION_SETTINGS: &str = "SET idle_in_transaction_session_timeout = '5s'";
+
 pub struct Connection {
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
@@ -35,13 +41,14 @@ pub struct Connection {
 
 impl Connection {
     pub fn connect(config: &postgres::Config) -> Result<Connection, SqlError> {
-        let client = config.connect(postgres::NoTls)?;
+        let mut client = config.connect(postgres::NoTls)?;
+        client.batch_execute(SESSION_SETTINGS)?;
         Ok(Connection {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
             in_transaction: Cell::new(false),
             config: config.clone(),
-            session: RefCell::new(Vec::new()),
+            session: RefCell::new(vec![SESSION_SETTINGS.to_string()]),
             transaction_lost: Cell::new(false),
             next_attempt: Cell::new(None),
         })

@@ -1,0 +1,168 @@
+//! The daemon's part in a fleet — several hosts sharing one store (PostgreSQL): its machine's
+//! heartbeat, taking over the work of machines presumed dead, and lending its free snapshot
+//! slots to the crawls other machines run, woken by the store (LISTEN/NOTIFY), not by polling.
+//!
+//! Invariants: on a store of its own (SQLite) none of this runs and nothing of it wakes the
+//! daemon; everything it claims or recovers is fenced (see `store::fence`), so what two hosts
+//! do at once happens once; a lent snapshot's worker is this daemon's child, under its
+//! orchestrator row, its row linked to its crawl wherever that runs.
+
+use super::heartbeat::Heartbeat;
+use crate::config::Config;
+use crate::pool::{WorkerEnd, WorkerPool};
+use crate::recovery;
+use crate::store::{Store, BUSY_RETRY};
+use crate::supervisor::Supervisor;
+use std::time::Instant;
+
+pub(super) struct Fleet {
+    heartbeat: Heartbeat,
+    /// Snapshot workers for other machines' crawls; `None` on a store of its own.
+    lent: Option<WorkerPool>,
+    /// Look for work to borrow at the next turn.
+    look: bool,
+    /// After the store refused a claim: when to try again.
+    retry_at: Option<Instant>,
+    /// Since when this machine's heartbeats have been written without a miss.
+    heard_since: Option<Instant>,
+}
+
+impl Fleet {
+    /// This daemon's part: nothing but an idle heartbeat on a store of its own; on a shared
+    /// store, the store's wake-ups are delivered to `supervisor`'s loop from now on.
+    pub fn join(
+        config: &Config,
+        machine_id: &str,
+        orchestrator_row: i64,
+        supervisor: &Supervisor,
+    ) -> std::io::Result<Fleet> {
+        let shared = config.database.is_shared();
+        let heartbeat = Heartbeat::new(machine_id, shared, config.timeouts.lease);
+        crate::store::listen::wake_on_work_changes(&config.database, supervisor.registry())?;
+        Ok(Fleet {
+            heartbeat,
+            lent: shared.then(|| WorkerPool::lent_snapshots(orchestrator_row)),
+            look: shared,
+            retry_at: None,
+            heard_since: None,
+        })
+    }
+
+    /// Work changed somewhere in the fleet: look for some at the next turn.
+    pub fn woken(&mut self) {
+        self.look = self.lent.is_some();
+    }
+
+    /// When the loop must wake for the fleet: the next heartbeat, a retry, a lent snapshot
+    /// becoming due.
+    pub fn next_due(&self, config: &Config, store: &Store) -> Option<Instant> {
+        let lent_due = self.lent.as_ref().and_then(|p| p.next_due(config, store));
+        [self.heartbeat.next_due(), self.retry_at, lent_due]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// After each turn: beats (taking over the work of machines gone silent when it does) and,
+    /// while `claiming`, borrows due snapshots of other machines' crawls up to its free slots.
+    pub fn after_turn(
+        &mut self,
+        config: &Config,
+        supervisor: &mut Supervisor,
+        store: &mut Store,
+        claiming: bool,
+    ) {
+        let now = Instant::now();
+        match self.heartbeat.beat_if_due(store) {
+            None => {}
+            Some(false) => self.heard_since = None,
+            Some(true) => {
+                let heard_since = *self.heard_since.get_or_insert(now);
+                if may_judge_others(heard_since, now, config.timeouts.lease) {
+                    self.take_over(config, store);
+                }
+            }
+        }
+        let due = self.retry_at.is_some_and(|at| at <= now)
+            || self.lent.as_ref().and_then(|p| p.next_due(config, store)) <= Some(now);
+        let Some(lent) = self.lent.as_mut().filter(|_| claiming) else {
+            return;
+        };
+        if !(std::mem::take(&mut self.look) || due) {
+            return;
+        }
+        self.retry_at = None;
+        if let Err(err) = lent.fill(config, supervisor, store) {
+            log::warn!("cannot borrow snapshots of other machines' crawls yet: {err}");
+            self.retry_at = Some(now + BUSY_RETRY);
+        }
+    }
+
+    /// Recovers the work of the machines presumed dead (see `recovery::take_over_silent`).
+    fn take_over(&mut self, config: &Config, store: &mut Store) {
+        match recovery::take_over_silent(store, config) {
+            Ok(plan) => {
+                for line in recovery::describe(&Default::default(), &plan) {
+                    log::warn!("taking over from a silent machine: {line}");
+                }
+                self.look |= !plan.is_empty();
+            }
+            Err(err) => log::warn!("cannot take over from silent machines yet: {err}"),
+        }
+    }
+
+    /// A child of the daemon exited: `true` if it was a lent snapshot's worker (its work is
+    /// sealed or recovered here).
+    pub fn on_exit(&mut self, config: &Config, store: &mut Store, row: i64, leaked: bool) -> bool {
+        let Some(lent) = self.lent.as_mut() else {
+            return false;
+        };
+        let ended = lent.on_exit(config, store, row, leaked, true);
+        match ended {
+            Ok(None) => return false,
+            Ok(Some(WorkerEnd::Sealed { .. })) => {}
+            Ok(Some(end)) => log::warn!("lent snapshot worker row {row} ended first: {end}"),
+            Err(err) => {
+                log::warn!("lent snapshot worker row {row}: cannot recover its work yet: {err}");
+                lent.give_up_on(row, leaked);
+                self.retry_at = Some(Instant::now() + BUSY_RETRY);
+            }
+        }
+        self.look = true;
+        true
+    }
+
+    /// A teardown finished: if it was a lent worker's leftovers, its work is recovered now.
+    pub fn on_torn_down(&mut self, config: &Config, store: &mut Store, row: i64) {
+        let Some(lent) = self.lent.as_mut() else {
+            return;
+        };
+        if let Err(err) = lent.on_torn_down(config, store, row) {
+            log::warn!("lent snapshot worker row {row}: cannot recover its work yet: {err}");
+            lent.give_up_on(row, false);
+        }
+    }
+}
+
+/// Whether a host whose heartbeats have been written since `heard_since` may judge the others
+/// silent: only once it has been heard for a whole lease itself. After an outage of its own or
+/// of the server, the others need that long to be heard again — taking their work over before
+/// would kill hooks for an outage, not for a lost lease.
+fn may_judge_others(heard_since: Instant, now: Instant, lease: std::time::Duration) -> bool {
+    now.duration_since(heard_since) >= lease
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_host_judges_others_only_after_being_heard_itself_for_a_whole_lease() {
+        let lease = Duration::from_secs(60);
+        let since = Instant::now();
+        assert!(!may_judge_others(since, since, lease));
+        assert!(!may_judge_others(since, since + lease / 2, lease));
+        assert!(may_judge_others(since, since + lease, lease));
+    }
+}

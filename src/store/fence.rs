@@ -1,0 +1,82 @@
+//! Fencing: the token of a claim, and the writes of work it guards.
+//!
+//! Invariants: a crawl's or snapshot's epoch changes whenever the row changes hands — claimed,
+//! put back, sealed — and only in the statement that changes it, conditional on the epoch it
+//! read; a store fenced to a claim (a worker's) commits a write of work only in a transaction
+//! that found the claim's row at the claim's epoch and kept it there until the commit (the row
+//! is read `FOR SHARE`). So a worker that lost its lease — paused past it, cut off, taken over
+//! by another host — writes nothing for work it no longer holds, however late it comes back.
+
+use super::sql::{args, Db};
+use super::work::Queue;
+use super::{Store, StoreError};
+
+/// One claim of a crawl or snapshot: its fencing token is `epoch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Claim {
+    pub queue: Queue,
+    pub id: i64,
+    pub epoch: i64,
+}
+
+impl std::fmt::Display for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (epoch {})", self.queue, self.id, self.epoch)
+    }
+}
+
+impl Claim {
+    /// Fails the transaction of `tx` unless the row is still at this claim's epoch, holding
+    /// it there until the transaction ends.
+    fn check(self, tx: &Db) -> Result<(), StoreError> {
+        let sql = format!(
+            "SELECT epoch FROM {} WHERE id = ?1{}",
+            self.queue.table(),
+            tx.dialect().for_share()
+        );
+        let now: Option<i64> = tx.query_value(&sql, &args![self.id])?;
+        if now == Some(self.epoch) {
+            return Ok(());
+        }
+        Err(StoreError::Fenced { claim: self, now })
+    }
+}
+
+impl Store {
+    /// From now on every write of work this store makes is taken only while `claim` holds:
+    /// what a worker does first, with the claim it works for.
+    pub fn fence_to(&mut self, claim: Claim) {
+        self.fence = Some(claim);
+    }
+
+    /// The claim this store's writes of work are fenced to, if any.
+    pub fn fence(&self) -> Option<Claim> {
+        self.fence
+    }
+
+    /// Moves the fence along when its own row changed hands in a write of this store (its
+    /// owner sealed it and goes on writing what its end still brings).
+    pub(super) fn follow_fence(&mut self, from: Claim, to_epoch: i64) {
+        if self.fence == Some(from) {
+            self.fence = Some(Claim {
+                epoch: to_epoch,
+                ..from
+            });
+        }
+    }
+
+    /// [`Store::write`] for a write of work (results, seals, new snapshots, claims and puts
+    /// back): refused as [`StoreError::Fenced`] when the store's fence no longer holds.
+    pub(crate) fn write_work<T>(
+        &mut self,
+        f: impl FnOnce(&Db) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let fence = self.fence;
+        self.write(|tx| {
+            if let Some(claim) = fence {
+                claim.check(tx)?;
+            }
+            f(tx)
+        })
+    }
+}

@@ -1,0 +1,540 @@
+//! A fleet: several hosts — here daemons with machine ids and data dirs of their own, each the
+//! first process of its own PID namespace, so each sees only its own processes — sharing one
+//! PostgreSQL server (a throwaway cluster). A crawl's snapshots spread over every host; every
+//! hook runs exactly once (a ledger the hooks write); nothing is left running anywhere.
+
+mod common;
+
+use abxd::store::{Location, Server, Store};
+use common::postgres::Postgres;
+use common::TestDaemon;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a fleet's crawl may take at most.
+const CRAWL_WAIT: Duration = Duration::from_secs(120);
+
+/// Whether this process may make PID namespaces (root, with util-linux's `unshare`); outside
+/// CI a test that needs them skips, saying so.
+fn can_unshare() -> bool {
+    let root = rustix::process::geteuid().is_root();
+    let unshare = Path::new("/usr/bin/unshare").exists();
+    assert!(
+        std::env::var_os("CI").is_none() || (root && unshare),
+        "CI runs as root with util-linux: the fleet's tests need PID namespaces"
+    );
+    root && unshare
+}
+
+/// How a fleet's hosts are set up: at most `slots` snapshot workers each (their own crawls'
+/// and those they lend to others'), the ledger hook taking `hook_seconds`, `extra` config.
+struct Setup<'a> {
+    slots: u32,
+    hook_seconds: &'a str,
+    extra: &'a str,
+}
+
+const DEFAULT: Setup = Setup {
+    slots: 2,
+    hook_seconds: "0.3",
+    extra: "",
+};
+
+/// A host of the fleet: a daemon on `server` with machine id `name`, its ledger hook writing to
+/// `ledger`. (A result may be interrupted any number of times: the torture interrupts many.)
+fn host(server: &Postgres, name: &str, ledger: &Path, setup: &Setup) -> TestDaemon {
+    // (`[paths]` with the plugins dir, the database added to it.)
+    let plugins = common::plugins_config(&[&common::fixtures().join("fleet")]);
+    let config = format!(
+        "{plugins}database = {:?}\n[store]\nmachine_id = {name:?}\n\
+         [limits]\nmax_snapshot_workers = {}\nmax_result_attempts = 1000\n\
+         [plugins.ledger]\nenv = {{ LEDGER = {:?}, LEDGER_HOST = {name:?}, \
+         LEDGER_SECONDS = {:?} }}\n{}",
+        server.database_url(),
+        setup.slots,
+        ledger.display().to_string(),
+        setup.hook_seconds,
+        setup.extra,
+    );
+    let mut daemon = TestDaemon::prepare(&config);
+    daemon.launch_in_own_pid_namespace();
+    daemon
+}
+
+/// The store the fleet shares, as abxctl reads it.
+fn shared_store(server: &Postgres) -> Store {
+    Store::open_read_only_at(&Location::Postgres(Server {
+        url: server.database_url(),
+        password_file: None,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_runs_once() {
+    if !can_unshare() {
+        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
+        return;
+    }
+    let Some(server) = Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let names = ["host-a", "host-b", "host-c"];
+    let hosts: Vec<TestDaemon> = names
+        .iter()
+        .map(|name| host(&server, name, &ledger, &DEFAULT))
+        .collect();
+    let urls: Vec<String> = (0..60).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "ledger"]);
+    let crawl = hosts[0].add(&add);
+
+    let store = shared_store(&server);
+    common::wait_until("the crawl to be sealed", CRAWL_WAIT, || {
+        let crawl = store.crawl(crawl).unwrap().unwrap();
+        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
+    });
+
+    // Every hook ran exactly once, and every host ran some.
+    let lines = ledger_lines(&ledger);
+    let mut runs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for line in lines.iter().filter(|l| l.event == "start") {
+        runs.entry(&line.url).or_default().push(&line.host);
+    }
+    let twice: Vec<_> = runs.iter().filter(|(_, hosts)| hosts.len() > 1).collect();
+    assert!(twice.is_empty(), "hooks that ran more than once: {twice:?}");
+    assert_eq!(
+        runs.len(),
+        urls.len(),
+        "every snapshot's hook ran: {lines:?}"
+    );
+    let ran_on: BTreeSet<&str> = runs.values().flatten().copied().collect();
+    assert_eq!(ran_on, BTreeSet::from(names), "every host ran some");
+    for result in store.results(crawl).unwrap() {
+        assert_eq!(
+            result.status,
+            abxd::store::ResultStatus::Succeeded,
+            "{result:?}"
+        );
+        assert_eq!(result.attempts, 1, "{result:?}");
+    }
+
+    // Each host's tree: its snapshot workers under its orchestrator or its crawl worker, each
+    // row linked to the crawl and naming its host; no process left but the daemons.
+    let rows = store.crawl_processes(crawl).unwrap();
+    for row in &rows {
+        assert_eq!(row.crawl_id, Some(crawl), "{row:?}");
+        let parent = store.process(row.parent_id.unwrap()).unwrap().unwrap();
+        assert_eq!(
+            parent.machine_id, row.machine_id,
+            "{row:?} under {parent:?}"
+        );
+    }
+    for host in &hosts {
+        common::wait_until("the host's workers to end", common::WAIT, || {
+            let live = store
+                .crawl_processes(crawl)
+                .unwrap()
+                .into_iter()
+                .filter(|r| r.status.is_live())
+                .count();
+            (live == 0).then_some(())
+        });
+        let live_tagged = common::tagged_pids(&host.tag);
+        // (The daemon and `unshare` above it.)
+        assert!(live_tagged.len() <= 2, "{live_tagged:?}");
+    }
+    common::assert_every_row_final(&store.crawl_processes(crawl).unwrap());
+}
+
+/// One line of the ledger the fleet's hooks write.
+#[derive(Debug)]
+struct Entry {
+    /// `start` or `done`.
+    event: String,
+    url: String,
+    host: String,
+    /// Unix ms.
+    at: i64,
+}
+
+fn ledger_lines(ledger: &Path) -> Vec<Entry> {
+    let text = std::fs::read_to_string(ledger).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            Some(Entry {
+                event: fields.first()?.to_string(),
+                url: fields.get(1)?.to_string(),
+                host: fields.get(2)?.to_string(),
+                at: fields.get(3)?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Every result of `crawl` succeeded, and no hook started again after its success was recorded.
+fn assert_each_hook_succeeded_once(store: &Store, crawl: i64, ledger: &Path) {
+    let snapshots: BTreeMap<i64, String> = store
+        .snapshots(crawl)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.id, s.url))
+        .collect();
+    let mut succeeded_at: BTreeMap<String, i64> = BTreeMap::new();
+    for result in store.results(crawl).unwrap() {
+        assert_eq!(
+            result.status,
+            abxd::store::ResultStatus::Succeeded,
+            "{result:?}"
+        );
+        let url = snapshots[&result.snapshot_id.unwrap()].clone();
+        succeeded_at.insert(url, result.ended_at.unwrap());
+    }
+    assert_eq!(succeeded_at.len(), snapshots.len(), "a result per snapshot");
+    for entry in ledger_lines(ledger) {
+        let success = succeeded_at[&entry.url];
+        assert!(
+            !(entry.event == "start" && entry.at > success),
+            "{entry:?}: started again after it succeeded at {success}"
+        );
+    }
+}
+
+/// Stops every process of `host` (SIGSTOP), again until no new one appears (a stopped process
+/// forks no more); returns them.
+fn freeze(host: &TestDaemon) -> BTreeSet<i32> {
+    use nix::sys::signal::{kill, Signal};
+    let mut stopped = BTreeSet::new();
+    loop {
+        let new: Vec<i32> = common::tagged_pids(&host.tag)
+            .into_iter()
+            .filter(|pid| !stopped.contains(pid))
+            .collect();
+        if new.is_empty() {
+            return stopped;
+        }
+        for pid in new {
+            let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGSTOP);
+            stopped.insert(pid);
+        }
+    }
+}
+
+/// Lets `pids` go on (SIGCONT), still ours (checked by their tag), as a paused host resumes.
+fn thaw(host: &TestDaemon, pids: &BTreeSet<i32>) {
+    use nix::sys::signal::{kill, Signal};
+    let ours: BTreeSet<i32> = common::tagged_pids(&host.tag).into_iter().collect();
+    for pid in pids.intersection(&ours) {
+        let _ = kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGCONT);
+    }
+}
+
+/// The live rows of machine `name` other than its orchestrator.
+fn live_worker_rows(store: &Store, name: &str) -> Vec<abxd::store::ProcessRow> {
+    let filter = abxd::store::ProcessFilter {
+        machine_id: Some(name.to_string()),
+        ..Default::default()
+    };
+    store
+        .processes(&filter)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.status.is_live() && r.kind != abxd::store::Kind::Orchestrator)
+        .collect()
+}
+
+/// A host paused (SIGSTOP of its daemon, workers and hooks) past the lease is presumed dead:
+/// the others take its work over and finish the crawl. When it resumes (SIGCONT), the fence
+/// refuses everything it still tries to write for that work — results and snapshots stay as the
+/// others left them — it tears its hooks down, and it rejoins: it takes new work.
+#[test]
+fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins() {
+    if !can_unshare() {
+        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
+        return;
+    }
+    let Some(server) = Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let setup = Setup {
+        slots: 2,
+        hook_seconds: "1",
+        extra: "[timeouts]\nlease = \"2s\"\n",
+    };
+    let names = ["host-a", "host-b", "host-c"];
+    let hosts: Vec<TestDaemon> = names
+        .iter()
+        .map(|name| host(&server, name, &ledger, &setup))
+        .collect();
+    let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "ledger"]);
+    let crawl = hosts[0].add(&add);
+    let store = shared_store(&server);
+
+    // Host b is paused while its hooks run.
+    common::wait_until("host-b to run a hook", CRAWL_WAIT, || {
+        ledger_lines(&ledger)
+            .iter()
+            .any(|entry| entry.host == "host-b")
+            .then_some(())
+    });
+    let paused = freeze(&hosts[1]);
+    assert!(
+        !live_worker_rows(&store, "host-b").is_empty(),
+        "host-b was paused with work in hand"
+    );
+    common::wait_until("the others to finish the crawl", CRAWL_WAIT, || {
+        let crawl = store.crawl(crawl).unwrap().unwrap();
+        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
+    });
+    let status = hosts[0].ctl_ok(&["status"]);
+    let machine = |id: &str| -> String {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("machines: "))
+            .unwrap();
+        let entries = line.trim_start_matches("machines: ").split(", host-");
+        let entry = entries.map(|e| format!("host-{}", e.trim_start_matches("host-")));
+        entry.into_iter().find(|e| e.starts_with(id)).unwrap()
+    };
+    assert!(machine("host-a").ends_with("this one"), "{status}");
+    assert!(machine("host-b").contains(" SILENT since "), "{status}");
+    assert!(machine("host-c").contains(" heard "), "{status}");
+    assert_each_hook_succeeded_once(&store, crawl, &ledger);
+    let results = store.results(crawl).unwrap();
+    let snapshots = store.snapshots(crawl).unwrap();
+
+    // It resumes: everything it held is torn down, and nothing it writes for it lands.
+    let resumed_at = store.shared_now();
+    thaw(&hosts[1], &paused);
+    common::wait_until("host-b to let go of its lost work", CRAWL_WAIT, || {
+        live_worker_rows(&store, "host-b").is_empty().then_some(())
+    });
+    assert_eq!(store.results(crawl).unwrap(), results, "no result changed");
+    assert_eq!(
+        store.snapshots(crawl).unwrap(),
+        snapshots,
+        "no snapshot changed"
+    );
+    // Its workers learnt it (a renewal or a write refused) and stopped as interrupted.
+    let filter = abxd::store::ProcessFilter {
+        machine_id: Some("host-b".into()),
+        crawl_id: Some(crawl),
+        ..Default::default()
+    };
+    let lost: Vec<_> = store
+        .processes(&filter)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind.is_worker() && r.exit_code == Some(abxd::worker::EXIT_INTERRUPTED))
+        .collect();
+    assert!(!lost.is_empty(), "host-b's workers stopped as interrupted");
+    for worker in &lost {
+        let log = std::fs::read_to_string(worker.stderr_path.as_deref().unwrap()).unwrap();
+        assert!(
+            log.contains("changed hands") || log.contains("lost the lease"),
+            "{log}"
+        );
+    }
+
+    // It rejoins: heard again, and it takes a share of new work.
+    common::wait_until("host-b to be heard again", CRAWL_WAIT, || {
+        let machines = store.machines().unwrap();
+        let b = machines.iter().find(|m| m.id == "host-b").unwrap();
+        (b.heartbeat_at > resumed_at).then_some(())
+    });
+    let more: Vec<String> = (0..24)
+        .map(|i| format!("http://127.0.0.1:9/more/{i}"))
+        .collect();
+    let mut add: Vec<&str> = more.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "ledger"]);
+    let second = hosts[2].add(&add);
+    common::wait_until("the second crawl to be sealed", CRAWL_WAIT, || {
+        let crawl = store.crawl(second).unwrap().unwrap();
+        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
+    });
+    let ran_more = ledger_lines(&ledger)
+        .into_iter()
+        .any(|entry| entry.url.contains("/more/") && entry.host == "host-b");
+    assert!(ran_more, "host-b took a share of new work");
+    for host in &hosts {
+        let name = names[hosts.iter().position(|h| h.tag == host.tag).unwrap()];
+        common::wait_until("the host's workers to end", common::WAIT, || {
+            live_worker_rows(&store, name).is_empty().then_some(())
+        });
+    }
+}
+
+/// PostgreSQL restarting mid-crawl: every host keeps its processes and writes what it could not
+/// once the server is back; the crawl ends with every hook succeeded, none run again for the
+/// outage, on any host.
+#[test]
+fn postgres_restarting_mid_crawl_loses_nothing_and_runs_no_hook_twice_on_any_host() {
+    if !can_unshare() {
+        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
+        return;
+    }
+    let Some(mut server) = Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let setup = Setup {
+        hook_seconds: "1",
+        ..DEFAULT
+    };
+    let names = ["host-a", "host-b", "host-c"];
+    let hosts: Vec<TestDaemon> = names
+        .iter()
+        .map(|name| host(&server, name, &ledger, &setup))
+        .collect();
+    let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "ledger"]);
+    let crawl = hosts[0].add(&add);
+    common::wait_until("hooks to run", CRAWL_WAIT, || {
+        (ledger_lines(&ledger).len() >= 4).then_some(())
+    });
+
+    server.stop();
+    common::wait_until("a host to see the outage", CRAWL_WAIT, || {
+        let status = hosts[0].ctl(&["status"]);
+        let status = String::from_utf8_lossy(&status.stdout).to_string();
+        status.contains("DATABASE UNAVAILABLE").then_some(())
+    });
+    server.start_again();
+
+    let store = shared_store(&server);
+    common::wait_until("the crawl to be sealed", CRAWL_WAIT, || {
+        let crawl = store.crawl(crawl).ok().flatten()?;
+        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
+    });
+    assert_each_hook_succeeded_once(&store, crawl, &ledger);
+    let starts = ledger_lines(&ledger)
+        .into_iter()
+        .filter(|e| e.event == "start")
+        .count();
+    assert_eq!(starts, urls.len(), "no hook ran twice for the outage");
+    for name in names {
+        common::wait_until("the host's workers to end", common::WAIT, || {
+            live_worker_rows(&store, name).is_empty().then_some(())
+        });
+    }
+}
+
+/// A small deterministic generator (xorshift), so that a torture run can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// The daemon of a host started with [`TestDaemon::launch_in_own_pid_namespace`]: the first
+/// process of its namespace, `unshare`'s only child (as this process sees it).
+fn namespace_init(host: &TestDaemon) -> i32 {
+    let unshare = host.pid();
+    let children = std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"))
+        .unwrap_or_default();
+    children
+        .split_whitespace()
+        .next()
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("unshare {unshare} has no child"))
+}
+
+/// kill -9 of a random host's whole tree (its namespace's first process: the kernel kills the
+/// rest) at random moments, each host started again at once: its start-up finds its own rows
+/// lost and recovers its work, the others go on; nothing is lost, no hook runs again after its
+/// success, nothing is left running, every row is final. The seed is printed
+/// (`ABXD_TORTURE_SEED` replays a run).
+#[test]
+fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
+    if !can_unshare() {
+        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
+        return;
+    }
+    let Some(server) = Postgres::start() else {
+        return;
+    };
+    let seed: u64 = std::env::var("ABXD_TORTURE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| abxd::store::now_ms() as u64 | 1);
+    println!("torture seed: {seed} (replay with ABXD_TORTURE_SEED={seed})");
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let setup = Setup {
+        hook_seconds: "0.5",
+        ..DEFAULT
+    };
+    let names = ["host-a", "host-b", "host-c"];
+    let mut hosts: Vec<TestDaemon> = names
+        .iter()
+        .map(|name| host(&server, name, &ledger, &setup))
+        .collect();
+    let urls: Vec<String> = (0..30).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "ledger"]);
+    let crawl = hosts[0].add(&add);
+    let store = shared_store(&server);
+
+    let mut kills = Vec::new();
+    while kills.len() < 6 {
+        let sealed = store.crawl(crawl).unwrap().unwrap().status;
+        if sealed == abxd::store::WorkStatus::Sealed {
+            break;
+        }
+        // A random moment: the point of the test, not a wait for something.
+        let delay = 100 + rng.below(900);
+        std::thread::sleep(Duration::from_millis(delay));
+        let victim = rng.below(names.len() as u64) as usize;
+        let init = namespace_init(&hosts[victim]);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(init),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        hosts[victim].wait_exit();
+        common::wait_until(
+            "the killed host's processes to be gone",
+            common::WAIT,
+            || {
+                common::tagged_pids(&hosts[victim].tag)
+                    .is_empty()
+                    .then_some(())
+            },
+        );
+        kills.push((names[victim], delay));
+        hosts[victim].launch_in_own_pid_namespace();
+    }
+    println!("kills (host, ms after the previous one): {kills:?}");
+    assert!(
+        kills.len() >= 4,
+        "only {} kills before the crawl ended",
+        kills.len()
+    );
+    common::wait_until("the crawl to be sealed", CRAWL_WAIT, || {
+        let crawl = store.crawl(crawl).unwrap().unwrap();
+        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
+    });
+    assert_each_hook_succeeded_once(&store, crawl, &ledger);
+    for name in names {
+        common::wait_until("the host's workers to end", common::WAIT, || {
+            live_worker_rows(&store, name).is_empty().then_some(())
+        });
+    }
+    common::assert_every_row_final(&store.crawl_processes(crawl).unwrap());
+}

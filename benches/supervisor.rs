@@ -14,6 +14,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The test suite's throwaway PostgreSQL cluster (benchmark 9; it uses part of it only).
+#[path = "../tests/common/postgres.rs"]
+#[allow(dead_code)]
+mod postgres;
+
+/// The user a throwaway cluster runs as when no `postgres` user exists (as in the tests).
+const UNPRIVILEGED: u32 = 65534;
+
 struct Sizes {
     rounds: usize,
     stale_rows: usize,
@@ -30,6 +38,8 @@ struct Sizes {
     /// Benchmark 8: snapshots running 10 hooks at once each, and the snapshots of the long crawl.
     scale_snapshots: usize,
     crawl_snapshots: usize,
+    /// Benchmark 9: the snapshots of the fleet's crawl.
+    fleet_urls: usize,
 }
 
 fn sizes() -> Sizes {
@@ -48,6 +58,7 @@ fn sizes() -> Sizes {
             busy: Duration::from_secs(3),
             scale_snapshots: 5,
             crawl_snapshots: 100,
+            fleet_urls: 12,
         }
     } else {
         Sizes {
@@ -64,6 +75,7 @@ fn sizes() -> Sizes {
             busy: Duration::from_secs(20),
             scale_snapshots: 100,
             crawl_snapshots: 10_000,
+            fleet_urls: 300,
         }
     }
 }
@@ -445,6 +457,16 @@ impl Daemon {
         Daemon::start(dir, &format!("{paths}{extra}"))
     }
 
+    /// [`Daemon::with_test_plugins`] on the PostgreSQL database `url`.
+    fn with_test_plugins_on(dir: &Path, url: &str, extra: &str) -> Daemon {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/plugins");
+        let paths = format!(
+            "[paths]\nplugins_dirs = [{:?}]\ndatabase = {url:?}\n",
+            fixtures.display().to_string()
+        );
+        Daemon::start(dir, &format!("{paths}{extra}"))
+    }
+
     fn pid(&self) -> i32 {
         self.0.id() as i32
     }
@@ -570,6 +592,90 @@ fn database_under_load(s: &Sizes, figures: &mut Figures) {
             as f64,
         None,
     );
+}
+
+/// (9) A fleet on PostgreSQL: one crawl of `fleet_urls` snapshots, each one trivial hook, run
+/// by 1 and by 3 daemons (machine ids of their own, 4 snapshot slots each) sharing a throwaway
+/// PostgreSQL cluster, beside the same crawl by one daemon on SQLite (the baseline): snapshots
+/// claimed and results written per second; and the wake-ups of an idle daemon on PostgreSQL (its
+/// heartbeat, and the listener thread that waits for the server's notifications).
+fn fleet(s: &Sizes, figures: &mut Figures) {
+    if !postgres::available() {
+        println!("9 skipped: PostgreSQL is not installed here (apt install postgresql)");
+        return;
+    }
+    let hooks = "[limits]\nmax_snapshot_workers = 4\n";
+    let crawl = |daemon: &Daemon| -> f64 {
+        let mut args = vec!["add".to_string()];
+        args.extend((0..s.fleet_urls).map(|i| format!("http://127.0.0.1:9/{i}")));
+        args.extend(["--plugins".into(), "ok".into(), "--wait".into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let started = Instant::now();
+        let out = daemon.ctl(&args);
+        assert!(out.status.success(), "{out:?}");
+        s.fleet_urls as f64 / started.elapsed().as_secs_f64()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = crawl(&Daemon::with_test_plugins(dir.path(), hooks));
+    for hosts in [1, 3] {
+        let Some(server) = postgres::Postgres::start() else {
+            return;
+        };
+        let dirs: Vec<tempfile::TempDir> =
+            (0..hosts).map(|_| tempfile::tempdir().unwrap()).collect();
+        let daemons: Vec<Daemon> = (dirs.iter().enumerate())
+            .map(|(i, dir)| {
+                let store = format!("[store]\nmachine_id = \"bench-{i}\"\n{hooks}",);
+                Daemon::with_test_plugins_on(dir.path(), &server.database_url(), &store)
+            })
+            .collect();
+        let rate = crawl(&daemons[0]);
+        let name = format!(
+            "9 fleet of {hosts} on PostgreSQL, {} snapshots:",
+            s.fleet_urls
+        );
+        figures.add(
+            &format!("{name} snapshots claimed and sealed (per s)"),
+            rate,
+            Some(("one daemon on SQLite", sqlite)),
+        );
+        if hosts == 1 {
+            let pid = daemons[0].pid();
+            std::thread::sleep(Duration::from_millis(300));
+            let before = task_switches(pid);
+            std::thread::sleep(s.idle);
+            let wakeups = task_switches(pid) - before;
+            figures.add(
+                &format!(
+                    "9 idle daemon on PostgreSQL over {} s: wake-ups (all threads)",
+                    s.idle.as_secs()
+                ),
+                wakeups as f64,
+                None,
+            );
+        }
+    }
+}
+
+/// Context switches of every thread of `pid` (a thread's own switches are its task's).
+fn task_switches(pid: i32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .map(|task| {
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            status
+                .lines()
+                .filter(|l| {
+                    l.starts_with("voluntary_ctxt_switches:")
+                        || l.starts_with("nonvoluntary_ctxt_switches:")
+                })
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum()
 }
 
 /// Starts abxd on `dir` with a notify socket and returns the time until READY=1.
@@ -1080,6 +1186,9 @@ fn main() {
             if only.as_ref().is_none_or(|only| only.contains(&number)) {
                 bench(&s, &mut figures);
             }
+        }
+        if only.as_ref().is_none_or(|only| only.contains(&9)) {
+            fleet(&s, &mut figures);
         }
     }
     // (Once: it runs for minutes.)

@@ -3,8 +3,8 @@
 //! work → on its exit: sealed, or recovered (now, or once what it leaked is torn down) — so it is
 //! written once, here.
 //!
-//! Invariants: at most `limit` workers at once; a claimed row is owned by the worker's process
-//! row before anything else happens to it; a worker that could not be started puts its work back
+//! Invariants: at most `limit` workers at once; a claimed row is owned by the pool's owner from
+//! the claim on, and by the worker's process row before anything else happens to it; a worker that could not be started puts its work back
 //! (backing off by its restart count) instead of leaving it claimed; work whose worker died is
 //! recovered by `recovery`'s rules, never re-run by hand; a worker that leaked processes is
 //! recovered only once its teardown finished, so no two workers ever run the same work.
@@ -146,10 +146,11 @@ impl WorkerPool {
         supervisor: &mut Supervisor,
         store: &mut Store,
     ) -> Result<(), StoreError> {
+        let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
         while self.workers.len() < self.limit(config) {
             let claim = match self.claimed_unstarted(store)? {
                 Some(claim) => claim,
-                None => match store.claim(self.queue, self.claim_scope(), config.timeouts.lease)? {
+                None => match store.claim(self.queue, self.claim_scope(), lease, claimer)? {
                     Some(claim) => claim,
                     None => return Ok(()),
                 },
@@ -200,11 +201,11 @@ impl WorkerPool {
         Ok(())
     }
 
-    /// Work this pool claimed but could not start a worker for yet, if it is still claimed and
-    /// owned by no one (else recovery took it back meanwhile, and it is forgotten here).
+    /// Work this pool claimed but could not start a worker for yet, if it is still claimed by
+    /// the pool's owner (else recovery took it back meanwhile, and it is forgotten here).
     fn claimed_unstarted(&mut self, store: &Store) -> Result<Option<Claim>, StoreError> {
         while let Some(claim) = self.unstarted.pop() {
-            if store.holds_unowned(claim)? {
+            if store.still_claimed(claim, self.parent_row)? {
                 return Ok(Some(claim));
             }
         }

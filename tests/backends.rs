@@ -225,10 +225,13 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
         // The queues: a claim takes the due row once; a snapshot URL is once per crawl.
         let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
         let lease = Duration::from_secs(60);
-        let crawl_claim = store.claim(Queue::Crawls, None, lease).unwrap().unwrap();
+        let crawl_claim = store
+            .claim(Queue::Crawls, None, lease, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(crawl_claim.id, crawl, "{engine}");
         assert_eq!(
-            store.claim(Queue::Crawls, None, lease).unwrap(),
+            store.claim(Queue::Crawls, None, lease, None).unwrap(),
             None,
             "{engine}"
         );
@@ -244,7 +247,7 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
             .unwrap()
             .is_some());
         let claim = store
-            .claim(Queue::Snapshots, Some(crawl), lease)
+            .claim(Queue::Snapshots, Some(crawl), lease, None)
             .unwrap()
             .unwrap();
         assert_eq!(claim.id, snapshot, "{engine}");
@@ -384,7 +387,12 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
                 let mut store = Store::open_postgres(&url).unwrap();
                 let mut claimed = Vec::new();
                 while let Some(claim) = store
-                    .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(600))
+                    .claim(
+                        Queue::Snapshots,
+                        Some(crawl),
+                        Duration::from_secs(600),
+                        None,
+                    )
                     .unwrap()
                 {
                     claimed.push(claim.id);

@@ -62,6 +62,78 @@ fn host(server: &Postgres, name: &str, ledger: &Path, setup: &Setup) -> TestDaem
     daemon
 }
 
+/// The hosts of every fleet here.
+const NAMES: [&str; 3] = ["host-a", "host-b", "host-c"];
+
+/// A throwaway PostgreSQL cluster for a fleet, where hosts can be made (see [`can_unshare`]);
+/// `None` (after saying why) where they cannot, outside CI.
+fn fleet_server() -> Option<Postgres> {
+    if !can_unshare() {
+        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
+        return None;
+    }
+    Postgres::start()
+}
+
+/// The three hosts of [`NAMES`] on `server`.
+fn three_hosts(server: &Postgres, ledger: &Path, setup: &Setup) -> Vec<TestDaemon> {
+    NAMES
+        .iter()
+        .map(|name| host(server, name, ledger, setup))
+        .collect()
+}
+
+/// Adds a crawl of `count` URLs (`…/<prefix><n>`) running the ledger hook, through `host`;
+/// returns its id and its URLs.
+fn add_crawl(host: &TestDaemon, prefix: &str, count: usize) -> (i64, Vec<String>) {
+    let urls: Vec<String> = (0..count)
+        .map(|i| format!("http://127.0.0.1:9/{prefix}{i}"))
+        .collect();
+    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "ledger"]);
+    (host.add(&add), urls)
+}
+
+/// Waits until `crawl` is sealed (the server may be out of reach for a moment meanwhile).
+fn wait_sealed(store: &Store, crawl: i64) {
+    let deadline = std::time::Instant::now() + CRAWL_WAIT;
+    loop {
+        let row = store.crawl(crawl).ok().flatten();
+        if row
+            .as_ref()
+            .is_some_and(|c| c.status == abxd::store::WorkStatus::Sealed)
+        {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            // What is in the way: the crawl, its unsealed snapshots, their owners, the machines.
+            let open: Vec<_> = (store.snapshots(crawl).unwrap().into_iter())
+                .filter(|s| s.status != abxd::store::WorkStatus::Sealed)
+                .collect();
+            let owners: Vec<_> = (row.iter().map(|c| c.owner_id))
+                .chain(open.iter().map(|s| s.owner_id))
+                .flatten()
+                .map(|id| store.process(id).unwrap())
+                .collect();
+            panic!(
+                "crawl {crawl} not sealed: {row:#?}\nopen snapshots: {open:#?}\nowners: \
+                 {owners:#?}\nmachines: {:#?}",
+                store.machines().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until no host has a live row but its orchestrator.
+fn wait_settled(store: &Store) {
+    for name in NAMES {
+        common::wait_until("the host's workers to end", common::WAIT, || {
+            live_worker_rows(store, name).is_empty().then_some(())
+        });
+    }
+}
+
 /// The store the fleet shares, as abxctl reads it.
 fn shared_store(server: &Postgres) -> Store {
     Store::open_read_only_at(&Location::Postgres(Server {
@@ -73,30 +145,15 @@ fn shared_store(server: &Postgres) -> Store {
 
 #[test]
 fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_runs_once() {
-    if !can_unshare() {
-        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
-        return;
-    }
-    let Some(server) = Postgres::start() else {
+    let Some(server) = fleet_server() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger");
-    let names = ["host-a", "host-b", "host-c"];
-    let hosts: Vec<TestDaemon> = names
-        .iter()
-        .map(|name| host(&server, name, &ledger, &DEFAULT))
-        .collect();
-    let urls: Vec<String> = (0..60).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
-    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
-    add.extend(["--plugins", "ledger"]);
-    let crawl = hosts[0].add(&add);
-
+    let hosts = three_hosts(&server, &ledger, &DEFAULT);
+    let (crawl, urls) = add_crawl(&hosts[0], "", 60);
     let store = shared_store(&server);
-    common::wait_until("the crawl to be sealed", CRAWL_WAIT, || {
-        let crawl = store.crawl(crawl).unwrap().unwrap();
-        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
-    });
+    wait_sealed(&store, crawl);
 
     // Every hook ran exactly once, and every host ran some.
     let lines = ledger_lines(&ledger);
@@ -112,7 +169,7 @@ fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_r
         "every snapshot's hook ran: {lines:?}"
     );
     let ran_on: BTreeSet<&str> = runs.values().flatten().copied().collect();
-    assert_eq!(ran_on, BTreeSet::from(names), "every host ran some");
+    assert_eq!(ran_on, BTreeSet::from(NAMES), "every host ran some");
     for result in store.results(crawl).unwrap() {
         assert_eq!(
             result.status,
@@ -133,16 +190,8 @@ fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_r
             "{row:?} under {parent:?}"
         );
     }
+    wait_settled(&store);
     for host in &hosts {
-        common::wait_until("the host's workers to end", common::WAIT, || {
-            let live = store
-                .crawl_processes(crawl)
-                .unwrap()
-                .into_iter()
-                .filter(|r| r.status.is_live())
-                .count();
-            (live == 0).then_some(())
-        });
         let live_tagged = common::tagged_pids(&host.tag);
         // (The daemon and `unshare` above it.)
         assert!(live_tagged.len() <= 2, "{live_tagged:?}");
@@ -253,11 +302,7 @@ fn live_worker_rows(store: &Store, name: &str) -> Vec<abxd::store::ProcessRow> {
 /// others left them — it tears its hooks down, and it rejoins: it takes new work.
 #[test]
 fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins() {
-    if !can_unshare() {
-        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
-        return;
-    }
-    let Some(server) = Postgres::start() else {
+    let Some(server) = fleet_server() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -267,15 +312,8 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
         hook_seconds: "1",
         extra: "[timeouts]\nlease = \"2s\"\n",
     };
-    let names = ["host-a", "host-b", "host-c"];
-    let hosts: Vec<TestDaemon> = names
-        .iter()
-        .map(|name| host(&server, name, &ledger, &setup))
-        .collect();
-    let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
-    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
-    add.extend(["--plugins", "ledger"]);
-    let crawl = hosts[0].add(&add);
+    let hosts = three_hosts(&server, &ledger, &setup);
+    let (crawl, _) = add_crawl(&hosts[0], "", 24);
     let store = shared_store(&server);
 
     // Host b is paused while its hooks run.
@@ -290,10 +328,7 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
         !live_worker_rows(&store, "host-b").is_empty(),
         "host-b was paused with work in hand"
     );
-    common::wait_until("the others to finish the crawl", CRAWL_WAIT, || {
-        let crawl = store.crawl(crawl).unwrap().unwrap();
-        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
-    });
+    wait_sealed(&store, crawl);
     let status = hosts[0].ctl_ok(&["status"]);
     let machine = |id: &str| -> String {
         let line = status
@@ -350,26 +385,13 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
         let b = machines.iter().find(|m| m.id == "host-b").unwrap();
         (b.heartbeat_at > resumed_at).then_some(())
     });
-    let more: Vec<String> = (0..24)
-        .map(|i| format!("http://127.0.0.1:9/more/{i}"))
-        .collect();
-    let mut add: Vec<&str> = more.iter().map(String::as_str).collect();
-    add.extend(["--plugins", "ledger"]);
-    let second = hosts[2].add(&add);
-    common::wait_until("the second crawl to be sealed", CRAWL_WAIT, || {
-        let crawl = store.crawl(second).unwrap().unwrap();
-        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
-    });
+    let (second, _) = add_crawl(&hosts[2], "more/", 24);
+    wait_sealed(&store, second);
     let ran_more = ledger_lines(&ledger)
         .into_iter()
         .any(|entry| entry.url.contains("/more/") && entry.host == "host-b");
     assert!(ran_more, "host-b took a share of new work");
-    for host in &hosts {
-        let name = names[hosts.iter().position(|h| h.tag == host.tag).unwrap()];
-        common::wait_until("the host's workers to end", common::WAIT, || {
-            live_worker_rows(&store, name).is_empty().then_some(())
-        });
-    }
+    wait_settled(&store);
 }
 
 /// PostgreSQL restarting mid-crawl: every host keeps its processes and writes what it could not
@@ -377,11 +399,7 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
 /// outage, on any host.
 #[test]
 fn postgres_restarting_mid_crawl_loses_nothing_and_runs_no_hook_twice_on_any_host() {
-    if !can_unshare() {
-        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
-        return;
-    }
-    let Some(mut server) = Postgres::start() else {
+    let Some(mut server) = fleet_server() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -390,15 +408,8 @@ fn postgres_restarting_mid_crawl_loses_nothing_and_runs_no_hook_twice_on_any_hos
         hook_seconds: "1",
         ..DEFAULT
     };
-    let names = ["host-a", "host-b", "host-c"];
-    let hosts: Vec<TestDaemon> = names
-        .iter()
-        .map(|name| host(&server, name, &ledger, &setup))
-        .collect();
-    let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
-    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
-    add.extend(["--plugins", "ledger"]);
-    let crawl = hosts[0].add(&add);
+    let hosts = three_hosts(&server, &ledger, &setup);
+    let (crawl, urls) = add_crawl(&hosts[0], "", 24);
     common::wait_until("hooks to run", CRAWL_WAIT, || {
         (ledger_lines(&ledger).len() >= 4).then_some(())
     });
@@ -412,21 +423,14 @@ fn postgres_restarting_mid_crawl_loses_nothing_and_runs_no_hook_twice_on_any_hos
     server.start_again();
 
     let store = shared_store(&server);
-    common::wait_until("the crawl to be sealed", CRAWL_WAIT, || {
-        let crawl = store.crawl(crawl).ok().flatten()?;
-        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
-    });
+    wait_sealed(&store, crawl);
     assert_each_hook_succeeded_once(&store, crawl, &ledger);
     let starts = ledger_lines(&ledger)
         .into_iter()
         .filter(|e| e.event == "start")
         .count();
     assert_eq!(starts, urls.len(), "no hook ran twice for the outage");
-    for name in names {
-        common::wait_until("the host's workers to end", common::WAIT, || {
-            live_worker_rows(&store, name).is_empty().then_some(())
-        });
-    }
+    wait_settled(&store);
 }
 
 /// A small deterministic generator (xorshift), so that a torture run can be replayed.
@@ -461,11 +465,7 @@ fn namespace_init(host: &TestDaemon) -> i32 {
 /// (`ABXD_TORTURE_SEED` replays a run).
 #[test]
 fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
-    if !can_unshare() {
-        eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
-        return;
-    }
-    let Some(server) = Postgres::start() else {
+    let Some(server) = fleet_server() else {
         return;
     };
     let seed: u64 = std::env::var("ABXD_TORTURE_SEED")
@@ -480,15 +480,8 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
         hook_seconds: "0.5",
         ..DEFAULT
     };
-    let names = ["host-a", "host-b", "host-c"];
-    let mut hosts: Vec<TestDaemon> = names
-        .iter()
-        .map(|name| host(&server, name, &ledger, &setup))
-        .collect();
-    let urls: Vec<String> = (0..30).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
-    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
-    add.extend(["--plugins", "ledger"]);
-    let crawl = hosts[0].add(&add);
+    let mut hosts = three_hosts(&server, &ledger, &setup);
+    let (crawl, _) = add_crawl(&hosts[0], "", 30);
     let store = shared_store(&server);
 
     let mut kills = Vec::new();
@@ -500,7 +493,7 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
         // A random moment: the point of the test, not a wait for something.
         let delay = 100 + rng.below(900);
         std::thread::sleep(Duration::from_millis(delay));
-        let victim = rng.below(names.len() as u64) as usize;
+        let victim = rng.below(NAMES.len() as u64) as usize;
         let init = namespace_init(&hosts[victim]);
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(init),
@@ -517,7 +510,7 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
                     .then_some(())
             },
         );
-        kills.push((names[victim], delay));
+        kills.push((NAMES[victim], delay));
         hosts[victim].launch_in_own_pid_namespace();
     }
     println!("kills (host, ms after the previous one): {kills:?}");
@@ -526,15 +519,8 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
         "only {} kills before the crawl ended",
         kills.len()
     );
-    common::wait_until("the crawl to be sealed", CRAWL_WAIT, || {
-        let crawl = store.crawl(crawl).unwrap().unwrap();
-        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
-    });
+    wait_sealed(&store, crawl);
     assert_each_hook_succeeded_once(&store, crawl, &ledger);
-    for name in names {
-        common::wait_until("the host's workers to end", common::WAIT, || {
-            live_worker_rows(&store, name).is_empty().then_some(())
-        });
-    }
+    wait_settled(&store);
     common::assert_every_row_final(&store.crawl_processes(crawl).unwrap());
 }

@@ -22,7 +22,7 @@ fn claimer_process() {
         std::path::Path::new(&go).exists().then_some(())
     });
     while let Some(claim) = store
-        .claim(Queue::Crawls, None, Duration::from_secs(3600))
+        .claim(Queue::Crawls, None, Duration::from_secs(3600), None)
         .unwrap()
     {
         println!("claimed {}", claim.id);

@@ -48,9 +48,12 @@ impl Fleet {
         })
     }
 
-    /// Work changed somewhere in the fleet: look for some at the next turn.
-    pub fn woken(&mut self) {
+    /// Work changed somewhere in the fleet: look for snapshots to borrow at the next turn.
+    /// Returns whether the daemon should look for crawls too (always: a host with a free
+    /// crawl slot takes a crawl another host had no room for).
+    pub fn woken(&mut self) -> bool {
         self.look = self.lent.is_some();
+        true
     }
 
     /// When the loop must wake for the fleet: the next heartbeat, a retry, a lent snapshot
@@ -141,6 +144,14 @@ impl Fleet {
             log::warn!("lent snapshot worker row {row}: cannot recover its work yet: {err}");
             lent.give_up_on(row, false);
         }
+    }
+}
+
+impl super::State {
+    /// The fleet's part of a turn of the daemon's loop (see [`Fleet::after_turn`]).
+    pub(super) fn fleet_turn(&mut self, supervisor: &mut Supervisor) {
+        let claiming = self.claiming();
+        (self.fleet).after_turn(&self.config, supervisor, &mut self.store, claiming);
     }
 }
 

@@ -160,14 +160,7 @@ impl Daemon {
                 .min();
             let events = self.supervisor.wait(&mut self.state.store, timer)?;
             self.notifier.ping_if_due(Instant::now());
-            let state = &mut self.state;
-            let claiming = state.claiming();
-            (state.fleet).after_turn(
-                &state.config,
-                &mut self.supervisor,
-                &mut state.store,
-                claiming,
-            );
+            self.state.fleet_turn(&mut self.supervisor);
             for event in events {
                 self.on_event(event);
             }
@@ -221,7 +214,9 @@ impl Daemon {
             }
             Event::Signal(Signal::HUP) => self.reload(),
             Event::Signal(_) | Event::LeaseLost => {}
-            Event::Ready(crate::store::listen::WORK_CHANGED) => self.state.fleet.woken(),
+            Event::Ready(crate::store::listen::WORK_CHANGED) => {
+                self.state.wake |= self.state.fleet.woken()
+            }
             Event::Ready(token) => self.on_control(token),
             Event::Timer => {
                 self.state.retry_claims_at = None;

@@ -269,13 +269,16 @@ mod tests {
     /// the workers' rows.
     fn claimed(store: &mut Store) -> (Claim, Claim, BTreeSet<i64>) {
         let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
-        let crawl_claim = store.claim(Queue::Crawls, None, LEASE).unwrap().unwrap();
+        let crawl_claim = store
+            .claim(Queue::Crawls, None, LEASE, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(crawl_claim.id, crawl);
         let crawl_worker = worker(store, Kind::CrawlWorker);
         assert!(store.set_owner(crawl_claim, crawl_worker).unwrap());
         let snapshot = store.add_snapshot(crawl, "http://a/", 0).unwrap().unwrap();
         let claim = store
-            .claim(Queue::Snapshots, Some(crawl), LEASE)
+            .claim(Queue::Snapshots, Some(crawl), LEASE, None)
             .unwrap()
             .unwrap();
         assert_eq!(claim.id, snapshot);
@@ -365,6 +368,20 @@ mod tests {
         assert!(plan.is_empty(), "{plan:?}");
         let elsewhere = plan_work(&store, &config, Some(crawl + 1), &dead).unwrap();
         assert!(elsewhere.is_empty(), "{elsewhere:?}");
+    }
+
+    #[test]
+    fn work_claimed_by_a_process_that_died_before_it_started_the_worker_is_recovered_at_once() {
+        let (_dir, mut store, config) = setup();
+        store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+        // The claimer's row: its process is gone (never recorded), the lease still runs.
+        let claimer = worker(&mut store, Kind::Orchestrator);
+        let claim = store
+            .claim(Queue::Crawls, None, LEASE, Some(claimer))
+            .unwrap()
+            .unwrap();
+        let plan = plan_work(&store, &config, None, &BTreeSet::new()).unwrap();
+        assert_eq!(plan.requeue_crawls, vec![claim]);
     }
 
     /// A child killed and reaped when the test ends, also when it fails.

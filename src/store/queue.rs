@@ -19,12 +19,16 @@ impl Store {
     /// Claims the next due, queued row of `queue` within `crawl_id` (for crawls: that crawl
     /// only, if given; for snapshots: that crawl's, if given, else those of the running,
     /// unpaused crawls whose workers run on other machines — what a host of a fleet lends its
-    /// free snapshot slots to) for `lease`: one compare-and-set on `retry_at`.
+    /// free snapshot slots to) for `lease`: one compare-and-set on `retry_at`. The row is owned
+    /// by process row `claimer` until it hands it to a worker ([`Store::set_owner`]), so work
+    /// claimed by a process that died before it started the worker is recovered with the rest
+    /// of that process's work (`None`: no process claims, for tools and tests).
     pub fn claim(
         &mut self,
         queue: Queue,
         crawl_id: Option<i64>,
         lease: Duration,
+        claimer: Option<i64>,
     ) -> Result<Option<Claim>, StoreError> {
         let table = queue.table();
         let scope = claim_scope(queue, "?3", "?5");
@@ -32,7 +36,7 @@ impl Store {
         self.write_work(|tx| {
             let sql = format!(
                 "UPDATE {table} SET status = 'started', retry_at = CAST(?1 AS BIGINT) + ?2, \
-                 started_at = COALESCE(started_at, ?4), epoch = epoch + 1 \
+                 started_at = COALESCE(started_at, ?4), epoch = epoch + 1, owner_id = ?6 \
                  WHERE id = (SELECT id FROM {table} WHERE status = 'queued' AND retry_at <= ?1 \
                              AND {scope} ORDER BY retry_at, id LIMIT 1{}) \
                    AND status = 'queued' AND retry_at <= ?1 \
@@ -41,7 +45,8 @@ impl Store {
             );
             let lease = millis(lease);
             let me = crate::identity::machine_id();
-            let claimed = tx.query_opt(&sql, &args![now, lease, crawl_id, wall, me])?;
+            let args = args![now, lease, crawl_id, wall, me, claimer];
+            let claimed = tx.query_opt(&sql, &args)?;
             claimed
                 .map(|row| {
                     Ok(Claim {
@@ -96,18 +101,15 @@ impl Store {
         })
     }
 
-    /// Whether `claim` still holds and no process owns it yet (claimed, its worker not
-    /// started).
-    pub fn holds_unowned(&self, claim: Claim) -> Result<bool, StoreError> {
+    /// Whether `claim` still holds and its `claimer` still owns it (its worker not started).
+    pub fn still_claimed(&self, claim: Claim, claimer: i64) -> Result<bool, StoreError> {
         let sql = format!(
             "SELECT count(*) FROM {} WHERE id = ?1 AND epoch = ?2 AND status = 'started' \
-             AND owner_id IS NULL",
+             AND owner_id = ?3",
             claim.queue.table()
         );
-        let found: i64 = self
-            .db()
-            .query_one(&sql, &args![claim.id, claim.epoch])?
-            .get(0)?;
+        let args = args![claim.id, claim.epoch, claimer];
+        let found: i64 = self.db().query_one(&sql, &args)?.get(0)?;
         Ok(found == 1)
     }
 

@@ -321,19 +321,22 @@ mod tests {
         let mut store = Store::open(&dir.path().join("db")).unwrap();
         let id = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
         let lease = Duration::from_secs(60);
-        let claim = store.claim(Queue::Crawls, None, lease).unwrap().unwrap();
+        let claim = store
+            .claim(Queue::Crawls, None, lease, None)
+            .unwrap()
+            .unwrap();
         assert_eq!(claim.id, id);
-        assert_eq!(store.claim(Queue::Crawls, None, lease).unwrap(), None);
+        assert_eq!(store.claim(Queue::Crawls, None, lease, None).unwrap(), None);
         let later = store.queue_now() + 60_000;
         assert!(store.requeue(claim, later).unwrap());
         assert_eq!(
-            store.claim(Queue::Crawls, None, lease).unwrap(),
+            store.claim(Queue::Crawls, None, lease, None).unwrap(),
             None,
             "backed off"
         );
         assert!(!store.requeue(claim, 0).unwrap(), "put back already");
         assert_eq!(
-            store.claim(Queue::Crawls, None, lease).unwrap(),
+            store.claim(Queue::Crawls, None, lease, None).unwrap(),
             None,
             "not started"
         );
@@ -347,7 +350,7 @@ mod tests {
         assert!(store.add_snapshot(crawl, "http://a/", 0).unwrap().is_some());
         assert!(store.add_snapshot(crawl, "http://a/", 1).unwrap().is_none());
         let claim = store
-            .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(1))
+            .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(1), None)
             .unwrap()
             .unwrap();
         let lease = |owner| Lease {
@@ -386,14 +389,14 @@ mod tests {
         store.add_snapshot(crawl, "http://a/", 0).unwrap();
         let lease = Duration::from_secs(60);
         let first = store
-            .claim(Queue::Snapshots, Some(crawl), lease)
+            .claim(Queue::Snapshots, Some(crawl), lease, None)
             .unwrap()
             .unwrap();
         // Taken over: put back by someone else, claimed again.
         let now = store.queue_now();
         assert!(store.requeue(first, now).unwrap());
         let second = store
-            .claim(Queue::Snapshots, Some(crawl), lease)
+            .claim(Queue::Snapshots, Some(crawl), lease, None)
             .unwrap()
             .unwrap();
         assert_eq!(second.id, first.id);

@@ -338,7 +338,9 @@ fn the_configured_machine_id_names_the_daemons_machine_and_its_rows() {
     for backend in common::backends() {
         eprintln!("backend: {backend}");
         let daemon = TestDaemon::start_on(backend, "[store]\nmachine_id = \"archiver-1\"\n");
-        daemon.spawn(&["true"]);
+        // (A process that lives on: a row of one that exited but is not reaped yet still says
+        // running, and is not alive.)
+        daemon.spawn(&["sleep", "30"]);
         let machines = daemon.store().machines().unwrap();
         assert!(
             machines.iter().any(|m| m.id == "archiver-1"),

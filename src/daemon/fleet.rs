@@ -48,6 +48,11 @@ impl Fleet {
         })
     }
 
+    /// Lends no snapshot slot from now on (`abxd run`: one crawl, then exit).
+    pub fn lend_nothing(&mut self) {
+        self.lent = None;
+    }
+
     /// Work changed somewhere in the fleet: look for snapshots to borrow at the next turn.
     /// Returns whether the daemon should look for crawls too (always: a host with a free
     /// crawl slot takes a crawl another host had no room for).
@@ -86,12 +91,13 @@ impl Fleet {
                 }
             }
         }
-        let due = self.retry_at.is_some_and(|at| at <= now)
-            || self.lent.as_ref().and_then(|p| p.next_due(config, store)) <= Some(now);
         let Some(lent) = self.lent.as_mut().filter(|_| claiming) else {
             return;
         };
-        if !(std::mem::take(&mut self.look) || due) {
+        let due = std::mem::take(&mut self.look)
+            || self.retry_at.is_some_and(|at| at <= now)
+            || lent.next_due(config, store).is_some_and(|at| at <= now);
+        if !due {
             return;
         }
         self.retry_at = None;

@@ -123,6 +123,7 @@ impl Daemon {
         self.state.wake = true;
         let id = self.state.store.add_crawl(urls, depth, plugins)?;
         self.state.crawls.claim_only(id);
+        self.state.fleet.lend_nothing();
         Ok(id)
     }
 

@@ -7,11 +7,12 @@
 //! do at once happens once; a lent snapshot's worker is this daemon's child, under its
 //! orchestrator row, its row linked to its crawl wherever that runs.
 
+use super::database::Retry;
 use super::heartbeat::Heartbeat;
 use crate::config::Config;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::recovery;
-use crate::store::{Store, BUSY_RETRY};
+use crate::store::{Store, StoreError, BUSY_RETRY};
 use crate::supervisor::Supervisor;
 use std::time::Instant;
 
@@ -120,36 +121,48 @@ impl Fleet {
         }
     }
 
-    /// A child of the daemon exited: `true` if it was a lent snapshot's worker (its work is
-    /// sealed or recovered here).
-    pub fn on_exit(&mut self, config: &Config, store: &mut Store, row: i64, leaked: bool) -> bool {
-        let Some(lent) = self.lent.as_mut() else {
-            return false;
-        };
-        let ended = lent.on_exit(config, store, row, leaked, true);
-        match ended {
-            Ok(None) => return false,
-            Ok(Some(WorkerEnd::Sealed { .. })) => {}
-            Ok(Some(end)) => log::warn!("lent snapshot worker row {row} ended first: {end}"),
-            Err(err) => {
-                log::warn!("lent snapshot worker row {row}: cannot recover its work yet: {err}");
-                lent.give_up_on(row, leaked);
-                self.retry_at = Some(Instant::now() + BUSY_RETRY);
+    /// A child of the daemon exited: `None` if it was not a lent snapshot's worker, else
+    /// whether its work was sealed or recovered here (an error: the caller recovers later).
+    pub fn on_exit(
+        &mut self,
+        config: &Config,
+        store: &mut Store,
+        row: i64,
+        leaked: bool,
+    ) -> Option<Result<(), StoreError>> {
+        let lent = self.lent.as_mut()?;
+        let ended = match lent.on_exit(config, store, row, leaked, true) {
+            Ok(None) => return None,
+            Ok(Some(WorkerEnd::Sealed { .. })) => Ok(()),
+            Ok(Some(end)) => {
+                log::warn!("lent snapshot worker row {row} ended first: {end}");
+                Ok(())
             }
-        }
+            Err(err) => {
+                lent.give_up_on(row, leaked);
+                Err(err)
+            }
+        };
         self.look = true;
-        true
+        Some(ended)
     }
 
-    /// A teardown finished: if it was a lent worker's leftovers, its work is recovered now.
-    pub fn on_torn_down(&mut self, config: &Config, store: &mut Store, row: i64) {
+    /// A teardown finished: if it was a lent worker's leftovers, its work is recovered now (an
+    /// error: the caller recovers later).
+    pub fn on_torn_down(
+        &mut self,
+        config: &Config,
+        store: &mut Store,
+        row: i64,
+    ) -> Result<(), StoreError> {
         let Some(lent) = self.lent.as_mut() else {
-            return;
+            return Ok(());
         };
-        if let Err(err) = lent.on_torn_down(config, store, row) {
-            log::warn!("lent snapshot worker row {row}: cannot recover its work yet: {err}");
-            lent.give_up_on(row, false);
-        }
+        lent.on_torn_down(config, store, row)
+            .map(drop)
+            .inspect_err(|_| {
+                lent.give_up_on(row, false);
+            })
     }
 }
 
@@ -158,6 +171,23 @@ impl super::State {
     pub(super) fn fleet_turn(&mut self, supervisor: &mut Supervisor) {
         let claiming = self.claiming();
         (self.fleet).after_turn(&self.config, supervisor, &mut self.store, claiming);
+    }
+
+    /// A child exited: `true` if it was a lent snapshot's worker. Work the store kept from
+    /// being recovered now (a server out of reach) is recovered by the daemon's retry, as a
+    /// crawl worker's is.
+    pub(super) fn lent_worker_ended(&mut self, row: i64, leaked: bool) -> bool {
+        let Some(ended) = (self.fleet).on_exit(&self.config, &mut self.store, row, leaked) else {
+            return false;
+        };
+        self.retry_later_on(ended, Retry::Recovery);
+        true
+    }
+
+    /// A teardown finished: a lent worker's leftovers' work is recovered (or, failing, later).
+    pub(super) fn lent_torn_down(&mut self, row: i64) {
+        let recovered = (self.fleet).on_torn_down(&self.config, &mut self.store, row);
+        self.retry_later_on(recovered, Retry::Recovery);
     }
 }
 

@@ -279,7 +279,7 @@ impl Daemon {
 
     fn child_ended(&mut self, row_id: i64, leaked: bool) {
         let state = &mut self.state;
-        if (state.fleet).on_exit(&state.config, &mut state.store, row_id, leaked) {
+        if state.lent_worker_ended(row_id, leaked) {
             return;
         }
         let ended = state
@@ -387,7 +387,7 @@ impl Daemon {
             state.recover(None, false);
             state.wake = true;
         }
-        (state.fleet).on_torn_down(&state.config, &mut state.store, report.root_row);
+        state.lent_torn_down(report.root_row);
         let recovered = state
             .crawls
             .on_torn_down(&state.config, &mut state.store, report.root_row);

@@ -49,19 +49,25 @@ pub struct WorkerPool {
     /// For snapshot workers: the crawl whose snapshots they work on (`None`: snapshots lent to
     /// other machines' crawls, see [`WorkerPool::lent_snapshots`]).
     crawl: Option<i64>,
-    /// For lent snapshots: the crawl of each piece of work claimed and not yet done with.
-    crawls_of: HashMap<i64, i64>,
     /// For crawl workers under `abxd run`: the one crawl they may claim (other queued crawls of
     /// the data dir are left to the daemon).
     only: Option<i64>,
     /// The process row of the pool's owner, the workers' parent.
     parent_row: i64,
-    /// Workers by process row → the claim of the work each owns.
-    workers: HashMap<i64, Claim>,
+    /// Workers by process row → the work each owns.
+    workers: HashMap<i64, Held>,
     /// Dead workers whose leftovers are still being torn down, by row → their work.
-    awaiting_teardown: HashMap<i64, i64>,
+    awaiting_teardown: HashMap<i64, Held>,
     /// Work claimed whose worker the busy database kept from starting.
-    unstarted: Vec<Claim>,
+    unstarted: Vec<Held>,
+}
+
+/// A piece of work the pool claimed: the claim, and the crawl it belongs to (a crawl's is
+/// itself), by which its recovery is scoped.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    claim: Claim,
+    crawl: i64,
 }
 
 impl WorkerPool {
@@ -85,7 +91,6 @@ impl WorkerPool {
         WorkerPool {
             queue,
             crawl,
-            crawls_of: HashMap::new(),
             only: None,
             parent_row,
             workers: HashMap::new(),
@@ -132,7 +137,7 @@ impl WorkerPool {
     pub fn worker_of(&self, work: i64) -> Option<i64> {
         self.workers
             .iter()
-            .find(|(_, claim)| claim.id == work)
+            .find(|(_, held)| held.claim.id == work)
             .map(|(row, _)| *row)
     }
 
@@ -148,19 +153,15 @@ impl WorkerPool {
     ) -> Result<(), StoreError> {
         let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
         while self.workers.len() < self.limit(config) {
-            let claim = match self.claimed_unstarted(store)? {
-                Some(claim) => claim,
+            let held = match self.claimed_unstarted(store)? {
+                Some(held) => held,
                 None => match store.claim(self.queue, self.claim_scope(), lease, claimer)? {
-                    Some(claim) => claim,
+                    Some(claim) => self.hold(store, claim)?,
                     None => return Ok(()),
                 },
             };
-            let work = claim.id;
-            if self.queue == Queue::Snapshots && self.crawl.is_none() {
-                let crawl = store.snapshot(work)?.map_or(work, |s| s.crawl_id);
-                self.crawls_of.insert(work, crawl);
-            }
-            let request = self.worker_request(config, claim);
+            let (claim, work) = (held.claim, held.claim.id);
+            let request = self.worker_request(config, held);
             // Owned by the worker's row from the moment the row exists.
             let mut own = |store: &mut Store, row: i64| {
                 if store.set_owner(claim, row)? {
@@ -176,13 +177,13 @@ impl WorkerPool {
                         self.queue.noun(),
                         spawned.row_id
                     );
-                    self.workers.insert(spawned.row_id, claim);
+                    self.workers.insert(spawned.row_id, held);
                 }
                 Err(SpawnError::Store(err)) if err.is_fenced() => {
                     log::warn!("{}: not started: {err}", self.queue.noun());
                 }
                 Err(SpawnError::Store(err)) => {
-                    self.unstarted.push(claim);
+                    self.unstarted.push(held);
                     return Err(err);
                 }
                 Err(err) => {
@@ -191,7 +192,7 @@ impl WorkerPool {
                         self.queue.noun()
                     );
                     if let Err(err) = self.put_back(config, store, claim) {
-                        self.unstarted.push(claim);
+                        self.unstarted.push(held);
                         return Err(err);
                     }
                     return Ok(());
@@ -203,13 +204,23 @@ impl WorkerPool {
 
     /// Work this pool claimed but could not start a worker for yet, if it is still claimed by
     /// the pool's owner (else recovery took it back meanwhile, and it is forgotten here).
-    fn claimed_unstarted(&mut self, store: &Store) -> Result<Option<Claim>, StoreError> {
-        while let Some(claim) = self.unstarted.pop() {
-            if store.still_claimed(claim, self.parent_row)? {
-                return Ok(Some(claim));
+    fn claimed_unstarted(&mut self, store: &Store) -> Result<Option<Held>, StoreError> {
+        while let Some(held) = self.unstarted.pop() {
+            if store.still_claimed(held.claim, self.parent_row)? {
+                return Ok(Some(held));
             }
         }
         Ok(None)
+    }
+
+    /// What the pool holds once it claimed `claim`: the claim and the work's crawl.
+    fn hold(&self, store: &Store, claim: Claim) -> Result<Held, StoreError> {
+        let crawl = match (self.queue, self.crawl) {
+            (Queue::Crawls, _) => claim.id,
+            (Queue::Snapshots, Some(crawl)) => crawl,
+            (Queue::Snapshots, None) => store.snapshot(claim.id)?.map_or(claim.id, |s| s.crawl_id),
+        };
+        Ok(Held { claim, crawl })
     }
 
     /// When the loop must wake to claim work that is backing off (only with room for it).
@@ -236,9 +247,10 @@ impl WorkerPool {
         recover: bool,
     ) -> Result<Option<WorkerEnd>, StoreError> {
         // (Removed only once handled: on a store error, the same exit may be given again.)
-        let Some(&Claim { id: work, .. }) = self.workers.get(&row) else {
+        let Some(&held) = self.workers.get(&row) else {
             return Ok(None);
         };
+        let work = held.claim.id;
         let end = if self.sealed(store, work)? {
             WorkerEnd::Sealed { work }
         } else if !recover {
@@ -246,17 +258,12 @@ impl WorkerPool {
         } else if leaked {
             WorkerEnd::AwaitingTeardown { work }
         } else {
-            recovery::recover_ownerless(store, config, Some(self.crawl_of(work)), true)?;
+            recovery::recover_ownerless(store, config, Some(held.crawl), true)?;
             WorkerEnd::Recovered { work }
         };
         self.workers.remove(&row);
-        match end {
-            WorkerEnd::AwaitingTeardown { work } => {
-                self.awaiting_teardown.insert(row, work);
-            }
-            _ => {
-                self.crawls_of.remove(&work);
-            }
+        if let WorkerEnd::AwaitingTeardown { .. } = end {
+            self.awaiting_teardown.insert(row, held);
         }
         Ok(Some(end))
     }
@@ -266,8 +273,8 @@ impl WorkerPool {
     /// longer counts, and one that exited leaking stays awaited until its leftovers are gone.
     pub fn give_up_on(&mut self, row: i64, leaked: bool) {
         match self.workers.remove(&row) {
-            Some(claim) if leaked => {
-                self.awaiting_teardown.insert(row, claim.id);
+            Some(held) if leaked => {
+                self.awaiting_teardown.insert(row, held);
             }
             Some(_) => {}
             None => {
@@ -284,13 +291,12 @@ impl WorkerPool {
         store: &mut Store,
         row: i64,
     ) -> Result<Option<i64>, StoreError> {
-        let Some(&work) = self.awaiting_teardown.get(&row) else {
+        let Some(&held) = self.awaiting_teardown.get(&row) else {
             return Ok(None);
         };
-        recovery::recover_ownerless(store, config, Some(self.crawl_of(work)), true)?;
+        recovery::recover_ownerless(store, config, Some(held.crawl), true)?;
         self.awaiting_teardown.remove(&row);
-        self.crawls_of.remove(&work);
-        Ok(Some(work))
+        Ok(Some(held.claim.id))
     }
 
     fn sealed(&self, store: &Store, work: i64) -> Result<bool, StoreError> {
@@ -298,13 +304,6 @@ impl WorkerPool {
             Queue::Crawls => store.crawl(work)?.map(|c| c.status),
             Queue::Snapshots => store.snapshot(work)?.map(|s| s.status),
         } == Some(WorkStatus::Sealed))
-    }
-
-    /// The crawl that `work` belongs to (recovery is scoped by crawl).
-    fn crawl_of(&self, work: i64) -> i64 {
-        self.crawl
-            .or_else(|| self.crawls_of.get(&work).copied())
-            .unwrap_or(work)
     }
 
     /// Puts claimed work back on its queue, due after its back-off.
@@ -320,8 +319,8 @@ impl WorkerPool {
 
     /// The spawn request of a worker process: `abxd --config C worker crawl|snapshot ID`, handed
     /// the running config (see `Config::running_text`).
-    fn worker_request(&self, config: &Config, claim: Claim) -> SpawnRequest {
-        let work = claim.id;
+    fn worker_request(&self, config: &Config, held: Held) -> SpawnRequest {
+        let work = held.claim.id;
         let exe = crate::own_exe::own_executable()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "abxd".into());
@@ -333,7 +332,7 @@ impl WorkerPool {
             process: NewProcess {
                 parent_id: Some(self.parent_row),
                 kind,
-                crawl_id: Some(self.crawl_of(work)),
+                crawl_id: Some(held.crawl),
                 snapshot_id,
                 result_id: None,
                 argv: vec![

@@ -74,6 +74,7 @@ pub(crate) mod liveness;
 pub mod lock;
 pub mod logging;
 pub(crate) mod marker;
+pub(crate) mod memory;
 pub(crate) mod notify;
 pub mod own_exe;
 pub mod plugins;

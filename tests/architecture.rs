@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
         "serve",
         "printable",
         "own_exe",
+        "memory",
     ],
     // The store: the process table and the work queue.
     &["store"],

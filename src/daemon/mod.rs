@@ -1,6 +1,6 @@
 //! The daemon: the orchestrator's event loop and shutdown (this file); start-up (`startup`);
-//! reloading the config (`reload`); installs of the plugins' binaries (`install`); one handler
-//! per control request (`handlers`).
+//! telling the host it started (`started`); reloading the config (`reload`); installs of the
+//! plugins' binaries (`install`); one handler per control request (`handlers`).
 //!
 //! Invariants: one thread, one [`Supervisor`] loop. Signals arrive as events; SIGCHLD reaps
 //! through the supervisor, the only place the daemon waits on a child. With nothing to do the loop
@@ -20,6 +20,7 @@ mod handlers;
 mod heartbeat;
 mod install;
 mod reload;
+mod started;
 mod startup;
 
 use crate::config::Config;
@@ -29,7 +30,7 @@ use crate::lock::DataDirLock;
 use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::signal::Signal;
-use crate::store::{EndReason, Queue, Store, StoreError, BUSY_RETRY};
+use crate::store::{EndReason, Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{Event, Supervisor};
 use crate::teardown::Report;
 use mio::Token;
@@ -105,6 +106,8 @@ pub struct Daemon {
     supervisor: Supervisor,
     server: Server,
     notifier: Notifier,
+    /// Recovery is over and the start-up's code was given back (see `memory`).
+    started: bool,
     _lock: DataDirLock,
 }
 
@@ -226,23 +229,6 @@ impl Daemon {
                 }
                 self.state.wake = true;
             }
-        }
-    }
-
-    /// READY once recovery is over, then STATUS as it changes.
-    fn tell_systemd(&mut self) {
-        if !self.notifier.enabled() {
-            return;
-        }
-        let queued = self.state.store.queued_count(Queue::Crawls).unwrap_or(0);
-        let status = format!(
-            "{} crawl workers, {queued} crawls queued",
-            self.state.crawls.len()
-        );
-        if self.state.orphans.is_empty() && !self.notifier.is_ready() {
-            self.notifier.ready(status);
-        } else {
-            self.notifier.status(status);
         }
     }
 

@@ -127,6 +127,7 @@ impl Daemon {
             supervisor,
             server,
             notifier: Notifier::from_env(),
+            started: false,
             _lock: lock,
         })
     }

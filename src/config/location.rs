@@ -111,15 +111,28 @@ fn is_server_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
 }
 
+/// How to connect to a server: the client library's configuration and the TLS it asks for.
+pub(crate) struct Client {
+    pub config: postgres::Config,
+    tls: postgres_native_tls::MakeTlsConnector,
+}
+
+impl Client {
+    pub(crate) fn connect(&self) -> Result<postgres::Client, postgres::Error> {
+        self.config.connect(self.tls.clone())
+    }
+}
+
 impl Server {
-    /// The client's configuration: the URL, completed from the password file and the standard
-    /// environment variables.
-    pub(crate) fn client_config(&self) -> Result<postgres::Config, String> {
-        let mut config: postgres::Config = self
-            .url
+    /// How to connect: the URL, completed from the password file and the standard environment
+    /// variables, with the TLS they ask for (see `tls`); or what is wrong with them.
+    pub(crate) fn client(&self) -> Result<Client, String> {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let (url, tls) = super::tls::Tls::take_from(&self.url, env)?;
+        let mut config: postgres::Config = url
             .parse()
             .map_err(|err| format!("not a PostgreSQL URL: {err}"))?;
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        config.ssl_mode(tls.client_mode());
         if config.get_hosts().is_empty() {
             // (libpq's default: the local server's socket directory, as Debian builds it.)
             let default = if Path::new(DEFAULT_SOCKET_DIR).is_dir() {
@@ -171,7 +184,15 @@ impl Server {
             None => "-c client_min_messages=warning".to_string(),
         };
         config.options(&options);
-        Ok(config)
+        // (libpq ignores `sslmode` on a Unix socket, where the server never offers TLS.)
+        let local = |host: &postgres::config::Host| matches!(host, postgres::config::Host::Unix(_));
+        if config.get_hosts().iter().all(local) {
+            config.ssl_mode(postgres::config::SslMode::Disable);
+        }
+        Ok(Client {
+            config,
+            tls: tls.connector()?,
+        })
     }
 }
 
@@ -255,7 +276,7 @@ mod tests {
             url: "postgres://abxd@db/abxd".into(),
             password_file: Some(file.clone()),
         };
-        let config = server.client_config().unwrap();
+        let config = server.client().unwrap().config;
         assert_eq!(config.get_password(), Some(&b"from-file"[..]));
         assert_eq!(config.get_user(), Some("abxd"));
         assert_eq!(config.get_dbname(), Some("abxd"));
@@ -265,14 +286,14 @@ mod tests {
             password_file: Some(file),
         };
         assert_eq!(
-            server.client_config().unwrap().get_password(),
+            server.client().unwrap().config.get_password(),
             Some(&b"in-url"[..])
         );
         let missing = Server {
             url: "postgres://abxd@db/abxd".into(),
             password_file: Some(dir.path().join("absent")),
         };
-        let err = missing.client_config().unwrap_err();
+        let err = missing.client().err().unwrap();
         assert!(err.contains("cannot read the password file"), "{err}");
     }
 }

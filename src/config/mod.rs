@@ -14,8 +14,10 @@ mod file;
 mod load;
 mod location;
 mod plugin;
+mod tls;
 
 pub use load::Found;
+pub(crate) use location::Client;
 pub use location::{redacted, Location, Server};
 
 pub use plugin::PluginConfig;

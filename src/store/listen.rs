@@ -55,8 +55,7 @@ fn said(err: postgres::Error) -> String {
 
 /// Listens on one connection until it is lost.
 fn listen_once(server: &Server, waker: &mio::Waker) -> Result<(), String> {
-    let config = server.client_config()?;
-    let mut client = config.connect(postgres::NoTls).map_err(said)?;
+    let mut client = server.client()?.connect().map_err(said)?;
     client
         .batch_execute(&format!("LISTEN {WORK_CHANNEL}"))
         .map_err(said)?;

@@ -18,11 +18,11 @@ const DAEMON_LOCK: i32 = 0x6162_7844;
 /// A connection to `server`, or why there is none.
 fn connect(server: &Server) -> Result<Db, StoreError> {
     let target = sql::redacted(&server.url);
-    let config = server.client_config().map_err(|why| StoreError::Connect {
+    let client = server.client().map_err(|why| StoreError::Connect {
         target: target.clone(),
         cause: sql::SqlError::Settings(why),
     })?;
-    Db::connect_postgres_with(&config).map_err(|cause| StoreError::Connect { target, cause })
+    Db::connect_postgres_with(client).map_err(|cause| StoreError::Connect { target, cause })
 }
 
 /// Takes the database for this machine's daemon alone, as long as its connection lives (a

@@ -142,6 +142,9 @@ impl TestDaemon {
         let postgres = match backend {
             "sqlite" => None,
             "postgres" => Some(postgres::Postgres::start().expect("PostgreSQL is installed")),
+            "postgres-tls" => {
+                Some(postgres::Postgres::start_with_tls().expect("PostgreSQL is installed"))
+            }
             other => panic!("no backend {other}"),
         };
         let extra = match &postgres {

@@ -1,7 +1,8 @@
 //! A throwaway PostgreSQL server for one test: a cluster made by `initdb` in a temp dir, run by
 //! an unprivileged user (PostgreSQL refuses root), listening only on a Unix socket in that dir —
 //! no TCP port, no system service touched — and stopped, then removed, when dropped (also when
-//! the test fails).
+//! the test fails). A server started [`Postgres::start_with_tls`] also listens on a loopback TCP
+//! port with TLS, its certificate (for `localhost`) made by `openssl` in that dir.
 //!
 //! Where PostgreSQL is not installed a test skips, saying so — except in CI (`CI` set), which
 //! installs it (`.ci/run`): there a missing server fails the test.
@@ -18,6 +19,8 @@ pub struct Postgres {
     server: Child,
     /// The server's binaries.
     bin: PathBuf,
+    /// With TLS: the loopback port it listens on as well.
+    tls_port: Option<u16>,
 }
 
 /// The directory of Debian's newest PostgreSQL server binaries, if one is installed.
@@ -67,24 +70,69 @@ fn owner() -> (u32, u32) {
         .unwrap_or((super::UNPRIVILEGED, super::UNPRIVILEGED))
 }
 
-/// The server of the cluster in `dir`, on a Unix socket there only.
-fn spawn_server(bin: &Path, dir: &Path) -> Child {
+/// The server of the cluster in `dir`, on a Unix socket there, and with TLS on `tls_port` of
+/// the loopback interface if given.
+fn spawn_server(bin: &Path, dir: &Path, tls_port: Option<u16>) -> Child {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(dir.join("server.log"))
         .unwrap();
-    as_owner(bin, "postgres")
-        .arg("-D")
-        .arg(dir.join("data"))
-        .arg("-k")
-        .arg(dir)
-        .args(["-c", "listen_addresses=", "-c", "fsync=off"])
-        .args(["-c", "max_connections=200"])
+    let mut command = as_owner(bin, "postgres");
+    command.arg("-D").arg(dir.join("data")).arg("-k").arg(dir);
+    match tls_port {
+        None => command.args(["-c", "listen_addresses="]),
+        Some(port) => command
+            .args(["-c", "listen_addresses=127.0.0.1", "-p", &port.to_string()])
+            .args(["-c", "ssl=on"])
+            .arg("-c")
+            .arg(format!(
+                "ssl_cert_file={}",
+                dir.join("server.crt").display()
+            ))
+            .arg("-c")
+            .arg(format!("ssl_key_file={}", dir.join("server.key").display())),
+    };
+    command
+        .args(["-c", "fsync=off", "-c", "max_connections=200"])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
         .unwrap()
+}
+
+/// Makes the server's self-signed certificate for `localhost` in `dir` (and another one, no
+/// server's), owned as the server wants its key; returns a free loopback port for it.
+fn make_certificates(dir: &Path) -> u16 {
+    for name in ["server", "other"] {
+        run_ok(Command::new("openssl").current_dir(dir).args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+        ]));
+    }
+    let key = dir.join("server.key");
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    if rustix::process::geteuid().is_root() {
+        let (uid, gid) = owner();
+        std::os::unix::fs::chown(&key, Some(uid), Some(gid)).unwrap();
+    }
+    // (Freed at once for the server to take: a race with another process taking it meanwhile
+    // fails the start loudly, never silently.)
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
 }
 
 /// Runs `command` to its end; a failure fails the test with what it said.
@@ -106,6 +154,15 @@ impl Postgres {
     /// Starts a cluster and waits until it accepts connections, or `None` (after saying so)
     /// where PostgreSQL is not installed outside CI.
     pub fn start() -> Option<Postgres> {
+        Self::start_as(false)
+    }
+
+    /// [`Postgres::start`], listening with TLS on a loopback port too (see [`Postgres::tls_url`]).
+    pub fn start_with_tls() -> Option<Postgres> {
+        Self::start_as(true)
+    }
+
+    fn start_as(tls: bool) -> Option<Postgres> {
         let Some(bin) = server_bin_dir() else {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -131,14 +188,21 @@ impl Postgres {
                 .arg("-D")
                 .arg(&data),
         );
-        let server = spawn_server(&bin, dir.path());
+        let tls_port = tls.then(|| make_certificates(dir.path()));
+        let server = spawn_server(&bin, dir.path(), tls_port);
         let mut postgres = Postgres {
             dir,
             server,
             bin: bin.clone(),
+            tls_port,
         };
         postgres.wait_ready();
-        run_ok(as_owner(&bin, "createdb").args(["-h", &postgres.socket_dir(), "-U", ROLE, ROLE]));
+        let port = postgres.port().to_string();
+        run_ok(
+            as_owner(&bin, "createdb")
+                .args(["-h", &postgres.socket_dir(), "-p", &port])
+                .args(["-U", ROLE, ROLE]),
+        );
         Some(postgres)
     }
 
@@ -153,7 +217,7 @@ impl Postgres {
 
     /// Starts the stopped server again on the same data, and waits until it is ready.
     pub fn start_again(&mut self) {
-        self.server = spawn_server(&self.bin, self.dir.path());
+        self.server = spawn_server(&self.bin, self.dir.path(), self.tls_port);
         self.wait_ready();
     }
 
@@ -163,6 +227,7 @@ impl Postgres {
         loop {
             let ready = Command::new(bin.join("pg_isready"))
                 .args(["-q", "-h", &self.socket_dir(), "-U", ROLE])
+                .args(["-p", &self.port().to_string()])
                 .status()
                 .unwrap();
             if ready.success() {
@@ -182,6 +247,12 @@ impl Postgres {
         }
     }
 
+    /// Its port: the loopback port with TLS, else PostgreSQL's default (which also names its
+    /// Unix socket).
+    fn port(&self) -> u16 {
+        self.tls_port.unwrap_or(5432)
+    }
+
     /// The directory of its Unix socket.
     pub fn socket_dir(&self) -> String {
         self.dir.path().display().to_string()
@@ -189,12 +260,43 @@ impl Postgres {
 
     /// Its connection string (libpq's key-value form): the socket dir, the role, the database.
     pub fn url(&self) -> String {
-        format!("host={} user={ROLE} dbname={ROLE}", self.socket_dir())
+        format!(
+            "host={} port={} user={ROLE} dbname={ROLE}",
+            self.socket_dir(),
+            self.port()
+        )
     }
 
-    /// Its URL, as `paths.database` names a server.
+    /// Its URL, as `paths.database` names a server: over its Unix socket, or — started with
+    /// TLS — over TCP with TLS, the server's certificate and name checked (`verify-full`).
     pub fn database_url(&self) -> String {
-        format!("postgres://{ROLE}@/{ROLE}?host={}", self.socket_dir())
+        match self.tls_port {
+            None => format!("postgres://{ROLE}@/{ROLE}?host={}", self.socket_dir()),
+            Some(_) => self.tls_url(
+                "localhost",
+                &format!(
+                    "sslmode=verify-full&sslrootcert={}",
+                    self.root_certificate().display()
+                ),
+            ),
+        }
+    }
+
+    /// Its URL over TCP with TLS, as `paths.database` names a server: `host` (`localhost` is
+    /// the name its certificate carries) and `query` (e.g. `sslmode=verify-full`) given.
+    pub fn tls_url(&self, host: &str, query: &str) -> String {
+        let port = self.tls_port.expect("a server started with TLS");
+        format!("postgres://{ROLE}@{host}:{port}/{ROLE}?{query}")
+    }
+
+    /// The certificate the server shows, which signs itself: the root a client trusts.
+    pub fn root_certificate(&self) -> PathBuf {
+        self.dir.path().join("server.crt")
+    }
+
+    /// Another self-signed certificate for `localhost`, which did not sign the server's.
+    pub fn other_certificate(&self) -> PathBuf {
+        self.dir.path().join("other.crt")
     }
 
     /// The server's pid (the postmaster's).

@@ -112,17 +112,19 @@ pub enum Db {
 }
 
 impl Db {
-    /// Connects to the PostgreSQL server `url` names (libpq's URL or key-value form).
+    /// Connects to the PostgreSQL server `url` names (a `postgres://` URL, completed as
+    /// `config::Server` says).
     pub fn connect_postgres(url: &str) -> Result<Db, SqlError> {
-        let config = url
-            .parse()
-            .map_err(|err| SqlError::Settings(format!("not a PostgreSQL URL: {err}")))?;
-        Db::connect_postgres_with(&config)
+        let server = crate::config::Server {
+            url: url.to_string(),
+            password_file: None,
+        };
+        Db::connect_postgres_with(server.client().map_err(SqlError::Settings)?)
     }
 
-    pub fn connect_postgres_with(config: &::postgres::Config) -> Result<Db, SqlError> {
+    pub(crate) fn connect_postgres_with(settings: crate::config::Client) -> Result<Db, SqlError> {
         Ok(Db::Postgres(Box::new(postgres::Connection::connect(
-            config,
+            settings,
         )?)))
     }
 

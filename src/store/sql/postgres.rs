@@ -30,7 +30,7 @@ pub struct Connection {
     /// A transaction is open (set by `BEGIN`, cleared by `COMMIT` and `ROLLBACK`).
     in_transaction: Cell<bool>,
     /// How to connect again.
-    config: postgres::Config,
+    client_settings: crate::config::Client,
     /// What every new session runs first.
     session: RefCell<Vec<String>>,
     /// The session that had a transaction open was lost: statements fail until a `ROLLBACK`.
@@ -40,14 +40,14 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn connect(config: &postgres::Config) -> Result<Connection, SqlError> {
-        let mut client = config.connect(postgres::NoTls)?;
+    pub(crate) fn connect(settings: crate::config::Client) -> Result<Connection, SqlError> {
+        let mut client = settings.connect()?;
         client.batch_execute(SESSION_SETTINGS)?;
         Ok(Connection {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
             in_transaction: Cell::new(false),
-            config: config.clone(),
+            client_settings: settings,
             session: RefCell::new(vec![SESSION_SETTINGS.to_string()]),
             transaction_lost: Cell::new(false),
             next_attempt: Cell::new(None),
@@ -75,7 +75,7 @@ impl Connection {
                 ));
             }
             self.next_attempt.set(Some(now + RECONNECT_EVERY));
-            let mut client = self.config.connect(postgres::NoTls).map_err(|err| {
+            let mut client = self.client_settings.connect().map_err(|err| {
                 SqlError::Disconnected(format!("cannot reach PostgreSQL: {}", describe(&err)))
             })?;
             for sql in self.session.borrow().iter() {
@@ -305,7 +305,17 @@ pub(super) fn describe(err: &postgres::Error) -> String {
             Some(detail) => format!("{} ({detail})", db.message()),
             None => db.message().to_string(),
         },
-        None => err.to_string(),
+        // (The client's own errors say what failed, and their sources why: "error performing
+        // TLS handshake: … certificate verify failed".)
+        None => {
+            let mut said = err.to_string();
+            let mut source = std::error::Error::source(err);
+            while let Some(cause) = source {
+                said = format!("{said}: {cause}");
+                source = cause.source();
+            }
+            said
+        }
     }
 }
 

@@ -70,7 +70,7 @@ pub struct Store {
     /// What writes found of other writers' locks.
     breaker: Breaker,
     /// The clock `retry_at` is on (see `clock`).
-    queue_clock: clock::QueueClock,
+    queue_clock: std::cell::Cell<clock::QueueClock>,
     /// The claim this store's writes of work are fenced to (a worker's; see `fence`).
     fence: Option<Claim>,
 }
@@ -205,7 +205,7 @@ impl Store {
             file,
             patience: Patience::Patient,
             breaker: Breaker::default(),
-            queue_clock: clock::QueueClock::default(),
+            queue_clock: Default::default(),
             fence: None,
         }
     }
@@ -217,14 +217,22 @@ impl Store {
             target: target.to_string(),
             cause,
         })?;
-        let mut store = Store::over(db, Path::new(target), None);
-        store.queue_clock = queue_clock;
+        let store = Store::over(db, Path::new(target), None);
+        store.queue_clock.set(queue_clock);
         Ok(store)
     }
 
     /// Now on the queue clock: what `retry_at` is compared with (see `clock`).
     pub fn queue_now(&self) -> i64 {
-        self.queue_clock.now()
+        let clock = self.queue_clock.get();
+        if clock.is_due_again(self.db().session(), boot_clock_ms()) {
+            // (Until the server answers, the last reading is followed.)
+            if let Ok(fresh) = clock::QueueClock::of(self.db()) {
+                self.queue_clock.set(fresh);
+                return fresh.now();
+            }
+        }
+        clock.now()
     }
 
     /// Now in unix ms on the clock every host sharing the store reads: the server's on a

@@ -128,6 +128,15 @@ impl Db {
         )?)))
     }
 
+    /// Which session of the connection is open: it changes when the server's session was lost
+    /// and made again (an SQLite file has one for ever).
+    pub fn session(&self) -> u64 {
+        match self {
+            Db::Sqlite(_) => 0,
+            Db::Postgres(connection) => connection.session(),
+        }
+    }
+
     pub fn dialect(&self) -> Dialect {
         match self {
             Db::Sqlite(_) => Dialect::Sqlite,

@@ -37,6 +37,8 @@ pub struct Connection {
     transaction_lost: Cell<bool>,
     /// No attempt to connect again before then.
     next_attempt: Cell<Option<Instant>>,
+    /// How many sessions were made again after one was lost (see [`Connection::session`]).
+    sessions_made_again: Cell<u64>,
 }
 
 impl Connection {
@@ -51,7 +53,14 @@ impl Connection {
             session: RefCell::new(vec![SESSION_SETTINGS.to_string()]),
             transaction_lost: Cell::new(false),
             next_attempt: Cell::new(None),
+            sessions_made_again: Cell::new(0),
         })
+    }
+
+    /// Which session of the connection is (or was last) open: it changes when a lost one is
+    /// made again.
+    pub fn session(&self) -> u64 {
+        self.sessions_made_again.get()
     }
 
     /// Runs `sql` first thing in every session made again after this one is lost.
@@ -84,6 +93,8 @@ impl Connection {
             *self.client.borrow_mut() = client;
             self.statements.borrow_mut().clear();
             self.next_attempt.set(None);
+            self.sessions_made_again
+                .set(self.sessions_made_again.get() + 1);
             log::warn!("connected to PostgreSQL again");
         }
         if !self.transaction_lost.get() {

@@ -44,9 +44,16 @@ const DEFAULT: Setup = Setup {
 /// A host of the fleet: a daemon on `server` with machine id `name`, its ledger hook writing to
 /// `ledger`. (A result may be interrupted any number of times: the torture interrupts many.)
 fn host(server: &Postgres, name: &str, ledger: &Path, setup: &Setup) -> TestDaemon {
+    let mut daemon = TestDaemon::prepare(&host_config(server, name, ledger, setup));
+    daemon.launch_in_own_pid_namespace();
+    daemon
+}
+
+/// The config of [`host`].
+fn host_config(server: &Postgres, name: &str, ledger: &Path, setup: &Setup) -> String {
     // (`[paths]` with the plugins dir, the database added to it.)
     let plugins = common::plugins_config(&[&common::fixtures().join("fleet")]);
-    let config = format!(
+    format!(
         "{plugins}database = {:?}\n[store]\nmachine_id = {name:?}\n\
          [limits]\nmax_snapshot_workers = {}\nmax_result_attempts = 1000\n\
          [plugins.ledger]\nenv = {{ LEDGER = {:?}, LEDGER_HOST = {name:?}, \
@@ -56,10 +63,7 @@ fn host(server: &Postgres, name: &str, ledger: &Path, setup: &Setup) -> TestDaem
         ledger.display().to_string(),
         setup.hook_seconds,
         setup.extra,
-    );
-    let mut daemon = TestDaemon::prepare(&config);
-    daemon.launch_in_own_pid_namespace();
-    daemon
+    )
 }
 
 /// The hosts of every fleet here.
@@ -523,4 +527,108 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
     assert_each_hook_succeeded_once(&store, crawl, &ledger);
     wait_settled(&store);
     common::assert_every_row_final(&store.crawl_processes(crawl).unwrap());
+}
+
+/// A host gone for good (kill -9 of its whole tree mid-crawl, never started again) keeps its
+/// rows live, shown as unknown. `abxd machine forget` refuses it while it was heard within the
+/// lease, and refuses this machine and an unknown one; once it is silent, forgetting it ends its
+/// rows, recovers its work and removes it from the machines, and another host then finishes
+/// the crawl, every hook succeeding once, nothing started again after its success.
+#[test]
+fn a_host_gone_for_good_is_forgotten_and_another_finishes_its_work() {
+    let Some(server) = fleet_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let lease = "[timeouts]\nlease = \"4s\"\n";
+    let slow = Setup {
+        hook_seconds: "30",
+        extra: lease,
+        ..DEFAULT
+    };
+    let mut gone = host(&server, "host-gone", &ledger, &slow);
+    let (crawl, _) = add_crawl(&gone, "", 3);
+    common::wait_until("a hook of the host to run", common::WAIT, || {
+        ledger_lines(&ledger)
+            .iter()
+            .any(|e| e.event == "start")
+            .then_some(())
+    });
+    let init = nix::unistd::Pid::from_raw(namespace_init(&gone));
+    nix::sys::signal::kill(init, nix::sys::signal::Signal::SIGKILL).unwrap();
+    gone.wait_exit();
+    let store = shared_store(&server);
+    assert!(!live_worker_rows(&store, "host-gone").is_empty());
+
+    let quick = Setup {
+        extra: lease,
+        ..DEFAULT
+    };
+    let mut keeper = TestDaemon::prepare(&host_config(&server, "host-keeper", &ledger, &quick));
+    let forget = |id: &str| {
+        keeper
+            .abxd_command(&["machine", "forget", id])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap()
+    };
+    let early = forget("host-gone");
+    let said = String::from_utf8_lossy(&early.stderr);
+    assert_eq!(early.status.code(), Some(1), "{said}");
+    assert!(said.contains("machine host-gone was heard"), "{said}");
+    for (id, why) in [
+        ("host-keeper", "host-keeper is this machine"),
+        ("nosuch", "no machine nosuch is registered"),
+    ] {
+        let refused = forget(id);
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{said}");
+        assert!(said.contains(why), "{said}");
+    }
+    assert!(
+        !live_worker_rows(&store, "host-gone").is_empty(),
+        "nothing changed"
+    );
+
+    common::wait_until("the host to be silent for the lease", CRAWL_WAIT, || {
+        let heard = store.machines().unwrap();
+        let gone = heard.iter().find(|m| m.id == "host-gone").unwrap();
+        (store.shared_now() - gone.heartbeat_at > 4_000).then_some(())
+    });
+    let forgot = forget("host-gone");
+    let said = String::from_utf8_lossy(&forgot.stdout);
+    assert!(
+        forgot.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&forgot.stderr)
+    );
+    assert!(said.contains("forgot machine host-gone"), "{said}");
+    assert!(said.contains("requeue snapshot"), "{said}");
+    let filter = abxd::store::ProcessFilter {
+        machine_id: Some("host-gone".into()),
+        ..Default::default()
+    };
+    let rows = store.processes(&filter).unwrap();
+    common::assert_every_row_final(&rows);
+    assert!(rows.iter().any(|r| r
+        .end_detail
+        .as_deref()
+        .is_some_and(|d| d.contains("forgotten by an operator"))));
+    assert!(store
+        .machines()
+        .unwrap()
+        .iter()
+        .all(|m| m.id != "host-gone"));
+
+    keeper.launch_in_own_pid_namespace();
+    wait_sealed(&store, crawl);
+    assert_each_hook_succeeded_once(&store, crawl, &ledger);
+    let done_by: BTreeSet<String> = ledger_lines(&ledger)
+        .into_iter()
+        .filter(|e| e.event == "done")
+        .map(|e| e.host)
+        .collect();
+    assert_eq!(done_by, BTreeSet::from(["host-keeper".to_string()]));
 }

@@ -25,6 +25,9 @@ _abxd() {
             abxd,install)
                 cmd="abxd__subcmd__install"
                 ;;
+            abxd,machine)
+                cmd="abxd__subcmd__machine"
+                ;;
             abxd,recover)
                 cmd="abxd__subcmd__recover"
                 ;;
@@ -46,6 +49,9 @@ _abxd() {
             abxd__subcmd__help,install)
                 cmd="abxd__subcmd__help__subcmd__install"
                 ;;
+            abxd__subcmd__help,machine)
+                cmd="abxd__subcmd__help__subcmd__machine"
+                ;;
             abxd__subcmd__help,recover)
                 cmd="abxd__subcmd__help__subcmd__recover"
                 ;;
@@ -58,8 +64,23 @@ _abxd() {
             abxd__subcmd__help,store)
                 cmd="abxd__subcmd__help__subcmd__store"
                 ;;
+            abxd__subcmd__help__subcmd__machine,forget)
+                cmd="abxd__subcmd__help__subcmd__machine__subcmd__forget"
+                ;;
             abxd__subcmd__help__subcmd__store,copy)
                 cmd="abxd__subcmd__help__subcmd__store__subcmd__copy"
+                ;;
+            abxd__subcmd__machine,forget)
+                cmd="abxd__subcmd__machine__subcmd__forget"
+                ;;
+            abxd__subcmd__machine,help)
+                cmd="abxd__subcmd__machine__subcmd__help"
+                ;;
+            abxd__subcmd__machine__subcmd__help,forget)
+                cmd="abxd__subcmd__machine__subcmd__help__subcmd__forget"
+                ;;
+            abxd__subcmd__machine__subcmd__help,help)
+                cmd="abxd__subcmd__machine__subcmd__help__subcmd__help"
                 ;;
             abxd__subcmd__store,copy)
                 cmd="abxd__subcmd__store__subcmd__copy"
@@ -80,7 +101,7 @@ _abxd() {
 
     case "${cmd}" in
         abxd)
-            opts="-c -h -V --config --help --version serve check-config run install recover store help"
+            opts="-c -h -V --config --help --version serve check-config run install recover store machine help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -124,7 +145,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__help)
-            opts="serve check-config run install recover store help"
+            opts="serve check-config run install recover store machine help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -168,6 +189,34 @@ _abxd() {
         abxd__subcmd__help__subcmd__install)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__help__subcmd__machine)
+            opts="forget"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__help__subcmd__machine__subcmd__forget)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -268,6 +317,92 @@ _abxd() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__machine)
+            opts="-c -h --config --help forget help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__machine__subcmd__forget)
+            opts="-c -h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__machine__subcmd__help)
+            opts="forget help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__machine__subcmd__help__subcmd__forget)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__machine__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

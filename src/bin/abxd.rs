@@ -1,4 +1,4 @@
-use abxd::cli::{AbxdCli, AbxdCommand, StoreCommand, WorkerCommand};
+use abxd::cli::{AbxdCli, AbxdCommand, MachineCommand, StoreCommand, WorkerCommand};
 use abxd::config::{Config, ConfigError, Found};
 use abxd::daemon::{Daemon, DaemonError};
 use abxd::exit;
@@ -100,6 +100,22 @@ fn run(cli: AbxdCli) -> Result<i32> {
             print_like_a_filter();
             copy_store(&config, &to)
         }
+        AbxdCommand::Machine(MachineCommand::Forget { id }) => {
+            print_like_a_filter();
+            let mut store = abxd::store::Store::open_existing_at(&config.database)?;
+            let forgotten = abxd::recovery::forget_machine(&mut store, &config, &id)?;
+            let silent_for = store.shared_now() - forgotten.machine.heartbeat_at;
+            println!(
+                "forgot machine {} ({}, silent for {})",
+                forgotten.machine.id,
+                forgotten.machine.hostname,
+                abxd::render::short_duration(silent_for)
+            );
+            for line in forgotten.describe() {
+                println!("  {line}");
+            }
+            Ok(0)
+        }
         AbxdCommand::Worker(worker) => {
             abxd::logging::init(config.log.level);
             Ok(match worker {
@@ -149,7 +165,14 @@ fn exit_code_of(err: &anyhow::Error) -> i32 {
             err.downcast_ref::<RunError>(),
             Some(RunError::BadInput(_) | RunError::Daemon(DaemonError::Config(_)))
         )
-        || err.downcast_ref::<UsageError>().is_some();
+        || err.downcast_ref::<UsageError>().is_some()
+        || matches!(
+            err.downcast_ref::<abxd::recovery::ForgetError>(),
+            Some(
+                abxd::recovery::ForgetError::ThisMachine(_)
+                    | abxd::recovery::ForgetError::Unknown(_)
+            )
+        );
     if usage {
         exit::USAGE
     } else {

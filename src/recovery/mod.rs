@@ -15,9 +15,11 @@
 //! no owner row exists.
 
 mod describe;
+mod forget;
 mod work;
 
 pub use describe::describe;
+pub use forget::{forget_machine, ForgetError, Forgotten};
 #[cfg(test)]
 use work::MAX_BACKOFF;
 pub use work::{apply_work, backoff, plan_work, recover_ownerless, take_over_silent, WorkPlan};

@@ -97,7 +97,7 @@ pub fn take_over_silent(store: &mut Store, config: &Config) -> Result<WorkPlan, 
 
 /// Plans the recovery of the started work (within `crawl` if given) that `abandoned` says of
 /// its owner row and lease end.
-fn plan(
+pub(super) fn plan(
     store: &Store,
     config: &Config,
     crawl: Option<i64>,

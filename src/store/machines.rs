@@ -90,6 +90,28 @@ impl Store {
         Ok(self.db().query_map(&sql, &args![me, since], |r| r.get(0))?)
     }
 
+    /// The live rows of machine `id`.
+    pub fn live_rows_of_machine(&self, id: &str) -> Result<Vec<i64>, StoreError> {
+        let sql = format!(
+            "SELECT id FROM processes WHERE machine_id = ?1 AND status IN {} ORDER BY id",
+            super::processes::LIVE_STATUSES
+        );
+        Ok(self.db().query_map(&sql, &args![id], |r| r.get(0))?)
+    }
+
+    /// Removes machine `id`'s row if it was not heard from since `since` (shared clock, ms):
+    /// whether it did. (A heartbeat of it that comes later changes nothing; its daemon
+    /// registers it again when it starts.)
+    pub fn remove_silent_machine(&mut self, id: &str, since: i64) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let removed = tx.execute(
+                "DELETE FROM machines WHERE id = ?1 AND heartbeat_at < ?2",
+                &args![id, since],
+            )?;
+            Ok(removed == 1)
+        })
+    }
+
     /// Every registered machine, by id.
     pub fn machines(&self) -> Result<Vec<Machine>, StoreError> {
         Ok(self.db().query_map(

@@ -6,6 +6,9 @@ use crate::store::Kind;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod groups;
+pub use groups::{MachineCommand, StoreCommand, WorkerCommand};
+
 /// Where to find the config; shared by both binaries.
 #[derive(Debug, Args)]
 pub struct ConfigArg {
@@ -111,35 +114,15 @@ pub enum AbxdCommand {
         after_help = "Examples:\n  abxd store copy --to postgres://abxd@/abxd   this host's SQLite history into PostgreSQL"
     )]
     Store(StoreCommand),
+    /// The machines of a fleet sharing this config's PostgreSQL database.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  abxd machine forget archiver-3   a host that is gone for good: its rows end, its work is recovered"
+    )]
+    Machine(MachineCommand),
     /// Internal: the worker processes abxd starts for a crawl or a snapshot.
     #[command(hide = true, subcommand)]
     Worker(WorkerCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum StoreCommand {
-    /// Copy this config's SQLite database — every process row, crawl, snapshot, result, tag and
-    /// installed binary, with their ids — into an empty PostgreSQL database, so that a host can
-    /// move to a shared database without losing its history. abxd must be stopped; a database
-    /// that holds any row is refused; nothing is written unless everything is. Then set
-    /// paths.database to the URL and start abxd.
-    #[command(
-        after_help = "Examples:\n  sudo -u abxd abxd -c /etc/abxd/supervisor.toml store copy --to postgres://abxd@/abxd?host=/var/run/postgresql"
-    )]
-    Copy {
-        /// The PostgreSQL database to copy into: a postgres:// URL (what it leaves out comes
-        /// from PGHOST, PGPORT, PGUSER, PGDATABASE; a password from PGPASSWORD).
-        #[arg(long, value_name = "URL")]
-        to: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum WorkerCommand {
-    /// Run one crawl: its crawl hooks and its snapshot workers.
-    Crawl { id: i64 },
-    /// Run one snapshot's hooks.
-    Snapshot { id: i64 },
 }
 
 /// How to crawl: shared by `abxd run` and `abxctl add`.

@@ -1,0 +1,43 @@
+//! The groups of abxd's subcommands that work on the store and the fleet (`abxd store`, `abxd
+//! machine`) and the hidden worker processes (`abxd worker`).
+
+use clap::Subcommand;
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy this config's SQLite database — every process row, crawl, snapshot, result, tag and
+    /// installed binary, with their ids — into an empty PostgreSQL database, so that a host can
+    /// move to a shared database without losing its history. abxd must be stopped; a database
+    /// that holds any row is refused; nothing is written unless everything is. Then set
+    /// paths.database to the URL and start abxd.
+    #[command(
+        after_help = "Examples:\n  sudo -u abxd abxd -c /etc/abxd/supervisor.toml store copy --to postgres://abxd@/abxd?host=/var/run/postgresql"
+    )]
+    Copy {
+        /// The PostgreSQL database to copy into: a postgres:// URL (what it leaves out comes
+        /// from PGHOST, PGPORT, PGUSER, PGDATABASE; a password from PGPASSWORD).
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MachineCommand {
+    /// Forget a machine that will not come back (powered off, deleted): its work is recovered
+    /// for the other hosts, as when it went silent; its process rows, shown as "unknown
+    /// (machine silent since T)", are marked lost; its row leaves abxctl status. Only a machine
+    /// silent for longer than the lease, never this one; no process is signalled. If it starts
+    /// again, its daemon registers it again.
+    Forget {
+        /// The machine's id, as abxctl status and ps --machine name it.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkerCommand {
+    /// Run one crawl: its crawl hooks and its snapshot workers.
+    Crawl { id: i64 },
+    /// Run one snapshot's hooks.
+    Snapshot { id: i64 },
+}

@@ -229,7 +229,8 @@ fn ledger_lines(ledger: &Path) -> Vec<Entry> {
         .collect()
 }
 
-/// Every result of `crawl` succeeded, and no hook started again after its success was recorded.
+/// Every result of `crawl` succeeded, and no snapshot's hook started again after its success
+/// was recorded.
 fn assert_each_hook_succeeded_once(store: &Store, crawl: i64, ledger: &Path) {
     let snapshots: BTreeMap<i64, String> = store
         .snapshots(crawl)
@@ -244,8 +245,11 @@ fn assert_each_hook_succeeded_once(store: &Store, crawl: i64, ledger: &Path) {
             abxd::store::ResultStatus::Succeeded,
             "{result:?}"
         );
-        let url = snapshots[&result.snapshot_id.unwrap()].clone();
-        succeeded_at.insert(url, result.ended_at.unwrap());
+        // (A crawl's own hooks have no snapshot, and write no ledger.)
+        let Some(snapshot) = result.snapshot_id else {
+            continue;
+        };
+        succeeded_at.insert(snapshots[&snapshot].clone(), result.ended_at.unwrap());
     }
     assert_eq!(succeeded_at.len(), snapshots.len(), "a result per snapshot");
     for entry in ledger_lines(ledger) {
@@ -527,6 +531,38 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
     assert_each_hook_succeeded_once(&store, crawl, &ledger);
     wait_settled(&store);
     common::assert_every_row_final(&store.crawl_processes(crawl).unwrap());
+}
+
+/// A crawl whose crawl-scoped hook runs in the background (a session its snapshots' hooks reach
+/// on its own host, as Chrome launched for a crawl) keeps its snapshots on its host: the other
+/// hosts, with free slots, run none of them.
+#[test]
+fn a_crawl_with_a_crawl_scoped_session_keeps_its_snapshots_on_its_host() {
+    let Some(server) = fleet_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let hosts = three_hosts(&server, &ledger, &DEFAULT);
+    let urls: Vec<String> = (0..12)
+        .map(|i| format!("http://127.0.0.1:9/pinned{i}"))
+        .collect();
+    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "ledger,session"]);
+    let crawl = hosts[0].add(&add);
+    let store = shared_store(&server);
+    wait_sealed(&store, crawl);
+    assert_each_hook_succeeded_once(&store, crawl, &ledger);
+    let ran_on: BTreeSet<String> = ledger_lines(&ledger).into_iter().map(|e| e.host).collect();
+    assert_eq!(ran_on.len(), 1, "the snapshots ran on {ran_on:?}");
+    let session = store
+        .crawl_processes(crawl)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.kind == abxd::store::Kind::Hook && r.snapshot_id.is_none())
+        .expect("the session's row");
+    assert_eq!(ran_on.into_iter().next(), session.machine_id);
+    wait_settled(&store);
 }
 
 /// A host gone for good (kill -9 of its whole tree mid-crawl, never started again) keeps its

@@ -18,8 +18,8 @@ use std::time::Duration;
 impl Store {
     /// Claims the next due, queued row of `queue` within `crawl_id` (for crawls: that crawl
     /// only, if given; for snapshots: that crawl's, if given, else those of the running,
-    /// unpaused crawls whose workers run on other machines — what a host of a fleet lends its
-    /// free snapshot slots to) for `lease`: one compare-and-set on `retry_at`. The row is owned
+    /// unpaused crawls whose workers run on other machines and that run no crawl-scoped hook in
+    /// the background — what a host of a fleet lends its free snapshot slots to) for `lease`: one compare-and-set on `retry_at`. The row is owned
     /// by process row `claimer` until it hands it to a worker ([`Store::set_owner`]), so work
     /// claimed by a process that died before it started the worker is recovered with the rest
     /// of that process's work (`None`: no process claims, for tools and tests).
@@ -259,11 +259,19 @@ fn claim_scope(queue: Queue, crawl_id: Option<i64>, crawl: &str, machine: &str) 
         (Queue::Snapshots, Some(_)) => {
             format!("{unsealed} AND crawl_id = {crawl} AND CAST({machine} AS TEXT) IS NOT NULL")
         }
+        // (A crawl whose crawl-scoped hook still runs in the background — Chrome launched for
+        // the crawl, reached by its snapshots' hooks on the loopback of its host — keeps its
+        // snapshots on that host: elsewhere they would not find it.)
         (Queue::Snapshots, None) => format!(
             "{unsealed} AND CAST({crawl} AS BIGINT) IS NULL \
              AND crawl_id IN (SELECT c.id FROM crawls c JOIN processes w ON w.id = c.owner_id \
                               WHERE c.status = 'started' AND c.paused_at IS NULL \
-                              AND w.machine_id != {machine})"
+                              AND w.machine_id != {machine} \
+                              AND NOT EXISTS (SELECT 1 FROM processes h \
+                                              WHERE h.crawl_id = c.id AND h.kind = 'hook' \
+                                              AND h.snapshot_id IS NULL \
+                                              AND h.status IN {live}))",
+            live = super::processes::LIVE_STATUSES
         ),
     }
 }

@@ -90,11 +90,21 @@ fn three_hosts(server: &Postgres, ledger: &Path, setup: &Setup) -> Vec<TestDaemo
 /// Adds a crawl of `count` URLs (`…/<prefix><n>`) running the ledger hook, through `host`;
 /// returns its id and its URLs.
 fn add_crawl(host: &TestDaemon, prefix: &str, count: usize) -> (i64, Vec<String>) {
+    add_crawl_of(host, prefix, count, "ledger")
+}
+
+/// [`add_crawl`] running `plugins`.
+fn add_crawl_of(
+    host: &TestDaemon,
+    prefix: &str,
+    count: usize,
+    plugins: &str,
+) -> (i64, Vec<String>) {
     let urls: Vec<String> = (0..count)
         .map(|i| format!("http://127.0.0.1:9/{prefix}{i}"))
         .collect();
     let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
-    add.extend(["--plugins", "ledger"]);
+    add.extend(["--plugins", plugins]);
     (host.add(&add), urls)
 }
 
@@ -544,12 +554,7 @@ fn a_crawl_with_a_crawl_scoped_session_keeps_its_snapshots_on_its_host() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger");
     let hosts = three_hosts(&server, &ledger, &DEFAULT);
-    let urls: Vec<String> = (0..12)
-        .map(|i| format!("http://127.0.0.1:9/pinned{i}"))
-        .collect();
-    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
-    add.extend(["--plugins", "ledger,session"]);
-    let crawl = hosts[0].add(&add);
+    let (crawl, _) = add_crawl_of(&hosts[0], "pinned", 12, "ledger,session");
     let store = shared_store(&server);
     wait_sealed(&store, crawl);
     assert_each_hook_succeeded_once(&store, crawl, &ledger);

@@ -111,15 +111,19 @@ fn is_server_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
 }
 
-/// How to connect to a server: the client library's configuration and the TLS it asks for.
+/// How to connect to a server: the client library's configuration and the TLS it asks for
+/// (none: no TLS at all).
 pub(crate) struct Client {
     pub config: postgres::Config,
-    tls: postgres_native_tls::MakeTlsConnector,
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
 impl Client {
     pub(crate) fn connect(&self) -> Result<postgres::Client, postgres::Error> {
-        self.config.connect(self.tls.clone())
+        match &self.tls {
+            Some(tls) => self.config.connect(tls.clone()),
+            None => self.config.connect(postgres::NoTls),
+        }
     }
 }
 
@@ -186,13 +190,15 @@ impl Server {
         config.options(&options);
         // (libpq ignores `sslmode` on a Unix socket, where the server never offers TLS.)
         let local = |host: &postgres::config::Host| matches!(host, postgres::config::Host::Unix(_));
-        if config.get_hosts().iter().all(local) {
+        let local_only = config.get_hosts().iter().all(local);
+        if local_only {
             config.ssl_mode(postgres::config::SslMode::Disable);
         }
-        Ok(Client {
-            config,
-            tls: tls.connector()?,
-        })
+        let tls = match tls.wanted() && !local_only {
+            true => Some(tls.connector()?),
+            false => None,
+        };
+        Ok(Client { config, tls })
     }
 }
 

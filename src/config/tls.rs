@@ -11,10 +11,14 @@
 //!   certificate is named, when they check as `verify-ca` does.
 //! - A named root certificate (PEM) is the only one trusted; with none, the system's are (where
 //!   libpq would look for `~/.postgresql/root.crt`).
+//! - With `disable` no TLS library takes part at all. TLS is rustls (with ring): nothing is
+//!   linked that a process never uses (OpenSSL, linked dynamically, cost every abxd process
+//!   over a MiB of PSS for its relocations).
 //!
 //! Client certificates (`sslcert`, `sslkey`) are not supported: a URL naming them is refused.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What libpq's `sslmode` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,30 +111,127 @@ impl Tls {
         }
     }
 
+    /// Whether connections ask for TLS at all (else they are made without a TLS library).
+    pub(crate) fn wanted(&self) -> bool {
+        self.mode != SslMode::Disable
+    }
+
     /// The TLS connector that checks what the mode asks for, or what is wrong (a root
     /// certificate that cannot be read).
-    pub(crate) fn connector(&self) -> Result<postgres_native_tls::MakeTlsConnector, String> {
-        let mut builder = native_tls::TlsConnector::builder();
-        if let Some(path) = &self.root_cert {
-            let pem = std::fs::read(path).map_err(|err| {
-                format!("cannot read the root certificate {}: {err}", path.display())
-            })?;
-            let cert = native_tls::Certificate::from_pem(&pem)
-                .map_err(|err| format!("{} is not a PEM certificate: {err}", path.display()))?;
-            builder
-                .add_root_certificate(cert)
-                .disable_built_in_roots(true);
-        }
+    pub(crate) fn connector(&self) -> Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let checks_ca = matches!(self.mode, SslMode::VerifyCa | SslMode::VerifyFull)
             || self.root_cert.is_some();
-        let checks_name = self.mode == SslMode::VerifyFull;
-        builder
-            .danger_accept_invalid_certs(!checks_ca)
-            .danger_accept_invalid_hostnames(!checks_name);
-        let connector = builder
-            .build()
-            .map_err(|err| format!("cannot set TLS up: {err}"))?;
-        Ok(postgres_native_tls::MakeTlsConnector::new(connector))
+        let webpki = match checks_ca {
+            false => None,
+            true => {
+                let roots = Arc::new(self.roots()?);
+                let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    roots,
+                    provider.clone(),
+                )
+                .build()
+                .map_err(|err| format!("cannot set TLS up: {err}"))?;
+                Some(verifier)
+            }
+        };
+        let checks = Checks {
+            webpki,
+            name: self.mode == SslMode::VerifyFull,
+            provider: provider.clone(),
+        };
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|err| format!("cannot set TLS up: {err}"))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(checks))
+            .with_no_client_auth();
+        Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+    }
+
+    /// The roots trusted: the named root certificate's file (PEM, every certificate in it), else
+    /// the system's.
+    fn roots(&self) -> Result<rustls::RootCertStore, String> {
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        let mut roots = rustls::RootCertStore::empty();
+        let certificates: Vec<CertificateDer<'static>> = match &self.root_cert {
+            Some(path) => CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<Result<_, _>>())
+                .map_err(|err| match err {
+                    rustls::pki_types::pem::Error::Io(err) => {
+                        format!("cannot read the root certificate {}: {err}", path.display())
+                    }
+                    err => format!("{} is not a PEM certificate: {err}", path.display()),
+                })?,
+            None => rustls_native_certs::load_native_certs().certs,
+        };
+        let (added, _) = roots.add_parsable_certificates(certificates);
+        if added == 0 {
+            return Err(match &self.root_cert {
+                Some(path) => format!("{} holds no certificate", path.display()),
+                None => "no system root certificate found (name one: sslrootcert)".into(),
+            });
+        }
+        Ok(roots)
+    }
+}
+
+/// What is checked of a server's certificate: its chain to a trusted root (`webpki`, if any)
+/// and its name (`name`); the handshake's signatures always.
+#[derive(Debug)]
+struct Checks {
+    webpki: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    name: bool,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for Checks {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        use rustls::{CertificateError, Error};
+        let Some(webpki) = &self.webpki else {
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        };
+        let checked =
+            webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        match checked {
+            Err(Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.name => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -2,7 +2,8 @@
 //! an unprivileged user (PostgreSQL refuses root), listening only on a Unix socket in that dir —
 //! no TCP port, no system service touched — and stopped, then removed, when dropped (also when
 //! the test fails). A server started [`Postgres::start_with_tls`] also listens on a loopback TCP
-//! port with TLS, its certificate (for `localhost`) made by `openssl` in that dir.
+//! port with TLS, its certificate (for `localhost`) and the authority that signed it made by
+//! `openssl` in that dir.
 //!
 //! Where PostgreSQL is not installed a test skips, saying so — except in CI (`CI` set), which
 //! installs it (`.ci/run`): there a missing server fails the test.
@@ -101,28 +102,65 @@ fn spawn_server(bin: &Path, dir: &Path, tls_port: Option<u16>) -> Child {
         .unwrap()
 }
 
-/// Makes the server's self-signed certificate for `localhost` in `dir` (and another one, no
-/// server's), owned as the server wants its key; returns a free loopback port for it.
+/// Makes a certificate authority (`ca.crt`), the server's certificate for `localhost` signed by
+/// it, and another authority that signed nothing (`other.crt`) in `dir`, the server's key owned as
+/// the server wants it; returns a free loopback port for the server.
 fn make_certificates(dir: &Path) -> u16 {
-    for name in ["server", "other"] {
-        run_ok(Command::new("openssl").current_dir(dir).args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.crt"),
-        ]));
+    let openssl = |args: &[&str]| run_ok(Command::new("openssl").current_dir(dir).args(args));
+    let days = ["-days", "2"];
+    for (name, subject) in [("ca", "/CN=abxd test CA"), ("other", "/CN=another CA")] {
+        let (key, cert) = (format!("{name}.key"), format!("{name}.crt"));
+        openssl(
+            &[
+                &[
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", subject,
+                ][..],
+                &days,
+                &["-keyout", &key, "-out", &cert],
+            ]
+            .concat(),
+        );
     }
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(
+        &[
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+            ][..],
+            &[
+                "-CAcreateserial",
+                "-extfile",
+                "server.ext",
+                "-out",
+                "server.crt",
+            ],
+            &days,
+        ]
+        .concat(),
+    );
     let key = dir.join("server.key");
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     if rustix::process::geteuid().is_root() {
@@ -289,12 +327,12 @@ impl Postgres {
         format!("postgres://{ROLE}@{host}:{port}/{ROLE}?{query}")
     }
 
-    /// The certificate the server shows, which signs itself: the root a client trusts.
+    /// The authority that signed the server's certificate: the root a client trusts.
     pub fn root_certificate(&self) -> PathBuf {
-        self.dir.path().join("server.crt")
+        self.dir.path().join("ca.crt")
     }
 
-    /// Another self-signed certificate for `localhost`, which did not sign the server's.
+    /// Another authority, which did not sign the server's certificate.
     pub fn other_certificate(&self) -> PathBuf {
         self.dir.path().join("other.crt")
     }

@@ -51,7 +51,10 @@ fn verify_full_refuses_another_root_and_a_name_the_certificate_does_not_carry() 
         &format!("sslmode=verify-full&sslrootcert={}", other.display()),
     );
     let said = refusal(&url);
-    assert!(said.contains("invalid peer certificate: UnknownIssuer"), "{said}");
+    assert!(
+        said.contains("invalid peer certificate: UnknownIssuer"),
+        "{said}"
+    );
     // The certificate is for `localhost`; 127.0.0.1 is not a name it carries.
     let root = server.root_certificate();
     let by_address = |mode: &str| {

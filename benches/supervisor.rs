@@ -240,9 +240,57 @@ fn hook_throughput(s: &Sizes, figures: &mut Figures) {
     KEPT_DIRS.lock().unwrap().push(dir);
 }
 
+/// Waits until the tree of benchmark 2 under `pid` has grown its 100 `sleep`s, and returns their
+/// pids and `pid` (not the short-lived `seq` the script also runs).
+fn grown_tree(pid: i32) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = abxd::proctree::descendants_of(&[pid]);
+        let sleeps = found
+            .iter()
+            .filter(|f| f.argv.first().is_some_and(|a| a == "sleep"));
+        if sleeps.clone().count() >= 100 {
+            let mut pids: Vec<i32> = sleeps.map(|f| f.identity.pid).collect();
+            pids.push(pid);
+            return pids;
+        }
+        assert!(Instant::now() < deadline, "the tree never grew");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The physical limit of (2), its baseline: the same tree signalled by a plain loop over its pids
+/// and reaped by blocking `waitpid` (the benchmark is their subreaper; `bash` reaps the ones that
+/// die before it) until none is left — no rows, no pidfds, no identity checks. Time from the first
+/// signal until the last of them is gone.
+fn raw_teardown(script: &str, signal: nix::sys::signal::Signal) -> Duration {
+    use nix::sys::wait::waitpid;
+    use nix::unistd::Pid;
+    // (Reaped below by `waitpid(-1)`, with the rest of its tree.)
+    let bash = Command::new("/bin/bash")
+        .args(["-c", script])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+        .id();
+    let tree = grown_tree(bash as i32);
+    let started = Instant::now();
+    for pid in &tree {
+        nix::sys::signal::kill(Pid::from_raw(*pid), signal).unwrap();
+    }
+    loop {
+        match waitpid(Pid::from_raw(-1), None) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::ECHILD) => return started.elapsed(),
+            Err(e) => panic!("waitpid: {e}"),
+        }
+    }
+}
+
 /// (2) Teardown of a 100-process tree: honouring SIGTERM (time to all gone), and ignoring it with
-/// a 200 ms grace (how far past the deadline the last one is gone). The benchmark stands for a
-/// snapshot worker: it has a row of its own, the parent of the hook's.
+/// a 200 ms grace (how far past the deadline the last one is gone), each beside [`raw_teardown`]
+/// of the same tree (SIGTERM, and SIGKILL) run just before. The benchmark stands for a snapshot
+/// worker: it has a row of its own, the parent of the hook's.
 fn teardown(s: &Sizes, figures: &mut Figures) {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -264,7 +312,13 @@ fn teardown(s: &Sizes, figures: &mut Figures) {
             Duration::from_millis(200),
         ),
     ] {
+        let raw_signal = if grace < Duration::from_secs(1) {
+            nix::sys::signal::Signal::SIGKILL
+        } else {
+            nix::sys::signal::Signal::SIGTERM
+        };
         for _ in 0..s.tree_runs {
+            let raw = raw_teardown(script, raw_signal);
             let mut request = hook_request(dir.path(), &["/bin/bash", "-c", script]);
             request.process.parent_id = Some(own_row);
             let spawned = supervisor
@@ -275,12 +329,7 @@ fn teardown(s: &Sizes, figures: &mut Figures) {
                     &mut abxd::spawn::nothing_more,
                 )
                 .unwrap();
-            let pid = spawned.identity.pid;
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while abxd::proctree::descendants_of(&[pid]).len() < 100 {
-                assert!(Instant::now() < deadline, "the tree never grew");
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            grown_tree(spawned.identity.pid);
             let requested = Instant::now();
             supervisor.stop(
                 &mut store,
@@ -310,7 +359,10 @@ fn teardown(s: &Sizes, figures: &mut Figures) {
             figures.add(
                 &format!("2 teardown of 101 processes that {label} (ms{past})"),
                 elapsed.as_secs_f64() * 1000.0,
-                None,
+                Some((
+                    &format!("plain kill({raw_signal}) + waitpid (ms)"),
+                    raw.as_secs_f64() * 1000.0,
+                )),
             );
             while supervisor.has_work() {
                 supervisor.wait(&mut store, Some(Instant::now())).unwrap();

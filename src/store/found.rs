@@ -16,6 +16,36 @@ impl Store {
         parent_id: i64,
         found: &crate::proctree::Found,
     ) -> Result<i64, StoreError> {
+        Ok(self.record_found(parent_id, found, None)?.0)
+    }
+
+    /// [`Store::record_descendant`] of a process about to be sent `signal.0` (at wall-clock ms
+    /// `signal.1`, SIGKILL due at `signal.2`): a row it makes is `stopping` with the signal
+    /// recorded, in the same statement. Returns its row id, and whether the signal is recorded
+    /// (not when the process had a row already: that is for [`Store::record_signal`]).
+    pub fn record_descendant_signalled(
+        &mut self,
+        parent_id: i64,
+        found: &crate::proctree::Found,
+        signal: (crate::signal::Signal, i64, Option<i64>),
+    ) -> Result<(i64, bool), StoreError> {
+        self.record_found(parent_id, found, Some(signal))
+    }
+
+    fn record_found(
+        &mut self,
+        parent_id: i64,
+        found: &crate::proctree::Found,
+        signal: Option<(crate::signal::Signal, i64, Option<i64>)>,
+    ) -> Result<(i64, bool), StoreError> {
+        // (As `record_signal` writes them: SIGKILL in its column, any other in SIGTERM's.)
+        let (sigterm_at, sigkill_at, kill_at) = match signal {
+            None => (None, None, None),
+            Some((sent, at, kill_at)) if sent == crate::signal::Signal::KILL => {
+                (None, Some(at), kill_at)
+            }
+            Some((_, at, kill_at)) => (Some(at), None, kill_at),
+        };
         let argv = serde_json::to_string(&found.argv).expect("strings serialize");
         let identity = &found.identity;
         let now = now_ms();
@@ -25,9 +55,11 @@ impl Store {
             let inserted = tx.query_opt(
                 "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, pid, \
                  boot_id, start_ticks, pgid, argv, cwd, status, created_at, started_at, \
-                 pidfd_ino, uid, machine_id) \
+                 pidfd_ino, uid, machine_id, sigterm_at, sigkill_at, kill_at) \
                  SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
-                 'running', ?7, ?7, ?8, ?9, machine_id FROM processes WHERE id = ?1 \
+                 CASE WHEN CAST(?10 AS BIGINT) IS NULL AND CAST(?11 AS BIGINT) IS NULL \
+                 THEN 'running' ELSE 'stopping' END, \
+                 ?7, ?7, ?8, ?9, machine_id, ?10, ?11, ?12 FROM processes WHERE id = ?1 \
                  ON CONFLICT DO NOTHING RETURNING id",
                 &args![
                     parent_id,
@@ -38,11 +70,14 @@ impl Store {
                     argv,
                     now,
                     identity.pidfd_ino,
-                    uid
+                    uid,
+                    sigterm_at,
+                    sigkill_at,
+                    kill_at
                 ],
             )?;
             if let Some(inserted) = inserted {
-                return Ok(inserted.get(0)?);
+                return Ok((inserted.get(0)?, signal.is_some()));
             }
             // (Recorded before, by this process or another: its row is the one.)
             Ok(tx
@@ -56,7 +91,8 @@ impl Store {
                         identity.pidfd_ino
                     ],
                 )?
-                .get(0)?)
+                .get(0)
+                .map(|id| (id, false))?)
         })
     }
 }

@@ -609,4 +609,45 @@ mod tests {
         assert_eq!(store.process(below).unwrap().unwrap().parent_id, Some(id));
         assert_eq!(store.process(id).unwrap().unwrap().status, Status::Running);
     }
+
+    #[test]
+    fn a_descendant_found_by_a_teardown_is_recorded_with_its_signal_in_one_statement() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let hook = store.insert_process(&new_hook(None)).unwrap();
+        let found = |pid| crate::proctree::Found {
+            identity: Identity { pid, ..identity() },
+            ppid: 1,
+            pgid: 42,
+            argv: vec!["sleep".into()],
+            state: 'S',
+            uid: None,
+        };
+        let term = (crate::signal::Signal::TERM, 1_000, Some(6_000));
+        let (termed, noted) = store
+            .record_descendant_signalled(hook, &found(50), term)
+            .unwrap();
+        assert!(noted);
+        let row = store.process(termed).unwrap().unwrap();
+        assert_eq!(
+            (row.status, row.sigterm_at, row.sigkill_at),
+            (Status::Stopping, Some(1_000), None)
+        );
+        let kill = (crate::signal::Signal::KILL, 2_000, None);
+        let (killed, _) = store
+            .record_descendant_signalled(hook, &found(51), kill)
+            .unwrap();
+        let row = store.process(killed).unwrap().unwrap();
+        assert_eq!((row.sigterm_at, row.sigkill_at), (None, Some(2_000)));
+        // Found again: its row is the one, and the signal is left to `record_signal`.
+        assert_eq!(
+            store
+                .record_descendant_signalled(hook, &found(50), kill)
+                .unwrap(),
+            (termed, false)
+        );
+        let untouched = store.record_descendant(hook, &found(52)).unwrap();
+        let row = store.process(untouched).unwrap().unwrap();
+        assert_eq!((row.status, row.sigterm_at), (Status::Running, None));
+    }
 }

@@ -48,6 +48,12 @@ pub(super) fn add_member(
         return;
     }
     let root = tree.request.root_row;
+    let signal = tree.request.signal;
+    let now = Instant::now();
+    let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
+    // A process found without a row gets one that records the signal it is about to be sent
+    // (one statement, not two), if it is still there to be sent one.
+    let mut signal_recorded = false;
     let row_id = row_id.or_else(|| {
         let parent = tree
             .members
@@ -55,8 +61,21 @@ pub(super) fn add_member(
             .find(|m| m.identity.pid == process.ppid)
             .and_then(|m| m.row_id)
             .unwrap_or(root);
-        store
-            .record_descendant(parent, &process)
+        let recorded = match pidfd {
+            Some(_) => store.record_descendant_signalled(
+                parent,
+                &process,
+                (signal, now_ms(), Some(kill_at)),
+            ),
+            None => store
+                .record_descendant(parent, &process)
+                .map(|id| (id, false)),
+        };
+        recorded
+            .map(|(id, noted)| {
+                signal_recorded = noted;
+                id
+            })
             .map_err(|err| log::error!("cannot record descendant pid {pid}: {err}"))
             .ok()
     });
@@ -105,12 +124,9 @@ pub(super) fn add_member(
         tokens.insert(token, (root, pid));
         member.token = Some(token);
     }
-    let signal = tree.request.signal;
-    let now = Instant::now();
     // Recorded just before it is sent, so that whoever reaps the process already sees why it
     // ended.
-    if let Some(row) = row_id {
-        let kill_at = now_ms() + deadline.saturating_duration_since(now).as_millis() as i64;
+    if let Some(row) = row_id.filter(|_| !signal_recorded) {
         note_signal(tree, store, row, signal, Some(kill_at));
     }
     member.pidfd = Some(pidfd);

@@ -560,9 +560,12 @@ fn a_fork_loop_that_keeps_forking_while_torn_down_is_killed_whole() {
 /// 300 s (so its snapshot is under way while the test acts): the escapees, the daemon, the crawl.
 fn crawl_leaving_an_escapee(mode: &str) -> (Escapees, TestDaemon, i64) {
     let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
+    // (The escapee ignores SIGTERM: a teardown of its tree from the top — recovery's, a
+    // cancel's — kills it at kill_grace, which is 1 s here, not the default 5 s.)
     let daemon = TestDaemon::start_with(&format!(
         "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"300s\"\n\
-         min_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n[plugins.escapee_then_wait]\n\
+         kill_grace = \"1s\"\nmin_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n\
+         [plugins.escapee_then_wait]\n\
          env = {{ ESCAPE_NAME = {:?} }}\n",
         plugins_config(&[&fixtures().join("escape")]),
         escapees.0

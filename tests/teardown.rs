@@ -512,9 +512,20 @@ fn an_escapee_spawned_by_a_background_hooks_sigterm_trap_is_adopted_and_killed()
 fn a_background_hooks_grandchild_that_cleared_its_marker_and_left_the_session_is_adopted_and_killed(
 ) {
     for (_crawl, rows) in run_escape_case("bg_clears_env_setsid") {
-        let escaped: Vec<&ProcessRow> = rows.iter().filter(|r| r.escaped).collect();
-        assert_eq!(escaped.len(), 1, "{rows:#?}");
-        assert_eq!(escaped[0].end_reason, Some(EndReason::Killed));
+        let (escapee, others): (Vec<&ProcessRow>, Vec<&ProcessRow>) = rows
+            .iter()
+            .filter(|r| r.escaped)
+            .partition(|r| r.argv[0].starts_with("abxd-escapee-"));
+        assert_eq!(escapee.len(), 1, "{rows:#?}");
+        assert_eq!(escapee[0].end_reason, Some(EndReason::Killed));
+        // A `sleep` the hook's loop forked after its teardown read the tree, before the hook's
+        // SIGTERM, is re-parented to the worker too, and rightly flagged escaped: it must end.
+        assert!(
+            others
+                .iter()
+                .all(|r| r.argv[0] == "sleep" && !r.status.is_live()),
+            "{rows:#?}"
+        );
     }
 }
 

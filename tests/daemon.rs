@@ -221,6 +221,41 @@ fn idle_daemon_sleeps_in_poll_without_a_timeout() {
     common::assert_sleeps_without_timer(daemon.pid());
 }
 
+/// KiB resident of `pid`'s mappings of the abxd executable that hold the file's pages only
+/// (read-only, nothing copied on write: what the daemon may give back).
+fn resident_code_kib(pid: i32) -> u64 {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let maps = procfs::process::Process::new(pid).unwrap().smaps().unwrap();
+    maps.into_iter()
+        .filter(|map| map.pathname == procfs::process::MMapPath::Path(exe.clone()))
+        .filter(|map| !map.perms.contains(procfs::process::MMPermissions::WRITE))
+        .filter(|map| map.extension.map["Anonymous"] == 0)
+        .map(|map| map.extension.map["Rss"] / 1024)
+        .sum()
+}
+
+#[test]
+fn a_daemon_gives_back_the_code_a_crawl_ran_once_it_is_idle_again_and_stays_asleep() {
+    let daemon = TestDaemon::start_with(&format!(
+        "{}[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"1\" }}\n",
+        plugins_config(&[&fixtures().join("plugins")])
+    ));
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "sleepy,ok"]);
+    // While the crawl runs, the daemon supervises its worker: the code it ran stays mapped. (On a
+    // host with memory to spare nothing else unmaps it: without the release it never shrinks.)
+    let busy = wait_until("the crawl's hook to run", WAIT, || {
+        let hooks = daemon.live_rows(abxd::store::Kind::Hook);
+        (!hooks.is_empty()).then(|| resident_code_kib(daemon.pid()))
+    });
+    daemon.wait_sealed(crawl, WAIT);
+    let idle = wait_until("the idle daemon to give its code back", WAIT, || {
+        let idle = resident_code_kib(daemon.pid());
+        (idle < busy * 3 / 4).then_some(idle)
+    });
+    eprintln!("resident code: {busy} KiB while the crawl ran, {idle} KiB idle");
+    common::assert_sleeps_without_timer(daemon.pid());
+}
+
 #[test]
 fn a_reload_that_moves_the_database_keeps_new_workers_on_the_running_one() {
     let plugins = common::fixtures().join("plugins");

@@ -108,6 +108,10 @@ pub struct Daemon {
     notifier: Notifier,
     /// Recovery is over and the start-up's code was given back (see `memory`).
     started: bool,
+    /// The executable's code, given back to the host when the loop goes idle (see `started`).
+    code: crate::memory::CodePages,
+    /// The loop ran since the code was last given back.
+    code_ran: bool,
     _lock: DataDirLock,
 }
 
@@ -162,7 +166,9 @@ impl Daemon {
                 .into_iter()
                 .flatten()
                 .min();
+            self.before_sleep(timer);
             let events = self.supervisor.wait(&mut self.state.store, timer)?;
+            self.code_ran = true;
             self.notifier.ping_if_due(Instant::now());
             self.state.fleet_turn(&mut self.supervisor);
             for event in events {

@@ -12,41 +12,30 @@
 //! page of their own (`Anonymous: 0`: nothing was copied on write there, as relocations are) are
 //! dropped, so nothing is lost — their content is the file's, read again on demand from the
 //! inode the mapping holds, also after a package upgrade replaced the file. It is advice: where
-//! the kernel refuses it, nothing changes. Those mappings are found once (an executable's
-//! read-only mappings do not move); each release after that is one `madvise` per mapping.
+//! the kernel refuses it, nothing changes. They are looked for again at each release (one read of
+//! `smaps`), so a page copied on write since (a debugger's breakpoint) is never dropped.
 
 use procfs::process::{MMPermissions, MMapPath, Process};
 
-/// This process's read-only mappings of its own executable, found once, dropped on demand.
-#[derive(Debug, Default)]
-pub struct CodePages {
-    /// (start, length) of each mapping; `None` until first looked for.
-    mappings: Option<Vec<(usize, usize)>>,
-}
-
-impl CodePages {
-    /// Drops this process's mappings of its executable's read-only pages (see the module's
-    /// text); returns the bytes of address space advised.
-    pub fn release(&mut self) -> u64 {
-        let mappings = self.mappings.get_or_insert_with(own_read_only_mappings);
-        let mut advised = 0;
-        for &(start, len) in mappings.iter() {
-            // SAFETY: the range is a whole mapping of this process, read-only, backed by its
-            // own executable, with no page of its own: dropping it changes what is resident,
-            // never what is read there.
-            let dropped = unsafe {
-                rustix::mm::madvise(start as *mut _, len, rustix::mm::Advice::LinuxDontNeed)
-            };
-            match dropped {
-                Ok(()) => advised += len as u64,
-                Err(err) => log::debug!("cannot drop the code mapped at {start:#x}: {err}"),
-            }
+/// Drops this process's mappings of its executable's read-only pages (see the module's text);
+/// returns the bytes of address space advised.
+pub fn release_code() -> u64 {
+    let mut advised = 0;
+    for (start, len) in own_read_only_mappings() {
+        // SAFETY: the range is a whole mapping of this process, read-only, backed by its own
+        // executable, with no page of its own: dropping it changes what is resident, never what
+        // is read there.
+        let dropped =
+            unsafe { rustix::mm::madvise(start as *mut _, len, rustix::mm::Advice::LinuxDontNeed) };
+        match dropped {
+            Ok(()) => advised += len as u64,
+            Err(err) => log::debug!("cannot drop the code mapped at {start:#x}: {err}"),
         }
-        advised
     }
+    advised
 }
 
-/// The mappings [`CodePages::release`] may drop (see the module's invariant), as (start, length).
+/// The mappings [`release_code`] may drop (see the module's invariant), as (start, length).
 fn own_read_only_mappings() -> Vec<(usize, usize)> {
     let Some(own) = crate::own_exe::own_executable() else {
         return Vec::new();
@@ -101,15 +90,14 @@ mod tests {
 
     /// With every page of the test binary's code mapped, most leave the resident set, and the
     /// process goes on running (what it runs next faulted back in); and again at the next
-    /// release, from the mappings found the first time.
+    /// release.
     #[test]
     fn the_executables_read_only_mappings_leave_the_resident_set_at_each_release() {
         let mappings = read_only_code();
-        let mut code = CodePages::default();
         for release in ["first", "second"] {
             touch_all(&mappings);
             let before = resident_kib(&mappings);
-            let advised = code.release();
+            let advised = release_code();
             let after = resident_kib(&mappings);
             assert!(advised > 0, "{release} release: no mapping was advised");
             assert!(

@@ -108,9 +108,7 @@ pub struct Daemon {
     notifier: Notifier,
     /// Recovery is over and the start-up's code was given back (see `memory`).
     started: bool,
-    /// The executable's code, given back to the host when the loop goes idle (see `started`).
-    code: crate::memory::CodePages,
-    /// The loop ran since the code was last given back.
+    /// The loop ran since the executable's code was last given back (see `started`).
     code_ran: bool,
     _lock: DataDirLock,
 }

@@ -54,7 +54,7 @@ impl Daemon {
     }
 
     fn release_code(&mut self, why: &str) {
-        let released = self.code.release();
+        let released = crate::memory::release_code();
         self.code_ran = false;
         log::debug!("{released} bytes of code left the resident set ({why})");
     }

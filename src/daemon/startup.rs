@@ -128,7 +128,6 @@ impl Daemon {
             server,
             notifier: Notifier::from_env(),
             started: false,
-            code: Default::default(),
             code_ran: false,
             _lock: lock,
         })

@@ -108,8 +108,6 @@ pub struct Daemon {
     notifier: Notifier,
     /// Recovery is over and the start-up's code was given back (see `memory`).
     started: bool,
-    /// The loop ran since the executable's code was last given back (see `started`).
-    code_ran: bool,
     _lock: DataDirLock,
 }
 
@@ -159,14 +157,13 @@ impl Daemon {
             {
                 break;
             }
-            self.tell_systemd();
+            let just_started = self.tell_systemd();
             let timer = [self.next_timer(tick), self.notifier.next_deadline()]
                 .into_iter()
                 .flatten()
                 .min();
-            self.before_sleep(timer);
+            self.before_sleep(timer, just_started);
             let events = self.supervisor.wait(&mut self.state.store, timer)?;
-            self.code_ran = true;
             self.notifier.ping_if_due(Instant::now());
             self.state.fleet_turn(&mut self.supervisor);
             for event in events {

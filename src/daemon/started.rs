@@ -4,8 +4,8 @@
 //! the loop goes idle.
 //!
 //! Invariants: READY and the first release happen once, after recovery, never before. After
-//! that, code is given back only when the loop goes to sleep idle ([`goes_idle`]) having run
-//! since the last release, so an idle daemon stays asleep: the release adds no wake-up.
+//! that, code is given back only as the loop goes to sleep idle ([`goes_idle`]), once per sleep,
+//! so an idle daemon stays asleep: the release adds no wake-up.
 
 use super::Daemon;
 use crate::store::Queue;
@@ -23,14 +23,13 @@ fn goes_idle(started: bool, supervising: bool, timer: Option<Instant>, now: Inst
 }
 
 impl Daemon {
-    /// Once recovery is over, the start-up's code given back to the host (see `memory`) and
-    /// READY; then STATUS as it changes.
-    pub(super) fn tell_systemd(&mut self) {
-        if self.state.orphans.is_empty() && !std::mem::replace(&mut self.started, true) {
-            self.release_code("start-up");
-        }
+    /// Once recovery is over, READY; then STATUS as it changes. Returns whether the daemon
+    /// started at this turn (its start-up's code is given back before the loop sleeps).
+    pub(super) fn tell_systemd(&mut self) -> bool {
+        let just_started =
+            self.state.orphans.is_empty() && !std::mem::replace(&mut self.started, true);
         if !self.notifier.enabled() {
-            return;
+            return just_started;
         }
         let queued = self.state.store.queued_count(Queue::Crawls).unwrap_or(0);
         let status = format!(
@@ -42,20 +41,21 @@ impl Daemon {
         } else {
             self.notifier.status(status);
         }
+        just_started
     }
 
-    /// Before the loop sleeps until `timer`: if it goes idle having run since the last release,
-    /// the code it ran is given back to the host (see `memory`).
-    pub(super) fn before_sleep(&mut self, timer: Option<Instant>) {
+    /// Before the loop sleeps until `timer`: if the daemon `just_started`, or the loop goes
+    /// idle, the code it ran is given back to the host (see `memory`).
+    pub(super) fn before_sleep(&mut self, timer: Option<Instant>, just_started: bool) {
         let supervising = self.supervisor.has_work() || !self.state.crawls.is_empty();
-        if self.code_ran && goes_idle(self.started, supervising, timer, Instant::now()) {
-            self.release_code("idle");
-        }
-    }
-
-    fn release_code(&mut self, why: &str) {
+        let why = if just_started {
+            "start-up"
+        } else if goes_idle(self.started, supervising, timer, Instant::now()) {
+            "idle"
+        } else {
+            return;
+        };
         let released = crate::memory::release_code();
-        self.code_ran = false;
         log::debug!("{released} bytes of code left the resident set ({why})");
     }
 }

@@ -128,7 +128,6 @@ impl Daemon {
             server,
             notifier: Notifier::from_env(),
             started: false,
-            code_ran: false,
             _lock: lock,
         })
     }

@@ -995,11 +995,11 @@ fn gone(pid: i32) -> bool {
 }
 
 /// CPU time of process `pid` and of its reaped descendants (`utime + stime + cutime + cstime`),
-/// in ms.
-fn cpu_with_reaped_ms(pid: i32) -> f64 {
-    let stat = procfs::process::Process::new(pid).unwrap().stat().unwrap();
+/// in ms; `None` once it is reaped (its `/proc` entry can vanish between any two reads).
+fn cpu_with_reaped_ms(pid: i32) -> Option<f64> {
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
     let ticks = stat.utime + stat.stime + (stat.cutime + stat.cstime).max(0) as u64;
-    ticks as f64 * 1000.0 / procfs::ticks_per_second() as f64
+    Some(ticks as f64 * 1000.0 / procfs::ticks_per_second() as f64)
 }
 
 /// (8) Scale, once (too long to repeat): `scale_snapshots` snapshot workers each running 10 hooks
@@ -1160,14 +1160,16 @@ fn scale(s: &Sizes, figures: &mut Figures) {
         assert!(Instant::now() < deadline, "no crawl worker");
         std::thread::sleep(Duration::from_millis(5));
     };
-    // (Once the crawl worker is reaped, the daemon's own figure holds it.)
-    let crawl_cpu = || {
-        let worker = if std::fs::metadata(format!("/proc/{crawl_worker}")).is_ok() {
-            cpu_with_reaped_ms(crawl_worker)
-        } else {
-            0.0
-        };
-        worker + cpu_with_reaped_ms(daemon.pid())
+    // Once the crawl worker is reaped, the daemon's own figure holds it. It may be reaped between
+    // the reads: the sum counts only when the worker was there both before and after the
+    // daemon's read, or gone both times (never counted twice, never missed).
+    let crawl_cpu = || loop {
+        let before = cpu_with_reaped_ms(crawl_worker);
+        let daemon_ms = cpu_with_reaped_ms(daemon.pid()).expect("the daemon runs");
+        let after = cpu_with_reaped_ms(crawl_worker);
+        if before.is_some() == after.is_some() {
+            break after.unwrap_or(0.0) + daemon_ms;
+        }
     };
     let tenth = s.crawl_snapshots / 10;
     let mut marks = vec![(0usize, crawl_cpu())];

@@ -183,17 +183,38 @@ fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
     }
 }
 
-/// Directories kept until the benchmarks exit. ext4 does not hand out an inode freed in the last
-/// minute (`recently_deleted`, skipped one by one in the bitmap while allocating): removing one
-/// round's thousands of log files would bill the next round's file creations for the benchmark's
-/// own clean-up, which no abxd host does at that rate.
-static KEPT_DIRS: std::sync::Mutex<Vec<tempfile::TempDir>> = std::sync::Mutex::new(Vec::new());
+/// Where every benchmark's files go: one directory, removed once all benchmarks are done. ext4
+/// does not hand out an inode freed in the last minute (`recently_deleted`, skipped one by one in
+/// the bitmap while allocating): removing a benchmark's thousands of files (a round's log files,
+/// a PostgreSQL cluster) would bill the next benchmark's file creations for that clean-up, which
+/// no abxd host does at that rate. (Benchmark 1 after the fleet's clusters were removed ran at
+/// 0.47 of raw spawn+wait, and at 0.68 in the round before them.)
+static SCRATCH: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+
+fn scratch_root() -> &'static Path {
+    SCRATCH
+        .get_or_init(|| {
+            tempfile::Builder::new()
+                .prefix("abxd-bench")
+                .tempdir()
+                .unwrap()
+        })
+        .path()
+}
+
+/// A directory for one benchmark's files, left in place until every benchmark is done.
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .disable_cleanup(true)
+        .tempdir_in(scratch_root())
+        .unwrap()
+}
 
 /// (1) Trivial hooks through the full path, against plain spawn + wait of the same program. The
 /// benchmark stands for a worker, a child subreaper like every abxd supervisor.
 fn hook_throughput(s: &Sizes, figures: &mut Figures) {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let crawl = store.add_crawl(&["http://bench/".into()], 0, None).unwrap();
     let mut supervisor =
@@ -246,7 +267,6 @@ fn hook_throughput(s: &Sizes, figures: &mut Figures) {
         full,
         Some(("raw spawn+wait (per s)", raw)),
     );
-    KEPT_DIRS.lock().unwrap().push(dir);
 }
 
 /// Waits until the tree of benchmark 2 under `pid` has grown its 100 `sleep`s, and returns their
@@ -302,7 +322,7 @@ fn raw_teardown(script: &str, signal: nix::sys::signal::Signal) -> Duration {
 /// worker: it has a row of its own, the parent of the hook's.
 fn teardown(s: &Sizes, figures: &mut Figures) {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let mut own = hook_request(dir.path(), &["supervisor-bench"]).process;
     own.kind = Kind::SnapshotWorker;
@@ -383,7 +403,7 @@ fn teardown(s: &Sizes, figures: &mut Figures) {
 /// (3) `abxctl ps` on a big table (1% running, trees several levels deep), against
 /// `abxctl --version`: process start included.
 fn ps_at_scale(s: &Sizes, figures: &mut Figures) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let config = config_in(dir.path(), "");
     std::fs::create_dir_all(&config.data_dir).unwrap();
     drop(Store::open_at(&config.database).unwrap());
@@ -554,7 +574,7 @@ impl Drop for Daemon {
 
 /// (5) The idle daemon: wake-ups and CPU over a while, RSS; and the RSS of a worker.
 fn idle_cost(s: &Sizes, figures: &mut Figures) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let daemon = Daemon::with_test_plugins(
         dir.path(),
         "[plugins.sleepy]\nenv = { SLEEPY_SECONDS = \"3\" }\n",
@@ -617,7 +637,7 @@ fn idle_cost(s: &Sizes, figures: &mut Figures) {
 /// (6) Results written per second with 8 snapshot workers running trivial hooks at once, and the
 /// "database is locked" errors seen.
 fn database_under_load(s: &Sizes, figures: &mut Figures) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let daemon = Daemon::with_test_plugins(dir.path(), "[limits]\nmax_snapshot_workers = 8\n");
     let urls: Vec<String> = (0..s.load_urls)
         .map(|i| format!("http://127.0.0.1:9/{i}"))
@@ -676,14 +696,13 @@ fn fleet(s: &Sizes, figures: &mut Figures) {
         assert!(out.status.success(), "{out:?}");
         s.fleet_urls as f64 / started.elapsed().as_secs_f64()
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let sqlite = crawl(&Daemon::with_test_plugins(dir.path(), hooks));
     for hosts in [1, 3] {
-        let Some(server) = postgres::Postgres::start() else {
+        let Some(server) = postgres::Postgres::start_leaving_files_in(scratch_root()) else {
             return;
         };
-        let dirs: Vec<tempfile::TempDir> =
-            (0..hosts).map(|_| tempfile::tempdir().unwrap()).collect();
+        let dirs: Vec<tempfile::TempDir> = (0..hosts).map(|_| scratch_dir()).collect();
         let daemons: Vec<Daemon> = (dirs.iter().enumerate())
             .map(|(i, dir)| {
                 let store = format!("[store]\nmachine_id = \"bench-{i}\"\n{hooks}",);
@@ -779,10 +798,10 @@ fn time_to_ready(dir: &Path) -> Duration {
 /// (4) Recovery at scale: stale running rows and live orphan trees left by a crashed
 /// incarnation; the time from start to READY, against an empty table.
 fn recovery_at_scale(s: &Sizes, figures: &mut Figures) {
-    let empty = tempfile::tempdir().unwrap();
+    let empty = scratch_dir();
     let baseline = time_to_ready(empty.path());
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let config = config_in(dir.path(), "");
     std::fs::create_dir_all(&config.data_dir).unwrap();
     let mut store = Store::open_at(&config.database).unwrap();
@@ -898,7 +917,7 @@ fn busy_host(s: &Sizes, figures: &mut Figures) {
         let mut quiet = None;
         for &n in s.crowds {
             let crowd = Crowd::of(n);
-            let dir = tempfile::tempdir().unwrap();
+            let dir = scratch_dir();
             let plugin = dir.path().join("bench-plugins/sleeper");
             std::fs::create_dir_all(&plugin).unwrap();
             let hook = plugin.join("on_Snapshot__10_sleep.sh");
@@ -1008,7 +1027,7 @@ fn cpu_with_reaped_ms(pid: i32) -> Option<f64> {
 /// process is gone (beside min_grace); then a crawl of `crawl_snapshots` snapshots of a trivial
 /// hook: CPU per snapshot of the first and the last tenth, database bytes per snapshot.
 fn scale(s: &Sizes, figures: &mut Figures) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let plugins = dir.path().join("bench-plugins");
     // (A background hook's first line tells its worker it is up: the next hook starts then.)
     let sleeper = "#!/bin/sh\ntrap 'kill $(jobs -p) 2>/dev/null; exit 0' TERM\n\
@@ -1124,7 +1143,7 @@ fn scale(s: &Sizes, figures: &mut Figures) {
     );
     drop(daemon);
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let plugins = dir.path().join("bench-plugins");
     write_plugin(
         &plugins,
@@ -1263,4 +1282,8 @@ fn main() {
         s.rounds
     );
     figures.print();
+    // (Statics are never dropped: the files go now.)
+    if let Some(root) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(root.path());
+    }
 }

@@ -192,15 +192,21 @@ impl Postgres {
     /// Starts a cluster and waits until it accepts connections, or `None` (after saying so)
     /// where PostgreSQL is not installed outside CI.
     pub fn start() -> Option<Postgres> {
-        Self::start_as(false)
+        Self::start_as(false, None)
     }
 
     /// [`Postgres::start`], listening with TLS on a loopback port too (see [`Postgres::tls_url`]).
     pub fn start_with_tls() -> Option<Postgres> {
-        Self::start_as(true)
+        Self::start_as(true, None)
     }
 
-    fn start_as(tls: bool) -> Option<Postgres> {
+    /// [`Postgres::start`] with the cluster's files in a directory below `parent`, left there
+    /// when dropped (the server still stops): for a caller that removes them itself, later.
+    pub fn start_leaving_files_in(parent: &Path) -> Option<Postgres> {
+        Self::start_as(false, Some(parent))
+    }
+
+    fn start_as(tls: bool, leaving_files_in: Option<&Path>) -> Option<Postgres> {
         let Some(bin) = server_bin_dir() else {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -210,10 +216,14 @@ impl Postgres {
             eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
             return None;
         };
-        let dir = tempfile::Builder::new()
-            .prefix("abxd-pg")
-            .tempdir()
-            .unwrap();
+        let dir = match leaving_files_in {
+            Some(parent) => tempfile::Builder::new()
+                .prefix("abxd-pg")
+                .disable_cleanup(true)
+                .tempdir_in(parent),
+            None => tempfile::Builder::new().prefix("abxd-pg").tempdir(),
+        }
+        .unwrap();
         if rustix::process::geteuid().is_root() {
             let (uid, gid) = owner();
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();

@@ -33,11 +33,7 @@ pub struct LiveRow {
 impl Store {
     /// The rows `sql` (which selects [`COLUMNS`]) returns.
     fn process_rows(&self, sql: &str, args: &[Value]) -> Result<Vec<ProcessRow>, StoreError> {
-        let rows = self.db().query(sql, args)?;
-        Ok(rows
-            .iter()
-            .map(ProcessRow::from_row)
-            .collect::<Result<_, _>>()?)
+        Ok(self.db().query_map(sql, args, ProcessRow::from_row)?)
     }
 
     /// The first row `sql` (which selects [`COLUMNS`]) returns, if any.

@@ -165,9 +165,12 @@ impl Db {
         &self,
         sql: &str,
         args: &[Value],
-        f: impl FnMut(&Row) -> Result<T, SqlError>,
+        mut f: impl FnMut(&Row) -> Result<T, SqlError>,
     ) -> Result<Vec<T>, SqlError> {
-        self.query(sql, args)?.iter().map(f).collect()
+        match self {
+            Db::Sqlite(conn) => sqlite::query_map(conn, sql, args, usize::MAX, |row| f(&row)),
+            Db::Postgres(conn) => conn.query(sql, args)?.iter().map(f).collect(),
+        }
     }
 
     /// The first column of the first row one statement returns, if it returns a row.

@@ -137,28 +137,46 @@ pub fn ps_json(entries: &[PsEntry], now_ms: i64) -> String {
 pub fn short_duration(ms: i64) -> String {
     let (sign, ms) = if ms < 0 { ("-", -ms) } else { ("", ms) };
     let s = ms / 1000;
-    let text = match s {
-        _ if ms < 1000 => format!("{ms}ms"),
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
-        3600..=86399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
-        _ => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
-    };
-    format!("{sign}{text}")
+    match s {
+        _ if ms < 1000 => format!("{sign}{ms}ms"),
+        0..=59 => format!("{sign}{s}s"),
+        60..=3599 => format!("{sign}{}m{:02}s", s / 60, s % 60),
+        3600..=86399 => format!("{sign}{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{sign}{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    }
 }
 
 /// A moment as a local clock shows it, as ps(1)'s STIME: `14:03:27` today, `Nov21` before.
 pub fn clock_time(at_ms: i64, now_ms: i64) -> String {
-    let zone = local_zone();
-    let local = |ms: i64| {
-        jiff::Timestamp::from_millisecond(ms)
+    LocalClock::at(now_ms).time_of(at_ms)
+}
+
+/// The local clock at one moment, for showing many moments against it (`ps` shows one per
+/// row: the zone and today's date are looked up once, not per row).
+struct LocalClock {
+    zone: jiff::tz::TimeZone,
+    today: Option<jiff::civil::Date>,
+}
+
+impl LocalClock {
+    fn at(now_ms: i64) -> LocalClock {
+        let zone = local_zone();
+        let today = jiff::Timestamp::from_millisecond(now_ms)
             .ok()
-            .map(|t| t.to_zoned(zone.clone()))
-    };
-    match (local(at_ms), local(now_ms)) {
-        (Some(at), Some(now)) if at.date() == now.date() => at.strftime("%H:%M:%S").to_string(),
-        (Some(at), _) => at.strftime("%b%d").to_string(),
-        _ => "-".into(),
+            .map(|now| zone.to_datetime(now).date());
+        LocalClock { zone, today }
+    }
+
+    /// [`clock_time`] of `at_ms`.
+    fn time_of(&self, at_ms: i64) -> String {
+        let Ok(at) = jiff::Timestamp::from_millisecond(at_ms) else {
+            return "-".into();
+        };
+        let at = at.to_zoned(self.zone.clone());
+        match self.today {
+            Some(today) if at.date() == today => at.strftime("%H:%M:%S").to_string(),
+            _ => at.strftime("%b%d").to_string(),
+        }
     }
 }
 
@@ -287,6 +305,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
     if machines.len() < 2 {
         table.hide(2);
     }
+    let clock = LocalClock::at(now_ms);
     let mut stack: Vec<(&PsEntry, String, bool, usize)> = children
         .get(&None)
         .map(|roots| {
@@ -326,8 +345,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
                 .map_or("-".into(), |name| printable::line(name).into_owned()),
             format!("{branch}{}", row.kind),
             status_text(entry, look, now_ms),
-            row.started_at
-                .map_or("-".into(), |at| clock_time(at, now_ms)),
+            row.started_at.map_or("-".into(), |at| clock.time_of(at)),
             age,
             left,
             signals_text(row),
@@ -399,5 +417,27 @@ mod tests {
         assert_eq!(short_duration(185_000), "3m05s");
         assert_eq!(short_duration(7_620_000), "2h07m");
         assert_eq!(short_duration(-3_000), "-3s");
+        assert_eq!(short_duration(-185_000), "-3m05s");
+    }
+
+    /// As ps(1)'s STIME, in the local zone: the time for a moment of today, the date before.
+    #[test]
+    fn a_moment_of_today_shows_its_time_and_an_earlier_day_its_date() {
+        let now = 1_764_000_000_000;
+        let today = super::clock_time(now, now);
+        assert!(
+            matches!(today.as_bytes(), [_, _, b':', _, _, b':', _, _]),
+            "{today}"
+        );
+        let clock = super::LocalClock::at(now);
+        assert_eq!(clock.time_of(now), today);
+        let before = clock.time_of(now - 3 * 86_400_000);
+        assert!(
+            before.len() == 5
+                && before[..3].chars().all(|c| c.is_ascii_alphabetic())
+                && before[3..].chars().all(|c| c.is_ascii_digit()),
+            "{before}"
+        );
+        assert_eq!(super::clock_time(i64::MAX, now), "-");
     }
 }

@@ -32,6 +32,10 @@ pub fn paint(text: &str, colour: Colour, on: bool) -> String {
 
 /// How many characters of `text` show: its characters less any `ESC [ … m` sequence.
 pub fn visible_len(text: &str) -> usize {
+    // (Nearly every cell: plain ASCII, one byte a character.)
+    if text.is_ascii() && !text.contains('\x1b') {
+        return text.len();
+    }
     let mut count = 0;
     let mut chars = text.chars();
     while let Some(c) = chars.next() {

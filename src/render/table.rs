@@ -9,6 +9,9 @@
 
 use super::paint::visible_len;
 
+/// Padding, pushed a slice at a time rather than a character at a time.
+const SPACES: &str = "                                ";
+
 /// A table of `N` columns, laid out when it is rendered.
 pub struct Table<const N: usize> {
     header: [&'static str; N],
@@ -65,8 +68,12 @@ impl<const N: usize> Table<N> {
             }
             out.push_str(cell);
             if column < last {
-                let pad = self.widths[column].saturating_sub(visible_len(cell));
-                out.extend(std::iter::repeat_n(' ', pad));
+                let mut pad = self.widths[column].saturating_sub(visible_len(cell));
+                while pad > 0 {
+                    let spaces = pad.min(SPACES.len());
+                    out.push_str(&SPACES[..spaces]);
+                    pad -= spaces;
+                }
             }
         }
         let end = out[start..].trim_end().len() + start;

@@ -893,10 +893,16 @@ fn a_worker_whose_teardown_from_above_was_abandoned_kills_what_is_left_after_its
         let mut daemon =
             contained_escape_daemon(mode, "[plugins.ignores_term]\ntimeout = \"300s\"\n");
         let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "ignores_term"]);
-        let hook = wait_until("the hook to run", WAIT, || {
-            rows(&daemon)
-                .into_iter()
-                .find(|r| r.kind == Kind::Hook && r.status.is_live() && r.pid.is_some())
+        // (Once it runs a child it has set its trap: a SIGTERM before that would end it, and
+        // the test would see signal 15 where the point is SIGKILL after the deadline.)
+        let hook = wait_until("the hook to ignore SIGTERM (it runs a child)", WAIT, || {
+            let rows = rows(&daemon);
+            let hook = rows
+                .iter()
+                .find(|r| r.kind == Kind::Hook && r.status.is_live() && r.pid.is_some())?;
+            rows.iter()
+                .any(|r| r.kind == Kind::Child && r.parent_id == Some(hook.id))
+                .then(|| hook.clone())
         });
         let worker = hook.parent_id.unwrap();
         let mut kill = daemon

@@ -172,7 +172,7 @@ impl LocalClock {
         let Ok(at) = jiff::Timestamp::from_millisecond(at_ms) else {
             return "-".into();
         };
-        let at = at.to_zoned(self.zone.clone());
+        let at = self.zone.to_datetime(at);
         match self.today {
             Some(today) if at.date() == today => at.strftime("%H:%M:%S").to_string(),
             _ => at.strftime("%b%d").to_string(),

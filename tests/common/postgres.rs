@@ -216,12 +216,12 @@ impl Postgres {
             eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
             return None;
         };
+        let mut dir = tempfile::Builder::new();
+        dir.prefix("abxd-pg")
+            .disable_cleanup(leaving_files_in.is_some());
         let dir = match leaving_files_in {
-            Some(parent) => tempfile::Builder::new()
-                .prefix("abxd-pg")
-                .disable_cleanup(true)
-                .tempdir_in(parent),
-            None => tempfile::Builder::new().prefix("abxd-pg").tempdir(),
+            Some(parent) => dir.tempdir_in(parent),
+            None => dir.tempdir(),
         }
         .unwrap();
         if rustix::process::geteuid().is_root() {

@@ -15,7 +15,12 @@ const SPACES: &str = "                                ";
 /// A table of `N` columns, laid out when it is rendered.
 pub struct Table<const N: usize> {
     header: [&'static str; N],
-    rows: Vec<[String; N]>,
+    /// Every row's cells, one after another (one buffer, not a `String` per cell: `ps` lays
+    /// out ten cells for each of thousands of rows).
+    text: String,
+    /// Each row's cells: where each ends in `text` (it starts where the one before it ends),
+    /// and its width.
+    rows: Vec<[(usize, usize); N]>,
     widths: [usize; N],
     /// Columns left out when the table is rendered.
     hidden: [bool; N],
@@ -25,6 +30,7 @@ impl<const N: usize> Table<N> {
     pub fn new(header: [&'static str; N]) -> Table<N> {
         Table {
             header,
+            text: String::new(),
             rows: Vec::new(),
             widths: header.map(visible_len),
             hidden: [false; N],
@@ -36,11 +42,16 @@ impl<const N: usize> Table<N> {
         self.hidden[column] = true;
     }
 
-    pub fn add_row(&mut self, row: [String; N]) {
-        for (width, cell) in self.widths.iter_mut().zip(&row) {
-            *width = (*width).max(visible_len(cell));
+    pub fn add_row(&mut self, row: [impl AsRef<str>; N]) {
+        let mut cells = [(0, 0); N];
+        for ((span, widest), cell) in cells.iter_mut().zip(&mut self.widths).zip(&row) {
+            let cell = cell.as_ref();
+            let width = visible_len(cell);
+            *widest = (*widest).max(width);
+            self.text.push_str(cell);
+            *span = (self.text.len(), width);
         }
-        self.rows.push(row);
+        self.rows.push(cells);
     }
 
     /// Appends the table to `out`, every line starting with `indent`.
@@ -48,18 +59,31 @@ impl<const N: usize> Table<N> {
         out.reserve(
             (self.rows.len() + 1) * (indent.len() + self.widths.iter().sum::<usize>() + 2 * N),
         );
-        self.line_into(out, indent, self.header.iter().copied());
-        for row in &self.rows {
-            self.line_into(out, indent, row.iter().map(String::as_str));
+        let header = self.header.iter().map(|&cell| (cell, visible_len(cell)));
+        self.line_into(out, indent, header);
+        let mut start = 0;
+        for cells in &self.rows {
+            let cells = cells.iter().map(|&(end, width)| {
+                let cell = &self.text[start..end];
+                start = end;
+                (cell, width)
+            });
+            self.line_into(out, indent, cells);
         }
     }
 
-    fn line_into<'a>(&self, out: &mut String, indent: &str, cells: impl Iterator<Item = &'a str>) {
+    /// One line of `cells`, each with its width.
+    fn line_into<'a>(
+        &self,
+        out: &mut String,
+        indent: &str,
+        cells: impl Iterator<Item = (&'a str, usize)>,
+    ) {
         let start = out.len();
         out.push_str(indent);
         let last = (0..N).rev().find(|&c| !self.hidden[c]).unwrap_or(0);
         let mut first = true;
-        for (column, cell) in cells.enumerate() {
+        for (column, (cell, width)) in cells.enumerate() {
             if self.hidden[column] {
                 continue;
             }
@@ -68,7 +92,7 @@ impl<const N: usize> Table<N> {
             }
             out.push_str(cell);
             if column < last {
-                let mut pad = self.widths[column].saturating_sub(visible_len(cell));
+                let mut pad = self.widths[column].saturating_sub(width);
                 while pad > 0 {
                     let spaces = pad.min(SPACES.len());
                     out.push_str(&SPACES[..spaces]);
@@ -97,8 +121,8 @@ mod tests {
     #[test]
     fn columns_are_padded_to_their_widest_cell_and_lines_end_without_blanks() {
         let mut table = Table::new(["ID", "KIND", "COMMAND"]);
-        table.add_row(["1".into(), "orchestrator".into(), "abxd --config x".into()]);
-        table.add_row(["12".into(), "└─ hook".into(), "".into()]);
+        table.add_row(["1", "orchestrator", "abxd --config x"]);
+        table.add_row(["12", "└─ hook", ""]);
         assert_eq!(
             table.to_string(),
             "ID  KIND          COMMAND\n\
@@ -110,11 +134,11 @@ mod tests {
     #[test]
     fn a_hidden_column_is_left_out_with_its_gap() {
         let mut table = Table::new(["ID", "HOST", "COMMAND"]);
-        table.add_row(["1".into(), "alpha".into(), "sleep 1".into()]);
+        table.add_row(["1", "alpha", "sleep 1"]);
         table.hide(1);
         assert_eq!(table.to_string(), "ID  COMMAND\n1   sleep 1\n");
         let mut last_hidden = Table::new(["ID", "HOST"]);
-        last_hidden.add_row(["1".into(), "alpha".into()]);
+        last_hidden.add_row(["1", "alpha"]);
         last_hidden.hide(1);
         assert_eq!(last_hidden.to_string(), "ID\n1\n");
     }
@@ -122,7 +146,7 @@ mod tests {
     #[test]
     fn every_line_is_indented() {
         let mut table = Table::new(["A", "B"]);
-        table.add_row(["x".into(), "y".into()]);
+        table.add_row(["x", "y"]);
         let mut out = String::new();
         table.render_into(&mut out, "    ");
         assert_eq!(out, "    A  B\n    x  y\n");

@@ -169,7 +169,7 @@ impl Store {
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let store = Store::open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         if let Some(conn) = store.sqlite() {
-            let _ = conn.pragma_update(None, "mmap_size", READER_MMAP);
+            let _ = conn.pragma_update(None, "cache_size", READER_CACHE_PAGES);
         }
         Ok(store)
     }
@@ -376,9 +376,13 @@ impl Store {
 /// How large the write-ahead log may stay once reset; beyond it an idle daemon truncates it.
 pub const WAL_KEEP_BYTES: u64 = 8 << 20;
 
-/// How much of the database a read-only connection (`abxctl ps`) maps, not read(2) and copied
-/// page by page; never a writer's, which could see the file shrink under it (its vacuum).
-const READER_MMAP: i64 = 256 << 20;
+/// How many pages a read-only connection (`abxctl ps`) keeps: the B-trees' upper pages, which
+/// every lookup passes, and little more. Each other page it reads with pread(2) into a slot of
+/// this cache. (Mapping the file instead cost more: the kernel maps the pages around each one
+/// touched, so `ps` on 100 000 rows with 1 000 live mapped the whole 20 MB file and unmapped it
+/// at the end, 8.2 ms against 6.7; and SQLite's default cache, 2 MB, costs a page fault for each
+/// of its pages as it fills.)
+const READER_CACHE_PAGES: i64 = 16;
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Patience::Patient.apply(conn)?;

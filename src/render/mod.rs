@@ -11,8 +11,7 @@ use crate::printable;
 use crate::store::{Machine, ProcessRow, Status};
 use serde::Serialize;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
-use std::fmt::Write;
+use std::collections::BTreeMap;
 use table::Table;
 
 mod crawl;
@@ -144,15 +143,42 @@ pub fn short_duration(ms: i64) -> String {
 
 /// [`short_duration`], appended to `out`.
 fn write_short_duration(out: &mut String, ms: i64) {
-    let (sign, ms) = if ms < 0 { ("-", -ms) } else { ("", ms) };
+    if ms < 0 {
+        out.push('-');
+    }
+    let ms = ms.unsigned_abs();
     let s = ms / 1000;
-    let _ = match s {
-        _ if ms < 1000 => write!(out, "{sign}{ms}ms"),
-        0..=59 => write!(out, "{sign}{s}s"),
-        60..=3599 => write!(out, "{sign}{}m{:02}s", s / 60, s % 60),
-        3600..=86399 => write!(out, "{sign}{}h{:02}m", s / 3600, (s % 3600) / 60),
-        _ => write!(out, "{sign}{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    let (high, high_unit, low, low_unit) = match s {
+        _ if ms < 1000 => (ms, "ms", None, ""),
+        0..=59 => (s, "s", None, ""),
+        60..=3599 => (s / 60, "m", Some(s % 60), "s"),
+        3600..=86399 => (s / 3600, "h", Some((s % 3600) / 60), "m"),
+        _ => (s / 86400, "d", Some((s % 86400) / 3600), "h"),
     };
+    push_decimal(out, high, 1);
+    out.push_str(high_unit);
+    if let Some(low) = low {
+        push_decimal(out, low, 2);
+        out.push_str(low_unit);
+    }
+}
+
+/// Appends `n` in decimal, zeros before it up to `width` digits: `write!(out, "{n:0width$}")`
+/// without the formatting machinery (`ps` writes half a dozen numbers per row).
+fn push_decimal(out: &mut String, n: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    let mut rest = n;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let start = start.min(digits.len().saturating_sub(width));
+    out.push_str(std::str::from_utf8(&digits[start..]).expect("ASCII digits"));
 }
 
 /// A moment as a local clock shows it, as ps(1)'s STIME: `14:03:27` today, `Nov21` before.
@@ -189,18 +215,23 @@ impl LocalClock {
             return out.push('-');
         };
         let at = self.zone.to_datetime(at);
-        let _ = match self.today {
+        match self.today {
             Some(today) if at.date() == today => {
-                write!(
-                    out,
-                    "{:02}:{:02}:{:02}",
-                    at.hour(),
-                    at.minute(),
-                    at.second()
-                )
+                for (i, part) in [at.hour(), at.minute(), at.second()]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if i > 0 {
+                        out.push(':');
+                    }
+                    push_decimal(out, part.unsigned_abs().into(), 2);
+                }
             }
-            _ => write!(out, "{}{:02}", MONTHS[at.month() as usize - 1], at.day()),
-        };
+            _ => {
+                out.push_str(MONTHS[at.month().unsigned_abs() as usize - 1]);
+                push_decimal(out, at.day().unsigned_abs().into(), 2);
+            }
+        }
     }
 }
 
@@ -305,7 +336,6 @@ fn write_signals(out: &mut String, row: &ProcessRow) {
     }
 }
 
-/// The table as a tree, parents above their children, like `systemctl status`.
 /// Cuts every line of `text` longer than `width` characters to that width, ending it with `…`
 /// (for a terminal: Chromium's command lines run to thousands of characters).
 pub fn cut_to_width(text: &str, width: usize) -> String {
@@ -322,20 +352,25 @@ pub fn cut_to_width(text: &str, width: usize) -> String {
     out
 }
 
+/// The table as a tree, parents above their children, like `systemctl status`.
 pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
-    let ids: HashSet<i64> = entries.iter().map(|e| e.row.id).collect();
+    // (Sorted and searched, not hashed: the rows come in id order, so the sort is one pass.)
+    let mut ids: Vec<i64> = entries.iter().map(|e| e.row.id).collect();
+    ids.sort_unstable();
     let mut children: BTreeMap<Option<i64>, Vec<&PsEntry>> = BTreeMap::new();
     for entry in entries {
-        let parent = entry.row.parent_id.filter(|p| ids.contains(p));
+        let parent = entry.row.parent_id.filter(|p| ids.binary_search(p).is_ok());
         children.entry(parent).or_default().push(entry);
     }
     let mut table = Table::new([
         "ID", "PID", "MACHINE", "KIND", "STATUS", "STARTED", "AGE", "LEFT", "SIGNALS", "COMMAND",
     ]);
     // (One machine's rows: the column would say the same on every line.)
-    let machines: HashSet<Option<&str>> =
-        entries.iter().map(|e| e.machine_name.as_deref()).collect();
-    if machines.len() < 2 {
+    let first_machine = entries.first().and_then(|e| e.machine_name.as_deref());
+    if entries
+        .iter()
+        .all(|e| e.machine_name.as_deref() == first_machine)
+    {
         table.hide(2);
     }
     let clock = LocalClock::at(now_ms);
@@ -356,9 +391,12 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
         let row = &entry.row;
         cells.iter_mut().for_each(String::clear);
         let [id, pid, machine, kind, status, started, age, left, signals, command] = &mut cells;
-        let _ = write!(id, "{}", row.id);
+        if row.id < 0 {
+            id.push('-');
+        }
+        push_decimal(id, row.id.unsigned_abs(), 1);
         match row.pid {
-            Some(p) => drop(write!(pid, "{p}")),
+            Some(p) => push_decimal(pid, p.unsigned_abs().into(), 1),
             None => pid.push('-'),
         }
         match &entry.machine_name {

@@ -106,9 +106,11 @@ long_program() { echo "echo \$\$ > $WORK/pids/$1; trap '' TERM; exec sleep 10000
 wakeups() {
     local total=0 task n
     for task in /proc/"$1"/task/*; do
-        n=$(awk '/^(voluntary|nonvoluntary)_ctxt_switches/ {s += $2} END {print s + 0}' \
-            "$task/status" 2>/dev/null || true)
-        total=$((total + ${n:-0}))
+        # (Summed by the shell, in 64-bit integers: mawk prints a sum of 2^31 or more as 3e+09.)
+        for n in $(awk '/^(voluntary|nonvoluntary)_ctxt_switches/ {print $2}' \
+            "$task/status" 2>/dev/null || true); do
+            total=$((total + n))
+        done
     done
     echo "$total"
 }
@@ -142,17 +144,27 @@ stop_crowd() {
     CROWD_PID=""
 }
 
-# CPU time (ns) of all threads of PID.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+# CPU time (ns) of all threads of PID, summed by the shell in 64-bit integers (awk would not do:
+# Debian's mawk prints a sum of 2^31 or more, ~2.1 s of CPU, as 3e+09, which bc rejects). A
+# thread that ends while it is read counts as 0.
+cpu_ns() {
+    local total=0 task ns rest
+    for task in /proc/"$1"/task/*; do
+        read -r ns rest <"$task/schedstat" 2>/dev/null || continue
+        [[ "$ns" =~ ^[0-9]+$ ]] || die "cpu_ns: $task/schedstat starts with '$ns', not a count of nanoseconds"
+        total=$((total + ns))
+    done
+    echo "$total"
+}
 
 # busy NAME PID: with 8 programs running under PID and the crowd on the host, records PID's
 # CPU over BUSY_SECONDS as % of one core.
 busy() {
     local before after
     start_crowd
-    before=$(cpu_ns "$2")
+    before=$(cpu_ns "$2") || die "busy_cpu_percent of $1: its CPU time could not be read"
     sleep "$BUSY_SECONDS"
-    after=$(cpu_ns "$2")
+    after=$(cpu_ns "$2") || die "busy_cpu_percent of $1: its CPU time could not be read"
     stop_crowd
     record "$1" busy_cpu_percent "$(echo "scale=3; ($after - $before) / ($BUSY_SECONDS * 10000000)" | bc)"
 }

@@ -6,9 +6,10 @@
 //! only (to profile one). See BENCHMARKS.md.
 
 use abxd::config::Config;
+use abxd::domain::{Kind, ResultStatus};
 use abxd::signal::Signal;
 use abxd::spawn::{Logs, SpawnRequest};
-use abxd::store::{Kind, NewProcess, ResultStatus, Store};
+use abxd::store::{NewProcess, Store};
 use abxd::supervisor::{ChildPolicy, Event, Supervisor};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -365,7 +366,7 @@ fn teardown(s: &Sizes, figures: &mut Figures) {
                 spawned.row_id,
                 Signal::TERM,
                 grace,
-                abxd::store::EndReason::Killed,
+                abxd::domain::EndReason::Killed,
             );
             'done: loop {
                 for event in supervisor.wait(&mut store, None).unwrap() {

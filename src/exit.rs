@@ -5,7 +5,8 @@
 //! that is not running, hooks that failed, a crawl that was cancelled, and an interruption —
 //! every command maps its outcome through this module, never through a literal.
 
-use crate::store::{Crawl, CrawlOutcome, HookResult, ResultStatus};
+use crate::domain::{CrawlOutcome, ResultStatus};
+use crate::store::{Crawl, HookResult};
 
 /// Everything asked was done (for a crawl: sealed, and no hook failed).
 pub const OK: i32 = 0;

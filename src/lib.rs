@@ -66,6 +66,7 @@ pub mod config;
 pub(crate) mod control;
 pub mod ctl;
 pub mod daemon;
+pub mod domain;
 pub mod exit;
 pub(crate) mod hooks;
 pub mod identity;

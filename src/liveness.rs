@@ -12,10 +12,11 @@
 //!   boot, or that never started;
 //! - [`finish_spawn_failed`] and [`finish_own`]: the spawner and the daemon itself.
 
+use crate::domain::{EndReason, ExitOutcome, Kind};
 use crate::identity::{self, Identity, Liveness};
 use crate::marker;
 use crate::proctree;
-use crate::store::{EndReason, ExitOutcome, Kind, ProcessRow, Store, StoreError};
+use crate::store::{ProcessRow, Store, StoreError};
 use std::collections::BTreeSet;
 
 /// Why the process of `identity` is not running any more, or `None` if it is.

@@ -10,10 +10,11 @@
 //! recovered only once its teardown finished, so no two workers ever run the same work.
 
 use crate::config::Config;
+use crate::domain::{Claim, Kind, Queue, WorkStatus};
 use crate::marker;
 use crate::recovery;
 use crate::spawn::{Logs, SpawnError, SpawnRequest};
-use crate::store::{Claim, Kind, NewProcess, Queue, Store, StoreError, WorkStatus};
+use crate::store::{NewProcess, Store, StoreError};
 use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! child in one go (`waitpid(-1, WNOHANG)` until nothing is left), so no exit is missed. Nothing
 //! else in abxd waits on a child.
 
-use crate::store::ExitOutcome;
+use crate::domain::ExitOutcome;
 use nix::errno::Errno;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;

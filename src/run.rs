@@ -8,10 +8,11 @@
 use crate::cli::CrawlArgs;
 use crate::config::Config;
 use crate::daemon::{Daemon, DaemonError};
+use crate::domain::WorkStatus;
 use crate::exit;
 use crate::render::{self, say, Follow};
 use crate::signal::Signal;
-use crate::store::{Store, StoreError, WorkStatus};
+use crate::store::{Store, StoreError};
 use std::path::Path;
 use std::time::Duration;
 

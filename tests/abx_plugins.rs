@@ -220,7 +220,7 @@ fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
     let rows = store.processes(&Default::default()).unwrap();
     let hooks: Vec<_> = rows
         .iter()
-        .filter(|r| r.kind == abxd::store::Kind::Hook && r.crawl_id == Some(crawl))
+        .filter(|r| r.kind == abxd::domain::Kind::Hook && r.crawl_id == Some(crawl))
         .collect();
     let first = hooks.iter().filter_map(|r| r.started_at).min().unwrap_or(0);
     let seconds = |at: Option<i64>| {
@@ -241,7 +241,7 @@ fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
             seconds(row.ended_at),
             row.exit_code.map_or("-".to_string(), |c| c.to_string()),
             row.end_reason.map_or("-", |r| r.as_str()),
-            row.end_detail.as_deref().unwrap_or("")
+            row.end_detail_text().as_deref().unwrap_or("")
         );
         if let (true, Some(path)) = (row.exit_code != Some(0), &row.stderr_path) {
             let stderr = std::fs::read_to_string(path).unwrap_or_default();
@@ -496,7 +496,7 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     // (Hooks of the crawl have results; the install's runs are the orchestrator's own.)
     for hook in rows
         .iter()
-        .filter(|r| r.kind == abxd::store::Kind::Hook && r.result_id.is_some())
+        .filter(|r| r.kind == abxd::domain::Kind::Hook && r.result_id.is_some())
     {
         let parent = by_id[&hook.parent_id.unwrap()].kind;
         assert!(parent.is_worker(), "{:?} under {parent}", hook.argv);
@@ -517,7 +517,7 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     };
     let browser: Vec<_> = rows
         .iter()
-        .filter(|r| r.kind == abxd::store::Kind::Child && under_launch(r))
+        .filter(|r| r.kind == abxd::domain::Kind::Child && under_launch(r))
         .filter(|r| r.argv.iter().any(|a| a.contains("chrom")))
         .collect();
     assert!(

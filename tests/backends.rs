@@ -117,11 +117,9 @@ fn values_statements_and_transactions_are_the_same_on_both_engines() {
     }
 }
 
+use abxd::domain::{EndReason, ExitOutcome, Kind, Queue, ResultStatus, WorkStatus};
 use abxd::identity;
-use abxd::store::{
-    migrations, EndReason, ExitOutcome, Kind, NewProcess, ProcessFilter, Queue, ResultStatus,
-    RetryScope, Store, WorkStatus,
-};
+use abxd::store::{migrations, NewProcess, ProcessFilter, RetryScope, Store};
 use std::time::Duration;
 
 /// The store on both engines: a new SQLite file, and a new PostgreSQL cluster where one can be
@@ -567,7 +565,8 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
 /// be written is written once it is back, and the crawl finishes with every hook run once.
 #[test]
 fn a_postgres_restart_mid_crawl_loses_nothing_and_kills_no_hook() {
-    use abxd::store::{Kind, ProcessFilter};
+    use abxd::domain::Kind;
+    use abxd::store::ProcessFilter;
     if !common::postgres::available() {
         eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
         return;

@@ -5,7 +5,8 @@
 
 mod common;
 
-use abxd::store::{Kind, ProcessFilter};
+use abxd::domain::Kind;
+use abxd::store::ProcessFilter;
 use common::{plugins_config, TestDaemon};
 use std::path::Path;
 use std::time::Duration;

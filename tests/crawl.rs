@@ -3,7 +3,8 @@
 
 mod common;
 
-use abxd::store::{HookResult, Kind, ProcessFilter, ProcessRow};
+use abxd::domain::Kind;
+use abxd::store::{HookResult, ProcessFilter, ProcessRow};
 use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -110,6 +111,18 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
         assert_eq!(status("on_Snapshot__15_background.bg.sh"), "succeeded");
         // No record and ended by the scope-end SIGTERM: it ran and reported nothing.
         assert_eq!(status("on_Snapshot__12_bgquiet.bg.sh"), "noresults");
+        // `abxctl show --json` spells it as the counts, the database and the docs do.
+        let shown: serde_json::Value =
+            serde_json::from_str(&daemon.ctl_ok(&["show", "--json", &crawl.to_string()])).unwrap();
+        let said_of_bgquiet: Vec<&serde_json::Value> = shown["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|snapshot| snapshot["results"].as_array().unwrap())
+            .filter(|result| result["hook"] == "on_Snapshot__12_bgquiet.bg.sh")
+            .map(|result| &result["status"])
+            .collect();
+        assert_eq!(said_of_bgquiet, ["noresults"], "{shown}");
         assert_eq!(status("on_Crawl__10_crawlbg.bg.sh"), "succeeded");
         for result in results.values() {
             assert!(
@@ -123,7 +136,7 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
             .iter()
             .find(|h| h.argv[0].ends_with("on_Snapshot__50_slow.sh"))
             .unwrap();
-        assert_eq!(slow.end_reason, Some(abxd::store::EndReason::Timeout));
+        assert_eq!(slow.end_reason, Some(abxd::domain::EndReason::Timeout));
         assert!(slow.sigterm_at.is_some());
         // The background hooks were torn down when their snapshot (or crawl) ended, after the last
         // foreground hook.

@@ -244,7 +244,7 @@ fn a_daemon_gives_back_the_code_a_crawl_ran_once_it_is_idle_again_and_stays_asle
     // While the crawl runs, the daemon supervises its worker: the code it ran stays mapped. (On a
     // host with memory to spare nothing else unmaps it: without the release it never shrinks.)
     let busy = wait_until("the crawl's hook to run", WAIT, || {
-        let hooks = daemon.live_rows(abxd::store::Kind::Hook);
+        let hooks = daemon.live_rows(abxd::domain::Kind::Hook);
         (!hooks.is_empty()).then(|| resident_code_kib(daemon.pid()))
     });
     daemon.wait_sealed(crawl, WAIT);
@@ -337,7 +337,7 @@ fn a_daemon_whose_executable_was_replaced_on_disk_still_starts_workers_of_its_ow
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "sleepy,ok"]);
     // Named as the file it was asked to run, not `exe` (the kernel's name for /proc/self/exe).
     let worker = wait_until("a snapshot worker", WAIT, || {
-        let workers = daemon.live_rows(abxd::store::Kind::SnapshotWorker);
+        let workers = daemon.live_rows(abxd::domain::Kind::SnapshotWorker);
         workers.first().and_then(|r| r.pid)
     });
     // (The worker names itself first thing after exec: its row may be seen a moment earlier.)

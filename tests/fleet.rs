@@ -115,14 +115,14 @@ fn wait_sealed(store: &Store, crawl: i64) {
         let row = store.crawl(crawl).ok().flatten();
         if row
             .as_ref()
-            .is_some_and(|c| c.status == abxd::store::WorkStatus::Sealed)
+            .is_some_and(|c| c.status == abxd::domain::WorkStatus::Sealed)
         {
             return;
         }
         if std::time::Instant::now() > deadline {
             // What is in the way: the crawl, its unsealed snapshots, their owners, the machines.
             let open: Vec<_> = (store.snapshots(crawl).unwrap().into_iter())
-                .filter(|s| s.status != abxd::store::WorkStatus::Sealed)
+                .filter(|s| s.status != abxd::domain::WorkStatus::Sealed)
                 .collect();
             let owners: Vec<_> = (row.iter().map(|c| c.owner_id))
                 .chain(open.iter().map(|s| s.owner_id))
@@ -187,7 +187,7 @@ fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_r
     for result in store.results(crawl).unwrap() {
         assert_eq!(
             result.status,
-            abxd::store::ResultStatus::Succeeded,
+            abxd::domain::ResultStatus::Succeeded,
             "{result:?}"
         );
         assert_eq!(result.attempts, 1, "{result:?}");
@@ -252,7 +252,7 @@ fn assert_each_hook_succeeded_once(store: &Store, crawl: i64, ledger: &Path) {
     for result in store.results(crawl).unwrap() {
         assert_eq!(
             result.status,
-            abxd::store::ResultStatus::Succeeded,
+            abxd::domain::ResultStatus::Succeeded,
             "{result:?}"
         );
         // (A crawl's own hooks have no snapshot, and write no ledger.)
@@ -310,7 +310,7 @@ fn live_worker_rows(store: &Store, name: &str) -> Vec<abxd::store::ProcessRow> {
         .processes(&filter)
         .unwrap()
         .into_iter()
-        .filter(|r| r.status.is_live() && r.kind != abxd::store::Kind::Orchestrator)
+        .filter(|r| r.status.is_live() && r.kind != abxd::domain::Kind::Orchestrator)
         .collect()
 }
 
@@ -505,7 +505,7 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
     let mut kills = Vec::new();
     while kills.len() < 6 {
         let sealed = store.crawl(crawl).unwrap().unwrap().status;
-        if sealed == abxd::store::WorkStatus::Sealed {
+        if sealed == abxd::domain::WorkStatus::Sealed {
             break;
         }
         // A random moment: the point of the test, not a wait for something.
@@ -564,7 +564,7 @@ fn a_crawl_with_a_crawl_scoped_session_keeps_its_snapshots_on_its_host() {
         .crawl_processes(crawl)
         .unwrap()
         .into_iter()
-        .find(|r| r.kind == abxd::store::Kind::Hook && r.snapshot_id.is_none())
+        .find(|r| r.kind == abxd::domain::Kind::Hook && r.snapshot_id.is_none())
         .expect("the session's row");
     assert_eq!(ran_on.into_iter().next(), session.machine_id);
     wait_settled(&store);
@@ -654,7 +654,7 @@ fn a_host_gone_for_good_is_forgotten_and_another_finishes_its_work() {
     let rows = store.processes(&filter).unwrap();
     common::assert_every_row_final(&rows);
     assert!(rows.iter().any(|r| r
-        .end_detail
+        .end_detail_text()
         .as_deref()
         .is_some_and(|d| d.contains("forgotten by an operator"))));
     assert!(store

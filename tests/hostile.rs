@@ -470,7 +470,7 @@ fn twenty_concurrent_adds_while_eight_snapshot_workers_write_all_succeed() {
             .processes(&Default::default())
             .unwrap()
             .iter()
-            .filter(|r| r.kind == abxd::store::Kind::SnapshotWorker && r.status.is_live())
+            .filter(|r| r.kind == abxd::domain::Kind::SnapshotWorker && r.status.is_live())
             .count();
         (running >= 4).then_some(())
     });
@@ -612,7 +612,7 @@ fn a_full_disk_is_reported_claims_nothing_and_work_carries_on_when_space_returns
         .processes(&Default::default())
         .unwrap()
         .into_iter()
-        .filter(|r| r.status.is_live() && r.kind != abxd::store::Kind::Orchestrator)
+        .filter(|r| r.status.is_live() && r.kind != abxd::domain::Kind::Orchestrator)
         .map(|r| r.id)
         .collect();
     assert!(
@@ -662,7 +662,7 @@ fn a_disk_that_fills_while_hooks_run_leaves_no_stale_row_and_the_crawl_finishes(
     args.extend(["--plugins", "sleepy,ok"]);
     let crawl = daemon.add(&args);
     let running_hooks = || {
-        let hooks = daemon.live_rows(abxd::store::Kind::Hook);
+        let hooks = daemon.live_rows(abxd::domain::Kind::Hook);
         hooks
             .into_iter()
             .filter_map(|r| r.identity)
@@ -706,7 +706,7 @@ fn a_disk_that_fills_while_hooks_run_leaves_no_stale_row_and_the_crawl_finishes(
         .processes(&Default::default())
         .unwrap()
         .into_iter()
-        .filter(|r| r.status.is_live() && r.kind != abxd::store::Kind::Orchestrator)
+        .filter(|r| r.status.is_live() && r.kind != abxd::domain::Kind::Orchestrator)
         .map(|r| format!("row {} {} {:?}", r.id, r.kind, r.argv))
         .collect();
     assert!(
@@ -793,7 +793,7 @@ fn a_database_deleted_under_the_daemon_stops_new_work_and_what_it_recorded_is_sa
     wait_until("the hook to run", WAIT, || {
         let rows = daemon.store().processes(&Default::default()).unwrap();
         rows.iter()
-            .any(|r| r.kind == abxd::store::Kind::Hook && r.status.is_live())
+            .any(|r| r.kind == abxd::domain::Kind::Hook && r.status.is_live())
             .then_some(())
     });
     for suffix in ["", "-wal", "-shm"] {
@@ -822,12 +822,12 @@ fn a_database_deleted_under_the_daemon_stops_new_work_and_what_it_recorded_is_sa
     assert!(saved.crawl(crawl).unwrap().is_some());
     let rows = saved.processes(&Default::default()).unwrap();
     assert!(
-        rows.iter().any(|r| r.kind == abxd::store::Kind::Hook),
+        rows.iter().any(|r| r.kind == abxd::domain::Kind::Hook),
         "the hook's row is kept"
     );
     assert!(
         rows.iter()
-            .filter(|r| r.kind == abxd::store::Kind::Orchestrator)
+            .filter(|r| r.kind == abxd::domain::Kind::Orchestrator)
             .all(|r| !r.status.is_live()),
         "the clean stop is recorded in the saved copy"
     );

@@ -2,7 +2,8 @@
 
 mod common;
 
-use abxd::store::{Queue, Store};
+use abxd::domain::Queue;
+use abxd::store::Store;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

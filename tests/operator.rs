@@ -4,8 +4,8 @@
 
 mod common;
 
+use abxd::domain::{ResultStatus, WorkStatus};
 use abxd::exit;
-use abxd::store::{ResultStatus, WorkStatus};
 use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -521,7 +521,7 @@ fn pause_starts_no_new_hook_and_resume_lets_the_crawl_finish() {
         .filter(|r| r.status != ResultStatus::Queued)
         .map(|r| r.id)
         .collect();
-    let hooks_then = daemon.live_rows(abxd::store::Kind::Hook).len();
+    let hooks_then = daemon.live_rows(abxd::domain::Kind::Hook).len();
     assert_eq!(hooks_then, 0);
     // (Workers of a paused crawl look again every second: three looks without a start.)
     let quiet_until = std::time::Instant::now() + Duration::from_secs(3);

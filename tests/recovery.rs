@@ -3,8 +3,9 @@
 
 mod common;
 
+use abxd::domain::{EndReason, Kind, Status};
 use abxd::identity;
-use abxd::store::{EndReason, Kind, ProcessFilter, ProcessRow, Status};
+use abxd::store::{ProcessFilter, ProcessRow};
 use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -338,7 +339,7 @@ fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone(
         assert_eq!(row.status, Status::Lost);
         assert_eq!(row.end_reason, Some(EndReason::Lost));
         assert!(row
-            .end_detail
+            .end_detail_text()
             .unwrap()
             .contains("now belongs to another process"));
         assert!(
@@ -400,7 +401,7 @@ fn after_a_reboot_every_running_row_is_lost_and_nothing_is_signalled() {
             let row = daemon.store().process(id).unwrap().unwrap();
             assert_eq!(row.status, Status::Lost, "row {id}");
             assert_eq!(
-                row.end_detail.as_deref(),
+                row.end_detail_text().as_deref(),
                 Some("recorded during an earlier boot")
             );
             assert!(
@@ -590,7 +591,7 @@ fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says(
                 .filter(|r| !r.status.is_live())
         });
         assert_eq!(ended.end_reason, Some(EndReason::Lost), "{ended:?}");
-        let detail = ended.end_detail.unwrap_or_default();
+        let detail = ended.end_detail_text().unwrap_or_default();
         assert!(detail.contains("another user"), "{detail}");
         assert!(daemon.log().contains("not signalled"), "{}", daemon.log());
     }

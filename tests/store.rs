@@ -3,8 +3,9 @@
 
 mod common;
 
+use abxd::domain::Kind;
 use abxd::identity::{self, Liveness};
-use abxd::store::{migrations, Kind, NewProcess, ProcessFilter, Store, StoreError};
+use abxd::store::{migrations, NewProcess, ProcessFilter, Store, StoreError};
 use std::process::Command;
 
 fn hook(argv: &[&str]) -> NewProcess {
@@ -191,14 +192,14 @@ fn rows_found_gone_are_made_lost_each_with_its_own_reason_and_final_rows_stay_as
         let row = |id: i64| store.process(id).unwrap().unwrap();
         for id in gone {
             assert_eq!(row(id).status.to_string(), "lost");
-            assert_eq!(row(id).end_detail.as_deref(), Some("process gone"));
+            assert_eq!(row(id).end_detail_text().as_deref(), Some("process gone"));
         }
         assert_eq!(
-            row(reused).end_detail.as_deref(),
+            row(reused).end_detail_text().as_deref(),
             Some("pid 7 now belongs to another process")
         );
         assert_eq!(
-            row(already).end_detail.as_deref(),
+            row(already).end_detail_text().as_deref(),
             Some("earlier verdict"),
             "a final row is not ended twice"
         );
@@ -209,7 +210,8 @@ fn rows_found_gone_are_made_lost_each_with_its_own_reason_and_final_rows_stay_as
 fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_else() {
     for backend in common::backends() {
         eprintln!("backend: {backend}");
-        use abxd::store::{now_ms, Compact, Queue};
+        use abxd::domain::Queue;
+        use abxd::store::{now_ms, Compact};
         let (mut store, _server) = common::fresh_store(backend);
         let sealed = store
             .add_crawl(&["http://127.0.0.1:9/a".into()], 0, None)
@@ -217,7 +219,7 @@ fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_els
         let open = store
             .add_crawl(&["http://127.0.0.1:9/b".into()], 0, None)
             .unwrap();
-        let never_claimed = abxd::store::Claim {
+        let never_claimed = abxd::domain::Claim {
             queue: Queue::Crawls,
             id: sealed,
             epoch: 0,

@@ -31,7 +31,7 @@ fn ready_after_recovery_watchdog_at_half_the_interval_and_stopping_at_shutdown()
     wait_until("the hook to run", WAIT, || {
         let rows = daemon.store().processes(&Default::default()).unwrap();
         rows.iter()
-            .any(|r| r.kind == abxd::store::Kind::Child && r.status.is_live())
+            .any(|r| r.kind == abxd::domain::Kind::Child && r.status.is_live())
             .then_some(())
     });
     daemon.crash();

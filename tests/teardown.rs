@@ -5,7 +5,8 @@
 
 mod common;
 
-use abxd::store::{EndReason, Kind, ProcessFilter, ProcessRow};
+use abxd::domain::{EndReason, Kind};
+use abxd::store::{ProcessFilter, ProcessRow};
 use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
 use nix::sys::signal::Signal;
 use std::time::Duration;
@@ -314,7 +315,7 @@ fn abxctl_kill_on_a_snapshot_worker_interrupts_it_and_the_snapshot_runs_again() 
         let crawl_row = daemon.store().crawl(crawl).unwrap().unwrap();
         assert_eq!(
             crawl_row.outcome,
-            Some(abxd::store::CrawlOutcome::Cancelled)
+            Some(abxd::domain::CrawlOutcome::Cancelled)
         );
         daemon.wait_sealed(crawl, CRAWL_WAIT);
         assert_nothing_left(&daemon);
@@ -853,7 +854,7 @@ fn a_process_that_survives_sigkill_is_recorded_unkillable_and_its_snapshot_seals
     // live.
     wait_until("the crawl sealed", Duration::from_secs(60), || {
         let crawl = daemon.store().crawl(crawl).unwrap()?;
-        (crawl.status == abxd::store::WorkStatus::Sealed).then_some(())
+        (crawl.status == abxd::domain::WorkStatus::Sealed).then_some(())
     });
     let row = rows(&daemon)
         .into_iter()
@@ -861,7 +862,7 @@ fn a_process_that_survives_sigkill_is_recorded_unkillable_and_its_snapshot_seals
         .expect("the child has a row");
     assert!(row.unkillable, "{row:?}");
     assert!(row.status.is_live(), "it still runs: its row is live");
-    let detail = row.end_detail.clone().unwrap_or_default();
+    let detail = row.end_detail_text().unwrap_or_default();
     assert!(
         detail.starts_with("unkillable: ") && detail.contains("state D"),
         "{detail}"

@@ -23,9 +23,6 @@ pub const SUPERVISOR_LEAF: &str = "supervisor";
 /// The environment variable that hands a worker its row's cgroup.
 pub const CGROUP_ENV: &str = "ABXD_CGROUP";
 
-/// The end detail of a process the kernel killed for going over its cgroup's `memory.max`.
-pub const MEMORY_LIMIT: &str = "memory limit";
-
 /// The controllers abxd enables where it can (for per-plugin limits and accounting).
 const WANTED_CONTROLLERS: &[&str] = &["cpu", "memory", "pids"];
 

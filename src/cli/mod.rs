@@ -1,8 +1,8 @@
 //! The command lines of both binaries, defined once with clap (the man pages and completions are
 //! generated from these definitions).
 
+use crate::domain::Kind;
 use crate::signal::Signal;
-use crate::store::Kind;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 

@@ -6,8 +6,9 @@
 
 use super::{CtlError, Result, FOLLOW_INTERVAL};
 use crate::config::Config;
+use crate::domain::Kind;
 use crate::printable;
-use crate::store::{Kind, ProcessRow, Store};
+use crate::store::{ProcessRow, Store};
 use std::io::{Read, Seek, SeekFrom, Write};
 
 /// Whose logs.

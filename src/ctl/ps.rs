@@ -7,8 +7,9 @@
 
 use super::Result;
 use crate::config::Config;
+use crate::domain::Kind;
 use crate::render::{self, PsEntry};
-use crate::store::{now_ms, Kind, Machine, ProcessFilter, ProcessRow, Store};
+use crate::store::{now_ms, Machine, ProcessFilter, ProcessRow, Store};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 

@@ -7,10 +7,11 @@
 
 use super::State;
 use crate::control::protocol::{InstallReport, InstalledBinary};
+use crate::domain::{ExitOutcome, Kind};
 use crate::plugins::install::{self, InstallStep};
 use crate::plugins::{Catalog, UnknownPlugins};
 use crate::spawn::{Logs, SpawnRequest};
-use crate::store::{ExitOutcome, Kind, NewProcess};
+use crate::store::NewProcess;
 use crate::supervisor::{ChildPolicy, Supervisor};
 use mio::Token;
 use std::collections::VecDeque;

@@ -25,12 +25,13 @@ mod startup;
 
 use crate::config::Config;
 use crate::control::server::Server;
+use crate::domain::EndReason;
 use crate::liveness;
 use crate::lock::DataDirLock;
 use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::signal::Signal;
-use crate::store::{EndReason, Store, StoreError, BUSY_RETRY};
+use crate::store::{Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{Event, Supervisor};
 use crate::teardown::Report;
 use mio::Token;

@@ -8,7 +8,7 @@
 //! so an idle daemon stays asleep: the release adds no wake-up.
 
 use super::Daemon;
-use crate::store::Queue;
+use crate::domain::Queue;
 use std::time::{Duration, Instant};
 
 /// A sleep at least this long, with nothing supervised, is the loop going idle.

@@ -7,12 +7,13 @@ use crate::cgroup;
 use crate::config::Config;
 use crate::control::access::Policy;
 use crate::control::server::Server;
+use crate::domain::Kind;
 use crate::identity;
 use crate::lock::DataDirLock;
 use crate::notify::Notifier;
 use crate::pool::WorkerPool;
 use crate::recovery;
-use crate::store::{now_ms, Kind, Machine, NewProcess, Patience, Store, StoreError};
+use crate::store::{now_ms, Machine, NewProcess, Patience, Store, StoreError};
 use crate::supervisor::{Supervisor, Timing};
 use std::collections::{BTreeSet, HashMap};
 

@@ -19,11 +19,13 @@ mod result;
 pub use request::Scope;
 pub use result::{interpret, last_line_of, output_files, Outcome};
 
+use crate::domain::EndDetail;
+use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use crate::plugins::Prepared;
 use crate::signal::Signal;
 use crate::spawn::Logs;
 use crate::spawn::SpawnError;
-use crate::store::{EndReason, ExitOutcome, ResultStatus, Store, StoreError, BUSY_RETRY};
+use crate::store::{Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -375,13 +377,12 @@ fn ended_by_its_limits(
         return None;
     }
     let row = store.process(row_id).ok()??;
-    if row.unkillable {
-        return Some(result::failed(
-            row.end_detail.as_deref().unwrap_or("unkillable"),
-        ));
+    match row.end_detail {
+        Some(detail @ EndDetail::MemoryLimit) => Some(result::failed(&detail.to_string())),
+        Some(detail) if row.unkillable => Some(result::failed(&detail.to_string())),
+        None if row.unkillable => Some(result::failed("unkillable")),
+        _ => None,
     }
-    (row.end_detail.as_deref() == Some(crate::cgroup::MEMORY_LIMIT))
-        .then(|| result::failed(crate::cgroup::MEMORY_LIMIT))
 }
 
 #[cfg(test)]
@@ -404,15 +405,18 @@ mod tests {
         let row = store.insert_process(&crate::store::test_hook()).unwrap();
         let killed = ExitOutcome::Signal(9);
         assert!(ended_by_its_limits(&store, row, killed).is_none());
-        store
-            .set_end_detail(row, crate::cgroup::MEMORY_LIMIT)
-            .unwrap();
+        store.set_end_detail(row, &EndDetail::MemoryLimit).unwrap();
         assert!(ended_by_its_limits(&store, row, ExitOutcome::Code(0)).is_none());
         let result = ended_by_its_limits(&store, row, killed).unwrap();
-        assert_eq!(result.status, crate::store::ResultStatus::Failed);
+        assert_eq!(result.status, crate::domain::ResultStatus::Failed);
         assert_eq!(result.output.as_deref(), Some("memory limit"));
         let unkillable = "unkillable: alive 10 s after SIGKILL (state D, waiting in x)";
-        store.set_unkillable(row, unkillable).unwrap();
+        let detail = EndDetail::Unkillable {
+            after_secs: 10,
+            state: 'D',
+            wchan: "x".into(),
+        };
+        store.set_unkillable(row, &detail).unwrap();
         let result = ended_by_its_limits(&store, row, killed).unwrap();
         assert_eq!(result.output.as_deref(), Some(unkillable));
     }

@@ -6,9 +6,10 @@
 //! `personas_dir`), and a cwd of `<dir>/<plugin>/`; a foreground hook's row carries its timeout,
 //! a background hook's none (it lives as long as its scope).
 
+use crate::domain::Kind;
 use crate::plugins::Prepared;
 use crate::spawn::{Logs, SpawnRequest};
-use crate::store::{Crawl, Kind, NewProcess, Snapshot};
+use crate::store::{Crawl, NewProcess, Snapshot};
 use std::path::{Path, PathBuf};
 
 pub fn crawl_dir(data_dir: &Path, crawl_id: i64) -> PathBuf {

@@ -4,7 +4,7 @@
 //! Invariant: [`interpret`] is the one place the rules of SPEC §4 live; it reads only the run's
 //! log files, so it is tested with files, without running a hook.
 
-use crate::store::{EndReason, ExitOutcome, ResultStatus};
+use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::time::Duration;

@@ -25,11 +25,12 @@ use work::MAX_BACKOFF;
 pub use work::{apply_work, backoff, plan_work, recover_ownerless, take_over_silent, WorkPlan};
 
 use crate::config::Config;
+use crate::domain::Kind;
 use crate::identity;
 use crate::liveness;
 use crate::marker;
 use crate::proctree;
-use crate::store::{Kind, Store, StoreError};
+use crate::store::{Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A live row whose process is not there.
@@ -233,7 +234,8 @@ pub fn dry_run(config: &Config) -> Result<Vec<String>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Claim, Kind, NewProcess, Queue, ResultStatus};
+    use crate::domain::{Claim, Kind, Queue, ResultStatus};
+    use crate::store::NewProcess;
     use std::path::Path;
     use std::time::Duration;
 

@@ -8,8 +8,9 @@
 
 use super::{describe, Reconciliation};
 use crate::config::Config;
+use crate::domain::{Claim, Queue, ResultStatus, WorkStatus};
 use crate::liveness::owner_alive;
-use crate::store::{Claim, HookResult, Queue, ResultStatus, Store, StoreError, WorkStatus};
+use crate::store::{HookResult, Store, StoreError};
 use std::collections::BTreeSet;
 use std::time::Duration;
 

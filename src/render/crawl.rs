@@ -7,10 +7,9 @@
 use super::paint::{paint, Colour};
 use super::table::Table;
 use super::{short_duration, signal_name};
+use crate::domain::{Kind, ResultStatus, WorkStatus};
 use crate::printable;
-use crate::store::{
-    now_ms, Crawl, HookResult, Kind, ProcessRow, ResultStatus, Store, StoreError, WorkStatus,
-};
+use crate::store::{now_ms, Crawl, HookResult, ProcessRow, Store, StoreError};
 use std::collections::HashMap;
 
 /// A byte count for people: `512 B`, `4.2 KiB`, `3.0 MiB`.
@@ -255,7 +254,10 @@ pub fn crawl_report(
             row.id,
             row.pid.unwrap_or_default(),
             printable::line(&row.argv.join(" ")),
-            row.end_detail.as_deref().unwrap_or("")
+            row.end_detail
+                .as_ref()
+                .map(|d| d.to_string())
+                .unwrap_or_default()
         ));
     }
     Ok(Some(out))

@@ -5,7 +5,8 @@
 //! Invariant: a field's meaning never changes within a version; a field may be added, and
 //! anything else bumps the version. Times are Unix milliseconds, ids are the database's.
 
-use crate::store::{Crawl, HookResult, ProcessRow, ResultStatus, Store, StoreError, WorkStatus};
+use crate::domain::{ResultStatus, WorkStatus};
+use crate::store::{Crawl, HookResult, ProcessRow, Store, StoreError};
 use serde_json::{json, Map, Value};
 
 /// The version of every `--json` shape but `ps --json`'s (see `PS_JSON_VERSION`).

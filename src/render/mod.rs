@@ -6,9 +6,10 @@
 //! and shows a row whose process is gone or whose pid was reused as unverified ("running?"),
 //! never hides it and never corrects it (reconciliation is the daemon's job).
 
+use crate::domain::Status;
 use crate::identity::{self, Liveness};
 use crate::printable;
-use crate::store::{Machine, ProcessRow, Status};
+use crate::store::{Machine, ProcessRow};
 use clock::{clock_time, push_decimal, write_short_duration, LocalClock};
 use serde::Serialize;
 use std::borrow::Cow;

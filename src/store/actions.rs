@@ -6,8 +6,9 @@
 //! refused (`Err(why)`, naming the state) and changes nothing; a success is never run again.
 
 use super::sql::args;
-use super::work::{Crawl, CrawlOutcome, WorkStatus};
+use super::work::Crawl;
 use super::{now_ms, Store, StoreError};
+use crate::domain::{CrawlOutcome, WorkStatus};
 use serde::{Deserialize, Serialize};
 
 /// Which results of a crawl `retry` runs again (a success is never run again).

@@ -8,38 +8,23 @@
 //! by another host — writes nothing for work it no longer holds, however late it comes back.
 
 use super::sql::{args, Db};
-use super::work::Queue;
+use super::work::table;
 use super::{Store, StoreError};
+use crate::domain::Claim;
 
-/// One claim of a crawl or snapshot: its fencing token is `epoch`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Claim {
-    pub queue: Queue,
-    pub id: i64,
-    pub epoch: i64,
-}
-
-impl std::fmt::Display for Claim {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} (epoch {})", self.queue, self.id, self.epoch)
+/// Fails the transaction of `tx` unless the row of `claim` is still at its epoch, holding it
+/// there until the transaction ends.
+fn check(claim: Claim, tx: &Db) -> Result<(), StoreError> {
+    let sql = format!(
+        "SELECT epoch FROM {} WHERE id = ?1{}",
+        table(claim.queue),
+        tx.dialect().for_share()
+    );
+    let now: Option<i64> = tx.query_value(&sql, &args![claim.id])?;
+    if now == Some(claim.epoch) {
+        return Ok(());
     }
-}
-
-impl Claim {
-    /// Fails the transaction of `tx` unless the row is still at this claim's epoch, holding
-    /// it there until the transaction ends.
-    fn check(self, tx: &Db) -> Result<(), StoreError> {
-        let sql = format!(
-            "SELECT epoch FROM {} WHERE id = ?1{}",
-            self.queue.table(),
-            tx.dialect().for_share()
-        );
-        let now: Option<i64> = tx.query_value(&sql, &args![self.id])?;
-        if now == Some(self.epoch) {
-            return Ok(());
-        }
-        Err(StoreError::Fenced { claim: self, now })
-    }
+    Err(StoreError::Fenced { claim, now })
 }
 
 impl Store {
@@ -74,7 +59,7 @@ impl Store {
         let fence = self.fence;
         self.write(|tx| {
             if let Some(claim) = fence {
-                claim.check(tx)?;
+                check(claim, tx)?;
             }
             f(tx)
         })

@@ -26,13 +26,14 @@ mod queue;
 mod results;
 mod retention;
 pub mod sql;
-mod text_enum;
 mod transaction;
 mod work;
 
-pub(crate) use text_enum::text_enum;
-
 pub use crate::config::{Location, Server};
+pub use crate::domain::{
+    Claim, CrawlOutcome, EndDetail, EndReason, ExitOutcome, Kind, Lease, Queue, ResultStatus,
+    Status, WorkStatus,
+};
 pub use actions::RetryScope;
 pub use busy::{
     answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
@@ -40,12 +41,11 @@ pub use busy::{
 pub use clock::{boot_clock_ms, now_ms};
 pub use copy::Copied;
 pub use error::StoreError;
-pub use fence::Claim;
 pub use machines::Machine;
 pub use process_queries::{LiveRow, ProcessFilter};
-pub use processes::{EndReason, ExitOutcome, Kind, NewProcess, ProcessRow, Status};
+pub use processes::{NewProcess, ProcessRow};
 pub use retention::{Compact, Pruned};
-pub use work::{Crawl, CrawlOutcome, HookResult, Lease, Queue, ResultStatus, Snapshot, WorkStatus};
+pub use work::{Crawl, HookResult, Snapshot};
 
 use busy::Breaker;
 use file::{beside, check_files, file_id, not_a_link};

@@ -4,6 +4,7 @@
 
 use super::sql::{args, Value};
 use super::{Store, StoreError};
+use crate::domain::EndDetail;
 
 impl Store {
     /// Records that `signal` was sent to row `id` at `at` (the first SIGTERM and the first SIGKILL
@@ -61,7 +62,7 @@ impl Store {
     }
 
     /// Flags row `id` unkillable, saying why: its scope goes on without it, its row stays live.
-    pub fn set_unkillable(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
+    pub fn set_unkillable(&mut self, id: i64, detail: &EndDetail) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET unkillable = 1, end_detail = ?2 WHERE id = ?1",
             &args![id, detail],
@@ -69,7 +70,7 @@ impl Store {
     }
 
     /// Notes something an operator must know on row `id`, without changing its status.
-    pub fn set_end_detail(&mut self, id: i64, detail: &str) -> Result<(), StoreError> {
+    pub fn set_end_detail(&mut self, id: i64, detail: &EndDetail) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET end_detail = ?2 WHERE id = ?1",
             &args![id, detail],

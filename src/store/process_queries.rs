@@ -1,9 +1,10 @@
 //! Reading the process table: one row, a live subtree, the live row of a pid, filtered lists,
 //! counts. (Writes are in `processes`.)
 
-use super::processes::{Kind, ProcessRow, COLUMNS, LIVE_STATUSES};
+use super::processes::{ProcessRow, COLUMNS, LIVE_STATUSES};
 use super::sql::{args, Value};
 use super::{Store, StoreError};
+use crate::domain::Kind;
 use std::collections::BTreeMap;
 
 /// Which rows [`Store::processes`] returns.

@@ -5,90 +5,14 @@
 //! sending a signal only records the signal and moves a row to `stopping`, never to `exited`.
 
 use super::sql::{args, Row, SqlError};
-use super::{now_ms, text_enum, Store, StoreError};
+use super::{now_ms, Store, StoreError};
+use crate::domain::{EndDetail, EndReason, ExitOutcome, Kind, Status};
 use crate::identity::Identity;
 use serde::Serialize;
-
-text_enum!(
-    /// What a process is in the tree (SPEC §1).
-    Kind {
-        Orchestrator => "orchestrator",
-        CrawlWorker => "crawl_worker",
-        SnapshotWorker => "snapshot_worker",
-        Hook => "hook",
-        Child => "child",
-    }
-);
-
-text_enum!(
-    /// Where a process is in its life.
-    Status {
-        Starting => "starting",
-        Running => "running",
-        Stopping => "stopping",
-        Exited => "exited",
-        Lost => "lost",
-    }
-);
-
-text_enum!(
-    /// Why a process's row became final.
-    EndReason {
-        Exited => "exited",
-        Timeout => "timeout",
-        Killed => "killed",
-        OrphanReaped => "orphan_reaped",
-        Lost => "lost",
-        SpawnFailed => "spawn_failed",
-        Unknown => "unknown",
-    }
-);
-
-impl Status {
-    /// Whether the row still claims a live process. (Its SQL form is [`LIVE_STATUSES`].)
-    pub fn is_live(self) -> bool {
-        matches!(self, Status::Starting | Status::Running | Status::Stopping)
-    }
-}
 
 /// The statuses of a row that claims a live process, as an SQL list: the one SQL form of
 /// [`Status::is_live`] (a test keeps the two equal).
 pub(crate) const LIVE_STATUSES: &str = "('starting', 'running', 'stopping')";
-
-impl Kind {
-    /// Whether a process of this kind supervises children: it reaps them and records their ends
-    /// (and, being a subreaper, those of what is re-parented to it).
-    pub fn is_supervisor(self) -> bool {
-        matches!(
-            self,
-            Kind::Orchestrator | Kind::CrawlWorker | Kind::SnapshotWorker
-        )
-    }
-
-    /// Whether it is a worker process (a crawl or snapshot worker).
-    pub fn is_worker(self) -> bool {
-        matches!(self, Kind::CrawlWorker | Kind::SnapshotWorker)
-    }
-}
-
-/// How a reaped process ended: exactly one of an exit code or a terminating signal (the raw
-/// number the kernel reported).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitOutcome {
-    Code(i32),
-    Signal(i32),
-}
-
-impl std::fmt::Display for ExitOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExitOutcome::Code(code) => write!(f, "exit code {code}"),
-            ExitOutcome::Signal(signal) => {
-                write!(f, "killed by {}", crate::signal::name_of_raw(*signal))
-            }
-        }
-    }
-}
 
 /// A process about to be started.
 #[derive(Debug, Clone)]
@@ -130,7 +54,7 @@ pub struct ProcessRow {
     pub exit_signal: Option<i32>,
     pub ended_at: Option<i64>,
     pub end_reason: Option<EndReason>,
-    pub end_detail: Option<String>,
+    pub end_detail: Option<EndDetail>,
     /// The process exited while processes it started lived on.
     pub leaking: bool,
     /// When SIGKILL is due, once a teardown has begun.
@@ -161,6 +85,11 @@ pub(super) const COLUMNS: &str =
     machine_id";
 
 impl ProcessRow {
+    /// What is said of its end, in words (as the database holds it).
+    pub fn end_detail_text(&self) -> Option<String> {
+        self.end_detail.as_ref().map(ToString::to_string)
+    }
+
     /// Whether its process runs on this machine (a row written before abxd knew machines does):
     /// only then does its pid mean anything here.
     pub fn on_this_machine(&self) -> bool {

@@ -9,10 +9,10 @@
 //! and move it on, so each happens once, by whoever still holds the claim; a sealed row is
 //! never claimed, requeued or sealed again.
 
-use super::fence::Claim;
 use super::sql::args;
-use super::work::{millis, Lease, Queue};
+use super::work::{millis, table};
 use super::{now_ms, Store, StoreError};
+use crate::domain::{Claim, Lease, Queue};
 use std::time::Duration;
 
 impl Store {
@@ -30,7 +30,7 @@ impl Store {
         lease: Duration,
         claimer: Option<i64>,
     ) -> Result<Option<Claim>, StoreError> {
-        let table = queue.table();
+        let table = table(queue);
         let next = next_due(queue, crawl_id, "?1", "?3", "?5");
         let (now, wall) = (self.queue_now(), now_ms());
         self.write_work(|tx| {
@@ -90,7 +90,7 @@ impl Store {
     /// Hands a claimed row to the process that works on it. Returns false when the claim no
     /// longer holds.
     pub fn set_owner(&mut self, claim: Claim, owner: i64) -> Result<bool, StoreError> {
-        let table = claim.queue.table();
+        let table = table(claim.queue);
         self.write_work(|tx| {
             let changed = tx.execute(
                 &format!("UPDATE {table} SET owner_id = ?3 WHERE id = ?1 AND epoch = ?2"),
@@ -105,7 +105,7 @@ impl Store {
         let sql = format!(
             "SELECT count(*) FROM {} WHERE id = ?1 AND epoch = ?2 AND status = 'started' \
              AND owner_id = ?3",
-            claim.queue.table()
+            table(claim.queue)
         );
         let args = args![claim.id, claim.epoch, claimer];
         let found: i64 = self.db().query_one(&sql, &args)?.get(0)?;
@@ -117,7 +117,7 @@ impl Store {
     pub fn claim_of(&self, queue: Queue, id: i64, owner: i64) -> Result<Option<Claim>, StoreError> {
         let sql = format!(
             "SELECT epoch FROM {} WHERE id = ?1 AND owner_id = ?2 AND status = 'started'",
-            queue.table()
+            table(queue)
         );
         let epoch: Option<i64> = self.db().query_value(&sql, &args![id, owner])?;
         Ok(epoch.map(|epoch| Claim { queue, id, epoch }))
@@ -125,7 +125,7 @@ impl Store {
 
     /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
     pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
-        let table = lease.claim.queue.table();
+        let table = table(lease.claim.queue);
         let until = self.queue_now() + millis(lease.duration);
         self.write(|tx| {
             let changed = tx.execute(
@@ -142,7 +142,7 @@ impl Store {
     /// Puts a started row back in the queue, due at `retry_at` (queue clock), counting the
     /// restart — unless it changed hands since `claim`. Returns whether it did.
     pub fn requeue(&mut self, claim: Claim, retry_at: i64) -> Result<bool, StoreError> {
-        let table = claim.queue.table();
+        let table = table(claim.queue);
         self.write_work(|tx| {
             let changed = tx.execute(
                 &format!(
@@ -158,7 +158,7 @@ impl Store {
 
     /// The claims on the rows of `queue` that are `started`, with their owners and lease ends.
     pub fn started(&self, queue: Queue) -> Result<Vec<(Claim, Option<i64>, i64)>, StoreError> {
-        let table = queue.table();
+        let table = table(queue);
         let rows = self.db().query(
             &format!(
                 "SELECT id, epoch, owner_id, retry_at FROM {table} WHERE status = 'started' \
@@ -182,7 +182,7 @@ impl Store {
     /// Seals a row: its work is done for good — unless it changed hands since `claim`.
     /// Returns whether it did. A store fenced to this claim follows it to its new epoch.
     pub fn seal(&mut self, claim: Claim) -> Result<bool, StoreError> {
-        let table = claim.queue.table();
+        let table = table(claim.queue);
         let now = now_ms();
         let sealed = self.write_work(|tx| {
             let changed = tx.execute(
@@ -208,7 +208,7 @@ impl Store {
 
     /// How many rows of `queue` wait to be claimed.
     pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
-        let table = queue.table();
+        let table = table(queue);
         let sql = format!("SELECT count(*) FROM {table} WHERE status = 'queued'");
         Ok(self.db().query_one(&sql, &[])?.get(0)?)
     }
@@ -220,7 +220,7 @@ impl Store {
         queue: Queue,
         crawl_id: Option<i64>,
     ) -> Result<Option<i64>, StoreError> {
-        let table = queue.table();
+        let table = table(queue);
         let scope = claim_scope(queue, crawl_id, "?1", "?2");
         let sql = format!("SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND {scope}");
         let me = crate::identity::machine_id();
@@ -234,7 +234,7 @@ fn next_due(queue: Queue, crawl_id: Option<i64>, now: &str, crawl: &str, machine
     format!(
         "SELECT id FROM {} WHERE status = 'queued' AND retry_at <= {now} AND {} \
          ORDER BY retry_at, id LIMIT 1",
-        queue.table(),
+        table(queue),
         claim_scope(queue, crawl_id, crawl, machine)
     )
 }
@@ -297,7 +297,7 @@ mod tests {
                     .unwrap()
                     .map(Result::unwrap)
                     .collect();
-                let table = queue.table();
+                let table = table(queue);
                 let searched = steps
                     .iter()
                     .any(|step| step.starts_with(&format!("SEARCH {table} USING ")));

@@ -5,8 +5,9 @@
 //! overwritten only by the success of a hook that finished all the same.
 
 use super::sql::args;
-use super::work::{HookResult, ResultStatus};
+use super::work::HookResult;
 use super::{now_ms, Store, StoreError};
+use crate::domain::ResultStatus;
 
 impl Store {
     /// Puts an interrupted result back to `queued`, so that it runs again.

@@ -5,50 +5,11 @@
 //! `retry_at` means owned and is never claimed by anyone else; only the owner renews it. A URL
 //! appears at most once per crawl. A result that succeeded is never reset.
 
-use super::fence::Claim;
 use super::sql::{args, Row, SqlError};
-use super::{now_ms, text_enum, Store, StoreError};
+use super::{now_ms, Store, StoreError};
+use crate::domain::{CrawlOutcome, Queue, ResultStatus, WorkStatus};
 use serde::Serialize;
 use std::time::Duration;
-
-/// The two leased queues, which share their claim / renew / requeue / seal logic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Queue {
-    Crawls,
-    Snapshots,
-}
-
-impl Queue {
-    /// What one row of it is called: `crawl`, `snapshot`.
-    pub fn noun(self) -> &'static str {
-        match self {
-            Queue::Crawls => "crawl",
-            Queue::Snapshots => "snapshot",
-        }
-    }
-
-    pub(super) fn table(self) -> &'static str {
-        match self {
-            Queue::Crawls => "crawls",
-            Queue::Snapshots => "snapshots",
-        }
-    }
-}
-
-impl std::fmt::Display for Queue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.noun())
-    }
-}
-
-/// A lease held on one row of a queue by the process row `owner`, under `claim`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lease {
-    pub claim: Claim,
-    pub owner: i64,
-    pub duration: Duration,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Crawl {
@@ -101,48 +62,11 @@ pub struct HookResult {
     pub ended_at: Option<i64>,
 }
 
-text_enum!(
-    /// Where a crawl or a snapshot is: waiting (or backing off), owned by a worker, or done.
-    WorkStatus {
-        Queued => "queued",
-        Started => "started",
-        Sealed => "sealed",
-    }
-);
-
-text_enum!(
-    /// How a sealed crawl ended.
-    CrawlOutcome {
-        Finished => "finished",
-        Cancelled => "cancelled",
-    }
-);
-
-text_enum!(
-    /// Where the result of one hook is; the last five are final — four as §4 of the spec
-    /// derives them from a hook's run, and `cancelled`: open when its crawl was cancelled.
-    ResultStatus {
-        Queued => "queued",
-        Started => "started",
-        Succeeded => "succeeded",
-        NoResults => "noresults",
-        Failed => "failed",
-        Skipped => "skipped",
-        Cancelled => "cancelled",
-    }
-);
-
-impl ResultStatus {
-    /// Whether the result is final: the hook is never started again for it.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            ResultStatus::Succeeded
-                | ResultStatus::NoResults
-                | ResultStatus::Failed
-                | ResultStatus::Skipped
-                | ResultStatus::Cancelled
-        )
+/// The table of `queue`'s rows.
+pub(super) fn table(queue: Queue) -> &'static str {
+    match queue {
+        Queue::Crawls => "crawls",
+        Queue::Snapshots => "snapshots",
     }
 }
 
@@ -314,6 +238,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Lease;
 
     #[test]
     fn a_future_retry_at_is_never_claimed() {

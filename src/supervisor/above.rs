@@ -17,9 +17,10 @@
 
 use super::unrecorded::End;
 use super::Supervisor;
+use crate::domain::EndReason;
 use crate::liveness::Recording;
 use crate::signal::Signal;
-use crate::store::{EndReason, Store};
+use crate::store::Store;
 use crate::teardown;
 use std::time::{Duration, Instant};
 
@@ -153,7 +154,7 @@ impl Supervisor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::ExitOutcome;
+    use crate::domain::ExitOutcome;
 
     fn end(row: i64) -> End {
         End {

@@ -8,8 +8,8 @@
 use super::decide::StopAt;
 use super::ChildPolicy;
 use crate::cgroup::Cgroup;
+use crate::domain::EndReason;
 use crate::identity::Identity;
-use crate::store::EndReason;
 use rustix::fd::OwnedFd;
 use std::collections::HashMap;
 use std::path::PathBuf;

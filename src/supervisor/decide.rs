@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::ChildPolicy;
-use crate::store::EndReason;
+use crate::domain::EndReason;
 
 /// What to do with what an exited child left running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

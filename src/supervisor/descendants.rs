@@ -12,12 +12,13 @@
 use super::children::{Child, Descendant};
 use super::decide::{self, descendant_changes, Leftovers};
 use super::Supervisor;
+use crate::domain::EndReason;
 use crate::identity;
 use crate::liveness::{self, Recording};
 use crate::marker;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::{EndReason, Store};
+use crate::store::Store;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -173,7 +174,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
         let _ = liveness::finish_unobserved(
             store,
             row,
-            crate::store::Kind::Child,
+            crate::domain::Kind::Child,
             Some(gone),
             Recording::ChildRows,
             EndReason::Unknown,

@@ -8,10 +8,11 @@
 //! generation at every exit).
 
 use super::Supervisor;
+use crate::domain::{EndReason, Kind};
 use crate::marker;
 use crate::proctree;
 use crate::signal::Signal;
-use crate::store::{EndReason, Kind, Store};
+use crate::store::Store;
 impl Supervisor {
     /// Adopts this process's unknown children: whatever left a hook's tree (cleared its marker,
     /// changed its session) and was re-parented here, this process being a subreaper. Each gets

@@ -6,7 +6,8 @@
 //! retried sooner, never given up silently.
 
 use super::decide::{lease_step, LeaseStep};
-use crate::store::{Lease, Store};
+use crate::domain::Lease;
+use crate::store::Store;
 use std::time::Instant;
 
 #[derive(Default)]

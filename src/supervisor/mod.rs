@@ -30,9 +30,10 @@ mod unrecorded;
 use crate::cgroup::Cgroup;
 use crate::liveness;
 
+use crate::domain::{EndReason, ExitOutcome, Lease};
 use crate::signal::Signal;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
-use crate::store::{EndReason, ExitOutcome, Lease, Store};
+use crate::store::Store;
 use crate::teardown::{self, DeadlineMap, Report};
 use children::{Child, Children};
 

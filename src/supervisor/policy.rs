@@ -2,9 +2,9 @@
 //! timing of teardowns, scans and log caps ([`Timing`]), built from the config where it is used.
 
 use crate::config::Config;
+use crate::domain::EndReason;
 use crate::liveness::Recording;
 use crate::signal::Signal;
-use crate::store::EndReason;
 use crate::teardown;
 use std::time::Duration;
 

@@ -6,8 +6,9 @@
 
 use super::unrecorded::End;
 use super::{decide, Event, Supervisor};
+use crate::domain::{EndReason, ExitOutcome};
 use crate::reaper;
-use crate::store::{now_ms, EndReason, ExitOutcome, Store};
+use crate::store::{now_ms, Store};
 use std::time::{Duration, Instant};
 
 impl Supervisor {

@@ -12,11 +12,13 @@
 //! write, this costs nothing: no timer, no query.
 
 use crate::cgroup::Usage;
+use crate::domain::EndDetail;
+use crate::domain::{EndReason, ExitOutcome};
 use crate::identity::Identity;
 use crate::liveness::{self, live_worker_between, parent_alive, why_gone};
 use crate::marker;
 use crate::spawn::{record_start, Spawned};
-use crate::store::{EndReason, ExitOutcome, Store, StoreError};
+use crate::store::{Store, StoreError};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -62,8 +64,12 @@ impl End {
     /// Makes its row final with its status and usage (all or nothing inside the caller's
     /// transaction); `late`: saying that it is written after the fact.
     pub fn write(&self, store: &mut Store, late: bool) -> Result<(), StoreError> {
+        let memory_limit;
         let detail = match (&self.usage, late) {
-            (Some(usage), _) if usage.oom_killed => Some(crate::cgroup::MEMORY_LIMIT),
+            (Some(usage), _) if usage.oom_killed => {
+                memory_limit = EndDetail::MemoryLimit.to_string();
+                Some(memory_limit.as_str())
+            }
             (_, true) => Some(LATE),
             (_, false) => self.detail,
         };

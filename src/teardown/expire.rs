@@ -5,6 +5,7 @@
 use super::member::{add_member, send, signal_member, write_all, Unwritten};
 use super::{DeadlineMap, Member, Tree, CGROUP_WATCH, SURVIVOR_WAIT};
 use crate::cgroup::{Cgroup, EventsWatch};
+use crate::domain::EndDetail;
 use crate::identity;
 use crate::liveness::Recording;
 use crate::proctree::{self, Found};
@@ -169,10 +170,11 @@ impl DeadlineMap {
                 .ok()
                 .filter(|w| !w.is_empty() && w != "0")
                 .unwrap_or_else(|| "?".into());
-            let detail = format!(
-                "unkillable: alive {} s after SIGKILL (state {state}, waiting in {wchan})",
-                SURVIVOR_WAIT.as_secs()
-            );
+            let detail = EndDetail::Unkillable {
+                after_secs: SURVIVOR_WAIT.as_secs(),
+                state,
+                wchan,
+            };
             log::error!(
                 "teardown of row {root}: pid {pid} ({}): {detail}",
                 member.command

@@ -4,11 +4,12 @@
 //! signalled through that pidfd only.
 
 use super::{DeadlineMap, Member, Pinned, Request, Tree};
+use crate::domain::{EndReason, Kind};
 use crate::identity;
 use crate::liveness::{self, Recording};
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
-use crate::store::{now_ms, EndReason, Kind, ProcessRow, Store};
+use crate::store::{now_ms, ProcessRow, Store};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};

@@ -41,11 +41,12 @@ pub use expire::{Fate, Report};
 use member::Unwritten;
 
 use crate::cgroup::{Cgroup, EventsWatch};
+use crate::domain::{EndReason, Kind};
 use crate::identity::Identity;
 use crate::liveness::Recording;
 use crate::proctree::Found;
 use crate::signal::Signal;
-use crate::store::{EndReason, Kind, Store, BUSY_RETRY};
+use crate::store::{Store, BUSY_RETRY};
 use mio::unix::SourceFd;
 use mio::{Registry, Token};
 use rustix::fd::{AsRawFd, OwnedFd};

@@ -1,9 +1,9 @@
 //! The teardown against real processes where only a unit test can stage the case.
 
 use super::*;
+use crate::domain::Status;
 use crate::identity::same_tick;
 use crate::proctree;
-use crate::store::Status;
 
 #[test]
 fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_never_signalled() {

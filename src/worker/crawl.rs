@@ -5,10 +5,11 @@
 use super::selection::hooks_for;
 use super::{Context, Exit, WorkerError};
 use crate::config::Config;
+use crate::domain::{Queue, WorkStatus};
 use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
 use crate::pool::{WorkerEnd, WorkerPool};
-use crate::store::{Queue, StoreError, WorkStatus, BUSY_RETRY};
+use crate::store::{StoreError, BUSY_RETRY};
 use std::time::Instant;
 
 /// Runs crawl `crawl_id`; returns the worker's exit code.

@@ -22,13 +22,12 @@ pub use crawl::run_crawl_worker;
 pub use snapshot::run_snapshot_worker;
 
 use crate::config::Config;
+use crate::domain::{EndReason, ExitOutcome, Lease, Queue};
 use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
-use crate::store::{
-    now_ms, EndReason, ExitOutcome, Lease, Patience, Queue, Store, StoreError, BUSY_RETRY,
-};
+use crate::store::{now_ms, Patience, Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{Event, Supervisor, Timing};
 use std::time::{Duration, Instant};
 

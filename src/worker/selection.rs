@@ -5,8 +5,9 @@
 //! saying why (unless its result is final already).
 
 use crate::config::Config;
+use crate::domain::ResultStatus;
 use crate::plugins::{install, Catalog, Phase, Prepared};
-use crate::store::{Crawl, ResultStatus, Store, StoreError};
+use crate::store::{Crawl, Store, StoreError};
 use std::collections::BTreeSet;
 
 /// The hooks to run in `phase` for `crawl`, each with its plugin's config. A file that looks like

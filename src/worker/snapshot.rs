@@ -4,9 +4,10 @@
 use super::selection::hooks_for;
 use super::{Context, Exit, WorkerError};
 use crate::config::Config;
+use crate::domain::Queue;
 use crate::hooks::{HookRunner, Scope};
 use crate::plugins::Phase;
-use crate::store::{Queue, StoreError};
+use crate::store::StoreError;
 
 /// Runs snapshot `snapshot_id`; returns the worker's exit code.
 pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, WorkerError> {

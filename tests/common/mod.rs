@@ -430,7 +430,7 @@ impl TestDaemon {
     }
 
     /// The rows of `kind` that claim a live process now.
-    pub fn live_rows(&self, kind: abxd::store::Kind) -> Vec<abxd::store::ProcessRow> {
+    pub fn live_rows(&self, kind: abxd::domain::Kind) -> Vec<abxd::store::ProcessRow> {
         self.store()
             .processes(&Default::default())
             .unwrap()
@@ -598,7 +598,7 @@ pub fn fresh_store(backend: &str) -> (abxd::store::Store, Box<dyn std::any::Any>
 pub fn assert_every_row_final(rows: &[abxd::store::ProcessRow]) {
     for row in rows {
         assert!(
-            !row.status.is_live() || row.kind == abxd::store::Kind::Orchestrator,
+            !row.status.is_live() || row.kind == abxd::domain::Kind::Orchestrator,
             "row {} ({:?}) is still {}",
             row.id,
             row.argv,

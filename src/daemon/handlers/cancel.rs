@@ -3,8 +3,8 @@
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response, TeardownReport};
+use crate::domain::EndReason;
 use crate::signal::Signal;
-use crate::store::EndReason;
 use crate::supervisor::Supervisor;
 use mio::Token;
 

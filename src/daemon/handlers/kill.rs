@@ -2,8 +2,8 @@
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
+use crate::domain::EndReason;
 use crate::signal::Signal;
-use crate::store::EndReason;
 use crate::supervisor::Supervisor;
 use mio::Token;
 use std::time::Duration;

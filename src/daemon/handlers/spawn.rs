@@ -2,8 +2,9 @@
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
+use crate::domain::Kind;
 use crate::spawn::{Logs, SpawnRequest};
-use crate::store::{Kind, NewProcess};
+use crate::store::NewProcess;
 use crate::supervisor::{ChildPolicy, Supervisor};
 
 pub(super) fn handle(

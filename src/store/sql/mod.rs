@@ -17,6 +17,7 @@ mod sqlite;
 
 pub use crate::config::redacted;
 mod value;
+mod words;
 
 pub use value::{found, FromValue, Row, Value};
 

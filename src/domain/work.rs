@@ -1,0 +1,92 @@
+//! The words of the work queue: the two leased queues, where a crawl, a snapshot or a hook's
+//! result is, how a crawl ended, and a claim of a row with its fencing token and lease.
+//!
+//! Invariant: plain values, as in `domain::process`; what a claim guards and how a lease is
+//! renewed is the store's (`store::work`), not theirs.
+
+use super::words::words;
+use std::time::Duration;
+
+words!(
+    /// The two leased queues, which share their claim / renew / requeue / seal logic; each word
+    /// is what one row of it is called.
+    Queue {
+        Crawls => "crawl",
+        Snapshots => "snapshot",
+    }
+);
+
+impl Queue {
+    /// What one row of it is called: `crawl`, `snapshot`.
+    pub fn noun(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+words!(
+    /// Where a crawl or a snapshot is: waiting (or backing off), owned by a worker, or done.
+    WorkStatus {
+        Queued => "queued",
+        Started => "started",
+        Sealed => "sealed",
+    }
+);
+
+words!(
+    /// How a sealed crawl ended.
+    CrawlOutcome {
+        Finished => "finished",
+        Cancelled => "cancelled",
+    }
+);
+
+words!(
+    /// Where the result of one hook is; the last five are final — four as the hook contract
+    /// derives them from a hook's run (`abxd-hooks(7)`), and `cancelled`: open when its crawl was
+    /// cancelled.
+    ResultStatus {
+        Queued => "queued",
+        Started => "started",
+        Succeeded => "succeeded",
+        NoResults => "noresults",
+        Failed => "failed",
+        Skipped => "skipped",
+        Cancelled => "cancelled",
+    }
+);
+
+impl ResultStatus {
+    /// Whether the result is final: the hook is never started again for it.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            ResultStatus::Succeeded
+                | ResultStatus::NoResults
+                | ResultStatus::Failed
+                | ResultStatus::Skipped
+                | ResultStatus::Cancelled
+        )
+    }
+}
+
+/// One claim of a crawl or snapshot: its fencing token is `epoch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Claim {
+    pub queue: Queue,
+    pub id: i64,
+    pub epoch: i64,
+}
+
+impl std::fmt::Display for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (epoch {})", self.queue, self.id, self.epoch)
+    }
+}
+
+/// A lease held on one row of a queue by the process row `owner`, under `claim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    pub claim: Claim,
+    pub owner: i64,
+    pub duration: Duration,
+}

@@ -19,7 +19,9 @@
 //! A module uses modules of its own layer or below, never above, and the graph has no cycle
 //! (`tests/architecture.rs` keeps it so). Why things are built this way: `docs/design.md`.
 //!
-//! 1. Foundation — facts about the machine and the config:
+//! 1. Foundation — the vocabulary, facts about the machine and the config:
+//!    `domain` (the words every layer speaks: process kinds and states, end reasons and details,
+//!    exit outcomes, work and result statuses, claims and leases — plain values, no I/O),
 //!    `config` (`supervisor.toml`, strictly parsed; a `Config` is always valid), `signal` (the one
 //!    signal type), `procstat` (the one `/proc/PID/stat` parser), `identity` ((boot id, pid,
 //!    start time, pidfd inode) and "is this still that process"), `proctree` (a live process, its
@@ -28,8 +30,12 @@
 //!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP), `printable`
 //!    (text from outside escaped for a terminal), `own_exe` (this executable, run again as itself
 //!    through `/proc/self/exe`).
-//! 2. `store` — the SQLite file: process table, work queue, results; all writes `BEGIN IMMEDIATE`;
-//!    a loop's writes never wait for another process's lock past the loop's next deadline (`busy`).
+//! 2. `store` — the database (an SQLite file, or PostgreSQL for a fleet), in four folders:
+//!    `engine` (the two backends behind one `sql::Db`, migrations, transactions — every write
+//!    `BEGIN IMMEDIATE` —, `busy`: a loop's writes never wait for another process's lock past the
+//!    loop's next deadline), `processes` (the process table), `work` (crawls, snapshots, results;
+//!    claims fenced by epoch), `fleet` (machines, the shared queue clock, LISTEN/NOTIFY, `store
+//!    copy`). It persists `domain`'s words, and defines none of its own.
 //! 3. `liveness` — whether a row's process runs and the only functions that end a row;
 //!    `reaper` — the one place a child is waited for.
 //! 4. `spawn` (the one way a process starts), `teardown` (whole trees, SIGTERM then SIGKILL at
@@ -51,14 +57,26 @@
 //!
 //! # Invariants
 //!
-//! 1. Only the event loop reaps: nothing but `reaper::reap_ready`, called every turn of the
-//!    supervisor loop, waits on a child; a row's end is written by `liveness` only, with the
-//!    status the reaper saw or because procfs proves the process gone.
+//! 1. Only the event loop reaps: nothing but the `reaper` (`reap_ready` for the children the loop
+//!    knows, `reap_one` for an unknown child that ended — an escapee, swept by
+//!    `supervisor::escapees` on the same turn), called from the supervisor loop, waits on a child;
+//!    a row's end is written by `liveness` only, with the status the reaper saw or because procfs
+//!    proves the process gone.
 //! 2. Every stored pid is paired with its identity; no signal is sent to a pid whose identity
 //!    was not checked just before.
 //! 3. A signal never makes a row final; a final row never changes again.
 //! 4. The daemon never blocks on a client, never sleeps on a timer it does not need, and never
-//!    panics on input.
+//!    panics on input: nothing reachable from its loop calls `thread::sleep` (`tests/architecture.rs`
+//!    keeps it so).
+//!
+//! # The fleet
+//!
+//! Several hosts may share one PostgreSQL database (`paths.database = "postgres://…"`). What
+//! makes that work lives in three places: `store::fleet` (the `machines` table and heartbeats,
+//! the queue clock every host reads, wake-ups through LISTEN/NOTIFY, `abxd store copy`),
+//! `store::engine` (the PostgreSQL backend and its migrations, `config::tls` for its TLS), and
+//! `daemon::fleet` / `daemon::heartbeat` (lending a stranded host's work, the heartbeat loop).
+//! The operator's view of it: `abxd-machine(8)`, `abxd-store(8)` and `docs/fleet.md`.
 
 pub mod cgroup;
 pub mod cli;

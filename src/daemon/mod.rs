@@ -2,7 +2,9 @@
 //! telling the host it started (`started`); reloading the config (`reload`); installs of the
 //! plugins' binaries (`install`); one handler per control request (`handlers`).
 //!
-//! Invariants: one thread, one [`Supervisor`] loop. Signals arrive as events; SIGCHLD reaps
+//! Invariants: one thread runs the [`Supervisor`] loop and owns every piece of the daemon's
+//! state; on a shared (PostgreSQL) store a second thread only listens for LISTEN/NOTIFY and wakes
+//! the loop (`store::listen`), touching nothing else. Signals arrive as events; SIGCHLD reaps
 //! through the supervisor, the only place the daemon waits on a child. With nothing to do the loop
 //! sleeps in `poll` with no timeout; its timers are real deadlines only (a SIGKILL deadline, the
 //! moment a backed-off crawl becomes due, a retry after the store failed). The daemon is a child

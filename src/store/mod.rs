@@ -7,48 +7,35 @@
 //! batch ends; the schema is at [`migrations::LATEST`] once [`Store::open`] returns. Times are
 //! unix milliseconds.
 
-mod actions;
-mod busy;
-mod clock;
-mod copy;
+mod engine;
 mod error;
-mod fence;
-mod file;
-mod found;
-pub mod listen;
-mod location;
-mod machines;
-pub mod migrations;
-mod process_notes;
-mod process_queries;
+mod fleet;
 mod processes;
-mod queue;
-mod results;
-mod retention;
-pub mod sql;
-mod transaction;
 mod work;
+
+pub use engine::{migrations, sql};
+pub use fleet::listen;
 
 pub use crate::config::{Location, Server};
 pub use crate::domain::{
     Claim, CrawlOutcome, EndDetail, EndReason, ExitOutcome, Kind, Lease, Queue, ResultStatus,
     Status, WorkStatus,
 };
-pub use actions::RetryScope;
-pub use busy::{
+pub use engine::busy::{
     answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
 };
-pub use clock::{boot_clock_ms, now_ms};
-pub use copy::Copied;
 pub use error::StoreError;
-pub use machines::Machine;
-pub use process_queries::{LiveRow, ProcessFilter};
+pub use fleet::clock::{boot_clock_ms, now_ms};
+pub use fleet::copy::Copied;
+pub use fleet::machines::Machine;
+pub use processes::{Compact, Pruned};
+pub use processes::{LiveRow, ProcessFilter};
 pub use processes::{NewProcess, ProcessRow};
-pub use retention::{Compact, Pruned};
+pub use work::RetryScope;
 pub use work::{Crawl, HookResult, Snapshot};
 
-use busy::Breaker;
-use file::{beside, check_files, file_id, not_a_link};
+use engine::busy::Breaker;
+use engine::file::{beside, check_files, file_id, not_a_link};
 use rusqlite::{Connection, OpenFlags};
 use sql::{args, Db};
 use std::path::{Path, PathBuf};
@@ -70,7 +57,7 @@ pub struct Store {
     /// What writes found of other writers' locks.
     breaker: Breaker,
     /// The clock `retry_at` is on (see `clock`).
-    queue_clock: std::cell::Cell<clock::QueueClock>,
+    queue_clock: std::cell::Cell<fleet::clock::QueueClock>,
     /// The claim this store's writes of work are fenced to (a worker's; see `fence`).
     fence: Option<Claim>,
 }
@@ -211,10 +198,11 @@ impl Store {
     /// A store over a server's connection `db` (`target`: the server, as shown), on the
     /// server's queue clock.
     fn over_server(db: Db, target: &str) -> Result<Store, StoreError> {
-        let queue_clock = clock::QueueClock::of(&db).map_err(|cause| StoreError::Connect {
-            target: target.to_string(),
-            cause,
-        })?;
+        let queue_clock =
+            fleet::clock::QueueClock::of(&db).map_err(|cause| StoreError::Connect {
+                target: target.to_string(),
+                cause,
+            })?;
         let store = Store::over(db, Path::new(target), None);
         store.queue_clock.set(queue_clock);
         Ok(store)
@@ -225,7 +213,7 @@ impl Store {
         let clock = self.queue_clock.get();
         if clock.is_due_again(self.db().session(), boot_clock_ms()) {
             // (Until the server answers, the last reading is followed.)
-            if let Ok(fresh) = clock::QueueClock::of(self.db()) {
+            if let Ok(fresh) = fleet::clock::QueueClock::of(self.db()) {
                 self.queue_clock.set(fresh);
                 return fresh.now();
             }

@@ -1,9 +1,13 @@
 //! How a teardown begins: everything the trees cover is read first (rows, procfs), then what
 //! it records is written in one transaction, then the first signals go out.
 //!
-//! Invariant: no signal is sent before its record commits (whoever reaps a process must see why
-//! it ended), and the write lock — shared by every abxd process of the data dir — is held only
-//! for the writes, never across procfs reads.
+//! Invariants: no signal is sent before the transaction that records it has ended — committed,
+//! so whoever reaps the process sees why it ended; or failed (a full disk, a busy database), and
+//! then the signal goes out all the same, for a teardown must not wait on the database: the
+//! failure is counted in `Store::failed_writes`, and the supervisor goes over its rows again
+//! (`supervisor::unrecorded`), so an end may then be written before the signal that caused it.
+//! The write lock — shared by every abxd process of the data dir — is held only for the writes,
+//! never across procfs reads.
 
 use super::member::{self, add_member, signal_member, tree_rows};
 use super::{DeadlineMap, Pinned, Request, Tree};

@@ -7,8 +7,8 @@
 //! clock every host sharing the store reads ([`Store::shared_now`]), so one host's clock being
 //! off never makes another look silent.
 
-use super::sql::args;
-use super::{Store, StoreError};
+use crate::store::engine::sql::args;
+use crate::store::{Store, StoreError};
 
 /// A registered machine.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -84,7 +84,7 @@ impl Store {
         let sql = format!(
             "SELECT p.id FROM processes p JOIN machines m ON m.id = p.machine_id \
              WHERE p.status IN {} AND m.id != ?1 AND m.heartbeat_at < ?2 ORDER BY p.id",
-            super::processes::LIVE_STATUSES
+            crate::store::processes::LIVE_STATUSES
         );
         let me = crate::identity::machine_id();
         Ok(self.db().query_map(&sql, &args![me, since], |r| r.get(0))?)
@@ -94,7 +94,7 @@ impl Store {
     pub fn live_rows_of_machine(&self, id: &str) -> Result<Vec<i64>, StoreError> {
         let sql = format!(
             "SELECT id FROM processes WHERE machine_id = ?1 AND status IN {} ORDER BY id",
-            super::processes::LIVE_STATUSES
+            crate::store::processes::LIVE_STATUSES
         );
         Ok(self.db().query_map(&sql, &args![id], |r| r.get(0))?)
     }

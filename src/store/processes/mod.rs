@@ -4,10 +4,18 @@
 //! a row becomes final (`exited`, `lost`) exactly once and never changes status after that;
 //! sending a signal only records the signal and moves a row to `stopping`, never to `exited`.
 
-use super::sql::{args, Row, SqlError};
-use super::{now_ms, Store, StoreError};
+mod found;
+mod notes;
+mod queries;
+mod retention;
+
+pub use queries::{LiveRow, ProcessFilter};
+pub use retention::{Compact, Pruned};
+
 use crate::domain::{EndDetail, EndReason, ExitOutcome, Kind, Status};
 use crate::identity::Identity;
+use crate::store::engine::sql::{args, Row, SqlError};
+use crate::store::{now_ms, Store, StoreError};
 use serde::Serialize;
 
 /// The statuses of a row that claims a live process, as an SQL list: the one SQL form of
@@ -77,7 +85,7 @@ pub struct ProcessRow {
     pub machine_id: Option<String>,
 }
 
-pub(super) const COLUMNS: &str =
+pub(in crate::store) const COLUMNS: &str =
     "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
@@ -100,7 +108,7 @@ impl ProcessRow {
 
     /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
     /// every row cost `abxctl ps` a fifth of its time).
-    pub(super) fn from_row(row: &Row) -> Result<ProcessRow, SqlError> {
+    pub(in crate::store) fn from_row(row: &Row) -> Result<ProcessRow, SqlError> {
         let pid: Option<i32> = row.get(6)?;
         let identity = identity_at(row, [6, 7, 8, 29])?;
         let argv: String = row.get(10)?;
@@ -151,7 +159,10 @@ impl ProcessRow {
 
 /// The identity a row records (`columns`: where its pid, boot id, start ticks and pidfd inode
 /// are in `row`), if it records one.
-pub(super) fn identity_at(row: &Row, columns: [usize; 4]) -> Result<Option<Identity>, SqlError> {
+pub(in crate::store) fn identity_at(
+    row: &Row,
+    columns: [usize; 4],
+) -> Result<Option<Identity>, SqlError> {
     let [pid, boot_id, start_ticks, pidfd_ino] = columns;
     let found: (Option<i32>, Option<String>, Option<i64>) =
         (row.get(pid)?, row.get(boot_id)?, row.get(start_ticks)?);
@@ -245,7 +256,7 @@ impl Store {
                     stderr_path,
                     now,
                     identity.pidfd_ino,
-                    super::boot_clock_ms(),
+                    crate::store::boot_clock_ms(),
                     rustix::process::getuid().as_raw()
                 ],
             )?;

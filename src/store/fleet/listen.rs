@@ -50,7 +50,7 @@ fn listen(server: &Server, waker: &mio::Waker) {
 
 /// A client error as people read it.
 fn said(err: postgres::Error) -> String {
-    super::sql::SqlError::from(err).to_string()
+    crate::store::engine::sql::SqlError::from(err).to_string()
 }
 
 /// Listens on one connection until it is lost.

@@ -5,10 +5,10 @@
 //! Invariant: only the daemon creates or migrates a store; what is shown of a server (errors
 //! included) never carries its password.
 
-use super::migrations::postgres as pg_migrations;
-use super::sql::{self, args, Db};
-use super::{Store, StoreError};
 use crate::config::{Location, Server};
+use crate::store::engine::migrations::postgres as pg_migrations;
+use crate::store::engine::sql::{self, args, Db};
+use crate::store::{Store, StoreError};
 use std::path::PathBuf;
 
 /// The first key of the session lock a daemon holds on a PostgreSQL database (`abxD` in
@@ -117,7 +117,7 @@ impl Store {
         if found == 0 {
             return Err(StoreError::Missing { path });
         }
-        super::at_latest(&path, found)?;
+        crate::store::at_latest(&path, found)?;
         Store::over_server(db, &target)
     }
 }

@@ -9,7 +9,7 @@
 //! readings, so a host's wall-clock step moves no lease and hosts whose clocks disagree still
 //! agree on who owns what.
 
-use super::sql::Db;
+use crate::store::engine::sql::Db;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds on the boot clock (`CLOCK_BOOTTIME`: it never jumps and counts time in
@@ -29,12 +29,12 @@ pub fn now_ms() -> i64 {
 
 /// How long a server's clock, once read, is followed on the boot clock before it is read again
 /// (so a step of the server's clock, or a drift of either, is caught up with).
-pub(super) const READ_SERVER_CLOCK_EVERY_MS: i64 = 10 * 60 * 1000;
+pub(in crate::store) const READ_SERVER_CLOCK_EVERY_MS: i64 = 10 * 60 * 1000;
 
 /// The queue clock of one store: the boot clock plus `offset_ms` (0 for a file; for a server,
 /// how far its clock is ahead of this host's boot clock, as read at `read_at` in `session`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct QueueClock {
+pub(in crate::store) struct QueueClock {
     offset_ms: i64,
     /// Read from a server (else the file's: never read again).
     server: bool,
@@ -47,8 +47,8 @@ pub(super) struct QueueClock {
 impl QueueClock {
     /// The queue clock of `db`: a server's is read from it (the middle of the round trip is
     /// taken as the moment it answered).
-    pub fn of(db: &Db) -> Result<QueueClock, super::sql::SqlError> {
-        if db.dialect() == super::sql::Dialect::Sqlite {
+    pub fn of(db: &Db) -> Result<QueueClock, crate::store::engine::sql::SqlError> {
+        if db.dialect() == crate::store::engine::sql::Dialect::Sqlite {
             return Ok(QueueClock::default());
         }
         let before = boot_clock_ms();

@@ -2,9 +2,9 @@
 //! becomes `stopping`), it leaked, it escaped its hook's tree, its cgroup and what that measured,
 //! it survived SIGKILL, something an operator must know about its end.
 
-use super::sql::{args, Value};
-use super::{Store, StoreError};
 use crate::domain::EndDetail;
+use crate::store::engine::sql::{args, Value};
+use crate::store::{Store, StoreError};
 
 impl Store {
     /// Records that `signal` was sent to row `id` at `at` (the first SIGTERM and the first SIGKILL

@@ -7,10 +7,10 @@
 //! is read `FOR SHARE`). So a worker that lost its lease — paused past it, cut off, taken over
 //! by another host — writes nothing for work it no longer holds, however late it comes back.
 
-use super::sql::{args, Db};
-use super::work::table;
-use super::{Store, StoreError};
 use crate::domain::Claim;
+use crate::store::engine::sql::{args, Db};
+use crate::store::work::table;
+use crate::store::{Store, StoreError};
 
 /// Fails the transaction of `tx` unless the row of `claim` is still at its epoch, holding it
 /// there until the transaction ends.
@@ -41,7 +41,7 @@ impl Store {
 
     /// Moves the fence along when its own row changed hands in a write of this store (its
     /// owner sealed it and goes on writing what its end still brings).
-    pub(super) fn follow_fence(&mut self, from: Claim, to_epoch: i64) {
+    pub(in crate::store) fn follow_fence(&mut self, from: Claim, to_epoch: i64) {
         if self.fence == Some(from) {
             self.fence = Some(Claim {
                 epoch: to_epoch,

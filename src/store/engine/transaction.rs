@@ -5,8 +5,8 @@
 //! with "database is locked"; a write refused or failed is counted in [`Store::failed_writes`]
 //! (what makes supervisors go over their rows again) and told to the busy breaker (`busy`).
 
-use super::sql::Db;
-use super::{Store, StoreError};
+use crate::store::engine::sql::Db;
+use crate::store::{Store, StoreError};
 use std::time::Instant;
 
 impl Store {
@@ -54,7 +54,10 @@ impl Store {
                 }
                 // SQLite's "database is locked" said as what it means here.
                 self.breaker.after_write(true, self.patience, now);
-                let since_ms = self.breaker.busy_since().unwrap_or_else(super::now_ms);
+                let since_ms = self
+                    .breaker
+                    .busy_since()
+                    .unwrap_or_else(crate::store::now_ms);
                 Err(StoreError::Busy { since_ms })
             }
         }
@@ -150,7 +153,7 @@ impl Store {
 
     /// Runs one statement without parameters, kept parsed (transaction control runs on every
     /// write).
-    fn run(&self, sql: &str) -> Result<(), super::sql::SqlError> {
+    fn run(&self, sql: &str) -> Result<(), crate::store::engine::sql::SqlError> {
         self.db.execute(sql, &[]).map(drop)
     }
 }

@@ -9,8 +9,8 @@
 //! marker namespace (`meta.instance_id`) comes along, so leftovers of the old database are
 //! still recognised as its own.
 
-use super::sql::Value;
-use super::{Store, StoreError};
+use crate::store::engine::sql::Value;
+use crate::store::{Store, StoreError};
 
 /// The tables in an order that satisfies every reference (a process's parent row precedes it:
 /// ids grow with time), each with whether its `id` is an identity column.

@@ -18,7 +18,7 @@
 //! write that succeeds; a write refused by the breaker is an error like SQLite's own busy error
 //! ([`StoreError::is_busy`]).
 
-use super::StoreError;
+use crate::store::StoreError;
 use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -228,7 +228,7 @@ impl Breaker {
     /// A write ended: `busy` says whether it found the database busy.
     pub fn after_write(&mut self, busy: bool, patience: Patience, now: Instant) {
         if busy {
-            self.since.get_or_insert_with(super::now_ms);
+            self.since.get_or_insert_with(crate::store::now_ms);
             if patience == Patience::Loop {
                 self.open_until = Some(now + PROBE_EVERY);
             }

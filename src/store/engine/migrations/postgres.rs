@@ -8,8 +8,8 @@
 //! a transaction-scoped advisory lock, so two daemons starting at once cannot both apply one; a
 //! database newer than this build is refused, never touched.
 
-use super::super::sql::{args, Db, SqlError};
 use super::{TooNew, LATEST};
+use crate::store::sql::{args, Db, SqlError};
 
 /// The version PostgreSQL's schema starts at.
 const BASELINE: u32 = 15;

@@ -5,9 +5,16 @@
 //! `retry_at` means owned and is never claimed by anyone else; only the owner renews it. A URL
 //! appears at most once per crawl. A result that succeeded is never reset.
 
-use super::sql::{args, Row, SqlError};
-use super::{now_ms, Store, StoreError};
+mod actions;
+mod fence;
+mod queue;
+mod results;
+
+pub use actions::RetryScope;
+
 use crate::domain::{CrawlOutcome, Queue, ResultStatus, WorkStatus};
+use crate::store::engine::sql::{args, Row, SqlError};
+use crate::store::{now_ms, Store, StoreError};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -63,7 +70,7 @@ pub struct HookResult {
 }
 
 /// The table of `queue`'s rows.
-pub(super) fn table(queue: Queue) -> &'static str {
+pub(in crate::store) fn table(queue: Queue) -> &'static str {
     match queue {
         Queue::Crawls => "crawls",
         Queue::Snapshots => "snapshots",
@@ -127,12 +134,12 @@ impl Snapshot {
 }
 
 impl HookResult {
-    pub(super) const COLUMNS: &'static str =
+    pub(in crate::store) const COLUMNS: &'static str =
         "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
         attempts, output, output_files, output_size, started_at, ended_at";
 
     /// Reads a row selected with [`HookResult::COLUMNS`], by position.
-    pub(super) fn from_row(row: &Row) -> Result<HookResult, SqlError> {
+    pub(in crate::store) fn from_row(row: &Row) -> Result<HookResult, SqlError> {
         Ok(HookResult {
             id: row.get(0)?,
             crawl_id: row.get(1)?,
@@ -155,7 +162,7 @@ impl HookResult {
     }
 }
 
-pub(super) fn millis(d: Duration) -> i64 {
+pub(in crate::store) fn millis(d: Duration) -> i64 {
     d.as_millis().min(i64::MAX as u128) as i64
 }
 

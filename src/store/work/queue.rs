@@ -9,10 +9,10 @@
 //! and move it on, so each happens once, by whoever still holds the claim; a sealed row is
 //! never claimed, requeued or sealed again.
 
-use super::sql::args;
-use super::work::{millis, table};
-use super::{now_ms, Store, StoreError};
 use crate::domain::{Claim, Lease, Queue};
+use crate::store::engine::sql::args;
+use crate::store::work::{millis, table};
+use crate::store::{now_ms, Store, StoreError};
 use std::time::Duration;
 
 impl Store {
@@ -176,7 +176,7 @@ impl Store {
                 };
                 Ok((claim, r.get(2)?, r.get(3)?))
             })
-            .collect::<Result<_, super::sql::SqlError>>()?)
+            .collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
     }
 
     /// Seals a row: its work is done for good — unless it changed hands since `claim`.
@@ -271,7 +271,7 @@ fn claim_scope(queue: Queue, crawl_id: Option<i64>, crawl: &str, machine: &str) 
                                               WHERE h.crawl_id = c.id AND h.kind = 'hook' \
                                               AND h.snapshot_id IS NULL \
                                               AND h.status IN {live}))",
-            live = super::processes::LIVE_STATUSES
+            live = crate::store::processes::LIVE_STATUSES
         ),
     }
 }

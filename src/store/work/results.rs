@@ -4,10 +4,10 @@
 //! a result that succeeded is never reset nor overwritten; a cancelled one is
 //! overwritten only by the success of a hook that finished all the same.
 
-use super::sql::args;
-use super::work::HookResult;
-use super::{now_ms, Store, StoreError};
 use crate::domain::ResultStatus;
+use crate::store::engine::sql::args;
+use crate::store::work::HookResult;
+use crate::store::{now_ms, Store, StoreError};
 
 impl Store {
     /// Puts an interrupted result back to `queued`, so that it runs again.
@@ -153,7 +153,7 @@ impl Store {
         plugin: &str,
         detail: &str,
     ) -> Result<(), StoreError> {
-        let now = super::now_ms();
+        let now = crate::store::now_ms();
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO binaries (name, plugin, detail, installed_at) VALUES (?1, ?2, ?3, ?4) \

@@ -6,8 +6,8 @@
 //! crawl's or snapshot's owner) is cleared in the same transaction. Crawls, snapshots and
 //! results, the archive's own record, are never pruned.
 
-use super::sql::args;
-use super::{Store, StoreError};
+use crate::store::engine::sql::args;
+use crate::store::{Store, StoreError};
 
 /// The rows pruning at a cutoff takes: final, ended before it (`?1`, unix ms), not of an
 /// unsealed crawl, and with no row below them that stays.

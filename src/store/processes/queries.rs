@@ -1,10 +1,10 @@
 //! Reading the process table: one row, a live subtree, the live row of a pid, filtered lists,
 //! counts. (Writes are in `processes`.)
 
-use super::processes::{ProcessRow, COLUMNS, LIVE_STATUSES};
-use super::sql::{args, Value};
-use super::{Store, StoreError};
 use crate::domain::Kind;
+use crate::store::engine::sql::{args, Value};
+use crate::store::processes::{ProcessRow, COLUMNS, LIVE_STATUSES};
+use crate::store::{Store, StoreError};
 use std::collections::BTreeMap;
 
 /// Which rows [`Store::processes`] returns.
@@ -153,10 +153,10 @@ impl Store {
                 id: row.get(0)?,
                 parent_id: row.get(1)?,
                 kind: row.get(2)?,
-                identity: super::processes::identity_at(row, [3, 4, 5, 6])?,
+                identity: crate::store::processes::identity_at(row, [3, 4, 5, 6])?,
             })
         });
-        Ok(live.collect::<Result<_, super::sql::SqlError>>()?)
+        Ok(live.collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
     }
 
     /// Every row of crawl `crawl_id`, by id.
@@ -179,6 +179,6 @@ impl Store {
         Ok(rows
             .iter()
             .map(|row| Ok((row.get::<Kind>(0)?, row.get::<u64>(1)?)))
-            .collect::<Result<_, super::sql::SqlError>>()?)
+            .collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
     }
 }

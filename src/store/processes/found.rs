@@ -5,8 +5,8 @@
 //! identity (boot id, pid, start time, pidfd inode); whoever finds it again gets that row. What
 //! is recorded of it was read when it was found (pinned), not inside the write lock.
 
-use super::sql::args;
-use super::{now_ms, Store, StoreError};
+use crate::store::engine::sql::args;
+use crate::store::{now_ms, Store, StoreError};
 
 impl Store {
     /// Records a process found in procfs below row `parent_id` as a `child` row (once: a process

@@ -5,10 +5,10 @@
 //! Invariants: each action is one transaction; what makes no sense for the crawl's state is
 //! refused (`Err(why)`, naming the state) and changes nothing; a success is never run again.
 
-use super::sql::args;
-use super::work::Crawl;
-use super::{now_ms, Store, StoreError};
 use crate::domain::{CrawlOutcome, WorkStatus};
+use crate::store::engine::sql::args;
+use crate::store::work::Crawl;
+use crate::store::{now_ms, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 /// Which results of a crawl `retry` runs again (a success is never run again).
@@ -137,7 +137,7 @@ impl Store {
             (Some(since), true) => {
                 return Ok(Err(format!(
                     "crawl {crawl_id} is paused already (since {})",
-                    super::printable_time(since)
+                    crate::store::printable_time(since)
                 )))
             }
             (None, false) => return Ok(Err(format!("crawl {crawl_id} is not paused"))),

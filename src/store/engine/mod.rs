@@ -1,0 +1,13 @@
+//! The engine under the store: one connection to SQLite or PostgreSQL (`sql`), its schema
+//! (`migrations`), transactions (`transaction`), waiting for another writer's lock (`busy`), and
+//! where a store is opened and how (`location`, `file`).
+//!
+//! Invariant: nothing above the engine writes SQL that depends on which engine runs it: what
+//! differs between the two is said once, in `sql::Dialect`.
+
+pub mod busy;
+pub mod file;
+pub mod location;
+pub mod migrations;
+pub mod sql;
+pub mod transaction;

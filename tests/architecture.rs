@@ -326,3 +326,56 @@ fn no_file_outgrows_a_room() {
         .collect();
     assert!(big.is_empty(), "split these: {big:?}");
 }
+
+/// Where `thread::sleep` may be called, and why none of them is the daemon's loop waiting on a
+/// timer it does not need (invariant 4 of `src/lib.rs`).
+const SLEEPS_ALLOWED: &[(&str, &str)] = &[
+    (
+        "ctl/",
+        "abxctl's own polling (`--follow`, `--watch`), never the daemon",
+    ),
+    (
+        "store/fleet/listen.rs",
+        "the LISTEN thread's back-off between reconnections: its own thread, not the loop",
+    ),
+    (
+        "store/engine/busy.rs",
+        "SQLite's busy handler between probes of another process's lock (SQLite gives nothing \
+         to wait on), bounded by the loop's next deadline and `LOOP_WAIT`",
+    ),
+    (
+        "supervisor/reaping.rs",
+        "`settle_before_exit`: the last writes of a process whose loop has ended",
+    ),
+];
+
+#[test]
+fn nothing_the_daemons_loop_runs_sleeps() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut sleepers = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(src()).unwrap().display().to_string();
+        if SLEEPS_ALLOWED
+            .iter()
+            .any(|(path, _)| relative.starts_with(path))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in without_tests(&text).lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if ["thread::sleep", "unistd::sleep", "libc::sleep", "nanosleep"]
+                .iter()
+                .any(|call| code.contains(call))
+            {
+                sleepers.push(format!("{relative}:{}: {}", number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        sleepers.is_empty(),
+        "a sleep where the daemon's loop may run it (wait on an event instead):\n{}",
+        sleepers.join("\n")
+    );
+}

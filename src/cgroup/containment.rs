@@ -2,7 +2,7 @@
 //!
 //! Invariant: the daemon's scope is `<own cgroup>/abxd-<marker namespace>` (database and boot),
 //! the daemon lives in its `supervisor` leaf, and what a previous incarnation of the same boot
-//! left in it is killed and removed only once recovery ran (`clear_stale`).
+//! left in it is killed and removed only once recovery ran (`take_stale`, then `stale::Emptying`).
 
 use super::{own_cgroup, subdirs, Cgroup, Mode, SUPERVISOR_LEAF};
 
@@ -54,30 +54,12 @@ impl Containment {
         }
     }
 
-    /// Kills what the cgroups of a previous incarnation still hold and removes them, waiting
-    /// (at most `patience`) for them to empty.
-    pub fn clear_stale(&mut self, patience: std::time::Duration) {
-        let Containment::Cgroup { stale, .. } = self else {
-            return;
-        };
-        for cgroup in std::mem::take(stale) {
-            let left = cgroup.procs().len();
-            if left > 0 {
-                log::warn!(
-                    "cgroup {} of a previous incarnation still holds {left} process(es): killing them",
-                    cgroup.dir.display()
-                );
-            }
-            if let Err(err) = cgroup.kill() {
-                log::error!("cannot kill cgroup {}: {err}", cgroup.dir.display());
-            }
-            let give_up = std::time::Instant::now() + patience;
-            while cgroup.populated() == Some(true) && std::time::Instant::now() < give_up {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            if !cgroup.remove() {
-                log::error!("cannot remove cgroup {}", cgroup.dir.display());
-            }
+    /// The cgroups a previous incarnation left in the scope, handed over once (to be emptied
+    /// by an [`Emptying`](super::Emptying)).
+    pub fn take_stale(&mut self) -> Vec<super::Cgroup> {
+        match self {
+            Containment::Cgroup { stale, .. } => std::mem::take(stale),
+            Containment::Procfs { .. } => Vec::new(),
         }
     }
 

@@ -10,9 +10,11 @@
 //! children (cgroup v2's rule, so controllers can be enabled all the way down).
 
 mod containment;
+mod stale;
 mod watch;
 
 pub use containment::{establish, Containment};
+pub use stale::Emptying;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 pub use watch::EventsWatch;

@@ -22,6 +22,7 @@ mod handlers;
 mod heartbeat;
 mod install;
 mod reload;
+mod stale;
 mod started;
 mod startup;
 
@@ -80,6 +81,8 @@ struct State {
     exit_code: i32,
     /// The signal that asked for the shutdown, if one did.
     stopped_by: Option<Signal>,
+    /// The cgroups a previous incarnation left, being emptied (see `stale`).
+    stale_cgroups: crate::cgroup::Emptying,
 }
 
 impl State {
@@ -100,9 +103,6 @@ pub struct Shutdown {
     /// The signal (SIGTERM, SIGINT) that asked for it, if one did.
     pub signal: Option<Signal>,
 }
-
-/// The most the start-up waits for a previous incarnation's cgroups to empty once killed.
-const STALE_CGROUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct Daemon {
     state: State,
@@ -225,6 +225,7 @@ impl Daemon {
             Event::Ready(crate::store::listen::WORK_CHANGED) => {
                 self.state.wake |= self.state.fleet.woken()
             }
+            Event::Ready(stale::STALE_CGROUPS) => self.state.stale_cgroups_changed(),
             Event::Ready(token) => self.on_control(token),
             Event::Timer => {
                 self.state.retry_claims_at = None;
@@ -373,7 +374,7 @@ impl Daemon {
         let state = &mut self.state;
         if state.orphans.remove(&report.root_row) && state.orphans.is_empty() {
             log::info!("recovery: every orphan tree is gone");
-            state.containment.clear_stale(STALE_CGROUP_PATIENCE);
+            state.clear_stale_cgroups(self.supervisor.registry());
             state.recover(None, false);
             state.wake = true;
         }

@@ -43,7 +43,7 @@ impl Daemon {
         let orchestrator_id = record_self(&mut store).map_err(store_err)?;
         // The scope is named by the marker namespace (database and boot): a previous
         // incarnation of this boot is found again, never one of another boot or database.
-        let mut containment = cgroup::establish(config.limits.containment, &instance)
+        let containment = cgroup::establish(config.limits.containment, &instance)
             .map_err(DaemonError::Containment)?;
         log::info!("containment: {}", containment.describe());
         let timing = Timing::from_config(&config);
@@ -90,9 +90,6 @@ impl Daemon {
             .collect();
         let orphan_rows: Vec<i64> = orphans.iter().copied().collect();
         supervisor.stop_orphans(&mut store, &orphan_rows);
-        if orphans.is_empty() {
-            containment.clear_stale(super::STALE_CGROUP_PATIENCE);
-        }
         // From here on the loop runs deadlines: a write no longer waits long for another
         // process's lock (see `store::busy`); what it could not write is retried.
         store.set_patience(Patience::Loop).map_err(store_err)?;
@@ -118,8 +115,10 @@ impl Daemon {
             fleet,
             exit_code: 0,
             stopped_by: None,
+            stale_cgroups: Default::default(),
         };
         if state.orphans.is_empty() {
+            state.clear_stale_cgroups(supervisor.registry());
             state.recover(None, false);
         }
         super::handlers::apply_retention(&mut state);

@@ -78,6 +78,9 @@
 //! `daemon::fleet` / `daemon::heartbeat` (lending a stranded host's work, the heartbeat loop).
 //! The operator's view of it: `abxd-machine(8)`, `abxd-store(8)` and `docs/fleet.md`.
 
+#![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![warn(rust_2018_idioms)]
+
 pub mod cgroup;
 pub mod cli;
 pub mod config;

@@ -43,7 +43,7 @@ impl Notifier {
         self.enabled
     }
 
-    fn send(&self, states: &[NotifyState]) {
+    fn send(&self, states: &[NotifyState<'_>]) {
         if let Err(err) = sd_notify::notify(false, states) {
             log::warn!("cannot notify systemd: {err}");
         }

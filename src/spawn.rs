@@ -225,7 +225,7 @@ pub fn spawn(
     store: &mut Store,
     request: &SpawnRequest,
     cgroups: Option<&Cgroup>,
-    with_row: WithRow,
+    with_row: WithRow<'_>,
 ) -> Result<Spawned, SpawnError> {
     let argv = &request.process.argv;
     let program = argv.first().ok_or(SpawnError::EmptyArgv)?;
@@ -359,8 +359,10 @@ fn start(
     if let Some(placement) = placement {
         command.env(CGROUP_ENV, &placement.cgroup.dir);
         let entry = placement.entry.as_raw_fd();
-        // SAFETY: between fork and exec only one write(2) runs, on a descriptor opened before
-        // the fork: async-signal-safe, no allocation, no lock.
+        // SAFETY: between fork and exec only one write(2) runs (`libc_write`), on `entry`:
+        // `placement.entry`'s descriptor, opened before the fork and kept open by the parent
+        // until `spawn` returns, so open in the child too — async-signal-safe, no allocation,
+        // no lock.
         unsafe {
             command.pre_exec(move || {
                 let written = libc_write(entry, b"0");
@@ -381,8 +383,12 @@ fn start(
 
 /// write(2) on a raw descriptor, for the moment between fork and exec (where nothing may
 /// allocate): returns the number of bytes written, or -1.
-fn libc_write(fd: i32, bytes: &[u8]) -> isize {
-    // SAFETY: `fd` is a descriptor this process holds open; `bytes` is a valid slice.
+///
+/// # Safety
+///
+/// `fd` must be a descriptor open in this process for the whole call.
+unsafe fn libc_write(fd: i32, bytes: &[u8]) -> isize {
+    // SAFETY: the caller keeps `fd` open for the call (this function's contract).
     let fd = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
     match rustix::io::write(fd, bytes) {
         Ok(n) => n as isize,

@@ -76,6 +76,7 @@ mod tests {
         assert!(watch.watch(&cgroup), "watching twice is one watch");
         assert_eq!(watch.watched.len(), 1);
         std::fs::write(cgroup.events_file(), "populated 0\n").unwrap();
+        // SAFETY: the watch's own descriptor, which `watch` keeps open until the end of the test.
         let fd = unsafe { rustix::fd::BorrowedFd::borrow_raw(watch.raw_fd()) };
         let mut fds = [rustix::event::PollFd::new(
             &fd,

@@ -55,7 +55,7 @@ fn explicit(
     aliases: &[String],
     plugin: &Plugin,
     config: &Config,
-    environ: Environ,
+    environ: Environ<'_>,
 ) -> Option<String> {
     let names = || std::iter::once(key).chain(aliases.iter().map(String::as_str));
     if let Some(value) = names().find_map(environ) {
@@ -86,7 +86,7 @@ pub fn resolve(
     plugin: &Plugin,
     catalog: &Catalog,
     config: &Config,
-    environ: Environ,
+    environ: Environ<'_>,
 ) -> BTreeMap<String, String> {
     let mut values = BTreeMap::new();
     for (key, property) in properties(plugin, catalog) {
@@ -112,7 +112,12 @@ pub fn enabled(plugin: &Plugin, catalog: &Catalog, config: &Config) -> bool {
     enabled_with(plugin, catalog, config, &process_environ)
 }
 
-pub fn enabled_with(plugin: &Plugin, catalog: &Catalog, config: &Config, environ: Environ) -> bool {
+pub fn enabled_with(
+    plugin: &Plugin,
+    catalog: &Catalog,
+    config: &Config,
+    environ: Environ<'_>,
+) -> bool {
     if config.plugins.get(&plugin.name).is_some_and(|p| !p.enabled) {
         return false;
     }
@@ -135,7 +140,7 @@ pub fn timeout(
     plugin: &Plugin,
     resolved: &BTreeMap<String, String>,
     config: &Config,
-    environ: Environ,
+    environ: Environ<'_>,
 ) -> Duration {
     let key = format!("{}_TIMEOUT", key_prefix(&plugin.name));
     let seconds = |text: Option<String>| {

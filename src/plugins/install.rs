@@ -26,7 +26,7 @@ pub struct InstallStep {
 }
 
 /// abxpkg's default library dir, as abx-dl and abxpkg compute it (`~/.config/abx/lib`).
-fn default_lib_dir(environ: env::Environ) -> Option<String> {
+fn default_lib_dir(environ: env::Environ<'_>) -> Option<String> {
     let config_home = environ("XDG_CONFIG_HOME")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
@@ -90,7 +90,7 @@ pub fn plan(
     catalog: &Catalog,
     selected: &BTreeSet<String>,
     config: &Config,
-    environ: env::Environ,
+    environ: env::Environ<'_>,
 ) -> (Vec<InstallStep>, Vec<String>) {
     let mut steps: Vec<InstallStep> = Vec::new();
     let mut problems = Vec::new();
@@ -121,7 +121,7 @@ pub fn unprovisioned(
     selected: &BTreeSet<String>,
     config: &Config,
     installed: &BTreeSet<String>,
-    environ: env::Environ,
+    environ: env::Environ<'_>,
 ) -> BTreeMap<String, Vec<String>> {
     let mut missing = BTreeMap::new();
     for plugin in selected {

@@ -100,7 +100,7 @@ fn exit_text(row: &ProcessRow) -> String {
     }
 }
 
-fn results_table(results: &[&HookResult], runs: &RunByResult, colour: bool) -> Table<10> {
+fn results_table(results: &[&HookResult], runs: &RunByResult<'_>, colour: bool) -> Table<10> {
     let mut table = Table::new([
         "HOOK", "STATUS", "ROW", "EXIT", "TIME", "CPU", "MEM", "SIZE", "FILES", "OUTPUT",
     ]);
@@ -138,7 +138,7 @@ fn results_table(results: &[&HookResult], runs: &RunByResult, colour: bool) -> T
 
 /// For each failed result: why, as far as its process says — its exit, the end of its stderr,
 /// and where its logs are (`abxctl logs --result ID` prints them).
-fn failures(results: &[&HookResult], runs: &RunByResult, out: &mut String) {
+fn failures(results: &[&HookResult], runs: &RunByResult<'_>, out: &mut String) {
     for result in results.iter().filter(|r| r.status == ResultStatus::Failed) {
         let Some(run) = runs.get(&result.id) else {
             continue;
@@ -196,7 +196,7 @@ pub fn crawl_report(
     let snapshots = store.snapshots(crawl_id)?;
     let processes = store.crawl_processes(crawl_id)?;
     // The latest run of each result (rows in id order: a later run replaces an earlier one).
-    let runs: RunByResult = processes
+    let runs: RunByResult<'_> = processes
         .iter()
         .filter(|row| row.kind == Kind::Hook)
         .filter_map(|row| Some((row.result_id?, row)))

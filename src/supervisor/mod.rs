@@ -176,7 +176,7 @@ impl Supervisor {
         store: &mut Store,
         request: &SpawnRequest,
         policy: ChildPolicy,
-        with_row: spawn::WithRow,
+        with_row: spawn::WithRow<'_>,
     ) -> Result<Spawned, SpawnError> {
         let spawned = spawn::spawn(store, request, self.cgroup.as_ref(), with_row)?;
         if !spawned.recorded {

@@ -190,7 +190,8 @@ fn event_ready(fd: Option<RawFd>) -> bool {
     let Some(fd) = fd else {
         return false;
     };
-    // Safety: the descriptor is the loop's epoll instance, open for the life of the loop.
+    // SAFETY: the descriptor is the loop's epoll instance (`set_loop_wake_fd`), which the loop
+    // keeps open for as long as it runs, and only this thread's loop set it.
     let fd = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
     let mut fds = [rustix::event::PollFd::new(
         &fd,

@@ -7,8 +7,9 @@
 
 use abxd::config::Config;
 use abxd::domain::{Kind, ResultStatus};
+use abxd::logs::Logs;
 use abxd::signal::Signal;
-use abxd::spawn::{Logs, SpawnRequest};
+use abxd::spawn::SpawnRequest;
 use abxd::store::{NewProcess, Store};
 use abxd::supervisor::{ChildPolicy, Event, Supervisor};
 use std::path::{Path, PathBuf};

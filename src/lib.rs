@@ -95,6 +95,7 @@ pub mod install;
 pub(crate) mod liveness;
 pub mod lock;
 pub mod logging;
+pub mod logs;
 pub(crate) mod marker;
 pub(crate) mod memory;
 pub(crate) mod notify;

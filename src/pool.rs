@@ -11,9 +11,10 @@
 
 use crate::config::Config;
 use crate::domain::{Claim, Kind, Queue, WorkStatus};
+use crate::logs::Logs;
 use crate::marker;
 use crate::recovery;
-use crate::spawn::{Logs, SpawnError, SpawnRequest};
+use crate::spawn::{SpawnError, SpawnRequest};
 use crate::store::{NewProcess, Store, StoreError};
 use crate::supervisor::{ChildPolicy, Supervisor};
 use std::collections::HashMap;

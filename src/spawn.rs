@@ -1,7 +1,7 @@
 //! Spawning: the one way abxd starts a process.
 //!
 //! Invariants: every child gets its own process group, stdin from `/dev/null`, stdout and stderr
-//! appended to its own log files, `ABXD_PROCESS_ID` set to its row id and `ABXD_INSTANCE` to the
+//! appended to its own log files (made safely by `logs`), `ABXD_PROCESS_ID` set to its row id and `ABXD_INSTANCE` to the
 //! database's id (together, the marker its descendants inherit), and none of the service
 //! manager's variables; its row exists (`starting`) before the process does and carries its
 //! identity (`running`) before this function returns — before anyone can reap it, since only the
@@ -13,12 +13,13 @@
 
 use crate::cgroup::{self, Cgroup, CGROUP_ENV};
 use crate::identity::{self, Identity};
+use crate::logs::{open_logs, Logs};
 use crate::marker::{INSTANCE_ENV, PROCESS_ID_ENV};
 use crate::store::{NewProcess, Store, StoreError};
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 
 /// Variables a child must not inherit: they speak for the supervisor to its own service manager,
@@ -41,11 +42,8 @@ pub enum SpawnError {
         program: String,
         cause: std::io::Error,
     },
-    #[error("cannot open log file {path}: {cause}")]
-    Log {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
+    #[error(transparent)]
+    Log(#[from] crate::logs::LogError),
     #[error("nothing to run: empty command")]
     EmptyArgv,
     #[error("cannot make the cgroup of row {row} below {parent}: {cause}")]
@@ -56,40 +54,6 @@ pub enum SpawnError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// Where a child's stdout and stderr go.
-#[derive(Debug, Clone)]
-pub enum Logs {
-    /// `<dir>/<row id>.stdout.log` and `<dir>/<row id>.stderr.log` (`dir` is abxd's own).
-    InDir(PathBuf),
-    /// Exactly these files, below `beneath` (abxd's own dir; what lies below it may be a
-    /// hook's, and is never followed through a symbolic link).
-    Files {
-        stdout: PathBuf,
-        stderr: PathBuf,
-        beneath: PathBuf,
-    },
-}
-
-impl Logs {
-    fn paths(&self, row_id: i64) -> (PathBuf, PathBuf) {
-        match self {
-            Logs::InDir(dir) => (
-                dir.join(format!("{row_id}.stdout.log")),
-                dir.join(format!("{row_id}.stderr.log")),
-            ),
-            Logs::Files { stdout, stderr, .. } => (stdout.clone(), stderr.clone()),
-        }
-    }
-
-    /// The directory the log files are opened relative to.
-    fn beneath(&self) -> &Path {
-        match self {
-            Logs::InDir(dir) => dir,
-            Logs::Files { beneath, .. } => beneath,
-        }
-    }
 }
 
 /// What to start, and where it sits in the tree.
@@ -113,94 +77,6 @@ pub struct Spawned {
     pub cgroup: Option<Cgroup>,
     /// Whether its identity is written on its row (else the caller writes it later).
     pub recorded: bool,
-}
-
-/// Creates the log files `stdout` and `stderr` anew, relative to the directory `beneath`: each
-/// directory below `beneath` is made if missing and entered without following a symbolic link
-/// (once, when both logs share it), a file already there (a previous attempt's log, or a link a
-/// hook planted) is removed, and each log is created exclusively, mode 0640. So nothing abxd
-/// writes ever lands outside `beneath`.
-fn open_logs(beneath: &Path, stdout: &Path, stderr: &Path) -> Result<(File, File), SpawnError> {
-    let out_dir = enter_log_dir(beneath, stdout)?;
-    let err_dir = if stderr.parent() == stdout.parent() {
-        None
-    } else {
-        Some(enter_log_dir(beneath, stderr)?)
-    };
-    let stdout_file = create_log(&out_dir, stdout)?;
-    let stderr_file = create_log(err_dir.as_ref().unwrap_or(&out_dir), stderr)?;
-    Ok((stdout_file, stderr_file))
-}
-
-fn log_err(path: &Path) -> impl Fn(std::io::Error) -> SpawnError + '_ {
-    move |cause| SpawnError::Log {
-        path: path.to_path_buf(),
-        cause,
-    }
-}
-
-/// The directory of log file `path`, below `beneath`, made where missing and entered one
-/// component at a time without following a symbolic link.
-fn enter_log_dir(beneath: &Path, path: &Path) -> Result<OwnedFd, SpawnError> {
-    use rustix::fs::{mkdirat, openat, Mode, OFlags};
-    let failed = log_err(path);
-    let relative = path
-        .strip_prefix(beneath)
-        .map_err(|_| failed(std::io::Error::other("not below abxd's directory")))?;
-    std::fs::create_dir_all(beneath).map_err(&failed)?;
-    let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-    let mut dir = openat(
-        rustix::fs::CWD,
-        beneath,
-        OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| failed(e.into()))?;
-    for part in relative.parent().into_iter().flat_map(Path::components) {
-        let std::path::Component::Normal(part) = part else {
-            return Err(failed(std::io::Error::other(
-                "an unexpected path component",
-            )));
-        };
-        match mkdirat(&dir, part, Mode::from_raw_mode(0o750)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(err) => return Err(failed(err.into())),
-        }
-        dir = openat(&dir, part, dir_flags, Mode::empty()).map_err(|e| failed(e.into()))?;
-    }
-    Ok(dir)
-}
-
-/// Creates log file `path` in `dir` (its directory, entered by [`enter_log_dir`]) anew.
-fn create_log(dir: &OwnedFd, path: &Path) -> Result<File, SpawnError> {
-    use rustix::fs::{openat, unlinkat, AtFlags, Mode, OFlags};
-    let failed = log_err(path);
-    let name = path
-        .file_name()
-        .ok_or_else(|| failed(std::io::Error::other("no file name")))?;
-    match unlinkat(dir, name, AtFlags::empty()) {
-        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-        Err(err) => return Err(failed(err.into())),
-    }
-    let file_flags = OFlags::WRONLY
-        | OFlags::APPEND
-        | OFlags::CREATE
-        | OFlags::EXCL
-        | OFlags::NOFOLLOW
-        | OFlags::CLOEXEC;
-    let fd =
-        openat(dir, name, file_flags, Mode::from_raw_mode(0o640)).map_err(|e| failed(e.into()))?;
-    Ok(File::from(fd))
-}
-
-/// Opens a log file to read it, never through a symbolic link (a hook may swap its log for one
-/// pointing at a file it could not read itself).
-pub fn read_log(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
 }
 
 /// What the caller writes in the transaction that creates the child's row, given its id: e.g.

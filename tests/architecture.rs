@@ -19,6 +19,7 @@ const LAYERS: &[&[&str]] = &[
         "marker",
         "cgroup",
         "logging",
+        "logs",
         "lock",
         "notify",
         "serve",

@@ -62,7 +62,7 @@ pub(super) fn run(
         // left, a last line without its newline too.
         let last = !follow || !store.process(id)?.is_some_and(|r| r.status.is_live());
         for ((name, path), offset) in files.iter().zip(offsets.iter_mut()) {
-            let Ok(mut file) = crate::spawn::read_log(std::path::Path::new(path)) else {
+            let Ok(mut file) = crate::logs::read_log(std::path::Path::new(path)) else {
                 continue;
             };
             let _ = file.seek(SeekFrom::Start(*offset));
@@ -116,7 +116,7 @@ fn no_logs(row: &ProcessRow) -> String {
 /// The offset in the log at `path` where its last `n` lines begin (0 if it has fewer).
 fn start_of_last_lines(path: &str, n: usize) -> u64 {
     const BLOCK: u64 = 8192;
-    let Ok(mut file) = crate::spawn::read_log(std::path::Path::new(path)) else {
+    let Ok(mut file) = crate::logs::read_log(std::path::Path::new(path)) else {
         return 0;
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);

@@ -8,9 +8,10 @@
 use super::State;
 use crate::control::protocol::{InstallReport, InstalledBinary};
 use crate::domain::{ExitOutcome, Kind};
+use crate::logs::Logs;
 use crate::plugins::install::{self, InstallStep};
 use crate::plugins::{Catalog, UnknownPlugins};
-use crate::spawn::{Logs, SpawnRequest};
+use crate::spawn::SpawnRequest;
 use crate::store::NewProcess;
 use crate::supervisor::{ChildPolicy, Supervisor};
 use mio::Token;

@@ -21,9 +21,9 @@ pub use result::{interpret, last_line_of, output_files, Outcome};
 
 use crate::domain::EndDetail;
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
+use crate::logs::Logs;
 use crate::plugins::Prepared;
 use crate::signal::Signal;
-use crate::spawn::Logs;
 use crate::spawn::SpawnError;
 use crate::store::{Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{ChildPolicy, Supervisor};

@@ -7,8 +7,9 @@
 //! a background hook's none (it lives as long as its scope).
 
 use crate::domain::Kind;
+use crate::logs::Logs;
 use crate::plugins::Prepared;
-use crate::spawn::{Logs, SpawnRequest};
+use crate::spawn::SpawnRequest;
 use crate::store::{Crawl, NewProcess, Snapshot};
 use std::path::{Path, PathBuf};
 

@@ -142,7 +142,7 @@ struct Printed {
 
 fn scan_stdout(path: &Path) -> Printed {
     let mut printed = Printed::default();
-    let Ok(file) = crate::spawn::read_log(path) else {
+    let Ok(file) = crate::logs::read_log(path) else {
         return printed;
     };
     let mut reader = BufReader::new(file.take(MAX_STDOUT_SCAN));
@@ -212,7 +212,7 @@ fn missing_binary(stderr: &Path) -> Option<String> {
 /// box drawing (a frame around an error) are passed over, and a frame's sides are trimmed.
 pub fn last_line_of(path: &Path) -> Option<String> {
     let mut text = Vec::new();
-    crate::spawn::read_log(path)
+    crate::logs::read_log(path)
         .ok()?
         .read_to_end(&mut text)
         .ok()?;

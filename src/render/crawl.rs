@@ -167,7 +167,7 @@ fn failures(results: &[&HookResult], runs: &RunByResult<'_>, out: &mut String) {
 /// The last [`STDERR_TAIL_LINES`] lines of a log file (its last 4 KiB at most), escaped.
 fn stderr_tail(path: &std::path::Path) -> Vec<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = crate::spawn::read_log(path) else {
+    let Ok(mut file) = crate::logs::read_log(path) else {
         return Vec::new();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);

@@ -3,7 +3,8 @@
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
 use crate::domain::Kind;
-use crate::spawn::{Logs, SpawnRequest};
+use crate::logs::Logs;
+use crate::spawn::SpawnRequest;
 use crate::store::NewProcess;
 use crate::supervisor::{ChildPolicy, Supervisor};
 

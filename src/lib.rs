@@ -23,8 +23,9 @@
 //!    `domain` (the words every layer speaks: process kinds and states, end reasons and details,
 //!    exit outcomes, work and result statuses, claims and leases — plain values, no I/O),
 //!    `config` (`supervisor.toml`, strictly parsed; a `Config` is always valid), `signal` (the one
-//!    signal type), `procstat` (the one `/proc/PID/stat` parser), `identity` ((boot id, pid,
-//!    start time, pidfd inode) and "is this still that process"), `proctree` (a live process, its
+//!    signal type), `procstat` (the one `/proc/PID/stat` parser), `identity` (the host's ids;
+//!    (boot id, pid, start time, pidfd inode) and "is this still that process"; `PidRef`, the
+//!    pinned handle every signal goes through), `proctree` (a live process, its
 //!    descendants), `marker` (`ABXD_PROCESS_ID` / `ABXD_INSTANCE`: finding what left the tree),
 //!    `cgroup` (cgroup v2 containment: the scope, one cgroup read and written), `lock` (one
 //!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP), `printable`
@@ -62,8 +63,9 @@
 //!    `supervisor::escapees` on the same turn), called from the supervisor loop, waits on a child;
 //!    a row's end is written by `liveness` only, with the status the reaper saw or because procfs
 //!    proves the process gone.
-//! 2. Every stored pid is paired with its identity; no signal is sent to a pid whose identity
-//!    was not checked just before.
+//! 2. Every stored pid is paired with its identity; every signal goes through an
+//!    `identity::PidRef` — a pidfd confirmed to be the recorded process after it was opened —
+//!    never to a bare pid (`tests/architecture.rs` keeps it so).
 //! 3. A signal never makes a row final; a final row never changes again.
 //! 4. The daemon never blocks on a client, never sleeps on a timer it does not need, and never
 //!    panics on input: nothing reachable from its loop calls `thread::sleep` (`tests/architecture.rs`

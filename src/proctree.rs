@@ -7,9 +7,8 @@
 //! marker: see `marker`.) A process is read cheaply by [`read`] for scans; [`pin`] adds the
 //! pidfd it is then recorded and signalled by.
 
-use crate::identity::{self, Identity};
+use crate::identity::{self, Identity, PidRef};
 use crate::procstat::{self, all_pids};
-use rustix::fd::OwnedFd;
 use std::collections::HashSet;
 
 /// A live process as found in procfs.
@@ -74,36 +73,38 @@ fn found(pid: i32, stat: &procstat::Stat, argv: Vec<String>) -> Found {
 
 /// Reads one live process together with a pidfd that means it (see `identity::pin`), its
 /// identity carrying the pidfd's inode: what a process is recorded and signalled by.
-pub fn pin(pid: i32) -> Option<(Found, OwnedFd)> {
+pub fn pin(pid: i32) -> Option<(Found, PidRef)> {
     pin_counting_threads(pid).map(|(pinned, _)| pinned)
 }
 
 /// [`pin`], with the number of threads the process has.
-fn pin_counting_threads(pid: i32) -> Option<((Found, OwnedFd), u32)> {
+fn pin_counting_threads(pid: i32) -> Option<((Found, PidRef), u32)> {
     let pidfd = identity::pidfd_of(pid)?;
     let (mut found, threads) = read_counting_threads(pid)?;
     if identity::has_ended(&pidfd) {
         return None;
     }
-    found.identity.pidfd_ino = identity::pidfd_inode(&pidfd);
-    found.uid = identity::real_uid(&pidfd, pid);
-    Some(((found, pidfd), threads))
+    let pinned = PidRef::confirmed(pid, pidfd);
+    found.identity.pidfd_ino = pinned.inode();
+    found.uid = pinned.real_uid();
+    Some(((found, pinned), threads))
 }
 
 /// Pins a process just read (`found`): a pidfd for its pid, confirmed to be that process (the
 /// same start time after opening, not ended), its identity given the pidfd's inode. Reads its
 /// `stat` again, not the rest.
-pub fn pin_found(found: &Found) -> Option<(Found, OwnedFd)> {
+pub fn pin_found(found: &Found) -> Option<(Found, PidRef)> {
     let pid = found.identity.pid;
     let pidfd = identity::pidfd_of(pid)?;
     let stat = procstat::read(pid).filter(|stat| !stat.is_zombie())?;
     if stat.start_ticks != found.identity.start_ticks || identity::has_ended(&pidfd) {
         return None;
     }
+    let pid_ref = PidRef::confirmed(pid, pidfd);
     let mut pinned = found.clone();
-    pinned.identity.pidfd_ino = identity::pidfd_inode(&pidfd);
-    pinned.uid = identity::real_uid(&pidfd, pid);
-    Some((pinned, pidfd))
+    pinned.identity.pidfd_ino = pid_ref.inode();
+    pinned.uid = pid_ref.real_uid();
+    Some((pinned, pid_ref))
 }
 
 /// The parent of `pid` if it is a zombie (ended, waiting to be reaped by that parent).
@@ -170,7 +171,7 @@ pub fn descendants_of(roots: &[i32]) -> Vec<Found> {
 
 /// [`descendants_of`], each pinned as it is found (see [`pin`]): the pidfd is opened before the
 /// process is read, so nothing is read twice.
-pub fn descendants_pinned(roots: &[i32]) -> Vec<(Found, OwnedFd)> {
+pub fn descendants_pinned(roots: &[i32]) -> Vec<(Found, PidRef)> {
     walk_descendants(roots, pin_counting_threads)
 }
 

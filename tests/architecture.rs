@@ -380,3 +380,29 @@ fn nothing_the_daemons_loop_runs_sleeps() {
         sleepers.join("\n")
     );
 }
+
+#[test]
+fn every_signal_goes_through_a_pinned_process_handle() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut senders = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(src()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for call in [
+            "pidfd_send_signal(",
+            "signal::kill(",
+            "killpg(",
+            "libc::kill(",
+        ] {
+            if without_tests(&text).contains(call) && relative != "identity/pidref.rs" {
+                senders.push(format!("{relative} calls {call}"));
+            }
+        }
+    }
+    assert!(
+        senders.is_empty(),
+        "a signal sent other than by `identity::PidRef::send`:\n{}",
+        senders.join("\n")
+    );
+}

@@ -9,8 +9,7 @@ use super::decide::StopAt;
 use super::ChildPolicy;
 use crate::cgroup::Cgroup;
 use crate::domain::EndReason;
-use crate::identity::Identity;
-use rustix::fd::OwnedFd;
+use crate::identity::{Identity, PidRef};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -29,12 +28,12 @@ pub(super) struct Child {
     pub cgroup: Option<Cgroup>,
 }
 
-/// A descendant recorded as a `child` row, with the pidfd it was pinned by when it was found
+/// A descendant recorded as a `child` row, with the handle it was pinned by when it was found
 /// (kept while its row is live: it tells when the process ended, whatever its pid means since).
 pub(super) struct Descendant {
     pub row: i64,
     pub identity: Identity,
-    pub pidfd: OwnedFd,
+    pub pinned: PidRef,
     /// It was seen re-parented to this supervising process: it left its hook's process tree.
     pub escaped: bool,
 }

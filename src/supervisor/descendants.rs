@@ -13,7 +13,6 @@ use super::children::{Child, Descendant};
 use super::decide::{self, descendant_changes, Leftovers};
 use super::Supervisor;
 use crate::domain::EndReason;
-use crate::identity;
 use crate::liveness::{self, Recording};
 use crate::marker;
 use crate::proctree::{self, Found};
@@ -129,7 +128,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
             let recorded: Vec<i32> = child
                 .descendants
                 .iter()
-                .filter(|(_, d)| !identity::has_ended(&d.pidfd))
+                .filter(|(_, d)| !d.pinned.has_ended())
                 .map(|(pid, _)| *pid)
                 .collect();
             let roots: Vec<i32> = std::iter::once(pid)
@@ -155,7 +154,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
             .get(pid)
             .filter(|f| f.identity.start_ticks == descendant.identity.start_ticks);
         match now {
-            Some(found) if !identity::has_ended(&descendant.pidfd) => {
+            Some(found) if !descendant.pinned.has_ended() => {
                 known.insert(*pid, descendant.row);
                 if found.ppid == me && !descendant.escaped {
                     flag_escaped(store, descendant.row);
@@ -183,7 +182,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
     }
     for found in changes.new {
         // Pinned now: what is recorded is the process the pidfd means (gone already: nothing).
-        let Some((found, pidfd)) = proctree::pin(found.identity.pid) else {
+        let Some((found, pinned)) = proctree::pin(found.identity.pid) else {
             continue;
         };
         let parent = child
@@ -203,7 +202,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
                 let descendant = Descendant {
                     row,
                     identity,
-                    pidfd,
+                    pinned,
                     escaped,
                 };
                 child
@@ -222,7 +221,7 @@ fn still_running(child: &Child, pid: i32) -> Option<Found> {
     let descendant = child
         .descendants
         .get(&pid)
-        .filter(|d| !identity::has_ended(&d.pidfd))?;
+        .filter(|d| !d.pinned.has_ended())?;
     Some(Found {
         identity: descendant.identity.clone(),
         ppid: 0,

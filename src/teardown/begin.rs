@@ -10,7 +10,7 @@
 //! never across procfs reads.
 
 use super::member::{self, add_member, signal_member, tree_rows};
-use super::{DeadlineMap, Pinned, Request, Tree};
+use super::{Candidate, DeadlineMap, Request, Tree};
 use crate::cgroup::Cgroup;
 use crate::liveness::Recording;
 use crate::store::{boot_clock_ms, Store};
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// to make members, and the ends of rows whose process is gone.
 struct Gathered {
     root: i64,
-    found: Vec<Pinned>,
+    found: Vec<Candidate>,
     gone: Vec<member::Unwritten>,
 }
 
@@ -138,11 +138,11 @@ impl DeadlineMap {
         // Recorded processes of the subtree that are still the recorded process, each with a
         // pidfd confirmed to be it.
         let (mut found, gone, unwritten) = member::pin_rows(&rows, &request, deadline_of);
-        let known: Vec<i32> = found.iter().map(|(f, ..)| f.identity.pid).collect();
+        let known: Vec<i32> = found.iter().map(|c| c.process.identity.pid).collect();
         let rows = tree_rows(&self.trees, request.root_row);
         let discovered = self.enumerate(request.root_row, &known, &rows, None);
-        for (process, pidfd) in discovered {
-            found.push((process, pidfd, None, None, default_deadline));
+        for (process, pinned) in discovered {
+            found.push(Candidate::found(process, pinned, default_deadline));
         }
         if let Some(tree) = self.trees.get_mut(&request.root_row) {
             tree.unwritten.extend(unwritten);
@@ -164,17 +164,8 @@ impl DeadlineMap {
         for end in gone {
             end.write_or_keep(store, tree);
         }
-        let Self {
-            registry,
-            tokens,
-            next_token,
-            ..
-        } = self;
-        for (process, pidfd, row_id, kind, deadline) in found {
-            add_member(
-                store, registry, tokens, next_token, tree, process, pidfd, row_id, kind, deadline,
-                false,
-            );
+        for candidate in found {
+            add_member(store, &mut self.watches, tree, candidate, false);
         }
         self.finish_if_empty(store, root);
     }

@@ -2,18 +2,18 @@
 //! enumeration, so what forked meanwhile goes too), survivors of SIGKILL reported, and a tree
 //! finished — with its report — only when nothing of it is found any more.
 
-use super::member::{add_member, send, signal_member, write_all, Unwritten};
-use super::{DeadlineMap, Member, Tree, CGROUP_WATCH, SURVIVOR_WAIT};
+use super::member::{add_member, signal_member, write_all, Unwritten};
+use super::{Candidate, DeadlineMap, Member, Tree, CGROUP_WATCH, SURVIVOR_WAIT};
 use crate::cgroup::{Cgroup, EventsWatch};
 use crate::domain::EndDetail;
 use crate::identity;
+use crate::identity::PidRef;
 use crate::liveness::Recording;
 use crate::proctree::{self, Found};
 use crate::signal::Signal;
 use crate::store::{now_ms, Store};
 use mio::unix::SourceFd;
 use mio::Interest;
-use rustix::fd::OwnedFd;
 use std::time::Instant;
 
 /// What happened to one process of a torn-down tree.
@@ -95,7 +95,7 @@ impl DeadlineMap {
         let known: Vec<i32> = tree.members.keys().copied().collect();
         let alive = tree.member_pids(|m| m.gone_at.is_none());
         let rows = tree.rows.clone();
-        let new: Vec<(Found, Option<OwnedFd>)> = self
+        let new: Vec<(Found, Option<PidRef>)> = self
             .enumerate(root, &alive, &rows, None)
             .into_iter()
             .filter(|(p, _)| !known.contains(&p.identity.pid))
@@ -115,7 +115,7 @@ impl DeadlineMap {
             .iter()
             .filter_map(|pid| {
                 let member = &tree.members[pid];
-                let row = member.row_id.filter(|_| member.pidfd.is_some())?;
+                let row = member.row_id.filter(|_| member.pinned.is_some())?;
                 Some(Unwritten::Signal {
                     row,
                     signal: Signal::KILL,
@@ -134,8 +134,8 @@ impl DeadlineMap {
         for pid in due {
             let member = members.get_mut(&pid).expect("listed above");
             member.killed_at = Some(now);
-            if let Some(fd) = &member.pidfd {
-                send(fd, Signal::KILL);
+            if let Some(pinned) = &member.pinned {
+                pinned.send(Signal::KILL);
             }
             // A hook's (or a descendant's) cgroup goes whole: also what forks during the kill
             // and what hides in another PID namespace.
@@ -195,16 +195,10 @@ impl DeadlineMap {
         &mut self,
         store: &mut Store,
         root: i64,
-        found: Vec<(Found, Option<OwnedFd>)>,
+        found: Vec<(Found, Option<PidRef>)>,
         deadline: Instant,
     ) {
-        let Self {
-            registry,
-            tokens,
-            next_token,
-            trees,
-            ..
-        } = self;
+        let Self { watches, trees, .. } = self;
         let Some(tree) = trees.get_mut(&root) else {
             return;
         };
@@ -212,13 +206,11 @@ impl DeadlineMap {
         // the batch of a teardown's beginning, that beginning signals them after its commit.
         let signal_now = !store.in_batch();
         store.batch(|store| {
-            for (process, pidfd) in found {
+            for (process, pinned) in found {
                 let pid = process.identity.pid;
                 log::info!("teardown of row {root}: found pid {pid} late");
-                add_member(
-                    store, registry, tokens, next_token, tree, process, pidfd, None, None,
-                    deadline, false,
-                );
+                let candidate = Candidate::found(process, pinned, deadline);
+                add_member(store, watches, tree, candidate, false);
             }
         });
         if signal_now {
@@ -267,7 +259,8 @@ impl DeadlineMap {
             let watch = EventsWatch::new()
                 .and_then(|watch| {
                     let fd = watch.raw_fd();
-                    self.registry
+                    self.watches
+                        .registry
                         .register(&mut SourceFd(&fd), CGROUP_WATCH, Interest::READABLE)
                         .map(|()| watch)
                 })
@@ -331,7 +324,7 @@ impl DeadlineMap {
         let last_gone = tree.members.values().filter_map(|m| m.gone_at).max();
         // (A survivor of SIGKILL, reported already, is found again: it is not new.)
         let survivors = tree.member_pids(|m| m.survived.is_some());
-        let late: Vec<(Found, Option<OwnedFd>)> = self
+        let late: Vec<(Found, Option<PidRef>)> = self
             .enumerate(root, &[], &rows, last_gone)
             .into_iter()
             .filter(|(process, _)| !survivors.contains(&process.identity.pid))
@@ -395,13 +388,14 @@ impl DeadlineMap {
             })
             .collect();
         for token in self
+            .watches
             .tokens
             .iter()
             .filter(|(_, (r, _))| *r == root)
             .map(|(t, _)| *t)
             .collect::<Vec<_>>()
         {
-            self.tokens.remove(&token);
+            self.watches.tokens.remove(&token);
         }
         self.completed.push(Report {
             root_row: root,

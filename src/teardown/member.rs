@@ -1,48 +1,42 @@
-//! One process joining a teardown: recorded (a `child` row if it has none) with the pidfd it was
-//! pinned by (`identity::open_pidfd` for a row, `proctree::pin` for a process found now: opened,
-//! then confirmed — from then on the pidfd can only mean that process), watched for its end, and
-//! signalled through that pidfd only.
+//! One process joining a teardown: recorded (a `child` row if it has none) with the
+//! [`PidRef`] it was pinned by (`PidRef::open` for a row, `proctree::pin` for a process found
+//! now: opened, then confirmed — from then on it can only mean that process), watched for its
+//! end through it, and signalled through it only.
 
-use super::{DeadlineMap, Member, Pinned, Request, Tree};
+use super::{Candidate, DeadlineMap, Member, PidfdWatches, Request, Tree};
 use crate::domain::{EndReason, Kind};
-use crate::identity;
+use crate::identity::PidRef;
 use crate::liveness::{self, Recording};
-use crate::proctree::{self, Found};
+use crate::proctree;
 use crate::signal::Signal;
 use crate::store::{now_ms, ProcessRow, Store};
 use mio::unix::SourceFd;
-use mio::{Interest, Registry, Token};
-use rustix::fd::{AsRawFd, OwnedFd};
-use rustix::process::pidfd_send_signal;
-use std::collections::{BTreeMap, HashMap};
+use mio::{Interest, Token};
+use std::collections::BTreeMap;
 use std::time::Instant;
-
-pub(super) fn send(pidfd: &OwnedFd, signal: Signal) -> bool {
-    pidfd_send_signal(pidfd, signal.to_rustix()).is_ok()
-}
 
 /// The rows whose markers a tree scans.
 pub(super) fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
     trees.get(&root).map(|t| t.rows.clone()).unwrap_or_default()
 }
 
-/// Adds a live process to `tree` with the pidfd it was pinned by (`None`: it was gone when
-/// pinned): records it as a `child` row if it has none, watches it, and sends it the tree's first
-/// signal (and SIGCONT, so a stopped process can act on it).
-#[allow(clippy::too_many_arguments)]
+/// Adds a live process to `tree` with the handle it was pinned by (`None`: it was gone when
+/// pinned): records it as a `child` row if it has none, watches it, and — `send_now` — sends it
+/// the tree's first signal (and SIGCONT, so a stopped process can act on it).
 pub(super) fn add_member(
     store: &mut Store,
-    registry: &Registry,
-    tokens: &mut HashMap<Token, (i64, i32)>,
-    next_token: &mut usize,
+    watches: &mut PidfdWatches,
     tree: &mut Tree,
-    process: Found,
-    pidfd: Option<OwnedFd>,
-    row_id: Option<i64>,
-    kind: Option<Kind>,
-    deadline: Instant,
+    candidate: Candidate,
     send_now: bool,
 ) {
+    let Candidate {
+        process,
+        pinned,
+        row_id,
+        kind,
+        deadline,
+    } = candidate;
     let pid = process.identity.pid;
     if let Some(member) = tree.members.get_mut(&pid) {
         member.deadline = member.deadline.min(deadline);
@@ -62,7 +56,7 @@ pub(super) fn add_member(
             .find(|m| m.identity.pid == process.ppid)
             .and_then(|m| m.row_id)
             .unwrap_or(root);
-        let recorded = match pidfd {
+        let recorded = match pinned {
             Some(_) => store.record_descendant_signalled(
                 parent,
                 &process,
@@ -98,7 +92,7 @@ pub(super) fn add_member(
         row_id,
         kind: kind.unwrap_or(Kind::Child),
         command,
-        pidfd: None,
+        pinned: None,
         token: None,
         deadline,
         signalled_at: None,
@@ -107,7 +101,7 @@ pub(super) fn add_member(
         survived: None,
         unsignalled: false,
     };
-    let Some(pidfd) = pidfd else {
+    let Some(pinned) = pinned else {
         // Gone before it could be pinned: its row (if it is ours to record) ends
         // here, or no one would ever end it.
         member.gone_at = Some(Instant::now());
@@ -116,13 +110,14 @@ pub(super) fn add_member(
         tree.members.insert(pid, member);
         return;
     };
-    let token = Token(*next_token);
-    *next_token += 1;
-    if registry
-        .register(&mut SourceFd(&pidfd.as_raw_fd()), token, Interest::READABLE)
+    let token = Token(watches.next_token);
+    watches.next_token += 1;
+    if watches
+        .registry
+        .register(&mut SourceFd(&pinned.raw_fd()), token, Interest::READABLE)
         .is_ok()
     {
-        tokens.insert(token, (root, pid));
+        watches.tokens.insert(token, (root, pid));
         member.token = Some(token);
     }
     // Recorded just before it is sent, so that whoever reaps the process already sees why it
@@ -130,7 +125,7 @@ pub(super) fn add_member(
     if let Some(row) = row_id.filter(|_| !signal_recorded) {
         note_signal(tree, store, row, signal, Some(kill_at));
     }
-    member.pidfd = Some(pidfd);
+    member.pinned = Some(pinned);
     if send_now {
         signal_member(&mut member, signal);
     } else {
@@ -295,17 +290,17 @@ pub(super) fn pin_rows(
     rows: &[ProcessRow],
     request: &Request,
     deadline_of: impl Fn(Option<i64>) -> Instant,
-) -> (Vec<Pinned>, Vec<Unwritten>, Vec<Unwritten>) {
-    let mut found: Vec<Pinned> = Vec::new();
+) -> (Vec<Candidate>, Vec<Unwritten>, Vec<Unwritten>) {
+    let mut found: Vec<Candidate> = Vec::new();
     let mut gone = Vec::new();
     let mut unwritten = Vec::new();
     for row in rows {
         let Some(identity) = &row.identity else {
             continue;
         };
-        let pinned = identity::open_pidfd(identity)
-            .and_then(|pidfd| Some((proctree::read_known(identity, row.argv.clone())?, pidfd)));
-        let Some((process, pidfd)) = pinned else {
+        let pinned = PidRef::open(identity)
+            .and_then(|pinned| Some((proctree::read_known(identity, row.argv.clone())?, pinned)));
+        let Some((process, pinned)) = pinned else {
             // Already gone, unseen (or its pid is another process's now): end its row now
             // (if it is ours), or no one ever will.
             let end = Unwritten::End {
@@ -319,7 +314,7 @@ pub(super) fn pin_rows(
             gone.push(end);
             continue;
         };
-        if let Some(runs_as) = other_owner(row, &pidfd) {
+        if let Some(runs_as) = other_owner(row, &pinned) {
             // Never signalled: the row cannot be telling the truth about it (a database
             // swapped or edited under abxd). The row ends here, saying so.
             log::error!(
@@ -339,35 +334,34 @@ pub(super) fn pin_rows(
             });
             continue;
         }
-        found.push((
+        found.push(Candidate {
             process,
-            Some(pidfd),
-            Some(row.id),
-            Some(row.kind),
-            deadline_of(row.deadline_clock),
-        ));
+            pinned: Some(pinned),
+            row_id: Some(row.id),
+            kind: Some(row.kind),
+            deadline: deadline_of(row.deadline_clock),
+        });
     }
     (found, gone, unwritten)
 }
 
 /// The real uid row `row`'s process runs as, if that is not the uid the row recorded (rows
 /// from before uids were recorded are not judged).
-fn other_owner(row: &ProcessRow, pidfd: &OwnedFd) -> Option<u32> {
+fn other_owner(row: &ProcessRow, pinned: &PidRef) -> Option<u32> {
     let recorded = row.uid?;
-    let pid = row.identity.as_ref()?.pid;
-    identity::real_uid(pidfd, pid).filter(|&runs_as| runs_as != recorded)
+    pinned.real_uid().filter(|&runs_as| runs_as != recorded)
 }
 
 /// Sends a member its first signal (and SIGCONT, so a stopped process can act on it).
 pub(super) fn signal_member(member: &mut Member, signal: Signal) {
-    let Some(pidfd) = &member.pidfd else {
+    let Some(pinned) = &member.pinned else {
         return;
     };
-    if send(pidfd, signal) {
+    if pinned.send(signal) {
         let now = Instant::now();
         member.signalled_at = Some(now);
         if signal != Signal::CONT && signal != Signal::KILL {
-            let _ = send(pidfd, Signal::CONT);
+            let _ = pinned.send(Signal::CONT);
         }
         if signal == Signal::KILL {
             member.killed_at = Some(now);

@@ -5,7 +5,7 @@
 //! that row's subtree: the rows below it in the table, their descendants in procfs, and every
 //! process carrying the marker of one of those rows. Invariants:
 //! - every signal goes through a pidfd opened for the process and confirmed to be it after opening
-//!   (by its pidfd inode where the kernel has pidfs: `identity::open_pidfd`, `proctree::pin`), so
+//!   (by its pidfd inode where the kernel has pidfs: `identity::PidRef`, `proctree::pin`), so
 //!   no signal reaches a pid that was reused, even within one start tick; a row whose process is
 //!   found gone is made final before the teardown goes on;
 //! - every signal sent is recorded on the process's row, with when SIGKILL is due;
@@ -43,19 +43,47 @@ use member::Unwritten;
 use crate::cgroup::{Cgroup, EventsWatch};
 use crate::domain::{EndReason, Kind};
 use crate::identity::Identity;
+use crate::identity::PidRef;
 use crate::liveness::Recording;
 use crate::proctree::Found;
 use crate::signal::Signal;
 use crate::store::{Store, BUSY_RETRY};
 use mio::unix::SourceFd;
 use mio::{Registry, Token};
-use rustix::fd::{AsRawFd, OwnedFd};
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-/// A process of a tree, its pidfd, its row and kind if it has one, and its deadline.
-type Pinned = (Found, Option<OwnedFd>, Option<i64>, Option<Kind>, Instant);
+/// A process about to join a tree: what was read of it, the handle it was pinned by (`None`:
+/// gone when pinned), its row and kind if it has one, and its deadline.
+struct Candidate {
+    process: Found,
+    pinned: Option<PidRef>,
+    row_id: Option<i64>,
+    kind: Option<Kind>,
+    deadline: Instant,
+}
+
+impl Candidate {
+    /// A process found without a row of its own (a descendant), due at `deadline`.
+    fn found(process: Found, pinned: Option<PidRef>, deadline: Instant) -> Candidate {
+        Candidate {
+            process,
+            pinned,
+            row_id: None,
+            kind: None,
+            deadline,
+        }
+    }
+}
+
+/// The pidfds of the members, registered with the loop: readable when a member ended.
+struct PidfdWatches {
+    registry: Registry,
+    /// Token → (root row of the member's tree, its pid).
+    tokens: HashMap<Token, (i64, i32)>,
+    next_token: usize,
+}
 
 /// A scan of every process carrying a marker, by row, and when it was made.
 type MarkerScan = (Instant, BTreeMap<i64, Vec<Found>>);
@@ -94,7 +122,8 @@ struct Member {
     /// Its row's kind (`child` for a process found without a row).
     kind: Kind,
     command: String,
-    pidfd: Option<OwnedFd>,
+    /// The handle every signal to it goes through (`None`: gone when pinned).
+    pinned: Option<PidRef>,
     token: Option<Token>,
     deadline: Instant,
     signalled_at: Option<Instant>,
@@ -127,13 +156,11 @@ struct Tree {
 }
 
 pub struct DeadlineMap {
-    registry: Registry,
+    watches: PidfdWatches,
     instance: String,
     /// The row of this process, if it is a child subreaper (see `Tree::leavers_come_here`).
     subreaper_row: Option<i64>,
     trees: BTreeMap<i64, Tree>,
-    tokens: HashMap<Token, (i64, i32)>,
-    next_token: usize,
     completed: Vec<Report>,
     /// While scans are shared: the marker scan of this turn and when it was made, once made.
     shared_scan: Option<Option<MarkerScan>>,
@@ -147,12 +174,14 @@ impl DeadlineMap {
     /// subreaper.
     pub fn new(registry: Registry, instance: String, subreaper_row: Option<i64>) -> DeadlineMap {
         DeadlineMap {
-            registry,
+            watches: PidfdWatches {
+                registry,
+                tokens: HashMap::new(),
+                next_token: FIRST_TOKEN + 1,
+            },
             instance,
             subreaper_row,
             trees: BTreeMap::new(),
-            tokens: HashMap::new(),
-            next_token: FIRST_TOKEN + 1,
             cgroup_watch: None,
             completed: Vec::new(),
             shared_scan: None,
@@ -175,7 +204,7 @@ impl DeadlineMap {
 
     /// Whether `token` is one of this map's pidfds or its cgroup watch.
     pub fn owns(&self, token: Token) -> bool {
-        token == CGROUP_WATCH || self.tokens.contains_key(&token)
+        token == CGROUP_WATCH || self.watches.tokens.contains_key(&token)
     }
 
     /// The end reason a teardown gives row `row_id`, if one is tearing it down.
@@ -236,7 +265,7 @@ impl DeadlineMap {
                         .all(|m| m.gone_at.is_some())
                         .then_some(*root)
                 }));
-            } else if let Some((root, pid)) = self.tokens.remove(&token) {
+            } else if let Some((root, pid)) = self.watches.tokens.remove(&token) {
                 self.note_gone(store, root, pid, false);
                 roots.push(root);
             }
@@ -275,8 +304,11 @@ impl DeadlineMap {
         if let Some(member) = tree.members.get_mut(&pid) {
             if member.gone_at.is_none() {
                 member.gone_at = Some(Instant::now());
-                if let Some(fd) = member.pidfd.take() {
-                    let _ = self.registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+                if let Some(pinned) = member.pinned.take() {
+                    let _ = self
+                        .watches
+                        .registry
+                        .deregister(&mut SourceFd(&pinned.raw_fd()));
                 }
                 // A descendant's end is recorded by whoever sees it first. A row of another kind
                 // (hook, worker) is made final by whoever reaps it — its parent, or the abxd

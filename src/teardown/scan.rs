@@ -11,9 +11,9 @@
 
 use super::DeadlineMap;
 use crate::cgroup::Cgroup;
+use crate::identity::PidRef;
 use crate::marker;
 use crate::proctree::{self, Found};
-use rustix::fd::OwnedFd;
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
@@ -58,11 +58,11 @@ impl DeadlineMap {
         known: &[i32],
         rows: &[i64],
         fresh_after: Option<Instant>,
-    ) -> Vec<(Found, Option<OwnedFd>)> {
+    ) -> Vec<(Found, Option<PidRef>)> {
         let known_set: HashSet<i32> = known.iter().copied().collect();
         let mut found: BTreeMap<i32, Found> = BTreeMap::new();
         // (Descendants are pinned as they are found; the rest below, once all are known.)
-        let mut pinned: BTreeMap<i32, (Found, OwnedFd)> = BTreeMap::new();
+        let mut pinned: BTreeMap<i32, (Found, PidRef)> = BTreeMap::new();
         // (The cgroups nest like the tree: reading the outermost ones reads them all.)
         let contained: Vec<i32> = self
             .trees
@@ -111,7 +111,7 @@ impl DeadlineMap {
             }
         }
         // What was not pinned as it was found is pinned now; by pid, as the tree grew.
-        let mut all: BTreeMap<i32, (Found, Option<OwnedFd>)> = pinned
+        let mut all: BTreeMap<i32, (Found, Option<PidRef>)> = pinned
             .into_iter()
             .map(|(pid, (process, pidfd))| (pid, (process, Some(pidfd))))
             .collect();

@@ -12,10 +12,18 @@
 //! fork, a reap and a fork give the same pair almost every time) is another process with the
 //! same (pid, start ticks). Where pidfs is absent the ticks are all there is.
 
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::process::{pidfd_open, Pid, PidfdFlags};
+mod host;
+mod pidfd;
+mod pidref;
+
+pub use host::{
+    boot_id, hostname, machine_id, use_machine_id, valid_machine_id, BOOT_ID_OVERRIDE_ENV,
+    MACHINE_ID_ENV,
+};
+pub use pidfd::{has_ended, pidfd_inode, pidfd_of, real_uid};
+pub use pidref::PidRef;
+use rustix::fd::OwnedFd;
 use serde::{Deserialize, Serialize};
-use std::sync::OnceLock;
 
 /// A process as it can be recognised again later, also after abxd restarted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,178 +70,9 @@ impl Liveness {
     }
 }
 
-/// Overrides the machine id: for hosts that share `/etc/machine-id` (containers started from one
-/// image, or the fleet test's hosts on one machine).
-pub const MACHINE_ID_ENV: &str = "ABXD_MACHINE_ID";
-
-static MACHINE_ID: OnceLock<String> = OnceLock::new();
-
-/// This host's stable id in a shared store: the one `use_machine_id` set (`[store] machine_id`),
-/// else `ABXD_MACHINE_ID`, else `/etc/machine-id`, else its hostname; settled at the first use.
-pub fn machine_id() -> &'static str {
-    MACHINE_ID.get_or_init(|| {
-        let configured = std::env::var(MACHINE_ID_ENV).ok();
-        let from_file = || std::fs::read_to_string("/etc/machine-id").ok();
-        configured
-            .or_else(from_file)
-            .map(|id| id.trim().to_string())
-            .filter(|id| valid_machine_id(id).is_ok())
-            .unwrap_or_else(hostname)
-    })
-}
-
-/// Makes `id` this process's machine id (from its config, before anything asked for it).
-/// Returns the id in force, which is another if one was settled already.
-pub fn use_machine_id(id: &str) -> &'static str {
-    MACHINE_ID.get_or_init(|| id.to_string())
-}
-
-/// Whether `id` can name a machine: 1 to 64 letters, digits, `.`, `_` or `-` (it is part of
-/// marker namespaces and cgroup names).
-pub fn valid_machine_id(id: &str) -> Result<(), String> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    if id.is_empty() || id.len() > 64 || !id.chars().all(allowed) {
-        return Err(format!(
-            "{id:?} is not a machine id: 1 to 64 letters, digits, '.', '_' or '-'"
-        ));
-    }
-    Ok(())
-}
-
-/// This host's name (`/proc/sys/kernel/hostname`), or "unknown".
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// For tests only: makes this process believe it runs in another boot, to exercise recovery
-/// after a reboot without rebooting.
-pub const BOOT_ID_OVERRIDE_ENV: &str = "ABXD_TEST_BOOT_ID";
-
-/// The current boot id (`/proc/sys/kernel/random/boot_id`), read once.
-pub fn boot_id() -> &'static str {
-    static BOOT_ID: OnceLock<String> = OnceLock::new();
-    BOOT_ID.get_or_init(|| {
-        if let Ok(id) = std::env::var(BOOT_ID_OVERRIDE_ENV) {
-            return id;
-        }
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|err| {
-                log::error!(
-                    "cannot read the boot id: {err}; identities will not survive a restart"
-                );
-                String::from("unknown")
-            })
-    })
-}
-
 /// A process's state letter and start time, or `None` when no process has this pid.
 fn stat_of(pid: i32) -> Option<(char, u64)> {
     crate::procstat::read(pid).map(|stat| (stat.state, stat.start_ticks))
-}
-
-/// The pidfs magic number (`PIDFS_MAGIC`): a pidfd on a filesystem of that type has an inode
-/// of its own per process.
-const PIDFS_MAGIC: i64 = 0x5049_4446;
-
-/// The inode of `pidfd` if the kernel has pidfs (else every pidfd shares one anonymous inode,
-/// which tells nothing).
-pub fn pidfd_inode(pidfd: &OwnedFd) -> Option<u64> {
-    // (Whether pidfds live on pidfs is the kernel's: asked of the first pidfd only.)
-    static ON_PIDFS: OnceLock<bool> = OnceLock::new();
-    let on_pidfs = *ON_PIDFS.get_or_init(|| {
-        let Ok(fs) = rustix::fs::fstatfs(pidfd.as_fd()) else {
-            return false;
-        };
-        // (`f_type`'s width differs between architectures.)
-        #[allow(clippy::unnecessary_cast)]
-        let f_type = fs.f_type as i64;
-        f_type == PIDFS_MAGIC
-    });
-    if !on_pidfs {
-        return None;
-    }
-    rustix::fs::fstat(pidfd.as_fd())
-        .ok()
-        .map(|stat| stat.st_ino)
-}
-
-/// The first published layout of the kernel's `struct pidfd_info` (`PIDFD_INFO_SIZE_VER0`, 64
-/// bytes; later kernels accept it and fill what it has room for).
-#[repr(C)]
-#[derive(Default)]
-struct PidfdInfo {
-    mask: u64,
-    cgroupid: u64,
-    pid: u32,
-    tgid: u32,
-    ppid: u32,
-    ruid: u32,
-    rgid: u32,
-    euid: u32,
-    egid: u32,
-    suid: u32,
-    sgid: u32,
-    fsuid: u32,
-    fsgid: u32,
-    exit_code: i32,
-}
-
-/// `PIDFD_INFO_CREDS`: the mask bit saying the credentials are filled in.
-const PIDFD_INFO_CREDS: u64 = 1 << 1;
-
-/// `PIDFD_GET_INFO`: `_IOWR(PIDFS_IOCTL_MAGIC, 11, struct pidfd_info)`.
-const PIDFD_GET_INFO: rustix::ioctl::Opcode =
-    rustix::ioctl::opcode::read_write::<PidfdInfo>(0xFF, 11);
-
-/// The real user id the process of `pidfd` (pid `pid`) runs as — real, not effective, so a
-/// setuid helper such as Chromium's sandbox still counts as its user's — or `None` if it has
-/// ended. Asked of the pidfd where the kernel answers `PIDFD_GET_INFO` (Linux ≥ 6.13: nothing
-/// to format or parse), else read from `/proc/PID/status` and confirmed by the pidfd not having
-/// ended after the read (so the pid still meant its process).
-pub fn real_uid(pidfd: &OwnedFd, pid: i32) -> Option<u32> {
-    let mut info = PidfdInfo {
-        mask: PIDFD_INFO_CREDS,
-        ..PidfdInfo::default()
-    };
-    // SAFETY: PIDFD_GET_INFO reads and writes a `struct pidfd_info` of the size its opcode
-    // carries, which `PidfdInfo` lays out (the first published version, which every kernel
-    // with the ioctl accepts).
-    let asked = unsafe {
-        rustix::ioctl::ioctl(
-            pidfd,
-            rustix::ioctl::Updater::<PIDFD_GET_INFO, PidfdInfo>::new(&mut info),
-        )
-    };
-    match asked {
-        Ok(()) if info.mask & PIDFD_INFO_CREDS != 0 => Some(info.ruid),
-        // (Older kernels know no such ioctl on a pidfd.)
-        Err(rustix::io::Errno::NOTTY | rustix::io::Errno::INVAL) => {
-            let uid = crate::procstat::real_uid(pid)?;
-            (!has_ended(pidfd)).then_some(uid)
-        }
-        _ => None,
-    }
-}
-
-/// Opens a pidfd for the process that has `pid` now (non-blocking, so that it can be polled).
-pub fn pidfd_of(pid: i32) -> Option<OwnedFd> {
-    pidfd_open(Pid::from_raw(pid)?, PidfdFlags::NONBLOCK).ok()
-}
-
-/// Whether the process of `pidfd` has ended (a pidfd polls readable once its process exited).
-pub fn has_ended(pidfd: &OwnedFd) -> bool {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
-    let now = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
 }
 
 /// The identity of the live process `pid` has now, or `None` if there is none (zombies included).

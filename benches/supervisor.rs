@@ -11,7 +11,7 @@ use abxd::logs::Logs;
 use abxd::signal::Signal;
 use abxd::spawn::SpawnRequest;
 use abxd::store::{NewProcess, Store};
-use abxd::supervisor::{ChildPolicy, Event, Supervisor};
+use abxd::supervisor::{ChildPolicy, Event, Owner, Supervisor};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -245,7 +245,7 @@ fn hook_throughput(s: &Sizes, figures: &mut Figures) {
                 .spawn(
                     &mut store,
                     &request,
-                    ChildPolicy::FOREGROUND_HOOK,
+                    (Owner::Hooks, ChildPolicy::FOREGROUND_HOOK),
                     &mut abxd::spawn::nothing_more,
                 )
                 .unwrap();
@@ -356,7 +356,7 @@ fn teardown(s: &Sizes, figures: &mut Figures) {
                 .spawn(
                     &mut store,
                     &request,
-                    ChildPolicy::WORKER,
+                    (Owner::SnapshotWorkers, ChildPolicy::WORKER),
                     &mut abxd::spawn::nothing_more,
                 )
                 .unwrap();

@@ -16,7 +16,7 @@ use crate::marker;
 use crate::recovery;
 use crate::spawn::{SpawnError, SpawnRequest};
 use crate::store::{NewProcess, Store, StoreError};
-use crate::supervisor::{ChildPolicy, Supervisor};
+use crate::supervisor::{ChildPolicy, Owner, Supervisor};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -73,6 +73,15 @@ struct Held {
 }
 
 impl WorkerPool {
+    /// Who its workers' exits are for (see `supervisor::Owner`).
+    pub fn owner(&self) -> Owner {
+        match (self.queue, self.crawl) {
+            (Queue::Crawls, _) => Owner::CrawlWorkers,
+            (Queue::Snapshots, Some(_)) => Owner::SnapshotWorkers,
+            (Queue::Snapshots, None) => Owner::LentSnapshotWorkers,
+        }
+    }
+
     /// The daemon's pool of crawl workers.
     pub fn crawls(parent_row: i64) -> WorkerPool {
         WorkerPool::new(Queue::Crawls, None, parent_row)
@@ -172,7 +181,12 @@ impl WorkerPool {
                     Err(StoreError::Fenced { claim, now: None })
                 }
             };
-            match supervisor.spawn(store, &request, ChildPolicy::WORKER, &mut own) {
+            match supervisor.spawn(
+                store,
+                &request,
+                (self.owner(), ChildPolicy::WORKER),
+                &mut own,
+            ) {
                 Ok(spawned) => {
                     log::info!(
                         "{} {work}: worker row {} started",
@@ -268,6 +282,17 @@ impl WorkerPool {
             self.awaiting_teardown.insert(row, held);
         }
         Ok(Some(end))
+    }
+
+    /// Says in the log what the exit of worker `row` meant: one wording for every pool.
+    pub fn log_end(&self, row: i64, end: WorkerEnd) {
+        let noun = self.queue.noun();
+        match end {
+            WorkerEnd::Sealed { work } => {
+                log::info!("{noun} {work} sealed; its worker (row {row}) exited")
+            }
+            ended => log::warn!("worker row {row} ended before sealing: {noun} {ended}"),
+        }
     }
 
     /// Handling an event of worker `row` (its exit, the end of its leftovers' teardown) failed

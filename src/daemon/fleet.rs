@@ -10,7 +10,7 @@
 use super::database::Retry;
 use super::heartbeat::Heartbeat;
 use crate::config::Config;
-use crate::pool::{WorkerEnd, WorkerPool};
+use crate::pool::WorkerPool;
 use crate::recovery;
 use crate::store::{Store, StoreError, BUSY_RETRY};
 use crate::supervisor::Supervisor;
@@ -133,9 +133,8 @@ impl Fleet {
         let lent = self.lent.as_mut()?;
         let ended = match lent.on_exit(config, store, row, leaked, true) {
             Ok(None) => return None,
-            Ok(Some(WorkerEnd::Sealed { .. })) => Ok(()),
             Ok(Some(end)) => {
-                log::warn!("lent snapshot worker row {row} ended first: {end}");
+                lent.log_end(row, end);
                 Ok(())
             }
             Err(err) => {
@@ -173,15 +172,15 @@ impl super::State {
         (self.fleet).after_turn(&self.config, supervisor, &mut self.store, claiming);
     }
 
-    /// A child exited: `true` if it was a lent snapshot's worker. Work the store kept from
+    /// A lent snapshot's worker exited. Work the store kept from
     /// being recovered now (a server out of reach) is recovered by the daemon's retry, as a
     /// crawl worker's is.
-    pub(super) fn lent_worker_ended(&mut self, row: i64, leaked: bool) -> bool {
+    pub(super) fn lent_worker_ended(&mut self, row: i64, leaked: bool) {
         let Some(ended) = (self.fleet).on_exit(&self.config, &mut self.store, row, leaked) else {
-            return false;
+            log::error!("row {row}: no lent snapshot worker of the daemon's");
+            return;
         };
         self.retry_later_on(ended, Retry::Recovery);
-        true
     }
 
     /// A teardown finished: a lent worker's leftovers' work is recovered (or, failing, later).

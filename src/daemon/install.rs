@@ -13,7 +13,7 @@ use crate::plugins::install::{self, InstallStep};
 use crate::plugins::{Catalog, UnknownPlugins};
 use crate::spawn::SpawnRequest;
 use crate::store::NewProcess;
-use crate::supervisor::{ChildPolicy, Supervisor};
+use crate::supervisor::{ChildPolicy, Owner, Supervisor};
 use mio::Token;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -96,7 +96,7 @@ impl State {
             match supervisor.spawn(
                 &mut self.store,
                 &request,
-                ChildPolicy::FOREGROUND_HOOK,
+                (Owner::Installer, ChildPolicy::FOREGROUND_HOOK),
                 &mut crate::spawn::nothing_more,
             ) {
                 Ok(spawned) => {

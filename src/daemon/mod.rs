@@ -35,6 +35,7 @@ use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::signal::Signal;
 use crate::store::{Store, StoreError, BUSY_RETRY};
+use crate::supervisor::Owner;
 use crate::supervisor::{Event, Supervisor};
 use crate::teardown::Report;
 use mio::Token;
@@ -205,16 +206,27 @@ impl Daemon {
         match event {
             Event::Exited {
                 row_id,
+                owner,
                 outcome,
                 leaked,
                 ..
-            } => {
-                if self.state.installer_ended(row_id, outcome) {
-                    self.continue_install();
-                } else {
-                    self.child_ended(row_id, leaked);
+            } => match owner {
+                Owner::CrawlWorkers => self.crawl_worker_ended(row_id, leaked),
+                Owner::LentSnapshotWorkers => {
+                    self.state.lent_worker_ended(row_id, leaked);
+                    self.state.wake = true;
                 }
-            }
+                Owner::Installer => {
+                    if self.state.installer_ended(row_id, outcome) {
+                        self.continue_install();
+                    }
+                }
+                // A child of `abxctl spawn` (debug only): nobody's work.
+                Owner::Operator => {}
+                Owner::SnapshotWorkers | Owner::Hooks => {
+                    log::error!("row {row_id}: the daemon has no {owner} to give its exit to")
+                }
+            },
             Event::TornDown(report) => self.torn_down(report),
             Event::Signal(signal @ (Signal::TERM | Signal::INT)) => {
                 self.state.stopped_by.get_or_insert(signal);
@@ -268,27 +280,18 @@ impl Daemon {
         state.retry_later_on(filled, Retry::Claims);
     }
 
-    fn child_ended(&mut self, row_id: i64, leaked: bool) {
+    fn crawl_worker_ended(&mut self, row_id: i64, leaked: bool) {
         let state = &mut self.state;
-        if state.lent_worker_ended(row_id, leaked) {
-            return;
-        }
         let ended = state
             .crawls
             .on_exit(&state.config, &mut state.store, row_id, leaked, true);
         match ended {
-            // Not a crawl worker: a child of `abxctl spawn` (debug only).
-            Ok(None) => {}
-            Ok(Some(WorkerEnd::Sealed { work })) => {
-                log::info!("crawl {work} sealed; its worker (row {row_id}) exited");
-                handlers::apply_retention(state);
-            }
-            Ok(Some(WorkerEnd::AwaitingTeardown { work })) => log::warn!(
-                "crawl {work}: worker row {row_id} ended before sealing, leaving processes: \
-                 recovering it once they are torn down"
-            ),
-            Ok(Some(WorkerEnd::Recovered { work } | WorkerEnd::Abandoned { work })) => {
-                log::warn!("crawl {work}: worker row {row_id} ended before sealing: recovered")
+            Ok(None) => log::error!("row {row_id}: no crawl worker of the daemon's pool"),
+            Ok(Some(end)) => {
+                state.crawls.log_end(row_id, end);
+                if let WorkerEnd::Sealed { .. } = end {
+                    handlers::apply_retention(state);
+                }
             }
             Err(err) => {
                 state.crawls.give_up_on(row_id, leaked);

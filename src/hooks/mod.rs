@@ -26,7 +26,7 @@ use crate::plugins::Prepared;
 use crate::signal::Signal;
 use crate::spawn::SpawnError;
 use crate::store::{Store, StoreError, BUSY_RETRY};
-use crate::supervisor::{ChildPolicy, Supervisor};
+use crate::supervisor::{ChildPolicy, Owner, Supervisor};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -181,7 +181,8 @@ impl HookRunner {
         // starting the hook has interrupted it all the same.
         let result_id = result.id;
         let mut attempt = |store: &mut Store, row: i64| store.start_result(result_id, Some(row));
-        let spawned = match supervisor.spawn(store, &request, policy, &mut attempt) {
+        let spawned = match supervisor.spawn(store, &request, (Owner::Hooks, policy), &mut attempt)
+        {
             Ok(spawned) => spawned,
             Err(SpawnError::Store(err)) => return Err(err),
             Err(err) => {

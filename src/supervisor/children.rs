@@ -16,6 +16,8 @@ use std::time::Instant;
 
 pub(super) struct Child {
     pub row_id: i64,
+    /// Who started it, and handles its exit.
+    pub owner: super::Owner,
     /// When it must be stopped for running too long (taken once it passed).
     pub deadline: Option<Instant>,
     pub policy: ChildPolicy,
@@ -166,6 +168,7 @@ mod tests {
     fn child(row_id: i64, deadline: Option<Instant>, started: Instant) -> Child {
         Child {
             row_id,
+            owner: crate::supervisor::Owner::Hooks,
             deadline,
             policy: ChildPolicy::FOREGROUND_HOOK,
             descendants: HashMap::new(),

@@ -21,6 +21,7 @@ mod children;
 mod decide;
 mod descendants;
 mod escapees;
+mod event;
 mod lease;
 mod log_cap;
 mod policy;
@@ -30,13 +31,14 @@ mod unrecorded;
 use crate::cgroup::Cgroup;
 use crate::liveness;
 
-use crate::domain::{EndReason, ExitOutcome, Lease};
+use crate::domain::{EndReason, Lease};
 use crate::signal::Signal;
 use crate::spawn::{self, SpawnError, SpawnRequest, Spawned};
 use crate::store::Store;
-use crate::teardown::{self, DeadlineMap, Report};
+use crate::teardown::{self, DeadlineMap};
 use children::{Child, Children};
 
+pub use event::{Event, Owner};
 use lease::LeaseKeeper;
 use mio::{Events, Interest, Poll, Registry, Token};
 pub use policy::{ChildPolicy, Timing};
@@ -53,29 +55,6 @@ pub const STARTUP_ALLOWANCE: Duration = Duration::from_millis(250);
 /// The token of the signal pipe; callers register their own sources with tokens from 1 up to
 /// [`teardown::FIRST_TOKEN`].
 pub const SIGNALS: Token = Token(0);
-
-/// Something the caller must act on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// A child was reaped and its row made final. `leaked`: processes it started live on.
-    Exited {
-        row_id: i64,
-        pid: i32,
-        outcome: ExitOutcome,
-        reason: EndReason,
-        leaked: bool,
-    },
-    /// SIGTERM, SIGINT or SIGHUP arrived.
-    Signal(Signal),
-    /// A source the caller registered is ready.
-    Ready(Token),
-    /// The caller's timer passed.
-    Timer,
-    /// The lease could not be renewed: someone else owns the work now.
-    LeaseLost,
-    /// A teardown finished.
-    TornDown(Report),
-}
 
 pub struct Supervisor {
     poll: Poll,
@@ -169,13 +148,14 @@ impl Supervisor {
         self.lease.hold(lease, Instant::now());
     }
 
-    /// Spawns a child (`with_row`: what to write with its row, see `spawn::spawn`); if its row
-    /// has a timeout, it is stopped at its deadline.
+    /// Spawns a child for `owner` (`with_row`: what to write with its row, see
+    /// `spawn::spawn`); if its row has a timeout, it is stopped at its deadline. Its exit comes
+    /// back tagged with `owner`.
     pub fn spawn(
         &mut self,
         store: &mut Store,
         request: &SpawnRequest,
-        policy: ChildPolicy,
+        (owner, policy): (Owner, ChildPolicy),
         with_row: spawn::WithRow<'_>,
     ) -> Result<Spawned, SpawnError> {
         let spawned = spawn::spawn(store, request, self.cgroup.as_ref(), with_row)?;
@@ -191,6 +171,7 @@ impl Supervisor {
             spawned.identity.pid,
             Child {
                 row_id: spawned.row_id,
+                owner,
                 deadline,
                 policy,
                 descendants: HashMap::new(),

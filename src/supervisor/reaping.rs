@@ -76,6 +76,7 @@ impl Supervisor {
             }
             out.push(Event::Exited {
                 row_id,
+                owner: child.owner,
                 pid: reaped.pid,
                 outcome: reaped.outcome,
                 reason,
@@ -217,6 +218,7 @@ impl Supervisor {
             );
             out.push(Event::Exited {
                 row_id: child.row_id,
+                owner: child.owner,
                 pid: process.pid,
                 outcome: ExitOutcome::Signal(crate::signal::Signal::KILL.as_raw()),
                 reason: EndReason::Killed,

@@ -8,8 +8,9 @@ use crate::config::Config;
 use crate::domain::{Queue, WorkStatus};
 use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
-use crate::pool::{WorkerEnd, WorkerPool};
+use crate::pool::WorkerPool;
 use crate::store::{StoreError, BUSY_RETRY};
+use crate::supervisor::Owner;
 use std::time::Instant;
 
 /// Runs crawl `crawl_id`; returns the worker's exit code.
@@ -111,16 +112,17 @@ fn record(
     // An interrupted crawl worker leaves the recovery of its snapshots to the daemon, which
     // recovers the whole crawl once this worker is gone.
     let recover = !cx.interrupted;
-    match pool.on_exit(&cx.config, &mut cx.store, exit.row, exit.leaked, recover)? {
-        Some(WorkerEnd::Sealed { .. }) => {}
-        Some(end) => log::warn!(
-            "snapshot worker row {} ended ({}) before sealing: snapshot {end}",
-            exit.row,
-            exit.outcome
-        ),
-        None => {
+    match exit.owner {
+        Owner::SnapshotWorkers => {
+            match pool.on_exit(&cx.config, &mut cx.store, exit.row, exit.leaked, recover)? {
+                Some(end) => pool.log_end(exit.row, end),
+                None => log::error!("row {}: no snapshot worker of this crawl's pool", exit.row),
+            }
+        }
+        Owner::Hooks => {
             cx.record_hook(runner, exit, |_, _| Ok(()))?;
         }
+        other => log::error!("row {}: a crawl worker has no {other}", exit.row),
     }
     Ok(())
 }

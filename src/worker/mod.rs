@@ -65,6 +65,8 @@ struct Context {
 #[derive(Debug, Clone, Copy)]
 struct Exit {
     row: i64,
+    /// Who started it (a crawl worker has hooks and snapshot workers).
+    owner: crate::supervisor::Owner,
     outcome: ExitOutcome,
     reason: EndReason,
     leaked: bool,
@@ -124,12 +126,14 @@ impl Context {
             match event {
                 Event::Exited {
                     row_id,
+                    owner,
                     outcome,
                     reason,
                     leaked,
                     ..
                 } => exits.push(Exit {
                     row: row_id,
+                    owner,
                     outcome,
                     reason,
                     leaked,

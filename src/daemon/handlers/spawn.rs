@@ -6,7 +6,7 @@ use crate::domain::Kind;
 use crate::logs::Logs;
 use crate::spawn::SpawnRequest;
 use crate::store::NewProcess;
-use crate::supervisor::{ChildPolicy, Supervisor};
+use crate::supervisor::{ChildPolicy, Owner, Supervisor};
 
 pub(super) fn handle(
     state: &mut State,
@@ -44,7 +44,7 @@ pub(super) fn handle(
     match supervisor.spawn(
         &mut state.store,
         &request,
-        ChildPolicy::FOREGROUND_HOOK,
+        (Owner::Operator, ChildPolicy::FOREGROUND_HOOK),
         &mut crate::spawn::nothing_more,
     ) {
         Ok(spawned) => Response::Spawned {

@@ -117,4 +117,5 @@ pub mod spawn;
 pub mod store;
 pub mod supervisor;
 pub(crate) mod teardown;
+pub(crate) mod trust;
 pub mod worker;

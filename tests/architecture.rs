@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
         "notify",
         "serve",
         "printable",
+        "trust",
         "own_exe",
         "memory",
     ],

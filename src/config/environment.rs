@@ -5,7 +5,8 @@
 //! Invariant: the check `check-config` runs is the daemon's, less what only a start does (create
 //! the data dir): a file `check-config` passes is one the daemon starts with, on this machine.
 
-use super::{ownership_problem, Config, ConfigError};
+use super::{Config, ConfigError};
+use crate::trust::ownership_problem;
 use std::os::unix::fs::MetadataExt;
 
 impl Config {

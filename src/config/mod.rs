@@ -5,8 +5,10 @@
 //! and what is wrong; nothing downstream re-checks them. Relative paths in the file are resolved
 //! against the directory that holds the file, so a config means the same thing from any cwd.
 //!
-//! This file holds the resolved [`Config`] and its checks; `file` the shape of the file (what
-//! serde reads and writes) and the derived views of a config (its running text, its keys).
+//! This file holds the model — the resolved [`Config`] and its sections; `file` the shape of the
+//! file (what serde reads and writes) and the derived views of a config (its running text, its
+//! keys); `resolve` how a file becomes a config; `validate` what a config may not hold;
+//! `environment` what it needs of the machine.
 
 mod bytes;
 mod environment;
@@ -14,19 +16,22 @@ mod file;
 mod load;
 mod location;
 mod plugin;
+mod resolve;
 mod tls;
+mod validate;
 
 pub use load::Found;
 pub(crate) use location::Client;
 pub use location::{redacted, Location, Server};
 
 pub use plugin::PluginConfig;
+pub use validate::group_id;
 
-use file::{duration, duration_text, level, level_text, parse_file, FileConfig};
+use file::{duration, duration_text, level, level_text};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The longest path a Unix socket address can hold (`sun_path` is 108 bytes with its NUL).
@@ -189,201 +194,10 @@ impl Default for Log {
     }
 }
 
-/// The id of the group named `name`, or why there is none (for `control.group`).
-pub fn group_id(name: &str) -> Result<nix::unistd::Gid, String> {
-    match nix::unistd::Group::from_name(name) {
-        Ok(Some(found)) => Ok(found.gid),
-        Ok(None) => Err(format!("no group named {name:?}")),
-        Err(err) => Err(format!("cannot look up group {name:?}: {err}")),
-    }
-}
-
-impl Config {
-    /// The config a worker runs with: the text its daemon handed it, resolved as if read from
-    /// `path`; or the file, for a worker started by other means.
-    pub fn for_worker(path: &Path) -> Result<Config, ConfigError> {
-        match std::env::var(CONFIG_TEXT_ENV) {
-            Ok(text) => Config::parse(path, &text),
-            Err(_) => Config::load(path),
-        }
-    }
-
-    /// Reads, parses, validates and resolves the config file at `path`.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
-            path: path.to_path_buf(),
-            cause,
-        })?;
-        Config::parse(path, &text)
-    }
-
-    /// Parses `text` as if it were the content of `path`.
-    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-        let file: FileConfig = parse_file(path, text)?;
-        let base = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
-        let base = std::path::absolute(&base).unwrap_or(base);
-        let resolve = |p: &Path| -> PathBuf {
-            if p.is_absolute() {
-                p.to_path_buf()
-            } else {
-                base.join(p)
-            }
-        };
-        let data_dir = resolve(&file.paths.data_dir);
-        let database = Location::from_config(
-            file.paths.database.as_deref(),
-            file.store.password_file.as_deref(),
-            data_dir.join("abxd.sqlite3"),
-            resolve,
-        )
-        .map_err(|message| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            key: "store.password_file".into(),
-            message,
-        })?;
-        let config = Config {
-            source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-            database,
-            machine_id: file.store.machine_id,
-            plugins_dirs: file.paths.plugins_dirs.iter().map(|p| resolve(p)).collect(),
-            control: Control {
-                socket: file
-                    .control
-                    .socket
-                    .as_deref()
-                    .map(resolve)
-                    .unwrap_or_else(|| data_dir.join("abxd.sock")),
-                max_frame_bytes: file.control.max_frame_bytes,
-                allow_debug_spawn: file.control.allow_debug_spawn,
-                group: file.control.group,
-                public_read: file.control.public_read,
-            },
-            data_dir,
-            limits: file.limits,
-            timeouts: file.timeouts,
-            log: file.log,
-            retention: file.retention,
-            plugins: file.plugins,
-        };
-        config.validate()?;
-        Ok(config)
-    }
-
-    fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.source.clone(),
-            key: key.to_string(),
-            message: message.into(),
-        }
-    }
-
-    fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(id) = &self.machine_id {
-            crate::identity::valid_machine_id(id)
-                .map_err(|message| self.invalid("store.machine_id", message))?;
-        }
-        for (key, value) in [
-            ("limits.max_crawl_workers", self.limits.max_crawl_workers),
-            (
-                "limits.max_snapshot_workers",
-                self.limits.max_snapshot_workers,
-            ),
-        ] {
-            if value == 0 {
-                return Err(self.invalid(key, "must be at least 1, got 0"));
-            }
-        }
-        for (key, value) in [
-            ("timeouts.hook_timeout", self.timeouts.hook_timeout),
-            ("timeouts.kill_grace", self.timeouts.kill_grace),
-            ("timeouts.lease", self.timeouts.lease),
-            ("timeouts.descendant_scan", self.timeouts.descendant_scan),
-            ("timeouts.retry_backoff", self.timeouts.retry_backoff),
-        ] {
-            if value.is_zero() {
-                return Err(self.invalid(key, "must be longer than 0s"));
-            }
-        }
-        for (name, plugin) in &self.plugins {
-            if plugin.timeout.is_some_and(|t| t.is_zero()) {
-                return Err(
-                    self.invalid(&format!("plugins.{name}.timeout"), "must be longer than 0s")
-                );
-            }
-            if let Some(weight) = plugin.cpu_weight.filter(|w| !(1..=10_000).contains(w)) {
-                return Err(self.invalid(
-                    &format!("plugins.{name}.cpu_weight"),
-                    format!("must be between 1 and 10000, got {weight}"),
-                ));
-            }
-            for (key, value) in [
-                ("memory_max", plugin.memory_max),
-                ("tasks_max", plugin.tasks_max),
-            ] {
-                if value == Some(0) {
-                    return Err(
-                        self.invalid(&format!("plugins.{name}.{key}"), "must be at least 1")
-                    );
-                }
-            }
-        }
-        if let Some(group) = &self.control.group {
-            group_id(group).map_err(|message| self.invalid("control.group", message))?;
-        }
-        if self.limits.max_log_bytes < 4096 {
-            return Err(self.invalid(
-                "limits.max_log_bytes",
-                format!("must be at least 4096, got {}", self.limits.max_log_bytes),
-            ));
-        }
-        let frame = self.control.max_frame_bytes;
-        if !(1024..=64 << 20).contains(&frame) {
-            return Err(self.invalid(
-                "control.max_frame_bytes",
-                format!("must be between 1024 and 67108864, got {frame}"),
-            ));
-        }
-        let socket_len = self.control.socket.as_os_str().len();
-        if socket_len > MAX_SOCKET_PATH_BYTES {
-            return Err(self.invalid(
-                "control.socket",
-                format!(
-                    "path {} is {socket_len} bytes, longer than a Unix socket address allows \
-                     ({MAX_SOCKET_PATH_BYTES}); set control.socket to a shorter path",
-                    self.control.socket.display()
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// What is wrong with a data dir owned by `owner` with `mode`, for a daemon running as `me`
-/// (sshd's StrictModes: whoever can write there can plant what abxd then opens).
-/// What is wrong with a file or directory abxd trusts, owned by `owner` with `mode`, for abxd
-/// running as `me`: owned by someone else, or writable by group or others.
-pub fn ownership_problem(owner: u32, mode: u32, me: u32) -> Option<String> {
-    if owner != me {
-        return Some(format!(
-            "is owned by uid {owner}, not by abxd's user (uid {me}): chown {me} it"
-        ));
-    }
-    (mode & 0o022 != 0).then(|| {
-        format!(
-            "is writable by group or others (mode {:04o}): anyone who can write there can plant \
-             files abxd opens; chmod go-w it",
-            mode & 0o7777
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(Path::new("/etc/abxd/supervisor.toml"), text)
@@ -443,21 +257,6 @@ mod tests {
         );
         assert_eq!(config.limits, Limits::default());
         assert_eq!(config.timeouts, Timeouts::default());
-    }
-
-    #[test]
-    fn a_data_dir_others_can_write_or_someone_else_owns_is_a_problem() {
-        assert_eq!(ownership_problem(100, 0o40750, 100), None);
-        assert_eq!(ownership_problem(100, 0o40700, 100), None);
-        assert!(ownership_problem(100, 0o40770, 100)
-            .unwrap()
-            .contains("mode 0770"));
-        assert!(ownership_problem(100, 0o40757, 100)
-            .unwrap()
-            .contains("chmod go-w"));
-        assert!(ownership_problem(0, 0o40750, 100)
-            .unwrap()
-            .contains("owned by uid 0"));
     }
 
     #[test]

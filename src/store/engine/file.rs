@@ -25,7 +25,7 @@ pub(in crate::store) fn check_files(path: &Path) -> Result<(), StoreError> {
             continue;
         };
         let me = rustix::process::geteuid().as_raw();
-        if let Some(problem) = crate::config::ownership_problem(meta.uid(), meta.mode(), me) {
+        if let Some(problem) = crate::trust::ownership_problem(meta.uid(), meta.mode(), me) {
             return Err(StoreError::NotOwn {
                 path: file,
                 problem,

@@ -1,0 +1,107 @@
+//! Validation: what a parsed config may not hold — zero limits and durations, out-of-range
+//! weights and frame sizes, a socket path too long for its address, a machine id that cannot
+//! name a cgroup, a group that does not exist — each refused naming its key.
+//!
+//! Invariant: a [`Config`] that passed [`Config::validate`] is valid everywhere downstream;
+//! nothing re-checks these values.
+
+use super::{Config, ConfigError, MAX_SOCKET_PATH_BYTES};
+
+/// The id of the group named `name`, or why there is none (for `control.group`).
+pub fn group_id(name: &str) -> Result<nix::unistd::Gid, String> {
+    match nix::unistd::Group::from_name(name) {
+        Ok(Some(found)) => Ok(found.gid),
+        Ok(None) => Err(format!("no group named {name:?}")),
+        Err(err) => Err(format!("cannot look up group {name:?}: {err}")),
+    }
+}
+
+impl Config {
+    pub(super) fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.source.clone(),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(id) = &self.machine_id {
+            crate::identity::valid_machine_id(id)
+                .map_err(|message| self.invalid("store.machine_id", message))?;
+        }
+        for (key, value) in [
+            ("limits.max_crawl_workers", self.limits.max_crawl_workers),
+            (
+                "limits.max_snapshot_workers",
+                self.limits.max_snapshot_workers,
+            ),
+        ] {
+            if value == 0 {
+                return Err(self.invalid(key, "must be at least 1, got 0"));
+            }
+        }
+        for (key, value) in [
+            ("timeouts.hook_timeout", self.timeouts.hook_timeout),
+            ("timeouts.kill_grace", self.timeouts.kill_grace),
+            ("timeouts.lease", self.timeouts.lease),
+            ("timeouts.descendant_scan", self.timeouts.descendant_scan),
+            ("timeouts.retry_backoff", self.timeouts.retry_backoff),
+        ] {
+            if value.is_zero() {
+                return Err(self.invalid(key, "must be longer than 0s"));
+            }
+        }
+        for (name, plugin) in &self.plugins {
+            if plugin.timeout.is_some_and(|t| t.is_zero()) {
+                return Err(
+                    self.invalid(&format!("plugins.{name}.timeout"), "must be longer than 0s")
+                );
+            }
+            if let Some(weight) = plugin.cpu_weight.filter(|w| !(1..=10_000).contains(w)) {
+                return Err(self.invalid(
+                    &format!("plugins.{name}.cpu_weight"),
+                    format!("must be between 1 and 10000, got {weight}"),
+                ));
+            }
+            for (key, value) in [
+                ("memory_max", plugin.memory_max),
+                ("tasks_max", plugin.tasks_max),
+            ] {
+                if value == Some(0) {
+                    return Err(
+                        self.invalid(&format!("plugins.{name}.{key}"), "must be at least 1")
+                    );
+                }
+            }
+        }
+        if let Some(group) = &self.control.group {
+            group_id(group).map_err(|message| self.invalid("control.group", message))?;
+        }
+        if self.limits.max_log_bytes < 4096 {
+            return Err(self.invalid(
+                "limits.max_log_bytes",
+                format!("must be at least 4096, got {}", self.limits.max_log_bytes),
+            ));
+        }
+        let frame = self.control.max_frame_bytes;
+        if !(1024..=64 << 20).contains(&frame) {
+            return Err(self.invalid(
+                "control.max_frame_bytes",
+                format!("must be between 1024 and 67108864, got {frame}"),
+            ));
+        }
+        let socket_len = self.control.socket.as_os_str().len();
+        if socket_len > MAX_SOCKET_PATH_BYTES {
+            return Err(self.invalid(
+                "control.socket",
+                format!(
+                    "path {} is {socket_len} bytes, longer than a Unix socket address allows \
+                     ({MAX_SOCKET_PATH_BYTES}); set control.socket to a shorter path",
+                    self.control.socket.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,6 +1,6 @@
 //! What the daemon tells the host once it has started — once recovery is over (no orphan tree
 //! of a previous incarnation left): READY to systemd, and the start-up's code given back
-//! ([`memory`]); then STATUS to systemd as it changes, and the code given back again each time
+//! (`memory`); then STATUS to systemd as it changes, and the code given back again each time
 //! the loop goes idle.
 //!
 //! Invariants: READY and the first release happen once, after recovery, never before. After

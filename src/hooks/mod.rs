@@ -1,7 +1,7 @@
 //! Hooks: running one scope's hooks — a crawl's, or one snapshot's — by abx-dl's lifecycle (this
 //! file), the environment each gets (`request`), and turning each run into a result (`result`).
 //!
-//! The lifecycle (SPEC §4, abx-dl 1.12.183's `snapshot_service` / `crawl_service`): hooks start
+//! The lifecycle (`abxd-hooks(7)`, HOW A HOOK RUNS; abx-dl 1.12.183's `snapshot_service` / `crawl_service`): hooks start
 //! in (NN, stem) order; a foreground hook runs alone until it exits or its timeout; after a
 //! background hook starts, the next hook waits until it has written its first stdout byte or
 //! exited, bounded by its timeout; background hooks have no lifetime limit while their scope

@@ -1,4 +1,4 @@
-//! What a hook is started with: argv, cwd, environment, log files (SPEC §4).
+//! What a hook is started with: argv, cwd, environment, log files (`abxd-hooks(7)`).
 //!
 //! Invariant: every hook gets absolute `CRAWL_DIR` and `SNAP_DIR` (a crawl hook's `SNAP_DIR` is
 //! its crawl dir, as abx-dl runs crawl hooks in the run dir), `EXTRA_CONTEXT`, its plugin's

@@ -1,7 +1,8 @@
 //! A finished hook run, turned into its result: the status, the output text, the URLs it
 //! discovered and the files it wrote.
 //!
-//! Invariant: [`interpret`] is the one place the rules of SPEC §4 live; it reads only the run's
+//! Invariant: [`interpret`] is the one place the hook contract's rules of results live
+//! (`abxd-hooks(7)`); it reads only the run's
 //! log files, so it is tested with files, without running a hook.
 
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
@@ -28,12 +29,6 @@ pub struct Outcome {
     pub tags: Vec<String>,
 }
 
-/// Derives a result from how the hook ended and what it printed (SPEC §4, abx-dl's
-/// `archive_result_service`): an `ArchiveResult` record's status wins, whatever the exit (the
-/// last record, if several); without one, exit 0 = noresults, 10 = skipped, anything else =
-/// failed. A record with a status abxd does not know is the hook's failure, naming it. abxd is
-/// stricter than abx-dl in one place: a foreground hook stopped at its deadline failed (reason
-/// timeout), whatever it recorded before.
 /// A hook that ended for a reason beyond itself (its memory limit, unkillable): failed, saying
 /// why.
 pub fn failed(why: &str) -> Outcome {
@@ -45,6 +40,12 @@ pub fn failed(why: &str) -> Outcome {
     }
 }
 
+/// Derives a result from how the hook ended and what it printed (the hook contract,
+/// `abxd-hooks(7)`; abx-dl's `archive_result_service`): an `ArchiveResult` record's status wins,
+/// whatever the exit (the last record, if several); without one, exit 0 = noresults, 10 =
+/// skipped, anything else = failed. A record with a status abxd does not know is the hook's
+/// failure, naming it. abxd is stricter than abx-dl in one place: a foreground hook stopped at
+/// its deadline failed (reason timeout), whatever it recorded before.
 pub fn interpret(
     stdout: &Path,
     stderr: &Path,

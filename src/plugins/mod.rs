@@ -1,7 +1,7 @@
 //! Plugins: the plugin folders of the plugins dirs, their hooks and manifests (the catalog), which
 //! of them a crawl runs (the selection), and each plugin's resolved config (`env`).
 //!
-//! The contract is abx-dl 1.12.183's (SPEC §4): a plugin is a folder (not hidden, not starting
+//! The contract is abx-dl 1.12.183's (`abxd-hooks(7)`): a plugin is a folder (not hidden, not starting
 //! with `_`) with an optional `config.json` and executable hooks named by the rule of `name`.
 //! `CrawlSetup` and `Crawl` hooks run once per crawl, `Snapshot` hooks per snapshot, each phase
 //! in (NN, stem) order across its plugins; other events (`Install`, `Binary`, …) are listed, not

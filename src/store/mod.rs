@@ -1,11 +1,13 @@
-//! The store: one SQLite file holding the process table and the work queue.
+//! The store: the database — one SQLite file, or a PostgreSQL database that a fleet of hosts
+//! shares — holding the process table (`processes`), the work queue (`work`) and what hosts share
+//! (`fleet`), over one engine (`engine`). It persists the words of `domain`; it defines none.
 //!
-//! Invariants: every connection runs with WAL, a busy wait (`busy`) and `foreign_keys=ON`; every write
-//! that touches more than one statement is one `BEGIN IMMEDIATE` transaction (so a writer waits
-//! for the lock up front instead of failing half-way with "database is locked"), or one savepoint
-//! of the transaction of a [`Store::batch`], which begins at its first write and commits when the
-//! batch ends; the schema is at [`migrations::LATEST`] once [`Store::open`] returns. Times are
-//! unix milliseconds.
+//! Invariants: every SQLite connection runs with WAL, a busy wait (`engine::busy`) and
+//! `foreign_keys=ON`; every write that touches more than one statement is one transaction taken
+//! up front (`BEGIN IMMEDIATE` on SQLite, so a writer waits for the lock instead of failing
+//! half-way with "database is locked"), or one savepoint of the transaction of a
+//! [`Store::batch`], which begins at its first write and commits when the batch ends; the schema
+//! is at [`migrations::LATEST`] once [`Store::open`] returns. Times are unix milliseconds.
 
 mod engine;
 mod error;
@@ -56,9 +58,9 @@ pub struct Store {
     patience: Patience,
     /// What writes found of other writers' locks.
     breaker: Breaker,
-    /// The clock `retry_at` is on (see `clock`).
+    /// The clock `retry_at` is on (see `fleet::clock`).
     queue_clock: std::cell::Cell<fleet::clock::QueueClock>,
-    /// The claim this store's writes of work are fenced to (a worker's; see `fence`).
+    /// The claim this store's writes of work are fenced to (a worker's; see `work::fence`).
     fence: Option<Claim>,
 }
 
@@ -208,7 +210,7 @@ impl Store {
         Ok(store)
     }
 
-    /// Now on the queue clock: what `retry_at` is compared with (see `clock`).
+    /// Now on the queue clock: what `retry_at` is compared with (see `fleet::clock`).
     pub fn queue_now(&self) -> i64 {
         let clock = self.queue_clock.get();
         if clock.is_due_again(self.db().session(), boot_clock_ms()) {
@@ -331,7 +333,7 @@ impl Store {
         Ok(self.db.query_one(INSTANCE_ID_SQL, &[])?.get(0)?)
     }
 
-    /// The marker namespace of this database in this boot (see `proctree::namespace`).
+    /// The marker namespace of this database in this boot (see `marker::namespace`).
     pub fn marker_namespace(&self) -> Result<String, StoreError> {
         if let Some(namespace) = self.namespace.get() {
             return Ok(namespace.clone());

@@ -262,7 +262,7 @@ impl Supervisor {
     }
 
     /// Tears down every child's subtree and every leftover at once, each process until its own
-    /// deadline but at least `min_grace` (SPEC §5) — unless a teardown from above covers them
+    /// deadline but at least `min_grace` (`supervisor.toml(5)`, `[timeouts]`) — unless a teardown from above covers them
     /// (see `above`).
     ///
     /// A child younger than [`STARTUP_ALLOWANCE`] (or `min_grace`, if less) is signalled only

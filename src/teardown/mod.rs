@@ -107,7 +107,7 @@ pub struct Request {
     /// Time between the first signal and SIGKILL.
     pub grace: Duration,
     /// Give each process with a deadline of its own until that deadline instead, but at least
-    /// `grace` (the end of a snapshot, crawl or daemon: SPEC §5).
+    /// `grace` (the end of a snapshot, crawl or daemon: `min_grace`, `supervisor.toml(5)`).
     pub own_deadlines: bool,
     /// The end reason rows get from this teardown.
     pub reason: EndReason,

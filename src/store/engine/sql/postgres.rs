@@ -4,7 +4,7 @@
 //!
 //! A connection the server closed (a restart, a network cut) is made again at the next
 //! statement, at most every [`RECONNECT_EVERY`]; a new session first runs what the old one was
-//! told to keep ([`Connection::keep_in_session`]: a setting, the daemon's session lock). Until it
+//! told to keep ([`Connection::on_new_session`]: a setting, the daemon's session lock). Until it
 //! is back, statements fail with an error that counts as busy — try again later, nothing was
 //! written — and a transaction the closed session had open is gone: its statements fail until
 //! the caller rolls it back.

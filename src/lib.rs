@@ -85,6 +85,7 @@
 
 pub mod cgroup;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub(crate) mod control;
 pub mod ctl;

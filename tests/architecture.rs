@@ -42,7 +42,7 @@ const LAYERS: &[&[&str]] = &[
     &["worker", "control"],
     &["daemon"],
     // What users touch: the command lines and what they print.
-    &["exit", "render", "cli", "ctl", "run", "install"],
+    &["exit", "render", "cli", "ctl", "run", "install", "commands"],
 ];
 
 fn src() -> PathBuf {

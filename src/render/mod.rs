@@ -18,6 +18,7 @@ use table::Table;
 
 pub use clock::short_duration;
 
+pub mod admin;
 mod clock;
 mod crawl;
 mod follow;

@@ -1,0 +1,94 @@
+//! What abxd's own one-shot commands print (`abxd check-config`, `recover --dry-run`,
+//! `machine forget`, `store copy`): text for people, or a JSON document (`render::json`).
+//!
+//! Invariant: pure functions of what the commands found — no I/O — so each is tested apart.
+
+use super::json::document;
+use crate::config::Config;
+use crate::recovery::Forgotten;
+use crate::store::Copied;
+
+/// `abxd check-config`: the settings abxd runs with, every path resolved, as TOML or as JSON.
+pub fn check_config(config: &Config, json: bool) -> Result<String, toml::de::Error> {
+    let shown = config.shown_text();
+    if !json {
+        return Ok(format!(
+            "# {}: ok. The settings abxd runs with, every path resolved:\n\n{shown}",
+            config.source.display()
+        ));
+    }
+    // The shown text as JSON: the same keys and values, every path resolved.
+    let settings: toml::Table = toml::from_str(&shown)?;
+    Ok(format!(
+        "{}\n",
+        document(serde_json::json!({
+            "source": config.source,
+            "ok": true,
+            "config": settings,
+        }))
+    ))
+}
+
+/// `abxd recover --dry-run`: what recovery would do, a line each, or as JSON.
+pub fn recovery_plan(plan: &[String], json: bool) -> String {
+    if json {
+        return format!("{}\n", document(serde_json::json!({ "plan": plan })));
+    }
+    if plan.is_empty() {
+        return "nothing to recover\n".into();
+    }
+    plan.iter().map(|line| format!("{line}\n")).collect()
+}
+
+/// `abxd machine forget`: the machine forgotten (silent for `silent_for_ms`) and what became of
+/// its work.
+pub fn forgotten(forgotten: &Forgotten, silent_for_ms: i64) -> String {
+    let mut out = format!(
+        "forgot machine {} ({}, silent for {})\n",
+        forgotten.machine.id,
+        forgotten.machine.hostname,
+        super::short_duration(silent_for_ms)
+    );
+    for line in forgotten.describe() {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out
+}
+
+/// `abxd store copy`: what was copied from `file` to the server `shown` (its URL without a
+/// password), and what to do next.
+pub fn copied(copied: &Copied, file: &std::path::Path, shown: &str) -> String {
+    format!(
+        "copied {} from {} to {shown}; now set paths.database = {shown:?} and start abxd\n",
+        copied.describe(),
+        file.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recovery_plan_reads_as_lines_or_json() {
+        assert_eq!(recovery_plan(&[], false), "nothing to recover\n");
+        let plan = vec!["crawl 1: requeued".to_string()];
+        assert_eq!(recovery_plan(&plan, false), "crawl 1: requeued\n");
+        let json: serde_json::Value = serde_json::from_str(&recovery_plan(&plan, true)).unwrap();
+        assert_eq!(json["plan"][0], "crawl 1: requeued");
+    }
+
+    #[test]
+    fn check_config_shows_the_resolved_settings_as_toml_or_json() {
+        let config = Config::parse(std::path::Path::new("/etc/abxd/supervisor.toml"), "").unwrap();
+        let text = check_config(&config, false).unwrap();
+        assert!(
+            text.starts_with("# /etc/abxd/supervisor.toml: ok."),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&check_config(&config, true).unwrap()).unwrap();
+        assert_eq!(json["ok"], true);
+        assert_eq!(json["config"]["paths"]["data_dir"], "/etc/abxd/data");
+    }
+}

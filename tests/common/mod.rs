@@ -139,6 +139,12 @@ impl TestDaemon {
     /// [`TestDaemon::prepare`] with its store on `backend` (one of [`backends`]): for
     /// `postgres`, a throwaway server of its own.
     pub fn prepare_on(backend: &str, extra: &str) -> TestDaemon {
+        let dir = tempfile::Builder::new().prefix("abxd").tempdir().unwrap();
+        Self::prepare_at(dir, backend, extra)
+    }
+
+    /// [`TestDaemon::prepare_on`] in `dir`.
+    fn prepare_at(dir: tempfile::TempDir, backend: &str, extra: &str) -> TestDaemon {
         let postgres = match backend {
             "sqlite" => None,
             "postgres" => Some(postgres::Postgres::start().expect("PostgreSQL is installed")),
@@ -151,7 +157,6 @@ impl TestDaemon {
             Some(server) => with_database(extra, &server.database_url()),
             None => extra.to_string(),
         };
-        let dir = tempfile::Builder::new().prefix("abxd").tempdir().unwrap();
         let config = dir.path().join("supervisor.toml");
         std::fs::write(&config, format!("{}{extra}", Self::BASE_CONFIG)).unwrap();
         // The default plugins dir (empty), for configs that name none.
@@ -166,6 +171,17 @@ impl TestDaemon {
             postgres,
             wrapper: Vec::new(),
         }
+    }
+
+    /// [`TestDaemon::prepare`] in a new directory below `root`, which is kept when the daemon is
+    /// dropped (the benchmarks keep every file until all are done; see `benches/supervisor`).
+    pub fn prepare_in(root: &Path, extra: &str) -> TestDaemon {
+        let kept = tempfile::Builder::new()
+            .prefix("abxd")
+            .disable_cleanup(true)
+            .tempdir_in(root)
+            .unwrap();
+        Self::prepare_at(kept, "sqlite", extra)
     }
 
     /// Runs a copy of abxd in this daemon's dir from now on (which a test may then replace, as
@@ -411,6 +427,12 @@ impl TestDaemon {
     }
 
     /// Waits for the daemon to exit and returns its status.
+    /// Whether the daemon's process has exited (reaped now if it has).
+    pub fn has_exited(&mut self) -> bool {
+        let child = self.child.as_mut().expect("daemon started");
+        child.try_wait().unwrap().is_some()
+    }
+
     pub fn wait_exit(&mut self) -> ExitStatus {
         let child = self.child.as_mut().expect("daemon started");
         let status = wait_until("abxd to exit", WAIT, || child.try_wait().unwrap());

@@ -1,0 +1,67 @@
+//! Benchmark 1: trivial hooks through the full path, against plain spawn + wait.
+
+use crate::harness::*;
+use abxd::domain::ResultStatus;
+use abxd::store::Store;
+use abxd::supervisor::{ChildPolicy, Event, Owner, Supervisor};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// (1) Trivial hooks through the full path, against plain spawn + wait of the same program. The
+/// benchmark stands for a worker, a child subreaper like every abxd supervisor.
+pub(crate) fn hook_throughput(s: &Sizes, figures: &mut Figures) {
+    nix::sys::prctl::set_child_subreaper(true).unwrap();
+    let dir = scratch_dir();
+    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let crawl = store.add_crawl(&["http://bench/".into()], 0, None).unwrap();
+    let mut supervisor =
+        Supervisor::new(timing(), store.marker_namespace().unwrap(), None).unwrap();
+    let request = hook_request(dir.path(), &["/bin/true"]);
+
+    // Raw and full in alternating blocks, each timed: a machine whose speed drifts during the
+    // run (other tenants, frequency) slows both alike, not only the one measured second.
+    let (mut raw_time, mut full_time) = (Duration::ZERO, Duration::ZERO);
+    let blocks = 10.min(s.hooks);
+    for block in 0..blocks {
+        let size = s.hooks / blocks + usize::from(block < s.hooks % blocks);
+        let started = Instant::now();
+        for _ in 0..size {
+            Command::new("/bin/true").spawn().unwrap().wait().unwrap();
+        }
+        raw_time += started.elapsed();
+
+        let started = Instant::now();
+        for i in 0..size {
+            let result = store
+                .result_for(crawl, None, "bench", &format!("hook{block}-{i}"))
+                .unwrap();
+            store.start_result(result.id, None).unwrap();
+            supervisor
+                .spawn(
+                    &mut store,
+                    &request,
+                    (Owner::Hooks, ChildPolicy::FOREGROUND_HOOK),
+                    &mut abxd::spawn::nothing_more,
+                )
+                .unwrap();
+            'reaped: loop {
+                for event in supervisor.wait(&mut store, None).unwrap() {
+                    if let Event::Exited { .. } = event {
+                        store
+                            .finish_result(result.id, ResultStatus::Succeeded, None, &[], 0)
+                            .unwrap();
+                        break 'reaped;
+                    }
+                }
+            }
+        }
+        full_time += started.elapsed();
+    }
+    let raw = s.hooks as f64 / raw_time.as_secs_f64();
+    let full = s.hooks as f64 / full_time.as_secs_f64();
+    figures.add(
+        &format!("1 hook throughput, {} hooks (per s)", s.hooks),
+        full,
+        Some(("raw spawn+wait (per s)", raw)),
+    );
+}

@@ -124,4 +124,50 @@ mod tests {
         assert!(emptying.on_ready(), "{:?}", emptying.left);
         assert!(emptying.raw_fd().is_none());
     }
+
+    /// On a real cgroup2 mount (this process's own cgroup): a populated cgroup is killed, and
+    /// removed when its `cgroup.events` says it emptied, told through the watch.
+    #[test]
+    fn a_populated_cgroup_on_cgroupfs_is_killed_and_removed_once_its_events_say_it_emptied() {
+        let made = super::super::own_cgroup().and_then(|own| {
+            own.child(&format!("abxd-test-stale-{}", std::process::id()))
+                .map_err(|e| e.to_string())
+        });
+        let cgroup = match made {
+            Ok(cgroup) => cgroup,
+            Err(why) if std::env::var_os("CI").is_none() => {
+                eprintln!("SKIPPED: no cgroup2 mount this test may write here: {why}");
+                return;
+            }
+            Err(why) => panic!("CI has a writable cgroup2 mount: {why}"),
+        };
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        cgroup.enter(sleeper.id() as i32).unwrap();
+        assert_eq!(cgroup.populated(), Some(true));
+        let mut emptying = Emptying::start(vec![cgroup.clone()]);
+        // Killed by `cgroup.kill`; until it is reaped it is a zombie, which leaves the cgroup.
+        sleeper.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !emptying.is_done() {
+            let fd = emptying.raw_fd().expect("a descriptor while one is left");
+            // SAFETY: the watch's descriptor, which `emptying` keeps open until it is done.
+            let borrowed = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
+            let mut fds = [rustix::event::PollFd::new(
+                &borrowed,
+                rustix::event::PollFlags::IN,
+            )];
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let timeout = rustix::event::Timespec::try_from(left).unwrap();
+            assert_eq!(
+                rustix::event::poll(&mut fds, Some(&timeout)).unwrap(),
+                1,
+                "no event within 10 s"
+            );
+            emptying.on_ready();
+        }
+        assert!(!cgroup.dir.exists(), "{} still there", cgroup.dir.display());
+    }
 }

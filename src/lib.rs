@@ -119,4 +119,5 @@ pub mod store;
 pub mod supervisor;
 pub(crate) mod teardown;
 pub(crate) mod trust;
+pub mod url_rule;
 pub mod worker;

@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "serve",
         "printable",
         "trust",
+        "url_rule",
         "own_exe",
         "memory",
     ],

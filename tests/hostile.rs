@@ -1236,3 +1236,112 @@ fn abxd_never_reads_a_file_a_hook_swapped_its_log_for() {
         "abxctl logs read through the link: {printed}"
     );
 }
+
+#[test]
+fn a_pages_links_to_files_other_schemes_the_metadata_address_and_the_hosts_own_services_never_become_snapshots(
+) {
+    let daemon = TestDaemon::start_with(&plugins_config(&[&fixtures().join("hostile")]));
+    // The same hostile page under a crawl of a public site and under one of a local site.
+    let public = daemon.add(&[
+        "http://93.184.216.34:9/",
+        "--plugins",
+        "hostile_links",
+        "--depth",
+        "1",
+    ]);
+    let local = daemon.add(&[
+        "http://127.0.0.1:9/",
+        "--plugins",
+        "hostile_links",
+        "--depth",
+        "1",
+    ]);
+    daemon.wait_sealed(public, WAIT);
+    daemon.wait_sealed(local, WAIT);
+    let urls = |crawl: i64| -> Vec<String> {
+        let mut urls: Vec<String> = (daemon.store().snapshots(crawl).unwrap())
+            .into_iter()
+            .map(|s| s.url)
+            .collect();
+        urls.sort();
+        urls
+    };
+    // Normalized (scheme case, fragment) and so once; nothing local for the public site.
+    assert_eq!(
+        urls(public),
+        ["http://93.184.216.34:9/", "http://93.184.216.34:9/Next"]
+    );
+    assert_eq!(
+        urls(local),
+        [
+            "http://10.0.0.1/admin",
+            "http://127.0.0.1:9/",
+            "http://93.184.216.34:9/Next",
+            "http://localhost:9/"
+        ]
+    );
+    // Every refusal counted on its crawl, by reason, with the first ones.
+    let refused = |crawl: i64| -> serde_json::Value {
+        let shown: serde_json::Value =
+            serde_json::from_str(&daemon.ctl_ok(&["show", "--json", &crawl.to_string()])).unwrap();
+        shown["crawl"]["refused"].clone()
+    };
+    let public_refused = refused(public);
+    assert_eq!(public_refused["scheme"]["count"], 5, "{public_refused}");
+    assert_eq!(
+        public_refused["scheme"]["first"][0], "file:///etc/shadow",
+        "{public_refused}"
+    );
+    assert_eq!(public_refused["metadata_address"]["count"], 2);
+    assert_eq!(public_refused["private_address"]["count"], 2);
+    assert_eq!(
+        public_refused["private_address"]["first"],
+        serde_json::json!(["http://10.0.0.1/admin", "http://localhost:9/"])
+    );
+    let local_refused = refused(local);
+    assert_eq!(local_refused["scheme"]["count"], 5, "{local_refused}");
+    assert_eq!(local_refused["metadata_address"]["count"], 2);
+    assert!(
+        local_refused.get("private_address").is_none(),
+        "{local_refused}"
+    );
+    // And said by `abxctl show`, escaped (the URLs come from a page).
+    let show = daemon.ctl_ok(&["show", &public.to_string()]);
+    assert!(
+        show.contains("refused: 5 scheme: file:///etc/shadow"),
+        "{show}"
+    );
+    assert!(show.contains("ftp://example.com/\\x1b[2Jx"), "{show}");
+    assert!(
+        show.contains("refused: 2 metadata_address: http://169.254.169.254/"),
+        "{show}"
+    );
+    assert!(show.contains("refused: 2 private_address"), "{show}");
+    assert!(!drives_a_terminal(&show), "{show:?}");
+    // Nothing a refused link named was archived: no snapshot directory for it.
+    let crawl_dir = daemon.data_dir().join("crawls").join(public.to_string());
+    let archived = walk(&crawl_dir);
+    assert!(
+        !archived
+            .iter()
+            .any(|f| f.contains("shadow") || f.contains("id_rsa")),
+        "{archived:?}"
+    );
+}
+
+/// Every file below `dir`, as paths relative to it.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                pending.push(path);
+            } else if let Ok(relative) = path.strip_prefix(dir) {
+                out.push(relative.display().to_string());
+            }
+        }
+    }
+    out
+}

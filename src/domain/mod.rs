@@ -11,7 +11,7 @@ mod work;
 
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, Status};
 pub use words::Word;
-pub use work::{Claim, CrawlOutcome, Lease, Queue, ResultStatus, WorkStatus};
+pub use work::{Claim, CrawlOutcome, Lease, Queue, Refusal, ResultStatus, WorkStatus};
 
 #[cfg(test)]
 mod tests {
@@ -46,6 +46,7 @@ mod tests {
         words_agree::<WorkStatus>();
         words_agree::<CrawlOutcome>();
         words_agree::<ResultStatus>();
+        words_agree::<Refusal>();
     }
 
     #[test]

@@ -90,3 +90,19 @@ pub struct Lease {
     pub owner: i64,
     pub duration: Duration,
 }
+
+words!(
+    /// Why a URL a hook discovered was not made a snapshot (`url_rule`): counted per reason on
+    /// its crawl, never dropped in silence.
+    Refusal {
+        /// Not http or https (`file:`, `javascript:`, `data:`, `ftp:`, …).
+        Scheme => "scheme",
+        /// Not a URL at all, or one without a host.
+        Invalid => "invalid",
+        /// A loopback, link-local, private or unspecified address, from a crawl whose seeds are
+        /// all public.
+        PrivateAddress => "private_address",
+        /// A cloud metadata address (169.254.169.254, fd00:ec2::254): never.
+        MetadataAddress => "metadata_address",
+    }
+);

@@ -7,10 +7,10 @@
 use super::paint::{paint, Colour};
 use super::table::Table;
 use super::{short_duration, signal_name};
-use crate::domain::{Kind, ResultStatus, WorkStatus};
+use crate::domain::{Kind, Refusal, ResultStatus, WorkStatus};
 use crate::printable;
-use crate::store::{now_ms, Crawl, HookResult, ProcessRow, Store, StoreError};
-use std::collections::HashMap;
+use crate::store::{now_ms, Crawl, HookResult, ProcessRow, RefusedUrls, Store, StoreError};
+use std::collections::{BTreeMap, HashMap};
 
 /// A byte count for people: `512 B`, `4.2 KiB`, `3.0 MiB`.
 pub fn bytes(n: u64) -> String {
@@ -215,6 +215,7 @@ pub fn crawl_report(
         printable::line(&crawl.urls.join(" ")),
         data_dir.join("crawls").join(crawl.id.to_string()).display()
     ));
+    refused_lines(&store.refused_urls(crawl_id)?, &mut out);
     let crawl_hooks: Vec<&HookResult> =
         results.iter().filter(|r| r.snapshot_id.is_none()).collect();
     if !crawl_hooks.is_empty() {
@@ -261,6 +262,23 @@ pub fn crawl_report(
         ));
     }
     Ok(Some(out))
+}
+
+/// The links the crawl's hooks discovered and the URL rule refused: a line per reason, with the
+/// first ones refused (shown escaped: they come from pages).
+fn refused_lines(refused: &BTreeMap<Refusal, RefusedUrls>, out: &mut String) {
+    for (reason, urls) in refused {
+        let more = if urls.count > urls.first.len() as u64 {
+            ", …"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  refused: {} {reason}: {}{more}\n",
+            urls.count,
+            printable::line(&urls.first.join(", "))
+        ));
+    }
 }
 
 /// A crawl's status as shown: `sealed (cancelled)`, `started`, …

@@ -53,6 +53,7 @@ fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
     let mut value = json!(crawl);
     value["snapshots"] = json!({"total": snapshots.len(), "sealed": sealed});
     value["results"] = counts(&store.results(crawl.id)?);
+    value["refused"] = json!(store.refused_urls(crawl.id)?);
     Ok(value)
 }
 

@@ -8,6 +8,7 @@ use crate::domain::Queue;
 use crate::hooks::{HookRunner, Scope};
 use crate::plugins::Phase;
 use crate::store::StoreError;
+use crate::url_rule::{self, Seeds};
 
 /// Runs snapshot `snapshot_id`; returns the worker's exit code.
 pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, WorkerError> {
@@ -35,6 +36,8 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         hooks.len()
     );
     let (max_depth, depth, crawl_id) = (crawl.max_depth, snapshot.depth, crawl.id);
+    // What its hooks discover passes the URL rule of the crawl's seeds (`url_rule`).
+    let seeds = Seeds::of(&crawl.urls);
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,
@@ -52,8 +55,19 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
                     return Ok(());
                 };
                 for url in &outcome.discovered {
-                    if let Some(id) = store.add_snapshot(crawl_id, url, depth)? {
-                        log::info!("discovered {url} (snapshot {id}, depth {depth})");
+                    match url_rule::admit(url, seeds) {
+                        Ok(url) => {
+                            if let Some(id) = store.add_snapshot(crawl_id, &url, depth)? {
+                                log::info!("discovered {url} (snapshot {id}, depth {depth})");
+                            }
+                        }
+                        Err(reason) => {
+                            log::info!(
+                                "discovered {}: refused ({reason})",
+                                crate::printable::line(url)
+                            );
+                            store.refuse_url(crawl_id, reason, url)?;
+                        }
                     }
                 }
                 Ok(())

@@ -18,6 +18,7 @@ const TABLES: &[(&str, bool)] = &[
     ("machines", false),
     ("processes", true),
     ("crawls", true),
+    ("refused_urls", false),
     ("snapshots", true),
     ("results", true),
     ("tags", false),

@@ -8,9 +8,11 @@
 mod actions;
 mod fence;
 mod queue;
+mod refused;
 mod results;
 
 pub use actions::RetryScope;
+pub use refused::RefusedUrls;
 
 use crate::domain::{CrawlOutcome, Queue, ResultStatus, WorkStatus};
 use crate::store::engine::sql::{args, Row, SqlError};

@@ -257,6 +257,17 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE crawls ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE snapshots ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 18: URLs hooks discovered that `url_rule` refused, counted per crawl and reason, with the
+    // first few of them (a line each) to show.
+    r#"
+    CREATE TABLE refused_urls (
+        crawl_id    INTEGER NOT NULL REFERENCES crawls(id),
+        reason      TEXT NOT NULL,
+        count       INTEGER NOT NULL,
+        first_urls  TEXT NOT NULL,
+        PRIMARY KEY (crawl_id, reason)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

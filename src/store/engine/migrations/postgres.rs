@@ -178,6 +178,18 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
         FOR EACH ROW EXECUTE FUNCTION abxd_work_changed();
     "#,
     ),
+    (
+        18,
+        r#"
+    CREATE TABLE refused_urls (
+        crawl_id    BIGINT NOT NULL REFERENCES crawls(id),
+        reason      TEXT NOT NULL,
+        count       BIGINT NOT NULL,
+        first_urls  TEXT NOT NULL,
+        PRIMARY KEY (crawl_id, reason)
+    );
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -6,7 +6,8 @@
 
 use super::{found, FromValue, Value};
 use crate::domain::{
-    CrawlOutcome, EndDetail, EndReason, Kind, Queue, ResultStatus, Status, Word, WorkStatus,
+    CrawlOutcome, EndDetail, EndReason, Kind, Queue, Refusal, ResultStatus, Status, Word,
+    WorkStatus,
 };
 
 /// Stores each listed `Word` enum as TEXT, for both engines and for rusqlite's own reads.
@@ -54,7 +55,8 @@ stored_as_words!(
     Queue,
     WorkStatus,
     CrawlOutcome,
-    ResultStatus
+    ResultStatus,
+    Refusal
 );
 
 impl From<&EndDetail> for Value {
@@ -107,5 +109,6 @@ mod tests {
         sql_words_agree::<WorkStatus>(&conn);
         sql_words_agree::<CrawlOutcome>(&conn);
         sql_words_agree::<ResultStatus>(&conn);
+        sql_words_agree::<Refusal>(&conn);
     }
 }

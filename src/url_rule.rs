@@ -1,0 +1,190 @@
+//! The rule a URL a hook discovered must pass to become a snapshot: a link on a page from the
+//! web must not steer the crawl at local files, other schemes, the host's own services or the
+//! cloud's metadata endpoint.
+//!
+//! Invariants: what is admitted is http or https, normalized as a browser would (scheme and host
+//! lower-cased, IDN as punycode, the default port dropped, the fragment dropped), with a host
+//! that is neither a cloud metadata address (never) nor — unless the crawl's own seeds were on
+//! one — a loopback, link-local, private or unspecified address; everything else is a
+//! [`Refusal`] with its reason. A pure function of its inputs: no DNS (a public name that
+//! resolves to a private address is not caught here).
+
+use crate::domain::Refusal;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use url::{Host, Url};
+
+/// Where a crawl's seeds are: whether any of them is itself on a non-public address (a site
+/// served on loopback, a file served by `abxd run`), which lets its links stay there too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seeds {
+    pub local: bool,
+}
+
+impl Seeds {
+    /// What the crawl's seed URLs say (a `file://` seed is served on loopback: local).
+    pub fn of(urls: &[String]) -> Seeds {
+        let local = urls.iter().any(|url| match Url::parse(url) {
+            Ok(url) if url.scheme() == "file" => true,
+            Ok(url) => url.host().is_some_and(|host| !is_public(&host.to_owned())),
+            Err(_) => false,
+        });
+        Seeds { local }
+    }
+}
+
+/// `url`, discovered by a hook of a crawl whose seeds are `seeds`: normalized, or why not.
+pub fn admit(url: &str, seeds: Seeds) -> Result<String, Refusal> {
+    let mut parsed = Url::parse(url.trim()).map_err(|_| Refusal::Invalid)?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Refusal::Scheme);
+    }
+    let host = parsed.host().ok_or(Refusal::Invalid)?.to_owned();
+    if is_metadata(&host) {
+        return Err(Refusal::MetadataAddress);
+    }
+    if !seeds.local && !is_public(&host) {
+        return Err(Refusal::PrivateAddress);
+    }
+    parsed.set_fragment(None);
+    Ok(parsed.into())
+}
+
+/// The cloud metadata endpoints (AWS, GCP, Azure, … share the IPv4 one; AWS's IPv6 one).
+fn is_metadata(host: &Host<String>) -> bool {
+    const IPV4: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+    const IPV6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+    match host {
+        Host::Ipv4(ip) => *ip == IPV4,
+        Host::Ipv6(ip) => *ip == IPV6 || ip.to_ipv4_mapped() == Some(IPV4),
+        Host::Domain(name) => name == "metadata.google.internal",
+    }
+}
+
+/// Whether `host` may be a public address: not loopback, link-local, private, unspecified (or
+/// the names of loopback: `localhost` and below it).
+fn is_public(host: &Host<String>) -> bool {
+    match host {
+        Host::Ipv4(ip) => is_public_ip(IpAddr::V4(*ip)),
+        Host::Ipv6(ip) => is_public_ip(IpAddr::V6(*ip)),
+        Host::Domain(name) => name != "localhost" && !name.ends_with(".localhost"),
+    }
+}
+
+fn is_public_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(ip) => {
+            !(ip.is_loopback()
+            || ip.is_private()
+            || ip.is_link_local()
+            || ip.is_unspecified()
+            || ip.is_broadcast()
+            // 100.64.0.0/10, carrier-grade NAT: not reachable from the internet either.
+            || (ip.octets()[0] == 100 && (ip.octets()[1] & 0xc0) == 64))
+        }
+        IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+            Some(v4) => is_public_ip(IpAddr::V4(v4)),
+            None => {
+                let first = ip.segments()[0];
+                !(ip.is_loopback()
+                    || ip.is_unspecified()
+                    // fc00::/7, unique local; fe80::/10, link-local.
+                    || (first & 0xfe00) == 0xfc00
+                    || (first & 0xffc0) == 0xfe80)
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PUBLIC: Seeds = Seeds { local: false };
+    const LOCAL: Seeds = Seeds { local: true };
+
+    #[test]
+    fn other_schemes_and_non_urls_are_refused() {
+        for url in [
+            "file:///etc/shadow",
+            "javascript:alert(1)",
+            "data:text/html,<b>x</b>",
+            "ftp://example.com/file",
+            "mailto:a@example.com",
+        ] {
+            assert_eq!(admit(url, LOCAL), Err(Refusal::Scheme), "{url}");
+        }
+        for url in ["/etc/shadow", "not a url", "http://", ""] {
+            assert_eq!(admit(url, LOCAL), Err(Refusal::Invalid), "{url}");
+        }
+    }
+
+    #[test]
+    fn the_metadata_address_is_refused_even_to_a_local_crawl() {
+        for url in [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[fd00:ec2::254]/",
+            "http://[::ffff:169.254.169.254]/",
+            "http://metadata.google.internal/computeMetadata/v1/",
+            // (Spelled otherwise, parsed as browsers do: still that address.)
+            "http://0xa9fea9fe/",
+            "http://2852039166/",
+        ] {
+            assert_eq!(admit(url, LOCAL), Err(Refusal::MetadataAddress), "{url}");
+        }
+    }
+
+    #[test]
+    fn private_addresses_only_for_a_crawl_whose_seed_is_on_one() {
+        for url in [
+            "http://127.0.0.1:8000/",
+            "http://localhost/",
+            "http://a.localhost/",
+            "http://10.1.2.3/",
+            "http://192.168.0.1/",
+            "http://172.16.0.1/",
+            "http://100.64.0.1/",
+            "http://169.254.1.1/",
+            "http://0.0.0.0/",
+            "http://[::1]/",
+            "http://[fc00::1]/",
+            "http://[fe80::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://0x7f000001/",
+        ] {
+            assert_eq!(admit(url, PUBLIC), Err(Refusal::PrivateAddress), "{url}");
+            assert!(admit(url, LOCAL).is_ok(), "{url}");
+        }
+        assert!(admit("http://93.184.216.34/", PUBLIC).is_ok());
+        assert!(admit("http://[2606:2800:220:1::]/", PUBLIC).is_ok());
+    }
+
+    #[test]
+    fn admitted_urls_are_normalized() {
+        assert_eq!(
+            admit("HTTP://Example.COM:80/a/b?q=1#frag", PUBLIC).unwrap(),
+            "http://example.com/a/b?q=1"
+        );
+        assert_eq!(
+            admit("https://example.com:443", PUBLIC).unwrap(),
+            "https://example.com/"
+        );
+        assert_eq!(
+            admit("https://bücher.example/", PUBLIC).unwrap(),
+            "https://xn--bcher-kva.example/"
+        );
+        assert_eq!(
+            admit("http://example.com:8080/x", PUBLIC).unwrap(),
+            "http://example.com:8080/x"
+        );
+    }
+
+    #[test]
+    fn a_crawl_is_local_when_a_seed_is_on_a_non_public_address_or_a_file() {
+        let seeds =
+            |urls: &[&str]| Seeds::of(&urls.iter().map(|u| u.to_string()).collect::<Vec<_>>());
+        assert!(seeds(&["http://127.0.0.1:9/"]).local);
+        assert!(seeds(&["file:///srv/site/index.html"]).local);
+        assert!(seeds(&["https://example.com/", "http://localhost:8000/"]).local);
+        assert!(!seeds(&["https://example.com/"]).local);
+    }
+}

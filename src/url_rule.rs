@@ -32,6 +32,29 @@ impl Seeds {
     }
 }
 
+/// What is wrong with `url` as a seed an operator gives (`abxctl add`, the socket's `add`), if
+/// anything: it must be an http, https or file URL without whitespace, and never a cloud
+/// metadata address. (Local addresses are the operator's to seed: their crawl is then local.)
+pub fn seed_problem(url: &str) -> Option<String> {
+    let shaped = url.split_once("://").is_some_and(|(scheme, rest)| {
+        matches!(scheme, "http" | "https" | "file") && !rest.is_empty()
+    }) && !url.chars().any(char::is_whitespace);
+    if !shaped {
+        return Some(format!(
+            "{url:?} is not an http://, https:// or file:// URL"
+        ));
+    }
+    let metadata = Url::parse(url)
+        .ok()
+        .and_then(|parsed| parsed.host().map(|host| host.to_owned()))
+        .is_some_and(|host| is_metadata(&host));
+    metadata.then(|| {
+        format!(
+            "{url:?} is a cloud metadata address, which abxd never archives (it holds credentials)"
+        )
+    })
+}
+
 /// `url`, discovered by a hook of a crawl whose seeds are `seeds`: normalized, or why not.
 pub fn admit(url: &str, seeds: Seeds) -> Result<String, Refusal> {
     let mut parsed = Url::parse(url.trim()).map_err(|_| Refusal::Invalid)?;
@@ -130,6 +153,26 @@ mod tests {
             "http://2852039166/",
         ] {
             assert_eq!(admit(url, LOCAL), Err(Refusal::MetadataAddress), "{url}");
+        }
+    }
+
+    #[test]
+    fn an_operators_seed_may_be_local_or_a_file_but_never_the_metadata_address() {
+        for url in [
+            "http://127.0.0.1:9/",
+            "file:///srv/site/",
+            "https://example.com/",
+        ] {
+            assert_eq!(seed_problem(url), None, "{url}");
+        }
+        for url in ["not a url", "ftp://example.com/", "http://a b/"] {
+            assert!(
+                seed_problem(url).unwrap().contains("is not an http://"),
+                "{url}"
+            );
+        }
+        for url in ["http://169.254.169.254/latest/", "http://[fd00:ec2::254]/"] {
+            assert!(seed_problem(url).unwrap().contains("metadata"), "{url}");
         }
     }
 

@@ -426,6 +426,11 @@ fn bad_urls_are_refused_before_anything_is_queued() {
         let output = daemon.ctl(&["add", "not a url"]);
         assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
         assert!(String::from_utf8_lossy(&output.stderr).contains("is not an http://"));
+        // The cloud metadata address holds credentials: never a seed either.
+        let output = daemon.ctl(&["add", "http://169.254.169.254/latest/meta-data/"]);
+        assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains("is a cloud metadata address"), "{said}");
         assert!(daemon.store().crawls().unwrap().is_empty());
         wait_until("nothing to change", WAIT, || Some(()));
     }

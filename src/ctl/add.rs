@@ -128,7 +128,7 @@ pub fn validate_plugins(config: &Config, crawl: &CrawlArgs) -> Result<()> {
 
 /// Refuses what cannot be a URL to crawl, before anything is written.
 pub fn validate_url(url: &str) -> Result<()> {
-    match Store::invalid_url(url) {
+    match crate::url_rule::seed_problem(url) {
         None => Ok(()),
         Some(why) => Err(CtlError::BadInput(why)),
     }

@@ -7,7 +7,7 @@
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
 use crate::plugins::Catalog;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use mio::Token;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,10 @@ pub(super) fn handle(
     if let Some(lost) = &state.database_lost {
         return Some(failed(lost.explain()));
     }
-    if let Some(why) = urls.iter().find_map(|url| Store::invalid_url(url)) {
+    if let Some(why) = urls
+        .iter()
+        .find_map(|url| crate::url_rule::seed_problem(url))
+    {
         return Some(refused(ErrorCode::Malformed, why));
     }
     if let Some(names) = &plugins {

@@ -169,15 +169,6 @@ pub(in crate::store) fn millis(d: Duration) -> i64 {
 }
 
 impl Store {
-    /// Why `url` cannot be crawled, if it cannot: only http://, https:// and file:// URLs,
-    /// without whitespace.
-    pub fn invalid_url(url: &str) -> Option<String> {
-        let valid = url.split_once("://").is_some_and(|(scheme, rest)| {
-            matches!(scheme, "http" | "https" | "file") && !rest.is_empty()
-        }) && !url.chars().any(char::is_whitespace);
-        (!valid).then(|| format!("{url:?} is not an http://, https:// or file:// URL"))
-    }
-
     /// Enqueues a crawl, due now.
     pub fn add_crawl(
         &mut self,

@@ -190,13 +190,13 @@ impl WorkerPool {
                 Ok(spawned) => {
                     log::info!(
                         "{} {work}: worker row {} started",
-                        self.queue.noun(),
+                        self.queue.as_str(),
                         spawned.row_id
                     );
                     self.workers.insert(spawned.row_id, held);
                 }
                 Err(SpawnError::Store(err)) if err.is_fenced() => {
-                    log::warn!("{}: not started: {err}", self.queue.noun());
+                    log::warn!("{}: not started: {err}", self.queue.as_str());
                 }
                 Err(SpawnError::Store(err)) => {
                     self.unstarted.push(held);
@@ -205,7 +205,7 @@ impl WorkerPool {
                 Err(err) => {
                     log::error!(
                         "{} {work}: cannot start its worker: {err}",
-                        self.queue.noun()
+                        self.queue.as_str()
                     );
                     if let Err(err) = self.put_back(config, store, claim) {
                         self.unstarted.push(held);
@@ -286,7 +286,7 @@ impl WorkerPool {
 
     /// Says in the log what the exit of worker `row` meant: one wording for every pool.
     pub fn log_end(&self, row: i64, end: WorkerEnd) {
-        let noun = self.queue.noun();
+        let noun = self.queue.as_str();
         match end {
             WorkerEnd::Sealed { work } => {
                 log::info!("{noun} {work} sealed; its worker (row {row}) exited")
@@ -367,7 +367,7 @@ impl WorkerPool {
                     "--config".into(),
                     config.source.display().to_string(),
                     "worker".into(),
-                    self.queue.noun().into(),
+                    self.queue.as_str().into(),
                     work.to_string(),
                 ],
                 cwd: config.data_dir.display().to_string(),

@@ -25,7 +25,7 @@ impl Seeds {
     pub fn of(urls: &[String]) -> Seeds {
         let local = urls.iter().any(|url| match Url::parse(url) {
             Ok(url) if url.scheme() == "file" => true,
-            Ok(url) => url.host().is_some_and(|host| !is_public(&host.to_owned())),
+            Ok(url) => url.host().is_some_and(|host| !is_public(&host)),
             Err(_) => false,
         });
         Seeds { local }
@@ -46,8 +46,7 @@ pub fn seed_problem(url: &str) -> Option<String> {
     }
     let metadata = Url::parse(url)
         .ok()
-        .and_then(|parsed| parsed.host().map(|host| host.to_owned()))
-        .is_some_and(|host| is_metadata(&host));
+        .is_some_and(|parsed| parsed.host().is_some_and(|host| is_metadata(&host)));
     metadata.then(|| {
         format!(
             "{url:?} is a cloud metadata address, which abxd never archives (it holds credentials)"
@@ -61,7 +60,7 @@ pub fn admit(url: &str, seeds: Seeds) -> Result<String, Refusal> {
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(Refusal::Scheme);
     }
-    let host = parsed.host().ok_or(Refusal::Invalid)?.to_owned();
+    let host = parsed.host().ok_or(Refusal::Invalid)?;
     if is_metadata(&host) {
         return Err(Refusal::MetadataAddress);
     }
@@ -73,23 +72,23 @@ pub fn admit(url: &str, seeds: Seeds) -> Result<String, Refusal> {
 }
 
 /// The cloud metadata endpoints (AWS, GCP, Azure, … share the IPv4 one; AWS's IPv6 one).
-fn is_metadata(host: &Host<String>) -> bool {
+fn is_metadata(host: &Host<&str>) -> bool {
     const IPV4: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
     const IPV6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
     match host {
         Host::Ipv4(ip) => *ip == IPV4,
         Host::Ipv6(ip) => *ip == IPV6 || ip.to_ipv4_mapped() == Some(IPV4),
-        Host::Domain(name) => name == "metadata.google.internal",
+        Host::Domain(name) => *name == "metadata.google.internal",
     }
 }
 
 /// Whether `host` may be a public address: not loopback, link-local, private, unspecified (or
 /// the names of loopback: `localhost` and below it).
-fn is_public(host: &Host<String>) -> bool {
+fn is_public(host: &Host<&str>) -> bool {
     match host {
         Host::Ipv4(ip) => is_public_ip(IpAddr::V4(*ip)),
         Host::Ipv6(ip) => is_public_ip(IpAddr::V6(*ip)),
-        Host::Domain(name) => name != "localhost" && !name.ends_with(".localhost"),
+        Host::Domain(name) => *name != "localhost" && !name.ends_with(".localhost"),
     }
 }
 

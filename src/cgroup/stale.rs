@@ -37,7 +37,14 @@ impl Emptying {
         if !emptying.left.is_empty() {
             match EventsWatch::new() {
                 Ok(mut watch) => {
-                    emptying.left.retain(|cgroup| watch.watch(cgroup));
+                    for cgroup in &emptying.left {
+                        if !watch.watch(cgroup) {
+                            log::warn!(
+                                "cannot watch cgroup {}: removed only if empty now",
+                                cgroup.dir.display()
+                            );
+                        }
+                    }
                     emptying.watch = Some(watch);
                 }
                 Err(err) => log::error!("cannot watch stale cgroups empty: {err}"),

@@ -212,10 +212,7 @@ impl Daemon {
                 ..
             } => match owner {
                 Owner::CrawlWorkers => self.crawl_worker_ended(row_id, leaked),
-                Owner::LentSnapshotWorkers => {
-                    self.state.lent_worker_ended(row_id, leaked);
-                    self.state.wake = true;
-                }
+                Owner::LentSnapshotWorkers => self.state.lent_worker_ended(row_id, leaked),
                 Owner::Installer => {
                     if self.state.installer_ended(row_id, outcome) {
                         self.continue_install();

@@ -12,7 +12,11 @@ pub(super) const STALE_CGROUPS: Token = Token(usize::MAX - 1);
 impl State {
     /// Kills what the previous incarnation's cgroups hold and has the loop told as they empty.
     pub(super) fn clear_stale_cgroups(&mut self, registry: &Registry) {
-        self.stale_cgroups = crate::cgroup::Emptying::start(self.containment.take_stale());
+        let stale = self.containment.take_stale();
+        if stale.is_empty() {
+            return;
+        }
+        self.stale_cgroups = crate::cgroup::Emptying::start(stale);
         if let Some(fd) = self.stale_cgroups.raw_fd() {
             let registered =
                 registry.register(&mut SourceFd(&fd), STALE_CGROUPS, Interest::READABLE);

@@ -16,13 +16,6 @@ words!(
     }
 );
 
-impl Queue {
-    /// What one row of it is called: `crawl`, `snapshot`.
-    pub fn noun(self) -> &'static str {
-        self.as_str()
-    }
-}
-
 words!(
     /// Where a crawl or a snapshot is: waiting (or backing off), owned by a worker, or done.
     WorkStatus {

@@ -3,7 +3,7 @@
 //!
 //! Invariants: a `PidRef` is made only after its pidfd was confirmed to be the process meant
 //! (the same start time, or pidfs inode, read after opening, and not ended: [`PidRef::open`],
-//! [`PidRef::pin`], `proctree`'s pinning); from then on it can only ever mean that process, and
+//! `proctree`'s pinning); from then on it can only ever mean that process, and
 //! [`PidRef::send`] is the one way abxd signals a process — never by pid.
 
 use super::pidfd::{has_ended, pidfd_inode, real_uid};
@@ -30,13 +30,6 @@ impl PidRef {
     /// `identity::open_pidfd`).
     pub fn open(identity: &super::Identity) -> Option<PidRef> {
         super::open_pidfd(identity).map(|pidfd| PidRef::confirmed(identity.pid, pidfd))
-    }
-
-    /// The live process `pid` has now, with its identity (see `identity::pin`).
-    pub fn pin(pid: i32) -> Option<(super::Identity, PidRef)> {
-        let (identity, pidfd) = super::pin(pid)?;
-        let inode = identity.pidfd_ino;
-        Some((identity, PidRef { pid, pidfd, inode }))
     }
 
     pub fn pid(&self) -> i32 {
@@ -81,7 +74,8 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        let (identity, pinned) = PidRef::pin(pid).expect("a child just spawned is alive");
+        let (identity, pidfd) = super::super::pin(pid).expect("a child just spawned is alive");
+        let pinned = PidRef::confirmed(pid, pidfd);
         assert_eq!((pinned.pid(), identity.pid), (pid, pid));
         assert_eq!(pinned.inode(), identity.pidfd_ino);
         assert!(!pinned.has_ended());

@@ -92,6 +92,7 @@ pub mod ctl;
 pub mod daemon;
 pub mod domain;
 pub mod exit;
+pub mod hook_user;
 pub(crate) mod hooks;
 pub mod identity;
 pub mod install;

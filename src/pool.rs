@@ -376,6 +376,7 @@ impl WorkerPool {
             env: worker_env(config),
             logs: Logs::InDir(config.data_dir.join("logs")),
             limits: Default::default(),
+            run_as: None,
         }
     }
 }

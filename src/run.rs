@@ -72,11 +72,18 @@ fn urls_for(args: &[String]) -> Result<Vec<String>, RunError> {
 
 pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, RunError> {
     crate::ctl::validate_plugins(&config, crawl).map_err(|e| RunError::BadInput(e.to_string()))?;
+    // A crawl that could not start is refused before anything runs (who hooks run as).
+    crate::hook_user::for_crawls(&config).map_err(RunError::BadInput)?;
     let urls = urls_for(args)?;
     let mut daemon = Daemon::start(config)?;
+    // (Settled again by the daemon, on the data dir as it made it.)
+    if let Some(why) = daemon.hooks_refused() {
+        return Err(RunError::BadInput(why.to_string()));
+    }
     let data_dir = daemon.config().data_dir.clone();
     let database = daemon.config().database.clone();
-    let crawl_id = daemon.add_own_crawl(&urls, crawl.depth, crawl.plugins.as_deref())?;
+    let crawl_id =
+        daemon.add_own_crawl(&urls, crawl.depth, crawl.plugins.as_deref(), &crawl.rules())?;
     say(format_args!(
         "crawl {crawl_id}: {}",
         crate::printable::line(&urls.join(" "))

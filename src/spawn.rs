@@ -9,7 +9,8 @@
 //! enters its row's cgroup (`cgroup::Cgroup::for_row`) between fork and exec, with one write to a
 //! `cgroup.procs` opened before the fork — before it runs any code of its own, so nothing it
 //! forks can start outside. Without containment spawning never forks a copy of the caller: std's
-//! `Command` without `pre_exec` takes the `posix_spawn` path.
+//! `Command` without `pre_exec` (or a user to switch to) takes the `posix_spawn` path. A child
+//! with a `run_as` runs as that user and group, with no supplementary group.
 
 use crate::cgroup::{self, Cgroup, CGROUP_ENV};
 use crate::identity::{self, Identity};
@@ -64,6 +65,8 @@ pub struct SpawnRequest {
     pub logs: Logs,
     /// The limits of its cgroup, under cgroup containment.
     pub limits: cgroup::Limits,
+    /// The user and group it runs as (a hook of a root abxd: `hook_user`), if not abxd's own.
+    pub run_as: Option<(u32, u32)>,
 }
 
 /// A started child: its row and its identity.
@@ -232,6 +235,11 @@ fn start(
     command.envs(request.env.iter().map(|(k, v)| (k, v)));
     command.env(PROCESS_ID_ENV, row_id.to_string());
     command.env(INSTANCE_ENV, instance);
+    if let Some((uid, gid)) = request.run_as {
+        // (std drops the supplementary groups, then sets the group, then the user — before
+        // `pre_exec` runs: the cgroup entry below writes on a descriptor opened as abxd.)
+        command.uid(uid).gid(gid);
+    }
     if let Some(placement) = placement {
         command.env(CGROUP_ENV, &placement.cgroup.dir);
         let entry = placement.entry.as_raw_fd();

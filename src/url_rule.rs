@@ -6,10 +6,11 @@
 //! lower-cased, IDN as punycode, the default port dropped, the fragment dropped), with a host
 //! that is neither a cloud metadata address (never) nor — unless the crawl's own seeds were on
 //! one — a loopback, link-local, private or unspecified address; everything else is a
-//! [`Refusal`] with its reason. A pure function of its inputs: no DNS (a public name that
-//! resolves to a private address is not caught here).
+//! [`Refusal`] with its reason. Past that rule, a [`CrawlFilter`] applies the crawl's own rules
+//! (`domain::CrawlRules`): its scope, then its denylist, then its allowlist. Pure functions of
+//! their inputs: no DNS (a public name that resolves to a private address is not caught here).
 
-use crate::domain::Refusal;
+use crate::domain::{CrawlRules, Pattern, Refusal, UrlScope};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use url::{Host, Url};
 
@@ -69,6 +70,70 @@ pub fn admit(url: &str, seeds: Seeds) -> Result<String, Refusal> {
     }
     parsed.set_fragment(None);
     Ok(parsed.into())
+}
+
+/// The rule of one crawl: [`admit`] for its seeds, then its own rules.
+#[derive(Debug, Clone)]
+pub struct CrawlFilter {
+    seeds: Seeds,
+    /// The seeds' hosts and ports (for a scope), lower case.
+    seed_hosts: Vec<(String, Option<u16>)>,
+    scope: Option<UrlScope>,
+    allow: Vec<Pattern>,
+    deny: Vec<Pattern>,
+}
+
+impl CrawlFilter {
+    /// The filter of a crawl seeded with `urls` under `rules`; why not, if a pattern is wrong
+    /// (checked at `add`, so only a database edited by hand gets here with one).
+    pub fn new(urls: &[String], rules: &CrawlRules) -> Result<CrawlFilter, String> {
+        let patterns = |list: &[String]| -> Result<Vec<Pattern>, String> {
+            list.iter().map(|p| Pattern::new(p)).collect()
+        };
+        let seed_hosts = urls
+            .iter()
+            .filter_map(|url| Url::parse(url).ok())
+            .filter_map(|url| Some((url.host_str()?.to_string(), url.port())))
+            .collect();
+        Ok(CrawlFilter {
+            seeds: Seeds::of(urls),
+            seed_hosts,
+            scope: rules.scope,
+            allow: patterns(&rules.url_allowlist)?,
+            deny: patterns(&rules.url_denylist)?,
+        })
+    }
+
+    /// `url`, discovered by one of the crawl's hooks: normalized, or why not.
+    pub fn admit(&self, url: &str) -> Result<String, Refusal> {
+        let url = admit(url, self.seeds)?;
+        let parsed = Url::parse(&url).map_err(|_| Refusal::Invalid)?;
+        let (host, port) = (parsed.host_str().unwrap_or_default(), parsed.port());
+        let in_scope = match self.scope {
+            None | Some(UrlScope::Any) => true,
+            Some(UrlScope::Host) => self
+                .seed_hosts
+                .iter()
+                .any(|(seed, seed_port)| seed == host && *seed_port == port),
+            Some(UrlScope::Domain) => self.seed_hosts.iter().any(|(seed, _)| {
+                let domain = seed.strip_prefix("www.").unwrap_or(seed);
+                host == domain
+                    || host
+                        .strip_suffix(domain)
+                        .is_some_and(|below| below.ends_with('.'))
+            }),
+        };
+        if !in_scope {
+            return Err(Refusal::Scope);
+        }
+        if self.deny.iter().any(|p| p.matches(&url, host)) {
+            return Err(Refusal::Denylist);
+        }
+        if !self.allow.is_empty() && !self.allow.iter().any(|p| p.matches(&url, host)) {
+            return Err(Refusal::Allowlist);
+        }
+        Ok(url)
+    }
 }
 
 /// The cloud metadata endpoints (AWS, GCP, Azure, … share the IPv4 one; AWS's IPv6 one).
@@ -218,6 +283,64 @@ mod tests {
             admit("http://example.com:8080/x", PUBLIC).unwrap(),
             "http://example.com:8080/x"
         );
+    }
+
+    fn filter(seed: &str, rules: CrawlRules) -> CrawlFilter {
+        CrawlFilter::new(&[seed.to_string()], &rules).unwrap()
+    }
+
+    #[test]
+    fn a_scope_keeps_the_crawl_on_its_seeds_host_or_domain() {
+        let host = filter(
+            "https://www.example.com/",
+            CrawlRules {
+                scope: Some(UrlScope::Host),
+                ..CrawlRules::default()
+            },
+        );
+        assert!(host.admit("https://WWW.example.com/a#x").is_ok());
+        assert_eq!(host.admit("https://docs.example.com/"), Err(Refusal::Scope));
+        assert_eq!(
+            host.admit("https://www.example.com:8443/"),
+            Err(Refusal::Scope)
+        );
+        let domain = filter(
+            "https://www.example.com/",
+            CrawlRules {
+                scope: Some(UrlScope::Domain),
+                ..CrawlRules::default()
+            },
+        );
+        for url in ["https://example.com/", "http://docs.example.com/x"] {
+            assert!(domain.admit(url).is_ok(), "{url}");
+        }
+        for url in ["https://notexample.com/", "https://example.org/"] {
+            assert_eq!(domain.admit(url), Err(Refusal::Scope), "{url}");
+        }
+    }
+
+    #[test]
+    fn the_denylist_wins_over_the_allowlist_and_the_allowlist_admits_only_its_matches() {
+        let lists = filter(
+            "https://example.com/",
+            CrawlRules {
+                url_allowlist: vec![r"/docs/".into(), "cdn.example.net".into()],
+                url_denylist: vec![r"\.pdf$".into()],
+                ..CrawlRules::default()
+            },
+        );
+        assert!(lists.admit("https://example.com/docs/a.html").is_ok());
+        assert!(lists.admit("https://img.cdn.example.net/x.png").is_ok());
+        assert_eq!(
+            lists.admit("https://example.com/docs/a.pdf"),
+            Err(Refusal::Denylist)
+        );
+        assert_eq!(
+            lists.admit("https://example.com/blog/"),
+            Err(Refusal::Allowlist)
+        );
+        // The base rule comes first: no list admits another scheme.
+        assert_eq!(lists.admit("file:///docs/"), Err(Refusal::Scheme));
     }
 
     #[test]

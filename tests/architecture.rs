@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "printable",
         "trust",
         "url_rule",
+        "hook_user",
         "own_exe",
         "memory",
     ],

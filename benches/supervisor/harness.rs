@@ -169,6 +169,7 @@ pub(crate) fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
         env: Vec::new(),
         logs: Logs::InDir(dir.join("logs")),
         limits: Default::default(),
+        run_as: None,
     }
 }
 

@@ -129,7 +129,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__add)
-            opts="-c -h --depth --plugins --wait --json --config --help"
+            opts="-c -h --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --wait --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -140,6 +140,34 @@ _abxctl() {
                     return 0
                     ;;
                 --plugins)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url-allowlist)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url-denylist)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scope)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-urls)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --snapshot-max-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

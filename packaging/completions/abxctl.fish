@@ -60,6 +60,13 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l watch -d 'Redraw ev
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l depth -d 'Follow discovered links this many levels deep' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l url-allowlist -d 'Follow only discovered URLs that match one of these: a domain (that host and those below it; `*.example.com` only below it) or a regular expression (repeat the flag for more)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l url-denylist -d 'Never follow discovered URLs that match one of these (as `--url-allowlist`)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l scope -d 'Follow discovered URLs only on a seed\'s host, or its domain (and below), or anywhere' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l max-urls -d 'Start no more snapshots than this in the crawl (0: no limit)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l wait -d 'Follow the crawl until it is sealed and print its results'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l json -d 'Print the documented JSON shape (docs/json.md) instead: the crawl\'s id, and with --wait, no progress but the crawl as `show --json` prints it'

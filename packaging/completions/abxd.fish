@@ -42,6 +42,14 @@ complete -c abxd -n "__fish_abxd_using_subcommand check-config" -l json -d 'Prin
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l depth -d 'Follow discovered links this many levels deep' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l url-allowlist -d 'Follow only discovered URLs that match one of these: a domain (that host and those below it; `*.example.com` only below it) or a regular expression (repeat the flag for more)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l url-denylist -d 'Never follow discovered URLs that match one of these (as `--url-allowlist`)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l scope -d 'Follow discovered URLs only on a seed\'s host, or its domain (and below), or anywhere' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-urls -d 'Start no more snapshots than this in the crawl (0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l hooks-user -d 'Run the hooks as this user, instead of `hooks.user` (abxd as root only)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand install" -l plugins -d 'Only these plugins (and those they require), instead of every enabled one' -r

@@ -6,7 +6,9 @@ use crate::signal::Signal;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod crawl;
 mod groups;
+pub use crawl::CrawlArgs;
 pub use groups::{MachineCommand, StoreCommand, WorkerCommand};
 
 /// Where to find the config; shared by both binaries.
@@ -82,6 +84,9 @@ pub enum AbxdCommand {
         urls: Vec<String>,
         #[command(flatten)]
         crawl: CrawlArgs,
+        /// Run the hooks as this user, instead of `hooks.user` (abxd as root only).
+        #[arg(long, value_name = "USER")]
+        hooks_user: Option<String>,
     },
     /// Provision the binaries the plugins declare (`required_binaries` in their config.json), as
     /// abx-dl's install step does: one `abxpkg … install NAME` run per binary, each a process of
@@ -123,17 +128,6 @@ pub enum AbxdCommand {
     /// Internal: the worker processes abxd starts for a crawl or a snapshot.
     #[command(hide = true, subcommand)]
     Worker(WorkerCommand),
-}
-
-/// How to crawl: shared by `abxd run` and `abxctl add`.
-#[derive(Debug, Args)]
-pub struct CrawlArgs {
-    /// Follow discovered links this many levels deep.
-    #[arg(long, default_value_t = 0)]
-    pub depth: u32,
-    /// Only these plugins (comma-separated), instead of every enabled one.
-    #[arg(long, value_delimiter = ',')]
-    pub plugins: Option<Vec<String>>,
 }
 
 /// abxctl — watch and control abxd.

@@ -84,9 +84,17 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
             crate::logging::init(config.log.level);
             Ok(Daemon::start(config)?.run()?)
         }
-        AbxdCommand::Run { urls, crawl } => {
+        AbxdCommand::Run {
+            urls,
+            crawl,
+            hooks_user,
+        } => {
             // Progress goes to stdout; only warnings and errors go to the log unless asked.
             crate::logging::init(quiet);
+            let mut config = config;
+            if hooks_user.is_some() {
+                config.hooks.user = hooks_user;
+            }
             Ok(crate::run::run(config, &urls, &crawl)?)
         }
         AbxdCommand::Install { plugins } => {

@@ -42,6 +42,14 @@ pub fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64
     }
 }
 
+pub fn size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    optional(deserializer).map(|n| n.unwrap_or(0))
+}
+
+pub fn size_text<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(*value)
+}
+
 pub fn optional_text<S: Serializer>(value: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(n) => serializer.serialize_u64(*n),

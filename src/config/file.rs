@@ -1,7 +1,10 @@
 //! The config file's shape — what a user may write, read strictly by serde and written back
 //! (with every path resolved) for workers — and the views derived from it.
 
-use super::{Config, ConfigError, Limits, Location, Log, PluginConfig, Retention, Timeouts};
+use super::{
+    Config, ConfigError, CrawlDefaults, Hooks, Limits, Location, Log, PluginConfig, Retention,
+    Timeouts,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,8 @@ pub(super) struct FileConfig {
     pub(super) log: Log,
     pub(super) retention: Retention,
     pub(super) store: FileStore,
+    pub(super) crawl: CrawlDefaults,
+    pub(super) hooks: Hooks,
     pub(super) plugins: BTreeMap<String, PluginConfig>,
 }
 
@@ -210,6 +215,8 @@ impl Config {
                 },
                 machine_id: self.machine_id.clone(),
             },
+            crawl: self.crawl.clone(),
+            hooks: self.hooks.clone(),
             plugins: self.plugins.clone(),
         }
     }

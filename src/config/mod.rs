@@ -19,13 +19,16 @@ mod plugin;
 mod resolve;
 mod tls;
 mod validate;
+mod work;
 
 pub use load::Found;
 pub(crate) use location::Client;
 pub use location::{redacted, Location, Server};
 
+pub use bytes::parse as parse_size;
 pub use plugin::PluginConfig;
 pub use validate::group_id;
+pub use work::{CrawlDefaults, Hooks};
 
 use file::{duration, duration_text, level, level_text};
 
@@ -91,6 +94,10 @@ pub struct Config {
     pub control: Control,
     pub log: Log,
     pub retention: Retention,
+    /// `[crawl]`: the rules a crawl gets unless `add` gives its own.
+    pub crawl: CrawlDefaults,
+    /// `[hooks]`: who hooks run as.
+    pub hooks: Hooks,
     /// Per-plugin settings, by plugin (folder) name.
     pub plugins: BTreeMap<String, PluginConfig>,
 }

@@ -77,6 +77,8 @@ impl Config {
             timeouts: file.timeouts,
             log: file.log,
             retention: file.retention,
+            crawl: file.crawl,
+            hooks: file.hooks,
             plugins: file.plugins,
         };
         config.validate()?;

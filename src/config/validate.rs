@@ -1,6 +1,7 @@
 //! Validation: what a parsed config may not hold — zero limits and durations, out-of-range
 //! weights and frame sizes, a socket path too long for its address, a machine id that cannot
-//! name a cgroup, a group that does not exist — each refused naming its key.
+//! name a cgroup, a group or user that does not exist, a crawl pattern that is no regular
+//! expression — each refused naming its key.
 //!
 //! Invariant: a [`Config`] that passed [`Config::validate`] is valid everywhere downstream;
 //! nothing re-checks these values.
@@ -13,6 +14,15 @@ pub fn group_id(name: &str) -> Result<nix::unistd::Gid, String> {
         Ok(Some(found)) => Ok(found.gid),
         Ok(None) => Err(format!("no group named {name:?}")),
         Err(err) => Err(format!("cannot look up group {name:?}: {err}")),
+    }
+}
+
+/// The user named `name`, or why there is none (for `hooks.user`).
+pub fn user_of(name: &str) -> Result<nix::unistd::User, String> {
+    match nix::unistd::User::from_name(name) {
+        Ok(Some(found)) => Ok(found),
+        Ok(None) => Err(format!("no user named {name:?}")),
+        Err(err) => Err(format!("cannot look up user {name:?}: {err}")),
     }
 }
 
@@ -74,6 +84,15 @@ impl Config {
                     );
                 }
             }
+        }
+        if let Some(why) = self.crawl.rules().problem() {
+            // (The flag's name, as `add` says it, is the key's: `--url-denylist` is `url_denylist`.)
+            let (flag, why) = why.split_once(' ').unwrap_or((&why, ""));
+            let key = format!("crawl.{}", flag.trim_start_matches("--").replace('-', "_"));
+            return Err(self.invalid(&key, why.to_string()));
+        }
+        if let Some(user) = &self.hooks.user {
+            user_of(user).map_err(|message| self.invalid("hooks.user", message))?;
         }
         if let Some(group) = &self.control.group {
             group_id(group).map_err(|message| self.invalid("control.group", message))?;

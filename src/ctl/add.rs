@@ -30,6 +30,7 @@ pub(super) fn run(
         urls: urls.to_vec(),
         depth: crawl.depth,
         plugins: crawl.plugins.clone(),
+        rules: crawl.rules(),
     };
     let (id, running) = match client(config).request(&request) {
         Ok(Response::Added { crawl_id }) => (crawl_id, true),
@@ -64,7 +65,8 @@ pub(super) fn run(
 /// first start creates a database: with none, this says so.
 fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
     let mut store = Store::open_existing_at(&config.database)?;
-    Ok(store.add_crawl(urls, crawl.depth, crawl.plugins.as_deref())?)
+    let rules = crawl.rules().over(&config.crawl.rules());
+    Ok(store.add_crawl_with(urls, crawl.depth, crawl.plugins.as_deref(), &rules)?)
 }
 
 /// Prints a crawl's progress until it is sealed, then its report; exits as [`exit::of_crawl`]

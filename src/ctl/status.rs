@@ -39,6 +39,9 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             }
             println!("socket:   {}", info.socket);
             println!("contain:  {}", info.containment);
+            if !info.hooks.is_empty() {
+                println!("hooks:    {}", info.hooks);
+            }
             if let Some(lost) = &info.database_lost {
                 println!("DATABASE LOST: {lost}");
             }

@@ -91,6 +91,7 @@ impl State {
                 env: Vec::new(),
                 logs: Logs::InDir(logs),
                 limits: Default::default(),
+                run_as: None,
             };
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
             match supervisor.spawn(

@@ -28,7 +28,7 @@ mod startup;
 
 use crate::config::Config;
 use crate::control::server::Server;
-use crate::domain::EndReason;
+use crate::domain::{CrawlRules, EndReason};
 use crate::liveness;
 use crate::lock::DataDirLock;
 use crate::notify::Notifier;
@@ -84,6 +84,8 @@ struct State {
     stopped_by: Option<Signal>,
     /// The cgroups a previous incarnation left, being emptied (see `stale`).
     stale_cgroups: crate::cgroup::Emptying,
+    /// Why no crawl may start, if none may: hooks would run as root unasked (`hook_user`).
+    hooks_refused: Option<String>,
 }
 
 impl State {
@@ -126,9 +128,14 @@ impl Daemon {
         urls: &[String],
         depth: u32,
         plugins: Option<&[String]>,
+        rules: &CrawlRules,
     ) -> Result<i64, StoreError> {
         self.state.wake = true;
-        let id = self.state.store.add_crawl(urls, depth, plugins)?;
+        let rules = rules.over(&self.state.config.crawl.rules());
+        let id = self
+            .state
+            .store
+            .add_crawl_with(urls, depth, plugins, &rules)?;
         self.state.crawls.claim_only(id);
         self.state.fleet.lend_nothing();
         Ok(id)
@@ -268,9 +275,13 @@ impl Daemon {
         .min()
     }
 
-    /// Claims due crawls and starts a worker for each, up to the limit.
+    /// Claims due crawls and starts a worker for each, up to the limit — none while hooks
+    /// would run as root unasked (`hook_user`; `status` says why).
     fn fill_crawl_workers(&mut self) {
         let state = &mut self.state;
+        if state.hooks_refused.is_some() {
+            return;
+        }
         let filled = state
             .crawls
             .fill(&state.config, &mut self.supervisor, &mut state.store);

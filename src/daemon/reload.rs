@@ -77,6 +77,7 @@ impl Daemon {
         }
         self.supervisor.set_timing(Timing::from_config(&config));
         self.state.config = config;
+        self.state.settle_hook_user();
         self.state.wake = true;
     }
 }

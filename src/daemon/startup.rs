@@ -116,7 +116,9 @@ impl Daemon {
             exit_code: 0,
             stopped_by: None,
             stale_cgroups: Default::default(),
+            hooks_refused: None,
         };
+        state.settle_hook_user();
         if state.orphans.is_empty() {
             state.clear_stale_cgroups(supervisor.registry());
             state.recover(None, false);
@@ -169,5 +171,24 @@ fn mark_inherited_fds_close_on_exec() {
         // SAFETY: the number is only passed to fcntl; if it was closed meanwhile, fcntl fails.
         let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
         let _ = fcntl(borrowed, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+    }
+}
+
+impl Daemon {
+    /// Why no crawl may start, if none may (`hook_user`).
+    pub fn hooks_refused(&self) -> Option<&str> {
+        self.state.hooks_refused.as_deref()
+    }
+}
+
+impl State {
+    /// Settles who hooks run as under the config (at start, at each reload), saying it once.
+    pub(super) fn settle_hook_user(&mut self) {
+        let decided = crate::hook_user::for_crawls(&self.config);
+        match &decided {
+            Err(why) => log::error!("no crawl starts: {why}"),
+            Ok(_) => log::info!("hooks {}", crate::hook_user::describe(&self.config)),
+        }
+        self.hooks_refused = decided.err();
     }
 }

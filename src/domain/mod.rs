@@ -1,15 +1,18 @@
 //! The vocabulary every layer speaks: what a process is and where it is in its life, why a row
-//! ended, how a reaped process ended, where work and results are, claims and leases.
+//! ended, how a reaped process ended, where work and results are, claims and leases, a crawl's
+//! rules and the limits that end it.
 //!
 //! Invariant: nothing here does I/O or knows about persistence; each string-valued enum has one
 //! word per variant, the same in SQL, JSON and on screen (`words`, proved by the tests below for
 //! every variant of every enum).
 
 mod process;
+mod rules;
 mod words;
 mod work;
 
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, Status};
+pub use rules::{CrawlRules, Limit, Pattern, UrlScope};
 pub use words::Word;
 pub use work::{Claim, CrawlOutcome, Lease, Queue, Refusal, ResultStatus, WorkStatus};
 
@@ -19,7 +22,9 @@ mod tests {
 
     /// Every variant of `T`: its word parses back to it, is what `Display` and JSON say, and no
     /// two variants share a word.
-    fn words_agree<T: Word + PartialEq + std::fmt::Debug + serde::Serialize>() {
+    fn words_agree<
+        T: Word + PartialEq + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+    >() {
         let mut seen = std::collections::BTreeSet::new();
         for &variant in T::ALL {
             let word = variant.as_str();
@@ -32,6 +37,8 @@ mod tests {
                 T::NAME
             );
             assert_eq!(word.parse::<T>(), Ok(variant), "{}: FromStr", T::NAME);
+            let read: T = serde_json::from_value(serde_json::Value::String(word.into())).unwrap();
+            assert_eq!(read, variant, "{}: JSON read back", T::NAME);
         }
         let unknown = "no such word".parse::<T>().unwrap_err();
         assert!(unknown.contains(T::ALL[0].as_str()), "{unknown}");
@@ -47,6 +54,8 @@ mod tests {
         words_agree::<CrawlOutcome>();
         words_agree::<ResultStatus>();
         words_agree::<Refusal>();
+        words_agree::<UrlScope>();
+        words_agree::<Limit>();
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! the same in the database, in JSON, on screen and when parsed.
 //!
 //! Invariant: one word per variant, the same in `as_str`, `Display`, `FromStr` and serde's
-//! `Serialize` (written from `as_str`, never renamed by serde); a word that no variant has is an
-//! error naming the words that exist. The store maps these words to SQL (`store::engine`), and
+//! `Serialize` and `Deserialize` (written from `as_str` and `FromStr`, never renamed by serde); a
+//! word that no variant has is an error naming the words that exist. The store maps these words to SQL (`store::engine`), and
 //! `domain::tests` walks every variant of every enum to prove the forms agree.
 
 /// The common face of every enum declared with [`words!`]: what the store and the tests use to
@@ -70,6 +70,13 @@ macro_rules! words {
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let word = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                word.parse().map_err(serde::de::Error::custom)
             }
         }
     };

@@ -97,5 +97,13 @@ words!(
         PrivateAddress => "private_address",
         /// A cloud metadata address (169.254.169.254, fd00:ec2::254): never.
         MetadataAddress => "metadata_address",
+        /// Matched the crawl's `--url-denylist`.
+        Denylist => "denylist",
+        /// Matched nothing of the crawl's `--url-allowlist`.
+        Allowlist => "allowlist",
+        /// Outside the crawl's `--scope` (another host or domain than its seeds').
+        Scope => "scope",
+        /// The crawl has `--max-urls` snapshots already.
+        MaxUrls => "max_urls",
     }
 );

@@ -16,7 +16,7 @@
 mod request;
 mod result;
 
-pub use request::Scope;
+pub use request::{crawl_dir, snapshot_dir, Scope};
 pub use result::{interpret, last_line_of, output_files, Outcome};
 
 use crate::domain::EndDetail;
@@ -171,6 +171,17 @@ impl HookRunner {
         let request = request::spawn_request(prepared, scope, result.id);
         if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
             log::error!("{}: cannot create its dir: {err}", hook.file_name);
+        }
+        if let Some(user) = &scope.run_as {
+            // The hook writes below its crawl's or snapshot's dir: those are its user's.
+            let crawls = scope.data_dir.join("crawls");
+            if let Err(err) = user.own_dirs(&crawls, Path::new(&request.process.cwd)) {
+                log::error!(
+                    "{}: cannot give its dirs to {}: {err}",
+                    hook.file_name,
+                    user.name
+                );
+            }
         }
         let policy = if hook.background {
             ChildPolicy::BACKGROUND_HOOK

@@ -4,9 +4,11 @@
 //! its crawl dir, as abx-dl runs crawl hooks in the run dir), `EXTRA_CONTEXT`, its plugin's
 //! resolved config, a `PERSONAS_DIR` of the crawl's own unless one is configured (see
 //! `personas_dir`), and a cwd of `<dir>/<plugin>/`; a foreground hook's row carries its timeout,
-//! a background hook's none (it lives as long as its scope).
+//! a background hook's none (it lives as long as its scope). A hook of a hook user (`hook_user`)
+//! runs as it, with its `HOME`, `USER` and `LOGNAME`.
 
 use crate::domain::Kind;
+use crate::hook_user::HookUser;
 use crate::logs::Logs;
 use crate::plugins::Prepared;
 use crate::spawn::SpawnRequest;
@@ -31,6 +33,8 @@ pub struct Scope {
     pub snapshot: Option<Snapshot>,
     /// The process row of the worker running the hooks.
     pub parent_row: i64,
+    /// The user the hooks run as, if not abxd's own (`hook_user`).
+    pub run_as: Option<HookUser>,
 }
 
 impl Scope {
@@ -130,6 +134,14 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         env.push(("SNAPSHOT_DIR".into(), dir.display().to_string()));
         env.push(("SNAPSHOT_DEPTH".into(), snapshot.depth.to_string()));
     }
+    if let Some(user) = &scope.run_as {
+        env.retain(|(key, _)| !matches!(key.as_str(), "HOME" | "USER" | "LOGNAME"));
+        env.extend([
+            ("HOME".into(), user.home.display().to_string()),
+            ("USER".into(), user.name.clone()),
+            ("LOGNAME".into(), user.name.clone()),
+        ]);
+    }
     let logs = dir.join("logs");
     let timeout_ms = (!hook.background).then_some(prepared.timeout.as_millis() as i64);
     SpawnRequest {
@@ -150,6 +162,7 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             beneath: scope.data_dir.clone(),
         },
         limits: prepared.limits,
+        run_as: scope.run_as.as_ref().map(|user| (user.uid, user.gid)),
     }
 }
 

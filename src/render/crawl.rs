@@ -7,10 +7,11 @@
 use super::paint::{paint, Colour};
 use super::table::Table;
 use super::{short_duration, signal_name};
-use crate::domain::{Kind, Refusal, ResultStatus, WorkStatus};
+use crate::domain::{CrawlRules, Kind, Limit, Refusal, ResultStatus, WorkStatus};
 use crate::printable;
 use crate::store::{now_ms, Crawl, HookResult, ProcessRow, RefusedUrls, Store, StoreError};
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 /// A byte count for people: `512 B`, `4.2 KiB`, `3.0 MiB`.
 pub fn bytes(n: u64) -> String {
@@ -215,6 +216,9 @@ pub fn crawl_report(
         printable::line(&crawl.urls.join(" ")),
         data_dir.join("crawls").join(crawl.id.to_string()).display()
     ));
+    if let Some(rules) = rules_line(&crawl.rules) {
+        out.push_str(&format!("  rules: {rules}\n"));
+    }
     refused_lines(&store.refused_urls(crawl_id)?, &mut out);
     let crawl_hooks: Vec<&HookResult> =
         results.iter().filter(|r| r.snapshot_id.is_none()).collect();
@@ -224,8 +228,12 @@ pub fn crawl_report(
         failures(&crawl_hooks, &runs, &mut out);
     }
     for snapshot in &snapshots {
+        let ended_by = snapshot
+            .ended_by
+            .map(|limit| format!(", ended by {limit}"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "\n  snapshot {} ({}, depth {}): {}\n",
+            "\n  snapshot {} ({}, depth {}{ended_by}): {}\n",
             snapshot.id,
             snapshot.status,
             snapshot.depth,
@@ -281,10 +289,45 @@ fn refused_lines(refused: &BTreeMap<Refusal, RefusedUrls>, out: &mut String) {
     }
 }
 
-/// A crawl's status as shown: `sealed (cancelled)`, `started`, …
+/// A crawl's rules as shown, if it has any: `scope host, denylist \.pdf$, max_urls 3`.
+fn rules_line(rules: &CrawlRules) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(scope) = rules.scope {
+        parts.push(format!("scope {scope}"));
+    }
+    for (name, list) in [
+        ("allowlist", &rules.url_allowlist),
+        ("denylist", &rules.url_denylist),
+    ] {
+        if !list.is_empty() {
+            parts.push(format!("{name} {}", printable::line(&list.join(" "))));
+        }
+    }
+    for limit in Limit::ALL {
+        if let Some(value) = rules.limit(*limit) {
+            let shown = match limit {
+                Limit::MaxUrls => value.to_string(),
+                Limit::Timeout => {
+                    humantime::format_duration(Duration::from_secs(value)).to_string()
+                }
+                Limit::MaxSize | Limit::SnapshotMaxSize => format!("{value} bytes"),
+            };
+            parts.push(format!("{limit} {shown}"));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// A crawl's status as shown: `sealed (cancelled)`, `sealed (finished, ended by max_urls)`, …
 fn crawl_status(crawl: &Crawl) -> String {
+    let ended_by = crawl
+        .ended_by
+        .map(|limit| format!(", ended by {limit}"))
+        .unwrap_or_default();
     match crawl.outcome {
-        Some(outcome) if crawl.status == WorkStatus::Sealed => format!("sealed ({outcome})"),
+        Some(outcome) if crawl.status == WorkStatus::Sealed => {
+            format!("sealed ({outcome}{ended_by})")
+        }
         _ if crawl.paused_at.is_some() => format!("{} (paused)", crawl.status),
         _ => crawl.status.to_string(),
     }

@@ -33,8 +33,8 @@ pub use fleet::machines::Machine;
 pub use processes::{Compact, Pruned};
 pub use processes::{LiveRow, ProcessFilter};
 pub use processes::{NewProcess, ProcessRow};
+pub use work::{Added, RefusedUrls, RetryScope};
 pub use work::{Crawl, HookResult, Snapshot};
-pub use work::{RefusedUrls, RetryScope};
 
 use engine::busy::Breaker;
 use engine::file::{beside, check_files, file_id, not_a_link};

@@ -5,13 +5,13 @@
 use super::selection::hooks_for;
 use super::{Context, Exit, WorkerError};
 use crate::config::Config;
-use crate::domain::{Queue, WorkStatus};
+use crate::domain::{Limit, Queue, Refusal, WorkStatus};
 use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
 use crate::pool::WorkerPool;
-use crate::store::{StoreError, BUSY_RETRY};
+use crate::store::{now_ms, Added, Crawl, StoreError, BUSY_RETRY};
 use crate::supervisor::Owner;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Runs crawl `crawl_id`; returns the worker's exit code.
 pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerError> {
@@ -28,11 +28,14 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     let hooks = hooks_for(&mut cx.store, &cx.config, Phase::Crawl, &crawl, None)?;
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
+    watch_limits(&mut cx, &crawl);
+    let max_urls = crawl.rules.limit(Limit::MaxUrls);
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,
         snapshot: None,
         parent_row: cx.row_id,
+        run_as: cx.run_as.clone(),
     };
     let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
     let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id);
@@ -42,12 +45,15 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     let added = cx.persist(|store| {
         store.all_or_nothing(|store| {
             for url in &urls {
-                store.add_snapshot(crawl_id, url, 0)?;
+                if store.add_snapshot_within(crawl_id, url, 0, max_urls)? == Added::Full {
+                    store.refuse_url(crawl_id, Refusal::MaxUrls, url)?;
+                    store.note_limit(crawl_id, Limit::MaxUrls)?;
+                }
             }
             Ok(())
         })
     })?;
-    while !cx.interrupted && added.is_some() {
+    while !cx.interrupted && cx.ended_by.is_none() && added.is_some() {
         // A paused crawl claims no snapshot (running snapshot workers go on) and looks again.
         let paused = match cx.store.is_paused(crawl_id) {
             Ok(paused) => paused,
@@ -101,6 +107,20 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     cx.finish(Queue::Crawls, crawl_id)
 }
 
+/// Watches the crawl's `--timeout` (from its first start) and `--max-size`.
+fn watch_limits(cx: &mut Context, crawl: &Crawl) {
+    if let Some(seconds) = crawl.rules.limit(Limit::Timeout) {
+        let started = crawl.started_at.unwrap_or_else(now_ms);
+        let left_ms = (started + (seconds as i64).saturating_mul(1000) - now_ms()).max(0);
+        cx.watches
+            .deadline(Limit::Timeout, Duration::from_millis(left_ms as u64));
+    }
+    if let Some(max) = crawl.rules.limit(Limit::MaxSize) {
+        let dir = crate::hooks::crawl_dir(&cx.config.data_dir, crawl.id);
+        cx.watches.size(Limit::MaxSize, dir, max);
+    }
+}
+
 /// A child of the crawl worker exited: a snapshot worker (its work sealed or recovered) or one
 /// of the crawl's hooks (its result recorded).
 fn record(
@@ -110,8 +130,8 @@ fn record(
     exit: Exit,
 ) -> Result<(), StoreError> {
     // An interrupted crawl worker leaves the recovery of its snapshots to the daemon, which
-    // recovers the whole crawl once this worker is gone.
-    let recover = !cx.interrupted;
+    // recovers the whole crawl once this worker is gone; one a limit ended seals them.
+    let recover = !cx.interrupted && cx.ended_by.is_none();
     match exit.owner {
         Owner::SnapshotWorkers => {
             match pool.on_exit(&cx.config, &mut cx.store, exit.row, exit.leaked, recover)? {

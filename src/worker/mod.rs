@@ -15,6 +15,7 @@
 //! really finished.
 
 mod crawl;
+mod limits;
 mod selection;
 mod snapshot;
 
@@ -22,13 +23,15 @@ pub use crawl::run_crawl_worker;
 pub use snapshot::run_snapshot_worker;
 
 use crate::config::Config;
-use crate::domain::{EndReason, ExitOutcome, Lease, Queue};
+use crate::domain::{EndReason, ExitOutcome, Lease, Limit, Queue};
+use crate::hook_user::{HookUser, RunAs};
 use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
 use crate::store::{now_ms, Patience, Store, StoreError, BUSY_RETRY};
 use crate::supervisor::{Event, Supervisor, Timing};
+use limits::Watches;
 use std::time::{Duration, Instant};
 
 /// A worker that finished its work exits 0.
@@ -59,6 +62,13 @@ struct Context {
     torn_down: Vec<i64>,
     /// Exits whose records the busy database refused, to be handled again.
     deferred: Vec<Exit>,
+    /// Who its hooks run as, if not abxd's own user (`hook_user`).
+    run_as: Option<HookUser>,
+    /// The size and time limits of its work.
+    watches: Watches,
+    /// Set once one of them was reached: the children are torn down as a cancel would, and the
+    /// work is sealed naming the limit.
+    ended_by: Option<Limit>,
 }
 
 /// A child that ended, as a worker acts on it.
@@ -86,6 +96,15 @@ impl Context {
         }
         // Never a new file: a database deleted under the daemon must not be replaced by workers.
         let mut store = Store::open_existing_at(&config.database)?;
+        let run_as = match crate::hook_user::for_crawls(&config).map_err(WorkerError::Setup)? {
+            RunAs::Abxd => None,
+            RunAs::User(user) => {
+                user.prepare(&config.data_dir).map_err(|err| {
+                    WorkerError::Setup(format!("cannot open the data dir to {}: {err}", user.name))
+                })?;
+                Some(user)
+            }
+        };
         let Some(claim) = store.claim_of(queue, id, row_id)? else {
             log::warn!("{queue} {id} is no longer this worker's: it changed hands before it began");
             return Ok(None);
@@ -111,6 +130,9 @@ impl Context {
             interrupted: false,
             torn_down: Vec::new(),
             deferred: Vec::new(),
+            run_as,
+            watches: Watches::default(),
+            ended_by: None,
         }))
     }
 
@@ -120,7 +142,12 @@ impl Context {
         let mut exits = std::mem::take(&mut self.deferred);
         // Exits whose records the busy database refused are given again soon.
         let retry = (!exits.is_empty()).then(|| Instant::now() + BUSY_RETRY);
-        let timer = timer.into_iter().chain(retry).min();
+        let watch = self
+            .ended_by
+            .is_none()
+            .then(|| self.watches.next_due())
+            .flatten();
+        let timer = timer.into_iter().chain(retry).chain(watch).min();
         let events = self.supervisor.wait(&mut self.store, timer)?;
         for event in events {
             match event {
@@ -143,7 +170,23 @@ impl Context {
                 Event::Signal(_) | Event::Ready(_) | Event::Timer => {}
             }
         }
+        if self.ended_by.is_none() && !self.interrupted {
+            if let Some((limit, what)) = self.watches.reached() {
+                self.end_by(limit, &what);
+            }
+        }
         Ok(exits)
+    }
+
+    /// `limit` was reached: what runs is torn down as a cancel would, and the work is sealed
+    /// naming it once the children are gone.
+    fn end_by(&mut self, limit: Limit, what: &str) {
+        log::warn!(
+            "{} reached ({what}): tearing down what runs; the work is sealed as ended by it",
+            limit.flag()
+        );
+        self.ended_by = Some(limit);
+        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
     }
 
     fn interrupt(&mut self) {
@@ -177,7 +220,10 @@ impl Context {
         exit: Exit,
         also: impl FnOnce(&mut Store, &Outcome) -> Result<(), StoreError>,
     ) -> Result<Option<Outcome>, StoreError> {
-        if self.interrupted || (exit.reason == EndReason::Killed && self.teardown_above().is_some())
+        // (Ended by a limit, its open results are cancelled when it is sealed.)
+        if self.interrupted
+            || self.ended_by.is_some()
+            || (exit.reason == EndReason::Killed && self.teardown_above().is_some())
         {
             // Torn down with this worker (whose SIGTERM may not have arrived yet): an
             // interruption, not the hook's failure — the result is left to run again.
@@ -251,8 +297,8 @@ impl Context {
         runner: &mut HookRunner,
         on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
-        // (Interrupted, its hooks are torn down with the worker, not one by one.)
-        if !self.interrupted {
+        // (Interrupted or ended by a limit, its hooks are torn down all at once, not one by one.)
+        if !self.interrupted && self.ended_by.is_none() {
             runner.end_scope(&mut self.supervisor, &mut self.store);
         }
         self.run_hooks_until(runner, HookRunner::done, on_exit)
@@ -278,7 +324,7 @@ impl Context {
         done: fn(&HookRunner) -> bool,
         mut on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
-        while !self.interrupted && !done(runner) {
+        while !self.interrupted && self.ended_by.is_none() && !done(runner) {
             for exit in self.next_exits(runner.next_timer())? {
                 let handled = on_exit(self, runner, exit);
                 self.handled(exit, handled)?;
@@ -339,7 +385,12 @@ impl Context {
             return Ok(EXIT_INTERRUPTED);
         };
         debug_assert_eq!((claim.queue, claim.id), (queue, id));
-        match self.persist(|store| store.seal(claim))? {
+        let ended_by = self.ended_by;
+        let sealed = self.persist(|store| match ended_by {
+            Some(limit) => store.seal_ended_by(claim, limit),
+            None => store.seal(claim),
+        })?;
+        match sealed {
             Some(true) => {}
             // (Refused by the fence, or sealed by someone else since: not this worker's.)
             Some(false) | None => return Ok(EXIT_INTERRUPTED),

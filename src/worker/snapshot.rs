@@ -5,10 +5,12 @@ use super::selection::hooks_for;
 use super::{Context, Exit, WorkerError};
 use crate::config::Config;
 use crate::domain::Queue;
+use crate::domain::{Limit, Refusal};
 use crate::hooks::{HookRunner, Scope};
 use crate::plugins::Phase;
+use crate::store::Added;
 use crate::store::StoreError;
-use crate::url_rule::{self, Seeds};
+use crate::url_rule::CrawlFilter;
 
 /// Runs snapshot `snapshot_id`; returns the worker's exit code.
 pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, WorkerError> {
@@ -36,44 +38,61 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         hooks.len()
     );
     let (max_depth, depth, crawl_id) = (crawl.max_depth, snapshot.depth, crawl.id);
-    // What its hooks discover passes the URL rule of the crawl's seeds (`url_rule`).
-    let seeds = Seeds::of(&crawl.urls);
+    let max_urls = crawl.rules.limit(Limit::MaxUrls);
+    if let Some(max) = crawl.rules.limit(Limit::SnapshotMaxSize) {
+        let dir = crate::hooks::snapshot_dir(&cx.config.data_dir, crawl_id, snapshot_id);
+        cx.watches.size(Limit::SnapshotMaxSize, dir, max);
+    }
+    // What its hooks discover passes the URL rule of the crawl's seeds and its own rules.
+    let filter = CrawlFilter::new(&crawl.urls, &crawl.rules).map_err(|why| {
+        WorkerError::Setup(format!("crawl {crawl_id}: its rules are invalid: {why}"))
+    })?;
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,
         snapshot: Some(snapshot),
         parent_row: cx.row_id,
+        run_as: cx.run_as.clone(),
     };
     let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
     let next_depth = (depth < max_depth).then_some(depth + 1);
     // The result, its tags and the snapshots it discovered land together or not at all.
-    let record =
-        |cx: &mut Context, runner: &mut HookRunner, exit: Exit| -> Result<(), StoreError> {
-            cx.record_hook(runner, exit, |store, outcome| {
-                store.add_tags(snapshot_id, &outcome.tags)?;
-                let Some(depth) = next_depth else {
-                    return Ok(());
+    let record = |cx: &mut Context,
+                  runner: &mut HookRunner,
+                  exit: Exit|
+     -> Result<(), StoreError> {
+        cx.record_hook(runner, exit, |store, outcome| {
+            store.add_tags(snapshot_id, &outcome.tags)?;
+            let Some(depth) = next_depth else {
+                return Ok(());
+            };
+            for url in &outcome.discovered {
+                let refused = match filter.admit(url) {
+                    Ok(url) => match store.add_snapshot_within(crawl_id, &url, depth, max_urls)? {
+                        Added::New(id) => {
+                            log::info!("discovered {url} (snapshot {id}, depth {depth})");
+                            None
+                        }
+                        Added::Known => None,
+                        Added::Full => {
+                            store.note_limit(crawl_id, Limit::MaxUrls)?;
+                            Some(Refusal::MaxUrls)
+                        }
+                    },
+                    Err(reason) => Some(reason),
                 };
-                for url in &outcome.discovered {
-                    match url_rule::admit(url, seeds) {
-                        Ok(url) => {
-                            if let Some(id) = store.add_snapshot(crawl_id, &url, depth)? {
-                                log::info!("discovered {url} (snapshot {id}, depth {depth})");
-                            }
-                        }
-                        Err(reason) => {
-                            log::info!(
-                                "discovered {}: refused ({reason})",
-                                crate::printable::line(url)
-                            );
-                            store.refuse_url(crawl_id, reason, url)?;
-                        }
-                    }
+                if let Some(reason) = refused {
+                    log::info!(
+                        "discovered {}: refused ({reason})",
+                        crate::printable::line(url)
+                    );
+                    store.refuse_url(crawl_id, reason, url)?;
                 }
-                Ok(())
-            })
-            .map(drop)
-        };
+            }
+            Ok(())
+        })
+        .map(drop)
+    };
     cx.run_foreground(&mut runner, record)?;
     cx.run_scope(&mut runner, record)?;
     cx.drain(|cx, exit| record(cx, &mut runner, exit))?;

@@ -129,7 +129,10 @@ pub const UNPRIVILEGED: u32 = 65534;
 
 impl TestDaemon {
     /// The config every test daemon gets, before `extra` lines.
-    pub const BASE_CONFIG: &'static str = "[control]\nallow_debug_spawn = true\n";
+    /// What every test daemon's config starts with: debug spawn allowed, and — tests run as
+    /// root — hooks run as root by the explicit key (see [`TestDaemon::config_text`]).
+    pub const BASE_CONFIG: &'static str =
+        "[hooks]\nuser = \"root\"\n[control]\nallow_debug_spawn = true\n";
 
     /// Writes a config (debug spawn allowed, plus `extra`) into a fresh temp dir; starts nothing.
     pub fn prepare(extra: &str) -> TestDaemon {
@@ -158,7 +161,7 @@ impl TestDaemon {
             None => extra.to_string(),
         };
         let config = dir.path().join("supervisor.toml");
-        std::fs::write(&config, format!("{}{extra}", Self::BASE_CONFIG)).unwrap();
+        std::fs::write(&config, Self::config_text(&extra)).unwrap();
         // The default plugins dir (empty), for configs that name none.
         std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
         TestDaemon {
@@ -331,7 +334,17 @@ impl TestDaemon {
             Some(server) => with_database(extra, &server.database_url()),
             None => extra.to_string(),
         };
-        std::fs::write(&self.config, format!("{}{extra}", Self::BASE_CONFIG)).unwrap();
+        std::fs::write(&self.config, Self::config_text(&extra)).unwrap();
+    }
+
+    /// [`TestDaemon::BASE_CONFIG`] and `extra`, less its `[hooks]` when `extra` says who hooks
+    /// run as.
+    fn config_text(extra: &str) -> String {
+        let base = match Self::BASE_CONFIG.find("[control]") {
+            Some(control) if extra.contains("[hooks]") => &Self::BASE_CONFIG[control..],
+            _ => Self::BASE_CONFIG,
+        };
+        format!("{base}{extra}")
     }
 
     /// Its PostgreSQL server (a daemon started `on` it).

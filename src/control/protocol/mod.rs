@@ -34,6 +34,9 @@ pub enum Request {
         /// The plugins to run; all enabled ones when absent.
         #[serde(default)]
         plugins: Option<Vec<String>>,
+        /// The crawl's own rules, over the daemon's `[crawl]` defaults.
+        #[serde(default)]
+        rules: crate::domain::CrawlRules,
     },
     /// Tear down a live process of the table and its subtree. `row` or `pid` names it.
     Kill {
@@ -180,6 +183,9 @@ pub struct StatusInfo {
     /// On a shared store (a fleet): every machine registered in it.
     #[serde(default)]
     pub machines: Vec<MachineInfo>,
+    /// Who crawl hooks run as (`hooks.user`), or why no crawl starts.
+    #[serde(default)]
+    pub hooks: String,
 }
 
 /// One machine of a fleet, as `status` shows it.

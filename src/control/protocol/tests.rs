@@ -77,6 +77,11 @@ fn the_decoder_survives_any_bytes() {
             urls: vec!["http://example.com/".into()],
             depth: 1,
             plugins: Some(vec!["title".into()]),
+            rules: crate::domain::CrawlRules {
+                url_denylist: vec![r"\.pdf$".into()],
+                max_urls: Some(10),
+                ..Default::default()
+            },
         },
         Request::Cancel { crawl_id: 3 },
         Request::Retry {

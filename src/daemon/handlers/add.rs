@@ -6,6 +6,7 @@
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
+use crate::domain::CrawlRules;
 use crate::plugins::Catalog;
 use crate::store::StoreError;
 use mio::Token;
@@ -20,6 +21,8 @@ pub(in crate::daemon) struct ParkedAdd {
     urls: Vec<String>,
     depth: u32,
     plugins: Option<Vec<String>>,
+    /// Its rules, over `[crawl]`'s defaults.
+    rules: CrawlRules,
     until: Instant,
 }
 
@@ -29,6 +32,7 @@ pub(super) fn handle(
     urls: Vec<String>,
     depth: u32,
     plugins: Option<Vec<String>>,
+    rules: CrawlRules,
 ) -> Option<Response> {
     if urls.is_empty() {
         return Some(refused(
@@ -46,6 +50,12 @@ pub(super) fn handle(
     {
         return Some(refused(ErrorCode::Malformed, why));
     }
+    if let Some(why) = rules.problem() {
+        return Some(refused(ErrorCode::Malformed, why));
+    }
+    if let Some(why) = &state.hooks_refused {
+        return Some(refused(ErrorCode::NotAllowed, why.clone()));
+    }
     if let Some(names) = &plugins {
         let catalog = Catalog::load(&state.config.plugins_dirs);
         if let Err(unknown) = catalog.check_names(names) {
@@ -57,6 +67,7 @@ pub(super) fn handle(
         urls,
         depth,
         plugins,
+        rules: rules.over(&state.config.crawl.rules()),
         until: Instant::now() + ADD_PATIENCE,
     };
     match try_add(state, &parked) {
@@ -90,7 +101,7 @@ fn try_add(state: &mut State, add: &ParkedAdd) -> Result<i64, StoreError> {
     crate::store::answer_soon();
     state
         .store
-        .add_crawl(&add.urls, add.depth, add.plugins.as_deref())
+        .add_crawl_with(&add.urls, add.depth, add.plugins.as_deref(), &add.rules)
 }
 
 fn answer_of(added: Result<i64, StoreError>, add: &ParkedAdd) -> Response {

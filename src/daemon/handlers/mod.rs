@@ -34,7 +34,8 @@ pub(super) fn handle(
             urls,
             depth,
             plugins,
-        } => add::handle(state, token, urls, depth, plugins),
+            rules,
+        } => add::handle(state, token, urls, depth, plugins, rules),
         Request::Spawn {
             argv,
             cwd,

@@ -40,6 +40,7 @@ pub(super) fn handle(
         env: Vec::new(),
         logs: Logs::InDir(state.config.data_dir.join("logs")),
         limits: Default::default(),
+        run_as: None,
     };
     match supervisor.spawn(
         &mut state.store,

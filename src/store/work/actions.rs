@@ -98,7 +98,7 @@ impl Store {
             }
             tx.execute(
                 "UPDATE snapshots SET status = 'queued', sealed_at = NULL, retry_at = ?2, \
-                 restarts = 0, owner_id = NULL, epoch = epoch + 1 \
+                 ended_by = NULL, restarts = 0, owner_id = NULL, epoch = epoch + 1 \
                  WHERE crawl_id = ?1 AND status = 'sealed' AND (\
                    id IN (SELECT snapshot_id FROM results WHERE crawl_id = ?1 \
                           AND status = 'queued') \
@@ -112,7 +112,8 @@ impl Store {
             )?;
             tx.execute(
                 "UPDATE crawls SET status = 'queued', sealed_at = NULL, outcome = NULL, \
-                 retry_at = ?2, restarts = 0, owner_id = NULL, epoch = epoch + 1 WHERE id = ?1",
+                 ended_by = NULL, retry_at = ?2, restarts = 0, owner_id = NULL, \
+                 epoch = epoch + 1 WHERE id = ?1",
                 &args![crawl_id, now],
             )?;
             Ok(Ok(retried))

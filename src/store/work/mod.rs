@@ -7,14 +7,16 @@
 
 mod actions;
 mod fence;
+mod limits;
 mod queue;
 mod refused;
 mod results;
 
 pub use actions::RetryScope;
+pub use limits::Added;
 pub use refused::RefusedUrls;
 
-use crate::domain::{CrawlOutcome, Queue, ResultStatus, WorkStatus};
+use crate::domain::{CrawlOutcome, CrawlRules, Limit, Queue, ResultStatus, WorkStatus};
 use crate::store::engine::sql::{args, Row, SqlError};
 use crate::store::{now_ms, Store, StoreError};
 use serde::Serialize;
@@ -36,6 +38,10 @@ pub struct Crawl {
     pub restarts: u32,
     /// When an operator paused it (`abxctl pause`), while it is paused.
     pub paused_at: Option<i64>,
+    /// Its rules: allow/deny lists, scope, limits (given at `add`, over `[crawl]`'s defaults).
+    pub rules: CrawlRules,
+    /// The limit that turned URLs away or ended it, if one did.
+    pub ended_by: Option<Limit>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +57,8 @@ pub struct Snapshot {
     pub started_at: Option<i64>,
     pub sealed_at: Option<i64>,
     pub restarts: u32,
+    /// The limit that ended it (`--snapshot-max-size`), if one did.
+    pub ended_by: Option<Limit>,
 }
 
 /// The outcome of one hook for one snapshot (or crawl).
@@ -90,7 +98,7 @@ fn json_column<T: serde::de::DeserializeOwned>(row: &Row, column: usize) -> Resu
 
 impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
-        owner_id, created_at, started_at, sealed_at, restarts, paused_at";
+        owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by";
 
     /// Reads a row selected with [`Crawl::COLUMNS`], by position.
     fn from_row(row: &Row) -> Result<Crawl, SqlError> {
@@ -109,13 +117,15 @@ impl Crawl {
             sealed_at: row.get(10)?,
             restarts: row.get(11)?,
             paused_at: row.get(12)?,
+            rules: json_column(row, 13)?,
+            ended_by: row.get(14)?,
         })
     }
 }
 
 impl Snapshot {
     const COLUMNS: &'static str = "id, crawl_id, url, depth, status, retry_at, owner_id, \
-        created_at, started_at, sealed_at, restarts";
+        created_at, started_at, sealed_at, restarts, ended_by";
 
     /// Reads a row selected with [`Snapshot::COLUMNS`], by position.
     fn from_row(row: &Row) -> Result<Snapshot, SqlError> {
@@ -131,6 +141,7 @@ impl Snapshot {
             started_at: row.get(8)?,
             sealed_at: row.get(9)?,
             restarts: row.get(10)?,
+            ended_by: row.get(11)?,
         })
     }
 }
@@ -169,22 +180,34 @@ pub(in crate::store) fn millis(d: Duration) -> i64 {
 }
 
 impl Store {
-    /// Enqueues a crawl, due now.
+    /// Enqueues a crawl without rules, due now.
     pub fn add_crawl(
         &mut self,
         urls: &[String],
         max_depth: u32,
         plugins: Option<&[String]>,
     ) -> Result<i64, StoreError> {
+        self.add_crawl_with(urls, max_depth, plugins, &CrawlRules::default())
+    }
+
+    /// Enqueues a crawl under `rules` (checked by the caller: `CrawlRules::problem`), due now.
+    pub fn add_crawl_with(
+        &mut self,
+        urls: &[String],
+        max_depth: u32,
+        plugins: Option<&[String]>,
+        rules: &CrawlRules,
+    ) -> Result<i64, StoreError> {
         let urls = serde_json::to_string(urls).expect("strings serialize");
         let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
+        let rules = serde_json::to_string(rules).expect("rules serialize");
         let (due, now) = (self.queue_now(), now_ms());
         self.write(|tx| {
             Ok(tx
                 .query_one(
-                    "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at) \
-                     VALUES (?1, ?2, ?3, 'queued', ?4, ?5) RETURNING id",
-                    &args![urls, max_depth, plugins, due, now],
+                    "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
+                     rules) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6) RETURNING id",
+                    &args![urls, max_depth, plugins, due, now, rules],
                 )?
                 .get(0)?)
         })
@@ -208,14 +231,12 @@ impl Store {
         url: &str,
         depth: u32,
     ) -> Result<Option<i64>, StoreError> {
-        let (due, now) = (self.queue_now(), now_ms());
-        self.write_work(|tx| {
-            Ok(tx.query_value(
-                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at) \
-                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id",
-                &args![crawl_id, url, depth, due, now],
-            )?)
-        })
+        Ok(
+            match self.add_snapshot_within(crawl_id, url, depth, None)? {
+                Added::New(id) => Some(id),
+                Added::Known | Added::Full => None,
+            },
+        )
     }
 
     pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {

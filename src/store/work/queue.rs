@@ -10,7 +10,7 @@
 //! never claimed, requeued or sealed again.
 
 use crate::domain::{Claim, Lease, Queue};
-use crate::store::engine::sql::args;
+use crate::store::engine::sql::{args, Db};
 use crate::store::work::{millis, table};
 use crate::store::{now_ms, Store, StoreError};
 use std::time::Duration;
@@ -182,9 +182,19 @@ impl Store {
     /// Seals a row: its work is done for good — unless it changed hands since `claim`.
     /// Returns whether it did. A store fenced to this claim follows it to its new epoch.
     pub fn seal(&mut self, claim: Claim) -> Result<bool, StoreError> {
+        self.seal_with(claim, |_| Ok(()))
+    }
+
+    /// [`Store::seal`], with what `first` writes in the same transaction (see `limits`).
+    pub(in crate::store) fn seal_with(
+        &mut self,
+        claim: Claim,
+        first: impl FnOnce(&Db) -> Result<(), StoreError>,
+    ) -> Result<bool, StoreError> {
         let table = table(claim.queue);
         let now = now_ms();
         let sealed = self.write_work(|tx| {
+            first(tx)?;
             let changed = tx.execute(
                 &format!(
                     "UPDATE {table} SET status = 'sealed', sealed_at = ?3, epoch = epoch + 1 \

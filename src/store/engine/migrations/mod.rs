@@ -268,6 +268,13 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (crawl_id, reason)
     );
     "#,
+    // 19: a crawl's rules (`domain::CrawlRules`, JSON: its allow/deny lists, scope and limits),
+    // and which limit ended a crawl or a snapshot, if one did.
+    r#"
+    ALTER TABLE crawls ADD COLUMN rules TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE crawls ADD COLUMN ended_by TEXT;
+    ALTER TABLE snapshots ADD COLUMN ended_by TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

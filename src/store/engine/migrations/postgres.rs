@@ -190,6 +190,14 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     );
     "#,
     ),
+    (
+        19,
+        r#"
+    ALTER TABLE crawls ADD COLUMN rules TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE crawls ADD COLUMN ended_by TEXT;
+    ALTER TABLE snapshots ADD COLUMN ended_by TEXT;
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -6,7 +6,7 @@
 
 use super::{found, FromValue, Value};
 use crate::domain::{
-    CrawlOutcome, EndDetail, EndReason, Kind, Queue, Refusal, ResultStatus, Status, Word,
+    CrawlOutcome, EndDetail, EndReason, Kind, Limit, Queue, Refusal, ResultStatus, Status, Word,
     WorkStatus,
 };
 
@@ -56,7 +56,8 @@ stored_as_words!(
     WorkStatus,
     CrawlOutcome,
     ResultStatus,
-    Refusal
+    Refusal,
+    Limit
 );
 
 impl From<&EndDetail> for Value {
@@ -110,5 +111,6 @@ mod tests {
         sql_words_agree::<CrawlOutcome>(&conn);
         sql_words_agree::<ResultStatus>(&conn);
         sql_words_agree::<Refusal>(&conn);
+        sql_words_agree::<Limit>(&conn);
     }
 }

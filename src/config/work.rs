@@ -1,0 +1,65 @@
+//! `[crawl]`: the rules every crawl gets unless `add` gives its own; `[hooks]`: who hooks run as.
+
+use super::bytes;
+use super::file::{duration, duration_text};
+use crate::domain::{CrawlRules, UrlScope};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `[crawl]`: default crawl rules (`abxctl add`'s flags override them, crawl by crawl). A limit
+/// of 0 is no limit.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CrawlDefaults {
+    pub url_allowlist: Vec<String>,
+    pub url_denylist: Vec<String>,
+    pub scope: UrlScope,
+    pub max_urls: u64,
+    #[serde(deserialize_with = "bytes::size", serialize_with = "bytes::size_text")]
+    pub max_size: u64,
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
+    pub timeout: Duration,
+    #[serde(deserialize_with = "bytes::size", serialize_with = "bytes::size_text")]
+    pub snapshot_max_size: u64,
+}
+
+impl Default for CrawlDefaults {
+    fn default() -> Self {
+        CrawlDefaults {
+            url_allowlist: Vec::new(),
+            url_denylist: Vec::new(),
+            scope: UrlScope::Any,
+            max_urls: 0,
+            max_size: 0,
+            timeout: Duration::ZERO,
+            snapshot_max_size: 0,
+        }
+    }
+}
+
+impl CrawlDefaults {
+    /// These defaults as rules (what a crawl given none gets).
+    pub fn rules(&self) -> CrawlRules {
+        CrawlRules {
+            url_allowlist: self.url_allowlist.clone(),
+            url_denylist: self.url_denylist.clone(),
+            scope: Some(self.scope),
+            max_urls: Some(self.max_urls),
+            max_size: Some(self.max_size),
+            timeout: Some(self.timeout.as_secs()),
+            snapshot_max_size: Some(self.snapshot_max_size),
+        }
+        .over(&CrawlRules::default())
+    }
+}
+
+/// `[hooks]`: how hooks are started.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Hooks {
+    /// The user a root abxd runs hooks (and everything under them) as. Unset, a root abxd
+    /// refuses to start a crawl; `"root"` accepts the risk explicitly. Ignored when abxd is not
+    /// root (hooks run as abxd's own user).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}

@@ -1,0 +1,233 @@
+//! Who hooks run as. A hook runs code a crawled page can steer (a browser reading a hostile
+//! page); abxd as root never lets it run as root unless the operator said so.
+//!
+//! Invariants: a root abxd runs crawl hooks — and so everything under them — as `hooks.user`;
+//! with none set it starts no crawl, and says why naming the key; `hooks.user = "root"` is the
+//! one explicit way to run them as root. An abxd that is not root runs hooks as its own user
+//! (it cannot be anyone else). The hook user gets a `HOME` it owns, and owns the directories
+//! of the work it writes (see `own_dirs`); abxd's own files (database, logs, socket) stay abxd's.
+
+use crate::config::Config;
+use nix::unistd::{Gid, Uid, User};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The key that names the user.
+pub const KEY: &str = "hooks.user";
+
+/// An unprivileged user hooks run as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// A `HOME` it can write: its own home directory when it owns one, else
+    /// `<data_dir>/home/<name>` (made by [`HookUser::make_home`]).
+    pub home: PathBuf,
+}
+
+/// Who a crawl's hooks run as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunAs {
+    /// As abxd's own user: abxd is not root — or is, and `hooks.user = "root"` says so.
+    Abxd,
+    /// As this user (abxd is root).
+    User(HookUser),
+}
+
+/// Who crawl hooks run as under `config`, or why no crawl may start.
+pub fn for_crawls(config: &Config) -> Result<RunAs, String> {
+    decide(
+        Uid::effective().is_root(),
+        config.hooks.user.as_deref(),
+        &config.source,
+    )
+    .and_then(|named| match named {
+        None => Ok(RunAs::Abxd),
+        Some(name) => {
+            let user = user(name, &config.data_dir)?;
+            // (The data dir itself abxd opens to it: `HookUser::prepare`.)
+            let above_data = config.data_dir.parent().unwrap_or(Path::new("/"));
+            let reached =
+                std::iter::once(above_data).chain(config.plugins_dirs.iter().map(|d| d.as_path()));
+            match reached.into_iter().find_map(|dir| user.reach_problem(dir)) {
+                Some(why) => Err(why),
+                None => Ok(RunAs::User(user)),
+            }
+        }
+    })
+}
+
+/// The decision apart from the machine: the name of the user to switch to, if any.
+fn decide<'a>(root: bool, user: Option<&'a str>, source: &Path) -> Result<Option<&'a str>, String> {
+    match (root, user) {
+        (false, _) | (true, Some("root")) => Ok(None),
+        (true, Some(name)) => Ok(Some(name)),
+        (true, None) => Err(format!(
+            "abxd runs as root and {KEY} is not set: its hooks — and the browsers under them, \
+             which read hostile pages — would run as root. Set {KEY} in {} to the user they run \
+             as (the packages create `abxd`; `abxd run --hooks-user NAME` for one run), or to \
+             \"root\" to accept the risk",
+            source.display()
+        )),
+    }
+}
+
+fn user(name: &str, data_dir: &Path) -> Result<HookUser, String> {
+    let found = match User::from_name(name) {
+        Ok(Some(found)) => found,
+        Ok(None) => return Err(format!("{KEY}: no user named {name:?}")),
+        Err(err) => return Err(format!("{KEY}: cannot look up user {name:?}: {err}")),
+    };
+    let owns_home = std::fs::metadata(&found.dir)
+        .is_ok_and(|meta| meta.is_dir() && meta.uid() == found.uid.as_raw());
+    let home = if owns_home {
+        found.dir.clone()
+    } else {
+        data_dir.join("home").join(name)
+    };
+    Ok(HookUser {
+        name: name.to_string(),
+        uid: found.uid.as_raw(),
+        gid: found.gid.as_raw(),
+        home,
+    })
+}
+
+impl HookUser {
+    /// Opens the way to its work below `data_dir`: the data dir, its `crawls` and `home` may be
+    /// entered by others (never listed or written: `o+x`), and its `HOME` exists, its own.
+    pub fn prepare(&self, data_dir: &Path) -> std::io::Result<()> {
+        for dir in [data_dir.join("crawls"), data_dir.join("home")] {
+            std::fs::create_dir_all(&dir)?;
+        }
+        for dir in [
+            data_dir.to_path_buf(),
+            data_dir.join("crawls"),
+            data_dir.join("home"),
+        ] {
+            let mode = std::fs::symlink_metadata(&dir)?.mode() & 0o7777;
+            if mode & 0o001 == 0 {
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode | 0o001))?;
+            }
+        }
+        self.make_home()
+    }
+
+    /// Makes its `HOME` where it is missing, owned by it (mode 0700).
+    fn make_home(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        if !self.home.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.home)?;
+        }
+        let meta = std::fs::symlink_metadata(&self.home)?;
+        if meta.uid() != self.uid {
+            self.chown(&self.home)?;
+        }
+        Ok(())
+    }
+
+    /// Gives it the directories from below `above` down to `dir` (a hook's cwd below its crawl
+    /// or snapshot dir), never through a symbolic link.
+    pub fn own_dirs(&self, above: &Path, dir: &Path) -> std::io::Result<()> {
+        let Ok(relative) = dir.strip_prefix(above) else {
+            return Err(std::io::Error::other(format!(
+                "{} is not below {}",
+                dir.display(),
+                above.display()
+            )));
+        };
+        let mut path = above.to_path_buf();
+        for part in relative.components() {
+            path.push(part);
+            self.chown(&path)?;
+        }
+        Ok(())
+    }
+
+    fn chown(&self, path: &Path) -> std::io::Result<()> {
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            path,
+            Some(Uid::from_raw(self.uid)),
+            Some(Gid::from_raw(self.gid)),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(std::io::Error::from)
+    }
+
+    /// What it cannot reach of `path` (a plugins dir, the data dir): the first directory on
+    /// the way it may not enter, by the mode bits (ACLs are not read).
+    pub fn reach_problem(&self, path: &Path) -> Option<String> {
+        let groups = user_groups(&self.name, self.gid);
+        let mut walked = PathBuf::new();
+        for part in path.components() {
+            walked.push(part);
+            let Ok(meta) = std::fs::metadata(&walked) else {
+                return None;
+            };
+            let mode = meta.mode();
+            let bits = if meta.uid() == self.uid {
+                mode >> 6
+            } else if groups.contains(&meta.gid()) {
+                mode >> 3
+            } else {
+                mode
+            };
+            if meta.is_dir() && bits & 0o1 == 0 {
+                return Some(format!(
+                    "user {} cannot enter {} (mode {:04o}, owner uid {}): hooks there cannot \
+                     run as it; put it where {} can read it, or set {KEY} = \"root\"",
+                    self.name,
+                    walked.display(),
+                    mode & 0o7777,
+                    meta.uid(),
+                    self.name
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// The groups of user `name` (its primary one, `gid`, included).
+fn user_groups(name: &str, gid: u32) -> Vec<u32> {
+    let Ok(name) = std::ffi::CString::new(name) else {
+        return vec![gid];
+    };
+    nix::unistd::getgrouplist(&name, Gid::from_raw(gid))
+        .map(|groups| groups.into_iter().map(Gid::as_raw).collect())
+        .unwrap_or_else(|_| vec![gid])
+}
+
+/// How `status` says who hooks run as.
+pub fn describe(config: &Config) -> String {
+    match for_crawls(config) {
+        Ok(RunAs::User(user)) => format!("run as user {} (uid {})", user.name, user.uid),
+        Ok(RunAs::Abxd) if Uid::effective().is_root() => {
+            format!("run as root: {KEY} = \"root\" accepts the risk")
+        }
+        Ok(RunAs::Abxd) => format!("run as abxd's own user (uid {})", Uid::effective()),
+        Err(why) => format!("NO CRAWL STARTS: {why}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_needs_a_hook_user_or_an_explicit_root_and_others_run_hooks_as_themselves() {
+        let source = Path::new("/etc/abxd/supervisor.toml");
+        let why = decide(true, None, source).unwrap_err();
+        assert!(why.contains("hooks.user is not set"), "{why}");
+        assert!(why.contains("/etc/abxd/supervisor.toml"), "{why}");
+        assert_eq!(decide(true, Some("root"), source), Ok(None));
+        assert_eq!(decide(true, Some("abxd"), source), Ok(Some("abxd")));
+        assert_eq!(decide(false, None, source), Ok(None));
+        assert_eq!(decide(false, Some("abxd"), source), Ok(None));
+    }
+}

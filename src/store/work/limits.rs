@@ -1,0 +1,110 @@
+//! A crawl's limits as the queue keeps them: snapshots added only while the crawl has room
+//! (`--max-urls`), which limit ended a crawl or a snapshot, and the seal of work a limit ended.
+//!
+//! Invariants: the room check and the insert are one transaction (on SQLite, where writes are
+//! serial, a crawl never exceeds its `max_urls`; on PostgreSQL two hosts adding at once may each
+//! take the last place); a crawl remembers the first limit that turned something away or ended
+//! it; work a size or time limit ended is sealed with its open results `cancelled`, in the same
+//! transaction — as `abxctl cancel` leaves them.
+
+use crate::domain::{Claim, Limit, Queue};
+use crate::store::engine::sql::args;
+use crate::store::{now_ms, Store, StoreError};
+
+/// What became of a URL given to [`Store::add_snapshot_within`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// A new snapshot, with this id.
+    New(i64),
+    /// The crawl has it already.
+    Known,
+    /// The crawl has its `max_urls` snapshots: not added.
+    Full,
+}
+
+impl Store {
+    /// Adds `url` to crawl `crawl_id` at `depth` unless the crawl has it already or has
+    /// `max_urls` snapshots.
+    pub fn add_snapshot_within(
+        &mut self,
+        crawl_id: i64,
+        url: &str,
+        depth: u32,
+        max_urls: Option<u64>,
+    ) -> Result<Added, StoreError> {
+        let (due, now) = (self.queue_now(), now_ms());
+        let max = max_urls.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        self.write_work(|tx| {
+            let known: Option<i64> = tx.query_value(
+                "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
+                &args![crawl_id, url],
+            )?;
+            if known.is_some() {
+                return Ok(Added::Known);
+            }
+            let count: i64 = tx
+                .query_one(
+                    "SELECT count(*) FROM snapshots WHERE crawl_id = ?1",
+                    &args![crawl_id],
+                )?
+                .get(0)?;
+            if count >= max {
+                return Ok(Added::Full);
+            }
+            let id: Option<i64> = tx.query_value(
+                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at) \
+                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id",
+                &args![crawl_id, url, depth, due, now],
+            )?;
+            Ok(id.map_or(Added::Known, Added::New))
+        })
+    }
+
+    /// Notes that `limit` turned something of crawl `crawl_id` away (unless another limit did
+    /// first): the crawl says so once it seals.
+    pub fn note_limit(&mut self, crawl_id: i64, limit: Limit) -> Result<(), StoreError> {
+        self.write_work(|tx| {
+            tx.execute(
+                "UPDATE crawls SET ended_by = COALESCE(ended_by, ?2) WHERE id = ?1",
+                &args![crawl_id, limit],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Seals the crawl or snapshot of `claim`, ended by `limit`: its open results become
+    /// `cancelled` (for a crawl: with every snapshot it had not sealed, and its outcome is
+    /// `cancelled`), and it names the limit. Returns whether it was sealed (as [`Store::seal`]).
+    pub fn seal_ended_by(&mut self, claim: Claim, limit: Limit) -> Result<bool, StoreError> {
+        let now = now_ms();
+        self.seal_with(claim, |tx| {
+            let (scope, table) = match claim.queue {
+                Queue::Crawls => ("crawl_id", "crawls"),
+                Queue::Snapshots => ("snapshot_id", "snapshots"),
+            };
+            tx.execute(
+                &format!(
+                    "UPDATE results SET status = 'cancelled', ended_at = ?2 \
+                     WHERE {scope} = ?1 AND status IN ('queued', 'started')"
+                ),
+                &args![claim.id, now],
+            )?;
+            if claim.queue == Queue::Crawls {
+                tx.execute(
+                    "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
+                     WHERE crawl_id = ?1 AND status != 'sealed'",
+                    &args![claim.id, now],
+                )?;
+                tx.execute(
+                    "UPDATE crawls SET outcome = 'cancelled' WHERE id = ?1",
+                    &args![claim.id],
+                )?;
+            }
+            tx.execute(
+                &format!("UPDATE {table} SET ended_by = ?2 WHERE id = ?1"),
+                &args![claim.id, limit],
+            )?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,416 @@
+//! A crawl's rules and who its hooks run as, along the operator's path: `abxctl add` with
+//! ArchiveBox's flags (or `[crawl]`'s defaults), hooks that discover links past those rules or
+//! archive without end, and a root abxd that runs hooks as an unprivileged user — or refuses to
+//! start a crawl when none is configured.
+
+mod common;
+
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+/// The unprivileged user the tests create for hooks to run as.
+const HOOK_USER: &str = "abxd-hooktest";
+
+fn rules_config(extra: &str) -> String {
+    format!(
+        "{}{extra}",
+        plugins_config(&[&fixtures().join("rules"), &fixtures().join("plugins")])
+    )
+}
+
+fn shown(daemon: &TestDaemon, crawl: i64) -> serde_json::Value {
+    serde_json::from_str(&daemon.ctl_ok(&["show", "--json", &crawl.to_string()])).unwrap()
+}
+
+fn snapshot_urls(daemon: &TestDaemon, crawl: i64) -> Vec<String> {
+    let mut urls: Vec<String> = (daemon.store().snapshots(crawl).unwrap())
+        .into_iter()
+        .map(|s| s.url)
+        .collect();
+    urls.sort();
+    urls
+}
+
+#[test]
+fn discovered_urls_follow_the_crawls_lists_and_scope_and_each_refusal_is_counted_by_reason() {
+    let daemon = TestDaemon::start_with(&rules_config(""));
+    let crawl = daemon.add(&[
+        "http://127.0.0.1:9/",
+        "--plugins",
+        "links",
+        "--depth",
+        "1",
+        "--url-allowlist",
+        "/docs/",
+        "--url-denylist",
+        r"\.pdf$",
+        "--scope",
+        "host",
+    ]);
+    daemon.wait_sealed(crawl, WAIT);
+    assert_eq!(
+        snapshot_urls(&daemon, crawl),
+        [
+            "http://127.0.0.1:9/",
+            "http://127.0.0.1:9/docs/a.html",
+            "http://127.0.0.1:9/docs/e.html",
+            "http://127.0.0.1:9/docs/f.html",
+        ]
+    );
+    let shown = shown(&daemon, crawl);
+    let refused = &shown["crawl"]["refused"];
+    assert_eq!(
+        refused["denylist"]["first"][0],
+        "http://127.0.0.1:9/docs/b.pdf"
+    );
+    assert_eq!(
+        refused["allowlist"]["first"][0],
+        "http://127.0.0.1:9/blog/c.html"
+    );
+    assert_eq!(
+        refused["scope"]["first"][0],
+        "http://other.localhost:9/docs/d.html"
+    );
+    for reason in ["denylist", "allowlist", "scope"] {
+        assert_eq!(refused[reason]["count"], 1, "{reason}: {refused}");
+    }
+    // The crawl keeps its rules, and shows them.
+    assert_eq!(shown["crawl"]["rules"]["scope"], "host", "{shown}");
+    assert_eq!(shown["crawl"]["rules"]["url_denylist"][0], r"\.pdf$");
+    let text = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(
+        text.contains("refused: 1 denylist: http://127.0.0.1:9/docs/b.pdf"),
+        "{text}"
+    );
+    assert!(text.contains("scope host"), "{text}");
+}
+
+#[test]
+fn max_urls_caps_the_snapshots_by_flag_or_by_crawl_default_and_the_crawl_says_so() {
+    let daemon = TestDaemon::start_with(&rules_config("[crawl]\nmax_urls = 3\n"));
+    let by_default = daemon.add(&["http://127.0.0.1:9/", "--plugins", "links", "--depth", "1"]);
+    let lifted = daemon.add(&[
+        "http://127.0.0.1:9/",
+        "--plugins",
+        "links",
+        "--depth",
+        "1",
+        "--max-urls",
+        "0",
+    ]);
+    daemon.wait_sealed(by_default, WAIT);
+    daemon.wait_sealed(lifted, WAIT);
+    let capped = daemon.store().crawl(by_default).unwrap().unwrap();
+    assert_eq!(daemon.store().snapshots(by_default).unwrap().len(), 3);
+    assert_eq!(capped.outcome.unwrap().as_str(), "finished");
+    assert_eq!(capped.ended_by.map(|l| l.as_str()), Some("max_urls"));
+    // Four of the six links were past the cap: turned away, counted, never silently.
+    let refused = &shown(&daemon, by_default)["crawl"]["refused"];
+    assert_eq!(refused["max_urls"]["count"], 4, "{refused}");
+    let text = daemon.ctl_ok(&["show", &by_default.to_string()]);
+    assert!(text.contains("ended by max_urls"), "{text}");
+    // An explicit 0 lifts the default: the seed and its six links.
+    assert_eq!(daemon.store().snapshots(lifted).unwrap().len(), 7);
+    let lifted = daemon.store().crawl(lifted).unwrap().unwrap();
+    assert_eq!(lifted.ended_by, None);
+}
+
+#[test]
+fn a_snapshot_past_its_max_size_is_torn_down_and_sealed_saying_so_and_the_crawl_goes_on() {
+    let daemon = TestDaemon::start_with(&rules_config(""));
+    let crawl = daemon.add(&[
+        "http://127.0.0.1:9/",
+        "--plugins",
+        "grows,ok",
+        "--snapshot-max-size",
+        "1M",
+    ]);
+    daemon.wait_sealed(crawl, WAIT);
+    let store = daemon.store();
+    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    assert_eq!(
+        snapshot.ended_by.map(|l| l.as_str()),
+        Some("snapshot_max_size")
+    );
+    let statuses: Vec<(String, String)> = (store.results(crawl).unwrap())
+        .into_iter()
+        .map(|r| (r.plugin, r.status.to_string()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("grows".to_string(), "cancelled".to_string()),
+            ("ok".to_string(), "cancelled".to_string())
+        ]
+    );
+    let crawl_row = store.crawl(crawl).unwrap().unwrap();
+    assert_eq!(crawl_row.outcome.unwrap().as_str(), "finished");
+    assert_eq!(crawl_row.ended_by, None);
+    let text = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(text.contains("ended by snapshot_max_size"), "{text}");
+}
+
+#[test]
+fn a_crawl_past_its_max_size_or_its_timeout_is_cancelled_saying_which_limit_and_nothing_runs_on() {
+    let daemon = TestDaemon::start_with(&rules_config(""));
+    let sized = daemon.add(&[
+        "http://127.0.0.1:9/size",
+        "--plugins",
+        "grows",
+        "--crawl-max-size",
+        "1M",
+    ]);
+    let timed = daemon.add(&[
+        "http://127.0.0.1:9/time",
+        "--plugins",
+        "grows",
+        "--max-size",
+        "0",
+        "--timeout",
+        "2s",
+    ]);
+    // (`wait_sealed` also waits until no process of the crawl is live.)
+    daemon.wait_sealed(sized, WAIT);
+    daemon.wait_sealed(timed, WAIT);
+    for (crawl, limit) in [(sized, "max_size"), (timed, "timeout")] {
+        let store = daemon.store();
+        let row = store.crawl(crawl).unwrap().unwrap();
+        assert_eq!(row.outcome.unwrap().as_str(), "cancelled", "{limit}");
+        assert_eq!(row.ended_by.map(|l| l.as_str()), Some(limit));
+        let results = store.results(crawl).unwrap();
+        assert!(
+            results.iter().all(|r| r.status.as_str() == "cancelled"),
+            "{limit}: {results:?}"
+        );
+        assert!(
+            store
+                .snapshots(crawl)
+                .unwrap()
+                .iter()
+                .all(|s| s.status.as_str() == "sealed"),
+            "{limit}"
+        );
+        let text = daemon.ctl_ok(&["show", &crawl.to_string()]);
+        assert!(text.contains(&format!("ended by {limit}")), "{text}");
+        let json = shown(&daemon, crawl);
+        assert_eq!(json["crawl"]["ended_by"], limit, "{json}");
+    }
+}
+
+#[test]
+fn invalid_rules_are_refused_at_add_naming_the_flag_and_nothing_is_queued() {
+    let daemon = TestDaemon::start_with(&rules_config(""));
+    for (args, flag) in [
+        (&["--url-denylist", "(unclosed"][..], "--url-denylist"),
+        (&["--url-allowlist", "[z-a]"][..], "--url-allowlist"),
+        (&["--max-size=-5"][..], "--max-size"),
+        (&["--snapshot-max-size", "lots"][..], "--snapshot-max-size"),
+        (&["--timeout", "soon"][..], "--timeout"),
+        (&["--max-urls=-1"][..], "--max-urls"),
+        (&["--scope", "street"][..], "--scope"),
+    ] {
+        let mut all = vec!["add", "http://127.0.0.1:9/"];
+        all.extend_from_slice(args);
+        let output = daemon.ctl(&all);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+    // Through the socket (another client than abxctl), refused the same way.
+    let mut stream =
+        std::os::unix::net::UnixStream::connect(daemon.data_dir().join("abxd.sock")).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    stream
+        .write_all(
+            b"{\"version\":1,\"request\":{\"type\":\"add\",\"urls\":[\"http://127.0.0.1:9/\"],\
+              \"rules\":{\"url_denylist\":[\"(unclosed\"]}}}\n",
+        )
+        .unwrap();
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer).unwrap();
+    assert!(
+        answer.contains("--url-denylist") && answer.contains("(unclosed"),
+        "{answer}"
+    );
+    assert!(daemon.store().crawls().unwrap().is_empty());
+    // And in `[crawl]`, by its key.
+    daemon.write_config(&rules_config("[crawl]\nurl_denylist = [\"(\"]\n"));
+    let output = daemon.abxd_command(&["check-config"]).output().unwrap();
+    assert!(!output.status.success());
+    let said = daemon.log();
+    assert!(said.contains("crawl.url_denylist"), "{said}");
+}
+
+/// Creates [`HOOK_USER`] unless it exists (tests never remove it: another may be using it).
+fn hook_user() -> nix::unistd::User {
+    if nix::unistd::User::from_name(HOOK_USER).unwrap().is_none() {
+        let status = std::process::Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+            ])
+            .arg(HOOK_USER)
+            .status()
+            .expect("useradd");
+        // (Two tests may race to create it: either made it.)
+        assert!(
+            status.success() || nix::unistd::User::from_name(HOOK_USER).unwrap().is_some(),
+            "useradd {HOOK_USER}: {status}"
+        );
+    }
+    nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap()
+}
+
+/// A daemon (root, as every test daemon) whose hooks run as [`HOOK_USER`], its plugins copied
+/// into its own dir, which the user may enter (temp dirs are 0700).
+fn daemon_with_hook_user() -> TestDaemon {
+    let daemon = TestDaemon::prepare(&format!("[hooks]\nuser = \"{HOOK_USER}\"\n"));
+    let plugins = daemon.path("plugins");
+    copy_dir(&fixtures().join("rules/whoami"), &plugins.join("whoami"));
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    daemon
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+/// What the whoami hook of crawl `crawl` said, and its dir.
+fn whoami(daemon: &TestDaemon, crawl: i64) -> (String, std::path::PathBuf) {
+    let store = daemon.store();
+    let result = &store.results(crawl).unwrap()[0];
+    assert_eq!(
+        result.status.as_str(),
+        "succeeded",
+        "{result:?}\n{}",
+        daemon.log()
+    );
+    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{}/whoami", snapshot.id));
+    (result.output.clone().unwrap(), dir)
+}
+
+#[test]
+fn a_root_abxd_runs_hooks_and_their_children_as_the_hook_user_with_a_home_it_can_write() {
+    let user = hook_user();
+    let mut daemon = daemon_with_hook_user();
+    daemon.launch();
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(
+        status.contains(&format!("hooks:    run as user {HOOK_USER}")),
+        "{status}"
+    );
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "whoami"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let (said, dir) = whoami(&daemon, crawl);
+    let home = daemon.data_dir().join("home").join(HOOK_USER);
+    assert_eq!(
+        said,
+        format!(
+            "uid={uid} gid={gid} groups={gid} home={} writable user={HOOK_USER}",
+            home.display(),
+            uid = user.uid,
+            gid = user.gid
+        ),
+        "no root, no supplementary group of abxd's"
+    );
+    // What it wrote is its user's; so is what its child did.
+    assert_eq!(
+        std::fs::metadata(dir.join("here.txt")).unwrap().uid(),
+        user.uid.as_raw()
+    );
+    let child = std::fs::read_to_string(dir.join("child-uid.txt")).unwrap();
+    assert_eq!(child.trim(), user.uid.to_string());
+    // abxd's own files stay abxd's.
+    assert_eq!(std::fs::metadata(daemon.database()).unwrap().uid(), 0);
+}
+
+#[test]
+fn abxd_run_as_root_runs_its_hooks_as_the_user_it_is_given() {
+    let user = hook_user();
+    let daemon = daemon_with_hook_user();
+    // (`abxd run`'s flag, over a config that names none.)
+    daemon.write_config("[hooks]\n");
+    std::fs::write(daemon.path("site.html"), "<title>x</title>").unwrap();
+    let output = daemon
+        .abxd_command(&[
+            "run",
+            "--hooks-user",
+            HOOK_USER,
+            "--plugins",
+            "whoami",
+            daemon.path("site.html").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        daemon.log()
+    );
+    let (said, _) = whoami(&daemon, 1);
+    assert!(said.starts_with(&format!("uid={} ", user.uid)), "{said}");
+}
+
+#[test]
+fn a_root_abxd_with_no_hook_user_starts_no_crawl_and_says_which_key() {
+    let mut daemon = TestDaemon::prepare(&rules_config("[hooks]\n"));
+    // `abxd run` refuses before anything runs.
+    let output = daemon
+        .abxd_command(&["run", "--plugins", "ok", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = daemon.log();
+    assert!(said.contains("hooks.user is not set"), "{said}");
+    assert!(common::tagged_pids(&daemon.tag).is_empty());
+    // The daemon runs (ps, status), says why no crawl starts, and refuses to queue one.
+    daemon.launch();
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(
+        status.contains("NO CRAWL STARTS") && status.contains("hooks.user"),
+        "{status}"
+    );
+    let output = daemon.ctl(&["add", "--plugins", "ok", "http://127.0.0.1:9/"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("hooks.user is not set"), "{stderr}");
+    assert!(stderr.contains("\"root\" to accept the risk"), "{stderr}");
+    assert!(daemon.store().crawls().unwrap().is_empty());
+    // `hooks.user = "root"` is the explicit way; a reload applies it and the crawl runs.
+    daemon.write_config(&rules_config("[hooks]\nuser = \"root\"\n"));
+    daemon.signal(nix::sys::signal::Signal::SIGHUP);
+    wait_until("the reload to apply hooks.user", WAIT, || {
+        daemon
+            .ctl_ok(&["status"])
+            .contains("run as root")
+            .then_some(())
+    });
+    let crawl = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, WAIT);
+}
+
+#[test]
+fn a_hook_user_who_cannot_reach_the_plugins_starts_no_crawl_naming_the_directory() {
+    hook_user();
+    let mut daemon = TestDaemon::prepare(&format!("[hooks]\nuser = \"{HOOK_USER}\"\n"));
+    // The dir that holds the plugins and the data dir is root's alone.
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    daemon.launch();
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("NO CRAWL STARTS"), "{status}");
+    assert!(
+        status.contains(&format!("cannot enter {}", daemon.dir.path().display())),
+        "{status}"
+    );
+}

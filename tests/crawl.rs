@@ -188,7 +188,7 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
             .unwrap();
         for line in [
             format!(
-                "argv=--url=http://127.0.0.1:9/page --snapshot-id={} --crawl-id={crawl}",
+                "argv=--url=http://127.0.0.1:9/page --snapshot-id={} --depth=0",
                 snapshot.id
             ),
             format!("cwd={}", snapshot_dir.join("envcheck").display()),

@@ -330,15 +330,23 @@ impl HookRunner {
         let Some(run) = self.running.get(&row_id) else {
             return Ok(None);
         };
-        let (outcome, reason) = if self.stopped_at_end.contains(&row_id) && polite_exit(outcome) {
+        let stopped_at_end = self.stopped_at_end.contains(&row_id);
+        let (outcome, reason) = if stopped_at_end && polite_exit(outcome) {
             // abx-dl: a background hook that exits from the scope-end SIGTERM completed its
             // intended lifecycle.
             (ExitOutcome::Code(0), EndReason::Exited)
         } else {
             (outcome, reason)
         };
-        let timeout = run.prepared.timeout;
-        let mut result = interpret(&run.stdout, &run.stderr, outcome, reason, timeout);
+        let ending = result::Ending {
+            outcome,
+            reason,
+            timeout: run.prepared.timeout,
+            // (Killed, and not by its own scope's end: an operator's `abxctl kill`.)
+            stopped: reason == EndReason::Killed && !stopped_at_end,
+            crawl_hook: self.scope.snapshot.is_none(),
+        };
+        let mut result = interpret(&run.stdout, &run.stderr, &ending);
         if let Some(overridden) = ended_by_its_limits(store, row_id, outcome) {
             result = overridden;
         }

@@ -86,14 +86,16 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         hook.path.display().to_string(),
         format!("--url={}", scope.url()),
     ];
+    // abx-dl 1.13: a snapshot hook gets its snapshot and depth; a crawl hook its URL alone.
     if let Some(snapshot) = &scope.snapshot {
         argv.push(format!("--snapshot-id={}", snapshot.id));
+        argv.push(format!("--depth={}", snapshot.depth));
     }
-    argv.push(format!("--crawl-id={}", scope.crawl.id));
 
     let extra_context = serde_json::json!({
         "crawl_id": scope.crawl.id,
         "snapshot_id": scope.snapshot_id(),
+        // (1.13 hooks read `--depth`; 1.12 ones read this.)
         "snapshot_depth": scope.snapshot.as_ref().map(|s| s.depth),
         "plugin": hook.plugin,
         "hook_name": hook.stem,

@@ -40,32 +40,48 @@ pub fn failed(why: &str) -> Outcome {
     }
 }
 
-/// Derives a result from how the hook ended and what it printed (the hook contract,
-/// `abxd-hooks(7)`; abx-dl's `archive_result_service`): an `ArchiveResult` record's status wins,
-/// whatever the exit (the last record, if several); without one, exit 0 = noresults, 10 =
-/// skipped, anything else = failed. A record with a status abxd does not know is the hook's
-/// failure, naming it. abxd is stricter than abx-dl in one place: a foreground hook stopped at
-/// its deadline failed (reason timeout), whatever it recorded before.
-pub fn interpret(
-    stdout: &Path,
-    stderr: &Path,
-    outcome: ExitOutcome,
-    reason: EndReason,
-    timeout: Duration,
-) -> Outcome {
+/// How a hook run ended, as [`interpret`] needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ending {
+    pub outcome: ExitOutcome,
+    pub reason: EndReason,
+    /// Its deadline (for a timeout's words).
+    pub timeout: Duration,
+    /// Stopped by an operator (`abxctl kill`), not by its deadline nor at its scope's end.
+    pub stopped: bool,
+    /// A crawl hook (`on_Crawl*`, `on_CrawlSetup*`): it prints no result record.
+    pub crawl_hook: bool,
+}
+
+/// Derives a result from how the hook ended and what it printed (the hook contract of abx-dl
+/// 1.13, `abxd-hooks(7)`; its `archive_result_service`):
+///
+/// - stopped at its deadline: failed (timeout); stopped by an operator: cancelled;
+/// - exit 0: the status of its `ArchiveResult` record (the last, if several), else `noresults`
+///   — or, for a crawl hook, which prints none, `succeeded`;
+/// - exit 10: skipped; any other exit (or a signal): failed — overriding a record it printed,
+///   whose output text is kept.
+///
+/// A record with a status abxd does not know is the hook's failure, naming it.
+pub fn interpret(stdout: &Path, stderr: &Path, ending: &Ending) -> Outcome {
     let printed = scan_stdout(stdout);
     let last_line = printed.last_text.clone().or_else(|| last_line_of(stderr));
     let recorded_output = printed.output.clone().or(last_line);
-    let (status, output) = match (reason, outcome, &printed.status) {
+    let with_output = |what: String| match &recorded_output {
+        Some(output) => format!("{what}: {output}"),
+        None => what,
+    };
+    let (status, output) = match (ending.reason, ending.outcome, &printed.status) {
         (EndReason::Timeout, ..) => (
             ResultStatus::Failed,
             Some(format!(
                 "timeout: still running after {}",
-                humantime::format_duration(timeout)
+                humantime::format_duration(ending.timeout)
             )),
         ),
-        (_, _, Some(Ok(status))) => (*status, recorded_output),
-        (_, _, Some(Err(unknown))) => (
+        _ if ending.stopped => (ResultStatus::Cancelled, recorded_output),
+        (_, ExitOutcome::Code(0), Some(Ok(status))) => (*status, recorded_output),
+        (_, ExitOutcome::Code(0), Some(Err(unknown))) => (
             ResultStatus::Failed,
             Some(format!(
                 "unknown status {unknown:?} in its ArchiveResult record{}",
@@ -74,30 +90,35 @@ pub fn interpret(
                     .unwrap_or_default()
             )),
         ),
+        (_, ExitOutcome::Code(0), None) if ending.crawl_hook => {
+            (ResultStatus::Succeeded, recorded_output)
+        }
         (_, ExitOutcome::Code(0), None) => (ResultStatus::NoResults, recorded_output),
-        (_, ExitOutcome::Code(EXIT_SKIPPED), None) => (ResultStatus::Skipped, recorded_output),
-        (_, ExitOutcome::Code(code), None) => match missing_binary(stderr) {
+        (_, ExitOutcome::Code(EXIT_SKIPPED), _) => (ResultStatus::Skipped, recorded_output),
+        (_, ExitOutcome::Code(code), record) => match missing_binary(stderr) {
             // The hook's shebang (abxpkg) found a binary its plugin needs missing.
-            Some(binary) => (
+            Some(binary) if record.is_none() => (
                 ResultStatus::Skipped,
                 Some(format!(
                     "binary {binary} is missing (abxd install provisions what plugins declare)"
                 )),
             ),
-            None => (
+            _ => (
                 ResultStatus::Failed,
-                Some(recorded_output.unwrap_or_else(|| format!("exited with code {code}"))),
+                Some(match (&printed.output, record) {
+                    (Some(_), Some(_)) => with_output(format!("exited with code {code}")),
+                    _ => recorded_output
+                        .clone()
+                        .unwrap_or_else(|| format!("exited with code {code}")),
+                }),
             ),
         },
-        (_, ExitOutcome::Signal(signal), None) => (
+        (_, ExitOutcome::Signal(signal), _) => (
             ResultStatus::Failed,
-            Some(format!(
-                "killed by {}{}",
-                crate::signal::name_of_raw(signal),
-                recorded_output
-                    .map(|o| format!(": {o}"))
-                    .unwrap_or_default()
-            )),
+            Some(with_output(format!(
+                "killed by {}",
+                crate::signal::name_of_raw(signal)
+            ))),
         ),
     };
     // Records that could not be used are reported with the output, not silently dropped.
@@ -262,7 +283,75 @@ mod tests {
         let (out, err) = (dir.path().join("out"), dir.path().join("err"));
         std::fs::write(&out, stdout).unwrap();
         std::fs::write(&err, stderr).unwrap();
-        interpret(&out, &err, outcome, reason, Duration::from_secs(3))
+        interpret(&out, &err, &ending(outcome, reason))
+    }
+
+    fn ending(outcome: ExitOutcome, reason: EndReason) -> Ending {
+        Ending {
+            outcome,
+            reason,
+            timeout: Duration::from_secs(3),
+            stopped: false,
+            crawl_hook: false,
+        }
+    }
+
+    fn run_ending(stdout: &str, ending: Ending) -> Outcome {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        std::fs::write(&out, stdout).unwrap();
+        std::fs::write(&err, "").unwrap();
+        interpret(&out, &err, &ending)
+    }
+
+    #[test]
+    fn a_failed_exit_overrides_the_record_printed_before_and_keeps_its_words() {
+        let stdout =
+            "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"got it\"}\n";
+        let crashed = run(stdout, "", ExitOutcome::Code(1), EndReason::Exited);
+        assert_eq!(crashed.status, ResultStatus::Failed);
+        assert_eq!(
+            crashed.output.as_deref(),
+            Some("exited with code 1: got it")
+        );
+        let skipped = run(
+            stdout,
+            "",
+            ExitOutcome::Code(EXIT_SKIPPED),
+            EndReason::Exited,
+        );
+        assert_eq!(skipped.status, ResultStatus::Skipped);
+        assert_eq!(skipped.output.as_deref(), Some("got it"));
+        let killed = run(stdout, "", ExitOutcome::Signal(11), EndReason::Exited);
+        assert_eq!(killed.status, ResultStatus::Failed);
+        assert_eq!(killed.output.as_deref(), Some("killed by SIGSEGV: got it"));
+    }
+
+    #[test]
+    fn a_hook_an_operator_stopped_is_cancelled_whatever_it_printed() {
+        let stdout =
+            "{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"half\"}\n";
+        let stopped = Ending {
+            stopped: true,
+            ..ending(ExitOutcome::Code(130), EndReason::Killed)
+        };
+        let outcome = run_ending(stdout, stopped);
+        assert_eq!(outcome.status, ResultStatus::Cancelled);
+        assert_eq!(outcome.output.as_deref(), Some("half"));
+    }
+
+    #[test]
+    fn a_crawl_hook_prints_no_record_and_its_exit_is_its_status() {
+        let crawl_hook = |code| Ending {
+            crawl_hook: true,
+            ..ending(ExitOutcome::Code(code), EndReason::Exited)
+        };
+        assert_eq!(
+            run_ending("", crawl_hook(0)).status,
+            ResultStatus::Succeeded
+        );
+        assert_eq!(run_ending("", crawl_hook(10)).status, ResultStatus::Skipped);
+        assert_eq!(run_ending("", crawl_hook(2)).status, ResultStatus::Failed);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub struct Property {
     pub fallback: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Manifest {
     #[serde(default)]
     pub properties: BTreeMap<String, Property>,
@@ -35,6 +35,26 @@ pub struct Manifest {
     /// The runtimes the plugin is for (`archivebox`, `abx-dl`); every runtime when empty.
     #[serde(default, rename = "x-runtimes")]
     pub runtimes: Vec<String>,
+    /// Whether a crawl that names no plugins runs it (abx-dl 1.13's `x-auto-run`; a plugin with
+    /// `false` runs only when named, or required by one that runs).
+    #[serde(default = "runs_by_default", rename = "x-auto-run")]
+    pub auto_run: bool,
+}
+
+fn runs_by_default() -> bool {
+    true
+}
+
+impl Default for Manifest {
+    fn default() -> Self {
+        Manifest {
+            properties: BTreeMap::new(),
+            required_plugins: Vec::new(),
+            required_binaries: Vec::new(),
+            runtimes: Vec::new(),
+            auto_run: true,
+        }
+    }
 }
 
 impl Manifest {

@@ -1,7 +1,7 @@
 //! Plugins: the plugin folders of the plugins dirs, their hooks and manifests (the catalog), which
 //! of them a crawl runs (the selection), and each plugin's resolved config (`env`).
 //!
-//! The contract is abx-dl 1.12.183's (`abxd-hooks(7)`): a plugin is a folder (not hidden, not starting
+//! The contract is abx-dl's (`abxd-hooks(7)`): a plugin is a folder (not hidden, not starting
 //! with `_`) with an optional `config.json` and executable hooks named by the rule of `name`.
 //! `CrawlSetup` and `Crawl` hooks run once per crawl, `Snapshot` hooks per snapshot, each phase
 //! in (NN, stem) order across its plugins; other events (`Install`, `Binary`, …) are listed, not
@@ -14,6 +14,9 @@ pub mod env;
 pub mod install;
 pub mod manifest;
 pub mod name;
+mod selection;
+
+pub use selection::UnknownPlugins;
 
 use crate::config::{Config, ConfigError};
 use manifest::Manifest;
@@ -93,22 +96,6 @@ pub struct Plugin {
 pub struct Catalog {
     pub plugins: BTreeMap<String, Plugin>,
     pub rejected: Vec<Rejected>,
-}
-
-/// A crawl's plugin list names plugins that do not exist.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no plugin named {}; {}", .unknown.join(", "), known_list(.known))]
-pub struct UnknownPlugins {
-    pub unknown: Vec<String>,
-    pub known: Vec<String>,
-}
-
-fn known_list(known: &[String]) -> String {
-    if known.is_empty() {
-        "the plugins dirs hold no plugin".into()
-    } else {
-        format!("plugins: {}", known.join(", "))
-    }
 }
 
 impl Catalog {
@@ -214,80 +201,6 @@ impl Catalog {
     /// The names of plugins that exist, sorted.
     pub fn names(&self) -> Vec<String> {
         self.plugins.keys().cloned().collect()
-    }
-
-    /// Checks that every name of a plugin list exists.
-    pub fn check_names(&self, names: &[String]) -> Result<(), UnknownPlugins> {
-        let unknown: Vec<String> = names
-            .iter()
-            .filter(|n| !self.plugins.contains_key(n.as_str()))
-            .cloned()
-            .collect();
-        if unknown.is_empty() {
-            Ok(())
-        } else {
-            Err(UnknownPlugins {
-                unknown,
-                known: self.names(),
-            })
-        }
-    }
-
-    /// The plugins a crawl runs: those of its list (every plugin when it has none) that are
-    /// enabled, with the plugins they require, transitively. A plugin whose required plugin is
-    /// disabled or missing does not run (as in abx-dl), with a warning.
-    pub fn select(
-        &self,
-        config: &Config,
-        crawl_plugins: Option<&[String]>,
-    ) -> Result<BTreeSet<String>, UnknownPlugins> {
-        if let Some(names) = crawl_plugins {
-            self.check_names(names)?;
-        }
-        let enabled = |name: &str| {
-            self.plugins
-                .get(name)
-                .is_some_and(|p| env::enabled(p, self, config))
-        };
-        let wanted: Vec<String> = match crawl_plugins {
-            Some(names) => names.to_vec(),
-            None => self.names(),
-        };
-        let mut selected = BTreeSet::new();
-        let mut queue: Vec<String> = wanted.into_iter().filter(|n| enabled(n)).collect();
-        while let Some(name) = queue.pop() {
-            if !selected.insert(name.clone()) {
-                continue;
-            }
-            for required in &self.plugins[&name].manifest.required_plugins {
-                if enabled(required) {
-                    queue.push(required.clone());
-                }
-            }
-        }
-        // Drop plugins whose requirements are missing or disabled, until none is left.
-        loop {
-            let blocked: Vec<String> = selected
-                .iter()
-                .filter(|name| {
-                    self.plugins[name.as_str()]
-                        .manifest
-                        .required_plugins
-                        .iter()
-                        .any(|r| !selected.contains(r))
-                })
-                .cloned()
-                .collect();
-            if blocked.is_empty() {
-                return Ok(selected);
-            }
-            for name in blocked {
-                log::warn!(
-                    "plugin {name} does not run: a plugin it requires is missing or disabled"
-                );
-                selected.remove(&name);
-            }
-        }
     }
 
     /// The hooks of `phase` of the selected plugins, in run order: (NN, stem) across plugins.

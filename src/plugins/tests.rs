@@ -98,6 +98,33 @@ fn required_plugins_come_along_and_a_disabled_requirement_blocks() {
 }
 
 #[test]
+fn a_plugin_that_does_not_auto_run_runs_only_when_named_or_required() {
+    let dir = plugins_dir(&[
+        (
+            "claudecode",
+            r#"{"x-auto-run":false}"#,
+            &["on_Snapshot__80_claude.py"],
+        ),
+        (
+            "extract",
+            r#"{"x-auto-run":false,"required_plugins":["claudecode"]}"#,
+            &["on_Snapshot__81_extract.py"],
+        ),
+        ("title", "", &["on_Snapshot__54_title.js"]),
+    ]);
+    let catalog = Catalog::load(&[dir.path().to_path_buf()]);
+    let by_default = catalog.select(&config(""), None).unwrap();
+    assert_eq!(by_default, BTreeSet::from(["title".into()]));
+    let named = catalog
+        .select(&config(""), Some(&["extract".to_string()]))
+        .unwrap();
+    assert_eq!(
+        named,
+        BTreeSet::from(["claudecode".into(), "extract".into()])
+    );
+}
+
+#[test]
 fn an_unknown_plugin_is_named_with_what_exists() {
     let dir = plugins_dir(&[("title", "", &["on_Snapshot__54_title.js"])]);
     let catalog = Catalog::load(&[dir.path().to_path_buf()]);

@@ -4,8 +4,8 @@
 //! Invariants: a root abxd runs crawl hooks — and so everything under them — as `hooks.user`;
 //! with none set it starts no crawl, and says why naming the key; `hooks.user = "root"` is the
 //! one explicit way to run them as root. An abxd that is not root runs hooks as its own user
-//! (it cannot be anyone else). The hook user gets a `HOME` it owns, and owns the directories
-//! of the work it writes (see `own_dirs`); abxd's own files (database, logs, socket) stay abxd's.
+//! (it cannot be anyone else). The hook user gets a `HOME` and a default `TMP_DIR` it owns, and
+//! owns the directories of the work it writes (see `own_dirs`); abxd's own files (database, logs, socket) stay abxd's.
 
 use crate::config::Config;
 use nix::unistd::{Gid, Uid, User};
@@ -100,6 +100,12 @@ impl HookUser {
     pub fn prepare(&self, data_dir: &Path) -> std::io::Result<()> {
         for dir in [data_dir.join("crawls"), data_dir.join("home")] {
             std::fs::create_dir_all(&dir)?;
+        }
+        // The default TMP_DIR of its hooks (browser profiles, runtime files) is its own.
+        let tmp = data_dir.join("tmp");
+        std::fs::create_dir_all(&tmp)?;
+        if std::fs::symlink_metadata(&tmp)?.uid() != self.uid {
+            self.chown(&tmp)?;
         }
         for dir in [
             data_dir.to_path_buf(),

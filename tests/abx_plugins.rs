@@ -581,7 +581,7 @@ fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
 }
 
 #[test]
-fn a_plugin_runs_only_once_its_declared_binaries_are_provisioned() {
+fn a_plugins_binaries_are_found_on_the_path_or_installed_when_a_crawl_needs_them() {
     let Some(tools) = Tools::find() else {
         return;
     };
@@ -604,26 +604,77 @@ fn a_plugin_runs_only_once_its_declared_binaries_are_provisioned() {
         std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
     }
-    let mut daemon = common::TestDaemon::prepare(&common::plugins_config(&[plugins.path()]));
-    daemon.launch_with_env(&[("PATH", &tools.path())]);
-    let status_of = |crawl: i64, plugin: &str| {
+    let status_of = |daemon: &common::TestDaemon, crawl: i64, plugin: &str| {
         let results = daemon.store().results(crawl).unwrap();
         let result = results.iter().find(|r| r.plugin == plugin).unwrap().clone();
         (result.status.to_string(), result.output.unwrap_or_default())
     };
-    // Before `abxd install`: neither runs, each saying why.
+    let installer_runs =
+        |daemon: &common::TestDaemon, binary: &str| -> Vec<abxd::store::ProcessRow> {
+            (daemon.store().processes(&Default::default()).unwrap())
+                .into_iter()
+                .filter(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
+                .filter(|r| r.argv.last().is_some_and(|a| a == binary))
+                .collect()
+        };
+    // As abx-dl: no `abxd install` first. bash is on the PATH: found, and the plugin runs; the
+    // binary no provider has is tried once, and its plugin is skipped, naming it and the fix.
+    let mut daemon = common::TestDaemon::prepare(&common::plugins_config(&[plugins.path()]));
+    daemon.launch_with_env(&[("PATH", &tools.path())]);
     let crawl = daemon.add(&["http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
-    for (plugin, binary) in [("needsit", "abxd-no-such-binary"), ("hassh", "bash")] {
-        let (status, output) = status_of(crawl, plugin);
-        assert_eq!(status, "skipped");
+    assert_eq!(status_of(&daemon, crawl, "hassh").0, "succeeded");
+    assert_eq!(
+        status_of(&daemon, crawl, "needsit"),
+        (
+            "skipped".to_string(),
+            "not run: its binaries could not be found or installed (abxd-no-such-binary); \
+             `abxd install --plugins needsit` tries again and says why"
+                .to_string()
+        )
+    );
+    // Each was one installer run, a process of the table under the orchestrator.
+    for binary in ["bash", "abxd-no-such-binary"] {
+        let runs = installer_runs(&daemon, binary);
+        assert_eq!(runs.len(), 1, "{binary}: {runs:?}");
+        assert_eq!(runs[0].parent_id, Some(1), "{binary}");
         assert_eq!(
-            output,
-            format!("not run: its binaries are not provisioned ({binary}); run `abxd install`")
+            runs[0].argv,
+            ["abxpkg", "--binproviders=env", "install", binary]
         );
     }
+    // Once per host: a second crawl runs no installer again.
+    let again = daemon.add(&["http://127.0.0.1:9/again"]);
+    daemon.wait_sealed(again, std::time::Duration::from_secs(120));
+    assert_eq!(status_of(&daemon, again, "hassh").0, "succeeded");
+    for binary in ["bash", "abxd-no-such-binary"] {
+        assert_eq!(installer_runs(&daemon, binary).len(), 1, "{binary}");
+    }
+
+    // With `[install] auto = false`, only `abxd install` provisions: until then both are skipped,
+    // each naming the command.
+    let mut manual = common::TestDaemon::prepare(&format!(
+        "{}[install]\nauto = false\n",
+        common::plugins_config(&[plugins.path()])
+    ));
+    manual.launch_with_env(&[("PATH", &tools.path())]);
+    let crawl = manual.add(&["http://127.0.0.1:9/"]);
+    manual.wait_sealed(crawl, std::time::Duration::from_secs(120));
+    for (plugin, binary) in [("needsit", "abxd-no-such-binary"), ("hassh", "bash")] {
+        assert_eq!(
+            status_of(&manual, crawl, plugin),
+            (
+                "skipped".to_string(),
+                format!(
+                    "not run: its binaries are not provisioned ({binary}); `abxd install \
+                     --plugins {plugin}` provisions them (or set [install] auto = true)"
+                )
+            )
+        );
+    }
+    assert!(installer_runs(&manual, "bash").is_empty());
     // The install provisions what can be provisioned and says what cannot.
-    let output = daemon
+    let output = manual
         .abxd_command(&["install"])
         .env("PATH", tools.path())
         .stdout(std::process::Stdio::piped())
@@ -636,8 +687,8 @@ fn a_plugin_runs_only_once_its_declared_binaries_are_provisioned() {
         report.contains("FAILED  needsit          abxd-no-such-binary"),
         "{report}"
     );
-    let crawl = daemon.add(&["http://127.0.0.1:9/again"]);
-    daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
-    assert_eq!(status_of(crawl, "hassh").0, "succeeded");
-    assert_eq!(status_of(crawl, "needsit").0, "skipped");
+    let crawl = manual.add(&["http://127.0.0.1:9/again"]);
+    manual.wait_sealed(crawl, std::time::Duration::from_secs(120));
+    assert_eq!(status_of(&manual, crawl, "hassh").0, "succeeded");
+    assert_eq!(status_of(&manual, crawl, "needsit").0, "skipped");
 }

@@ -201,14 +201,8 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
             format!("SNAPSHOT_DIR={}", snapshot_dir.display()),
             format!("ABXD_PROCESS_ID={}", envcheck.id),
             format!("SNAP_DIR={}", snapshot_dir.display()),
-            // (The crawl's own browser profile, as abx-dl gives its run one.)
-            format!(
-                "PERSONAS_DIR={}",
-                daemon
-                    .data_dir()
-                    .join(format!("crawls/{crawl}/.persona"))
-                    .display()
-            ),
+            // (abxd's own runtime dir; the crawl's browser profile is below it: see below.)
+            format!("TMP_DIR={}", daemon.data_dir().join("tmp").display()),
             format!(
                 "EXTRA_CONTEXT={}",
                 serde_json::json!({
@@ -239,6 +233,20 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
                 "missing {line:?} in\n{contract}"
             );
         }
+        // The crawl's own browser profile, outside the archive, as abx-dl 1.13 gives its run
+        // one: below TMP_DIR. The hook made it there; the crawl's end removed it.
+        let persona = contract
+            .lines()
+            .find_map(|l| l.strip_prefix("PERSONAS_DIR="))
+            .map(std::path::PathBuf::from)
+            .unwrap();
+        let personas = daemon.data_dir().join("tmp/personas");
+        assert!(persona.starts_with(&personas), "{persona:?}");
+        assert!(persona.ends_with(".persona"), "{persona:?}");
+        assert!(
+            !persona.parent().unwrap().exists(),
+            "{persona:?} outlived its crawl"
+        );
 
         // show reports every hook.
         let show = daemon.ctl_ok(&["show", &crawl.to_string()]);

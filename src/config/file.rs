@@ -2,8 +2,8 @@
 //! (with every path resolved) for workers — and the views derived from it.
 
 use super::{
-    Config, ConfigError, CrawlDefaults, Hooks, Limits, Location, Log, PluginConfig, Retention,
-    Timeouts,
+    Config, ConfigError, CrawlDefaults, Hooks, Install, Limits, Location, Log, PluginConfig,
+    Retention, Timeouts,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -23,6 +23,7 @@ pub(super) struct FileConfig {
     pub(super) store: FileStore,
     pub(super) crawl: CrawlDefaults,
     pub(super) hooks: Hooks,
+    pub(super) install: Install,
     pub(super) plugins: BTreeMap<String, PluginConfig>,
 }
 
@@ -217,6 +218,7 @@ impl Config {
             },
             crawl: self.crawl.clone(),
             hooks: self.hooks.clone(),
+            install: self.install.clone(),
             plugins: self.plugins.clone(),
         }
     }

@@ -28,7 +28,7 @@ pub use location::{redacted, Location, Server};
 pub use bytes::parse as parse_size;
 pub use plugin::PluginConfig;
 pub use validate::group_id;
-pub use work::{CrawlDefaults, Hooks};
+pub use work::{CrawlDefaults, Hooks, Install};
 
 use file::{duration, duration_text, level, level_text};
 
@@ -98,6 +98,8 @@ pub struct Config {
     pub crawl: CrawlDefaults,
     /// `[hooks]`: who hooks run as.
     pub hooks: Hooks,
+    /// `[install]`: whether binaries are installed when a crawl wants them.
+    pub install: Install,
     /// Per-plugin settings, by plugin (folder) name.
     pub plugins: BTreeMap<String, PluginConfig>,
 }

@@ -79,6 +79,7 @@ impl Config {
             retention: file.retention,
             crawl: file.crawl,
             hooks: file.hooks,
+            install: file.install,
             plugins: file.plugins,
         };
         config.validate()?;

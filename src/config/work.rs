@@ -1,4 +1,5 @@
-//! `[crawl]`: the rules every crawl gets unless `add` gives its own; `[hooks]`: who hooks run as.
+//! `[crawl]`: the rules every crawl gets unless `add` gives its own; `[hooks]`: who hooks run as;
+//! `[install]`: whether the binaries plugins need are installed when a crawl wants them.
 
 use super::bytes;
 use super::file::{duration, duration_text};
@@ -62,4 +63,19 @@ pub struct Hooks {
     /// root (hooks run as abxd's own user).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+}
+
+/// `[install]`: the binaries the plugins declare (`required_binaries`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Install {
+    /// Resolve (and install when missing) a due crawl's binaries before it starts, as abx-dl
+    /// does; `false`: only `abxd install` provisions them, and plugins lacking one are skipped.
+    pub auto: bool,
+}
+
+impl Default for Install {
+    fn default() -> Self {
+        Install { auto: true }
+    }
 }

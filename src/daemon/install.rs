@@ -3,7 +3,8 @@
 //!
 //! Invariants: at most one install is under way; each installer run is a process row like a hook
 //! (visible in `abxctl ps`, torn down with the daemon); whoever asked is answered once the last
-//! run has ended, with what each one did.
+//! run has ended, with what each one did. A binary a due crawl needs is provisioned before the
+//! crawl is claimed (`[install] auto`), once per daemon run however many crawls want it.
 
 use super::State;
 use crate::control::protocol::{InstallReport, InstalledBinary};
@@ -15,7 +16,7 @@ use crate::spawn::SpawnRequest;
 use crate::store::NewProcess;
 use crate::supervisor::{ChildPolicy, Owner, Supervisor};
 use mio::Token;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 /// The most one installer run may take.
@@ -36,6 +37,9 @@ pub(super) struct Installer {
     /// Hand the report on and stop the daemon when the install is over (`abxd install` with no
     /// daemon running).
     pub then_stop: Option<ReportTo>,
+    /// Binaries whose installer run failed since the daemon started: not tried again for a
+    /// crawl (`abxd install` tries again).
+    tried: BTreeSet<String>,
 }
 
 impl Installer {
@@ -67,6 +71,68 @@ impl State {
         let (steps, problems) = install::plan(&catalog, &selected, &self.config, &environ);
         self.installer.begin(steps, problems);
         Ok(self.install_next(supervisor))
+    }
+
+    /// Provisions what the due crawls need before one is claimed, as abx-dl does at a crawl's
+    /// start (`[install] auto`): the binaries their plugins declare that are neither provisioned
+    /// nor failed since the daemon started — found where abxpkg finds them (the `PATH` first),
+    /// installed when missing — one installer run each, as children of the orchestrator.
+    /// Returns whether claims must wait for an install under way.
+    pub(super) fn provision_due_crawls(&mut self, supervisor: &mut Supervisor) -> bool {
+        if self.installer.busy() {
+            return true;
+        }
+        if !self.config.install.auto {
+            return false;
+        }
+        let steps = match self.missing_binaries() {
+            Ok(steps) => steps,
+            Err(err) => {
+                log::warn!("cannot tell which binaries the queued crawls need: {err}");
+                return false;
+            }
+        };
+        if steps.is_empty() {
+            return false;
+        }
+        let names: Vec<&str> = steps.iter().map(|s| s.binary.as_str()).collect();
+        log::info!("the queued crawls need {}: provisioning", names.join(", "));
+        self.installer.begin(steps, Vec::new());
+        if let Some(report) = self.install_next(supervisor) {
+            log::warn!(
+                "no binary could be provisioned: {} failed",
+                report.binaries.len()
+            );
+        }
+        self.installer.busy()
+    }
+
+    /// The installer runs the due crawls' plugins lack, each binary once.
+    fn missing_binaries(&self) -> Result<Vec<InstallStep>, crate::store::StoreError> {
+        let due = self.store.due_crawls()?;
+        if due.is_empty() {
+            return Ok(Vec::new());
+        }
+        let installed = self.store.installed_binaries()?;
+        let catalog = Catalog::load(&self.config.plugins_dirs);
+        let environ = crate::plugins::env::process_environ;
+        let mut steps: Vec<InstallStep> = Vec::new();
+        for crawl in due {
+            // (A crawl naming a plugin that is gone runs without it, saying so: `worker`.)
+            let Ok(selected) = catalog.select(&self.config, crawl.plugins.as_deref()) else {
+                continue;
+            };
+            let (planned, _) = install::plan(&catalog, &selected, &self.config, &environ);
+            for step in planned {
+                let known = installed.contains(&step.binary)
+                    || self.installer.tried.contains(&step.binary)
+                    || steps.iter().any(|s| s.binary == step.binary);
+                if !known {
+                    steps.push(step);
+                }
+            }
+        }
+        Ok(steps)
     }
 
     /// Starts installer runs until one runs or none is left; returns the report when the
@@ -148,6 +214,7 @@ impl State {
     fn record_install(&mut self, step: InstallStep, row: Option<i64>, ok: bool, detail: String) {
         if !ok {
             log::warn!("install: {} failed: {detail}", step.binary);
+            self.installer.tried.insert(step.binary.clone());
         }
         if let Some(report) = &mut self.installer.report {
             report.binaries.push(InstalledBinary {

@@ -279,7 +279,7 @@ impl Daemon {
     /// would run as root unasked (`hook_user`; `status` says why).
     fn fill_crawl_workers(&mut self) {
         let state = &mut self.state;
-        if state.hooks_refused.is_some() {
+        if state.hooks_refused.is_some() || state.provision_due_crawls(&mut self.supervisor) {
             return;
         }
         let filled = state
@@ -335,6 +335,7 @@ impl Daemon {
 
     /// The install is over: answers whoever waits, or hands the report on and stops.
     fn install_over(&mut self, report: crate::control::protocol::InstallReport) {
+        self.state.wake = true;
         let response = crate::control::protocol::Response::Installed(report.clone());
         for token in std::mem::take(&mut self.state.installer.waiting) {
             self.server.reply(token, &response);

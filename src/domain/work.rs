@@ -30,6 +30,9 @@ words!(
     CrawlOutcome {
         Finished => "finished",
         Cancelled => "cancelled",
+        /// A crawl hook it could not go on without failed: one that exited before it was ready,
+        /// or a crawl resource other plugins require (the shared browser) that died.
+        Failed => "failed",
     }
 );
 

@@ -1,38 +1,47 @@
 //! Hooks: running one scope's hooks — a crawl's, or one snapshot's — by abx-dl's lifecycle (this
-//! file), the environment each gets (`request`), and turning each run into a result (`result`).
+//! file), starting each (`start`, with what it waits for: `order`), the environment each gets
+//! (`request`), turning each run into a result (`result`, `ended`), and the crawl hooks a crawl
+//! cannot go on without (`resource`).
 //!
-//! The lifecycle (`abxd-hooks(7)`, HOW A HOOK RUNS; abx-dl 1.12.183's `snapshot_service` / `crawl_service`): hooks start
-//! in (NN, stem) order; a foreground hook runs alone until it exits or its timeout; after a
-//! background hook starts, the next hook waits until it has written its first stdout byte or
-//! exited, bounded by its timeout; background hooks have no lifetime limit while their scope
-//! runs. When the scope ends, each background hook still alive gets SIGTERM with its timeout as
-//! grace, then SIGKILL, with all its descendants (a scope of background hooks only first waits
-//! for them, up to their timeout). One that exits from that SIGTERM ended as if it exited 0.
+//! The lifecycle (`abxd-hooks(7)`, HOW A HOOK RUNS; abx-dl's `snapshot_service` /
+//! `crawl_service`, 1.13 where it differs from 1.12): hooks start in (NN, stem) order; a
+//! foreground hook runs alone until it exits or its timeout; after a background hook starts, the
+//! next hook waits until it has written its first stdout byte or exited, bounded by its timeout;
+//! a hook whose plugin reads from others waits for their running hooks to end, and one that
+//! reads the whole snapshot for its background hooks to be stopped; background hooks have no
+//! lifetime limit while their scope runs. When the scope ends, each background hook still alive
+//! gets SIGTERM with its timeout as grace, then SIGKILL, with all its descendants (a scope of
+//! background hooks only first waits for them, up to their timeout). One that exits from that
+//! SIGTERM ended as if it exited 0.
 //!
 //! Invariants: a hook whose result is already final (succeeded, noresults, failed or skipped) is
 //! never started again — only interrupted ones are; every run that ends gets its result recorded
 //! from its exit, its records and its deadline, by the rules of [`interpret`].
 
+mod ended;
+mod order;
 mod request;
+mod resource;
 mod result;
+mod start;
 
-pub use request::{crawl_dir, snapshot_dir, Scope};
+pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
 pub use result::{interpret, last_line_of, output_files, Outcome};
 
-use crate::domain::EndDetail;
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
-use crate::logs::Logs;
 use crate::plugins::Prepared;
 use crate::signal::Signal;
-use crate::spawn::SpawnError;
 use crate::store::{Store, StoreError, BUSY_RETRY};
-use crate::supervisor::{ChildPolicy, Owner, Supervisor};
+use crate::supervisor::Supervisor;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How often the first output of a background hook is looked for (abx-dl looks every 50 ms).
 const READY_POLL: Duration = Duration::from_millis(50);
+
+/// How much longer than the longest timeout of the hooks a hook waits for it waits (abx-dl's).
+const OTHERS_SLACK: Duration = Duration::from_secs(30);
 
 /// How often a worker of a paused crawl (`abxctl pause`) looks whether it was resumed.
 pub const PAUSE_POLL: Duration = Duration::from_secs(1);
@@ -54,6 +63,8 @@ enum Waiting {
     Foreground(i64),
     /// A background hook has not written its first stdout byte yet.
     FirstOutput { row: i64, until: Instant },
+    /// The next hook waits for hooks it reads from to end (`order`), at most until then.
+    Others { until: Instant },
 }
 
 /// Where the scope's end is.
@@ -80,6 +91,8 @@ pub struct HookRunner {
     stopped_at_end: HashSet<i64>,
     /// The crawl was paused when the next hook was due: it waits (see [`PAUSE_POLL`]).
     paused: bool,
+    /// Why the crawl cannot go on, once a crawl hook it needs failed (`resource`).
+    fatal: Option<String>,
 }
 
 impl HookRunner {
@@ -109,6 +122,7 @@ impl HookRunner {
             running: HashMap::new(),
             stopped_at_end: HashSet::new(),
             paused: false,
+            fatal: None,
         })
     }
 
@@ -129,6 +143,11 @@ impl HookRunner {
             let Some(prepared) = self.pending.pop_front() else {
                 return Ok(());
             };
+            if let Some(until) = self.must_wait(supervisor, store, &prepared) {
+                self.pending.push_front(prepared);
+                self.waiting = Waiting::Others { until };
+                return Ok(());
+            }
             match self.start(supervisor, store, &prepared) {
                 Ok(Some(running)) => {
                     self.running.insert(running.0, running.1);
@@ -145,87 +164,6 @@ impl HookRunner {
         Ok(())
     }
 
-    /// Starts one hook unless its result is final; returns its row and what it runs as.
-    fn start(
-        &mut self,
-        supervisor: &mut Supervisor,
-        store: &mut Store,
-        prepared: &Prepared,
-    ) -> Result<Option<(i64, Running)>, StoreError> {
-        let hook = &prepared.hook;
-        let scope = &self.scope;
-        let result = store.result_for(
-            scope.crawl.id,
-            scope.snapshot_id(),
-            &hook.plugin,
-            &hook.file_name,
-        )?;
-        if result.is_final() {
-            log::info!(
-                "{}: {} before, not run again",
-                hook.file_name,
-                result.status
-            );
-            return Ok(None);
-        }
-        let request = request::spawn_request(prepared, scope, result.id);
-        if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
-            log::error!("{}: cannot create its dir: {err}", hook.file_name);
-        }
-        if let Some(user) = &scope.run_as {
-            // The hook writes below its crawl's or snapshot's dir: those are its user's.
-            let crawls = scope.data_dir.join("crawls");
-            if let Err(err) = user.own_dirs(&crawls, Path::new(&request.process.cwd)) {
-                log::error!(
-                    "{}: cannot give its dirs to {}: {err}",
-                    hook.file_name,
-                    user.name
-                );
-            }
-        }
-        let policy = if hook.background {
-            ChildPolicy::BACKGROUND_HOOK
-        } else {
-            ChildPolicy::FOREGROUND_HOOK
-        };
-        // The attempt counts with the hook's row, before it starts: a worker that dies while
-        // starting the hook has interrupted it all the same.
-        let result_id = result.id;
-        let mut attempt = |store: &mut Store, row: i64| store.start_result(result_id, Some(row));
-        let spawned = match supervisor.spawn(store, &request, (Owner::Hooks, policy), &mut attempt)
-        {
-            Ok(spawned) => spawned,
-            Err(SpawnError::Store(err)) => return Err(err),
-            Err(err) => {
-                let message = format!("could not start: {err}");
-                store.finish_result(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
-                return Ok(None);
-            }
-        };
-        log::info!("{} started (row {})", hook.file_name, spawned.row_id);
-        let (stdout, stderr) = match &request.logs {
-            Logs::Files { stdout, stderr, .. } => (stdout.clone(), stderr.clone()),
-            Logs::InDir(_) => unreachable!("hooks log to named files"),
-        };
-        self.waiting = if hook.background {
-            let until = Instant::now() + prepared.timeout;
-            Waiting::FirstOutput {
-                row: spawned.row_id,
-                until,
-            }
-        } else {
-            Waiting::Foreground(spawned.row_id)
-        };
-        let running = Running {
-            prepared: prepared.clone(),
-            result_id: result.id,
-            stdout,
-            stderr,
-            cwd: PathBuf::from(&request.process.cwd),
-        };
-        Ok(Some((spawned.row_id, running)))
-    }
-
     /// When the loop must wake for this runner: to look for a background hook's first output,
     /// or to stop background hooks at the end of a scope of background hooks only.
     pub fn next_timer(&self) -> Option<Instant> {
@@ -233,6 +171,7 @@ impl HookRunner {
             (Waiting::FirstOutput { until, .. }, _) => {
                 Some((Instant::now() + READY_POLL).min(until))
             }
+            (Waiting::Others { until }, _) => Some(until),
             (_, Ending::StopAt(at)) => Some(at),
             (Waiting::Nothing, _) if self.paused => Some(Instant::now() + PAUSE_POLL),
             (Waiting::Nothing, _) if !self.pending.is_empty() => Some(Instant::now() + BUSY_RETRY),
@@ -261,6 +200,15 @@ impl HookRunner {
                 self.start_next(supervisor, store)?;
             }
         }
+        if matches!(self.waiting, Waiting::Others { until } if until <= now) {
+            log::warn!("the hooks the next one waits for did not end in time: it starts anyway");
+            self.waiting = Waiting::Nothing;
+            if let Some(prepared) = self.pending.pop_front() {
+                if let Some((row, running)) = self.start(supervisor, store, &prepared)? {
+                    self.running.insert(row, running);
+                }
+            }
+        }
         if self.waiting == Waiting::Nothing && !self.pending.is_empty() {
             // A start the busy database refused, or one a pause held back.
             self.start_next(supervisor, store)?;
@@ -269,6 +217,11 @@ impl HookRunner {
             self.stop_background(supervisor, store);
         }
         Ok(())
+    }
+
+    /// Why the crawl cannot go on, if a crawl hook it needs failed (see `resource`).
+    pub fn fatal(&self) -> Option<&str> {
+        self.fatal.as_deref()
     }
 
     /// Whether every hook has started and no foreground hook runs.
@@ -331,7 +284,7 @@ impl HookRunner {
             return Ok(None);
         };
         let stopped_at_end = self.stopped_at_end.contains(&row_id);
-        let (outcome, reason) = if stopped_at_end && polite_exit(outcome) {
+        let (outcome, reason) = if stopped_at_end && ended::polite_exit(outcome) {
             // abx-dl: a background hook that exits from the scope-end SIGTERM completed its
             // intended lifecycle.
             (ExitOutcome::Code(0), EndReason::Exited)
@@ -347,8 +300,22 @@ impl HookRunner {
             crawl_hook: self.scope.snapshot.is_none(),
         };
         let mut result = interpret(&run.stdout, &run.stderr, &ending);
-        if let Some(overridden) = ended_by_its_limits(store, row_id, outcome) {
+        if let Some(overridden) = ended::by_its_limits(store, row_id, outcome) {
             result = overridden;
+        }
+        let hook_end = resource::HookEnd {
+            crawl_hook: ending.crawl_hook,
+            background: run.prepared.hook.background,
+            ready: !matches!(self.waiting, Waiting::FirstOutput { row, .. } if row == row_id),
+            required: run.prepared.required,
+            failed: result.status == ResultStatus::Failed,
+            stopped: stopped_at_end || ending.stopped,
+        };
+        if let Some(why) = resource::fatal_to_crawl(hook_end, &run.prepared.hook.file_name) {
+            log::error!("{why}");
+            self.fatal.get_or_insert(why);
+            // (No crawl hook starts after it: their results are cancelled when the crawl seals.)
+            self.pending.clear();
         }
         let (files, size) = output_files(Path::new(&run.cwd));
         store.all_or_nothing(|store| {
@@ -366,6 +333,8 @@ impl HookRunner {
         );
         let waited_for = match self.waiting {
             Waiting::Foreground(row) | Waiting::FirstOutput { row, .. } => row == row_id,
+            // (Whether the next hook may start now is decided again.)
+            Waiting::Others { .. } => true,
             Waiting::Nothing => false,
         };
         if waited_for {
@@ -373,71 +342,5 @@ impl HookRunner {
             self.start_next(supervisor, store)?;
         }
         Ok(Some(result))
-    }
-}
-
-/// An exit from SIGTERM or SIGINT, as a signal or as a shell reports it (128 + n).
-fn polite_exit(outcome: ExitOutcome) -> bool {
-    let polite = [Signal::TERM.as_raw(), Signal::INT.as_raw()];
-    match outcome {
-        ExitOutcome::Signal(signal) => polite.contains(&signal),
-        ExitOutcome::Code(code) => polite.iter().any(|s| code == 128 + s),
-    }
-}
-
-/// The result of hook row `row_id` when something beyond the hook decided it (noted on its row
-/// by its supervisor): the kernel killed it for going over its cgroup's `memory.max`, or it
-/// survived SIGKILL (unkillable) and its snapshot went on without it.
-fn ended_by_its_limits(
-    store: &Store,
-    row_id: i64,
-    outcome: ExitOutcome,
-) -> Option<result::Outcome> {
-    if outcome != ExitOutcome::Signal(crate::signal::Signal::KILL.as_raw()) {
-        return None;
-    }
-    let row = store.process(row_id).ok()??;
-    match row.end_detail {
-        Some(detail @ EndDetail::MemoryLimit) => Some(result::failed(&detail.to_string())),
-        Some(detail) if row.unkillable => Some(result::failed(&detail.to_string())),
-        None if row.unkillable => Some(result::failed("unkillable")),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn polite_exits_are_sigterm_and_sigint_however_reported() {
-        assert!(polite_exit(ExitOutcome::Signal(15)));
-        assert!(polite_exit(ExitOutcome::Code(143)));
-        assert!(polite_exit(ExitOutcome::Code(130)));
-        assert!(!polite_exit(ExitOutcome::Signal(9)));
-        assert!(!polite_exit(ExitOutcome::Code(1)));
-    }
-
-    #[test]
-    fn a_hook_killed_by_its_memory_limit_or_unkillable_is_told_apart_by_its_row() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-        let row = store.insert_process(&crate::store::test_hook()).unwrap();
-        let killed = ExitOutcome::Signal(9);
-        assert!(ended_by_its_limits(&store, row, killed).is_none());
-        store.set_end_detail(row, &EndDetail::MemoryLimit).unwrap();
-        assert!(ended_by_its_limits(&store, row, ExitOutcome::Code(0)).is_none());
-        let result = ended_by_its_limits(&store, row, killed).unwrap();
-        assert_eq!(result.status, crate::domain::ResultStatus::Failed);
-        assert_eq!(result.output.as_deref(), Some("memory limit"));
-        let unkillable = "unkillable: alive 10 s after SIGKILL (state D, waiting in x)";
-        let detail = EndDetail::Unkillable {
-            after_secs: 10,
-            state: 'D',
-            wchan: "x".into(),
-        };
-        store.set_unkillable(row, &detail).unwrap();
-        let result = ended_by_its_limits(&store, row, killed).unwrap();
-        assert_eq!(result.output.as_deref(), Some(unkillable));
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! Invariant: every hook gets absolute `CRAWL_DIR` and `SNAP_DIR` (a crawl hook's `SNAP_DIR` is
 //! its crawl dir, as abx-dl runs crawl hooks in the run dir), `EXTRA_CONTEXT`, its plugin's
-//! resolved config, a `PERSONAS_DIR` of the crawl's own unless one is configured (see
-//! `personas_dir`), and a cwd of `<dir>/<plugin>/`; a foreground hook's row carries its timeout,
+//! resolved config, a `TMP_DIR`, a `PERSONAS_DIR` of the crawl's own outside the archive unless
+//! one is configured (see `personas_dir`), and a cwd of `<dir>/<plugin>/`; a foreground hook's row carries its timeout,
 //! a background hook's none (it lives as long as its scope). A hook of a hook user (`hook_user`)
 //! runs as it, with its `HOME`, `USER` and `LOGNAME`.
 
@@ -58,21 +58,66 @@ impl Scope {
     }
 }
 
-/// The `PERSONAS_DIR` a hook gets where abxd decides it, as abx-dl does: a snapshot's own
-/// `<SNAP_DIR>/.persona` when Chrome runs per snapshot (`CHROME_ISOLATION=snapshot`), else, unless
-/// one is configured, the crawl's `<CRAWL_DIR>/.persona` — so each crawl's browser has a profile
-/// of its own, never one shared with another crawl running at the same time or left by an
-/// earlier one. `None`: the configured one stands.
+/// The `TMP_DIR` of a scope's hooks (disposable runtime files, browser profiles): abxd's own
+/// `TMP_DIR` when set, else `<data_dir>/tmp`.
+pub fn tmp_dir(data_dir: &Path) -> PathBuf {
+    crate::plugins::env::process_environ("TMP_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| data_dir.join("tmp"))
+}
+
+/// Where the runtime persona (a browser profile) of the work in `dir` lives, as abx-dl 1.13
+/// keeps it: outside the archive, in `<TMP_DIR>/personas/<key of dir>/.persona` — unless
+/// `<dir>/.persona` is a link the host made to a prepared one (`linked`), which is used.
+pub fn runtime_persona(dir: &Path, tmp_dir: &Path, linked: bool) -> PathBuf {
+    if linked {
+        return dir.join(".persona");
+    }
+    // FNV-1a of the path: stable across runs and builds, so a restarted crawl finds its profile.
+    let key = dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    tmp_dir
+        .join("personas")
+        .join(format!("{key:016x}"))
+        .join(".persona")
+}
+
+/// Removes the runtime persona of the work in `dir` (its work is over), unless the host linked
+/// one there.
+pub fn drop_runtime_persona(dir: &Path, data_dir: &Path) {
+    let linked = std::fs::symlink_metadata(dir.join(".persona")).is_ok_and(|m| m.is_symlink());
+    let persona = runtime_persona(dir, &tmp_dir(data_dir), linked);
+    if let (false, Some(key_dir)) = (linked, persona.parent()) {
+        match std::fs::remove_dir_all(key_dir) {
+            Ok(()) => log::debug!("removed the runtime persona {}", key_dir.display()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => log::warn!("cannot remove {}: {err}", key_dir.display()),
+        }
+    }
+}
+
+/// The `PERSONAS_DIR` a hook gets where abxd decides it, as abx-dl does: the runtime persona of
+/// its snapshot when Chrome runs per snapshot (`CHROME_ISOLATION=snapshot`), else, unless one is
+/// configured, its crawl's — so each crawl's browser has a profile of its own, never one shared
+/// with another crawl running at the same time or left by an earlier one. `None`: the configured
+/// one stands. (`persona_of` gives a dir's runtime persona.)
 fn personas_dir(
     configured: Option<&str>,
     isolation: Option<&str>,
     crawl_dir: &Path,
     snapshot_dir: Option<&Path>,
+    persona_of: impl Fn(&Path) -> PathBuf,
 ) -> Option<PathBuf> {
     let per_snapshot = isolation.is_some_and(|i| i.trim().eq_ignore_ascii_case("snapshot"));
     match (snapshot_dir, per_snapshot, configured) {
-        (Some(dir), true, _) => Some(dir.join(".persona")),
-        (_, _, None) => Some(crawl_dir.join(".persona")),
+        (Some(dir), true, _) => Some(persona_of(dir)),
+        (_, _, None) => Some(persona_of(crawl_dir)),
         (_, _, Some(_)) => None,
     }
 }
@@ -126,8 +171,22 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             crate::plugins::env::process_environ("PERSONAS_DIR").filter(|v| !v.is_empty())
         });
     let snapshot_dir = scope.snapshot.is_some().then_some(dir.as_path());
-    if let Some(personas) = personas_dir(configured.as_deref(), isolation, &crawl_dir, snapshot_dir)
-    {
+    let tmp = tmp_dir(&scope.data_dir);
+    let persona_of = |dir: &Path| {
+        let linked = std::fs::symlink_metadata(dir.join(".persona")).is_ok_and(|m| m.is_symlink());
+        runtime_persona(dir, &tmp, linked)
+    };
+    if !prepared.env.contains_key("TMP_DIR") {
+        env.push(("TMP_DIR".into(), tmp.display().to_string()));
+    }
+    let decided = personas_dir(
+        configured.as_deref(),
+        isolation,
+        &crawl_dir,
+        snapshot_dir,
+        persona_of,
+    );
+    if let Some(personas) = decided {
         env.retain(|(key, _)| key != "PERSONAS_DIR");
         env.push(("PERSONAS_DIR".into(), personas.display().to_string()));
     }
@@ -170,24 +229,26 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
 
 #[cfg(test)]
 mod tests {
-    use super::personas_dir;
+    use super::{personas_dir, runtime_persona};
     use std::path::{Path, PathBuf};
 
     const CRAWL: &str = "/data/crawls/7";
     const SNAP: &str = "/data/crawls/7/snapshots/9";
 
     fn decide(configured: Option<&str>, isolation: Option<&str>, snap: bool) -> Option<PathBuf> {
+        let persona_of = |dir: &Path| dir.join("persona-of");
         personas_dir(
             configured,
             isolation,
             Path::new(CRAWL),
             snap.then(|| Path::new(SNAP)),
+            persona_of,
         )
     }
 
     #[test]
     fn every_hook_of_a_crawl_shares_the_crawls_own_persona_unless_one_is_configured() {
-        let crawls = Some(PathBuf::from("/data/crawls/7/.persona"));
+        let crawls = Some(PathBuf::from("/data/crawls/7/persona-of"));
         assert_eq!(decide(None, None, false), crawls);
         assert_eq!(decide(None, Some("crawl"), true), crawls);
         assert_eq!(decide(Some("/srv/personas"), None, false), None);
@@ -196,13 +257,27 @@ mod tests {
 
     #[test]
     fn a_browser_per_snapshot_gets_the_snapshots_own_persona_as_abx_dl_gives_it() {
-        let own = Some(PathBuf::from("/data/crawls/7/snapshots/9/.persona"));
+        let own = Some(PathBuf::from("/data/crawls/7/snapshots/9/persona-of"));
         assert_eq!(decide(None, Some("snapshot"), true), own);
         assert_eq!(decide(Some("/srv/personas"), Some(" Snapshot "), true), own);
         // (Crawl hooks have no snapshot: the crawl's.)
         assert_eq!(
             decide(None, Some("snapshot"), false),
-            Some(PathBuf::from("/data/crawls/7/.persona"))
+            Some(PathBuf::from("/data/crawls/7/persona-of"))
+        );
+    }
+
+    #[test]
+    fn a_runtime_persona_lives_outside_the_archive_one_per_dir_unless_the_host_linked_one() {
+        let tmp = Path::new("/data/tmp");
+        let crawl = runtime_persona(Path::new(CRAWL), tmp, false);
+        assert!(crawl.starts_with("/data/tmp/personas"), "{crawl:?}");
+        assert!(crawl.ends_with(".persona"));
+        assert_eq!(crawl, runtime_persona(Path::new(CRAWL), tmp, false));
+        assert_ne!(crawl, runtime_persona(Path::new(SNAP), tmp, false));
+        assert_eq!(
+            runtime_persona(Path::new(CRAWL), tmp, true),
+            PathBuf::from("/data/crawls/7/.persona")
         );
     }
 }

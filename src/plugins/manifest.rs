@@ -39,6 +39,14 @@ pub struct Manifest {
     /// `false` runs only when named, or required by one that runs).
     #[serde(default = "runs_by_default", rename = "x-auto-run")]
     pub auto_run: bool,
+    /// Plugins whose hooks, once started in the snapshot, its hooks wait for (abx-dl 1.13: they
+    /// read what those write).
+    #[serde(default)]
+    pub wait_for_plugins: Vec<String>,
+    /// Its hooks start only once the snapshot's background hooks were stopped (abx-dl 1.13: it
+    /// reads everything the snapshot wrote, e.g. to hash it).
+    #[serde(default)]
+    pub wait_for_background_cleanup: bool,
 }
 
 fn runs_by_default() -> bool {
@@ -53,6 +61,8 @@ impl Default for Manifest {
             required_binaries: Vec::new(),
             runtimes: Vec::new(),
             auto_run: true,
+            wait_for_plugins: Vec::new(),
+            wait_for_background_cleanup: false,
         }
     }
 }

@@ -235,6 +235,12 @@ pub struct Prepared {
     pub timeout: std::time::Duration,
     /// Its cgroup's limits (`[plugins.X] memory_max`, `tasks_max`, `cpu_weight`).
     pub limits: crate::cgroup::Limits,
+    /// Whether another selected plugin requires its plugin (`required_plugins`): a crawl hook
+    /// of it is a resource the crawl cannot go on without.
+    pub required: bool,
+    /// Its plugin's `wait_for_plugins` and `wait_for_background_cleanup` (see `hooks::order`).
+    pub waits_for: Vec<String>,
+    pub after_background: bool,
 }
 
 impl Catalog {
@@ -248,6 +254,10 @@ impl Catalog {
         // Each plugin's config once, however many hooks it has.
         let mut resolved: BTreeMap<&str, (BTreeMap<String, String>, std::time::Duration)> =
             BTreeMap::new();
+        let required: BTreeSet<&String> = (selected.iter())
+            .filter_map(|name| self.plugins.get(name))
+            .flat_map(|plugin| &plugin.manifest.required_plugins)
+            .collect();
         self.hooks(selected, phase)
             .into_iter()
             .map(|hook| {
@@ -259,6 +269,9 @@ impl Catalog {
                 let limits = config.plugins.get(&hook.plugin).map(|p| p.limits());
                 let limits = limits.unwrap_or_default();
                 Prepared {
+                    required: required.contains(&hook.plugin),
+                    waits_for: plugin.manifest.wait_for_plugins.clone(),
+                    after_background: plugin.manifest.wait_for_background_cleanup,
                     hook,
                     env,
                     timeout,

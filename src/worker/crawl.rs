@@ -42,7 +42,12 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     cx.run_foreground(&mut runner, |cx, runner, exit| {
         record(cx, runner, &mut pool, exit)
     })?;
+    // A crawl hook it needs failed before its snapshots: none is added.
+    let failed_early = runner.fatal().is_some();
     let added = cx.persist(|store| {
+        if failed_early {
+            return Ok(());
+        }
         store.all_or_nothing(|store| {
             for url in &urls {
                 if store.add_snapshot_within(crawl_id, url, 0, max_urls)? == Added::Full {
@@ -54,13 +59,15 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         })
     })?;
     while !cx.interrupted && cx.ended_by.is_none() && added.is_some() {
+        // Once a crawl hook it needs failed, no new snapshot starts; running ones finish.
+        cx.failed = runner.fatal().is_some();
         // A paused crawl claims no snapshot (running snapshot workers go on) and looks again.
         let paused = match cx.store.is_paused(crawl_id) {
             Ok(paused) => paused,
             Err(err) if err.is_busy() => true,
             Err(err) => return Err(err.into()),
         };
-        let refused = match (!paused).then(|| {
+        let refused = match (!paused && !cx.failed).then(|| {
             let filled = cx.fill(&mut pool);
             cx.unless_lost(filled)
         }) {
@@ -71,11 +78,12 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         // Claims or recoveries the busy database refused are tried again soon.
         let retry = (refused || !cx.torn_down.is_empty()).then(|| Instant::now() + BUSY_RETRY);
         let snapshots = cx.store.snapshots(crawl_id)?;
-        if pool.is_idle() && snapshots.iter().all(|s| s.status == WorkStatus::Sealed) {
+        let all_sealed = snapshots.iter().all(|s| s.status == WorkStatus::Sealed);
+        if pool.is_idle() && (all_sealed || cx.failed) {
             break;
         }
         // Wake for a snapshot that is waiting out a back-off, or for the crawl's hooks.
-        let back_off = (pool.is_empty() && !paused)
+        let back_off = (pool.is_empty() && !paused && !cx.failed)
             .then(|| pool.next_due(&cx.config, &cx.store))
             .flatten();
         let resume = paused.then(|| Instant::now() + PAUSE_POLL);
@@ -104,6 +112,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         record(cx, runner, &mut pool, exit)
     })?;
     cx.drain(|cx, exit| record(cx, &mut runner, &mut pool, exit))?;
+    if !cx.interrupted {
+        let dir = crate::hooks::crawl_dir(&cx.config.data_dir, crawl_id);
+        crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
+    }
     cx.finish(Queue::Crawls, crawl_id)
 }
 

@@ -69,6 +69,8 @@ struct Context {
     /// Set once one of them was reached: the children are torn down as a cancel would, and the
     /// work is sealed naming the limit.
     ended_by: Option<Limit>,
+    /// A crawl hook the crawl needs failed (`hooks::resource`): the crawl is sealed failed.
+    failed: bool,
 }
 
 /// A child that ended, as a worker acts on it.
@@ -133,6 +135,7 @@ impl Context {
             run_as,
             watches: Watches::default(),
             ended_by: None,
+            failed: false,
         }))
     }
 
@@ -385,9 +388,10 @@ impl Context {
             return Ok(EXIT_INTERRUPTED);
         };
         debug_assert_eq!((claim.queue, claim.id), (queue, id));
-        let ended_by = self.ended_by;
+        let (ended_by, failed) = (self.ended_by, self.failed);
         let sealed = self.persist(|store| match ended_by {
             Some(limit) => store.seal_ended_by(claim, limit),
+            None if failed => store.seal_failed(claim),
             None => store.seal(claim),
         })?;
         match sealed {

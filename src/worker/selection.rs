@@ -1,8 +1,8 @@
 //! Which hooks a worker runs for its scope, and why the others do not run.
 //!
 //! Invariant: a hook that is not run is never dropped silently — a file that looks like a hook
-//! but cannot run, or a plugin whose binaries were not provisioned, gets a skipped result
-//! saying why (unless its result is final already).
+//! but cannot run, or a plugin whose binaries could not be provisioned, gets a skipped result
+//! naming them and the command that provisions them (unless its result is final already).
 
 use crate::config::Config;
 use crate::domain::ResultStatus;
@@ -50,16 +50,26 @@ pub(super) fn hooks_for(
         let hook = reject.file_name();
         skip(store, crawl.id, snapshot_id, &reject.plugin, &hook, &reason)?;
     }
-    // A plugin whose declared binaries were not provisioned (`abxd install`) does not run: its
-    // hooks would install them on their own clock, mid-crawl.
+    // A plugin whose declared binaries could not be provisioned does not run: its hooks would
+    // install them on their own clock, mid-crawl. (With `[install] auto`, the daemon tried before
+    // it claimed the crawl.)
     let installed = store.installed_binaries()?;
     let environ = crate::plugins::env::process_environ;
     let missing = install::unprovisioned(&catalog, &selected, config, &installed, &environ);
     for (plugin, binaries) in &missing {
-        let reason = format!(
-            "not run: its binaries are not provisioned ({}); run `abxd install`",
-            binaries.join(", ")
-        );
+        let reason = if config.install.auto {
+            format!(
+                "not run: its binaries could not be found or installed ({}); \
+                 `abxd install --plugins {plugin}` tries again and says why",
+                binaries.join(", ")
+            )
+        } else {
+            format!(
+                "not run: its binaries are not provisioned ({}); `abxd install --plugins \
+                 {plugin}` provisions them (or set [install] auto = true)",
+                binaries.join(", ")
+            )
+        };
         let only = BTreeSet::from([plugin.clone()]);
         for hook in catalog.hooks(&only, phase) {
             skip(

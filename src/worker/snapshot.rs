@@ -96,5 +96,9 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     cx.run_foreground(&mut runner, record)?;
     cx.run_scope(&mut runner, record)?;
     cx.drain(|cx, exit| record(cx, &mut runner, exit))?;
+    if !cx.interrupted {
+        let dir = crate::hooks::snapshot_dir(&cx.config.data_dir, crawl_id, snapshot_id);
+        crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
+    }
     cx.finish(Queue::Snapshots, snapshot_id)
 }

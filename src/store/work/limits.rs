@@ -1,13 +1,14 @@
 //! A crawl's limits as the queue keeps them: snapshots added only while the crawl has room
-//! (`--max-urls`), which limit ended a crawl or a snapshot, and the seal of work a limit ended.
+//! (`--max-urls`), which limit ended a crawl or a snapshot, and the seal of work cut short — by
+//! a limit, or (a crawl) by the failure of a crawl hook it needs.
 //!
 //! Invariants: the room check and the insert are one transaction (on SQLite, where writes are
 //! serial, a crawl never exceeds its `max_urls`; on PostgreSQL two hosts adding at once may each
 //! take the last place); a crawl remembers the first limit that turned something away or ended
-//! it; work a size or time limit ended is sealed with its open results `cancelled`, in the same
-//! transaction — as `abxctl cancel` leaves them.
+//! it; work cut short is sealed with its open results `cancelled`, in the same transaction — as
+//! `abxctl cancel` leaves them.
 
-use crate::domain::{Claim, Limit, Queue};
+use crate::domain::{Claim, CrawlOutcome, Limit, Queue};
 use crate::store::engine::sql::args;
 use crate::store::{now_ms, Store, StoreError};
 
@@ -76,6 +77,21 @@ impl Store {
     /// `cancelled` (for a crawl: with every snapshot it had not sealed, and its outcome is
     /// `cancelled`), and it names the limit. Returns whether it was sealed (as [`Store::seal`]).
     pub fn seal_ended_by(&mut self, claim: Claim, limit: Limit) -> Result<bool, StoreError> {
+        self.seal_cut_short(claim, CrawlOutcome::Cancelled, Some(limit))
+    }
+
+    /// Seals crawl `claim` as failed (a crawl hook it needs failed): as a limit's end, without a
+    /// limit.
+    pub fn seal_failed(&mut self, claim: Claim) -> Result<bool, StoreError> {
+        self.seal_cut_short(claim, CrawlOutcome::Failed, None)
+    }
+
+    fn seal_cut_short(
+        &mut self,
+        claim: Claim,
+        outcome: CrawlOutcome,
+        limit: Option<Limit>,
+    ) -> Result<bool, StoreError> {
         let now = now_ms();
         self.seal_with(claim, |tx| {
             let (scope, table) = match claim.queue {
@@ -96,14 +112,16 @@ impl Store {
                     &args![claim.id, now],
                 )?;
                 tx.execute(
-                    "UPDATE crawls SET outcome = 'cancelled' WHERE id = ?1",
-                    &args![claim.id],
+                    "UPDATE crawls SET outcome = ?2 WHERE id = ?1",
+                    &args![claim.id, outcome],
                 )?;
             }
-            tx.execute(
-                &format!("UPDATE {table} SET ended_by = ?2 WHERE id = ?1"),
-                &args![claim.id, limit],
-            )?;
+            if let Some(limit) = limit {
+                tx.execute(
+                    &format!("UPDATE {table} SET ended_by = ?2 WHERE id = ?1"),
+                    &args![claim.id, limit],
+                )?;
+            }
             Ok(())
         })
     }

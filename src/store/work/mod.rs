@@ -219,6 +219,17 @@ impl Store {
         Ok(row.as_ref().map(Crawl::from_row).transpose()?)
     }
 
+    /// The queued crawls that are due now and not paused: those a claim would take next.
+    pub fn due_crawls(&self) -> Result<Vec<Crawl>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM crawls WHERE status = 'queued' AND paused_at IS NULL \
+             AND retry_at <= ?1 ORDER BY id",
+            Crawl::COLUMNS
+        );
+        let now = self.queue_now();
+        Ok(self.db().query_map(&sql, &args![now], Crawl::from_row)?)
+    }
+
     pub fn crawls(&self) -> Result<Vec<Crawl>, StoreError> {
         let sql = format!("SELECT {} FROM crawls ORDER BY id", Crawl::COLUMNS);
         Ok(self.db().query_map(&sql, &[], Crawl::from_row)?)

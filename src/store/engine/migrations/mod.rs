@@ -4,7 +4,7 @@
 //! edited once released; a change to the schema is a new entry at the end. A database whose
 //! version is higher than [`LATEST`] was written by a newer abxd and is refused, never touched.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 pub(crate) mod postgres;
 
@@ -275,6 +275,36 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE crawls ADD COLUMN ended_by TEXT;
     ALTER TABLE snapshots ADD COLUMN ended_by TEXT;
     "#,
+    // 20: a crawl can end `failed` (a crawl hook it cannot go on without failed). SQLite cannot
+    // change a CHECK, so the crawls table is rebuilt with its rows (foreign keys are checked
+    // after, see `migrate_to`).
+    r#"
+    CREATE TABLE crawls_new (
+        id            INTEGER PRIMARY KEY,
+        urls          TEXT NOT NULL,          -- JSON array of strings
+        max_depth     INTEGER NOT NULL CHECK (max_depth >= 0),
+        plugins       TEXT,                   -- JSON array of plugin names; NULL = all enabled
+        status        TEXT NOT NULL CHECK (status IN ('queued', 'started', 'sealed')),
+        outcome       TEXT CHECK (outcome IN ('finished', 'cancelled', 'failed')),
+        retry_at      INTEGER NOT NULL,       -- unix ms; in the future = owned (a lease)
+        owner_id      INTEGER REFERENCES processes(id),
+        created_at    INTEGER NOT NULL,
+        started_at    INTEGER,
+        sealed_at     INTEGER,
+        restarts      INTEGER NOT NULL DEFAULT 0,
+        paused_at     INTEGER,
+        epoch         INTEGER NOT NULL DEFAULT 0,
+        rules         TEXT NOT NULL DEFAULT '{}',
+        ended_by      TEXT,
+        CHECK ((status = 'sealed') = (sealed_at IS NOT NULL))
+    );
+    INSERT INTO crawls_new SELECT id, urls, max_depth, plugins, status, outcome, retry_at,
+        owner_id, created_at, started_at, sealed_at, restarts, paused_at, epoch, rules, ended_by
+        FROM crawls;
+    DROP TABLE crawls;
+    ALTER TABLE crawls_new RENAME TO crawls;
+    CREATE INDEX crawls_due ON crawls(retry_at) WHERE status != 'sealed';
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -296,6 +326,15 @@ pub(crate) fn migrate_to(
     conn: &mut Connection,
     target: u32,
 ) -> rusqlite::Result<Result<(), TooNew>> {
+    // A migration may rebuild a table others refer to (SQLite's own procedure: foreign keys off
+    // outside the transaction, checked inside it before it commits).
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    let migrated = apply_migrations(conn, target);
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrated
+}
+
+fn apply_migrations(conn: &mut Connection, target: u32) -> rusqlite::Result<Result<(), TooNew>> {
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let version = user_version(&tx)?;
@@ -306,6 +345,18 @@ pub(crate) fn migrate_to(
             return Ok(Ok(()));
         }
         tx.execute_batch(MIGRATIONS[version as usize])?;
+        let dangling: Option<String> = tx
+            .query_row("PRAGMA foreign_key_check", [], |row| row.get(0))
+            .optional()?;
+        if let Some(table) = dangling {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
+                Some(format!(
+                    "migration {} left a row of {table} dangling",
+                    version + 1
+                )),
+            ));
+        }
         tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
         log::info!("database migrated to schema version {}", version + 1);

@@ -198,6 +198,14 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     ALTER TABLE snapshots ADD COLUMN ended_by TEXT;
     "#,
     ),
+    (
+        20,
+        r#"
+    ALTER TABLE crawls DROP CONSTRAINT crawls_outcome_check;
+    ALTER TABLE crawls ADD CONSTRAINT crawls_outcome_check
+        CHECK (outcome IN ('finished', 'cancelled', 'failed'));
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -1,0 +1,138 @@
+//! Starting one hook: what it waits for first (`order`), its dirs (its user's, `hook_user`),
+//! its result row's attempt and its process row, in one transaction with the spawn.
+
+use super::{order, request, HookRunner, Running, Waiting, OTHERS_SLACK};
+use crate::domain::{EndReason, ResultStatus};
+use crate::logs::Logs;
+use crate::plugins::Prepared;
+use crate::signal::Signal;
+use crate::spawn::SpawnError;
+use crate::store::{Store, StoreError};
+use crate::supervisor::{ChildPolicy, Owner, Supervisor};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+impl HookRunner {
+    /// Until when `next` must wait for hooks that run (see `order`), stopping those it waits
+    /// to see stopped; `None`: it may start now.
+    pub(super) fn must_wait(
+        &mut self,
+        supervisor: &mut Supervisor,
+        store: &mut Store,
+        next: &Prepared,
+    ) -> Option<Instant> {
+        let runs: Vec<order::Runs<'_>> = (self.running.iter())
+            .map(|(&row, run)| order::Runs {
+                row,
+                plugin: &run.prepared.hook.plugin,
+                background: run.prepared.hook.background,
+            })
+            .collect();
+        let blocked = order::blockers(&next.waits_for, next.after_background, &runs);
+        let longest = (blocked.until_ended.iter())
+            .filter_map(|row| self.running.get(row))
+            .map(|run| run.prepared.timeout)
+            .max()?;
+        for row in blocked.to_stop {
+            if self.stopped_at_end.insert(row) {
+                let grace = self.running[&row].prepared.timeout;
+                supervisor.stop(store, row, Signal::TERM, grace, EndReason::Killed);
+            }
+        }
+        log::info!(
+            "{} waits for {} running hooks to end",
+            next.hook.file_name,
+            blocked.until_ended.len()
+        );
+        Some(Instant::now() + longest + OTHERS_SLACK)
+    }
+
+    /// Starts one hook unless its result is final; returns its row and what it runs as.
+    pub(super) fn start(
+        &mut self,
+        supervisor: &mut Supervisor,
+        store: &mut Store,
+        prepared: &Prepared,
+    ) -> Result<Option<(i64, Running)>, StoreError> {
+        let hook = &prepared.hook;
+        let scope = &self.scope;
+        let result = store.result_for(
+            scope.crawl.id,
+            scope.snapshot_id(),
+            &hook.plugin,
+            &hook.file_name,
+        )?;
+        if result.is_final() {
+            log::info!(
+                "{}: {} before, not run again",
+                hook.file_name,
+                result.status
+            );
+            // A crawl hook the crawl could not go on without failed in an earlier run: so it
+            // still cannot.
+            if scope.snapshot.is_none() && hook.background && result.status == ResultStatus::Failed
+            {
+                let why = format!("crawl hook {} failed in an earlier run", hook.file_name);
+                self.fatal.get_or_insert(why);
+                self.pending.clear();
+            }
+            return Ok(None);
+        }
+        let request = request::spawn_request(prepared, scope, result.id);
+        if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
+            log::error!("{}: cannot create its dir: {err}", hook.file_name);
+        }
+        if let Some(user) = &scope.run_as {
+            // The hook writes below its crawl's or snapshot's dir: those are its user's.
+            let crawls = scope.data_dir.join("crawls");
+            if let Err(err) = user.own_dirs(&crawls, Path::new(&request.process.cwd)) {
+                log::error!(
+                    "{}: cannot give its dirs to {}: {err}",
+                    hook.file_name,
+                    user.name
+                );
+            }
+        }
+        let policy = if hook.background {
+            ChildPolicy::BACKGROUND_HOOK
+        } else {
+            ChildPolicy::FOREGROUND_HOOK
+        };
+        // The attempt counts with the hook's row, before it starts: a worker that dies while
+        // starting the hook has interrupted it all the same.
+        let result_id = result.id;
+        let mut attempt = |store: &mut Store, row: i64| store.start_result(result_id, Some(row));
+        let spawned = match supervisor.spawn(store, &request, (Owner::Hooks, policy), &mut attempt)
+        {
+            Ok(spawned) => spawned,
+            Err(SpawnError::Store(err)) => return Err(err),
+            Err(err) => {
+                let message = format!("could not start: {err}");
+                store.finish_result(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
+                return Ok(None);
+            }
+        };
+        log::info!("{} started (row {})", hook.file_name, spawned.row_id);
+        let (stdout, stderr) = match &request.logs {
+            Logs::Files { stdout, stderr, .. } => (stdout.clone(), stderr.clone()),
+            Logs::InDir(_) => unreachable!("hooks log to named files"),
+        };
+        self.waiting = if hook.background {
+            let until = Instant::now() + prepared.timeout;
+            Waiting::FirstOutput {
+                row: spawned.row_id,
+                until,
+            }
+        } else {
+            Waiting::Foreground(spawned.row_id)
+        };
+        let running = Running {
+            prepared: prepared.clone(),
+            result_id: result.id,
+            stdout,
+            stderr,
+            cwd: PathBuf::from(&request.process.cwd),
+        };
+        Ok(Some((spawned.row_id, running)))
+    }
+}

@@ -1,0 +1,160 @@
+//! The hook contract of abx-dl 1.13 (what ArchiveBox 0.9.73 runs), along the operator's path:
+//! the exit over what a hook printed, an operator's stop, and the crawl hooks a crawl cannot go
+//! on without.
+
+mod common;
+
+use abxd::domain::Kind;
+use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+
+fn daemon(extra: &str) -> TestDaemon {
+    TestDaemon::start_with(&format!(
+        "{}{extra}",
+        plugins_config(&[&fixtures().join("resource"), &fixtures().join("plugins")])
+    ))
+}
+
+fn statuses(daemon: &TestDaemon, crawl: i64) -> Vec<(String, String, Option<String>)> {
+    (daemon.store().results(crawl).unwrap())
+        .into_iter()
+        .map(|r| (r.plugin, r.status.to_string(), r.output))
+        .collect()
+}
+
+#[test]
+fn a_hook_that_says_it_succeeded_and_then_crashes_failed_and_keeps_its_words() {
+    let daemon = daemon("");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "liar"]);
+    daemon.wait_sealed(crawl, WAIT);
+    assert_eq!(
+        statuses(&daemon, crawl),
+        [(
+            "liar".to_string(),
+            "failed".to_string(),
+            Some("exited with code 3: saved page.html".to_string())
+        )]
+    );
+}
+
+#[test]
+fn a_hook_an_operator_stops_is_cancelled_not_failed() {
+    let daemon = daemon("[plugins.sleepy.env]\nSLEEPY_SECONDS = \"60\"\n");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "sleepy"]);
+    let row = wait_until("the hook to run", WAIT, || {
+        daemon
+            .live_rows(Kind::Hook)
+            .into_iter()
+            .find(|r| r.crawl_id == Some(crawl) && r.pid.is_some())
+    });
+    daemon.ctl_ok(&["kill", &row.id.to_string()]);
+    daemon.wait_sealed(crawl, WAIT);
+    let results = statuses(&daemon, crawl);
+    assert_eq!(results[0].1, "cancelled", "{results:?}");
+}
+
+#[test]
+fn a_crawl_hook_that_fails_before_it_is_ready_fails_the_crawl_and_no_snapshot_runs() {
+    let daemon = daemon("");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "unready,ok"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let row = daemon.store().crawl(crawl).unwrap().unwrap();
+    assert_eq!(row.outcome.map(|o| o.as_str()), Some("failed"));
+    assert!(daemon.store().snapshots(crawl).unwrap().is_empty());
+    let results = statuses(&daemon, crawl);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].1, "failed");
+    assert_eq!(results[0].2.as_deref(), Some("cannot start the browser"));
+    let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(shown.contains("sealed (failed)"), "{shown}");
+    // `add --wait` on such a crawl says a hook failed.
+    let output = daemon.ctl(&[
+        "add",
+        "--wait",
+        "http://127.0.0.1:9/b",
+        "--plugins",
+        "unready",
+    ]);
+    assert_eq!(output.status.code(), Some(abxd::exit::HOOKS_FAILED));
+}
+
+#[test]
+fn a_required_crawl_resource_that_dies_admits_no_new_snapshot_and_the_crawl_fails() {
+    let daemon = daemon("[limits]\nmax_snapshot_workers = 1\n");
+    let seeds: Vec<String> = (0..8).map(|i| format!("http://127.0.0.1:9/{i}")).collect();
+    let mut args: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    args.extend(["--plugins", "user"]);
+    let crawl = daemon.add(&args);
+    daemon.wait_sealed(crawl, WAIT);
+    let store = daemon.store();
+    assert_eq!(
+        store
+            .crawl(crawl)
+            .unwrap()
+            .unwrap()
+            .outcome
+            .map(|o| o.as_str()),
+        Some("failed")
+    );
+    let results = store.results(crawl).unwrap();
+    let browser = results.iter().find(|r| r.plugin == "browser").unwrap();
+    assert_eq!(browser.status.as_str(), "failed", "{browser:?}");
+    let died = browser.ended_at.unwrap();
+    // No snapshot was admitted (claimed for a worker) after the browser died; some never ran.
+    for snapshot in store.snapshots(crawl).unwrap() {
+        if let Some(started) = snapshot.started_at {
+            assert!(
+                started <= died,
+                "{snapshot:?} admitted after the browser died at {died}"
+            );
+        }
+    }
+    let used: Vec<_> = results.iter().filter(|r| r.plugin == "user").collect();
+    let ran = used
+        .iter()
+        .filter(|r| r.status.as_str() == "succeeded")
+        .count();
+    assert!(ran < seeds.len(), "every snapshot ran: {used:?}");
+    assert!(store
+        .snapshots(crawl)
+        .unwrap()
+        .iter()
+        .all(|s| s.status.as_str() == "sealed"));
+}
+
+#[test]
+fn a_hook_waits_for_the_plugins_it_reads_from_and_one_after_background_cleanup_for_them_all() {
+    let daemon = TestDaemon::start_with(&plugins_config(&[&fixtures().join("order")]));
+    let crawl = daemon.add(&[
+        "http://127.0.0.1:9/",
+        "--plugins",
+        "slowbg,endless,reader,hasher",
+    ]);
+    daemon.wait_sealed(crawl, WAIT);
+    let mut results = statuses(&daemon, crawl);
+    results.sort();
+    assert_eq!(
+        results,
+        [
+            (
+                "endless".into(),
+                "noresults".into(),
+                Some("recording".into())
+            ),
+            (
+                "hasher".into(),
+                "succeeded".into(),
+                Some("hashed all".into())
+            ),
+            (
+                "reader".into(),
+                "succeeded".into(),
+                Some("read the download".into())
+            ),
+            (
+                "slowbg".into(),
+                "succeeded".into(),
+                Some("downloaded".into())
+            ),
+        ]
+    );
+}

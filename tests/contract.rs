@@ -158,3 +158,29 @@ fn a_hook_waits_for_the_plugins_it_reads_from_and_one_after_background_cleanup_f
         ]
     );
 }
+
+#[test]
+fn a_hook_tree_over_its_memory_limit_is_killed_and_failed_and_the_snapshot_goes_on() {
+    // 100 MB for the hog (abx-plugins' MEMORY_LIMIT, set for it alone), none for the others.
+    let daemon = daemon("[plugins.hog.env]\nMEMORY_LIMIT = \"100000000\"\n");
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "hog,ok"]);
+    // (`wait_sealed` also waits until no process of the crawl is live: the hog's child too.)
+    daemon.wait_sealed(crawl, WAIT);
+    let mut results = statuses(&daemon, crawl);
+    results.sort();
+    assert_eq!(
+        results,
+        [
+            (
+                "hog".to_string(),
+                "failed".to_string(),
+                Some("memory limit".to_string())
+            ),
+            (
+                "ok".to_string(),
+                "succeeded".to_string(),
+                Some("all good".to_string())
+            ),
+        ]
+    );
+}

@@ -24,7 +24,9 @@ pub(super) fn by_its_limits(
     row_id: i64,
     outcome: ExitOutcome,
 ) -> Option<result::Outcome> {
-    if outcome != ExitOutcome::Signal(crate::signal::Signal::KILL.as_raw()) {
+    // (SIGKILL, as a signal or as a shell reports it when it was its child that was killed.)
+    let kill = Signal::KILL.as_raw();
+    if outcome != ExitOutcome::Signal(kill) && outcome != ExitOutcome::Code(128 + kill) {
         return None;
     }
     let row = store.process(row_id).ok()??;

@@ -19,6 +19,7 @@
 //! from its exit, its records and its deadline, by the rules of [`interpret`].
 
 mod ended;
+mod memory;
 mod order;
 mod request;
 mod resource;
@@ -52,6 +53,8 @@ struct Running {
     stdout: PathBuf,
     stderr: PathBuf,
     cwd: PathBuf,
+    /// What bounds its tree's memory, if anything does (`memory`).
+    memory: Option<memory::Bounded>,
 }
 
 /// What keeps the next hook from starting.
@@ -93,6 +96,8 @@ pub struct HookRunner {
     paused: bool,
     /// Why the crawl cannot go on, once a crawl hook it needs failed (`resource`).
     fatal: Option<String>,
+    /// When the memory of its hooks with a limit was last looked at (`memory`).
+    memory_checked_at: Option<Instant>,
 }
 
 impl HookRunner {
@@ -123,6 +128,7 @@ impl HookRunner {
             stopped_at_end: HashSet::new(),
             paused: false,
             fatal: None,
+            memory_checked_at: None,
         })
     }
 
@@ -165,8 +171,17 @@ impl HookRunner {
     }
 
     /// When the loop must wake for this runner: to look for a background hook's first output,
-    /// or to stop background hooks at the end of a scope of background hooks only.
+    /// to stop background hooks at the end of a scope of background hooks only, or to look at
+    /// the memory of hooks with a limit.
     pub fn next_timer(&self) -> Option<Instant> {
+        let order = self.next_order_timer();
+        [order, self.next_memory_check()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn next_order_timer(&self) -> Option<Instant> {
         match (self.waiting, self.ending) {
             (Waiting::FirstOutput { until, .. }, _) => {
                 Some((Instant::now() + READY_POLL).min(until))
@@ -186,6 +201,7 @@ impl HookRunner {
         supervisor: &mut Supervisor,
         store: &mut Store,
     ) -> Result<(), StoreError> {
+        self.check_memory(supervisor, store)?;
         let now = Instant::now();
         if let Waiting::FirstOutput { row, until } = self.waiting {
             let wrote = self

@@ -1,7 +1,7 @@
 //! Starting one hook: what it waits for first (`order`), its dirs (its user's, `hook_user`),
 //! its result row's attempt and its process row, in one transaction with the spawn.
 
-use super::{order, request, HookRunner, Running, Waiting, OTHERS_SLACK};
+use super::{memory, order, request, HookRunner, Running, Waiting, OTHERS_SLACK};
 use crate::domain::{EndReason, ResultStatus};
 use crate::logs::Logs;
 use crate::plugins::Prepared;
@@ -126,12 +126,19 @@ impl HookRunner {
         } else {
             Waiting::Foreground(spawned.row_id)
         };
+        let environ = crate::plugins::env::process_environ;
+        let memory = memory::limit_of(prepared, environ).map(|limit| memory::Bounded {
+            pid: spawned.identity.pid,
+            cgroup: spawned.cgroup.as_ref().map(|c| c.dir.clone()),
+            limit,
+        });
         let running = Running {
             prepared: prepared.clone(),
             result_id: result.id,
             stdout,
             stderr,
             cwd: PathBuf::from(&request.process.cwd),
+            memory,
         };
         Ok(Some((spawned.row_id, running)))
     }

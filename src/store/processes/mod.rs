@@ -264,7 +264,8 @@ impl Store {
         })
     }
 
-    /// Makes a live row final. Does nothing to a row that is final already.
+    /// Makes a live row final. Does nothing to a row that is final already. Without a `detail`
+    /// of its own, a detail noted on the row before (why it was killed: its memory limit) stays.
     pub fn record_end(
         &mut self,
         id: i64,
@@ -298,7 +299,7 @@ impl Store {
             tx.execute(
                 &format!(
                     "UPDATE processes SET status = ?2, exit_code = ?3, exit_signal = ?4, \
-                     ended_at = ?5, end_reason = ?6, end_detail = ?7 \
+                     ended_at = ?5, end_reason = ?6, end_detail = COALESCE(?7, end_detail) \
                      WHERE id = ?1 AND status IN {LIVE_STATUSES}"
                 ),
                 &args![id, status, code, signal, ended_at, reason, detail],

@@ -613,3 +613,66 @@ fn a_plugin_that_does_not_exist_is_refused_naming_it_and_what_exists() {
         );
     }
 }
+
+/// Tears down what a test started under its tag, also when it fails.
+struct Tagged(String);
+
+impl Drop for Tagged {
+    fn drop(&mut self) {
+        common::kill_tagged(&self.0);
+    }
+}
+
+#[test]
+fn abxd_run_in_an_empty_directory_archives_with_the_abx_plugins_of_a_python_on_the_path() {
+    // Where pip puts abx-plugins: a virtualenv whose bin/ is on the PATH (as `abx-dl` users have).
+    let root = tempfile::tempdir().unwrap();
+    let venv = root.path().join("venv");
+    let plugins = venv.join("lib/python3.13/site-packages/abx_plugins/plugins");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::create_dir_all(plugins.join("ok")).unwrap();
+    let hook = "on_Snapshot__10_ok.sh";
+    std::fs::copy(
+        fixtures().join("plugins/ok").join(hook),
+        plugins.join("ok").join(hook),
+    )
+    .unwrap();
+    let empty = root.path().join("here");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert!(
+        !std::path::Path::new("/etc/abxd/supervisor.toml").exists(),
+        "this machine has an installed config: abxd would read it instead of the defaults"
+    );
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let tag = Tagged(common::unique_tag());
+    let abxd = |args: &[&str]| {
+        std::process::Command::new(common::abxd_bin())
+            .args(args)
+            .current_dir(&empty)
+            .env("PATH", &path)
+            .env_remove("ABXD_CONFIG")
+            .env(common::TAG_ENV, &tag.0)
+            .output()
+            .unwrap()
+    };
+    // No config file anywhere: the built-in defaults find the plugins, and name no file.
+    let checked = abxd(&["check-config"]);
+    let shown = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{shown}");
+    assert!(shown.contains(&plugins.display().to_string()), "{shown}");
+    let output = abxd(&["run", "--hooks-user", "root", "http://127.0.0.1:9/"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("sealed (finished)"), "{stdout}");
+    assert!(stdout.contains(hook), "{stdout}");
+    // (It says it runs on the defaults; nothing blames a file that is not there.)
+    for line in stderr.lines().filter(|l| l.contains("supervisor.toml")) {
+        assert!(line.contains("no config file at"), "{stderr}");
+    }
+    assert!(empty.join("data/abxd.sqlite3").exists());
+}

@@ -45,7 +45,9 @@ pub(super) struct FilePaths {
     pub(super) data_dir: PathBuf,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) database: Option<PathBuf>,
-    pub(super) plugins_dirs: Vec<PathBuf>,
+    /// None: found where abx-dl finds them (`discover`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) plugins_dirs: Option<Vec<PathBuf>>,
 }
 
 impl Default for FilePaths {
@@ -53,7 +55,7 @@ impl Default for FilePaths {
         FilePaths {
             data_dir: PathBuf::from("data"),
             database: None,
-            plugins_dirs: vec![PathBuf::from("plugins")],
+            plugins_dirs: None,
         }
     }
 }
@@ -196,7 +198,7 @@ impl Config {
             paths: FilePaths {
                 data_dir: self.data_dir.clone(),
                 database: Some(PathBuf::from(self.database.as_config_text())),
-                plugins_dirs: self.plugins_dirs.clone(),
+                plugins_dirs: Some(self.plugins_dirs.clone()),
             },
             limits: self.limits.clone(),
             timeouts: self.timeouts.clone(),

@@ -11,6 +11,7 @@
 //! `environment` what it needs of the machine.
 
 mod bytes;
+mod discover;
 mod environment;
 mod file;
 mod load;

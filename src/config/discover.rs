@@ -1,0 +1,85 @@
+//! Where the plugins are when the config names no plugins dir: where abx-dl finds them — the
+//! `abx_plugins` package of a Python on the `PATH` (a virtualenv's, the user's, the system's) —
+//! else the plugins installed with abxd's package, else `plugins/` beside the config.
+//!
+//! Invariant: a look at the file system only (no Python is run): the first place that holds the
+//! plugins wins, and none is no plugins dir at all rather than one that does not exist.
+
+use std::path::{Path, PathBuf};
+
+/// Where abxd's packages install the bundled plugins.
+pub const PACKAGED_PLUGINS: &str = "/usr/share/abxd/plugins";
+
+/// The plugins dir to use when none is configured, for a config in `base` under `environ`.
+pub fn plugins_dirs(base: &Path, environ: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let from_python = python_prefixes(&environ)
+        .into_iter()
+        .find_map(|prefix| abx_plugins_below(&prefix));
+    from_python
+        .or_else(|| Some(PathBuf::from(PACKAGED_PLUGINS)).filter(|d| d.is_dir()))
+        .or_else(|| Some(base.join("plugins")).filter(|d| d.is_dir()))
+        .into_iter()
+        .collect()
+}
+
+/// The prefixes a Python on the `PATH` installs packages below, in the order it is found: each
+/// `PATH` entry's parent (a virtualenv's `bin/`), then the user's and the system's.
+fn python_prefixes(environ: &impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let mut prefixes: Vec<PathBuf> = environ("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|dir| !dir.is_empty())
+        .filter_map(|dir| Path::new(dir).parent().map(Path::to_path_buf))
+        .collect();
+    if let Some(home) = environ("HOME") {
+        prefixes.push(Path::new(&home).join(".local"));
+    }
+    prefixes.extend(["/usr/local", "/usr"].map(PathBuf::from));
+    prefixes
+}
+
+/// `<prefix>/lib/python3.*/{site,dist}-packages/abx_plugins/plugins`, if one is there.
+fn abx_plugins_below(prefix: &Path) -> Option<PathBuf> {
+    let mut pythons: Vec<PathBuf> = std::fs::read_dir(prefix.join("lib"))
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .map(|e| e.path())
+        .collect();
+    pythons.sort();
+    pythons.reverse();
+    pythons.into_iter().find_map(|lib| {
+        ["site-packages", "dist-packages"]
+            .map(|packages| lib.join(packages).join("abx_plugins/plugins"))
+            .into_iter()
+            .find(|dir| dir.is_dir())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_abx_plugins_of_a_virtualenv_on_the_path_come_first_then_plugins_beside_the_config() {
+        let root = tempfile::tempdir().unwrap();
+        let venv = root.path().join("venv");
+        let plugins = venv.join("lib/python3.13/site-packages/abx_plugins/plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        let config_dir = root.path().join("etc");
+        std::fs::create_dir_all(config_dir.join("plugins")).unwrap();
+        let path = format!("/nowhere/bin:{}:/usr/bin", venv.join("bin").display());
+        let with_venv = |key: &str| (key == "PATH").then(|| path.clone());
+        assert_eq!(plugins_dirs(&config_dir, with_venv), vec![plugins]);
+        let without = |_: &str| None;
+        let found = plugins_dirs(&config_dir, without);
+        if !Path::new(PACKAGED_PLUGINS).is_dir() {
+            assert_eq!(found, vec![config_dir.join("plugins")]);
+        }
+        let empty = root.path().join("empty");
+        if !Path::new(PACKAGED_PLUGINS).is_dir() {
+            assert!(plugins_dirs(&empty, without).is_empty());
+        }
+    }
+}

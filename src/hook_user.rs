@@ -96,8 +96,28 @@ fn user(name: &str, data_dir: &Path) -> Result<HookUser, String> {
 
 impl HookUser {
     /// Opens the way to its work below `data_dir`: the data dir, its `crawls` and `home` may be
-    /// entered by others (never listed or written: `o+x`), and its `HOME` exists, its own.
-    pub fn prepare(&self, data_dir: &Path) -> std::io::Result<()> {
+    /// entered by others (never listed or written: `o+x`), and its `HOME` exists, its own. What
+    /// others could then reach of abxd's own is closed to them: the database file `database`
+    /// (with its `-wal` and `-shm`, which SQLite makes with the file's mode) loses its
+    /// permissions for others.
+    pub fn prepare(&self, data_dir: &Path, database: Option<&Path>) -> std::io::Result<()> {
+        if let Some(database) = database {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut name = database.as_os_str().to_owned();
+                name.push(suffix);
+                let path = PathBuf::from(name);
+                let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                let mode = meta.mode() & 0o7777;
+                if meta.is_file() && mode & 0o007 != 0 {
+                    std::fs::set_permissions(
+                        &path,
+                        std::fs::Permissions::from_mode(mode & !0o007),
+                    )?;
+                }
+            }
+        }
         for dir in [data_dir.join("crawls"), data_dir.join("home")] {
             std::fs::create_dir_all(&dir)?;
         }

@@ -121,4 +121,5 @@ pub mod supervisor;
 pub(crate) mod teardown;
 pub(crate) mod trust;
 pub mod url_rule;
+pub mod uuid7;
 pub mod worker;

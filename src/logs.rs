@@ -3,7 +3,8 @@
 //!
 //! Invariants: a log is created anew (exclusively, mode 0640) below the directory it belongs to,
 //! every directory on the way entered without following a symbolic link, so nothing abxd writes
-//! lands outside that directory; a log is read ([`read_log`]) never through a symbolic link.
+//! lands outside that directory; a log is read ([`read_log`]) never through a symbolic link. A
+//! file abxd appends records to in a hook's directory ([`open_append`]) is reached the same way.
 
 use std::fs::File;
 use std::os::fd::OwnedFd;
@@ -130,6 +131,23 @@ fn create_log(dir: &OwnedFd, path: &Path) -> Result<File, LogError> {
         | OFlags::CLOEXEC;
     let fd =
         openat(dir, name, file_flags, Mode::from_raw_mode(0o640)).map_err(|e| failed(e.into()))?;
+    Ok(File::from(fd))
+}
+
+/// Opens `path` (below `beneath`) to append to it, created (mode 0644) if missing: each
+/// directory on the way made if missing and entered without following a symbolic link, and the
+/// file itself never one — for records abxd appends in a directory a hook may write
+/// (`index.jsonl`).
+pub fn open_append(beneath: &Path, path: &Path) -> Result<File, LogError> {
+    use rustix::fs::{openat, Mode, OFlags};
+    let dir = enter_log_dir(beneath, path)?;
+    let failed = log_err(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| failed(std::io::Error::other("no file name")))?;
+    let flags =
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(&dir, name, flags, Mode::from_raw_mode(0o644)).map_err(|e| failed(e.into()))?;
     Ok(File::from(fd))
 }
 

@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
         "trust",
         "url_rule",
         "hook_user",
+        "uuid7",
         "own_exe",
         "memory",
     ],

@@ -184,3 +184,75 @@ fn a_hook_tree_over_its_memory_limit_is_killed_and_failed_and_the_snapshot_goes_
         ]
     );
 }
+
+#[test]
+fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
+    let daemon = daemon("");
+    let crawl = daemon.add(&["http://127.0.0.1:9/page", "--plugins", "ok,failer"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let store = daemon.store();
+    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let uuid = |id: &Option<String>| -> String {
+        let id = id.clone().expect("a uuid");
+        assert_eq!(id.len(), 32, "{id}");
+        assert_eq!(&id[12..13], "7", "a UUIDv7: {id}");
+        id
+    };
+    let snapshot_uuid = uuid(&snapshot.uuid);
+    let crawl_uuid = uuid(&store.crawl(crawl).unwrap().unwrap().uuid);
+    let dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{}", snapshot.id));
+    let text = std::fs::read_to_string(dir.join("index.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The Snapshot record first, then a Process and an ArchiveResult per hook, as they ended.
+    assert_eq!(records[0]["type"], "Snapshot", "{text}");
+    assert_eq!(records[0]["id"], snapshot_uuid.as_str());
+    assert_eq!(records[0]["crawl_id"], crawl_uuid.as_str());
+    assert_eq!(records[0]["url"], "http://127.0.0.1:9/page");
+    let types: Vec<&str> = records
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "Snapshot",
+            "Process",
+            "ArchiveResult",
+            "Process",
+            "ArchiveResult"
+        ],
+        "{text}"
+    );
+    for result in store.results(crawl).unwrap() {
+        let record = records
+            .iter()
+            .find(|r| r["type"] == "ArchiveResult" && r["plugin"] == result.plugin.as_str())
+            .unwrap_or_else(|| panic!("no record of {}: {text}", result.plugin));
+        assert_eq!(record["id"], uuid(&result.uuid).as_str());
+        assert_eq!(record["snapshot_id"], snapshot_uuid.as_str());
+        assert_eq!(record["status"], result.status.as_str());
+    }
+    let ok = records
+        .iter()
+        .find(|r| r["type"] == "ArchiveResult" && r["plugin"] == "ok")
+        .unwrap();
+    assert_eq!(
+        ok["output_files"],
+        serde_json::json!([{"path": "ok.txt", "extension": "txt", "mimetype": "text/plain",
+                            "size": 5}])
+    );
+    // Hooks got the snapshot's UUIDv7, as abx-dl gives it.
+    let process = records.iter().find(|r| r["type"] == "Process").unwrap();
+    let argv: Vec<&str> = (process["cmd"].as_array().unwrap().iter())
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        argv.contains(&format!("--snapshot-id={snapshot_uuid}").as_str()),
+        "{argv:?}"
+    );
+}

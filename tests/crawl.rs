@@ -189,7 +189,7 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
         for line in [
             format!(
                 "argv=--url=http://127.0.0.1:9/page --snapshot-id={} --depth=0",
-                snapshot.id
+                snapshot.uuid.as_deref().unwrap()
             ),
             format!("cwd={}", snapshot_dir.join("envcheck").display()),
             format!("CRAWL_ID={crawl}"),
@@ -206,8 +206,8 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
             format!(
                 "EXTRA_CONTEXT={}",
                 serde_json::json!({
-                    "crawl_id": crawl,
-                    "snapshot_id": snapshot.id,
+                    "crawl_id": daemon.store().crawl(crawl).unwrap().unwrap().uuid,
+                    "snapshot_id": snapshot.uuid,
                     "snapshot_depth": 0,
                     "plugin": "envcheck",
                     "hook_name": "on_Snapshot__05_envcheck",

@@ -330,8 +330,11 @@ fn a_root_abxd_runs_hooks_and_their_children_as_the_hook_user_with_a_home_it_can
     );
     let child = std::fs::read_to_string(dir.join("child-uid.txt")).unwrap();
     assert_eq!(child.trim(), user.uid.to_string());
-    // abxd's own files stay abxd's.
-    assert_eq!(std::fs::metadata(daemon.database()).unwrap().uid(), 0);
+    // abxd's own files stay abxd's, and its database is closed to others (the data dir is open
+    // to the hook user's passage).
+    let database = std::fs::metadata(daemon.database()).unwrap();
+    assert_eq!(database.uid(), 0);
+    assert_eq!(database.mode() & 0o007, 0, "{:o}", database.mode());
 }
 
 #[test]

@@ -19,6 +19,7 @@
 //! from its exit, its records and its deadline, by the rules of [`interpret`].
 
 mod ended;
+pub mod index;
 mod memory;
 mod order;
 mod request;
@@ -55,6 +56,10 @@ struct Running {
     cwd: PathBuf,
     /// What bounds its tree's memory, if anything does (`memory`).
     memory: Option<memory::Bounded>,
+    /// Its argv, its result's UUIDv7 and when it started (Unix ms), for `index.jsonl`.
+    argv: Vec<String>,
+    result_uuid: Option<String>,
+    started_at: i64,
 }
 
 /// What keeps the next hook from starting.
@@ -168,6 +173,53 @@ impl HookRunner {
             }
         }
         Ok(())
+    }
+
+    /// Appends the Process and ArchiveResult records of `run` to its snapshot's `index.jsonl`
+    /// (crawl hooks have none); a write that fails is logged, never the run's failure.
+    fn index_run(
+        &self,
+        run: &Running,
+        ending: &result::Ending,
+        result: &Outcome,
+        files: &[String],
+    ) {
+        let Some(snapshot) = &self.scope.snapshot else {
+            return;
+        };
+        let hook = &run.prepared.hook;
+        let sized: Vec<(String, u64)> = (files.iter())
+            .map(|f| {
+                let size = std::fs::symlink_metadata(run.cwd.join(f)).map_or(0, |m| m.len());
+                (f.clone(), size)
+            })
+            .collect();
+        let process = index::process_record(&index::Run {
+            argv: &run.argv,
+            plugin: &hook.plugin,
+            hook_name: &hook.stem,
+            pwd: &run.cwd.to_string_lossy(),
+            timeout_secs: run.prepared.timeout.as_secs(),
+            started_at: run.started_at,
+            ended_at: crate::store::now_ms(),
+            outcome: ending.outcome,
+        });
+        let reported = index::result_record(&index::Reported {
+            uuid: run.result_uuid.as_deref(),
+            snapshot_uuid: snapshot.uuid.as_deref(),
+            plugin: &hook.plugin,
+            hook_name: &hook.stem,
+            status: result.status,
+            output: result.output.as_deref(),
+            files: &sized,
+        });
+        if let Err(err) = index::append(
+            &self.scope.data_dir,
+            &self.scope.dir(),
+            &[process, reported],
+        ) {
+            log::warn!("{}: not in {}: {err}", hook.file_name, index::FILE);
+        }
     }
 
     /// When the loop must wake for this runner: to look for a background hook's first output,
@@ -341,6 +393,7 @@ impl HookRunner {
         })?;
         self.stopped_at_end.remove(&row_id);
         let run = self.running.remove(&row_id).expect("looked up above");
+        self.index_run(&run, &ending, &result, &files);
         log::info!(
             "{} {}: {}",
             run.prepared.hook.file_name,

@@ -122,6 +122,11 @@ fn personas_dir(
     }
 }
 
+/// A row's UUIDv7, or (a row written before there were any) its integer id.
+fn uuid_or_id(uuid: &Option<String>, id: i64) -> String {
+    uuid.clone().unwrap_or_else(|| id.to_string())
+}
+
 /// The spawn request of `prepared` in `scope`, for result `result_id`.
 pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> SpawnRequest {
     let hook = &prepared.hook;
@@ -132,14 +137,19 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         format!("--url={}", scope.url()),
     ];
     // abx-dl 1.13: a snapshot hook gets its snapshot and depth; a crawl hook its URL alone.
+    // (Ids as abx-dl gives them: the UUIDv7s; abxd's own are in CRAWL_ID and SNAPSHOT_ID.)
+    let snapshot_uuid = scope.snapshot.as_ref().map(|s| uuid_or_id(&s.uuid, s.id));
     if let Some(snapshot) = &scope.snapshot {
-        argv.push(format!("--snapshot-id={}", snapshot.id));
+        argv.push(format!(
+            "--snapshot-id={}",
+            uuid_or_id(&snapshot.uuid, snapshot.id)
+        ));
         argv.push(format!("--depth={}", snapshot.depth));
     }
 
     let extra_context = serde_json::json!({
-        "crawl_id": scope.crawl.id,
-        "snapshot_id": scope.snapshot_id(),
+        "crawl_id": uuid_or_id(&scope.crawl.uuid, scope.crawl.id),
+        "snapshot_id": snapshot_uuid,
         // (1.13 hooks read `--depth`; 1.12 ones read this.)
         "snapshot_depth": scope.snapshot.as_ref().map(|s| s.depth),
         "plugin": hook.plugin,

@@ -139,6 +139,9 @@ impl HookRunner {
             stderr,
             cwd: PathBuf::from(&request.process.cwd),
             memory,
+            argv: request.process.argv.clone(),
+            result_uuid: result.uuid.clone(),
+            started_at: crate::store::now_ms(),
         };
         Ok(Some((spawned.row_id, running)))
     }

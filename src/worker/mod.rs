@@ -101,7 +101,11 @@ impl Context {
         let run_as = match crate::hook_user::for_crawls(&config).map_err(WorkerError::Setup)? {
             RunAs::Abxd => None,
             RunAs::User(user) => {
-                user.prepare(&config.data_dir).map_err(|err| {
+                let database = match &config.database {
+                    crate::config::Location::File(path) => Some(path.as_path()),
+                    crate::config::Location::Postgres(_) => None,
+                };
+                user.prepare(&config.data_dir, database).map_err(|err| {
                     WorkerError::Setup(format!("cannot open the data dir to {}: {err}", user.name))
                 })?;
                 Some(user)

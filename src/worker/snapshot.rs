@@ -47,6 +47,13 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     let filter = CrawlFilter::new(&crawl.urls, &crawl.rules).map_err(|why| {
         WorkerError::Setup(format!("crawl {crawl_id}: its rules are invalid: {why}"))
     })?;
+    let dir = crate::hooks::snapshot_dir(&cx.config.data_dir, crawl_id, snapshot_id);
+    if let Err(err) = crate::hooks::index::begin(&cx.config.data_dir, &dir, &crawl, &snapshot) {
+        log::warn!(
+            "snapshot {snapshot_id}: cannot begin its {}: {err}",
+            crate::hooks::index::FILE
+        );
+    }
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,

@@ -53,9 +53,9 @@ impl Store {
                 return Ok(Added::Full);
             }
             let id: Option<i64> = tx.query_value(
-                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at) \
-                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5) ON CONFLICT DO NOTHING RETURNING id",
-                &args![crawl_id, url, depth, due, now],
+                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
+                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6) ON CONFLICT DO NOTHING RETURNING id",
+                &args![crawl_id, url, depth, due, now, crate::uuid7::new()],
             )?;
             Ok(id.map_or(Added::Known, Added::New))
         })

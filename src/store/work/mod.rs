@@ -25,6 +25,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Crawl {
     pub id: i64,
+    /// Its UUIDv7, as abx-dl and ArchiveBox know it.
+    pub uuid: Option<String>,
     pub urls: Vec<String>,
     pub max_depth: u32,
     pub plugins: Option<Vec<String>>,
@@ -47,6 +49,8 @@ pub struct Crawl {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Snapshot {
     pub id: i64,
+    /// Its UUIDv7, as hooks (`--snapshot-id`) and ArchiveBox know it.
+    pub uuid: Option<String>,
     pub crawl_id: i64,
     pub url: String,
     pub depth: u32,
@@ -65,6 +69,8 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HookResult {
     pub id: i64,
+    /// Its UUIDv7, as `index.jsonl` and ArchiveBox know it.
+    pub uuid: Option<String>,
     pub crawl_id: i64,
     pub snapshot_id: Option<i64>,
     pub plugin: String,
@@ -98,7 +104,7 @@ fn json_column<T: serde::de::DeserializeOwned>(row: &Row, column: usize) -> Resu
 
 impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
-        owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by";
+        owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by, uuid";
 
     /// Reads a row selected with [`Crawl::COLUMNS`], by position.
     fn from_row(row: &Row) -> Result<Crawl, SqlError> {
@@ -119,13 +125,14 @@ impl Crawl {
             paused_at: row.get(12)?,
             rules: json_column(row, 13)?,
             ended_by: row.get(14)?,
+            uuid: row.get(15)?,
         })
     }
 }
 
 impl Snapshot {
     const COLUMNS: &'static str = "id, crawl_id, url, depth, status, retry_at, owner_id, \
-        created_at, started_at, sealed_at, restarts, ended_by";
+        created_at, started_at, sealed_at, restarts, ended_by, uuid";
 
     /// Reads a row selected with [`Snapshot::COLUMNS`], by position.
     fn from_row(row: &Row) -> Result<Snapshot, SqlError> {
@@ -142,6 +149,7 @@ impl Snapshot {
             sealed_at: row.get(9)?,
             restarts: row.get(10)?,
             ended_by: row.get(11)?,
+            uuid: row.get(12)?,
         })
     }
 }
@@ -149,7 +157,7 @@ impl Snapshot {
 impl HookResult {
     pub(in crate::store) const COLUMNS: &'static str =
         "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
-        attempts, output, output_files, output_size, started_at, ended_at";
+        attempts, output, output_files, output_size, started_at, ended_at, uuid";
 
     /// Reads a row selected with [`HookResult::COLUMNS`], by position.
     pub(in crate::store) fn from_row(row: &Row) -> Result<HookResult, SqlError> {
@@ -167,6 +175,7 @@ impl HookResult {
             output_size: row.get(10)?,
             started_at: row.get(11)?,
             ended_at: row.get(12)?,
+            uuid: row.get(13)?,
         })
     }
 
@@ -206,8 +215,16 @@ impl Store {
             Ok(tx
                 .query_one(
                     "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
-                     rules) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6) RETURNING id",
-                    &args![urls, max_depth, plugins, due, now, rules],
+                     rules, uuid) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7) RETURNING id",
+                    &args![
+                        urls,
+                        max_depth,
+                        plugins,
+                        due,
+                        now,
+                        rules,
+                        crate::uuid7::new()
+                    ],
                 )?
                 .get(0)?)
         })

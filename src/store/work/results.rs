@@ -33,9 +33,9 @@ impl Store {
     ) -> Result<HookResult, StoreError> {
         self.write_work(|tx| {
             tx.execute(
-                "INSERT INTO results (crawl_id, snapshot_id, plugin, hook, status) \
-                 VALUES (?1, ?2, ?3, ?4, 'queued') ON CONFLICT DO NOTHING",
-                &args![crawl_id, snapshot_id, plugin, hook],
+                "INSERT INTO results (crawl_id, snapshot_id, plugin, hook, status, uuid) \
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5) ON CONFLICT DO NOTHING",
+                &args![crawl_id, snapshot_id, plugin, hook, crate::uuid7::new()],
             )?;
             let sql = format!(
                 "SELECT {} FROM results WHERE crawl_id = ?1 \

@@ -206,6 +206,17 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
         CHECK (outcome IN ('finished', 'cancelled', 'failed'));
     "#,
     ),
+    (
+        21,
+        r#"
+    ALTER TABLE crawls ADD COLUMN uuid TEXT;
+    ALTER TABLE snapshots ADD COLUMN uuid TEXT;
+    ALTER TABLE results ADD COLUMN uuid TEXT;
+    UPDATE crawls SET uuid = md5(random()::text || clock_timestamp()::text || id::text);
+    UPDATE snapshots SET uuid = md5(random()::text || clock_timestamp()::text || id::text);
+    UPDATE results SET uuid = md5(random()::text || clock_timestamp()::text || id::text);
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -1,0 +1,226 @@
+//! `index.jsonl` in each snapshot directory, as abx-dl writes it while a snapshot runs: the
+//! Snapshot record first, then a Process and an ArchiveResult record for each hook run as it
+//! ends — what ArchiveBox and anything that reads abx-dl's output open.
+//!
+//! Invariants: each record is one line, appended by one `O_APPEND` write (a reader never sees
+//! half a record; a crash loses at most the line being written); the file is reached without
+//! following a symbolic link (`logs::open_append`: the snapshot's dir may be its hooks' user's);
+//! the Snapshot record is written once, when the file is begun. Ids are the UUIDv7s of the rows.
+
+use crate::domain::{ExitOutcome, ResultStatus};
+use crate::store::{Crawl, Snapshot};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+
+/// The file's name in a snapshot's directory.
+pub const FILE: &str = "index.jsonl";
+
+/// Begins the index of `snapshot` in `dir` (below `beneath`, abxd's data dir) with its Snapshot
+/// record, unless it was begun before (a snapshot run again after an interruption).
+pub fn begin(
+    beneath: &Path,
+    dir: &Path,
+    crawl: &Crawl,
+    snapshot: &Snapshot,
+) -> std::io::Result<()> {
+    let path = dir.join(FILE);
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Ok(());
+    }
+    let record = json!({
+        "type": "Snapshot",
+        "id": snapshot.uuid,
+        "crawl_id": crawl.uuid,
+        "url": snapshot.url,
+        "depth": snapshot.depth,
+        "created_at": iso(snapshot.created_at),
+        "status": "started",
+    });
+    append(beneath, dir, &[record])
+}
+
+/// Appends `records` to the index in `dir`, one line each, in one write.
+pub fn append(beneath: &Path, dir: &Path, records: &[Value]) -> std::io::Result<()> {
+    let mut text = String::new();
+    for record in records {
+        text.push_str(&record.to_string());
+        text.push('\n');
+    }
+    let mut file = crate::logs::open_append(beneath, &dir.join(FILE)).map_err(|e| e.cause)?;
+    file.write_all(text.as_bytes())
+}
+
+/// One hook run, as abx-dl's Process record says it.
+pub struct Run<'a> {
+    pub argv: &'a [String],
+    pub plugin: &'a str,
+    /// The hook's name without its last extension (abx-dl's `hook_name`).
+    pub hook_name: &'a str,
+    pub pwd: &'a str,
+    pub timeout_secs: u64,
+    pub started_at: i64,
+    pub ended_at: i64,
+    pub outcome: ExitOutcome,
+}
+
+/// The Process record of `run`.
+pub fn process_record(run: &Run<'_>) -> Value {
+    let exit_code = match run.outcome {
+        ExitOutcome::Code(code) => code,
+        ExitOutcome::Signal(signal) => 128 + signal,
+    };
+    let status = match exit_code {
+        0 => "succeeded",
+        10 => "skipped",
+        _ => "failed",
+    };
+    json!({
+        "type": "Process",
+        "id": crate::uuid7::new(),
+        "cmd": run.argv,
+        "plugin": run.plugin,
+        "hook_name": run.hook_name,
+        "pwd": run.pwd,
+        "timeout": run.timeout_secs,
+        "started_at": iso(run.started_at),
+        "ended_at": iso(run.ended_at),
+        "exit_code": exit_code,
+        "status": status,
+    })
+}
+
+/// What a hook's result says, as abx-dl's ArchiveResult record says it: `files` are its output
+/// files (relative to its plugin's dir) with their sizes.
+pub struct Reported<'a> {
+    pub uuid: Option<&'a str>,
+    pub snapshot_uuid: Option<&'a str>,
+    pub plugin: &'a str,
+    pub hook_name: &'a str,
+    pub status: ResultStatus,
+    pub output: Option<&'a str>,
+    pub files: &'a [(String, u64)],
+}
+
+/// The ArchiveResult record of `reported`.
+pub fn result_record(reported: &Reported<'_>) -> Value {
+    let files: Vec<Value> = (reported.files.iter())
+        .map(|(path, size)| {
+            let extension = Path::new(path)
+                .extension()
+                .map(|e| e.to_string_lossy().to_lowercase())
+                .unwrap_or_default();
+            json!({
+                "path": path,
+                "extension": extension,
+                "mimetype": mimetype(&extension),
+                "size": size,
+            })
+        })
+        .collect();
+    json!({
+        "type": "ArchiveResult",
+        "id": reported.uuid,
+        "snapshot_id": reported.snapshot_uuid,
+        "plugin": reported.plugin,
+        "hook_name": reported.hook_name,
+        "status": reported.status,
+        "output_str": reported.output.unwrap_or(""),
+        "output_files": files,
+    })
+}
+
+/// The media type of a file by its extension, as an archive's files go.
+fn mimetype(extension: &str) -> &'static str {
+    match extension {
+        "html" | "htm" => "text/html",
+        "txt" | "log" => "text/plain",
+        "css" => "text/css",
+        "js" | "mjs" => "text/javascript",
+        "json" | "jsonl" => "application/json",
+        "xml" => "application/xml",
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        "ico" => "image/vnd.microsoft.icon",
+        "mp4" => "video/mp4",
+        "webm" => "video/webm",
+        "mp3" => "audio/mpeg",
+        "warc" => "application/warc",
+        "gz" => "application/gzip",
+        "zip" => "application/zip",
+        "mhtml" => "multipart/related",
+        _ => "application/octet-stream",
+    }
+}
+
+/// A moment (Unix ms) as ISO 8601 in UTC.
+fn iso(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_abx_dls_and_output_files_carry_their_type_and_size() {
+        let files = [
+            ("page.html".to_string(), 10),
+            ("favicon.ico".to_string(), 4),
+        ];
+        let record = result_record(&Reported {
+            uuid: Some("01"),
+            snapshot_uuid: Some("02"),
+            plugin: "wget",
+            hook_name: "on_Snapshot__30_wget.bg",
+            status: ResultStatus::NoResults,
+            output: None,
+            files: &files,
+        });
+        assert_eq!(record["status"], "noresults");
+        assert_eq!(record["output_str"], "");
+        assert_eq!(
+            record["output_files"][1],
+            json!({"path": "favicon.ico", "extension": "ico",
+                   "mimetype": "image/vnd.microsoft.icon", "size": 4})
+        );
+        let argv = ["/p/wget/on_Snapshot__30_wget.bg.sh".to_string()];
+        let process = process_record(&Run {
+            argv: &argv,
+            plugin: "wget",
+            hook_name: "on_Snapshot__30_wget.bg",
+            pwd: "/d/wget",
+            timeout_secs: 60,
+            started_at: 0,
+            ended_at: 1500,
+            outcome: ExitOutcome::Signal(9),
+        });
+        assert_eq!(process["exit_code"], 137);
+        assert_eq!(process["status"], "failed");
+        assert_eq!(process["ended_at"], "1970-01-01T00:00:01.5Z");
+    }
+
+    #[test]
+    fn one_record_a_line_and_the_snapshot_record_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let snap = dir.path().join("crawls/1/snapshots/2");
+        append(dir.path(), &snap, &[json!({"a": 1}), json!({"b": 2})]).unwrap();
+        append(dir.path(), &snap, &[json!({"c": 3})]).unwrap();
+        let text = std::fs::read_to_string(snap.join(FILE)).unwrap();
+        assert_eq!(text, "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+        // Through a link a hook planted: refused.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "").unwrap();
+        let other = dir.path().join("crawls/1/snapshots/3");
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, other.join(FILE)).unwrap();
+        assert!(append(dir.path(), &other, &[json!({})]).is_err());
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+    }
+}

@@ -151,6 +151,31 @@ pub fn open_append(beneath: &Path, path: &Path) -> Result<File, LogError> {
     Ok(File::from(fd))
 }
 
+/// Replaces `path` (below `beneath`) with `bytes` at once: written to a new file beside it (made
+/// exclusively, never through a link) and renamed over it, each directory on the way entered
+/// without following a symbolic link. A reader sees the old file or the new one, never half.
+pub fn replace(beneath: &Path, path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    use rustix::fs::{openat, renameat, unlinkat, AtFlags, Mode, OFlags};
+    use std::io::Write;
+    let dir = enter_log_dir(beneath, path)?;
+    let failed = log_err(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| failed(std::io::Error::other("no file name")))?;
+    let mut fresh = std::ffi::OsString::from(".");
+    fresh.push(name);
+    fresh.push(".abxd-new");
+    match unlinkat(&dir, &fresh, AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(err) => return Err(failed(err.into())),
+    }
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd =
+        openat(&dir, &fresh, flags, Mode::from_raw_mode(0o644)).map_err(|e| failed(e.into()))?;
+    File::from(fd).write_all(bytes).map_err(&failed)?;
+    renameat(&dir, &fresh, &dir, name).map_err(|e| failed(e.into()))
+}
+
 /// Opens a log file to read it, never through a symbolic link (a hook may swap its log for one
 /// pointing at a file it could not read itself).
 pub fn read_log(path: &Path) -> std::io::Result<File> {

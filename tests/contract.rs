@@ -208,8 +208,16 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // The Snapshot record first, then a Process and an ArchiveResult per hook, as they ended.
+    // The Snapshot record first — sealed, as ArchiveBox 0.9.73 leaves it — then a Process and an
+    // ArchiveResult per hook, as they ended, then the crawl's Crawl record.
     assert_eq!(records[0]["type"], "Snapshot", "{text}");
+    assert_eq!(records[0]["status"], "sealed", "{text}");
+    assert_eq!(records[0]["fs_version"], "0.9.4");
+    assert_eq!(records[0]["schema_version"], "0.9.73");
+    assert!(records[0]["timestamp"].as_str().unwrap().contains('.'));
+    let crawl_record = records.last().unwrap();
+    assert_eq!(crawl_record["type"], "Crawl", "{text}");
+    assert_eq!(crawl_record["id"], crawl_uuid.as_str());
     assert_eq!(records[0]["id"], snapshot_uuid.as_str());
     assert_eq!(records[0]["crawl_id"], crawl_uuid.as_str());
     assert_eq!(records[0]["url"], "http://127.0.0.1:9/page");
@@ -224,7 +232,8 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
             "Process",
             "ArchiveResult",
             "Process",
-            "ArchiveResult"
+            "ArchiveResult",
+            "Crawl"
         ],
         "{text}"
     );

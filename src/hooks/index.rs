@@ -5,7 +5,9 @@
 //! Invariants: each record is one line, appended by one `O_APPEND` write (a reader never sees
 //! half a record; a crash loses at most the line being written); the file is reached without
 //! following a symbolic link (`logs::open_append`: the snapshot's dir may be its hooks' user's);
-//! the Snapshot record is written once, when the file is begun. Ids are the UUIDv7s of the rows.
+//! the Snapshot record is written once, when the file is begun, and made sealed — with the
+//! crawl's Crawl record after the runs — once the snapshot is sealed ([`seal`], one rename). Ids
+//! are the UUIDv7s of the rows.
 
 use crate::domain::{ExitOutcome, ResultStatus};
 use crate::store::{Crawl, Snapshot};
@@ -38,6 +40,75 @@ pub fn begin(
         "status": "started",
     });
     append(beneath, dir, &[record])
+}
+
+/// The version of ArchiveBox whose records the seal writes, and its snapshot directories'.
+const SCHEMA_VERSION: &str = "0.9.73";
+const FS_VERSION: &str = "0.9.4";
+
+/// Completes the index of `snapshot` in `dir` once it is sealed, as ArchiveBox 0.9.73 leaves
+/// one: its Snapshot record first, now sealed (`status`, `fs_version`, `crawl_id`, `timestamp`,
+/// its size), then the records of its hook runs as they were, then its crawl's Crawl record.
+/// The file is replaced at once (`logs::replace`), never through a link.
+pub fn seal(
+    beneath: &Path,
+    dir: &Path,
+    crawl: &Crawl,
+    snapshot: &Snapshot,
+    sealed_at: i64,
+    size: u64,
+) -> std::io::Result<()> {
+    let path = dir.join(FILE);
+    let mut text = String::new();
+    if let Ok(mut file) = crate::logs::read_log(&path) {
+        use std::io::Read;
+        file.read_to_string(&mut text)?;
+    }
+    let sealed = json!({
+        "type": "Snapshot",
+        "schema_version": SCHEMA_VERSION,
+        "id": snapshot.uuid,
+        "crawl_id": crawl.uuid,
+        "url": snapshot.url,
+        "title": null,
+        "tags": "",
+        "bookmarked_at": iso(snapshot.created_at),
+        "created_at": iso(snapshot.created_at),
+        "modified_at": iso(sealed_at),
+        "config": {},
+        "notes": "",
+        "timestamp": format!("{}.{:03}000", snapshot.created_at / 1000, snapshot.created_at % 1000),
+        "depth": snapshot.depth,
+        "status": "sealed",
+        "fs_version": FS_VERSION,
+        "archive_size": size,
+        "output_size": size,
+    });
+    let crawl_record = json!({
+        "type": "Crawl",
+        "schema_version": SCHEMA_VERSION,
+        "id": crawl.uuid,
+        "urls": crawl.urls.join("\n"),
+        "status": crawl.status,
+        "max_depth": crawl.max_depth,
+        "config": {},
+        "tags_str": "",
+        "label": "",
+        "created_at": iso(crawl.created_at),
+        "modified_at": iso(sealed_at),
+        "created_by": "system",
+    });
+    let runs = text.lines().filter(|line| {
+        let record: Option<Value> = serde_json::from_str(line).ok();
+        !record.is_some_and(|r| r["type"] == "Snapshot" || r["type"] == "Crawl")
+    });
+    let mut sealed_text = format!("{sealed}\n");
+    for line in runs {
+        sealed_text.push_str(line);
+        sealed_text.push('\n');
+    }
+    sealed_text.push_str(&format!("{crawl_record}\n"));
+    crate::logs::replace(beneath, &path, sealed_text.as_bytes()).map_err(|e| e.cause)
 }
 
 /// Appends `records` to the index in `dir`, one line each, in one write.
@@ -204,6 +275,70 @@ mod tests {
         assert_eq!(process["exit_code"], 137);
         assert_eq!(process["status"], "failed");
         assert_eq!(process["ended_at"], "1970-01-01T00:00:01.5Z");
+    }
+
+    #[test]
+    fn the_seal_puts_the_sealed_snapshot_first_and_the_crawl_last_and_keeps_the_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let snap = dir.path().join("crawls/1/snapshots/2");
+        let (crawl, snapshot) = (crawl_fixture(), snapshot_fixture());
+        begin(dir.path(), &snap, &crawl, &snapshot).unwrap();
+        append(dir.path(), &snap, &[json!({"type": "Process", "n": 1})]).unwrap();
+        seal(dir.path(), &snap, &crawl, &snapshot, 1_700_000_000_123, 42).unwrap();
+        // Sealing again (a retried seal) changes nothing but the moment.
+        seal(dir.path(), &snap, &crawl, &snapshot, 1_700_000_000_456, 42).unwrap();
+        let text = std::fs::read_to_string(snap.join(FILE)).unwrap();
+        let records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let types: Vec<&str> = records
+            .iter()
+            .map(|r| r["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["Snapshot", "Process", "Crawl"], "{text}");
+        assert_eq!(records[0]["status"], "sealed");
+        assert_eq!(records[0]["archive_size"], 42);
+        assert_eq!(records[0]["timestamp"], "1699999999.999000");
+    }
+
+    fn crawl_fixture() -> Crawl {
+        Crawl {
+            id: 1,
+            uuid: Some("0190".repeat(8)),
+            urls: vec!["http://a/".into()],
+            max_depth: 0,
+            plugins: None,
+            status: crate::domain::WorkStatus::Started,
+            outcome: None,
+            retry_at: 0,
+            owner_id: None,
+            created_at: 1_699_999_999_000,
+            started_at: None,
+            sealed_at: None,
+            restarts: 0,
+            paused_at: None,
+            rules: Default::default(),
+            ended_by: None,
+        }
+    }
+
+    fn snapshot_fixture() -> Snapshot {
+        Snapshot {
+            id: 2,
+            uuid: Some("0191".repeat(8)),
+            crawl_id: 1,
+            url: "http://a/".into(),
+            depth: 0,
+            status: crate::domain::WorkStatus::Started,
+            retry_at: 0,
+            owner_id: None,
+            created_at: 1_699_999_999_999,
+            started_at: None,
+            sealed_at: None,
+            restarts: 0,
+            ended_by: None,
+        }
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
             crate::hooks::index::FILE
         );
     }
+    // (What its index says of it once it is sealed.)
+    let indexed = (crawl.clone(), snapshot.clone());
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,
@@ -104,8 +106,18 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     cx.run_scope(&mut runner, record)?;
     cx.drain(|cx, exit| record(cx, &mut runner, exit))?;
     if !cx.interrupted {
-        let dir = crate::hooks::snapshot_dir(&cx.config.data_dir, crawl_id, snapshot_id);
         crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
     }
-    cx.finish(Queue::Snapshots, snapshot_id)
+    let data_dir = cx.config.data_dir.clone();
+    let code = cx.finish(Queue::Snapshots, snapshot_id)?;
+    if code == super::EXIT_DONE {
+        // (Its index says sealed once the database does.)
+        let (crawl, snapshot) = indexed;
+        let size = super::limits::bytes_below(&dir);
+        let now = crate::store::now_ms();
+        if let Err(err) = crate::hooks::index::seal(&data_dir, &dir, &crawl, &snapshot, now, size) {
+            log::warn!("snapshot {snapshot_id}: its index is not sealed: {err}");
+        }
+    }
+    Ok(code)
 }

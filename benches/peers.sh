@@ -200,6 +200,9 @@ plugins_dirs = ["$ROOT/tests/fixtures/plugins"]
 max_snapshot_workers = $PARALLEL
 [control]
 allow_debug_spawn = true
+[hooks]
+# (The peers run their jobs as whoever starts them; so does abxd here, root included.)
+user = "$(id -un)"
 EOF
     "$bin/abxd" --config "$config" >"$dir/log" 2>&1 &
     DAEMONS+=($!)

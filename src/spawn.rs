@@ -80,6 +80,8 @@ pub struct Spawned {
     pub cgroup: Option<Cgroup>,
     /// Whether its identity is written on its row (else the caller writes it later).
     pub recorded: bool,
+    /// The uid it runs as.
+    pub uid: u32,
 }
 
 /// What the caller writes in the transaction that creates the child's row, given its id: e.g.
@@ -139,7 +141,10 @@ pub fn spawn(
                 pidfd_ino: None,
             });
             let logs = (stdout, stderr);
-            let recorded = match record_start(store, row_id, &identity, &logs) {
+            let uid = request
+                .run_as
+                .map_or_else(|| rustix::process::getuid().as_raw(), |(uid, _)| uid);
+            let recorded = match record_start(store, row_id, &identity, &logs, uid) {
                 Ok(()) => true,
                 Err(err) => {
                     log::warn!("row {row_id}: pid {pid} started; written later: {err}");
@@ -154,6 +159,7 @@ pub fn spawn(
                 logs,
                 cgroup: placement.map(|p| p.cgroup),
                 recorded,
+                uid,
             })
         }
         Err(err) => {
@@ -163,20 +169,25 @@ pub fn spawn(
     }
 }
 
-/// Writes that the process of row `row_id` runs: its identity (its pid is its process group)
-/// and its log files.
+/// Writes that the process of row `row_id` runs: its identity (its pid is its process group),
+/// its log files and the uid it runs as (which no one may signal it under another).
 pub fn record_start(
     store: &mut Store,
     row_id: i64,
     identity: &Identity,
     (stdout, stderr): &(PathBuf, PathBuf),
+    uid: u32,
 ) -> Result<(), StoreError> {
+    let logs = (
+        Some(stdout.to_string_lossy()),
+        Some(stderr.to_string_lossy()),
+    );
     store.record_spawned(
         row_id,
         identity,
         identity.pid,
-        Some(&stdout.to_string_lossy()),
-        Some(&stderr.to_string_lossy()),
+        (logs.0.as_deref(), logs.1.as_deref()),
+        uid,
     )
 }
 

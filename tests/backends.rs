@@ -259,7 +259,13 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
             .unwrap();
         let me = identity::of_pid(std::process::id() as i32).unwrap();
         store
-            .record_spawned(hook, &me, me.pid, Some("/o"), None)
+            .record_spawned(
+                hook,
+                &me,
+                me.pid,
+                (Some("/o"), None),
+                nix::unistd::getuid().as_raw(),
+            )
             .unwrap();
         let row = store.process(hook).unwrap().unwrap();
         assert_eq!(row.identity.as_ref(), Some(&me), "{engine}");

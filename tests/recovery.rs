@@ -330,7 +330,13 @@ fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone(
             ..real.clone()
         };
         store
-            .record_spawned(row, &stale, stale.pid, None, None)
+            .record_spawned(
+                row,
+                &stale,
+                stale.pid,
+                (None, None),
+                nix::unistd::getuid().as_raw(),
+            )
             .unwrap();
         drop(store);
 
@@ -570,7 +576,13 @@ fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says(
             })
             .unwrap();
         store
-            .record_spawned(row, &identity, pid, None, None)
+            .record_spawned(
+                row,
+                &identity,
+                pid,
+                (None, None),
+                nix::unistd::getuid().as_raw(),
+            )
             .unwrap();
         drop(store);
 

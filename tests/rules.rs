@@ -271,6 +271,7 @@ fn daemon_with_hook_user() -> TestDaemon {
     let daemon = TestDaemon::prepare(&format!("[hooks]\nuser = \"{HOOK_USER}\"\n"));
     let plugins = daemon.path("plugins");
     copy_dir(&fixtures().join("rules/whoami"), &plugins.join("whoami"));
+    copy_dir(&fixtures().join("order/endless"), &plugins.join("endless"));
     std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     daemon
 }
@@ -285,7 +286,8 @@ fn copy_dir(from: &Path, to: &Path) {
 /// What the whoami hook of crawl `crawl` said, and its dir.
 fn whoami(daemon: &TestDaemon, crawl: i64) -> (String, std::path::PathBuf) {
     let store = daemon.store();
-    let result = &store.results(crawl).unwrap()[0];
+    let results = store.results(crawl).unwrap();
+    let result = results.iter().find(|r| r.plugin == "whoami").unwrap();
     assert_eq!(
         result.status.as_str(),
         "succeeded",
@@ -309,9 +311,20 @@ fn a_root_abxd_runs_hooks_and_their_children_as_the_hook_user_with_a_home_it_can
         status.contains(&format!("hooks:    run as user {HOOK_USER}")),
         "{status}"
     );
-    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "whoami"]);
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "whoami,endless"]);
     daemon.wait_sealed(crawl, WAIT);
     let (said, dir) = whoami(&daemon, crawl);
+    // Its rows say the uid they run as: the background hook, stopped at its snapshot's end, was
+    // signalled as its own (not taken for another user's process) and exited.
+    let hooks: Vec<_> = (daemon.store().processes(&Default::default()).unwrap())
+        .into_iter()
+        .filter(|r| r.kind == abxd::domain::Kind::Hook)
+        .collect();
+    assert_eq!(hooks.len(), 2, "{hooks:?}");
+    for row in &hooks {
+        assert_eq!(row.uid, Some(user.uid.as_raw()), "{row:?}");
+        assert_eq!(row.status.as_str(), "exited", "{row:?}");
+    }
     let home = daemon.data_dir().join("home").join(HOOK_USER);
     assert_eq!(
         said,

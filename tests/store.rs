@@ -119,7 +119,13 @@ fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
         let recorded = identity::of_pid(pid).unwrap();
         let id = store.insert_process(&hook(&["sleep", "300"])).unwrap();
         store
-            .record_spawned(id, &recorded, pid, None, None)
+            .record_spawned(
+                id,
+                &recorded,
+                pid,
+                (None, None),
+                nix::unistd::getuid().as_raw(),
+            )
             .unwrap();
         first.kill().unwrap();
         first.wait().unwrap();

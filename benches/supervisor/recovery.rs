@@ -111,7 +111,13 @@ pub(crate) fn recovery_at_scale(s: &Sizes, figures: &mut Figures) {
             .unwrap();
         let identity = abxd::identity::of_unreaped_child(child.id() as i32).unwrap();
         store
-            .record_spawned(row, &identity, identity.pid, None, None)
+            .record_spawned(
+                row,
+                &identity,
+                identity.pid,
+                (None, None),
+                rustix::process::getuid().as_raw(),
+            )
             .unwrap();
         orphans.push(child);
     }

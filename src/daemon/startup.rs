@@ -152,7 +152,13 @@ fn record_self(store: &mut Store) -> Result<i64, StoreError> {
     })?;
     let me = identity::of_pid(pid).expect("the running process has an identity");
     let pgid = nix::unistd::getpgrp().as_raw();
-    store.record_spawned(id, &me, pgid, None, None)?;
+    store.record_spawned(
+        id,
+        &me,
+        pgid,
+        (None, None),
+        rustix::process::getuid().as_raw(),
+    )?;
     Ok(id)
 }
 

@@ -365,7 +365,13 @@ mod tests {
         for (&owner, pid) in dead.iter().zip(pids) {
             let running = identity::of_unreaped_child(pid).unwrap();
             store
-                .record_spawned(owner, &running, pid, None, None)
+                .record_spawned(
+                    owner,
+                    &running,
+                    pid,
+                    (None, None),
+                    rustix::process::getuid().as_raw(),
+                )
                 .unwrap();
         }
         let plan = plan_work(&store, &config, None, &BTreeSet::new()).unwrap();

@@ -44,6 +44,7 @@ struct Start {
     row: i64,
     identity: Identity,
     logs: (PathBuf, PathBuf),
+    uid: u32,
 }
 
 /// An exit status the reaper saw, with what the child's cgroup measured of it: written at once
@@ -112,6 +113,7 @@ impl Unrecorded {
             row: spawned.row_id,
             identity: spawned.identity.clone(),
             logs: spawned.logs.clone(),
+            uid: spawned.uid,
         });
     }
 
@@ -165,8 +167,9 @@ impl Unrecorded {
     }
 
     fn write_all(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
-        self.starts
-            .retain(|start| record_start(store, start.row, &start.identity, &start.logs).is_err());
+        self.starts.retain(|start| {
+            record_start(store, start.row, &start.identity, &start.logs, start.uid).is_err()
+        });
         if !self.starts.is_empty() {
             return false;
         }

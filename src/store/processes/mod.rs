@@ -212,8 +212,8 @@ impl Store {
         id: i64,
         identity: &Identity,
         pgid: i32,
-        stdout_path: Option<&str>,
-        stderr_path: Option<&str>,
+        (stdout_path, stderr_path): (Option<&str>, Option<&str>),
+        uid: u32,
     ) -> Result<(), StoreError> {
         let now = now_ms();
         self.write(|tx| {
@@ -257,7 +257,7 @@ impl Store {
                     now,
                     identity.pidfd_ino,
                     crate::store::boot_clock_ms(),
-                    rustix::process::getuid().as_raw()
+                    uid
                 ],
             )?;
             Ok(())
@@ -447,7 +447,7 @@ mod tests {
             // A descendant of a row that does not exist: the write fails, and only it.
             assert!(store.record_descendant(id + 100, &found).is_err());
             store
-                .record_spawned(id, &identity(), 42, None, None)
+                .record_spawned(id, &identity(), 42, (None, None), 0)
                 .unwrap();
             id
         });
@@ -465,7 +465,7 @@ mod tests {
         assert_eq!(store.process(id).unwrap().unwrap().status, Status::Starting);
 
         store
-            .record_spawned(id, &identity(), 42, Some("/o"), Some("/e"))
+            .record_spawned(id, &identity(), 42, (Some("/o"), Some("/e")), 0)
             .unwrap();
         let row = store.process(id).unwrap().unwrap();
         assert_eq!(row.status, Status::Running);
@@ -544,7 +544,7 @@ mod tests {
         };
         let below = store.record_descendant(seen, &grandchild).unwrap();
         store
-            .record_spawned(id, &identity(), 42, None, None)
+            .record_spawned(id, &identity(), 42, (None, None), 0)
             .unwrap();
         assert!(store.process(seen).unwrap().is_none());
         assert_eq!(store.process(below).unwrap().unwrap().parent_id, Some(id));

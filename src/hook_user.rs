@@ -229,9 +229,9 @@ fn user_groups(name: &str, gid: u32) -> Vec<u32> {
         .unwrap_or_else(|_| vec![gid])
 }
 
-/// How `status` says who hooks run as.
-pub fn describe(config: &Config) -> String {
-    match for_crawls(config) {
+/// How `status` says who hooks run as, by what [`for_crawls`] decided.
+pub fn describe(decided: &Result<RunAs, String>) -> String {
+    match decided {
         Ok(RunAs::User(user)) => format!("run as user {} (uid {})", user.name, user.uid),
         Ok(RunAs::Abxd) if Uid::effective().is_root() => {
             format!("run as root: {KEY} = \"root\" accepts the risk")

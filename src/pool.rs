@@ -116,6 +116,13 @@ impl WorkerPool {
         self.only = Some(id);
     }
 
+    /// How many more workers it may start now, and the one crawl it may claim, if claims are
+    /// restricted to one (`abxd run`): what the next claims can take.
+    pub fn room(&self, config: &Config) -> (usize, Option<i64>) {
+        let free = self.limit(config).saturating_sub(self.workers.len());
+        (free, self.only)
+    }
+
     /// What claims are restricted to: see [`Store::claim`].
     fn claim_scope(&self) -> Option<i64> {
         match self.queue {

@@ -76,10 +76,6 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     crate::hook_user::for_crawls(&config).map_err(RunError::BadInput)?;
     let urls = urls_for(args)?;
     let mut daemon = Daemon::start(config)?;
-    // (Settled again by the daemon, on the data dir as it made it.)
-    if let Some(why) = daemon.hooks_refused() {
-        return Err(RunError::BadInput(why.to_string()));
-    }
     let data_dir = daemon.config().data_dir.clone();
     let database = daemon.config().database.clone();
     let crawl_id =

@@ -107,9 +107,16 @@ impl State {
         self.installer.busy()
     }
 
-    /// The installer runs the due crawls' plugins lack, each binary once.
+    /// The installer runs the crawls a claim would take next lack, each binary once (none while
+    /// no crawl worker slot is free: the plugins dirs are not read for nothing).
     fn missing_binaries(&self) -> Result<Vec<InstallStep>, crate::store::StoreError> {
-        let due = self.store.due_crawls()?;
+        let (free, only) = self.crawls.room(&self.config);
+        if free == 0 {
+            return Ok(Vec::new());
+        }
+        let mut due = self.store.due_crawls()?;
+        due.retain(|crawl| only.is_none_or(|id| crawl.id == id));
+        due.truncate(free);
         if due.is_empty() {
             return Ok(Vec::new());
         }

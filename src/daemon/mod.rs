@@ -84,8 +84,9 @@ struct State {
     stopped_by: Option<Signal>,
     /// The cgroups a previous incarnation left, being emptied (see `stale`).
     stale_cgroups: crate::cgroup::Emptying,
-    /// Why no crawl may start, if none may: hooks would run as root unasked (`hook_user`).
-    hooks_refused: Option<String>,
+    /// Who crawl hooks run as — or why no crawl may start: they would run as root unasked
+    /// (`hook_user`).
+    hooks: Result<crate::hook_user::RunAs, String>,
 }
 
 impl State {
@@ -279,7 +280,7 @@ impl Daemon {
     /// would run as root unasked (`hook_user`; `status` says why).
     fn fill_crawl_workers(&mut self) {
         let state = &mut self.state;
-        if state.hooks_refused.is_some() || state.provision_due_crawls(&mut self.supervisor) {
+        if state.hooks.is_err() || state.provision_due_crawls(&mut self.supervisor) {
             return;
         }
         let filled = state

@@ -116,7 +116,7 @@ impl Daemon {
             exit_code: 0,
             stopped_by: None,
             stale_cgroups: Default::default(),
-            hooks_refused: None,
+            hooks: Ok(crate::hook_user::RunAs::Abxd),
         };
         state.settle_hook_user();
         if state.orphans.is_empty() {
@@ -180,21 +180,13 @@ fn mark_inherited_fds_close_on_exec() {
     }
 }
 
-impl Daemon {
-    /// Why no crawl may start, if none may (`hook_user`).
-    pub fn hooks_refused(&self) -> Option<&str> {
-        self.state.hooks_refused.as_deref()
-    }
-}
-
 impl State {
     /// Settles who hooks run as under the config (at start, at each reload), saying it once.
     pub(super) fn settle_hook_user(&mut self) {
-        let decided = crate::hook_user::for_crawls(&self.config);
-        match &decided {
+        self.hooks = crate::hook_user::for_crawls(&self.config);
+        match &self.hooks {
             Err(why) => log::error!("no crawl starts: {why}"),
-            Ok(_) => log::info!("hooks {}", crate::hook_user::describe(&self.config)),
+            Ok(_) => log::info!("hooks {}", crate::hook_user::describe(&self.hooks)),
         }
-        self.hooks_refused = decided.err();
     }
 }

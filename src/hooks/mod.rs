@@ -28,7 +28,7 @@ mod result;
 mod start;
 
 pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
-pub use result::{interpret, last_line_of, output_files, Outcome};
+pub use result::{interpret, last_line_of, output_files, visit_files, Outcome};
 
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use crate::plugins::Prepared;
@@ -182,18 +182,12 @@ impl HookRunner {
         run: &Running,
         ending: &result::Ending,
         result: &Outcome,
-        files: &[String],
+        files: &[(String, u64)],
     ) {
         let Some(snapshot) = &self.scope.snapshot else {
             return;
         };
         let hook = &run.prepared.hook;
-        let sized: Vec<(String, u64)> = (files.iter())
-            .map(|f| {
-                let size = std::fs::symlink_metadata(run.cwd.join(f)).map_or(0, |m| m.len());
-                (f.clone(), size)
-            })
-            .collect();
         let process = index::process_record(&index::Run {
             argv: &run.argv,
             plugin: &hook.plugin,
@@ -211,7 +205,7 @@ impl HookRunner {
             hook_name: &hook.stem,
             status: result.status,
             output: result.output.as_deref(),
-            files: &sized,
+            files,
         });
         if let Err(err) = index::append(
             &self.scope.data_dir,
@@ -385,10 +379,12 @@ impl HookRunner {
             // (No crawl hook starts after it: their results are cancelled when the crawl seals.)
             self.pending.clear();
         }
-        let (files, size) = output_files(Path::new(&run.cwd));
+        let files = output_files(Path::new(&run.cwd));
+        let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+        let size = files.iter().map(|(_, size)| size).sum();
         store.all_or_nothing(|store| {
             let output = result.output.as_deref();
-            store.finish_result(run.result_id, result.status, output, &files, size)?;
+            store.finish_result(run.result_id, result.status, output, &names, size)?;
             also(store, &result)
         })?;
         self.stopped_at_end.remove(&row_id);

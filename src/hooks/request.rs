@@ -88,10 +88,15 @@ pub fn runtime_persona(dir: &Path, tmp_dir: &Path, linked: bool) -> PathBuf {
         .join(".persona")
 }
 
+/// Whether the host linked a prepared persona at `<dir>/.persona` (see [`runtime_persona`]).
+fn host_linked_persona(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(".persona")).is_ok_and(|m| m.is_symlink())
+}
+
 /// Removes the runtime persona of the work in `dir` (its work is over), unless the host linked
 /// one there.
 pub fn drop_runtime_persona(dir: &Path, data_dir: &Path) {
-    let linked = std::fs::symlink_metadata(dir.join(".persona")).is_ok_and(|m| m.is_symlink());
+    let linked = host_linked_persona(dir);
     let persona = runtime_persona(dir, &tmp_dir(data_dir), linked);
     if let (false, Some(key_dir)) = (linked, persona.parent()) {
         match std::fs::remove_dir_all(key_dir) {
@@ -182,10 +187,7 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         });
     let snapshot_dir = scope.snapshot.is_some().then_some(dir.as_path());
     let tmp = tmp_dir(&scope.data_dir);
-    let persona_of = |dir: &Path| {
-        let linked = std::fs::symlink_metadata(dir.join(".persona")).is_ok_and(|m| m.is_symlink());
-        runtime_persona(dir, &tmp, linked)
-    };
+    let persona_of = |dir: &Path| runtime_persona(dir, &tmp, host_linked_persona(dir));
     if !prepared.env.contains_key("TMP_DIR") {
         env.push(("TMP_DIR".into(), tmp.display().to_string()));
     }

@@ -6,6 +6,9 @@
 //! the resource it holds (the shared browser) is gone. A snapshot hook's end is never the
 //! crawl's, nor the snapshot's: it is that hook's result.
 
+use crate::domain::ResultStatus;
+use crate::plugins::Hook;
+
 /// How a hook ended, as far as the crawl is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookEnd {
@@ -36,6 +39,14 @@ pub fn fatal_to_crawl(end: HookEnd, name: &str) -> Option<String> {
     } else {
         None
     }
+}
+
+/// Why the crawl still cannot go on when it runs again (a restarted crawl worker), if it cannot:
+/// a background crawl hook's result is final `failed` from an earlier run — whether it failed
+/// before or after it was ready is no longer known, and it is not run again.
+pub fn failed_before(crawl_hook: bool, hook: &Hook, status: ResultStatus) -> Option<String> {
+    (crawl_hook && hook.background && status == ResultStatus::Failed)
+        .then(|| format!("crawl hook {} failed in an earlier run", hook.file_name))
 }
 
 #[cfg(test)]

@@ -247,10 +247,8 @@ pub fn last_line_of(path: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The files under `dir` (relative paths, sorted) and their total size.
-pub fn output_files(dir: &Path) -> (Vec<String>, u64) {
-    let mut files = Vec::new();
-    let mut total = 0;
+/// Visits every regular file below `dir` with its size, never through a symbolic link.
+pub fn visit_files(dir: &Path, mut visit: impl FnMut(&Path, u64)) {
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&current) else {
@@ -263,15 +261,22 @@ pub fn output_files(dir: &Path) -> (Vec<String>, u64) {
             if meta.is_dir() {
                 pending.push(entry.path());
             } else if meta.is_file() {
-                total += meta.len();
-                if let Ok(rel) = entry.path().strip_prefix(dir) {
-                    files.push(rel.display().to_string());
-                }
+                visit(&entry.path(), meta.len());
             }
         }
     }
+}
+
+/// The files under `dir` (relative paths, sorted), each with its size.
+pub fn output_files(dir: &Path) -> Vec<(String, u64)> {
+    let mut files = Vec::new();
+    visit_files(dir, |path, size| {
+        if let Ok(rel) = path.strip_prefix(dir) {
+            files.push((rel.display().to_string(), size));
+        }
+    });
     files.sort();
-    (files, total)
+    files
 }
 
 #[cfg(test)]

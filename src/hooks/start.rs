@@ -1,7 +1,7 @@
 //! Starting one hook: what it waits for first (`order`), its dirs (its user's, `hook_user`),
 //! its result row's attempt and its process row, in one transaction with the spawn.
 
-use super::{memory, order, request, HookRunner, Running, Waiting, OTHERS_SLACK};
+use super::{memory, order, request, resource, HookRunner, Running, Waiting, OTHERS_SLACK};
 use crate::domain::{EndReason, ResultStatus};
 use crate::logs::Logs;
 use crate::plugins::Prepared;
@@ -68,11 +68,8 @@ impl HookRunner {
                 hook.file_name,
                 result.status
             );
-            // A crawl hook the crawl could not go on without failed in an earlier run: so it
-            // still cannot.
-            if scope.snapshot.is_none() && hook.background && result.status == ResultStatus::Failed
-            {
-                let why = format!("crawl hook {} failed in an earlier run", hook.file_name);
+            let crawl_hook = scope.snapshot.is_none();
+            if let Some(why) = resource::failed_before(crawl_hook, hook, result.status) {
                 self.fatal.get_or_insert(why);
                 self.pending.clear();
             }

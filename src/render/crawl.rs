@@ -228,10 +228,7 @@ pub fn crawl_report(
         failures(&crawl_hooks, &runs, &mut out);
     }
     for snapshot in &snapshots {
-        let ended_by = snapshot
-            .ended_by
-            .map(|limit| format!(", ended by {limit}"))
-            .unwrap_or_default();
+        let ended_by = ended_by(snapshot.ended_by);
         out.push_str(&format!(
             "\n  snapshot {} ({}, depth {}{ended_by}): {}\n",
             snapshot.id,
@@ -318,12 +315,16 @@ fn rules_line(rules: &CrawlRules) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// `, ended by max_urls` when a limit ended a crawl or a snapshot, else nothing.
+fn ended_by(limit: Option<Limit>) -> String {
+    limit
+        .map(|limit| format!(", ended by {limit}"))
+        .unwrap_or_default()
+}
+
 /// A crawl's status as shown: `sealed (cancelled)`, `sealed (finished, ended by max_urls)`, …
 fn crawl_status(crawl: &Crawl) -> String {
-    let ended_by = crawl
-        .ended_by
-        .map(|limit| format!(", ended by {limit}"))
-        .unwrap_or_default();
+    let ended_by = ended_by(crawl.ended_by);
     match crawl.outcome {
         Some(outcome) if crawl.status == WorkStatus::Sealed => {
             format!("sealed ({outcome}{ended_by})")

@@ -8,7 +8,6 @@
 //! found reached is the one reported.
 
 use crate::domain::Limit;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -81,17 +80,9 @@ impl Watches {
 
 /// The bytes of the regular files below `dir` (none if it is missing), never through a link.
 pub fn bytes_below(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(meta) if meta.is_dir() => bytes_below(&entry.path()),
-            Ok(meta) if meta.is_file() => meta.size(),
-            _ => 0,
-        })
-        .sum()
+    let mut total = 0;
+    crate::hooks::visit_files(dir, |_, size| total += size);
+    total
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub(super) fn handle(
     if let Some(why) = rules.problem() {
         return Some(refused(ErrorCode::Malformed, why));
     }
-    if let Some(why) = &state.hooks_refused {
+    if let Err(why) = &state.hooks {
         return Some(refused(ErrorCode::NotAllowed, why.clone()));
     }
     if let Some(names) = &plugins {

@@ -27,7 +27,7 @@ pub(super) fn handle(state: &mut State) -> Response {
         database_lost: state.database_lost.as_ref().map(|lost| lost.explain()),
         database_busy_since_ms: state.store.probe_busy(),
         machines: machines(state),
-        hooks: crate::hook_user::describe(&state.config),
+        hooks: crate::hook_user::describe(&state.hooks),
     }))
 }
 

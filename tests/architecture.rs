@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
         "url_rule",
         "hook_user",
         "uuid7",
+        "portable",
         "own_exe",
         "memory",
     ],
@@ -42,7 +43,7 @@ const LAYERS: &[&[&str]] = &[
     // What runs under it: plugins, hooks, worker pools.
     &["plugins", "hooks", "pool"],
     // The processes: workers, the control socket, the daemon.
-    &["worker", "control"],
+    &["worker", "control", "export"],
     &["daemon"],
     // What users touch: the command lines and what they print.
     &["exit", "render", "cli", "ctl", "run", "install", "commands"],

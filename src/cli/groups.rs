@@ -40,4 +40,14 @@ pub enum WorkerCommand {
     Crawl { id: i64 },
     /// Run one snapshot's hooks.
     Snapshot { id: i64 },
+    /// Copy a sealed crawl's snapshots into an ArchiveBox collection (`[archivebox]`).
+    Export {
+        crawl: i64,
+        /// The collection's data dir.
+        #[arg(long)]
+        to: std::path::PathBuf,
+        /// The ArchiveBox user the snapshots are filed under.
+        #[arg(long)]
+        user: String,
+    },
 }

@@ -2,8 +2,8 @@
 //! (with every path resolved) for workers — and the views derived from it.
 
 use super::{
-    Config, ConfigError, CrawlDefaults, Hooks, Install, Limits, Location, Log, PluginConfig,
-    Retention, Timeouts,
+    ArchiveBox, Config, ConfigError, CrawlDefaults, Hooks, Install, Limits, Location, Log,
+    PluginConfig, Retention, Timeouts,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -24,6 +24,7 @@ pub(super) struct FileConfig {
     pub(super) crawl: CrawlDefaults,
     pub(super) hooks: Hooks,
     pub(super) install: Install,
+    pub(super) archivebox: ArchiveBox,
     pub(super) plugins: BTreeMap<String, PluginConfig>,
 }
 
@@ -221,6 +222,7 @@ impl Config {
             crawl: self.crawl.clone(),
             hooks: self.hooks.clone(),
             install: self.install.clone(),
+            archivebox: self.archivebox.clone(),
             plugins: self.plugins.clone(),
         }
     }

@@ -29,7 +29,7 @@ pub use location::{redacted, Location, Server};
 pub use bytes::parse as parse_size;
 pub use plugin::PluginConfig;
 pub use validate::group_id;
-pub use work::{CrawlDefaults, Hooks, Install};
+pub use work::{ArchiveBox, CrawlDefaults, Hooks, Install};
 
 use file::{duration, duration_text, level, level_text};
 
@@ -101,6 +101,8 @@ pub struct Config {
     pub hooks: Hooks,
     /// `[install]`: whether binaries are installed when a crawl wants them.
     pub install: Install,
+    /// `[archivebox]`: the ArchiveBox collection sealed crawls are imported into.
+    pub archivebox: ArchiveBox,
     /// Per-plugin settings, by plugin (folder) name.
     pub plugins: BTreeMap<String, PluginConfig>,
 }

@@ -5,7 +5,7 @@
 //! Invariant: the only ways to make a [`Config`] are here, and each ends in `validate`.
 
 use super::file::{parse_file, FileConfig};
-use super::{Config, ConfigError, Control, Location, CONFIG_TEXT_ENV};
+use super::{ArchiveBox, Config, ConfigError, Control, Location, CONFIG_TEXT_ENV};
 use std::path::{Path, PathBuf};
 
 impl Config {
@@ -83,6 +83,10 @@ impl Config {
             crawl: file.crawl,
             hooks: file.hooks,
             install: file.install,
+            archivebox: ArchiveBox {
+                data_dir: file.archivebox.data_dir.as_deref().map(resolve),
+                ..file.archivebox
+            },
             plugins: file.plugins,
         };
         config.validate()?;

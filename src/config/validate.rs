@@ -94,6 +94,9 @@ impl Config {
         if let Some(user) = &self.hooks.user {
             user_of(user).map_err(|message| self.invalid("hooks.user", message))?;
         }
+        if let Some(why) = crate::portable::user_problem(&self.archivebox.user) {
+            return Err(self.invalid("archivebox.user", why));
+        }
         if let Some(group) = &self.control.group {
             group_id(group).map_err(|message| self.invalid("control.group", message))?;
         }

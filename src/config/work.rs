@@ -1,10 +1,12 @@
 //! `[crawl]`: the rules every crawl gets unless `add` gives its own; `[hooks]`: who hooks run as;
-//! `[install]`: whether the binaries plugins need are installed when a crawl wants them.
+//! `[install]`: whether the binaries plugins need are installed when a crawl wants them;
+//! `[archivebox]`: the ArchiveBox collection sealed crawls are imported into.
 
 use super::bytes;
 use super::file::{duration, duration_text};
 use crate::domain::{CrawlRules, UrlScope};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// `[crawl]`: default crawl rules (`abxctl add`'s flags override them, crawl by crawl). A limit
@@ -77,5 +79,37 @@ pub struct Install {
 impl Default for Install {
     fn default() -> Self {
         Install { auto: true }
+    }
+}
+
+/// `[archivebox]`: an ArchiveBox collection abxd's crawls are imported into once they seal.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArchiveBox {
+    /// The collection's data dir (where `archivebox init` ran). Unset: crawls are not exported
+    /// unless `abxctl export --archivebox DIR` asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// The ArchiveBox user the snapshots are filed under (`archive/users/<user>/`).
+    pub user: String,
+    /// The `archivebox` program (its path, or a name looked up on the `PATH`).
+    pub command: PathBuf,
+}
+
+impl Default for ArchiveBox {
+    fn default() -> Self {
+        ArchiveBox {
+            data_dir: None,
+            user: "system".into(),
+            command: PathBuf::from("archivebox"),
+        }
+    }
+}
+
+impl ArchiveBox {
+    /// Where a new crawl is exported once it seals: the collection's data dir and the user its
+    /// snapshots are filed under — `None` without a `data_dir`.
+    pub fn export_to(&self) -> Option<(&std::path::Path, &str)> {
+        (self.data_dir.as_deref()).map(|dir| (dir, self.user.as_str()))
     }
 }

@@ -14,7 +14,9 @@ mod work;
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, Status};
 pub use rules::{CrawlRules, Limit, Pattern, UrlScope};
 pub use words::Word;
-pub use work::{Claim, CrawlOutcome, Lease, Queue, Refusal, ResultStatus, WorkStatus};
+pub use work::{
+    Claim, CrawlOutcome, ExportStatus, Lease, Queue, Refusal, ResultStatus, WorkStatus,
+};
 
 #[cfg(test)]
 mod tests {

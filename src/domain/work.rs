@@ -37,6 +37,24 @@ words!(
 );
 
 words!(
+    /// Where the export of a crawl into an ArchiveBox collection is: waiting for the crawl to
+    /// seal (or for its turn), under way, in ArchiveBox's index, or stopped by an error.
+    ExportStatus {
+        Queued => "queued",
+        Running => "running",
+        Imported => "imported",
+        Failed => "failed",
+    }
+);
+
+impl ExportStatus {
+    /// Whether the export is over (imported, or failed until it is asked again).
+    pub fn is_final(self) -> bool {
+        matches!(self, ExportStatus::Imported | ExportStatus::Failed)
+    }
+}
+
+words!(
     /// Where the result of one hook is; the last five are final — four as the hook contract
     /// derives them from a hook's run (`abxd-hooks(7)`), and `cancelled`: open when its crawl was
     /// cancelled.

@@ -111,6 +111,20 @@ pub fn seal(
     crate::logs::replace(beneath, &path, sealed_text.as_bytes()).map_err(|e| e.cause)
 }
 
+/// Whether the index in `dir` begins with a sealed Snapshot record (read never through a link).
+pub fn is_sealed(dir: &Path) -> bool {
+    use std::io::BufRead;
+    let Ok(file) = crate::logs::read_log(&dir.join(FILE)) else {
+        return false;
+    };
+    let mut first = String::new();
+    if std::io::BufReader::new(file).read_line(&mut first).is_err() {
+        return false;
+    }
+    let record: Option<Value> = serde_json::from_str(&first).ok();
+    record.is_some_and(|r| r["type"] == "Snapshot" && r["status"] == "sealed")
+}
+
 /// Appends `records` to the index in `dir`, one line each, in one write.
 pub fn append(beneath: &Path, dir: &Path, records: &[Value]) -> std::io::Result<()> {
     let mut text = String::new();
@@ -284,7 +298,9 @@ mod tests {
         let (crawl, snapshot) = (crawl_fixture(), snapshot_fixture());
         begin(dir.path(), &snap, &crawl, &snapshot).unwrap();
         append(dir.path(), &snap, &[json!({"type": "Process", "n": 1})]).unwrap();
+        assert!(!is_sealed(&snap));
         seal(dir.path(), &snap, &crawl, &snapshot, 1_700_000_000_123, 42).unwrap();
+        assert!(is_sealed(&snap));
         // Sealing again (a retried seal) changes nothing but the moment.
         seal(dir.path(), &snap, &crawl, &snapshot, 1_700_000_000_456, 42).unwrap();
         let text = std::fs::read_to_string(snap.join(FILE)).unwrap();

@@ -28,7 +28,7 @@ mod result;
 mod start;
 
 pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
-pub use result::{interpret, last_line_of, output_files, visit_files, Outcome};
+pub use result::{bytes_below, interpret, last_line_of, output_files, Outcome};
 
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use crate::plugins::Prepared;

@@ -267,6 +267,13 @@ pub fn visit_files(dir: &Path, mut visit: impl FnMut(&Path, u64)) {
     }
 }
 
+/// The bytes of the regular files below `dir`, never counted through a symbolic link.
+pub fn bytes_below(dir: &Path) -> u64 {
+    let mut total = 0;
+    visit_files(dir, |_, size| total += size);
+    total
+}
+
 /// The files under `dir` (relative paths, sorted), each with its size.
 pub fn output_files(dir: &Path) -> Vec<(String, u64)> {
     let mut files = Vec::new();

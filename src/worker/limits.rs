@@ -8,7 +8,8 @@
 //! found reached is the one reported.
 
 use crate::domain::Limit;
-use std::path::{Path, PathBuf};
+use crate::hooks::bytes_below;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// How often a size limit is checked.
@@ -76,13 +77,6 @@ impl Watches {
         }
         None
     }
-}
-
-/// The bytes of the regular files below `dir` (none if it is missing), never through a link.
-pub fn bytes_below(dir: &Path) -> u64 {
-    let mut total = 0;
-    crate::hooks::visit_files(dir, |_, size| total += size);
-    total
 }
 
 #[cfg(test)]

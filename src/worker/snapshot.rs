@@ -113,7 +113,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     if code == super::EXIT_DONE {
         // (Its index says sealed once the database does.)
         let (crawl, snapshot) = indexed;
-        let size = super::limits::bytes_below(&dir);
+        let size = crate::hooks::bytes_below(&dir);
         let now = crate::store::now_ms();
         if let Err(err) = crate::hooks::index::seal(&data_dir, &dir, &crawl, &snapshot, now, size) {
             log::warn!("snapshot {snapshot_id}: its index is not sealed: {err}");

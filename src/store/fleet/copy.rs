@@ -21,6 +21,7 @@ const TABLES: &[(&str, bool)] = &[
     ("refused_urls", false),
     ("snapshots", true),
     ("results", true),
+    ("exports", false),
     ("tags", false),
     ("binaries", false),
 ];

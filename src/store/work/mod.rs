@@ -6,6 +6,7 @@
 //! appears at most once per crawl. A result that succeeded is never reset.
 
 mod actions;
+mod exports;
 mod fence;
 mod limits;
 mod queue;
@@ -13,6 +14,7 @@ mod refused;
 mod results;
 
 pub use actions::RetryScope;
+pub use exports::Export;
 pub use limits::Added;
 pub use refused::RefusedUrls;
 
@@ -196,23 +198,27 @@ impl Store {
         max_depth: u32,
         plugins: Option<&[String]>,
     ) -> Result<i64, StoreError> {
-        self.add_crawl_with(urls, max_depth, plugins, &CrawlRules::default())
+        self.add_crawl_with(urls, max_depth, plugins, &CrawlRules::default(), None)
     }
 
-    /// Enqueues a crawl under `rules` (checked by the caller: `CrawlRules::problem`), due now.
+    /// Enqueues a crawl under `rules` (checked by the caller: `CrawlRules::problem`), due now —
+    /// with, in the same transaction, its export into the ArchiveBox collection `export_to`
+    /// names (its data dir, and the user its snapshots are filed under), if one does.
     pub fn add_crawl_with(
         &mut self,
         urls: &[String],
         max_depth: u32,
         plugins: Option<&[String]>,
         rules: &CrawlRules,
+        export_to: Option<(&std::path::Path, &str)>,
     ) -> Result<i64, StoreError> {
         let urls = serde_json::to_string(urls).expect("strings serialize");
         let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
         let rules = serde_json::to_string(rules).expect("rules serialize");
         let (due, now) = (self.queue_now(), now_ms());
+        let export_to = export_to.map(|(dir, user)| (dir.display().to_string(), user));
         self.write(|tx| {
-            Ok(tx
+            let id: i64 = tx
                 .query_one(
                     "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
                      rules, uuid) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7) RETURNING id",
@@ -226,7 +232,15 @@ impl Store {
                         crate::uuid7::new()
                     ],
                 )?
-                .get(0)?)
+                .get(0)?;
+            if let Some((dir, user)) = &export_to {
+                tx.execute(
+                    "INSERT INTO exports (crawl_id, target, owner, status, updated_at) \
+                     VALUES (?1, ?2, ?3, 'queued', ?4)",
+                    &args![id, dir.as_str(), *user, now],
+                )?;
+            }
+            Ok(id)
         })
     }
 

@@ -217,6 +217,21 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     UPDATE results SET uuid = md5(random()::text || clock_timestamp()::text || id::text);
     "#,
     ),
+    (
+        22,
+        r#"
+    CREATE TABLE exports (
+        crawl_id    BIGINT NOT NULL REFERENCES crawls(id),
+        target      TEXT NOT NULL,
+        owner       TEXT NOT NULL,
+        status      TEXT NOT NULL CHECK (status IN ('queued', 'running', 'imported', 'failed')),
+        detail      TEXT,
+        process_id  BIGINT,
+        updated_at  BIGINT NOT NULL,
+        PRIMARY KEY (crawl_id, target)
+    );
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

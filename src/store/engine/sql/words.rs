@@ -6,8 +6,8 @@
 
 use super::{found, FromValue, Value};
 use crate::domain::{
-    CrawlOutcome, EndDetail, EndReason, Kind, Limit, Queue, Refusal, ResultStatus, Status, Word,
-    WorkStatus,
+    CrawlOutcome, EndDetail, EndReason, ExportStatus, Kind, Limit, Queue, Refusal, ResultStatus,
+    Status, Word, WorkStatus,
 };
 
 /// Stores each listed `Word` enum as TEXT, for both engines and for rusqlite's own reads.
@@ -57,7 +57,8 @@ stored_as_words!(
     CrawlOutcome,
     ResultStatus,
     Refusal,
-    Limit
+    Limit,
+    ExportStatus
 );
 
 impl From<&EndDetail> for Value {
@@ -112,5 +113,6 @@ mod tests {
         sql_words_agree::<ResultStatus>(&conn);
         sql_words_agree::<Refusal>(&conn);
         sql_words_agree::<Limit>(&conn);
+        sql_words_agree::<ExportStatus>(&conn);
     }
 }

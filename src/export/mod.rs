@@ -1,0 +1,345 @@
+//! Exports into ArchiveBox collections: a sealed crawl's snapshots copied into an ArchiveBox 0.9
+//! data dir as its portable snapshot directories (`portable`), for ArchiveBox's own import
+//! (`archivebox update --rescan`, which the daemon runs next: `daemon::export`). This is
+//! `abxd worker export`, a process row of its own under the orchestrator.
+//!
+//! Invariants: ArchiveBox's database is never written here (its import does that); a snapshot
+//! appears in the collection whole or not at all — copied into the collection's `tmp/` first,
+//! then renamed into place — and one already there is left as it is; only what lies in a
+//! snapshot's own directory is copied (`copy`); what is created belongs to the collection's
+//! owner; a snapshot's `index.jsonl` is sealed before it is copied (a cancel seals snapshots that
+//! never ran to their end).
+
+mod copy;
+
+pub use copy::{copy_confined, Copied};
+
+use crate::config::Config;
+use crate::domain::WorkStatus;
+use crate::hooks::index;
+use crate::store::{Store, StoreError};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The oldest ArchiveBox that imports portable snapshot directories as abxd writes them.
+pub const OLDEST_ARCHIVEBOX: (u32, u32, u32) = (0, 9, 73);
+
+/// An ArchiveBox collection abxd may export into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collection {
+    pub dir: PathBuf,
+    /// Who ArchiveBox runs as there, and what is created belongs to: the data dir's owner, when
+    /// abxd is root (else abxd's own user, `None`).
+    pub run_as: Option<(u32, u32)>,
+}
+
+/// The collection at `dir`, or why abxd cannot export into it.
+pub fn collection(dir: &Path) -> Result<Collection, String> {
+    let meta = std::fs::metadata(dir)
+        .map_err(|err| format!("ArchiveBox data dir {}: {err}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "ArchiveBox data dir {}: not a directory",
+            dir.display()
+        ));
+    }
+    if !dir.join("index.sqlite3").is_file() {
+        return Err(format!(
+            "{} is not an ArchiveBox data dir (it has no index.sqlite3): run `archivebox init` \
+             in it first",
+            dir.display()
+        ));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    match (me, meta.uid()) {
+        (0, 0) => Err(format!(
+            "ArchiveBox data dir {} belongs to root, and ArchiveBox does not run as root: give it \
+             to the user ArchiveBox runs as (chown -R USER {})",
+            dir.display(),
+            dir.display()
+        )),
+        (0, uid) => Ok(Collection {
+            dir: dir.to_path_buf(),
+            run_as: Some((uid, meta.gid())),
+        }),
+        (me, uid) if me == uid => Ok(Collection {
+            dir: dir.to_path_buf(),
+            run_as: None,
+        }),
+        (me, uid) => Err(format!(
+            "ArchiveBox data dir {} belongs to uid {uid}, and abxd runs as uid {me}: abxd imports \
+             into a collection of its own user's (or, as root, anyone's)",
+            dir.display()
+        )),
+    }
+}
+
+/// Whether `archivebox version`'s first line names a version that imports abxd's directories.
+pub fn version_problem(said: &str) -> Option<String> {
+    let first = said.lines().next().unwrap_or("").trim();
+    let mut parts = first.split('.').map(|p| {
+        let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<u32>().ok()
+    });
+    let version = (
+        parts.next().flatten(),
+        parts.next().flatten(),
+        parts.next().flatten(),
+    );
+    let (major, minor, patch) = OLDEST_ARCHIVEBOX;
+    match version {
+        (Some(a), Some(b), Some(c)) if (a, b, c) >= (major, minor, patch) => None,
+        (Some(_), Some(_), Some(_)) => Some(format!(
+            "ArchiveBox {first} cannot import portable snapshot directories: abxd needs \
+             {major}.{minor}.{patch} or newer"
+        )),
+        _ => Some(format!(
+            "`archivebox version` did not say a version (it said {:?})",
+            crate::printable::line(first)
+        )),
+    }
+}
+
+/// Queues the export of `crawls` (every crawl when empty) into the collection at `target`,
+/// filed under ArchiveBox user `user`: what `abxctl export` asks, the daemon or (with it
+/// stopped) abxctl itself does. Crawls not sealed yet are exported once they are. Returns the
+/// crawls queued, or why none was.
+pub fn queue(
+    store: &mut Store,
+    target: &Path,
+    user: &str,
+    crawls: &[i64],
+) -> Result<Vec<i64>, String> {
+    if let Some(why) = crate::portable::user_problem(user) {
+        return Err(format!("--user: {why}"));
+    }
+    if !target.is_absolute() {
+        return Err(format!(
+            "--archivebox {}: not an absolute path",
+            target.display()
+        ));
+    }
+    collection(target)?;
+    let ids = if crawls.is_empty() {
+        let all = store.crawls().map_err(|e| e.to_string())?;
+        all.into_iter().map(|c| c.id).collect()
+    } else {
+        for &id in crawls {
+            if store.crawl(id).map_err(|e| e.to_string())?.is_none() {
+                return Err(format!("no crawl {id}"));
+            }
+        }
+        crawls.to_vec()
+    };
+    for &id in &ids {
+        store
+            .queue_export(id, target, user)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(ids)
+}
+
+/// What an export of a crawl did.
+#[derive(Debug, Default)]
+pub struct Exported {
+    pub copied: u64,
+    pub already_there: u64,
+    /// Sealed snapshots with no directory here (cancelled before they ran, or run elsewhere).
+    pub without_dir: u64,
+    pub files: u64,
+    pub bytes: u64,
+    /// What was left out, relative to abxd's data dir, and why.
+    pub left_out: Vec<(PathBuf, &'static str)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Collection(String),
+    #[error("snapshot {snapshot}: {what} {}: {cause}", path.display())]
+    Io {
+        snapshot: i64,
+        what: &'static str,
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
+
+/// Copies the sealed snapshots of crawl `crawl_id` into the collection at `target`, filed under
+/// ArchiveBox user `user`.
+pub fn export_crawl(
+    config: &Config,
+    store: &Store,
+    crawl_id: i64,
+    target: &Path,
+    user: &str,
+) -> Result<Exported, ExportError> {
+    let collection = collection(target).map_err(ExportError::Collection)?;
+    let Some(crawl) = store.crawl(crawl_id)? else {
+        return Err(ExportError::Collection(format!("no crawl {crawl_id}")));
+    };
+    let staging = make_staging(&collection)?;
+    let mut exported = Exported::default();
+    for snapshot in store.snapshots(crawl_id)? {
+        if snapshot.status != WorkStatus::Sealed {
+            continue;
+        }
+        let source = crate::hooks::snapshot_dir(&config.data_dir, crawl_id, snapshot.id);
+        if !source.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            exported.without_dir += 1;
+            continue;
+        }
+        let Some(uuid) = snapshot.uuid.as_deref() else {
+            exported.without_dir += 1;
+            continue;
+        };
+        let io = |what, path: &Path| {
+            let path = path.to_path_buf();
+            move |cause| ExportError::Io {
+                snapshot: snapshot.id,
+                what,
+                path,
+                cause,
+            }
+        };
+        if !index::is_sealed(&source) {
+            let size = crate::hooks::bytes_below(&source);
+            let now = crate::store::now_ms();
+            index::seal(&config.data_dir, &source, &crawl, &snapshot, now, size)
+                .map_err(io("cannot seal the index in", &source))?;
+        }
+        let place = target.join(crate::portable::snapshot_dir(
+            user,
+            snapshot.created_at,
+            &snapshot.url,
+            uuid,
+        ));
+        if place.symlink_metadata().is_ok() {
+            exported.already_there += 1;
+            continue;
+        }
+        let staged = staging.join(uuid);
+        if staged.symlink_metadata().is_ok() {
+            std::fs::remove_dir_all(&staged).map_err(io("cannot clear", &staged))?;
+        }
+        let copied = copy_confined(&source, &staged, collection.run_as)
+            .map_err(io("cannot copy into", &staged))?;
+        let parent = place.parent().expect("a snapshot's place has a parent");
+        make_dirs(target, parent, collection.run_as).map_err(io("cannot make", parent))?;
+        std::fs::rename(&staged, &place).map_err(io("cannot move into", &place))?;
+        let rel = source.strip_prefix(&config.data_dir).unwrap_or(&source);
+        exported.copied += 1;
+        exported.files += copied.files;
+        exported.bytes += copied.bytes;
+        (exported.left_out).extend(
+            copied
+                .left_out
+                .into_iter()
+                .map(|(p, why)| (rel.join(p), why)),
+        );
+    }
+    Ok(exported)
+}
+
+/// The collection's `tmp/abxd-export`, where snapshots are copied before they are moved into
+/// place (on its file system, so the move is a rename).
+fn make_staging(collection: &Collection) -> Result<PathBuf, ExportError> {
+    let staging = collection.dir.join("tmp/abxd-export");
+    make_dirs(&collection.dir, &staging, collection.run_as).map_err(|cause| ExportError::Io {
+        snapshot: 0,
+        what: "cannot make",
+        path: staging.clone(),
+        cause,
+    })?;
+    Ok(staging)
+}
+
+/// Makes the directories from `top` down to `dir` where missing, each entered without following
+/// a symbolic link, the new ones handed to `owner`.
+fn make_dirs(top: &Path, dir: &Path, owner: copy::Owner) -> std::io::Result<()> {
+    use rustix::fs::{fchown, mkdirat, openat, Gid, Mode, OFlags, Uid};
+    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
+    let rel = dir
+        .strip_prefix(top)
+        .map_err(|_| std::io::Error::other("not inside the collection"))?;
+    let mut at = openat(rustix::fs::CWD, top, flags, Mode::empty())?;
+    for part in rel.components() {
+        let std::path::Component::Normal(part) = part else {
+            return Err(std::io::Error::other("an unexpected path component"));
+        };
+        let made = match mkdirat(&at, part, Mode::from_raw_mode(0o755)) {
+            Ok(()) => true,
+            Err(rustix::io::Errno::EXIST) => false,
+            Err(err) => return Err(err.into()),
+        };
+        at = openat(&at, part, flags, Mode::empty())?;
+        if let (true, Some((uid, gid))) = (made, owner) {
+            fchown(&at, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))?;
+        }
+    }
+    Ok(())
+}
+
+/// `abxd worker export`: exports crawl `crawl_id` into `target`; prints what was left out, a
+/// line each, then what was exported (its last line: the daemon records it). Returns the exit
+/// code.
+pub fn run_export_worker(config: &Config, crawl_id: i64, target: &Path, user: &str) -> i32 {
+    let exported = Store::open_existing_at(&config.database)
+        .map_err(ExportError::from)
+        .and_then(|store| export_crawl(config, &store, crawl_id, target, user));
+    match exported {
+        Ok(exported) => {
+            for (path, why) in &exported.left_out {
+                println!("left out {}: {why}", path.display());
+            }
+            println!("{}", summary(&exported));
+            0
+        }
+        Err(err) => {
+            eprintln!("crawl {crawl_id}: not exported: {err}");
+            1
+        }
+    }
+}
+
+/// One line: what an export did.
+pub fn summary(exported: &Exported) -> String {
+    let mut line = format!(
+        "{} snapshots copied ({} files, {} bytes)",
+        exported.copied, exported.files, exported.bytes
+    );
+    if exported.already_there > 0 {
+        line.push_str(&format!(", {} there already", exported.already_there));
+    }
+    if exported.without_dir > 0 {
+        line.push_str(&format!(
+            ", {} with no directory here",
+            exported.without_dir
+        ));
+    }
+    if !exported.left_out.is_empty() {
+        line.push_str(&format!(
+            ", {} paths left out (links leaving their snapshot and the like)",
+            exported.left_out.len()
+        ));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archivebox_versions_that_import_portable_directories() {
+        assert_eq!(version_problem("0.9.73\nArchiveBox v0.9.73 …"), None);
+        assert_eq!(version_problem("0.10.1"), None);
+        assert_eq!(version_problem("1.0.0rc1"), None);
+        let old = version_problem("0.7.2").unwrap();
+        assert!(old.contains("0.9.73 or newer"), "{old}");
+        let junk = version_problem("Traceback (most recent call last):").unwrap();
+        assert!(junk.contains("did not say a version"), "{junk}");
+    }
+}

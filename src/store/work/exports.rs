@@ -1,0 +1,203 @@
+//! Exports of crawls into ArchiveBox collections, as the queue keeps them: one row per crawl and
+//! collection, queued when the crawl is added (`[archivebox] data_dir`) or by `abxctl export`,
+//! taken once the crawl is sealed.
+//!
+//! Invariants: a crawl is exported into one collection by one export at a time — taking it is
+//! one conditional update from `queued` to `running`, so of two hosts sharing the database one
+//! takes it; asking again for an export that ended queues it again (copying and importing are
+//! both idempotent); an export whose daemon died while it ran is queued again when a daemon
+//! starts, never lost.
+
+use crate::domain::ExportStatus;
+use crate::store::engine::sql::{args, Row, SqlError};
+use crate::store::{now_ms, Store, StoreError};
+use std::path::PathBuf;
+
+/// One crawl's export into one collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    pub crawl_id: i64,
+    /// The ArchiveBox collection's data dir.
+    pub target: PathBuf,
+    /// The ArchiveBox user its snapshots are filed under.
+    pub owner: String,
+    pub status: ExportStatus,
+    /// What the export did, or why it failed.
+    pub detail: Option<String>,
+    /// The process row of its latest step.
+    pub process_id: Option<i64>,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "crawl_id, target, owner, status, detail, process_id, updated_at";
+
+fn from_row(row: &Row) -> Result<Export, SqlError> {
+    let target: String = row.get(1)?;
+    Ok(Export {
+        crawl_id: row.get(0)?,
+        target: PathBuf::from(target),
+        owner: row.get(2)?,
+        status: row.get(3)?,
+        detail: row.get(4)?,
+        process_id: row.get(5)?,
+        updated_at: row.get(6)?,
+    })
+}
+
+impl Store {
+    /// Queues the export of crawl `crawl_id` into the collection `target`, its snapshots filed
+    /// under `owner` — again, if it was exported (or failed) before; one under way is left be.
+    pub fn queue_export(
+        &mut self,
+        crawl_id: i64,
+        target: &std::path::Path,
+        owner: &str,
+    ) -> Result<(), StoreError> {
+        let target = target.display().to_string();
+        self.write_work(|tx| {
+            tx.execute(
+                "INSERT INTO exports (crawl_id, target, owner, status, updated_at) \
+                 VALUES (?1, ?2, ?3, 'queued', ?4) ON CONFLICT (crawl_id, target) DO UPDATE SET \
+                 owner = ?3, status = 'queued', detail = NULL, updated_at = ?4 \
+                 WHERE exports.status != 'running'",
+                &args![crawl_id, target, owner, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Takes the next queued export of a sealed crawl, if any: it is `running` from now.
+    pub fn take_export(&mut self) -> Result<Option<Export>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM exports WHERE status = 'queued' AND crawl_id IN \
+             (SELECT id FROM crawls WHERE status = 'sealed') ORDER BY crawl_id LIMIT 1"
+        );
+        self.write_work(|tx| {
+            let Some(row) = tx.query_opt(&sql, &[])? else {
+                return Ok(None);
+            };
+            let export = from_row(&row)?;
+            let taken = tx.execute(
+                "UPDATE exports SET status = 'running', updated_at = ?3 \
+                 WHERE crawl_id = ?1 AND target = ?2 AND status = 'queued'",
+                &args![
+                    export.crawl_id,
+                    export.target.display().to_string(),
+                    now_ms()
+                ],
+            )?;
+            Ok((taken == 1).then_some(Export {
+                status: ExportStatus::Running,
+                ..export
+            }))
+        })
+    }
+
+    /// Records the latest step of a running export: its process row, and what it did so far.
+    pub fn export_step(
+        &mut self,
+        export: &Export,
+        process_id: Option<i64>,
+        detail: &str,
+    ) -> Result<(), StoreError> {
+        self.end_export_as(export, ExportStatus::Running, process_id, detail)
+    }
+
+    /// Ends a running export `status` (`imported` or `failed`), saying what it did or why not.
+    pub fn end_export(
+        &mut self,
+        export: &Export,
+        status: ExportStatus,
+        detail: &str,
+    ) -> Result<(), StoreError> {
+        self.end_export_as(export, status, export.process_id, detail)
+    }
+
+    fn end_export_as(
+        &mut self,
+        export: &Export,
+        status: ExportStatus,
+        process_id: Option<i64>,
+        detail: &str,
+    ) -> Result<(), StoreError> {
+        let target = export.target.display().to_string();
+        self.write_work(|tx| {
+            tx.execute(
+                "UPDATE exports SET status = ?3, detail = ?4, process_id = COALESCE(?5, \
+                 process_id), updated_at = ?6 WHERE crawl_id = ?1 AND target = ?2",
+                &args![
+                    export.crawl_id,
+                    target,
+                    status,
+                    detail,
+                    process_id,
+                    now_ms()
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Queues again the exports left `running` by a daemon that is gone: those whose latest step
+    /// is no live row (none of this host's is, when its daemon starts). Returns how many.
+    pub fn requeue_abandoned_exports(&mut self) -> Result<u64, StoreError> {
+        self.write_work(|tx| {
+            Ok(tx.execute(
+                "UPDATE exports SET status = 'queued', updated_at = ?1 WHERE status = 'running' \
+                 AND (process_id IS NULL OR process_id NOT IN \
+                      (SELECT id FROM processes WHERE ended_at IS NULL))",
+                &args![now_ms()],
+            )?)
+        })
+    }
+
+    /// The exports of crawl `crawl_id`, by collection.
+    pub fn exports(&self, crawl_id: i64) -> Result<Vec<Export>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM exports WHERE crawl_id = ?1 ORDER BY target");
+        Ok(self.db().query_map(&sql, &args![crawl_id], from_row)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_is_taken_once_its_crawl_is_sealed_and_once_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+        let target = dir.path().join("ab");
+        store.queue_export(crawl, &target, "system").unwrap();
+        assert_eq!(store.take_export().unwrap(), None, "not sealed yet");
+        store.cancel_crawl(crawl).unwrap();
+        let taken = store.take_export().unwrap().expect("sealed: taken");
+        assert_eq!(
+            (taken.crawl_id, taken.status),
+            (crawl, ExportStatus::Running)
+        );
+        assert_eq!(store.take_export().unwrap(), None, "taken once");
+        // Asked again while it runs: left be; after it ended: queued again.
+        store.queue_export(crawl, &target, "system").unwrap();
+        assert_eq!(
+            store.exports(crawl).unwrap()[0].status,
+            ExportStatus::Running
+        );
+        store
+            .end_export(&taken, ExportStatus::Failed, "no archivebox")
+            .unwrap();
+        assert_eq!(
+            store.exports(crawl).unwrap()[0].detail.as_deref(),
+            Some("no archivebox")
+        );
+        store.queue_export(crawl, &target, "alice").unwrap();
+        let again = store.take_export().unwrap().expect("queued again");
+        assert_eq!(again.owner, "alice");
+        // Its daemon died: queued again at the next start.
+        assert_eq!(store.requeue_abandoned_exports().unwrap(), 1);
+        assert_eq!(
+            store.exports(crawl).unwrap()[0].status,
+            ExportStatus::Queued
+        );
+    }
+}

@@ -390,7 +390,7 @@ impl WorkerPool {
 
 /// What a worker is handed besides the marker: the config its daemon runs with, and the database
 /// password from the environment if that is where it came from (no hook ever gets either).
-fn worker_env(config: &Config) -> Vec<(String, String)> {
+pub(crate) fn worker_env(config: &Config) -> Vec<(String, String)> {
     let mut env = vec![(crate::config::CONFIG_TEXT_ENV.into(), config.running_text())];
     if let Ok(password) = std::env::var(crate::config::PASSWORD_ENV) {
         env.push((crate::config::PASSWORD_ENV.into(), password));

@@ -89,7 +89,12 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
         if let Err(err) = follow.update(store, crawl_id) {
             log::error!("progress: {err}");
         }
-        matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == WorkStatus::Sealed)
+        // (Sealed, and — with `[archivebox]` — in ArchiveBox's index or failed to get there.)
+        let sealed = matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == WorkStatus::Sealed);
+        sealed
+            && store
+                .exports(crawl_id)
+                .is_ok_and(|e| e.iter().all(|e| e.status.is_final()))
     })?;
     follow.finish();
     let sealed = Store::open_read_only_at(&database)?

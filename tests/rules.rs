@@ -5,13 +5,10 @@
 
 mod common;
 
-use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use common::{fixtures, hook_user, plugins_config, wait_until, TestDaemon, HOOK_USER, WAIT};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-
-/// The unprivileged user the tests create for hooks to run as.
-const HOOK_USER: &str = "abxd-hooktest";
 
 fn rules_config(extra: &str) -> String {
     format!(
@@ -241,28 +238,6 @@ fn invalid_rules_are_refused_at_add_naming_the_flag_and_nothing_is_queued() {
     assert!(!output.status.success());
     let said = daemon.log();
     assert!(said.contains("crawl.url_denylist"), "{said}");
-}
-
-/// Creates [`HOOK_USER`] unless it exists (tests never remove it: another may be using it).
-fn hook_user() -> nix::unistd::User {
-    if nix::unistd::User::from_name(HOOK_USER).unwrap().is_none() {
-        let status = std::process::Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-            ])
-            .arg(HOOK_USER)
-            .status()
-            .expect("useradd");
-        // (Two tests may race to create it: either made it.)
-        assert!(
-            status.success() || nix::unistd::User::from_name(HOOK_USER).unwrap().is_some(),
-            "useradd {HOOK_USER}: {status}"
-        );
-    }
-    nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap()
 }
 
 /// A daemon (root, as every test daemon) whose hooks run as [`HOOK_USER`], its plugins copied

@@ -25,6 +25,9 @@ _abxctl() {
             abxctl,crawls)
                 cmd="abxctl__subcmd__crawls"
                 ;;
+            abxctl,export)
+                cmd="abxctl__subcmd__export"
+                ;;
             abxctl,help)
                 cmd="abxctl__subcmd__help"
                 ;;
@@ -67,6 +70,9 @@ _abxctl() {
             abxctl__subcmd__help,crawls)
                 cmd="abxctl__subcmd__help__subcmd__crawls"
                 ;;
+            abxctl__subcmd__help,export)
+                cmd="abxctl__subcmd__help__subcmd__export"
+                ;;
             abxctl__subcmd__help,help)
                 cmd="abxctl__subcmd__help__subcmd__help"
                 ;;
@@ -107,7 +113,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel pause resume prune retry help"
+            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel pause resume prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -230,8 +236,38 @@ _abxctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        abxctl__subcmd__export)
+            opts="-c -h --archivebox --user --wait --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --archivebox)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         abxctl__subcmd__help)
-            opts="status ps add crawls plugins show logs kill cancel pause resume prune retry help"
+            opts="status ps add crawls plugins show logs kill cancel pause resume prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -273,6 +309,20 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help__subcmd__crawls)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__help__subcmd__export)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

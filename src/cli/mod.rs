@@ -362,6 +362,31 @@ pub enum AbxctlCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Export crawls into an ArchiveBox 0.9 collection, as ArchiveBox's portable snapshot
+    /// directories (archive/users/USER/snapshots/DATE/DOMAIN/ID/), then run ArchiveBox's own
+    /// import there (`archivebox update --rescan`, as the collection's owner): every crawl, or
+    /// those named; one not sealed yet is exported once it is. A crawl exported before is copied
+    /// again only where a snapshot is missing.
+    #[command(
+        after_help = "Examples:\n  abxctl export --archivebox /srv/archivebox --wait       every crawl, and wait for ArchiveBox's import\n  abxctl export --archivebox ~/archivebox 3 4 --user alice"
+    )]
+    Export {
+        /// The ArchiveBox collection's data dir (where `archivebox init` ran).
+        #[arg(long, value_name = "DIR", required = true)]
+        archivebox: std::path::PathBuf,
+        /// The ArchiveBox user the snapshots are filed under [default: archivebox.user].
+        #[arg(long, value_name = "NAME")]
+        user: Option<String>,
+        /// The crawls to export [default: every crawl].
+        #[arg(value_name = "CRAWL_ID")]
+        crawls: Vec<i64>,
+        /// Wait until ArchiveBox imported them (or the export failed); exits 1 if one failed.
+        #[arg(long)]
+        wait: bool,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Debugging aid: run CMD as a child of the daemon (needs control.allow_debug_spawn = true).
     #[command(hide = true)]
     Spawn {

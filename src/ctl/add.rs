@@ -66,7 +66,9 @@ pub(super) fn run(
 fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
     let mut store = Store::open_existing_at(&config.database)?;
     let rules = crawl.rules().over(&config.crawl.rules());
-    Ok(store.add_crawl_with(urls, crawl.depth, crawl.plugins.as_deref(), &rules)?)
+    let export_to = config.archivebox.export_to();
+    let plugins = crawl.plugins.as_deref();
+    Ok(store.add_crawl_with(urls, crawl.depth, plugins, &rules, export_to)?)
 }
 
 /// Prints a crawl's progress until it is sealed, then its report; exits as [`exit::of_crawl`]

@@ -9,6 +9,7 @@
 
 mod actions;
 mod add;
+mod export;
 mod kill;
 mod logs;
 mod plugins;
@@ -96,6 +97,20 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             wait,
             json,
         } => add::run(config, &urls, &crawl, wait, Out { json }),
+        AbxctlCommand::Export {
+            archivebox,
+            user,
+            crawls,
+            wait,
+            json,
+        } => export::run(
+            config,
+            &archivebox,
+            user.as_deref(),
+            &crawls,
+            wait,
+            Out { json },
+        ),
         AbxctlCommand::Crawls { json } => show::crawls(config, Out { json }),
         AbxctlCommand::Plugins { json } => plugins::run(config, json),
         AbxctlCommand::Show { id, json } => show::run(config, id, Out { json }),

@@ -103,7 +103,8 @@ fn saved_path(database: &std::path::Path) -> PathBuf {
 impl State {
     /// Recovers ownerless work (of one crawl, or all); on a store failure, tries again later.
     pub(super) fn recover(&mut self, crawl: Option<i64>, back_off: bool) {
-        let result = recovery::recover_ownerless(&mut self.store, &self.config, crawl, back_off);
+        let result = recovery::recover_ownerless(&mut self.store, &self.config, crawl, back_off)
+            .and_then(|()| self.store.requeue_abandoned_exports().map(drop));
         self.retry_later_on(result, Retry::Recovery);
     }
 

@@ -6,7 +6,7 @@
 //! run has ended, with what each one did. A binary a due crawl needs is provisioned before the
 //! crawl is claimed (`[install] auto`), once per daemon run however many crawls want it.
 
-use super::State;
+use super::{Daemon, State};
 use crate::control::protocol::{InstallReport, InstalledBinary};
 use crate::domain::{ExitOutcome, Kind};
 use crate::logs::Logs;
@@ -142,6 +142,33 @@ impl State {
         Ok(steps)
     }
 
+    /// The spawn request of one of the orchestrator's own errands — an installer run, a step of
+    /// an export: a row under the orchestrator, as abxd's user, its logs in `logs/<what>/`.
+    pub(super) fn errand(
+        &self,
+        argv: Vec<String>,
+        cwd: String,
+        timeout: Duration,
+        what: &str,
+    ) -> SpawnRequest {
+        SpawnRequest {
+            process: NewProcess {
+                parent_id: Some(self.orchestrator_id),
+                kind: Kind::Hook,
+                crawl_id: None,
+                snapshot_id: None,
+                result_id: None,
+                argv,
+                cwd,
+                timeout_ms: Some(timeout.as_millis() as i64),
+            },
+            env: Vec::new(),
+            logs: Logs::InDir(self.config.data_dir.join("logs").join(what)),
+            limits: Default::default(),
+            run_as: None,
+        }
+    }
+
     /// Starts installer runs until one runs or none is left; returns the report when the
     /// install is over.
     pub(super) fn install_next(&mut self, supervisor: &mut Supervisor) -> Option<InstallReport> {
@@ -149,23 +176,8 @@ impl State {
             let Some(step) = self.installer.queue.pop_front() else {
                 return self.installer.report.take();
             };
-            let logs = self.config.data_dir.join("logs/install");
-            let request = SpawnRequest {
-                process: NewProcess {
-                    parent_id: Some(self.orchestrator_id),
-                    kind: Kind::Hook,
-                    crawl_id: None,
-                    snapshot_id: None,
-                    result_id: None,
-                    argv: step.argv.clone(),
-                    cwd: self.config.data_dir.display().to_string(),
-                    timeout_ms: Some(INSTALL_TIMEOUT.as_millis() as i64),
-                },
-                env: Vec::new(),
-                logs: Logs::InDir(logs),
-                limits: Default::default(),
-                run_as: None,
-            };
+            let cwd = self.config.data_dir.display().to_string();
+            let request = self.errand(step.argv.clone(), cwd, INSTALL_TIMEOUT, "install");
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
             match supervisor.spawn(
                 &mut self.store,
@@ -231,6 +243,46 @@ impl State {
                 ok,
                 detail,
             });
+        }
+    }
+}
+
+impl Daemon {
+    /// Installs the plugins' binaries and then stops: `abxd install` with no daemon running. The
+    /// daemon claims no crawls meanwhile; `on_report` gets the report when the install is over.
+    pub fn install_then_stop(
+        &mut self,
+        plugins: Option<&[String]>,
+        on_report: ReportTo,
+    ) -> Result<(), String> {
+        self.state.claims_off = true;
+        self.state.installer.then_stop = Some(on_report);
+        let begun = self.state.begin_install(&mut self.supervisor, plugins);
+        if let Some(report) = begun.map_err(|e| e.to_string())? {
+            self.install_over(report);
+        }
+        Ok(())
+    }
+
+    /// Starts the next installer run; when the install is over, answers whoever waits (or
+    /// prints the report and stops, for `abxd install`).
+    pub(super) fn continue_install(&mut self) {
+        if let Some(report) = self.state.install_next(&mut self.supervisor) {
+            self.install_over(report);
+        }
+    }
+
+    /// The install is over: answers whoever waits, or hands the report on and stops.
+    fn install_over(&mut self, report: crate::control::protocol::InstallReport) {
+        self.state.wake = true;
+        let response = crate::control::protocol::Response::Installed(report.clone());
+        for token in std::mem::take(&mut self.state.installer.waiting) {
+            self.server.reply(token, &response);
+        }
+        if let Some(on_report) = self.state.installer.then_stop.take() {
+            on_report(&report);
+            self.state.exit_code = if report.ok() { 0 } else { 1 };
+            self.stop();
         }
     }
 }

@@ -17,6 +17,7 @@ mod database;
 use database::Retry;
 mod error;
 pub use error::DaemonError;
+mod export;
 mod fleet;
 mod handlers;
 mod heartbeat;
@@ -72,6 +73,8 @@ struct State {
     orphans: BTreeSet<i64>,
     /// The install under way, if any.
     installer: install::Installer,
+    /// The export into an ArchiveBox collection under way, if any.
+    exporter: export::Exporter,
     /// Claim no crawls (`abxd install` runs the daemon only to install).
     claims_off: bool,
     /// The database file was deleted or replaced under the daemon (see `database`).
@@ -133,10 +136,9 @@ impl Daemon {
     ) -> Result<i64, StoreError> {
         self.state.wake = true;
         let rules = rules.over(&self.state.config.crawl.rules());
-        let id = self
-            .state
-            .store
-            .add_crawl_with(urls, depth, plugins, &rules)?;
+        let state = &mut self.state;
+        let export_to = state.config.archivebox.export_to();
+        let id = (state.store).add_crawl_with(urls, depth, plugins, &rules, export_to)?;
         self.state.crawls.claim_only(id);
         self.state.fleet.lend_nothing();
         Ok(id)
@@ -226,6 +228,10 @@ impl Daemon {
                         self.continue_install();
                     }
                 }
+                Owner::Exporter => {
+                    self.state
+                        .export_ended(&mut self.supervisor, row_id, outcome);
+                }
                 // A child of `abxctl spawn` (debug only): nobody's work.
                 Owner::Operator => {}
                 Owner::SnapshotWorkers | Owner::Hooks => {
@@ -280,6 +286,7 @@ impl Daemon {
     /// would run as root unasked (`hook_user`; `status` says why).
     fn fill_crawl_workers(&mut self) {
         let state = &mut self.state;
+        state.export_next(&mut self.supervisor);
         if state.hooks.is_err() || state.provision_due_crawls(&mut self.supervisor) {
             return;
         }
@@ -308,44 +315,6 @@ impl Daemon {
             }
         }
         state.wake = true;
-    }
-
-    /// Installs the plugins' binaries and then stops: `abxd install` with no daemon running. The
-    /// daemon claims no crawls meanwhile; `on_report` gets the report when the install is over.
-    pub fn install_then_stop(
-        &mut self,
-        plugins: Option<&[String]>,
-        on_report: install::ReportTo,
-    ) -> Result<(), String> {
-        self.state.claims_off = true;
-        self.state.installer.then_stop = Some(on_report);
-        let begun = self.state.begin_install(&mut self.supervisor, plugins);
-        if let Some(report) = begun.map_err(|e| e.to_string())? {
-            self.install_over(report);
-        }
-        Ok(())
-    }
-
-    /// Starts the next installer run; when the install is over, answers whoever waits (or
-    /// prints the report and stops, for `abxd install`).
-    fn continue_install(&mut self) {
-        if let Some(report) = self.state.install_next(&mut self.supervisor) {
-            self.install_over(report);
-        }
-    }
-
-    /// The install is over: answers whoever waits, or hands the report on and stops.
-    fn install_over(&mut self, report: crate::control::protocol::InstallReport) {
-        self.state.wake = true;
-        let response = crate::control::protocol::Response::Installed(report.clone());
-        for token in std::mem::take(&mut self.state.installer.waiting) {
-            self.server.reply(token, &response);
-        }
-        if let Some(on_report) = self.state.installer.then_stop.take() {
-            on_report(&report);
-            self.state.exit_code = if report.ok() { 0 } else { 1 };
-            self.stop();
-        }
     }
 
     /// SIGTERM or SIGINT: tear every child down, then exit; a second one kills at once.

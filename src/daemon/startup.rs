@@ -110,6 +110,7 @@ impl Daemon {
             truncate_wal_at: None,
             orphans,
             installer: Default::default(),
+            exporter: Default::default(),
             claims_off: false,
             database_lost: None,
             fleet,

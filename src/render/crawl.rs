@@ -220,6 +220,18 @@ pub fn crawl_report(
         out.push_str(&format!("  rules: {rules}\n"));
     }
     refused_lines(&store.refused_urls(crawl_id)?, &mut out);
+    for export in store.exports(crawl_id)? {
+        out.push_str(&format!(
+            "  archivebox {} (user {}): {}{}\n",
+            export.target.display(),
+            export.owner,
+            export.status,
+            (export.detail.as_deref())
+                .filter(|_| export.status.is_final())
+                .map(|d| format!(": {}", printable::line(d)))
+                .unwrap_or_default()
+        ));
+    }
     let crawl_hooks: Vec<&HookResult> =
         results.iter().filter(|r| r.snapshot_id.is_none()).collect();
     if !crawl_hooks.is_empty() {

@@ -54,6 +54,13 @@ fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
     value["snapshots"] = json!({"total": snapshots.len(), "sealed": sealed});
     value["results"] = counts(&store.results(crawl.id)?);
     value["refused"] = json!(store.refused_urls(crawl.id)?);
+    let exports: Vec<Value> = (store.exports(crawl.id)?.iter())
+        .map(|e| {
+            json!({"archivebox": e.target, "user": e.owner, "status": e.status.as_str(),
+                   "detail": e.detail, "process_id": e.process_id, "updated_at_ms": e.updated_at})
+        })
+        .collect();
+    value["exports"] = json!(exports);
     Ok(value)
 }
 

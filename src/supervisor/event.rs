@@ -49,6 +49,8 @@ pub enum Owner {
     Hooks,
     /// The daemon's installs of the plugins' binaries (`daemon::install`).
     Installer,
+    /// The daemon's exports of sealed crawls into ArchiveBox collections (`daemon::export`).
+    Exporter,
     /// A process an operator started with `abxctl spawn` (a debugging aid): nobody's work.
     Operator,
 }
@@ -61,6 +63,7 @@ impl std::fmt::Display for Owner {
             Owner::LentSnapshotWorkers => "lent snapshot workers",
             Owner::Hooks => "hooks",
             Owner::Installer => "installer",
+            Owner::Exporter => "exporter",
             Owner::Operator => "operator's processes",
         })
     }

@@ -641,3 +641,28 @@ pub fn assert_every_row_final(rows: &[abxd::store::ProcessRow]) {
         );
     }
 }
+
+/// The unprivileged user the tests create for hooks (and ArchiveBox) to run as.
+pub const HOOK_USER: &str = "abxd-hooktest";
+
+/// Creates [`HOOK_USER`] unless it exists (tests never remove it: another may be using it).
+pub fn hook_user() -> nix::unistd::User {
+    if nix::unistd::User::from_name(HOOK_USER).unwrap().is_none() {
+        let status = std::process::Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+            ])
+            .arg(HOOK_USER)
+            .status()
+            .expect("useradd");
+        // (Two tests may race to create it: either made it.)
+        assert!(
+            status.success() || nix::unistd::User::from_name(HOOK_USER).unwrap().is_some(),
+            "useradd {HOOK_USER}: {status}"
+        );
+    }
+    nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap()
+}

@@ -81,6 +81,16 @@ pub enum Request {
         #[serde(default)]
         plugins: Option<Vec<String>>,
     },
+    /// Export crawls (every one when `crawls` is empty) into the ArchiveBox collection at
+    /// `target` once each is sealed, filed under ArchiveBox user `user` (`archivebox.user` when
+    /// absent): copied as portable snapshot directories, then imported by ArchiveBox.
+    Export {
+        target: std::path::PathBuf,
+        #[serde(default)]
+        user: Option<String>,
+        #[serde(default)]
+        crawls: Vec<i64>,
+    },
     /// Debug only (`control.allow_debug_spawn`): run a command as a child of the orchestrator.
     Spawn {
         argv: Vec<String>,
@@ -130,6 +140,10 @@ pub enum Response {
     TornDown(TeardownReport),
     /// An install finished.
     Installed(InstallReport),
+    /// These crawls' exports are queued (each runs once its crawl is sealed).
+    ExportQueued {
+        crawls: Vec<i64>,
+    },
     Error {
         code: ErrorCode,
         message: String,

@@ -78,3 +78,21 @@ pub(in crate::daemon) fn apply_retention(state: &mut State) {
         Err(err) => log::warn!("retention: cannot prune old rows now: {err}"),
     }
 }
+
+/// `export`: queues the crawls' exports into an ArchiveBox collection; they run from the next
+/// turn, each once its crawl is sealed.
+pub(super) fn export(
+    state: &mut State,
+    target: &std::path::Path,
+    user: Option<String>,
+    crawls: &[i64],
+) -> Response {
+    let user = user.unwrap_or_else(|| state.config.archivebox.user.clone());
+    match crate::export::queue(&mut state.store, target, &user, crawls) {
+        Ok(crawls) => {
+            state.wake = true;
+            Response::ExportQueued { crawls }
+        }
+        Err(why) => refused(ErrorCode::NotAllowed, why),
+    }
+}

@@ -99,9 +99,13 @@ pub(in crate::daemon) fn retry_parked(state: &mut State) -> Vec<(Token, Response
 fn try_add(state: &mut State, add: &ParkedAdd) -> Result<i64, StoreError> {
     // A client waits for this write: it must not wait long for another process's lock.
     crate::store::answer_soon();
-    state
-        .store
-        .add_crawl_with(&add.urls, add.depth, add.plugins.as_deref(), &add.rules)
+    state.store.add_crawl_with(
+        &add.urls,
+        add.depth,
+        add.plugins.as_deref(),
+        &add.rules,
+        state.config.archivebox.export_to(),
+    )
 }
 
 fn answer_of(added: Result<i64, StoreError>, add: &ParkedAdd) -> Response {

@@ -70,6 +70,11 @@ pub(super) fn handle(
             hook,
         } => Some(actions::handle(state, crawl_id, which, hook.as_deref())),
         Request::Install { plugins } => install::handle(state, supervisor, token, plugins),
+        Request::Export {
+            target,
+            user,
+            crawls,
+        } => Some(actions::export(state, &target, user, &crawls)),
     }
 }
 

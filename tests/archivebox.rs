@@ -1,0 +1,318 @@
+//! Crawls ArchiveBox opens, along an ArchiveBox user's path: `[archivebox] data_dir` (or
+//! `abxctl export --archivebox DIR`) copies a sealed crawl's snapshots into their collection as
+//! ArchiveBox 0.9's portable snapshot directories, and ArchiveBox's own import
+//! (`archivebox update --rescan`, run by abxd as the collection's owner) puts them in its index —
+//! ArchiveBox's CLI then lists them. An export carries nothing out of a snapshot's directory, and
+//! one that cannot be done says why, the crawl untouched.
+//!
+//! ArchiveBox 0.9.73 is found at `$ABXD_ARCHIVEBOX` (default: where `.ci/run` installs it); in
+//! CI it must be there, elsewhere the test that needs it says it skips.
+
+mod common;
+
+use common::{fixtures, hook_user, plugins_config, wait_until, TestDaemon, WAIT};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+/// Where `.ci/run` installs ArchiveBox 0.9.73 (readable by an unprivileged user).
+const CI_ARCHIVEBOX: &str = "/var/cache/abxd-ci/archivebox-0.9.73/bin/archivebox";
+
+/// The `archivebox` program, or `None` (outside CI only) when it is not installed.
+fn archivebox() -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var("ABXD_ARCHIVEBOX").unwrap_or(CI_ARCHIVEBOX.into()));
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "ArchiveBox 0.9.73 must be at {} in CI (.ci/run installs it)",
+        path.display()
+    );
+    eprintln!(
+        "skipped: no ArchiveBox at {} (set ABXD_ARCHIVEBOX, or run .ci/run once)",
+        path.display()
+    );
+    None
+}
+
+/// A daemon whose crawls run the `leaky` fixture plugin, not started; `extra` is more config.
+fn prepared(extra: &str) -> TestDaemon {
+    let config = plugins_config(&[&fixtures().join("export")]);
+    let daemon = TestDaemon::prepare(&format!("{config}{extra}"));
+    // (Its dir is 0700: the collection's owner must reach the collection inside it.)
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    daemon
+}
+
+fn daemon(extra: &str) -> TestDaemon {
+    let mut daemon = prepared(extra);
+    daemon.launch();
+    daemon
+}
+
+/// An empty directory in the daemon's dir, given to [`HOOK_USER`].
+fn collection_dir(daemon: &TestDaemon) -> PathBuf {
+    let user = hook_user();
+    let dir = daemon.path("archivebox");
+    std::fs::create_dir_all(&dir).unwrap();
+    nix::unistd::chown(&dir, Some(user.uid), Some(user.gid)).unwrap();
+    dir
+}
+
+/// Runs ArchiveBox in `collection` as its owner, as that user would; returns its stdout.
+fn run_archivebox(archivebox: &Path, collection: &Path, args: &[&str]) -> String {
+    let user = hook_user();
+    let output = std::process::Command::new(archivebox)
+        .args(args)
+        .current_dir(collection)
+        .env("HOME", collection)
+        .env(common::TAG_ENV, "archivebox-test")
+        .uid(user.uid.as_raw())
+        .gid(user.gid.as_raw())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    );
+    assert!(
+        output.status.success(),
+        "archivebox {args:?}: {}\n{stdout}\n{stderr}",
+        output.status
+    );
+    stdout
+}
+
+/// The JSON records a listing of ArchiveBox's prints, one a line.
+fn records(listing: &str) -> Vec<serde_json::Value> {
+    (listing.lines())
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+fn export_of(daemon: &TestDaemon, crawl: i64) -> serde_json::Value {
+    let shown: serde_json::Value =
+        serde_json::from_str(&daemon.ctl_ok(&["show", "--json", &crawl.to_string()])).unwrap();
+    shown["crawl"]["exports"][0].clone()
+}
+
+#[test]
+fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_status_abxds() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let config = format!("[archivebox]\ncommand = \"{}\"\n", archivebox.display());
+    let daemon = daemon(&config);
+    let collection = collection_dir(&daemon);
+    // What an ArchiveBox user does once: a collection, with a search backend that installs
+    // offline (sonic, the default, cannot be had from the registries this machine reaches).
+    run_archivebox(&archivebox, &collection, &["init"]);
+    for setting in [
+        "SEARCH_BACKEND_ENGINE=ripgrep",
+        "SEARCH_BACKEND_SONIC_ENABLED=False",
+    ] {
+        run_archivebox(&archivebox, &collection, &["config", "--set", setting]);
+        eprintln!("(this machine's registries lack sonic: ArchiveBox set {setting})");
+    }
+
+    let crawl = daemon.add(&["--plugins", "leaky", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let target = collection.display().to_string();
+    let output = daemon
+        .ctl_command(&[
+            "export",
+            "--archivebox",
+            &target,
+            "--wait",
+            &crawl.to_string(),
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{said}{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        daemon.log()
+    );
+    assert!(said.contains("imported"), "{said}");
+    assert!(said.contains("ArchiveBox Imported: 1"), "{said}");
+    // Each step was a process row under the orchestrator, ArchiveBox's as the collection's owner.
+    let rows = daemon.ps_json(true);
+    let import = (rows["processes"].as_array().unwrap().iter())
+        .find(|row| {
+            row["argv"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a == "--rescan")
+        })
+        .unwrap_or_else(|| panic!("no import row: {rows}"));
+    assert_eq!(import["exit_code"], 0, "{import}");
+
+    // ArchiveBox's own CLI: the snapshot, sealed, with abxd's id; every result, with abxd's status.
+    let store = daemon.store();
+    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let snapshots = records(&run_archivebox(
+        &archivebox,
+        &collection,
+        &["snapshot", "list"],
+    ));
+    let listed = (snapshots.iter())
+        .find(|s| s["type"] == "Snapshot")
+        .unwrap_or_else(|| panic!("ArchiveBox lists no snapshot: {snapshots:?}"));
+    assert_eq!(listed["id"].as_str(), snapshot.uuid.as_deref());
+    assert_eq!(listed["url"], "http://127.0.0.1:9/");
+    assert_eq!(listed["status"], "sealed");
+    let listed = records(&run_archivebox(
+        &archivebox,
+        &collection,
+        &["archiveresult", "list"],
+    ));
+    let mut statuses: Vec<(String, String)> = (listed.iter())
+        .filter(|r| r["type"] == "ArchiveResult")
+        .map(|r| {
+            (
+                r["hook_name"].as_str().unwrap().into(),
+                r["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    statuses.sort();
+    let mut abxds: Vec<(String, String)> = (store.results(crawl).unwrap().iter())
+        .map(|r| {
+            let name = r.hook.trim_end_matches(".sh").to_string();
+            (name, r.status.as_str().to_string())
+        })
+        .collect();
+    abxds.sort();
+    assert_eq!(statuses, abxds, "ArchiveBox's results are abxd's");
+    assert_eq!(
+        abxds.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
+        ["succeeded", "skipped", "failed"]
+    );
+
+    // Asked again: nothing copied twice, ArchiveBox finds it unchanged.
+    let again = daemon.ctl_ok(&["export", "--archivebox", &target, "--wait"]);
+    assert!(again.contains("1 there already"), "{again}");
+}
+
+#[test]
+fn an_export_carries_nothing_out_of_a_snapshot_and_without_archivebox_fails_saying_so() {
+    let mut daemon = prepared("");
+    let collection = collection_dir(&daemon);
+    // A collection as far as the copy goes (ArchiveBox's own database is ArchiveBox's to open).
+    std::fs::write(collection.join("index.sqlite3"), "").unwrap();
+    // `[archivebox] data_dir` exports each new crawl once it seals: with no ArchiveBox there.
+    let target = collection.display().to_string();
+    daemon.write_config(&format!(
+        "{}[archivebox]\ndata_dir = \"{target}\"\ncommand = \"/nonexistent/archivebox\"\n",
+        plugins_config(&[&fixtures().join("export")])
+    ));
+    daemon.launch();
+    let crawl = daemon.add(&["--plugins", "leaky", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let export = wait_until("the export's end", WAIT, || {
+        let export = export_of(&daemon, crawl);
+        (export["status"] == "failed").then_some(export)
+    });
+    let detail = export["detail"].as_str().unwrap();
+    assert!(detail.contains("1 snapshots copied"), "{detail}");
+    assert!(detail.contains("cannot run ArchiveBox"), "{detail}");
+    assert!(detail.contains("archivebox.command"), "{detail}");
+    let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(
+        shown.contains(&format!("archivebox {target} (user system): failed")),
+        "{shown}"
+    );
+    // The crawl is as it was.
+    let store = daemon.store();
+    assert_eq!(
+        store.crawl(crawl).unwrap().unwrap().status.as_str(),
+        "sealed"
+    );
+
+    // In the collection: the snapshot at ArchiveBox's place for it, its owner's, with what lay
+    // in it — and none of what pointed outside.
+    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let rel = abxd::portable::snapshot_dir(
+        "system",
+        snapshot.created_at,
+        &snapshot.url,
+        snapshot.uuid.as_deref().unwrap(),
+    );
+    let placed = collection.join(rel).join("leaky");
+    assert_eq!(
+        std::fs::read_to_string(placed.join("page.html")).unwrap(),
+        "kept\n"
+    );
+    assert_eq!(
+        std::fs::read_link(placed.join("latest.html")).unwrap(),
+        Path::new("page.html")
+    );
+    assert_eq!(
+        placed.join("page.html").metadata().unwrap().uid(),
+        hook_user().uid.as_raw()
+    );
+    for outside in ["passwd", "climbing", "pipe"] {
+        assert!(
+            placed.join(outside).symlink_metadata().is_err(),
+            "{outside} was copied"
+        );
+    }
+    let index = std::fs::read_to_string(placed.parent().unwrap().join("index.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(index.lines().next().unwrap()).unwrap();
+    assert_eq!(first["status"], "sealed", "{index}");
+    let logs = std::fs::read_dir(daemon.data_dir().join("logs/export")).unwrap();
+    let copy_log = (logs.flatten())
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .find(|text| text.contains("left out"))
+        .expect("the copy names what it left out");
+    for outside in ["leaky/passwd", "leaky/climbing", "leaky/pipe"] {
+        assert!(copy_log.contains(outside), "{copy_log}");
+    }
+}
+
+#[test]
+fn abxctl_export_refuses_what_is_not_an_archivebox_collection_naming_it() {
+    let daemon = daemon("");
+    let crawl = daemon.add(&["--plugins", "leaky", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let missing = daemon.path("nowhere");
+    let plain = daemon.path("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let roots = daemon.path("roots");
+    std::fs::create_dir_all(&roots).unwrap();
+    std::fs::write(roots.join("index.sqlite3"), "").unwrap();
+    for (dir, says) in [
+        (&missing, "No such file or directory"),
+        (&plain, "run `archivebox init` in it first"),
+        (
+            &roots,
+            "belongs to root, and ArchiveBox does not run as root",
+        ),
+    ] {
+        let output = daemon
+            .ctl_command(&["export", "--archivebox", &dir.display().to_string()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(stderr.contains(&dir.display().to_string()), "{stderr}");
+    }
+    let bad_user = daemon
+        .ctl_command(&[
+            "export",
+            "--archivebox",
+            &roots.display().to_string(),
+            "--user",
+            "../x",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad_user.stderr).contains("--user"));
+    // Nothing was queued.
+    assert!(daemon.store().exports(crawl).unwrap().is_empty());
+}

@@ -116,7 +116,7 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
         eprintln!("(this machine's registries lack sonic: ArchiveBox set {setting})");
     }
 
-    let crawl = daemon.add(&["--plugins", "leaky", "http://127.0.0.1:9/"]);
+    let crawl = daemon.add(&["--plugins", "leaky,title", "http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, WAIT);
     let target = collection.display().to_string();
     let output = daemon
@@ -165,6 +165,7 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
     assert_eq!(listed["id"].as_str(), snapshot.uuid.as_deref());
     assert_eq!(listed["url"], "http://127.0.0.1:9/");
     assert_eq!(listed["status"], "sealed");
+    assert_eq!(listed["title"], "A page ArchiveBox shows");
     let listed = records(&run_archivebox(
         &archivebox,
         &collection,
@@ -190,7 +191,7 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
     assert_eq!(statuses, abxds, "ArchiveBox's results are abxd's");
     assert_eq!(
         abxds.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
-        ["succeeded", "skipped", "failed"]
+        ["succeeded", "skipped", "succeeded", "failed"]
     );
 
     // Asked again: nothing copied twice, ArchiveBox finds it unchanged.

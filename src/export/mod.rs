@@ -181,6 +181,7 @@ pub fn export_crawl(
         return Err(ExportError::Collection(format!("no crawl {crawl_id}")));
     };
     let staging = make_staging(&collection)?;
+    let results = store.results(crawl_id)?;
     let mut exported = Exported::default();
     for snapshot in store.snapshots(crawl_id)? {
         if snapshot.status != WorkStatus::Sealed {
@@ -207,8 +208,16 @@ pub fn export_crawl(
         if !index::is_sealed(&source) {
             let size = crate::hooks::bytes_below(&source);
             let now = crate::store::now_ms();
-            index::seal(&config.data_dir, &source, &crawl, &snapshot, now, size)
-                .map_err(io("cannot seal the index in", &source))?;
+            let title = index::title_of(&results, snapshot.id);
+            index::seal(
+                &config.data_dir,
+                &source,
+                (&crawl, &snapshot),
+                title,
+                now,
+                size,
+            )
+            .map_err(io("cannot seal the index in", &source))?;
         }
         let place = target.join(crate::portable::snapshot_dir(
             user,

@@ -10,7 +10,7 @@
 //! are the UUIDv7s of the rows.
 
 use crate::domain::{ExitOutcome, ResultStatus};
-use crate::store::{Crawl, Snapshot};
+use crate::store::{Crawl, HookResult, Snapshot};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
@@ -46,15 +46,25 @@ pub fn begin(
 const SCHEMA_VERSION: &str = "0.9.73";
 const FS_VERSION: &str = "0.9.4";
 
+/// The title a snapshot's Snapshot record gives it, as ArchiveBox takes one: what the `title`
+/// plugin's hook that succeeded said, if it said something.
+pub fn title_of(results: &[HookResult], snapshot_id: i64) -> Option<&str> {
+    (results.iter())
+        .filter(|r| r.snapshot_id == Some(snapshot_id) && r.plugin == "title")
+        .filter(|r| r.status == ResultStatus::Succeeded)
+        .filter_map(|r| r.output.as_deref())
+        .find(|output| !output.trim().is_empty())
+}
+
 /// Completes the index of `snapshot` in `dir` once it is sealed, as ArchiveBox 0.9.73 leaves
 /// one: its Snapshot record first, now sealed (`status`, `fs_version`, `crawl_id`, `timestamp`,
-/// its size), then the records of its hook runs as they were, then its crawl's Crawl record.
-/// The file is replaced at once (`logs::replace`), never through a link.
+/// its size, its `title`), then the records of its hook runs as they were, then its crawl's
+/// Crawl record. The file is replaced at once (`logs::replace`), never through a link.
 pub fn seal(
     beneath: &Path,
     dir: &Path,
-    crawl: &Crawl,
-    snapshot: &Snapshot,
+    (crawl, snapshot): (&Crawl, &Snapshot),
+    title: Option<&str>,
     sealed_at: i64,
     size: u64,
 ) -> std::io::Result<()> {
@@ -70,7 +80,7 @@ pub fn seal(
         "id": snapshot.uuid,
         "crawl_id": crawl.uuid,
         "url": snapshot.url,
-        "title": null,
+        "title": title,
         "tags": "",
         "bookmarked_at": iso(snapshot.created_at),
         "created_at": iso(snapshot.created_at),
@@ -299,10 +309,27 @@ mod tests {
         begin(dir.path(), &snap, &crawl, &snapshot).unwrap();
         append(dir.path(), &snap, &[json!({"type": "Process", "n": 1})]).unwrap();
         assert!(!is_sealed(&snap));
-        seal(dir.path(), &snap, &crawl, &snapshot, 1_700_000_000_123, 42).unwrap();
+        seal(
+            dir.path(),
+            &snap,
+            (&crawl, &snapshot),
+            None,
+            1_700_000_000_123,
+            42,
+        )
+        .unwrap();
         assert!(is_sealed(&snap));
         // Sealing again (a retried seal) changes nothing but the moment.
-        seal(dir.path(), &snap, &crawl, &snapshot, 1_700_000_000_456, 42).unwrap();
+        let title = Some("A page");
+        seal(
+            dir.path(),
+            &snap,
+            (&crawl, &snapshot),
+            title,
+            1_700_000_000_456,
+            42,
+        )
+        .unwrap();
         let text = std::fs::read_to_string(snap.join(FILE)).unwrap();
         let records: Vec<Value> = text
             .lines()
@@ -316,6 +343,7 @@ mod tests {
         assert_eq!(records[0]["status"], "sealed");
         assert_eq!(records[0]["archive_size"], 42);
         assert_eq!(records[0]["timestamp"], "1699999999.999000");
+        assert_eq!(records[0]["title"], "A page");
     }
 
     fn crawl_fixture() -> Crawl {

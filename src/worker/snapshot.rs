@@ -109,13 +109,17 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
     }
     let data_dir = cx.config.data_dir.clone();
+    // (Its hooks are over: what the title hook said is final.)
+    let results = cx.store.snapshot_results(snapshot_id).unwrap_or_default();
     let code = cx.finish(Queue::Snapshots, snapshot_id)?;
     if code == super::EXIT_DONE {
         // (Its index says sealed once the database does.)
         let (crawl, snapshot) = indexed;
         let size = crate::hooks::bytes_below(&dir);
         let now = crate::store::now_ms();
-        if let Err(err) = crate::hooks::index::seal(&data_dir, &dir, &crawl, &snapshot, now, size) {
+        let title = crate::hooks::index::title_of(&results, snapshot_id);
+        let both = (&crawl, &snapshot);
+        if let Err(err) = crate::hooks::index::seal(&data_dir, &dir, both, title, now, size) {
             log::warn!("snapshot {snapshot_id}: its index is not sealed: {err}");
         }
     }

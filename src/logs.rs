@@ -83,33 +83,46 @@ fn log_err(path: &Path) -> impl Fn(std::io::Error) -> LogError + '_ {
 /// The directory of log file `path`, below `beneath`, made where missing and entered one
 /// component at a time without following a symbolic link.
 fn enter_log_dir(beneath: &Path, path: &Path) -> Result<OwnedFd, LogError> {
-    use rustix::fs::{mkdirat, openat, Mode, OFlags};
     let failed = log_err(path);
-    let relative = path
-        .strip_prefix(beneath)
-        .map_err(|_| failed(std::io::Error::other("not below abxd's directory")))?;
     std::fs::create_dir_all(beneath).map_err(&failed)?;
+    let dir = path.parent().unwrap_or(beneath);
+    enter_dirs(beneath, dir, 0o750, &mut |_| Ok(())).map_err(failed)
+}
+
+/// Enters directory `dir` below the directory `beneath`, one component at a time and never
+/// through a symbolic link, making each that is missing (with `mode`, then handed to `made`).
+pub fn enter_dirs(
+    beneath: &Path,
+    dir: &Path,
+    mode: u32,
+    made: &mut dyn FnMut(&OwnedFd) -> std::io::Result<()>,
+) -> std::io::Result<OwnedFd> {
+    use rustix::fs::{mkdirat, openat, Mode, OFlags};
+    let relative = dir
+        .strip_prefix(beneath)
+        .map_err(|_| std::io::Error::other("not below abxd's directory"))?;
     let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-    let mut dir = openat(
+    let mut at = openat(
         rustix::fs::CWD,
         beneath,
         OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .map_err(|e| failed(e.into()))?;
-    for part in relative.parent().into_iter().flat_map(Path::components) {
+    )?;
+    for part in relative.components() {
         let std::path::Component::Normal(part) = part else {
-            return Err(failed(std::io::Error::other(
-                "an unexpected path component",
-            )));
+            return Err(std::io::Error::other("an unexpected path component"));
         };
-        match mkdirat(&dir, part, Mode::from_raw_mode(0o750)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(err) => return Err(failed(err.into())),
+        let new = match mkdirat(&at, part, Mode::from_raw_mode(mode)) {
+            Ok(()) => true,
+            Err(rustix::io::Errno::EXIST) => false,
+            Err(err) => return Err(err.into()),
+        };
+        at = openat(&at, part, dir_flags, Mode::empty())?;
+        if new {
+            made(&at)?;
         }
-        dir = openat(&dir, part, dir_flags, Mode::empty()).map_err(|e| failed(e.into()))?;
     }
-    Ok(dir)
+    Ok(at)
 }
 
 /// Creates log file `path` in `dir` (its directory, entered by [`enter_log_dir`]) anew.

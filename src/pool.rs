@@ -355,9 +355,6 @@ impl WorkerPool {
     /// the running config (see `Config::running_text`).
     fn worker_request(&self, config: &Config, held: Held) -> SpawnRequest {
         let work = held.claim.id;
-        let exe = crate::own_exe::own_executable()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "abxd".into());
         let (kind, snapshot_id) = match self.queue {
             Queue::Crawls => (Kind::CrawlWorker, None),
             Queue::Snapshots => (Kind::SnapshotWorker, Some(work)),
@@ -369,14 +366,7 @@ impl WorkerPool {
                 crawl_id: Some(held.crawl),
                 snapshot_id,
                 result_id: None,
-                argv: vec![
-                    exe,
-                    "--config".into(),
-                    config.source.display().to_string(),
-                    "worker".into(),
-                    self.queue.as_str().into(),
-                    work.to_string(),
-                ],
+                argv: worker_argv(config, &[self.queue.as_str(), &work.to_string()]),
                 cwd: config.data_dir.display().to_string(),
                 timeout_ms: None,
             },
@@ -386,6 +376,19 @@ impl WorkerPool {
             run_as: None,
         }
     }
+}
+
+/// `abxd --config C worker ARGS…`: the command line of one of this daemon's own worker processes.
+pub(crate) fn worker_argv(config: &Config, args: &[&str]) -> Vec<String> {
+    let exe = crate::own_exe::own_executable()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "abxd".into());
+    let source = config.source.display().to_string();
+    [exe.as_str(), "--config", &source, "worker"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect()
 }
 
 /// What a worker is handed besides the marker: the config its daemon runs with, and the database

@@ -110,10 +110,8 @@ impl State {
                     Step::Copy => format!("cannot start the copy: {err}"),
                     _ => format!(
                         "{copied}; not imported: cannot run ArchiveBox ({err}): install \
-                         ArchiveBox {}.{}.{} or newer, or name its program in archivebox.command",
-                        crate::export::OLDEST_ARCHIVEBOX.0,
-                        crate::export::OLDEST_ARCHIVEBOX.1,
-                        crate::export::OLDEST_ARCHIVEBOX.2
+                         ArchiveBox {} or newer, or name its program in archivebox.command",
+                        crate::export::OLDEST_ARCHIVEBOX
                     ),
                 };
                 self.end_export(&export, ExportStatus::Failed, &why);
@@ -126,25 +124,12 @@ impl State {
         let target = export.target.display().to_string();
         let (argv, cwd, timeout, env) = match step {
             Step::Copy => {
-                let exe = crate::own_exe::own_executable()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "abxd".into());
-                let argv = [
-                    &exe,
-                    "--config",
-                    &self.config.source.display().to_string(),
-                    "worker",
-                    "export",
-                    &export.crawl_id.to_string(),
-                    "--to",
-                    &target,
-                    "--user",
-                    &export.owner,
-                ]
-                .map(String::from);
+                let crawl = export.crawl_id.to_string();
+                let args = ["export", &crawl, "--to", &target, "--user", &export.owner];
+                let argv = crate::pool::worker_argv(&self.config, &args);
                 let cwd = self.config.data_dir.display().to_string();
                 (
-                    argv.to_vec(),
+                    argv,
                     cwd,
                     STEP_TIMEOUT,
                     crate::pool::worker_env(&self.config),
@@ -204,7 +189,7 @@ impl State {
                 crate::hooks::last_line_of(&stdout).unwrap_or_default(),
             )),
             (Step::Copy, false) => Err(failed("the copy")),
-            (Step::Version, true) => match crate::export::version_problem(&head(&stdout)) {
+            (Step::Version, true) => match crate::export::version_problem(&lines_of(&stdout)) {
                 None => Ok((Step::Import, copied)),
                 Some(why) => Err(format!("{copied}; not imported: {why}")),
             },
@@ -263,16 +248,6 @@ fn archivebox_env(collection: &Collection) -> Vec<(String, String)> {
         .filter(|dir| std::fs::metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid))
         .unwrap_or_else(|| collection.dir.clone());
     vec![("HOME".into(), home.display().to_string())]
-}
-
-/// The first lines of a log (where `archivebox version` says its version).
-fn head(path: &Path) -> String {
-    use std::io::Read;
-    let mut text = String::new();
-    if let Ok(file) = crate::logs::read_log(path) {
-        let _ = file.take(4096).read_to_string(&mut text);
-    }
-    text
 }
 
 /// The counts ArchiveBox's rescan ends with ("Imported: 2, Repaired: 0, Unchanged: 0, Errors:

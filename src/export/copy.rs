@@ -18,6 +18,12 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// How a directory is opened: never through a symbolic link.
+const DIR: OFlags = OFlags::DIRECTORY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
+
 /// What a copy did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Copied {
@@ -32,10 +38,9 @@ pub type Owner = Option<(u32, u32)>;
 
 /// Copies what lies in the directory `from` into the new directory `to` (made here, mode 0755).
 pub fn copy_confined(from: &Path, to: &Path, owner: Owner) -> std::io::Result<Copied> {
-    let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-    let source = openat(rustix::fs::CWD, from, dir_flags, Mode::empty())?;
+    let source = openat(rustix::fs::CWD, from, DIR, Mode::empty())?;
     mkdirat(rustix::fs::CWD, to, Mode::from_raw_mode(0o755))?;
-    let target = openat(rustix::fs::CWD, to, dir_flags, Mode::empty())?;
+    let target = openat(rustix::fs::CWD, to, DIR, Mode::empty())?;
     hand_over(&target, owner)?;
     // The snapshot's owner: its files may have other links (a hook's own).
     let snapshot_owner = fstat(&source)?.st_uid;
@@ -59,7 +64,6 @@ fn copy_dir(
     owner: Owner,
     copied: &mut Copied,
 ) -> std::io::Result<()> {
-    let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
     let mut names = Vec::new();
     for entry in Dir::read_from(source)? {
         let name = entry?.file_name().to_bytes().to_vec();
@@ -74,9 +78,9 @@ fn copy_dir(
         let stat = statat(source, name, AtFlags::SYMLINK_NOFOLLOW)?;
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::Directory => {
-                let from = openat(source, name, dir_flags, Mode::empty())?;
+                let from = openat(source, name, DIR, Mode::empty())?;
                 mkdirat(target, name, Mode::from_raw_mode(0o755))?;
-                let to = openat(target, name, dir_flags, Mode::empty())?;
+                let to = openat(target, name, DIR, Mode::empty())?;
                 hand_over(&to, owner)?;
                 copy_dir(&from, &to, &rel, snapshot_owner, owner, copied)?;
             }
@@ -144,7 +148,7 @@ fn copy_file(
     std::io::copy(&mut from, &mut to)
 }
 
-fn hand_over(fd: &impl AsFd, owner: Owner) -> std::io::Result<()> {
+pub(super) fn hand_over(fd: &impl AsFd, owner: Owner) -> std::io::Result<()> {
     if let Some((uid, gid)) = owner {
         fchown(fd, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))?;
     }

@@ -22,7 +22,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The oldest ArchiveBox that imports portable snapshot directories as abxd writes them.
-pub const OLDEST_ARCHIVEBOX: (u32, u32, u32) = (0, 9, 73);
+pub const OLDEST_ARCHIVEBOX: &str = "0.9.73";
 
 /// An ArchiveBox collection abxd may export into.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,26 +74,25 @@ pub fn collection(dir: &Path) -> Result<Collection, String> {
     }
 }
 
-/// Whether `archivebox version`'s first line names a version that imports abxd's directories.
-pub fn version_problem(said: &str) -> Option<String> {
-    let first = said.lines().next().unwrap_or("").trim();
-    let mut parts = first.split('.').map(|p| {
-        let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
-        digits.parse::<u32>().ok()
-    });
-    let version = (
-        parts.next().flatten(),
-        parts.next().flatten(),
-        parts.next().flatten(),
-    );
-    let (major, minor, patch) = OLDEST_ARCHIVEBOX;
-    match version {
-        (Some(a), Some(b), Some(c)) if (a, b, c) >= (major, minor, patch) => None,
-        (Some(_), Some(_), Some(_)) => Some(format!(
+/// Whether the first of `archivebox version`'s lines names a version that imports abxd's
+/// directories (none: it does).
+pub fn version_problem(said: &[String]) -> Option<String> {
+    let first = said.first().map(|l| l.trim()).unwrap_or("");
+    let version = |text: &str| -> Option<Vec<u32>> {
+        let parts = text.split('.').map(|p| {
+            let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u32>().ok()
+        });
+        let parts: Option<Vec<u32>> = parts.take(3).collect();
+        parts.filter(|p| p.len() == 3)
+    };
+    match version(first) {
+        Some(found) if Some(&found) >= version(OLDEST_ARCHIVEBOX).as_ref() => None,
+        Some(_) => Some(format!(
             "ArchiveBox {first} cannot import portable snapshot directories: abxd needs \
-             {major}.{minor}.{patch} or newer"
+             {OLDEST_ARCHIVEBOX} or newer"
         )),
-        _ => Some(format!(
+        None => Some(format!(
             "`archivebox version` did not say a version (it said {:?})",
             crate::printable::line(first)
         )),
@@ -268,27 +267,7 @@ fn make_staging(collection: &Collection) -> Result<PathBuf, ExportError> {
 /// Makes the directories from `top` down to `dir` where missing, each entered without following
 /// a symbolic link, the new ones handed to `owner`.
 fn make_dirs(top: &Path, dir: &Path, owner: copy::Owner) -> std::io::Result<()> {
-    use rustix::fs::{fchown, mkdirat, openat, Gid, Mode, OFlags, Uid};
-    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-    let rel = dir
-        .strip_prefix(top)
-        .map_err(|_| std::io::Error::other("not inside the collection"))?;
-    let mut at = openat(rustix::fs::CWD, top, flags, Mode::empty())?;
-    for part in rel.components() {
-        let std::path::Component::Normal(part) = part else {
-            return Err(std::io::Error::other("an unexpected path component"));
-        };
-        let made = match mkdirat(&at, part, Mode::from_raw_mode(0o755)) {
-            Ok(()) => true,
-            Err(rustix::io::Errno::EXIST) => false,
-            Err(err) => return Err(err.into()),
-        };
-        at = openat(&at, part, flags, Mode::empty())?;
-        if let (true, Some((uid, gid))) = (made, owner) {
-            fchown(&at, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))?;
-        }
-    }
-    Ok(())
+    crate::logs::enter_dirs(top, dir, 0o755, &mut |made| copy::hand_over(made, owner)).map(drop)
 }
 
 /// `abxd worker export`: exports crawl `crawl_id` into `target`; prints what was left out, a
@@ -343,12 +322,13 @@ mod tests {
 
     #[test]
     fn archivebox_versions_that_import_portable_directories() {
-        assert_eq!(version_problem("0.9.73\nArchiveBox v0.9.73 …"), None);
-        assert_eq!(version_problem("0.10.1"), None);
-        assert_eq!(version_problem("1.0.0rc1"), None);
-        let old = version_problem("0.7.2").unwrap();
+        let said = |text: &str| -> Vec<String> { text.lines().map(String::from).collect() };
+        assert_eq!(version_problem(&said("0.9.73\nArchiveBox v0.9.73 …")), None);
+        assert_eq!(version_problem(&said("0.10.1")), None);
+        assert_eq!(version_problem(&said("1.0.0rc1")), None);
+        let old = version_problem(&said("0.7.2")).unwrap();
         assert!(old.contains("0.9.73 or newer"), "{old}");
-        let junk = version_problem("Traceback (most recent call last):").unwrap();
+        let junk = version_problem(&said("Traceback (most recent call last):")).unwrap();
         assert!(junk.contains("did not say a version"), "{junk}");
     }
 }

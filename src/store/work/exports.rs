@@ -66,31 +66,30 @@ impl Store {
         })
     }
 
-    /// Takes the next queued export of a sealed crawl, if any: it is `running` from now.
+    /// Takes the next queued export of a sealed crawl, if any: it is `running` from now. (Asked
+    /// at every wake of the daemon: with none queued it only reads.)
     pub fn take_export(&mut self) -> Result<Option<Export>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM exports WHERE status = 'queued' AND crawl_id IN \
              (SELECT id FROM crawls WHERE status = 'sealed') ORDER BY crawl_id LIMIT 1"
         );
-        self.write_work(|tx| {
-            let Some(row) = tx.query_opt(&sql, &[])? else {
-                return Ok(None);
-            };
-            let export = from_row(&row)?;
-            let taken = tx.execute(
+        let Some(row) = self.db().query_opt(&sql, &[])? else {
+            return Ok(None);
+        };
+        let export = from_row(&row)?;
+        let target = export.target.display().to_string();
+        let taken = self.write_work(|tx| {
+            Ok(tx.execute(
                 "UPDATE exports SET status = 'running', updated_at = ?3 \
                  WHERE crawl_id = ?1 AND target = ?2 AND status = 'queued'",
-                &args![
-                    export.crawl_id,
-                    export.target.display().to_string(),
-                    now_ms()
-                ],
-            )?;
-            Ok((taken == 1).then_some(Export {
-                status: ExportStatus::Running,
-                ..export
-            }))
-        })
+                &args![export.crawl_id, target, now_ms()],
+            )?)
+        })?;
+        // (Another host took it between the two: it is not ours.)
+        Ok((taken == 1).then_some(Export {
+            status: ExportStatus::Running,
+            ..export
+        }))
     }
 
     /// Records the latest step of a running export: its process row, and what it did so far.

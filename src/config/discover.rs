@@ -1,9 +1,12 @@
 //! Where the plugins are when the config names no plugins dir: where abx-dl finds them — the
 //! `abx_plugins` package of a Python on the `PATH` (a virtualenv's, the user's, the system's) —
-//! else the plugins installed with abxd's package, else `plugins/` beside the config.
+//! else the plugins installed with abxd's package, else `plugins/` beside the config; and before
+//! any of them the directories of `ABX_PLUGINS_DIR`, abx-dl's own override.
 //!
 //! Invariant: a look at the file system only (no Python is run): the first place that holds the
-//! plugins wins, and none is no plugins dir at all rather than one that does not exist.
+//! plugins wins, and none is no plugins dir at all rather than one that does not exist. A plugin
+//! is taken from the first dir that has it, so the override's dirs come first, the last named
+//! first: abx-dl loads them after its package, each replacing the plugins of the same name.
 
 use std::path::{Path, PathBuf};
 
@@ -12,14 +15,23 @@ pub const PACKAGED_PLUGINS: &str = "/usr/share/abxd/plugins";
 
 /// The plugins dir to use when none is configured, for a config in `base` under `environ`.
 pub fn plugins_dirs(base: &Path, environ: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = environ("ABX_PLUGINS_DIR")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_dir())
+        .rev()
+        .collect();
     let from_python = python_prefixes(&environ)
         .into_iter()
         .find_map(|prefix| abx_plugins_below(&prefix));
-    from_python
+    let installed = from_python
         .or_else(|| Some(PathBuf::from(PACKAGED_PLUGINS)).filter(|d| d.is_dir()))
-        .or_else(|| Some(base.join("plugins")).filter(|d| d.is_dir()))
-        .into_iter()
-        .collect()
+        .or_else(|| Some(base.join("plugins")).filter(|d| d.is_dir()));
+    dirs.extend(installed);
+    dirs.dedup();
+    dirs
 }
 
 /// The prefixes a Python on the `PATH` installs packages below, in the order it is found: each
@@ -81,5 +93,32 @@ mod tests {
         if !Path::new(PACKAGED_PLUGINS).is_dir() {
             assert!(plugins_dirs(&empty, without).is_empty());
         }
+    }
+
+    #[test]
+    fn abx_plugins_dir_comes_before_the_package_the_last_named_first_as_abx_dl_overrides() {
+        let root = tempfile::tempdir().unwrap();
+        let venv = root.path().join("venv");
+        let plugins = venv.join("lib/python3.13/site-packages/abx_plugins/plugins");
+        let (first, second) = (root.path().join("first"), root.path().join("second"));
+        for dir in [&plugins, &venv.join("bin"), &first, &second] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let path = venv.join("bin").display().to_string();
+        let overrides = format!(
+            "{}::{}:{}",
+            first.display(),
+            root.path().join("missing").display(),
+            second.display()
+        );
+        let environ = |key: &str| match key {
+            "PATH" => Some(path.clone()),
+            "ABX_PLUGINS_DIR" => Some(overrides.clone()),
+            _ => None,
+        };
+        assert_eq!(
+            plugins_dirs(root.path(), environ),
+            vec![second, first, plugins]
+        );
     }
 }

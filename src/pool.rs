@@ -371,6 +371,7 @@ impl WorkerPool {
                 timeout_ms: None,
             },
             env: worker_env(config),
+            inherit_env: true,
             logs: Logs::InDir(config.data_dir.join("logs")),
             limits: Default::default(),
             run_as: None,

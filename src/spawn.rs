@@ -57,11 +57,20 @@ pub enum SpawnError {
     Store(#[from] StoreError),
 }
 
+/// What a program that does not inherit abxd's environment keeps of it: where programs are, and
+/// the locale and time zone it speaks in.
+pub const NEUTRAL_ENV: &[&str] = &["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ"];
+
 /// What to start, and where it sits in the tree.
 #[derive(Debug, Clone)]
 pub struct SpawnRequest {
     pub process: NewProcess,
     pub env: Vec<(String, String)>,
+    /// Whether it inherits abxd's environment (less [`SUPERVISOR_ONLY_ENV`]), as workers and
+    /// hooks do; a program of another service (ArchiveBox) gets only [`NEUTRAL_ENV`] of it, so
+    /// that what configures abxd's hooks (`ABXPKG_LIB_DIR`, `ABX_PLUGINS_DIR`, …) is not taken
+    /// for its own config.
+    pub inherit_env: bool,
     pub logs: Logs,
     /// The limits of its cgroup, under cgroup containment.
     pub limits: cgroup::Limits,
@@ -240,8 +249,17 @@ fn start(
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);
-    for name in SUPERVISOR_ONLY_ENV {
-        command.env_remove(name);
+    if request.inherit_env {
+        for name in SUPERVISOR_ONLY_ENV {
+            command.env_remove(name);
+        }
+    } else {
+        command.env_clear();
+        for name in NEUTRAL_ENV {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
     }
     command.envs(request.env.iter().map(|(k, v)| (k, v)));
     command.env(PROCESS_ID_ENV, row_id.to_string());

@@ -7,6 +7,7 @@ mod common;
 
 use abxd::config::Config;
 use abxd::plugins::{name, Catalog, Phase};
+use common::abx::{hook_timeline, serve_test_site, Reference, Tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -115,145 +116,6 @@ fn a_crawl_of_the_issue_plugins_runs_the_hooks_abx_dl_runs_in_its_order() {
     }
 }
 
-/// The tools the real hooks need: abx-dl's virtualenv, Node.js >= 22.12, Chromium. `None`
-/// (outside CI only) when one is missing.
-struct Tools {
-    venv: PathBuf,
-    node_dir: PathBuf,
-    chromium: PathBuf,
-}
-
-impl Tools {
-    fn find() -> Option<Tools> {
-        let venv = std::env::var_os("ABXD_ABX_VENV").map(PathBuf::from);
-        let node_dir = std::env::var_os("ABXD_NODE_BIN").map(PathBuf::from);
-        let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-            .map(PathBuf::from)
-            .into_iter()
-            .find(|p| p.exists());
-        match (venv, node_dir, chromium) {
-            (Some(venv), Some(node_dir), Some(chromium)) if venv.join("bin/python").exists() => {
-                Some(Tools {
-                    venv,
-                    node_dir,
-                    chromium,
-                })
-            }
-            _ => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "CI must provide ABXD_ABX_VENV, ABXD_NODE_BIN and chromium (.ci/run does)"
-                );
-                eprintln!("skipped: needs ABXD_ABX_VENV, ABXD_NODE_BIN and chromium");
-                None
-            }
-        }
-    }
-
-    /// PATH for the hooks: the virtualenv (abxpkg, which their shebangs run) and node first.
-    fn path(&self) -> String {
-        format!(
-            "{}:{}:{}",
-            self.venv.join("bin").display(),
-            self.node_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        )
-    }
-}
-
-/// A page to archive, served on loopback by a thread per connection: a title, a favicon, a
-/// stylesheet, a link, and an image that answers only after two seconds (so wget, a background
-/// hook, outlives the foreground hooks before it).
-fn serve_test_site() -> std::net::SocketAddr {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(&stream);
-                let mut request = String::new();
-                if reader.read_line(&mut request).is_err() {
-                    return;
-                }
-                let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                let (status, kind, body): (&str, &str, Vec<u8>) = match path.as_str() {
-                    "/" => ("200 OK", "text/html", INDEX.as_bytes().to_vec()),
-                    "/other.html" => ("200 OK", "text/html", OTHER.as_bytes().to_vec()),
-                    "/style.css" => ("200 OK", "text/css", b"h1 { color: teal }\n".to_vec()),
-                    "/favicon.ico" => ("200 OK", "image/x-icon", vec![0, 0, 1, 0, 1, 0]),
-                    "/slow.png" => {
-                        std::thread::sleep(std::time::Duration::from_secs(2));
-                        ("200 OK", "image/png", b"\x89PNG\r\n\x1a\n".to_vec())
-                    }
-                    _ => ("404 Not Found", "text/plain", b"no\n".to_vec()),
-                };
-                let head = format!(
-                    "HTTP/1.0 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
-                     Connection: close\r\n\r\n",
-                    body.len()
-                );
-                let mut stream = &stream;
-                let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(&body);
-            });
-        }
-    });
-    addr
-}
-
-const INDEX: &str = "<!doctype html><html><head><title>The abxd test page</title>\
-<link rel=\"icon\" href=\"/favicon.ico\"><link rel=\"stylesheet\" href=\"/style.css\"></head>\
-<body><h1>Archive me</h1><p>Some words for htmltotext to find.</p>\
-<a href=\"/other.html\">the other page</a><img src=\"/slow.png\"></body></html>";
-
-const OTHER: &str = "<!doctype html><html><head><title>Other</title></head>\
-<body><p>The other page.</p></body></html>";
-
-/// What explains a difference: every hook of the crawl with its snapshot, when it started and
-/// ended (seconds after the first), how it ended, and the end of the stderr of each that failed.
-fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
-    let rows = store.processes(&Default::default()).unwrap();
-    let hooks: Vec<_> = rows
-        .iter()
-        .filter(|r| r.kind == abxd::domain::Kind::Hook && r.crawl_id == Some(crawl))
-        .collect();
-    let first = hooks.iter().filter_map(|r| r.started_at).min().unwrap_or(0);
-    let seconds = |at: Option<i64>| {
-        at.map_or("-".to_string(), |t| {
-            format!("{:.1}", (t - first) as f64 / 1000.0)
-        })
-    };
-    let mut text = String::from("--- the crawl's hooks (snapshot, start s, end s, end) ---\n");
-    for row in &hooks {
-        let name = Path::new(&row.argv[0])
-            .file_name()
-            .unwrap()
-            .to_string_lossy();
-        text += &format!(
-            "{:>4} {name:<45} {:>6} {:>6} {:>3} {} {}\n",
-            row.snapshot_id.map_or("-".to_string(), |s| s.to_string()),
-            seconds(row.started_at),
-            seconds(row.ended_at),
-            row.exit_code.map_or("-".to_string(), |c| c.to_string()),
-            row.end_reason.map_or("-", |r| r.as_str()),
-            row.end_detail_text().as_deref().unwrap_or("")
-        );
-        if let (true, Some(path)) = (row.exit_code != Some(0), &row.stderr_path) {
-            let stderr = std::fs::read_to_string(path).unwrap_or_default();
-            let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
-            for line in tail.iter().rev() {
-                text += &format!("       | {line}\n");
-            }
-        }
-    }
-    text
-}
-
 /// The plugins the comparison crawls with.
 ///
 /// Not `screenshot`: in abx-plugins 1.12.171 it captures a tab that `chrome_tab` opened in the
@@ -265,64 +127,6 @@ fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
 /// second snapshot under abxd never does, its first only on a loaded machine — so comparing the
 /// hook would compare timings, not runners.
 const COMPARED: &str = "chrome,title,wget,favicon,htmltotext,parse_html_urls,pdf,dom,headers";
-
-/// Text with its run-to-run parts (numbers, hex ids, ports) made alike.
-fn normalized(text: &str) -> String {
-    let mut out = String::new();
-    let mut run = String::new();
-    let flush = |run: &mut String, out: &mut String| {
-        let varies = run.bytes().all(|b| b.is_ascii_digit()) || run.len() >= 8;
-        out.push_str(if varies && !run.is_empty() { "#" } else { run });
-        run.clear();
-    };
-    for c in text.chars() {
-        if c.is_ascii_hexdigit() {
-            run.push(c);
-        } else {
-            flush(&mut run, &mut out);
-            out.push(c);
-        }
-    }
-    flush(&mut run, &mut out);
-    out
-}
-
-/// Files abx-dl writes into a plugin dir that are its own, not the hook's: a replay script per
-/// hook run (`<hook>.sh`, `cmd.sh`). abxd keeps a hook's command line in its process row and its
-/// logs in `SNAP_DIR/logs/`.
-fn runner_artifact(file: &str) -> bool {
-    file == "cmd.sh" || (file.starts_with("on_") && file.ends_with(".sh"))
-}
-
-/// The one difference by design: abx-dl runs a crawl and its single snapshot in one dir, so the
-/// crawl's Chrome cleanup also deletes the snapshot's Chrome session files; abxd keeps the crawl
-/// dir apart from each snapshot dir (a crawl has many), so a snapshot's `chrome/` keeps them.
-const CHROME_SESSION_FILES: [&str; 4] = [
-    "browser.json",
-    "cdp_url.txt",
-    "chrome.pid",
-    "navigation.json",
-];
-
-/// The files below `dir`, relative and normalized, sorted.
-fn files_below(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let relative = path.strip_prefix(root).unwrap().display().to_string();
-                out.push(normalized(&relative));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out.dedup();
-    out
-}
 
 /// The tools and the abx-plugins root abx-dl runs from, or `None` (outside CI only) when they
 /// are not there.
@@ -363,32 +167,12 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     );
 
     // abx-dl, the reference.
-    let reference = tempfile::tempdir().unwrap();
-    let output = Command::new(tools.venv.join("bin/abx-dl"))
-        .args(["dl", &format!("--plugins={COMPARED}"), "-d"])
-        .arg(reference.path())
-        .arg(&url)
-        .env("PATH", &path)
-        .env("CHROME_BINARY", &chromium)
-        .env(common::TAG_ENV, common::unique_tag())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let reference = Reference::of(&tools, COMPARED, &url, &[]);
     assert!(
-        output.status.success(),
-        "abx-dl failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+        reference.results().len() >= 8,
+        "abx-dl reported too little: {:?}",
+        reference.records
     );
-    let records: Vec<Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let theirs: std::collections::BTreeMap<String, &Value> = records
-        .iter()
-        .filter(|r| r["type"] == "ArchiveResult")
-        .map(|r| (r["hook_name"].as_str().unwrap().to_string(), r))
-        .collect();
-    assert!(theirs.len() >= 8, "abx-dl reported too little: {stdout}");
 
     // abxd, the same hooks at depth 1.
     let crawl = daemon.add(&["--depth", "1", "--plugins", COMPARED, &url]);
@@ -396,81 +180,13 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     let store = daemon.store();
     let snapshots = store.snapshots(crawl).unwrap();
     let first = snapshots.iter().find(|s| s.depth == 0).unwrap();
-    let results = store.snapshot_results(first.id).unwrap();
     let snap_dir = daemon
         .data_dir()
         .join(format!("crawls/{crawl}/snapshots/{}", first.id));
-
-    let mut differences = Vec::new();
-    for (hook, record) in &theirs {
-        let ours = results.iter().find(|r| {
-            r.hook
-                .strip_suffix(
-                    Path::new(&r.hook)
-                        .extension()
-                        .map_or("", |e| e.to_str().unwrap()),
-                )
-                .map(|s| s.trim_end_matches('.'))
-                == Some(hook.as_str())
-        });
-        let Some(ours) = ours else {
-            differences.push(format!("{hook}: abx-dl ran it, abxd did not"));
-            continue;
-        };
-        let their_status = match record["status"].as_str().unwrap() {
-            "noresult" => "noresults",
-            other => other,
-        };
-        if ours.status != their_status {
-            differences.push(format!(
-                "{hook}: status {} vs abx-dl {their_status}",
-                ours.status
-            ));
-        }
-        let their_output = record["output_str"].as_str().unwrap_or("");
-        let our_output = ours.output.as_deref().unwrap_or("");
-        if !their_output.is_empty() && normalized(our_output) != normalized(their_output) {
-            differences.push(format!(
-                "{hook}: output {our_output:?} vs abx-dl {their_output:?}"
-            ));
-        }
-    }
-    // The files each plugin left under SNAP_DIR/<plugin>/.
-    let plugins: std::collections::BTreeSet<&str> = theirs
-        .values()
-        .map(|r| r["plugin"].as_str().unwrap())
-        .collect();
-    for plugin in plugins {
-        let ours = files_below(&snap_dir.join(plugin));
-        let mut theirs: Vec<String> = files_below(&reference.path().join(plugin))
-            .into_iter()
-            .filter(|f| !runner_artifact(f))
-            .collect();
-        if plugin == "chrome" {
-            theirs.extend(CHROME_SESSION_FILES.map(normalized));
-            theirs.sort();
-            theirs.dedup();
-        }
-        if ours != theirs {
-            differences.push(format!("{plugin}/: files {ours:?} vs abx-dl {theirs:?}"));
-        }
-    }
+    let differences = reference.differences(&store, first.id, &snap_dir);
     // The link was discovered by both, and abxd crawled it at depth 1.
-    // (abx-dl prints what a hook discovered inside that hook's Process record.)
-    let discovered: Vec<String> = records
-        .iter()
-        .filter(|r| r["type"] == "Process")
-        .flat_map(|r| {
-            let stdout = r["stdout"].as_str().unwrap_or("").to_string();
-            stdout
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter(|v| v["type"] == "Snapshot")
-                .filter_map(|v| v["url"].as_str().map(String::from))
-                .collect::<Vec<_>>()
-        })
-        .collect();
     let other = format!("{url}other.html");
+    let discovered = reference.discovered();
     assert!(
         discovered.contains(&other),
         "abx-dl discovered {discovered:?}"

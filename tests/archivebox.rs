@@ -10,31 +10,12 @@
 
 mod common;
 
+use common::archivebox::{
+    archivebox, collection_dir, listed_results, new_collection, records, run_archivebox,
+};
 use common::{fixtures, hook_user, plugins_config, wait_until, TestDaemon, WAIT};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-
-/// Where `.ci/run` installs ArchiveBox 0.9.73 (readable by an unprivileged user).
-const CI_ARCHIVEBOX: &str = "/var/cache/abxd-ci/archivebox-0.9.73/bin/archivebox";
-
-/// The `archivebox` program, or `None` (outside CI only) when it is not installed.
-fn archivebox() -> Option<PathBuf> {
-    let path = PathBuf::from(std::env::var("ABXD_ARCHIVEBOX").unwrap_or(CI_ARCHIVEBOX.into()));
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "ArchiveBox 0.9.73 must be at {} in CI (.ci/run installs it)",
-        path.display()
-    );
-    eprintln!(
-        "skipped: no ArchiveBox at {} (set ABXD_ARCHIVEBOX, or run .ci/run once)",
-        path.display()
-    );
-    None
-}
+use std::path::Path;
 
 /// A daemon whose crawls run the `leaky` fixture plugin, not started; `extra` is more config.
 fn prepared(extra: &str) -> TestDaemon {
@@ -51,46 +32,6 @@ fn daemon(extra: &str) -> TestDaemon {
     daemon
 }
 
-/// An empty directory in the daemon's dir, given to [`HOOK_USER`].
-fn collection_dir(daemon: &TestDaemon) -> PathBuf {
-    let user = hook_user();
-    let dir = daemon.path("archivebox");
-    std::fs::create_dir_all(&dir).unwrap();
-    nix::unistd::chown(&dir, Some(user.uid), Some(user.gid)).unwrap();
-    dir
-}
-
-/// Runs ArchiveBox in `collection` as its owner, as that user would; returns its stdout.
-fn run_archivebox(archivebox: &Path, collection: &Path, args: &[&str]) -> String {
-    let user = hook_user();
-    let output = std::process::Command::new(archivebox)
-        .args(args)
-        .current_dir(collection)
-        .env("HOME", collection)
-        .env(common::TAG_ENV, "archivebox-test")
-        .uid(user.uid.as_raw())
-        .gid(user.gid.as_raw())
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&output.stdout).to_string(),
-        String::from_utf8_lossy(&output.stderr).to_string(),
-    );
-    assert!(
-        output.status.success(),
-        "archivebox {args:?}: {}\n{stdout}\n{stderr}",
-        output.status
-    );
-    stdout
-}
-
-/// The JSON records a listing of ArchiveBox's prints, one a line.
-fn records(listing: &str) -> Vec<serde_json::Value> {
-    (listing.lines())
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
 fn export_of(daemon: &TestDaemon, crawl: i64) -> serde_json::Value {
     let shown: serde_json::Value =
         serde_json::from_str(&daemon.ctl_ok(&["show", "--json", &crawl.to_string()])).unwrap();
@@ -104,17 +45,7 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
     };
     let config = format!("[archivebox]\ncommand = \"{}\"\n", archivebox.display());
     let daemon = daemon(&config);
-    let collection = collection_dir(&daemon);
-    // What an ArchiveBox user does once: a collection, with a search backend that installs
-    // offline (sonic, the default, cannot be had from the registries this machine reaches).
-    run_archivebox(&archivebox, &collection, &["init"]);
-    for setting in [
-        "SEARCH_BACKEND_ENGINE=ripgrep",
-        "SEARCH_BACKEND_SONIC_ENABLED=False",
-    ] {
-        run_archivebox(&archivebox, &collection, &["config", "--set", setting]);
-        eprintln!("(this machine's registries lack sonic: ArchiveBox set {setting})");
-    }
+    let collection = new_collection(&archivebox, &daemon);
 
     let crawl = daemon.add(&["--plugins", "leaky,title", "http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, WAIT);
@@ -166,21 +97,7 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
     assert_eq!(listed["url"], "http://127.0.0.1:9/");
     assert_eq!(listed["status"], "sealed");
     assert_eq!(listed["title"], "A page ArchiveBox shows");
-    let listed = records(&run_archivebox(
-        &archivebox,
-        &collection,
-        &["archiveresult", "list"],
-    ));
-    let mut statuses: Vec<(String, String)> = (listed.iter())
-        .filter(|r| r["type"] == "ArchiveResult")
-        .map(|r| {
-            (
-                r["hook_name"].as_str().unwrap().into(),
-                r["status"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    statuses.sort();
+    let statuses = listed_results(&archivebox, &collection);
     let mut abxds: Vec<(String, String)> = (store.results(crawl).unwrap().iter())
         .map(|r| {
             let name = r.hook.trim_end_matches(".sh").to_string();

@@ -167,6 +167,7 @@ pub(crate) fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
             timeout_ms: Some(60_000),
         },
         env: Vec::new(),
+        inherit_env: true,
         logs: Logs::InDir(dir.join("logs")),
         limits: Default::default(),
         run_as: None,

@@ -150,6 +150,7 @@ impl State {
         };
         let mut request = self.errand(argv, cwd, timeout, "export");
         request.env = env;
+        request.inherit_env = step == Step::Copy;
         request.run_as = (step != Step::Copy).then_some(collection.run_as).flatten();
         request
     }
@@ -234,11 +235,14 @@ impl State {
     }
 }
 
-/// What ArchiveBox runs with: a `HOME` of its user's own (ArchiveBox keeps its binaries' state
-/// below it) — its home directory when it owns one, else the collection.
+/// What ArchiveBox runs with besides `PATH` and the locale (none of abxd's environment: what
+/// configures abxd's hooks is not ArchiveBox's config): a `HOME` of its user's own (ArchiveBox
+/// keeps its binaries' state below it) — its home directory when it owns one, else the
+/// collection; abxd's own when ArchiveBox runs as abxd's user.
 fn archivebox_env(collection: &Collection) -> Vec<(String, String)> {
     let Some((uid, _)) = collection.run_as else {
-        return Vec::new();
+        let home = std::env::var("HOME").unwrap_or_else(|_| collection.dir.display().to_string());
+        return vec![("HOME".into(), home)];
     };
     use std::os::unix::fs::MetadataExt;
     let home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))

@@ -163,6 +163,7 @@ impl State {
                 timeout_ms: Some(timeout.as_millis() as i64),
             },
             env: Vec::new(),
+            inherit_env: true,
             logs: Logs::InDir(self.config.data_dir.join("logs").join(what)),
             limits: Default::default(),
             run_as: None,

@@ -229,6 +229,7 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             timeout_ms,
         },
         env,
+        inherit_env: true,
         logs: Logs::Files {
             stdout: logs.join(format!("{}.stdout.log", hook.file_name)),
             stderr: logs.join(format!("{}.stderr.log", hook.file_name)),

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod abx;
+pub mod archivebox;
 pub mod postgres;
 
 use abxd::identity;

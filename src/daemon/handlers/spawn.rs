@@ -38,6 +38,7 @@ pub(super) fn handle(
             timeout_ms: timeout_ms.map(|ms| ms.min(i64::MAX as u64) as i64),
         },
         env: Vec::new(),
+        inherit_env: true,
         logs: Logs::InDir(state.config.data_dir.join("logs")),
         limits: Default::default(),
         run_as: None,

@@ -1,0 +1,245 @@
+//! ArchiveBox's own hooks as an ArchiveBox user has them, under abxd and under abx-dl: ArchiveBox
+//! 0.9.73's pins (abx-dl 1.13.127, abx-plugins 1.13.162, from ArchiveBox's own virtualenv) and the
+//! newest (abx-dl 1.13.273, abx-plugins 1.13.572). For each, both archive the same local page
+//! with the same plugins, after `abx-dl install` and with no `abxd install`: per hook the same
+//! status and `output_str`, per plugin the same files. Then ArchiveBox imports abxd's crawl and
+//! lists it, every result with abxd's status.
+//!
+//! What this machine's registries lack is handled as a user elsewhere would handle it, by an
+//! override, and said in the test's output: the npm registry here serves `abxbus` up to 2.5.56,
+//! so the chrome plugin's pin (2.5.74 at 1.13.162) is lowered in a copy of the plugins named in
+//! `ABX_PLUGINS_DIR` — abx-dl's override, which abxd honours the same way.
+
+mod common;
+
+use common::abx::{hook_timeline, serve_test_site, Reference, Tools};
+use common::archivebox::{archivebox, listed_results, new_collection, records, run_archivebox};
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The plugins compared at ArchiveBox's pins: the issue's list, every one of them offline.
+const PLUGINS: &str =
+    "chrome,title,wget,favicon,htmltotext,parse_html_urls,screenshot,pdf,dom,headers,hashes";
+
+/// The newest abxbus this machine's npm registry serves.
+const REGISTRY_ABXBUS: &str = "2.5.56";
+
+/// The `abx_plugins/plugins` dir of the virtualenv `venv`.
+fn plugins_of(venv: &Path) -> PathBuf {
+    let lib = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .expect("a python3.* lib in the virtualenv");
+    lib.path().join("site-packages/abx_plugins/plugins")
+}
+
+/// A copy of the plugins `root` below `dir` whose chrome plugin wants the abxbus this registry
+/// has (the override an ArchiveBox user here would write), for `ABX_PLUGINS_DIR`.
+fn with_registry_abxbus(root: &Path, dir: &Path) -> PathBuf {
+    let copy = dir.join("plugins");
+    let status = Command::new("cp")
+        .args(["-r", "--no-preserve=ownership"])
+        .arg(root)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cp -r {}", root.display());
+    let config = copy.join("chrome/config.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let binaries = manifest["required_binaries"].as_array_mut().unwrap();
+    let abxbus = (binaries.iter_mut())
+        .find(|b| b["name"] == "abxbus")
+        .expect("the chrome plugin requires abxbus");
+    let pinned = abxbus["min_version"].as_str().unwrap().to_string();
+    abxbus["min_version"] = REGISTRY_ABXBUS.into();
+    abxbus["overrides"]["pnpm"]["install_args"] =
+        serde_json::json!([format!("abxbus@{REGISTRY_ABXBUS}")]);
+    abxbus["overrides"]["pnpm"]["version"] = REGISTRY_ABXBUS.into();
+    std::fs::write(&config, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    eprintln!(
+        "(this machine's npm registry lacks abxbus {pinned}: its chrome plugin is overridden to \
+         abxbus {REGISTRY_ABXBUS} in a copy of the plugins, ABX_PLUGINS_DIR={})",
+        copy.display()
+    );
+    copy
+}
+
+/// `abx-dl install PLUGIN…`, what an ArchiveBox user runs once; panics unless it succeeds.
+fn abx_dl_install(tools: &Tools, plugins: &str, env: &[(&str, &str)]) {
+    let output = Command::new(tools.venv.join("bin/abx-dl"))
+        .arg("install")
+        .args(plugins.split(','))
+        .env("PATH", tools.path())
+        .env("CHROME_BINARY", &tools.chromium)
+        .envs(env.iter().copied())
+        .env(common::TAG_ENV, common::unique_tag())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "abx-dl install failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The hook names of abxd's results for the snapshots of `crawl`, with their statuses, sorted
+/// (a hook's name is its file name without the extension, as ArchiveBox lists it).
+fn abxd_snapshot_results(store: &abxd::store::Store, crawl: i64) -> Vec<(String, String)> {
+    let mut results: Vec<(String, String)> = (store.snapshots(crawl).unwrap().iter())
+        .flat_map(|s| store.snapshot_results(s.id).unwrap())
+        .map(|r| {
+            let stem = Path::new(&r.hook).file_stem().unwrap().to_string_lossy();
+            (stem.to_string(), r.status.as_str().to_string())
+        })
+        .collect();
+    results.sort();
+    results
+}
+
+/// Every installer run of the daemon found or installed its binary: none failed.
+fn assert_every_binary_was_found(daemon: &common::TestDaemon) {
+    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let failed: Vec<String> = (rows.iter())
+        .filter(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
+        .filter(|r| r.exit_code != Some(0))
+        .map(|r| format!("{:?}: {:?}", r.argv, r.exit_code))
+        .collect();
+    assert!(failed.is_empty(), "installer runs failed: {failed:?}");
+}
+
+#[test]
+fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_imports_the_crawl() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let venv = archivebox.parent().unwrap().parent().unwrap().to_path_buf();
+    let Some(tools) = Tools::with_venv(Some(venv.clone())) else {
+        return;
+    };
+    let site = serve_test_site();
+    let url = format!("http://{site}/");
+    let work = tempfile::tempdir().unwrap();
+    let overrides = with_registry_abxbus(&plugins_of(&venv), work.path());
+    let lib = work.path().join("lib");
+    let (overrides, lib) = (overrides.display().to_string(), lib.display().to_string());
+    let env = [
+        ("ABX_PLUGINS_DIR", overrides.as_str()),
+        ("ABXPKG_LIB_DIR", lib.as_str()),
+    ];
+
+    // What an ArchiveBox user has: abx-dl's install, then abx-dl itself, the reference.
+    abx_dl_install(&tools, PLUGINS, &env);
+    let reference = Reference::of(&tools, PLUGINS, &url, &env);
+    assert!(
+        reference.results().len() >= 12,
+        "abx-dl reported too little: {:?}",
+        reference.records
+    );
+
+    // abxd, with no plugins dir configured and no `abxd install`: it finds ArchiveBox's plugins
+    // through the PATH, the override through ABX_PLUGINS_DIR, the binaries where abx-dl put them.
+    let config = format!("[archivebox]\ncommand = \"{}\"\n", archivebox.display());
+    let mut daemon = common::TestDaemon::prepare(&config);
+    // (Its dir is 0700: the collection's owner must reach the collection inside it.)
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = tools.path();
+    let chromium = tools.chromium.display().to_string();
+    let mut daemon_env = vec![
+        ("PATH", path.as_str()),
+        ("CHROME_BINARY", chromium.as_str()),
+    ];
+    daemon_env.extend(env);
+    daemon.launch_with_env(&daemon_env);
+    // (abxctl reads the config as the daemon does, in its own environment: the same here.)
+    let output = daemon
+        .ctl_command(&["plugins"])
+        .envs(daemon_env.iter().copied())
+        .output()
+        .unwrap();
+    let plugins = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        plugins.contains(&format!("{overrides}/chrome")),
+        "the override's chrome plugin is not the one abxd runs:\n{plugins}"
+    );
+    let crawl = daemon.add(&["--depth", "1", "--plugins", PLUGINS, &url]);
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(300));
+    let store = daemon.store();
+    let snapshots = store.snapshots(crawl).unwrap();
+    let first = snapshots.iter().find(|s| s.depth == 0).unwrap();
+    let snap_dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{}", first.id));
+    let differences = reference.differences(&store, first.id, &snap_dir);
+    assert!(
+        differences.is_empty(),
+        "abxd and abx-dl 1.13.127 differ:\n{}\n{}",
+        differences.join("\n"),
+        hook_timeline(&store, crawl)
+    );
+    let other = format!("{url}other.html");
+    assert!(reference.discovered().contains(&other));
+    assert!(
+        (snapshots.iter()).any(|s| s.url == other && s.depth == 1 && s.status == "sealed"),
+        "{snapshots:?}"
+    );
+    assert_every_binary_was_found(&daemon);
+
+    // ArchiveBox 0.9.73 imports the crawl: its CLI lists both snapshots sealed, with abxd's ids,
+    // and every result with abxd's status.
+    let collection = new_collection(&archivebox, &daemon);
+    let target = collection.display().to_string();
+    let output = daemon
+        .ctl_command(&[
+            "export",
+            "--archivebox",
+            &target,
+            "--wait",
+            &crawl.to_string(),
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && said.contains("imported"),
+        "{said}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed = records(&run_archivebox(
+        &archivebox,
+        &collection,
+        &["snapshot", "list"],
+    ));
+    let mut theirs: Vec<(String, String)> = (listed.iter())
+        .filter(|s| s["type"] == "Snapshot")
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().into(),
+                s["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    theirs.sort();
+    let mut ours: Vec<(String, String)> = (snapshots.iter())
+        .map(|s| (s.uuid.clone().unwrap(), "sealed".to_string()))
+        .collect();
+    ours.sort();
+    assert_eq!(theirs, ours, "ArchiveBox's snapshots are abxd's, sealed");
+    assert_eq!(
+        listed_results(&archivebox, &collection),
+        abxd_snapshot_results(&store, crawl),
+        "ArchiveBox's results are abxd's"
+    );
+    let survivors: Vec<i32> = common::tagged_pids(&daemon.tag)
+        .into_iter()
+        .filter(|&pid| pid != daemon.pid())
+        .collect();
+    assert!(
+        survivors.is_empty(),
+        "processes of the crawl survived: {survivors:?}"
+    );
+}

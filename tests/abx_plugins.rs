@@ -7,7 +7,7 @@ mod common;
 
 use abxd::config::Config;
 use abxd::plugins::{name, Catalog, Phase};
-use common::abx::{hook_timeline, serve_test_site, Reference, Tools};
+use common::abx::{crawl_as_abx_dl_did, serve_test_site, Reference, Tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -175,34 +175,8 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
     );
 
     // abxd, the same hooks at depth 1.
-    let crawl = daemon.add(&["--depth", "1", "--plugins", COMPARED, &url]);
-    daemon.wait_sealed(crawl, std::time::Duration::from_secs(300));
+    crawl_as_abx_dl_did(&daemon, &reference, COMPARED, &url, "1.12.183");
     let store = daemon.store();
-    let snapshots = store.snapshots(crawl).unwrap();
-    let first = snapshots.iter().find(|s| s.depth == 0).unwrap();
-    let snap_dir = daemon
-        .data_dir()
-        .join(format!("crawls/{crawl}/snapshots/{}", first.id));
-    let differences = reference.differences(&store, first.id, &snap_dir);
-    // The link was discovered by both, and abxd crawled it at depth 1.
-    let other = format!("{url}other.html");
-    let discovered = reference.discovered();
-    assert!(
-        discovered.contains(&other),
-        "abx-dl discovered {discovered:?}"
-    );
-    assert!(
-        snapshots
-            .iter()
-            .any(|s| s.url == other && s.depth == 1 && s.status == "sealed"),
-        "{snapshots:?}"
-    );
-    assert!(
-        differences.is_empty(),
-        "abxd and abx-dl differ:\n{}\n{}",
-        differences.join("\n"),
-        hook_timeline(&store, crawl)
-    );
 
     // abxd's own guarantees hold for these hooks: every hook is a row under its worker, the
     // crawl's browser is `child` rows under the launch hook, nothing of the crawl survives.
@@ -340,14 +314,16 @@ fn a_plugins_binaries_are_found_on_the_path_or_installed_when_a_crawl_needs_them
     let crawl = daemon.add(&["http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
     assert_eq!(status_of(&daemon, crawl, "hassh").0, "succeeded");
-    assert_eq!(
-        status_of(&daemon, crawl, "needsit"),
-        (
-            "skipped".to_string(),
-            "not run: its binaries could not be found or installed (abxd-no-such-binary); \
-             `abxd install --plugins needsit` tries again and says why"
-                .to_string()
-        )
+    let (status, said) = status_of(&daemon, crawl, "needsit");
+    assert_eq!(status, "skipped", "{said}");
+    assert!(
+        said.starts_with("not run: abxd-no-such-binary could not be found or installed (")
+            && said.contains("via providers env")
+            && said.ends_with(
+                "): set ABXD_NO_SUCH_BINARY_BINARY to one that is; \
+                 `abxd install --plugins needsit` tries again and says why"
+            ),
+        "{said}"
     );
     // Each was one installer run, a process of the table under the orchestrator.
     for binary in ["bash", "abxd-no-such-binary"] {

@@ -350,9 +350,47 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
             .add_tags(snapshot, &["b".into(), "a".into(), "a".into()])
             .unwrap();
         assert_eq!(store.tags(snapshot).unwrap(), ["a", "b"], "{engine}");
-        store.record_installed("wget", "wget", "1.0").unwrap();
-        store.record_installed("wget", "wget", "1.1").unwrap();
-        assert_eq!(store.installed_binaries().unwrap().len(), 1, "{engine}");
+        let wget = abxd::store::Binary {
+            name: "wget".into(),
+            plugin: "wget".into(),
+            override_key: "WGET_BINARY".into(),
+            abspath: Some("/usr/bin/wget".into()),
+            version: Some("1.21.3".into()),
+            provider: Some("env".into()),
+            failure: None,
+            resolved_at: 0,
+        };
+        store.record_binary(&wget).unwrap();
+        let node = abxd::store::Binary {
+            name: "node".into(),
+            override_key: "NODE_BINARY".into(),
+            abspath: None,
+            version: None,
+            provider: None,
+            failure: Some("env: 22.23.3 does not satisfy 24.22.1".into()),
+            ..wget.clone()
+        };
+        store.record_binary(&node).unwrap();
+        assert_eq!(
+            store
+                .installed_binaries()
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["wget"],
+            "{engine}"
+        );
+        // Resolved again, a binary has one row: the latest resolution's.
+        store
+            .record_binary(&abxd::store::Binary {
+                failure: None,
+                ..node.clone()
+            })
+            .unwrap();
+        let binaries = store.binaries().unwrap();
+        assert_eq!(binaries.len(), 2, "{engine}: {binaries:?}");
+        assert_eq!(store.installed_binaries().unwrap().len(), 2, "{engine}");
+        assert!(binaries[1].resolved_at > 0, "{engine}");
         assert_eq!(store.instance_id().unwrap().len(), 16, "{engine}");
         // Retention: the final rows of the sealed crawl go, with what pointed at them.
         let dry = store

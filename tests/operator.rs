@@ -741,6 +741,7 @@ fn every_listing_and_action_has_a_versioned_json_shape() {
             json_of(daemon.ctl(&["cancel", "--json", &second])),
         ),
         ("plugins", json_of(daemon.ctl(&["plugins", "--json"]))),
+        ("binaries", json_of(daemon.ctl(&["binaries", "--json"]))),
         (
             "check-config",
             json_of(

@@ -19,6 +19,9 @@ _abxctl() {
             abxctl,add)
                 cmd="abxctl__subcmd__add"
                 ;;
+            abxctl,binaries)
+                cmd="abxctl__subcmd__binaries"
+                ;;
             abxctl,cancel)
                 cmd="abxctl__subcmd__cancel"
                 ;;
@@ -63,6 +66,9 @@ _abxctl() {
                 ;;
             abxctl__subcmd__help,add)
                 cmd="abxctl__subcmd__help__subcmd__add"
+                ;;
+            abxctl__subcmd__help,binaries)
+                cmd="abxctl__subcmd__help__subcmd__binaries"
                 ;;
             abxctl__subcmd__help,cancel)
                 cmd="abxctl__subcmd__help__subcmd__cancel"
@@ -113,7 +119,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add crawls plugins show logs kill cancel pause resume prune retry export help"
+            opts="-c -h -V --config --help --version status ps add crawls plugins binaries show logs kill cancel pause resume prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -177,6 +183,28 @@ _abxctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__binaries)
+            opts="-c -h --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -267,7 +295,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help)
-            opts="status ps add crawls plugins show logs kill cancel pause resume prune retry export help"
+            opts="status ps add crawls plugins binaries show logs kill cancel pause resume prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -281,6 +309,20 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__help__subcmd__binaries)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -228,6 +228,16 @@ pub enum AbxctlCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The plugins' binaries as this host resolved them: path, version and provider — or why
+    /// not, and the variable that names another one (`NODE_BINARY`, …). Reads the database.
+    #[command(
+        after_help = "Examples:\n  abxctl binaries\n  abxctl binaries --json | jq '.binaries[] | select(.found | not)'"
+    )]
+    Binaries {
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// A crawl's snapshots and the result of every hook: status, time, output size.
     #[command(
         after_help = "Examples:\n  abxctl show 3             crawl 3, each failed hook with its exit and stderr\n  abxctl show 3 --json      the same for a program (docs/json.md)"

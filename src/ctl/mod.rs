@@ -113,6 +113,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
         ),
         AbxctlCommand::Crawls { json } => show::crawls(config, Out { json }),
         AbxctlCommand::Plugins { json } => plugins::run(config, json),
+        AbxctlCommand::Binaries { json } => plugins::binaries(config, json),
         AbxctlCommand::Show { id, json } => show::run(config, id, Out { json }),
         AbxctlCommand::Logs {
             id,

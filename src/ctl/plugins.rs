@@ -1,13 +1,49 @@
-//! `abxctl plugins`: what the plugins dirs hold, as a crawl would run it.
+//! `abxctl plugins`: what the plugins dirs hold, as a crawl would run it, with the binaries each
+//! plugin declares as this host resolved them; `abxctl binaries`: those binaries alone.
 
 use super::Result;
 use crate::config::Config;
-use crate::plugins::{env, Catalog, Phase};
+use crate::plugins::{env, install, Catalog, Phase};
 use crate::printable;
+use crate::render::binaries::{binaries_json, binaries_table, binary_json, not_found};
+use crate::store::{Binary, Store};
 use serde_json::json;
+use std::collections::BTreeSet;
+
+pub(super) fn binaries(config: &Config, json: bool) -> Result<i32> {
+    let binaries = Store::open_read_only_at(&config.database)?.binaries()?;
+    if json {
+        println!("{}", binaries_json(&binaries));
+    } else {
+        print!("{}", binaries_table(&binaries));
+    }
+    Ok(0)
+}
+
+/// The binaries `plugin` declares (placeholders filled as its hooks would see them), each with
+/// how this host resolved it, if it did.
+fn declared<'a>(
+    catalog: &Catalog,
+    plugin: &str,
+    config: &Config,
+    resolved: &'a [Binary],
+) -> Vec<(String, Option<&'a Binary>)> {
+    let one = BTreeSet::from([plugin.to_string()]);
+    let (steps, _) = install::plan(catalog, &one, config, &env::process_environ);
+    (steps.into_iter())
+        .map(|step| {
+            let binary = resolved.iter().find(|b| b.name == step.binary);
+            (step.binary, binary)
+        })
+        .collect()
+}
 
 pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
     let catalog = Catalog::load(&config.plugins_dirs);
+    // (No database yet is no binary resolved yet.)
+    let resolved = Store::open_read_only_at(&config.database)
+        .and_then(|store| store.binaries())
+        .unwrap_or_default();
     let selected = catalog
         .select(config, None)
         .expect("every plugin of the catalog exists");
@@ -35,6 +71,13 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
                     "enabled": env::enabled(plugin, &catalog, config),
                     "runs": selected.contains(&plugin.name),
                     "required_plugins": plugin.manifest.required_plugins,
+                    "binaries": declared(&catalog, &plugin.name, config, &resolved)
+                        .into_iter()
+                        .map(|(name, binary)| match binary {
+                            Some(binary) => binary_json(binary),
+                            None => json!({"name": name, "found": null}),
+                        })
+                        .collect::<Vec<_>>(),
                     "hooks": hooks,
                 })
             })
@@ -76,6 +119,19 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             plugin.dir.display()
         );
         println!("{}", printable::line(&line));
+        for (name, binary) in declared(&catalog, &plugin.name, config, &resolved) {
+            let how = match binary {
+                Some(binary) if binary.found() => format!(
+                    "{} ({}) {}",
+                    binary.version.as_deref().unwrap_or("-"),
+                    binary.provider.as_deref().unwrap_or("-"),
+                    binary.abspath.as_deref().unwrap_or("-")
+                ),
+                Some(binary) => not_found(binary),
+                None => "not resolved yet (a crawl or `abxd install` resolves it)".into(),
+            };
+            println!("{}", printable::line(&format!("  binary   {name}  {how}")));
+        }
         for hook in &plugin.hooks {
             let phase = match hook.phase() {
                 Some(Phase::Crawl) => "crawl",

@@ -13,7 +13,7 @@ use crate::logs::Logs;
 use crate::plugins::install::{self, InstallStep};
 use crate::plugins::{Catalog, UnknownPlugins};
 use crate::spawn::SpawnRequest;
-use crate::store::NewProcess;
+use crate::store::{Binary, NewProcess};
 use crate::supervisor::{ChildPolicy, Owner, Supervisor};
 use mio::Token;
 use std::collections::{BTreeSet, VecDeque};
@@ -208,19 +208,26 @@ impl State {
                     said(&stderr).or_else(|| said(&stdout))
                 }
                 .unwrap_or_default();
-                if ok {
-                    if let Err(err) = self
-                        .store
-                        .record_installed(&step.binary, &step.plugin, &last)
-                    {
-                        log::error!("install: cannot record {}: {err}", step.binary);
-                    }
-                }
                 let detail = if ok {
-                    last
+                    last.clone()
                 } else {
-                    format!("{outcome}: {last}")
+                    install::failure_of(&tail_of(&stderr))
+                        .unwrap_or_else(|| format!("{outcome}: {last}"))
                 };
+                let found = ok.then(|| install::Found::parse(&last)).flatten();
+                let binary = Binary {
+                    name: step.binary.clone(),
+                    plugin: step.plugin.clone(),
+                    override_key: step.override_key.clone(),
+                    abspath: found.as_ref().map(|f| f.abspath.clone()),
+                    version: found.as_ref().map(|f| f.version.clone()),
+                    provider: found.map(|f| f.provider),
+                    failure: (!ok).then(|| detail.clone()),
+                    resolved_at: 0,
+                };
+                if let Err(err) = self.store.record_binary(&binary) {
+                    log::error!("install: cannot record {}: {err}", step.binary);
+                }
                 self.record_install(step, Some(row), ok, detail);
                 true
             }
@@ -246,6 +253,17 @@ impl State {
             });
         }
     }
+}
+
+/// The end of a log (its last 64 KiB), as text.
+fn tail_of(log: &std::path::Path) -> String {
+    use std::io::Read;
+    let mut text = Vec::new();
+    if let Ok(reader) = crate::logs::read_log(log) {
+        let _ = reader.take(1 << 26).read_to_end(&mut text);
+    }
+    let tail = &text[text.len().saturating_sub(1 << 16)..];
+    String::from_utf8_lossy(tail).into_owned()
 }
 
 impl Daemon {

@@ -21,8 +21,74 @@ pub struct InstallStep {
     /// The plugin that declared it (the first, if several did).
     pub plugin: String,
     pub binary: String,
+    /// The variable an ArchiveBox user sets to name another one (`NODE_BINARY`): the
+    /// placeholder of its declared name, else `<NAME>_BINARY` as abxpkg reads it.
+    pub override_key: String,
     /// The installer's command line, program first.
     pub argv: Vec<String>,
+}
+
+/// Where the installer found (or installed) a binary, from the line it ends with on success:
+/// `VERSION   ABSPATH (PROVIDER) NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub version: String,
+    pub abspath: String,
+    pub provider: String,
+}
+
+impl Found {
+    pub fn parse(line: &str) -> Option<Found> {
+        let (version, rest) = line.trim().split_once(char::is_whitespace)?;
+        let (abspath, rest) = rest.trim_start().rsplit_once(" (")?;
+        let (provider, _name) = rest.split_once(')')?;
+        Some(Found {
+            version: version.to_string(),
+            abspath: abspath.trim().to_string(),
+            provider: provider.to_string(),
+        })
+    }
+}
+
+/// Why the installer could not have a binary, from the error box it prints on stderr: what
+/// each provider said, one clause each (`env: … resolved node with version 22.23.3 which does
+/// not satisfy min_version 24.22.1; apt: …`), or `None` when it printed no such box.
+pub fn failure_of(stderr: &str) -> Option<String> {
+    let inside = stderr
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with('╭'))
+        .skip(1)
+        .take_while(|line| !line.trim_start().starts_with('╰'))
+        .map(|line| line.trim().trim_matches('│').trim_end());
+    let mut clauses: Vec<String> = Vec::new();
+    for line in inside {
+        let text = line.trim();
+        let starts_clause = !line.starts_with("  ")
+            && text.split_once(": ").is_some_and(|(head, _)| {
+                !head.is_empty()
+                    && head
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            });
+        match clauses.last_mut() {
+            _ if text.is_empty() => {}
+            Some(last) if !starts_clause => {
+                last.push(' ');
+                last.push_str(text);
+            }
+            _ => clauses.push(text.to_string()),
+        }
+    }
+    // (The first line only says which providers were tried: each clause names its own.)
+    if clauses
+        .first()
+        .is_some_and(|c| c.starts_with("Unable to install"))
+        && clauses.len() > 1
+    {
+        clauses.remove(0);
+    }
+    let said = clauses.join("; ");
+    (!said.is_empty()).then_some(said)
 }
 
 /// abxpkg's default library dir, as abx-dl and abxpkg compute it (`~/.config/abx/lib`).
@@ -55,7 +121,7 @@ fn hydrate(value: &Value, config: &BTreeMap<String, String>) -> Value {
 }
 
 /// The installer run of one hydrated record, or why it cannot run.
-fn step_of(plugin: &str, record: &Value) -> Result<InstallStep, String> {
+fn step_of(plugin: &str, declared: &Value, record: &Value) -> Result<InstallStep, String> {
     let name = record["name"].as_str().unwrap_or("").trim().to_string();
     if name.is_empty() || name.contains('{') {
         return Err(format!(
@@ -66,6 +132,9 @@ fn step_of(plugin: &str, record: &Value) -> Result<InstallStep, String> {
     let mut argv = vec![INSTALLER.to_string(), format!("--binproviders={providers}")];
     if let Some(version) = record["min_version"].as_str().filter(|v| !v.is_empty()) {
         argv.push(format!("--min-version={version}"));
+    }
+    if let Some(version) = record["max_version"].as_str().filter(|v| !v.is_empty()) {
+        argv.push(format!("--max-version={version}"));
     }
     if let Some(overrides) = record["overrides"].as_object().filter(|o| !o.is_empty()) {
         argv.push(format!("--overrides={}", Value::Object(overrides.clone())));
@@ -80,9 +149,20 @@ fn step_of(plugin: &str, record: &Value) -> Result<InstallStep, String> {
     argv.extend(["install".to_string(), name.clone()]);
     Ok(InstallStep {
         plugin: plugin.to_string(),
+        override_key: override_key(declared["name"].as_str().unwrap_or(&name)),
         binary: name,
         argv,
     })
+}
+
+/// The variable that names another binary for a declared name: `{NODE_BINARY}` → `NODE_BINARY`,
+/// `abxbus` → `ABXBUS_BINARY` (abxpkg's own override for a literal name).
+fn override_key(declared: &str) -> String {
+    let declared = declared.trim();
+    match declared.strip_prefix('{').and_then(|d| d.strip_suffix('}')) {
+        Some(key) => key.to_string(),
+        None => format!("{}_BINARY", declared.to_uppercase().replace('-', "_")),
+    }
 }
 
 /// What provisioning the selected plugins runs, and the records that cannot run (with why).
@@ -104,7 +184,7 @@ pub fn plan(
             resolved.entry("ABXPKG_LIB_DIR".into()).or_insert(lib);
         }
         for record in &plugin.manifest.required_binaries {
-            match step_of(name, &hydrate(record, &resolved)) {
+            match step_of(name, record, &hydrate(record, &resolved)) {
                 Ok(step) if steps.iter().any(|s| s.argv == step.argv) => {}
                 Ok(step) => steps.push(step),
                 Err(problem) => problems.push(problem),
@@ -200,5 +280,70 @@ mod tests {
         );
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("MISSING_BINARY"), "{problems:?}");
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn what_the_installer_ends_with_says_where_the_binary_is() {
+        assert_eq!(
+            Found::parse("156.0.8078   /usr/bin/chromium (puppeteer) chromium"),
+            Some(Found {
+                version: "156.0.8078".into(),
+                abspath: "/usr/bin/chromium".into(),
+                provider: "puppeteer".into(),
+            })
+        );
+        assert_eq!(
+            Found::parse("1.21.3       ./lib/env/bin/wget (env) wget").map(|f| f.abspath),
+            Some("./lib/env/bin/wget".into())
+        );
+        assert_eq!(Found::parse("Done!"), None);
+    }
+
+    #[test]
+    fn the_installers_error_box_becomes_one_clause_per_provider() {
+        let stderr = "⛟  Installing node via node...\n  $ /usr/bin/echo 1.0.0\n\
+╭─ Error ──────────────────────────────────────────────────────────────────────╮\n\
+│ Unable to install binary node via providers env, node, apt, brew.            │\n\
+│ env: 🚫 EnvProvider.install resolved node with version 22.23.3 which does    │\n\
+│ not satisfy min_version 24.22.1                                              │\n\
+│ node: <urlopen error [Errno -2] Name or service not known>                   │\n\
+│ apt: 🚫 AptProvider.update resolved node with version 20.20.2 which does not │\n\
+│ satisfy min_version 24.22.1                                                  │\n\
+╰──────────────────────────────────────────────────────────────────────────────╯\n";
+        assert_eq!(
+            failure_of(stderr).unwrap(),
+            "env: 🚫 EnvProvider.install resolved node with version 22.23.3 which does not \
+             satisfy min_version 24.22.1; node: <urlopen error [Errno -2] Name or service not \
+             known>; apt: 🚫 AptProvider.update resolved node with version 20.20.2 which does \
+             not satisfy min_version 24.22.1"
+        );
+        let pnpm = "╭─ Error ─╮\n\
+│ Unable to install binary abxbus via providers pnpm.                          │\n\
+│ pnpm: PnpmProvider install failed for ['abxbus@2.5.79'] with returncode 1    │\n\
+│     ERR_PNPM_NO_MATCHING_VERSION  No matching version found for              │\n\
+│ abxbus@2.5.79 while fetching it from https://registry.npmjs.org/             │\n\
+│                                                                              │\n\
+│     The latest release of abxbus is \"2.5.56\". Published at 9/13/2026         │\n\
+╰─╯\n";
+        assert_eq!(
+            failure_of(pnpm).unwrap(),
+            "pnpm: PnpmProvider install failed for ['abxbus@2.5.79'] with returncode 1 \
+             ERR_PNPM_NO_MATCHING_VERSION  No matching version found for abxbus@2.5.79 while \
+             fetching it from https://registry.npmjs.org/ The latest release of abxbus is \
+             \"2.5.56\". Published at 9/13/2026"
+        );
+        assert_eq!(failure_of("Traceback …\nValueError: x\n"), None);
+    }
+
+    #[test]
+    fn the_override_of_a_binary_is_its_placeholder_or_abxpkgs_name_binary() {
+        assert_eq!(override_key("{CHROME_BINARY}"), "CHROME_BINARY");
+        assert_eq!(override_key("abxbus"), "ABXBUS_BINARY");
+        assert_eq!(override_key("single-file"), "SINGLE_FILE_BINARY");
     }
 }

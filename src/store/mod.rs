@@ -33,7 +33,7 @@ pub use fleet::machines::Machine;
 pub use processes::{Compact, Pruned};
 pub use processes::{LiveRow, ProcessFilter};
 pub use processes::{NewProcess, ProcessRow};
-pub use work::{Added, Export, RefusedUrls, RetryScope};
+pub use work::{Added, Binary, Export, RefusedUrls, RetryScope};
 pub use work::{Crawl, HookResult, Snapshot};
 
 use engine::busy::Breaker;

@@ -52,24 +52,43 @@ pub(super) fn hooks_for(
     }
     // A plugin whose declared binaries could not be provisioned does not run: its hooks would
     // install them on their own clock, mid-crawl. (With `[install] auto`, the daemon tried before
-    // it claimed the crawl.)
-    let installed = store.installed_binaries()?;
+    // it claimed the crawl.) Nor does a plugin that requires one that does not run.
+    let binaries = store.binaries()?;
+    let installed = binaries
+        .iter()
+        .filter(|b| b.found())
+        .map(|b| b.name.clone());
     let environ = crate::plugins::env::process_environ;
-    let missing = install::unprovisioned(&catalog, &selected, config, &installed, &environ);
-    for (plugin, binaries) in &missing {
-        let reason = if config.install.auto {
-            format!(
-                "not run: its binaries could not be found or installed ({}); \
-                 `abxd install --plugins {plugin}` tries again and says why",
-                binaries.join(", ")
+    let missing =
+        install::unprovisioned(&catalog, &selected, config, &installed.collect(), &environ);
+    let mut not_run: Vec<(String, String)> = (missing.iter())
+        .map(|(plugin, lacking)| {
+            (
+                plugin.clone(),
+                unprovisioned_reason(config, plugin, lacking, &binaries),
             )
-        } else {
-            format!(
-                "not run: its binaries are not provisioned ({}); `abxd install --plugins \
-                 {plugin}` provisions them (or set [install] auto = true)",
-                binaries.join(", ")
-            )
-        };
+        })
+        .collect();
+    let mut removed: BTreeSet<String> = missing.into_keys().collect();
+    loop {
+        let dependents: Vec<(String, String)> = (selected.iter())
+            .filter(|plugin| !removed.contains(*plugin))
+            .filter_map(|plugin| {
+                let required = &catalog.plugins[plugin].manifest.required_plugins;
+                let gone = required.iter().find(|r| removed.contains(*r))?;
+                Some((
+                    plugin.clone(),
+                    format!("not run: it requires {gone}, which does not run"),
+                ))
+            })
+            .collect();
+        if dependents.is_empty() {
+            break;
+        }
+        removed.extend(dependents.iter().map(|(plugin, _)| plugin.clone()));
+        not_run.extend(dependents);
+    }
+    for (plugin, reason) in &not_run {
         let only = BTreeSet::from([plugin.clone()]);
         for hook in catalog.hooks(&only, phase) {
             skip(
@@ -78,12 +97,46 @@ pub(super) fn hooks_for(
                 snapshot_id,
                 plugin,
                 &hook.file_name,
-                &reason,
+                reason,
             )?;
         }
         selected.remove(plugin);
     }
     Ok(catalog.prepare(&selected, phase, config))
+}
+
+/// Why `plugin` does not run when the binaries `lacking` are not provisioned: each one's failure
+/// as this host recorded it, with the variable that names another one, and the command that
+/// tries again (or, with `[install] auto` off, the command that provisions them).
+fn unprovisioned_reason(
+    config: &Config,
+    plugin: &str,
+    lacking: &[String],
+    binaries: &[crate::store::Binary],
+) -> String {
+    if !config.install.auto {
+        return format!(
+            "not run: its binaries are not provisioned ({}); `abxd install --plugins \
+             {plugin}` provisions them (or set [install] auto = true)",
+            lacking.join(", ")
+        );
+    }
+    let each: Vec<String> = (lacking.iter())
+        .map(|name| match binaries.iter().find(|b| &b.name == name) {
+            Some(binary) if binary.failure.is_some() && !binary.override_key.is_empty() => {
+                format!(
+                    "{name} could not be found or installed ({}): set {} to one that is",
+                    binary.failure.as_deref().unwrap_or_default(),
+                    binary.override_key
+                )
+            }
+            _ => format!("{name} could not be found or installed"),
+        })
+        .collect();
+    format!(
+        "not run: {}; `abxd install --plugins {plugin}` tries again and says why",
+        each.join("; ")
+    )
 }
 
 /// Records a hook of the scope as skipped, with why, unless its result is final already.

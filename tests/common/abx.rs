@@ -54,6 +54,19 @@ impl Tools {
         }
     }
 
+    /// What abxd runs with for these hooks: the `PATH` below, `CHROME_BINARY`, and `extra`.
+    pub fn env(&self, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("PATH".to_string(), self.path()),
+            (
+                "CHROME_BINARY".to_string(),
+                self.chromium.display().to_string(),
+            ),
+        ];
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        env
+    }
+
     /// PATH for the hooks: the virtualenv (abxpkg, which their shebangs run) and node first.
     pub fn path(&self) -> String {
         format!(
@@ -333,4 +346,48 @@ impl Reference {
         }
         differences
     }
+}
+
+/// Starts `daemon` with `env` (see [`Tools::env`]).
+pub fn launch(daemon: &mut super::TestDaemon, env: &[(String, String)]) {
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    daemon.launch_with_env(&pairs);
+}
+
+/// Has `daemon` crawl `url` at depth 1 with `plugins`, and asserts that its first snapshot is
+/// what `reference` (abx-dl `pin`) made of the same page, and that both discovered the page's
+/// link, which abxd crawled at depth 1. Returns the crawl.
+pub fn crawl_as_abx_dl_did(
+    daemon: &super::TestDaemon,
+    reference: &Reference,
+    plugins: &str,
+    url: &str,
+    pin: &str,
+) -> i64 {
+    let crawl = daemon.add(&["--depth", "1", "--plugins", plugins, url]);
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(300));
+    let store = daemon.store();
+    let snapshots = store.snapshots(crawl).unwrap();
+    let first = snapshots.iter().find(|s| s.depth == 0).unwrap();
+    let snap_dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{}", first.id));
+    let differences = reference.differences(&store, first.id, &snap_dir);
+    assert!(
+        differences.is_empty(),
+        "abxd and abx-dl {pin} differ:\n{}\n{}",
+        differences.join("\n"),
+        hook_timeline(&store, crawl)
+    );
+    let other = format!("{url}other.html");
+    let discovered = reference.discovered();
+    assert!(
+        discovered.contains(&other),
+        "abx-dl discovered {discovered:?}"
+    );
+    assert!(
+        (snapshots.iter()).any(|s| s.url == other && s.depth == 1 && s.status == "sealed"),
+        "{snapshots:?}"
+    );
+    crawl
 }

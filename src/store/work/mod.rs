@@ -6,6 +6,7 @@
 //! appears at most once per crawl. A result that succeeded is never reset.
 
 mod actions;
+mod binaries;
 mod exports;
 mod fence;
 mod limits;
@@ -14,6 +15,7 @@ mod refused;
 mod results;
 
 pub use actions::RetryScope;
+pub use binaries::Binary;
 pub use exports::Export;
 pub use limits::Added;
 pub use refused::RefusedUrls;

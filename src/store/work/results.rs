@@ -144,31 +144,3 @@ impl Store {
         )?)
     }
 }
-
-impl Store {
-    /// Records that `abxd install` provisioned binary `name` (for `plugin`).
-    pub fn record_installed(
-        &mut self,
-        name: &str,
-        plugin: &str,
-        detail: &str,
-    ) -> Result<(), StoreError> {
-        let now = crate::store::now_ms();
-        self.write(|tx| {
-            tx.execute(
-                "INSERT INTO binaries (name, plugin, detail, installed_at) VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (name) DO UPDATE SET plugin = ?2, detail = ?3, installed_at = ?4",
-                &args![name, plugin, detail, now],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// The names of the binaries `abxd install` provisioned.
-    pub fn installed_binaries(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        let names = self
-            .db()
-            .query_map("SELECT name FROM binaries", &[], |r| r.get(0))?;
-        Ok(names.into_iter().collect())
-    }
-}

@@ -232,6 +232,27 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     );
     "#,
     ),
+    (
+        23,
+        r#"
+    CREATE TABLE binaries_new (
+        machine_id    TEXT NOT NULL,
+        name          TEXT NOT NULL,
+        plugin        TEXT NOT NULL,
+        override_key  TEXT NOT NULL,
+        abspath       TEXT,
+        version       TEXT,
+        provider      TEXT,
+        failure       TEXT,
+        resolved_at   BIGINT NOT NULL,
+        PRIMARY KEY (machine_id, name)
+    );
+    INSERT INTO binaries_new (machine_id, name, plugin, override_key, resolved_at)
+        SELECT '', name, plugin, '', installed_at FROM binaries;
+    DROP TABLE binaries;
+    ALTER TABLE binaries_new RENAME TO binaries;
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

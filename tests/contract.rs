@@ -160,6 +160,47 @@ fn a_hook_waits_for_the_plugins_it_reads_from_and_one_after_background_cleanup_f
 }
 
 #[test]
+fn at_a_snapshots_end_background_hooks_stop_dependents_first_then_what_they_require() {
+    let daemon = TestDaemon::start_with(&plugins_config(&[&fixtures().join("order")]));
+    // (`finisher` is the foreground hook that ends the snapshot; `recorder` pulls `browserish` in.)
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "recorder,finisher"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let row = |plugin: &str| {
+        (rows.iter())
+            .find(|r| r.kind == Kind::Hook && r.argv[0].contains(&format!("/{plugin}/")))
+            .unwrap_or_else(|| panic!("no {plugin} row: {rows:#?}"))
+            .clone()
+    };
+    let (recorder, browserish) = (row("recorder"), row("browserish"));
+    let recorder_ended = recorder.ended_at.expect("the recorder ended");
+    let browserish_stopped = browserish.sigterm_at.expect("the resource was stopped");
+    assert!(
+        recorder.sigterm_at.is_some() && browserish_stopped >= recorder_ended,
+        "the resource was stopped at {browserish_stopped}, before its dependent ended at \
+         {recorder_ended}"
+    );
+    let mut statuses = statuses(&daemon, crawl);
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [
+            (
+                "browserish".into(),
+                "noresults".into(),
+                Some("serving".into())
+            ),
+            ("finisher".into(), "succeeded".into(), Some("done".into())),
+            (
+                "recorder".into(),
+                "noresults".into(),
+                Some("recording".into())
+            ),
+        ]
+    );
+}
+
+#[test]
 fn a_hook_tree_over_its_memory_limit_is_killed_and_failed_and_the_snapshot_goes_on() {
     // 100 MB for the hog (abx-plugins' MEMORY_LIMIT, set for it alone), none for the others.
     let daemon = daemon("[plugins.hog.env]\nMEMORY_LIMIT = \"100000000\"\n");

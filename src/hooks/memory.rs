@@ -138,6 +138,7 @@ mod tests {
             required: false,
             waits_for: Vec::new(),
             after_background: false,
+            requires: Vec::new(),
         }
     }
 

@@ -25,6 +25,7 @@ mod order;
 mod request;
 mod resource;
 mod result;
+mod scope_end;
 mod start;
 
 pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
@@ -32,7 +33,6 @@ pub use result::{bytes_below, interpret, last_line_of, output_files, Outcome};
 
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use crate::plugins::Prepared;
-use crate::signal::Signal;
 use crate::store::{Store, StoreError, BUSY_RETRY};
 use crate::supervisor::Supervisor;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -275,8 +275,10 @@ impl HookRunner {
             // A start the busy database refused, or one a pause held back.
             self.start_next(supervisor, store)?;
         }
-        if matches!(self.ending, Ending::StopAt(at) if at <= now) {
-            self.stop_background(supervisor, store);
+        match self.ending {
+            Ending::StopAt(at) if at <= now => self.stop_background(supervisor, store),
+            Ending::Stopped => self.stop_wave(supervisor, store),
+            _ => {}
         }
         Ok(())
     }
@@ -289,40 +291,6 @@ impl HookRunner {
     /// Whether every hook has started and no foreground hook runs.
     pub fn foreground_done(&self) -> bool {
         self.waiting == Waiting::Nothing && self.pending.is_empty()
-    }
-
-    /// Ends the scope: background hooks still alive get SIGTERM with their timeout as grace —
-    /// at once, or, in a scope of background hooks only, once each had its timeout to finish.
-    pub fn end_scope(&mut self, supervisor: &mut Supervisor, store: &mut Store) {
-        if self.ending != Ending::NotYet {
-            return;
-        }
-        let longest = self
-            .running
-            .values()
-            .map(|r| r.prepared.timeout)
-            .max()
-            .unwrap_or_default();
-        // abx-dl waits so only at the end of a snapshot; a crawl's end stops its hooks at once.
-        let crawl_scope = self.scope.snapshot.is_none();
-        if self.has_foreground || self.running.is_empty() || crawl_scope {
-            self.stop_background(supervisor, store);
-        } else {
-            self.ending = Ending::StopAt(Instant::now() + longest);
-        }
-    }
-
-    fn stop_background(&mut self, supervisor: &mut Supervisor, store: &mut Store) {
-        self.ending = Ending::Stopped;
-        for (&row, running) in &self.running {
-            log::info!(
-                "{}: its scope ended, stopping it",
-                running.prepared.hook.file_name
-            );
-            self.stopped_at_end.insert(row);
-            let grace = running.prepared.timeout;
-            supervisor.stop(store, row, Signal::TERM, grace, EndReason::Killed);
-        }
     }
 
     /// Whether the scope is over: every hook started and ended, the background ones stopped.

@@ -1,10 +1,13 @@
 //! What a hook waits for before it starts, besides the hook before it (abx-dl 1.13): the hooks of
 //! the plugins it reads from (`wait_for_plugins`), and — for one that reads everything the
 //! snapshot wrote (`wait_for_background_cleanup`) — the end of every background hook, which are
-//! stopped for it.
+//! stopped for it. And at a scope's end, in which waves its background hooks stop: dependents
+//! before the plugins they require (`required_plugins`), so that a recorder flushes before the
+//! browser it records is closed.
 //!
-//! Invariant: a pure decision on the rows that run; a hook waits only for hooks that started
-//! before it, never for one that has not started (a plugin that did not run is not waited for).
+//! Invariant: pure decisions on the rows that run; a hook waits only for hooks that started
+//! before it, never for one that has not started (a plugin that did not run is not waited for);
+//! while a background hook runs, a wave to stop is never empty.
 
 /// A hook that runs now, as the decision sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,9 +43,84 @@ pub fn blockers(waits_for: &[String], after_background: bool, running: &[Runs<'_
     blocked
 }
 
+/// A background hook still running at its scope's end, as the stop order sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopping<'a> {
+    pub row: i64,
+    pub plugin: &'a str,
+    /// The plugins its plugin requires, directly or through others.
+    pub requires: &'a [String],
+}
+
+/// The rows of `running` to stop now: those whose plugin no other one's requires — the
+/// dependents, before what they require. (Requirements that go round in a circle stop all.)
+pub fn stop_now(running: &[Stopping<'_>]) -> Vec<i64> {
+    let required = |plugin: &str| {
+        (running.iter())
+            .any(|other| other.plugin != plugin && other.requires.iter().any(|r| r == plugin))
+    };
+    let mut wave: Vec<i64> = (running.iter())
+        .filter(|run| !required(run.plugin))
+        .map(|run| run.row)
+        .collect();
+    if wave.is_empty() {
+        wave = running.iter().map(|run| run.row).collect();
+    }
+    wave.sort_unstable();
+    wave
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_hooks_stop_dependents_first_then_what_they_require() {
+        let chrome: Vec<String> = vec!["chrome".into()];
+        let through_tab: Vec<String> = vec!["chrome_tab".into(), "chrome".into()];
+        let running = [
+            Stopping {
+                row: 1,
+                plugin: "chrome",
+                requires: &[],
+            },
+            Stopping {
+                row: 2,
+                plugin: "screencast",
+                requires: &through_tab,
+            },
+            Stopping {
+                row: 3,
+                plugin: "headers",
+                requires: &chrome,
+            },
+            Stopping {
+                row: 4,
+                plugin: "wget",
+                requires: &[],
+            },
+        ];
+        assert_eq!(stop_now(&running), [2, 3, 4]);
+        assert_eq!(stop_now(&running[..1]), [1]);
+        // (chrome_tab runs nothing here: the requirement through it still orders the two.)
+        assert_eq!(stop_now(&[running[0].clone(), running[1].clone()]), [2]);
+        let circle_a: Vec<String> = vec!["b".into()];
+        let circle_b: Vec<String> = vec!["a".into()];
+        let circle = [
+            Stopping {
+                row: 7,
+                plugin: "a",
+                requires: &circle_a,
+            },
+            Stopping {
+                row: 8,
+                plugin: "b",
+                requires: &circle_b,
+            },
+        ];
+        assert_eq!(stop_now(&circle), [7, 8]);
+        assert!(stop_now(&[]).is_empty());
+    }
 
     const RUNNING: &[Runs<'static>] = &[
         Runs {

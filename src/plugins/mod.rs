@@ -241,6 +241,9 @@ pub struct Prepared {
     /// Its plugin's `wait_for_plugins` and `wait_for_background_cleanup` (see `hooks::order`).
     pub waits_for: Vec<String>,
     pub after_background: bool,
+    /// The plugins its plugin requires, directly or through others (the order background hooks
+    /// stop in at their scope's end: see `hooks::order`).
+    pub requires: Vec<String>,
 }
 
 impl Catalog {
@@ -272,6 +275,7 @@ impl Catalog {
                     required: required.contains(&hook.plugin),
                     waits_for: plugin.manifest.wait_for_plugins.clone(),
                     after_background: plugin.manifest.wait_for_background_cleanup,
+                    requires: self.requires(&plugin.name),
                     hook,
                     env,
                     timeout,
@@ -279,6 +283,25 @@ impl Catalog {
                 }
             })
             .collect()
+    }
+
+    /// The plugins `name` requires, directly or through others, each once.
+    fn requires(&self, name: &str) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        let mut next = vec![name.to_string()];
+        while let Some(plugin) = next.pop() {
+            let direct = self
+                .plugins
+                .get(&plugin)
+                .map(|p| &p.manifest.required_plugins);
+            for required in direct.into_iter().flatten() {
+                if required != name && !found.contains(required) {
+                    found.push(required.clone());
+                    next.push(required.clone());
+                }
+            }
+        }
+        found
     }
 
     /// A plugin's hook environment (its resolved config, then `[plugins.X] env` keys outside

@@ -286,6 +286,22 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
         assert_eq!(record["id"], uuid(&result.uuid).as_str());
         assert_eq!(record["snapshot_id"], snapshot_uuid.as_str());
         assert_eq!(record["status"], result.status.as_str());
+        // Its run's process row has a UUIDv7 of its own: the Process record's id, which the
+        // ArchiveResult names as its `process_id`, and `abxctl show --json` shows.
+        let row = store.process(result.process_id.unwrap()).unwrap().unwrap();
+        let process_uuid = uuid(&row.uuid);
+        assert_eq!(record["process_id"], process_uuid.as_str(), "{text}");
+        assert!(
+            (records.iter()).any(|r| r["type"] == "Process" && r["id"] == process_uuid.as_str()),
+            "{text}"
+        );
+        let shown: serde_json::Value =
+            serde_json::from_str(&daemon.ctl_ok(&["show", "--json", &crawl.to_string()])).unwrap();
+        let shown = shown.to_string();
+        assert!(
+            shown.contains(&format!("\"uuid\":\"{process_uuid}\"")),
+            "{shown}"
+        );
     }
     let ok = records
         .iter()

@@ -84,6 +84,10 @@ fn redact_json(mut ps: Value) -> Value {
                 row[key] = path.rsplit('/').next().unwrap().into();
             }
         }
+        // Every row has a UUIDv7 of its own.
+        let uuid = row["uuid"].as_str().unwrap_or_default();
+        assert!(uuid.len() == 32 && &uuid[12..13] == "7", "{row}");
+        row["uuid"] = "[UUID7]".into();
         // Every row is this machine's, whose id is the machine's own.
         assert_eq!(row["machine_id"], abxd::identity::machine_id(), "{row}");
         row["machine_id"] = "[MACHINE]".into();

@@ -148,6 +148,8 @@ pub fn append(beneath: &Path, dir: &Path, records: &[Value]) -> std::io::Result<
 
 /// One hook run, as abx-dl's Process record says it.
 pub struct Run<'a> {
+    /// Its process row's UUIDv7 (a new one for a row from before abxd gave them).
+    pub uuid: Option<&'a str>,
     pub argv: &'a [String],
     pub plugin: &'a str,
     /// The hook's name without its last extension (abx-dl's `hook_name`).
@@ -172,7 +174,7 @@ pub fn process_record(run: &Run<'_>) -> Value {
     };
     json!({
         "type": "Process",
-        "id": crate::uuid7::new(),
+        "id": run.uuid.map_or_else(crate::uuid7::new, str::to_string),
         "cmd": run.argv,
         "plugin": run.plugin,
         "hook_name": run.hook_name,
@@ -189,6 +191,8 @@ pub fn process_record(run: &Run<'_>) -> Value {
 /// files (relative to its plugin's dir) with their sizes.
 pub struct Reported<'a> {
     pub uuid: Option<&'a str>,
+    /// The UUIDv7 of the process row of its run (its Process record's id).
+    pub process_uuid: Option<&'a str>,
     pub snapshot_uuid: Option<&'a str>,
     pub plugin: &'a str,
     pub hook_name: &'a str,
@@ -222,6 +226,7 @@ pub fn result_record(reported: &Reported<'_>) -> Value {
         "status": reported.status,
         "output_str": reported.output.unwrap_or(""),
         "output_files": files,
+        "process_id": reported.process_uuid,
     })
 }
 
@@ -271,6 +276,7 @@ mod tests {
         ];
         let record = result_record(&Reported {
             uuid: Some("01"),
+            process_uuid: Some("03"),
             snapshot_uuid: Some("02"),
             plugin: "wget",
             hook_name: "on_Snapshot__30_wget.bg",
@@ -280,6 +286,7 @@ mod tests {
         });
         assert_eq!(record["status"], "noresults");
         assert_eq!(record["output_str"], "");
+        assert_eq!(record["process_id"], "03");
         assert_eq!(
             record["output_files"][1],
             json!({"path": "favicon.ico", "extension": "ico",
@@ -287,6 +294,7 @@ mod tests {
         );
         let argv = ["/p/wget/on_Snapshot__30_wget.bg.sh".to_string()];
         let process = process_record(&Run {
+            uuid: Some("03"),
             argv: &argv,
             plugin: "wget",
             hook_name: "on_Snapshot__30_wget.bg",
@@ -296,6 +304,7 @@ mod tests {
             ended_at: 1500,
             outcome: ExitOutcome::Signal(9),
         });
+        assert_eq!(process["id"], "03");
         assert_eq!(process["exit_code"], 137);
         assert_eq!(process["status"], "failed");
         assert_eq!(process["ended_at"], "1970-01-01T00:00:01.5Z");

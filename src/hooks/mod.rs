@@ -56,9 +56,11 @@ struct Running {
     cwd: PathBuf,
     /// What bounds its tree's memory, if anything does (`memory`).
     memory: Option<memory::Bounded>,
-    /// Its argv, its result's UUIDv7 and when it started (Unix ms), for `index.jsonl`.
+    /// Its argv, its result's and its process row's UUIDv7 and when it started (Unix ms), for
+    /// `index.jsonl`.
     argv: Vec<String>,
     result_uuid: Option<String>,
+    process_uuid: Option<String>,
     started_at: i64,
 }
 
@@ -189,6 +191,7 @@ impl HookRunner {
         };
         let hook = &run.prepared.hook;
         let process = index::process_record(&index::Run {
+            uuid: run.process_uuid.as_deref(),
             argv: &run.argv,
             plugin: &hook.plugin,
             hook_name: &hook.stem,
@@ -200,6 +203,7 @@ impl HookRunner {
         });
         let reported = index::result_record(&index::Reported {
             uuid: run.result_uuid.as_deref(),
+            process_uuid: run.process_uuid.as_deref(),
             snapshot_uuid: snapshot.uuid.as_deref(),
             plugin: &hook.plugin,
             hook_name: &hook.stem,

@@ -138,6 +138,7 @@ impl HookRunner {
             memory,
             argv: request.process.argv.clone(),
             result_uuid: result.uuid.clone(),
+            process_uuid: store.process(spawned.row_id)?.and_then(|row| row.uuid),
             started_at: crate::store::now_ms(),
         };
         Ok(Some((spawned.row_id, running)))

@@ -78,6 +78,7 @@ pub fn crawls(store: &Store) -> Result<String, StoreError> {
 fn run(row: &ProcessRow) -> Value {
     json!({
         "row": row.id,
+        "uuid": row.uuid,
         "pid": row.pid,
         "status": row.status,
         "exit_code": row.exit_code,

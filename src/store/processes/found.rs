@@ -55,11 +55,11 @@ impl Store {
             let inserted = tx.query_opt(
                 "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, pid, \
                  boot_id, start_ticks, pgid, argv, cwd, status, created_at, started_at, \
-                 pidfd_ino, uid, machine_id, sigterm_at, sigkill_at, kill_at) \
+                 pidfd_ino, uid, machine_id, sigterm_at, sigkill_at, kill_at, uuid) \
                  SELECT id, 'child', crawl_id, snapshot_id, result_id, ?2, ?3, ?4, ?5, ?6, '', \
                  CASE WHEN CAST(?10 AS BIGINT) IS NULL AND CAST(?11 AS BIGINT) IS NULL \
                  THEN 'running' ELSE 'stopping' END, \
-                 ?7, ?7, ?8, ?9, machine_id, ?10, ?11, ?12 FROM processes WHERE id = ?1 \
+                 ?7, ?7, ?8, ?9, machine_id, ?10, ?11, ?12, ?13 FROM processes WHERE id = ?1 \
                  ON CONFLICT DO NOTHING RETURNING id",
                 &args![
                     parent_id,
@@ -73,7 +73,8 @@ impl Store {
                     uid,
                     sigterm_at,
                     sigkill_at,
-                    kill_at
+                    kill_at,
+                    crate::uuid7::new()
                 ],
             )?;
             if let Some(inserted) = inserted {

@@ -83,6 +83,9 @@ pub struct ProcessRow {
     /// The machine its process runs on (`identity::machine_id`; `None`: written before abxd
     /// knew machines, on the host that wrote it).
     pub machine_id: Option<String>,
+    /// Its UUIDv7, as `index.jsonl` names its Process record (`None`: written before abxd
+    /// gave processes one).
+    pub uuid: Option<String>,
 }
 
 pub(in crate::store) const COLUMNS: &str =
@@ -90,7 +93,7 @@ pub(in crate::store) const COLUMNS: &str =
     start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
     created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
     end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock, uid, \
-    machine_id";
+    machine_id, uuid";
 
 impl ProcessRow {
     /// What is said of its end, in words (as the database holds it).
@@ -153,6 +156,7 @@ impl ProcessRow {
             deadline_clock: row.get(34)?,
             uid: row.get(35)?,
             machine_id: row.get(36)?,
+            uuid: row.get(37)?,
         })
     }
 }
@@ -185,8 +189,9 @@ impl Store {
             Ok(tx
                 .query_one(
                     "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, \
-                     argv, cwd, timeout_ms, status, created_at, machine_id) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9, ?10) RETURNING id",
+                     argv, cwd, timeout_ms, status, created_at, machine_id, uuid) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'starting', ?9, ?10, ?11) \
+                     RETURNING id",
                     &args![
                         new.parent_id,
                         new.kind,
@@ -197,7 +202,8 @@ impl Store {
                         &new.cwd,
                         new.timeout_ms,
                         now_ms(),
-                        crate::identity::machine_id()
+                        crate::identity::machine_id(),
+                        crate::uuid7::new()
                     ],
                 )?
                 .get(0)?)
@@ -419,7 +425,8 @@ mod tests {
                 "unkillable",
                 "deadline_clock",
                 "uid",
-                "machine_id"
+                "machine_id",
+                "uuid"
             ]
         );
     }

@@ -351,6 +351,11 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE binaries;
     ALTER TABLE binaries_new RENAME TO binaries;
     "#,
+    // 24: UUIDv7 ids of process rows, as a snapshot's `index.jsonl` names its Process records
+    // (and each ArchiveResult its `process_id`); rows from before have none.
+    r#"
+    ALTER TABLE processes ADD COLUMN uuid TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -253,6 +253,12 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     ALTER TABLE binaries_new RENAME TO binaries;
     "#,
     ),
+    (
+        24,
+        r#"
+    ALTER TABLE processes ADD COLUMN uuid TEXT;
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

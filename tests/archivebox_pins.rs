@@ -2,7 +2,8 @@
 //! 0.9.73's pins (abx-dl 1.13.127, abx-plugins 1.13.162, from ArchiveBox's own virtualenv) and the
 //! newest (abx-dl 1.13.273, abx-plugins 1.13.572). For each, both archive the same local page
 //! with the same plugins, after `abx-dl install` and with no `abxd install`: per hook the same
-//! status and `output_str`, per plugin the same files. Then ArchiveBox imports abxd's crawl and
+//! status and `output_str`, per plugin the same files — through the daemon, and at ArchiveBox's
+//! pins also through `abxd run` in an empty directory. Then ArchiveBox imports abxd's crawl and
 //! lists it, every result with abxd's status.
 //!
 //! What this machine's registries lack is handled as a user elsewhere would handle it, by an
@@ -217,6 +218,37 @@ fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_impo
     assert!(
         survivors.is_empty(),
         "processes of the crawl survived: {survivors:?}"
+    );
+
+    // What a user tries first: `abxd run URL` in an empty directory, no config, no install.
+    let empty = tempfile::tempdir().unwrap();
+    let output = Command::new(common::abxd_bin())
+        .args(["run", "--hooks-user", "root", "--plugins", PLUGINS, &url])
+        .current_dir(empty.path())
+        .env_remove("ABXD_CONFIG")
+        .envs(daemon_env.iter().map(|(k, v)| (k, v)))
+        // (Torn down with the daemon's processes if this test fails.)
+        .env(common::TAG_ENV, &daemon.tag)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "abxd run: {}\n{said}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let store = abxd::store::Store::open(&empty.path().join("data/abxd.sqlite3")).unwrap();
+    let crawl = store.crawls().unwrap()[0].id;
+    let snapshot = store.snapshots(crawl).unwrap()[0].id;
+    let snap_dir = empty
+        .path()
+        .join(format!("data/crawls/{crawl}/snapshots/{snapshot}"));
+    let differences = reference.differences(&store, snapshot, &snap_dir);
+    assert!(
+        differences.is_empty(),
+        "abxd run and abx-dl 1.13.127 differ:\n{}\n{said}",
+        differences.join("\n")
     );
 }
 

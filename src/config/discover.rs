@@ -64,7 +64,9 @@ fn python_prefixes(environ: &impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
 /// `.python-version` from the current directory up, else the global `version` file (several
 /// names, separated by `:` or lines, are tried in order; `system` is the system's, below).
 fn pyenv_versions(dir: &Path, environ: &impl Fn(&str) -> Option<String>) -> Option<Vec<PathBuf>> {
-    let root = dir.parent().filter(|_| dir.file_name().is_some_and(|n| n == "shims"))?;
+    let root = dir
+        .parent()
+        .filter(|_| dir.file_name().is_some_and(|n| n == "shims"))?;
     let versions = root.join("versions");
     if !versions.is_dir() {
         return None;

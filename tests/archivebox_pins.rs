@@ -114,6 +114,30 @@ fn assert_every_binary_was_found(daemon: &common::TestDaemon) {
 }
 
 #[test]
+fn abxd_reads_every_hook_and_plugin_of_both_pins_as_their_abx_dl_does() {
+    let newest = std::env::var_os("ABXD_ABX_NEWEST_VENV").map(PathBuf::from);
+    let archivebox_venv = archivebox().map(|a| a.parent().unwrap().parent().unwrap().to_path_buf());
+    for (pin, venv) in [("1.13.127", archivebox_venv), ("1.13.273", newest)] {
+        let Some(venv) = venv.filter(|v| v.join("bin/python").exists()) else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must provide abx-dl {pin} (.ci/run does)"
+            );
+            eprintln!("skipped: no abx-dl {pin}");
+            continue;
+        };
+        let plugins: Vec<&str> = PLUGINS.split(',').collect();
+        let abx_dl = common::abx::ask_abx_dl(&venv, &plugins);
+        common::abx::assert_hook_names_parse_alike(&abx_dl);
+        common::abx::assert_selection_and_order_alike(&abx_dl, &plugins);
+        eprintln!(
+            "abx-dl {pin}: {} hook files read alike",
+            abx_dl["parsed"].as_object().unwrap().len()
+        );
+    }
+}
+
+#[test]
 fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_imports_the_crawl() {
     let Some(archivebox) = archivebox() else {
         return;

@@ -391,3 +391,94 @@ pub fn crawl_as_abx_dl_did(
     );
     crawl
 }
+
+/// What abx-dl says, as JSON: the plugins dir, each hook file's parse, every plugin it
+/// discovers (1.13: after its runtime filter), and for the plugins named in argv[1] (JSON) the
+/// selection with what they require and its hooks per event in abx-dl's order. Written for
+/// both APIs: 1.12's `discover_plugins`/`filter_plugins`, 1.13's `PluginCatalog`.
+const ASK_ABX_DL: &str = r#"
+import json, sys
+from pathlib import Path
+import abx_plugins
+from abx_dl.models import parse_hook_filename
+names = json.loads(sys.argv[1])
+root = Path(abx_plugins.__file__).parent / "plugins"
+files = sorted({p.name for p in root.glob("*/on_*")})
+out = {"root": str(root), "parsed": {f: parse_hook_filename(f) for f in files}}
+try:
+    from abx_dl.catalog import PluginCatalog
+    catalog = PluginCatalog.discover()
+    out["all"] = sorted(catalog)
+    selected = dict(catalog.select(names))
+except ImportError:
+    from abx_dl.models import discover_plugins, filter_plugins
+    selected = filter_plugins(discover_plugins(root), names)
+out["selected"] = sorted(selected)
+for event in ["CrawlSetup", "Snapshot"]:
+    hooks = [h for p in selected.values() for h in p.filter_hooks(event)]
+    out[event] = [h.name for h in sorted(hooks, key=lambda h: h.sort_key)]
+print(json.dumps(out))
+"#;
+
+/// abx-dl's reading of its plugins (see [`ASK_ABX_DL`]), asked of the Python of `venv`.
+pub fn ask_abx_dl(venv: &Path, plugins: &[&str]) -> Value {
+    let output = Command::new(venv.join("bin/python"))
+        .args(["-c", ASK_ABX_DL, &serde_json::to_string(plugins).unwrap()])
+        .env_remove("ABX_PLUGINS_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Every hook file name parses under abxd as under abx-dl: event, order, background.
+pub fn assert_hook_names_parse_alike(abx_dl: &Value) {
+    let parsed = abx_dl["parsed"].as_object().unwrap();
+    assert!(parsed.len() > 50, "too few hooks: {}", parsed.len());
+    for (file, theirs) in parsed {
+        let ours = abxd::plugins::name::parse(file)
+            .map(|h| serde_json::json!([h.event, h.order, h.background]));
+        assert_eq!(ours.unwrap_or(Value::Null), *theirs, "{file}");
+    }
+}
+
+/// abxd reads abx-dl's plugins dir as abx-dl does: the same plugins (where abx-dl says which),
+/// the same selection for `plugins` with what they require, the same hooks per phase in the
+/// same order.
+pub fn assert_selection_and_order_alike(abx_dl: &Value, plugins: &[&str]) {
+    use abxd::plugins::{Catalog, Phase};
+    let root = Path::new(abx_dl["root"].as_str().unwrap());
+    let config = abxd::config::Config::parse(
+        Path::new("/etc/abxd/supervisor.toml"),
+        &super::plugins_config(&[root]),
+    )
+    .unwrap();
+    let catalog = Catalog::load(&config.plugins_dirs);
+    let strings = |v: &Value| -> Vec<String> {
+        (v.as_array().unwrap().iter())
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    if abx_dl["all"].is_array() {
+        let ours: Vec<String> = catalog.plugins.keys().cloned().collect();
+        assert_eq!(ours, strings(&abx_dl["all"]), "the plugins of the dir");
+    }
+    let wanted: Vec<String> = plugins.iter().map(|p| p.to_string()).collect();
+    let selected = catalog.select(&config, Some(&wanted)).unwrap();
+    let ours: Vec<String> = selected.iter().cloned().collect();
+    assert_eq!(
+        ours,
+        strings(&abx_dl["selected"]),
+        "the selection with required plugins"
+    );
+    for (phase, event) in [(Phase::Crawl, "CrawlSetup"), (Phase::Snapshot, "Snapshot")] {
+        let ours: Vec<String> = (catalog.hooks(&selected, phase).into_iter())
+            .map(|h| h.stem)
+            .collect();
+        assert_eq!(ours, strings(&abx_dl[event]), "{event} hooks");
+    }
+}

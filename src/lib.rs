@@ -30,7 +30,8 @@
 //!    `cgroup` (cgroup v2 containment: the scope, one cgroup read and written), `lock` (one
 //!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP), `printable`
 //!    (text from outside escaped for a terminal), `own_exe` (this executable, run again as itself
-//!    through `/proc/self/exe`).
+//!    through `/proc/self/exe`), `admission` (whether new work may start: memory left, browsers
+//!    alive).
 //! 2. `store` — the database (an SQLite file, or PostgreSQL for a fleet), in four folders:
 //!    `engine` (the two backends behind one `sql::Db`, migrations, transactions — every write
 //!    `BEGIN IMMEDIATE` —, `busy`: a loop's writes never wait for another process's lock past the
@@ -83,6 +84,7 @@
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(rust_2018_idioms)]
 
+pub mod admission;
 pub mod cgroup;
 pub mod cli;
 pub mod commands;

@@ -31,6 +31,7 @@ const LAYERS: &[&[&str]] = &[
         "portable",
         "own_exe",
         "memory",
+        "admission",
     ],
     // The store: the process table and the work queue.
     &["store"],

@@ -116,6 +116,22 @@ pub struct Limits {
     pub max_snapshot_workers: u32,
     pub max_result_attempts: u32,
     pub max_log_bytes: u64,
+    /// Start no crawl or snapshot while less memory than this is left (`admission`; 0: none).
+    #[serde(deserialize_with = "bytes::size", serialize_with = "bytes::size_text")]
+    pub memory_floor: u64,
+    /// Launch no browser (a crawl's or, isolated, a snapshot's) while this many are alive (0:
+    /// no cap).
+    pub max_browsers: u32,
+}
+
+impl Limits {
+    /// The bounds admission decides by.
+    pub fn admission(&self) -> crate::admission::Bounds {
+        crate::admission::Bounds {
+            memory_floor: self.memory_floor,
+            max_browsers: self.max_browsers,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -126,6 +142,8 @@ impl Default for Limits {
             max_snapshot_workers: 2,
             max_result_attempts: 3,
             max_log_bytes: 64 << 20,
+            memory_floor: 256 << 20,
+            max_browsers: 0,
         }
     }
 }

@@ -101,7 +101,11 @@ impl Daemon {
             store,
             orchestrator_id,
             stopping: false,
-            crawls: WorkerPool::crawls(orchestrator_id),
+            // (A crawl's browser is launched by its hooks: admission holds crawls by memory.)
+            crawls: WorkerPool::crawls(orchestrator_id).with_gate(crate::pool::Gate::new(
+                false,
+                crate::cgroup::own_cgroup().ok().map(|c| c.dir),
+            )),
             wake: true,
             retry_claims_at: None,
             retry_recovery: false,

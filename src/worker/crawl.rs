@@ -2,7 +2,7 @@
 //! by a snapshot worker of a [`WorkerPool`], until every snapshot is sealed; then the end of the
 //! crawl's scope stops its background hooks.
 
-use super::selection::hooks_for;
+use super::selection::{hooks_for, snapshots_launch_browsers};
 use super::{Context, Exit, WorkerError};
 use crate::config::Config;
 use crate::domain::{Limit, Queue, Refusal, WorkStatus};
@@ -30,6 +30,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     let urls = crawl.urls.clone();
     watch_limits(&mut cx, &crawl);
     let max_urls = crawl.rules.limit(Limit::MaxUrls);
+    let gate = crate::pool::Gate::new(
+        snapshots_launch_browsers(&cx.config, &crawl),
+        crate::cgroup::own_cgroup().ok().map(|c| c.dir),
+    );
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,
@@ -38,7 +42,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         run_as: cx.run_as.clone(),
     };
     let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
-    let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id);
+    let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id).with_gate(gate);
     cx.run_foreground(&mut runner, |cx, runner, exit| {
         record(cx, runner, &mut pool, exit)
     })?;
@@ -87,7 +91,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             .then(|| pool.next_due(&cx.config, &cx.store))
             .flatten();
         let resume = paused.then(|| Instant::now() + PAUSE_POLL);
-        let timer = [back_off, runner.next_timer(), retry, resume]
+        let admission = pool
+            .waiting()
+            .map(|_| Instant::now() + crate::admission::POLL);
+        let timer = [back_off, runner.next_timer(), retry, resume, admission]
             .into_iter()
             .flatten()
             .min();

@@ -155,3 +155,22 @@ fn skip(
     }
     Ok(())
 }
+
+/// Whether each snapshot of `crawl` launches a browser of its own: Chrome runs for it, isolated
+/// per snapshot (`CHROME_ISOLATION=snapshot`; by default one browser serves the whole crawl).
+pub(super) fn snapshots_launch_browsers(config: &Config, crawl: &Crawl) -> bool {
+    let catalog = Catalog::load(&config.plugins_dirs);
+    let Ok(selected) = catalog.select(config, crawl.plugins.as_deref()) else {
+        return false;
+    };
+    let Some(chrome) = selected.get("chrome").map(|name| &catalog.plugins[name]) else {
+        return false;
+    };
+    let env = crate::plugins::env::resolve(
+        chrome,
+        &catalog,
+        config,
+        &crate::plugins::env::process_environ,
+    );
+    env.get("CHROME_ISOLATION").is_some_and(|v| v == "snapshot")
+}

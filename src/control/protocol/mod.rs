@@ -200,6 +200,10 @@ pub struct StatusInfo {
     /// Who crawl hooks run as (`hooks.user`), or why no crawl starts.
     #[serde(default)]
     pub hooks: String,
+    /// Whether new crawls and snapshots may start (`admission`), what waits for what, and what
+    /// admission measured.
+    #[serde(default)]
+    pub admission: String,
 }
 
 /// One machine of a fleet, as `status` shows it.

@@ -28,7 +28,27 @@ pub(super) fn handle(state: &mut State) -> Response {
         database_busy_since_ms: state.store.probe_busy(),
         machines: machines(state),
         hooks: crate::hook_user::describe(&state.hooks),
+        admission: admission(state),
     }))
+}
+
+/// What admission says now: open, or what waits for what; then what it measured.
+fn admission(state: &State) -> String {
+    use crate::admission::{decide, describe, Decision};
+    let bounds = state.config.limits.admission();
+    let cgroup = crate::cgroup::own_cgroup().ok().map(|c| c.dir);
+    let Ok(measured) = crate::pool::measure(&state.store, cgroup.as_deref()) else {
+        return "not measured (the database did not answer)".into();
+    };
+    let seen = describe(bounds, &measured);
+    match (
+        decide(bounds, &measured, false),
+        decide(bounds, &measured, true),
+    ) {
+        (Decision::Wait(why), _) => format!("new crawls and snapshots wait for {why} — {seen}"),
+        (_, Decision::Wait(why)) => format!("new browsers wait for {why} — {seen}"),
+        _ => format!("open — {seen}"),
+    }
 }
 
 /// The machines of a shared store, each silent or not by the lease (none on a store of one

@@ -159,6 +159,27 @@ impl Store {
         Ok(live.collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
     }
 
+    /// How many browsers (`admission::is_browser`) this machine's live rows claim, leaving out
+    /// those of the snapshots of crawl `but_snapshots_of` (whose pool counts its own).
+    pub fn browsers_alive(&self, but_snapshots_of: Option<i64>) -> Result<u32, StoreError> {
+        let argvs: Vec<String> = self.db().query_map(
+            &format!(
+                "SELECT argv FROM processes WHERE status IN {LIVE_STATUSES} AND kind = 'child' \
+                 AND COALESCE(machine_id, ?1) = ?1 \
+                 AND (argv LIKE '%chrom%' OR argv LIKE '%headless_shell%') \
+                 AND NOT (COALESCE(crawl_id, 0) = COALESCE(CAST(?2 AS BIGINT), -1) \
+                          AND snapshot_id IS NOT NULL)"
+            ),
+            &args![crate::identity::machine_id(), but_snapshots_of],
+            |row| row.get(0),
+        )?;
+        let browsers = (argvs.iter())
+            .filter_map(|argv| serde_json::from_str::<Vec<String>>(argv).ok())
+            .filter(|argv| crate::admission::is_browser(argv))
+            .count();
+        Ok(browsers as u32)
+    }
+
     /// Every row of crawl `crawl_id`, by id.
     pub fn crawl_processes(&self, crawl_id: i64) -> Result<Vec<ProcessRow>, StoreError> {
         self.process_rows(

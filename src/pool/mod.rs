@@ -9,6 +9,10 @@
 //! recovered by `recovery`'s rules, never re-run by hand; a worker that leaked processes is
 //! recovered only once its teardown finished, so no two workers ever run the same work.
 
+mod gate;
+
+pub use gate::{measure, Gate};
+
 use crate::config::Config;
 use crate::domain::{Claim, Kind, Queue, WorkStatus};
 use crate::logs::Logs;
@@ -18,7 +22,6 @@ use crate::spawn::{SpawnError, SpawnRequest};
 use crate::store::{NewProcess, Store, StoreError};
 use crate::supervisor::{ChildPolicy, Owner, Supervisor};
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 /// What the exit of one of the pool's workers meant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +65,8 @@ pub struct WorkerPool {
     awaiting_teardown: HashMap<i64, Held>,
     /// Work claimed whose worker the busy database kept from starting.
     unstarted: Vec<Held>,
+    /// What admission looks at before a start (`gate`), and why it last held starts back.
+    gate: gate::Gate,
 }
 
 /// A piece of work the pool claimed: the claim, and the crawl it belongs to (a crawl's is
@@ -107,6 +112,7 @@ impl WorkerPool {
             workers: HashMap::new(),
             awaiting_teardown: HashMap::new(),
             unstarted: Vec::new(),
+            gate: gate::Gate::default(),
         }
     }
 
@@ -171,6 +177,9 @@ impl WorkerPool {
     ) -> Result<(), StoreError> {
         let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
         while self.workers.len() < self.limit(config) {
+            if self.unstarted.is_empty() && self.held_back(config, store)? {
+                return Ok(());
+            }
             let held = match self.claimed_unstarted(store)? {
                 Some(held) => held,
                 None => match store.claim(self.queue, self.claim_scope(), lease, claimer)? {
@@ -244,18 +253,6 @@ impl WorkerPool {
             (Queue::Snapshots, None) => store.snapshot(claim.id)?.map_or(claim.id, |s| s.crawl_id),
         };
         Ok(Held { claim, crawl })
-    }
-
-    /// When the loop must wake to claim work that is backing off (only with room for it).
-    pub fn next_due(&self, config: &Config, store: &Store) -> Option<Instant> {
-        if self.workers.len() >= self.limit(config) {
-            return None;
-        }
-        let at = store
-            .next_retry_at(self.queue, self.claim_scope())
-            .ok()
-            .flatten()?;
-        Some(Instant::now() + Duration::from_millis((at - store.queue_now()).max(0) as u64))
     }
 
     /// A child of the pool's owner exited. `None`: it was not one of the pool's workers. With

@@ -1,0 +1,241 @@
+//! Admission: whether a new crawl or snapshot may start now, by what the host has — the memory
+//! left (measured: the host's `MemAvailable`, and under every ancestor cgroup of abxd's with a
+//! `memory.max` what is left below it) against `[limits] memory_floor`, and the browsers alive
+//! against `[limits] max_browsers` when the start would launch one.
+//!
+//! Invariants: a decision is a pure function of what was measured (`decide`); what runs is never
+//! stopped by it, only what starts waits; a measurement that cannot be made admits (a host
+//! without `/proc/meminfo` is not one abxd can reason about, and a supervisor that stops working
+//! for want of a number helps no one) — and says so in its reason.
+
+use std::path::{Path, PathBuf};
+
+/// How often work waiting for admission looks again.
+pub const POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Memory left for new work, and where the tightest bound is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    pub available: u64,
+    /// `None`: the host's `MemAvailable`; else the cgroup whose `memory.max` bounds it.
+    pub cgroup: Option<PathBuf>,
+}
+
+/// What admission looked at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measured {
+    pub memory: Option<Memory>,
+    /// Browser processes alive on this host (main processes, not their helpers).
+    pub browsers: u32,
+}
+
+/// The configured bounds (`[limits]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Start nothing new while less memory than this is left (0: no floor).
+    pub memory_floor: u64,
+    /// Launch no browser while this many are alive (0: no cap).
+    pub max_browsers: u32,
+}
+
+/// Whether to start, or why not, in words an operator reads in `abxctl status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Admit,
+    Wait(String),
+}
+
+/// Whether a start that launches a browser when `launches_browser` may happen now.
+pub fn decide(bounds: Bounds, measured: &Measured, launches_browser: bool) -> Decision {
+    if let Some(memory) = &measured.memory {
+        if memory.available < bounds.memory_floor {
+            let below = match &memory.cgroup {
+                Some(dir) => format!("left below memory.max of {}", dir.display()),
+                None => "MemAvailable".to_string(),
+            };
+            return Decision::Wait(format!(
+                "memory: {} {below}, under memory_floor {}",
+                mib(memory.available),
+                mib(bounds.memory_floor)
+            ));
+        }
+    }
+    if launches_browser && bounds.max_browsers > 0 && measured.browsers >= bounds.max_browsers {
+        return Decision::Wait(format!(
+            "browsers: {} alive, max_browsers {}",
+            measured.browsers, bounds.max_browsers
+        ));
+    }
+    Decision::Admit
+}
+
+/// What admission sees, in one line: memory left and browsers alive.
+pub fn describe(bounds: Bounds, measured: &Measured) -> String {
+    let memory = match &measured.memory {
+        Some(Memory {
+            available,
+            cgroup: None,
+        }) => format!("{} available", mib(*available)),
+        Some(Memory {
+            available,
+            cgroup: Some(dir),
+        }) => {
+            format!("{} left below {}", mib(*available), dir.display())
+        }
+        None => "memory not measured".to_string(),
+    };
+    let floor = match bounds.memory_floor {
+        0 => "no floor".to_string(),
+        floor => format!("floor {}", mib(floor)),
+    };
+    let cap = match bounds.max_browsers {
+        0 => "no cap".to_string(),
+        cap => format!("cap {cap}"),
+    };
+    format!("{memory} ({floor}); {} browsers ({cap})", measured.browsers)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+/// The memory left for new work: the host's `MemAvailable`, or less where one of the cgroups
+/// abxd runs in (`own`, its ancestors up to the root) has a `memory.max` with less left below it.
+pub fn memory(own: Option<&Path>) -> Option<Memory> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let mut tightest = Memory {
+        available: mem_available(&meminfo)?,
+        cgroup: None,
+    };
+    for dir in own.into_iter().flat_map(Path::ancestors) {
+        let read = |file: &str| std::fs::read_to_string(dir.join(file)).ok();
+        let (Some(max), Some(current)) = (read("memory.max"), read("memory.current")) else {
+            continue;
+        };
+        let (Ok(max), Ok(current)) = (max.trim().parse::<u64>(), current.trim().parse::<u64>())
+        else {
+            continue; // ("max": no bound here)
+        };
+        let left = max.saturating_sub(current);
+        if left < tightest.available {
+            tightest = Memory {
+                available: left,
+                cgroup: Some(dir.to_path_buf()),
+            };
+        }
+    }
+    Some(tightest)
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
+}
+
+/// Whether `argv` is a browser's main process: Chrome or Chromium by its program's name, and
+/// not one of its helpers (which carry `--type=`).
+pub fn is_browser(argv: &[String]) -> bool {
+    let Some(program) = argv.first() else {
+        return false;
+    };
+    let name = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let browser = [
+        "chrome",
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "headless_shell",
+    ]
+    .contains(&name.as_str());
+    browser && !argv.iter().any(|a| a.starts_with("--type="))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOUNDS: Bounds = Bounds {
+        memory_floor: 512 << 20,
+        max_browsers: 2,
+    };
+
+    fn measured(available_mib: u64, browsers: u32) -> Measured {
+        Measured {
+            memory: Some(Memory {
+                available: available_mib << 20,
+                cgroup: None,
+            }),
+            browsers,
+        }
+    }
+
+    #[test]
+    fn a_start_waits_below_the_memory_floor_and_a_browser_at_the_cap() {
+        assert_eq!(decide(BOUNDS, &measured(2048, 0), true), Decision::Admit);
+        assert_eq!(
+            decide(BOUNDS, &measured(300, 0), false),
+            Decision::Wait("memory: 300 MiB MemAvailable, under memory_floor 512 MiB".into())
+        );
+        assert_eq!(
+            decide(BOUNDS, &measured(2048, 2), true),
+            Decision::Wait("browsers: 2 alive, max_browsers 2".into())
+        );
+        // A start that reuses a browser is not held by the cap.
+        assert_eq!(decide(BOUNDS, &measured(2048, 5), false), Decision::Admit);
+        // No floor, no cap: everything starts; nothing measured: everything starts.
+        let open = Bounds {
+            memory_floor: 0,
+            max_browsers: 0,
+        };
+        assert_eq!(decide(open, &measured(1, 99), true), Decision::Admit);
+        let unmeasured = Measured {
+            memory: None,
+            browsers: 0,
+        };
+        assert_eq!(decide(BOUNDS, &unmeasured, false), Decision::Admit);
+    }
+
+    #[test]
+    fn a_cgroups_memory_max_bounds_what_is_left() {
+        let root = tempfile::tempdir().unwrap();
+        let service = root.path().join("abxd.service");
+        let worker = service.join("crawl-1");
+        std::fs::create_dir_all(&worker).unwrap();
+        std::fs::write(service.join("memory.max"), format!("{}\n", 1u64 << 30)).unwrap();
+        std::fs::write(
+            service.join("memory.current"),
+            format!("{}\n", 800u64 << 20),
+        )
+        .unwrap();
+        std::fs::write(worker.join("memory.max"), "max\n").unwrap();
+        std::fs::write(worker.join("memory.current"), "4096\n").unwrap();
+        let left = memory(Some(&worker)).unwrap();
+        assert_eq!(left.available, 224 << 20);
+        assert_eq!(left.cgroup.as_deref(), Some(service.as_path()));
+    }
+
+    #[test]
+    fn browsers_are_their_main_processes_by_name() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(is_browser(&argv(&[
+            "/usr/lib/chromium/chromium",
+            "--headless=new"
+        ])));
+        assert!(is_browser(&argv(&["/opt/chrome/chrome"])));
+        assert!(!is_browser(&argv(&[
+            "/usr/lib/chromium/chromium",
+            "--type=renderer"
+        ])));
+        assert!(!is_browser(&argv(&["node", "chrome_launch.js"])));
+        assert!(!is_browser(&[]));
+        assert_eq!(
+            mem_available("MemTotal: 10 kB\nMemAvailable:  2048 kB\n"),
+            Some(2 << 20)
+        );
+    }
+}

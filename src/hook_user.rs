@@ -100,6 +100,15 @@ impl HookUser {
     /// others could then reach of abxd's own is closed to them: the database file `database`
     /// (with its `-wal` and `-shm`, which SQLite makes with the file's mode) loses its
     /// permissions for others.
+    pub fn prepare_for(&self, config: &Config) -> std::io::Result<()> {
+        let database = match &config.database {
+            crate::config::Location::File(path) => Some(path.as_path()),
+            crate::config::Location::Postgres(_) => None,
+        };
+        self.prepare(&config.data_dir, database)
+    }
+
+    /// [`HookUser::prepare_for`] with the data dir and the database file named.
     pub fn prepare(&self, data_dir: &Path, database: Option<&Path>) -> std::io::Result<()> {
         if let Some(database) = database {
             for suffix in ["", "-wal", "-shm"] {

@@ -138,6 +138,50 @@ fn abxd_reads_every_hook_and_plugin_of_both_pins_as_their_abx_dl_does() {
 }
 
 #[test]
+fn a_root_abxd_resolves_binaries_as_the_hooks_user_and_records_where_they_are() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let venv_bin = archivebox.parent().unwrap().display().to_string();
+    let user = common::hook_user();
+    let config = format!(
+        "{}[hooks]\nuser = \"{}\"\n",
+        common::plugins_config(&[&common::fixtures().join("binaries")]),
+        common::HOOK_USER
+    );
+    let mut daemon = common::TestDaemon::prepare(&config);
+    let path = format!("{venv_bin}:/usr/bin:/bin");
+    daemon.launch_with_env(&[("PATH", &path)]);
+    let crawl = daemon.add(&["http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, common::WAIT);
+    let store = daemon.store();
+    let results = store.results(crawl).unwrap();
+    assert_eq!(results[0].status, "succeeded", "{results:?}");
+    // The installer ran as the hooks' user (it runs what is installed), under the orchestrator.
+    let rows = store.processes(&Default::default()).unwrap();
+    let installer = (rows.iter())
+        .find(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
+        .unwrap_or_else(|| panic!("no installer row: {rows:#?}"));
+    assert_eq!(installer.uid, Some(user.uid.as_raw()), "{installer:?}");
+    assert_eq!(installer.exit_code, Some(0), "{installer:?}");
+    let listed: Value = serde_json::from_str(&daemon.ctl_ok(&["binaries", "--json"])).unwrap();
+    let bash = &listed["binaries"][0];
+    assert_eq!(bash["name"], "bash", "{listed}");
+    assert_eq!(bash["found"], true, "{listed}");
+    assert_eq!(bash["provider"], "env", "{listed}");
+    assert!(
+        bash["abspath"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/bash")),
+        "{listed}"
+    );
+    assert!(
+        bash["version"].as_str().is_some_and(|v| v.starts_with('5')),
+        "{listed}"
+    );
+}
+
+#[test]
 fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_imports_the_crawl() {
     let Some(archivebox) = archivebox() else {
         return;

@@ -178,7 +178,25 @@ impl State {
                 return self.installer.report.take();
             };
             let cwd = self.config.data_dir.display().to_string();
-            let request = self.errand(step.argv.clone(), cwd, INSTALL_TIMEOUT, "install");
+            let mut request = self.errand(step.argv.clone(), cwd, INSTALL_TIMEOUT, "install");
+            // (Installed as the hooks' user, who runs what is installed: nothing root-owned in
+            // its library, and no install as root it did not ask for.)
+            if let Ok(crate::hook_user::RunAs::User(user)) = &self.hooks {
+                // (Its home, in the data dir, opened to it as a crawl's worker opens it.)
+                if let Err(err) = user.prepare_for(&self.config) {
+                    let why = format!("cannot open the data dir to {}: {err}", user.name);
+                    self.record_binary_failure(&step, &why);
+                    self.record_install(step, None, false, why);
+                    continue;
+                }
+                request.run_as = Some((user.uid, user.gid));
+                request.process.cwd = user.home.display().to_string();
+                request.env.extend([
+                    ("HOME".into(), user.home.display().to_string()),
+                    ("USER".into(), user.name.clone()),
+                    ("LOGNAME".into(), user.name.clone()),
+                ]);
+            }
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
             match supervisor.spawn(
                 &mut self.store,
@@ -189,7 +207,11 @@ impl State {
                 Ok(spawned) => {
                     self.installer.running = Some((spawned.row_id, step, spawned.logs));
                 }
-                Err(err) => self.record_install(step, None, false, err.to_string()),
+                Err(err) => {
+                    let why = format!("could not start the installer: {err}");
+                    self.record_binary_failure(&step, &why);
+                    self.record_install(step, None, false, why);
+                }
             }
         }
         None
@@ -214,19 +236,10 @@ impl State {
                     install::failure_of(&tail_of(&stderr))
                         .unwrap_or_else(|| format!("{outcome}: {last}"))
                 };
-                let found = ok.then(|| install::Found::parse(&last)).flatten();
-                let binary = Binary {
-                    name: step.binary.clone(),
-                    plugin: step.plugin.clone(),
-                    override_key: step.override_key.clone(),
-                    abspath: found.as_ref().map(|f| f.abspath.clone()),
-                    version: found.as_ref().map(|f| f.version.clone()),
-                    provider: found.map(|f| f.provider),
-                    failure: (!ok).then(|| detail.clone()),
-                    resolved_at: 0,
-                };
-                if let Err(err) = self.store.record_binary(&binary) {
-                    log::error!("install: cannot record {}: {err}", step.binary);
+                match ok.then(|| install::Found::parse(&last)).flatten() {
+                    Some(found) => self.record_binary(&step, Some(found), None),
+                    None if ok => self.record_binary(&step, None, None),
+                    None => self.record_binary_failure(&step, &detail),
                 }
                 self.record_install(step, Some(row), ok, detail);
                 true
@@ -236,6 +249,33 @@ impl State {
                 false
             }
         }
+    }
+
+    /// Records how this host resolved `step`'s binary: found (where, if the installer said),
+    /// or not, with why.
+    fn record_binary(
+        &mut self,
+        step: &InstallStep,
+        found: Option<install::Found>,
+        failure: Option<&str>,
+    ) {
+        let binary = Binary {
+            name: step.binary.clone(),
+            plugin: step.plugin.clone(),
+            override_key: step.override_key.clone(),
+            abspath: found.as_ref().map(|f| f.abspath.clone()),
+            version: found.as_ref().map(|f| f.version.clone()),
+            provider: found.map(|f| f.provider),
+            failure: failure.map(str::to_string),
+            resolved_at: 0,
+        };
+        if let Err(err) = self.store.record_binary(&binary) {
+            log::error!("install: cannot record {}: {err}", step.binary);
+        }
+    }
+
+    fn record_binary_failure(&mut self, step: &InstallStep, why: &str) {
+        self.record_binary(step, None, Some(why));
     }
 
     fn record_install(&mut self, step: InstallStep, row: Option<i64>, ok: bool, detail: String) {

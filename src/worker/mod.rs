@@ -101,11 +101,7 @@ impl Context {
         let run_as = match crate::hook_user::for_crawls(&config).map_err(WorkerError::Setup)? {
             RunAs::Abxd => None,
             RunAs::User(user) => {
-                let database = match &config.database {
-                    crate::config::Location::File(path) => Some(path.as_path()),
-                    crate::config::Location::Postgres(_) => None,
-                };
-                user.prepare(&config.data_dir, database).map_err(|err| {
+                user.prepare_for(&config).map_err(|err| {
                     WorkerError::Setup(format!("cannot open the data dir to {}: {err}", user.name))
                 })?;
                 Some(user)

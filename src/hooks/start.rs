@@ -138,7 +138,13 @@ impl HookRunner {
             memory,
             argv: request.process.argv.clone(),
             result_uuid: result.uuid.clone(),
-            process_uuid: store.process(spawned.row_id)?.and_then(|row| row.uuid),
+            // (Read after the spawn, so never the start's failure: the hook runs, and a read
+            // the database refused leaves its Process record a fresh id.)
+            process_uuid: store
+                .process(spawned.row_id)
+                .ok()
+                .flatten()
+                .and_then(|row| row.uuid),
             started_at: crate::store::now_ms(),
         };
         Ok(Some((spawned.row_id, running)))

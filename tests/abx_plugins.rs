@@ -145,14 +145,7 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
         !browser.is_empty(),
         "no chromium rows under the launch hook"
     );
-    let survivors: Vec<i32> = common::tagged_pids(&daemon.tag)
-        .into_iter()
-        .filter(|&pid| pid != daemon.pid())
-        .collect();
-    assert!(
-        survivors.is_empty(),
-        "processes of the crawl survived: {survivors:?}"
-    );
+    daemon.assert_nothing_survives();
 }
 
 #[test]

@@ -11,7 +11,8 @@
 mod common;
 
 use common::archivebox::{
-    archivebox, collection_dir, listed_results, new_collection, records, run_archivebox,
+    archivebox, collection_dir, export_and_wait, listed_results, new_collection, records,
+    run_archivebox,
 };
 use common::{fixtures, hook_user, plugins_config, wait_until, TestDaemon, WAIT};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -50,23 +51,8 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
     let crawl = daemon.add(&["--plugins", "leaky,title", "http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, WAIT);
     let target = collection.display().to_string();
-    let output = daemon
-        .ctl_command(&[
-            "export",
-            "--archivebox",
-            &target,
-            "--wait",
-            &crawl.to_string(),
-        ])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{said}{}\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        daemon.log()
-    );
+    let (ok, said, stderr) = export_and_wait(&daemon, &collection, crawl);
+    assert!(ok, "{said}{stderr}\n{}", daemon.log());
     assert!(said.contains("imported"), "{said}");
     assert!(said.contains("ArchiveBox Imported: 1"), "{said}");
     // Each step was a process row under the orchestrator, ArchiveBox's as the collection's owner.

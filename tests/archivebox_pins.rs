@@ -14,7 +14,9 @@
 mod common;
 
 use common::abx::{crawl_as_abx_dl_did, launch, serve_test_site, Reference, Tools};
-use common::archivebox::{archivebox, listed_results, new_collection, records, run_archivebox};
+use common::archivebox::{
+    archivebox, export_and_wait, listed_results, new_collection, records, run_archivebox,
+};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -237,23 +239,8 @@ fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_impo
     // ArchiveBox 0.9.73 imports the crawl: its CLI lists both snapshots sealed, with abxd's ids,
     // and every result with abxd's status.
     let collection = new_collection(&archivebox, &daemon);
-    let target = collection.display().to_string();
-    let output = daemon
-        .ctl_command(&[
-            "export",
-            "--archivebox",
-            &target,
-            "--wait",
-            &crawl.to_string(),
-        ])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && said.contains("imported"),
-        "{said}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (ok, said, stderr) = export_and_wait(&daemon, &collection, crawl);
+    assert!(ok && said.contains("imported"), "{said}{stderr}");
     let listed = records(&run_archivebox(
         &archivebox,
         &collection,
@@ -279,14 +266,7 @@ fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_impo
         abxd_snapshot_results(&store, crawl),
         "ArchiveBox's results are abxd's"
     );
-    let survivors: Vec<i32> = common::tagged_pids(&daemon.tag)
-        .into_iter()
-        .filter(|&pid| pid != daemon.pid())
-        .collect();
-    assert!(
-        survivors.is_empty(),
-        "processes of the crawl survived: {survivors:?}"
-    );
+    daemon.assert_nothing_survives();
 
     // What a user tries first: `abxd run URL` in an empty directory, no config, no install.
     let empty = tempfile::tempdir().unwrap();

@@ -104,3 +104,28 @@ pub fn listed_results(archivebox: &Path, collection: &Path) -> Vec<(String, Stri
     statuses.sort();
     statuses
 }
+
+/// `abxctl export --archivebox COLLECTION --wait CRAWL`, as a user follows an export to its end:
+/// whether it succeeded, and what it printed (stdout, then stderr).
+pub fn export_and_wait(
+    daemon: &TestDaemon,
+    collection: &Path,
+    crawl: i64,
+) -> (bool, String, String) {
+    let target = collection.display().to_string();
+    let output = daemon
+        .ctl_command(&[
+            "export",
+            "--archivebox",
+            &target,
+            "--wait",
+            &crawl.to_string(),
+        ])
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}

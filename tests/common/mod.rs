@@ -365,6 +365,19 @@ impl TestDaemon {
         }
     }
 
+    /// Asserts that nothing this daemon started outlives its crawls: no process of its tag runs
+    /// but the daemon itself.
+    pub fn assert_nothing_survives(&self) {
+        let survivors: Vec<i32> = tagged_pids(&self.tag)
+            .into_iter()
+            .filter(|&pid| pid != self.pid())
+            .collect();
+        assert!(
+            survivors.is_empty(),
+            "processes of the crawl survived: {survivors:?}"
+        );
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.as_ref().expect("daemon started").id() as i32
     }

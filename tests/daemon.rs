@@ -221,6 +221,28 @@ fn idle_daemon_sleeps_in_poll_without_a_timeout() {
     common::assert_sleeps_without_timer(daemon.pid());
 }
 
+#[test]
+fn a_daemon_that_may_start_no_crawl_sleeps_without_a_timer_though_one_is_due() {
+    // A root daemon told no one to run hooks as: the queued crawl is due, but nothing may claim
+    // it until the config changes, so there is no reason to wake (it used to spin on it).
+    let plugins = plugins_config(&[&fixtures().join("plugins")]);
+    let mut daemon = TestDaemon::prepare(&format!("[hooks]\n{plugins}"));
+    std::fs::create_dir_all(daemon.data_dir()).unwrap();
+    let crawl = abxd::store::Store::open_at(&daemon.location())
+        .unwrap()
+        .add_crawl(&["http://127.0.0.1:9/".into()], 0, Some(&["ok".into()]))
+        .unwrap();
+    daemon.launch();
+    wait_until("the daemon to say no crawl starts", WAIT, || {
+        daemon.log().contains("no crawl starts").then_some(())
+    });
+    common::assert_sleeps_without_timer(daemon.pid());
+    // Told who, on a reload, it claims the crawl at once.
+    daemon.write_config(&format!("[hooks]\nuser = \"root\"\n{plugins}"));
+    daemon.signal(Signal::SIGHUP);
+    daemon.wait_sealed(crawl, WAIT);
+}
+
 /// KiB resident of `pid`'s mappings of the abxd executable that hold the file's pages only
 /// (read-only, nothing copied on write: what the daemon may give back).
 fn resident_code_kib(pid: i32) -> u64 {

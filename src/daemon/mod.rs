@@ -172,7 +172,9 @@ impl Daemon {
                 break;
             }
             let just_started = self.tell_systemd();
-            let timer = [self.next_timer(tick), self.notifier.next_deadline()]
+            let due = self.next_timer();
+            let tick_at = tick.map(|t| Instant::now() + t);
+            let timer = [due, tick_at, self.notifier.next_deadline()]
                 .into_iter()
                 .flatten()
                 .min();
@@ -181,6 +183,11 @@ impl Daemon {
             self.notifier.ping_if_due(Instant::now());
             self.state.fleet_turn(&mut self.supervisor);
             for event in events {
+                // (A tick or the watchdog's ping only asks `done` again: no timer of the
+                // daemon's own came due, so there is nothing to claim or retry.)
+                if event == Event::Timer && due.is_none_or(|at| at > Instant::now()) {
+                    continue;
+                }
                 self.on_event(event);
             }
             for (token, answer) in handlers::retry_parked_adds(&mut self.state) {
@@ -261,17 +268,17 @@ impl Daemon {
     }
 
     /// When the loop must wake without an event: a backed-off crawl becoming due, a retry after
-    /// a store failure, or `tick`.
-    fn next_timer(&self, tick: Option<Duration>) -> Option<Instant> {
+    /// a store failure.
+    fn next_timer(&self) -> Option<Instant> {
         let state = &self.state;
-        let due = (!state.stopping)
+        // (Only while a claim could follow: while binaries are installed or hooks have no user
+        // to run as, a due crawl is no reason to wake — that ends with an event of its own.)
+        let due = (state.claiming() && !state.installer.busy() && state.hooks.is_ok())
             .then(|| state.crawls.next_due(&state.config, &state.store))
             .flatten();
-        let tick = tick.map(|t| Instant::now() + t);
         let parked = (!state.parked_adds.is_empty()).then(|| Instant::now() + BUSY_RETRY);
         [
             due,
-            tick,
             state.retry_claims_at,
             parked,
             state.truncate_wal_at,

@@ -29,7 +29,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// The first line of `text` (from outside: escaped), cut to `max` characters.
-fn one_line(text: &str, max: usize) -> String {
+pub(super) fn one_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
     let line = if line.chars().count() > max {
         format!("{}…", line.chars().take(max).collect::<String>())
@@ -343,76 +343,5 @@ fn crawl_status(crawl: &Crawl) -> String {
         }
         _ if crawl.paused_at.is_some() => format!("{} (paused)", crawl.status),
         _ => crawl.status.to_string(),
-    }
-}
-
-/// Follows a crawl for a person: a line each time a result starts or ends, and where the crawl
-/// stands (see [`Standing`]).
-#[derive(Debug, Default)]
-pub struct Progress {
-    reported: HashMap<i64, ResultStatus>,
-}
-
-/// Where a followed crawl stands: results final of all known so far, and the hooks running.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Standing {
-    pub done: usize,
-    pub total: usize,
-    pub running: Vec<String>,
-}
-
-impl Progress {
-    /// Lines for what changed since the last call (a failure's status in red with `colour`),
-    /// and where the crawl stands.
-    pub fn update(
-        &mut self,
-        store: &Store,
-        crawl_id: i64,
-        colour: bool,
-    ) -> Result<(Vec<String>, Standing), StoreError> {
-        let snapshots: HashMap<i64, String> = store
-            .snapshots(crawl_id)?
-            .into_iter()
-            .map(|s| (s.id, s.url))
-            .collect();
-        let results = store.results(crawl_id)?;
-        let standing = Standing {
-            done: results.iter().filter(|r| r.is_final()).count(),
-            total: results.len(),
-            running: results
-                .iter()
-                .filter(|r| r.status == ResultStatus::Started)
-                .map(|r| printable::line(&r.hook).into_owned())
-                .collect(),
-        };
-        let mut lines = Vec::new();
-        for result in results {
-            if self.reported.get(&result.id) == Some(&result.status)
-                || result.status == ResultStatus::Queued
-            {
-                continue;
-            }
-            self.reported.insert(result.id, result.status);
-            let place = result
-                .snapshot_id
-                .and_then(|id| snapshots.get(&id).cloned())
-                .unwrap_or_else(|| "crawl".into());
-            let detail = match result.status {
-                ResultStatus::Started => String::new(),
-                _ => format!(
-                    " {} {}",
-                    bytes(result.output_size),
-                    one_line(result.output.as_deref().unwrap_or(""), 60)
-                ),
-            };
-            let rest = format!(" {:<36} {place}{detail}", result.hook);
-            let status = format!("{:<9}", result.status.to_string());
-            let status = match result.status {
-                ResultStatus::Failed => paint(&status, Colour::Red, colour),
-                _ => status,
-            };
-            lines.push(format!("{status}{}", printable::line(&rest)));
-        }
-        Ok((lines, standing))
     }
 }

@@ -5,8 +5,8 @@
 //! Invariant: what a pipe gets is the same lines a terminal shows above its status line, without
 //! colour; the status line is cleared before anything else is printed after it.
 
-use super::crawl::{Progress, Standing};
 use super::paint;
+use super::progress::{Progress, Standing};
 use crate::store::{Store, StoreError};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;

@@ -25,10 +25,12 @@ mod crawl;
 mod follow;
 pub mod json;
 pub mod paint;
+mod progress;
 mod table;
 
-pub use crawl::{bytes, crawl_report, crawls_table, Progress, Standing};
+pub use crawl::{bytes, crawl_report, crawls_table};
 pub use follow::{say, Follow};
+pub use progress::{Progress, Standing};
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.
 pub const PS_JSON_VERSION: u32 = 1;

@@ -30,8 +30,8 @@ pub use error::StoreError;
 pub use fleet::clock::{boot_clock_ms, now_ms};
 pub use fleet::copy::Copied;
 pub use fleet::machines::Machine;
+pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use processes::{Compact, Pruned};
-pub use processes::{LiveRow, ProcessFilter};
 pub use processes::{NewProcess, ProcessRow};
 pub use work::{Added, Binary, Export, RefusedUrls, RetryScope};
 pub use work::{Crawl, HookResult, Snapshot};
@@ -310,6 +310,14 @@ impl Store {
             return 0;
         }
         std::fs::metadata(beside(&self.path, "-wal")).map_or(0, |m| m.len())
+    }
+
+    /// A number that changes whenever another connection commits to the database (SQLite's
+    /// `data_version`: nothing is read but a counter); `None` where it cannot be known
+    /// (PostgreSQL) — then anything may have changed.
+    pub fn data_version(&self) -> Option<i64> {
+        let conn = self.sqlite()?;
+        conn.query_row("PRAGMA data_version", [], |r| r.get(0)).ok()
     }
 
     /// Copies the write-ahead log into the database and truncates it to nothing, if no reader

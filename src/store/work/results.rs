@@ -105,6 +105,36 @@ impl Store {
             .query_map(&sql, &args![snapshot_id], HookResult::from_row)?)
     }
 
+    /// The results of crawl `crawl_id` that may have changed since `since_ms` (wall clock, as
+    /// `started_at` and `ended_at` are written): those running, and those that started or ended
+    /// since; ordered as [`Store::results`]. (A follower's view, read often: what did not
+    /// change is not read.)
+    pub fn results_since(
+        &self,
+        crawl_id: i64,
+        since_ms: i64,
+    ) -> Result<Vec<HookResult>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM results WHERE crawl_id = ?1 AND status != 'queued' \
+             AND (status = 'started' OR COALESCE(ended_at, started_at, ?2) >= ?2) \
+             ORDER BY COALESCE(snapshot_id, 0), hook",
+            HookResult::COLUMNS
+        );
+        Ok(self
+            .db()
+            .query_map(&sql, &args![crawl_id, since_ms], HookResult::from_row)?)
+    }
+
+    /// How many results crawl `crawl_id` has, and how many of them are final.
+    pub fn result_counts(&self, crawl_id: i64) -> Result<(u64, u64), StoreError> {
+        let row = self.db().query_one(
+            "SELECT count(*), COALESCE(sum(CASE WHEN status IN ('queued', 'started') \
+             THEN 0 ELSE 1 END), 0) FROM results WHERE crawl_id = ?1",
+            &args![crawl_id],
+        )?;
+        Ok((row.get(0)?, row.get(1)?))
+    }
+
     /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
     pub fn results(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
         let sql = format!(

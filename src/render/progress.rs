@@ -1,0 +1,111 @@
+//! A crawl's progress for a person (`abxd run`, `abxctl add --wait`): a line each time a result
+//! starts or ends, and where the crawl stands.
+//!
+//! Invariant: it reads, never writes; a look reads only what may have changed since the one
+//! before (nothing while the database did not change), so following a crawl of thousands of
+//! results costs what following one of ten does; what came from outside is printed escaped.
+
+use super::crawl::{bytes, one_line};
+use super::paint::{paint, Colour};
+use crate::domain::ResultStatus;
+use crate::printable;
+use crate::store::{now_ms, Store, StoreError};
+use std::collections::HashMap;
+
+/// Follows a crawl for a person: a line each time a result starts or ends, and where the crawl
+/// stands (see [`Standing`]). Each look reads only what may have changed since the one before
+/// (and nothing while the database did not change), so following a crawl of thousands of
+/// results costs what following one of ten does.
+#[derive(Debug, Default)]
+pub struct Progress {
+    reported: HashMap<i64, ResultStatus>,
+    /// The URLs of the snapshots reported so far, by id.
+    urls: HashMap<i64, String>,
+    /// When the last look began (wall clock), and the database's version then.
+    looked: Option<(i64, Option<i64>)>,
+    standing: Standing,
+}
+
+/// How far back a look reads again: a result is stamped with its writer's clock before its
+/// transaction commits, so one committed after the last look may carry a time before it.
+const RESTAMP_MARGIN_MS: i64 = 60_000;
+
+/// Where a followed crawl stands: results final of all known so far, and the hooks running.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Standing {
+    pub done: usize,
+    pub total: usize,
+    pub running: Vec<String>,
+}
+
+impl Progress {
+    /// Lines for what changed since the last call (a failure's status in red with `colour`),
+    /// and where the crawl stands.
+    pub fn update(
+        &mut self,
+        store: &Store,
+        crawl_id: i64,
+        colour: bool,
+    ) -> Result<(Vec<String>, Standing), StoreError> {
+        let (now, version) = (now_ms(), store.data_version());
+        let since = match self.looked {
+            Some((_, Some(seen))) if version == Some(seen) => {
+                return Ok((Vec::new(), self.standing.clone()))
+            }
+            Some((at, _)) => at - RESTAMP_MARGIN_MS,
+            None => 0,
+        };
+        let results = store.results_since(crawl_id, since)?;
+        let (total, done) = store.result_counts(crawl_id)?;
+        self.looked = Some((now, version));
+        self.standing = Standing {
+            done: done as usize,
+            total: total as usize,
+            running: results
+                .iter()
+                .filter(|r| r.status == ResultStatus::Started)
+                .map(|r| printable::line(&r.hook).into_owned())
+                .collect(),
+        };
+        let standing = self.standing.clone();
+        let mut lines = Vec::new();
+        for result in results {
+            if self.reported.get(&result.id) == Some(&result.status)
+                || result.status == ResultStatus::Queued
+            {
+                continue;
+            }
+            self.reported.insert(result.id, result.status);
+            let place = match result.snapshot_id {
+                Some(id) => self.url_of(store, id)?,
+                None => "crawl".into(),
+            };
+            let detail = match result.status {
+                ResultStatus::Started => String::new(),
+                _ => format!(
+                    " {} {}",
+                    bytes(result.output_size),
+                    one_line(result.output.as_deref().unwrap_or(""), 60)
+                ),
+            };
+            let rest = format!(" {:<36} {place}{detail}", result.hook);
+            let status = format!("{:<9}", result.status.to_string());
+            let status = match result.status {
+                ResultStatus::Failed => paint(&status, Colour::Red, colour),
+                _ => status,
+            };
+            lines.push(format!("{status}{}", printable::line(&rest)));
+        }
+        Ok((lines, standing))
+    }
+
+    /// The URL of snapshot `id`, read once.
+    fn url_of(&mut self, store: &Store, id: i64) -> Result<String, StoreError> {
+        if let Some(url) = self.urls.get(&id) {
+            return Ok(url.clone());
+        }
+        let url = store.snapshot(id)?.map(|s| s.url).unwrap_or_default();
+        self.urls.insert(id, url.clone());
+        Ok(url)
+    }
+}

@@ -101,9 +101,9 @@ impl Daemon {
             store,
             orchestrator_id,
             stopping: false,
-            // (A crawl's browser is launched by its hooks: admission holds crawls by memory.)
+            // (A crawl whose hooks launch one browser for it waits at the browser cap.)
             crawls: WorkerPool::crawls(orchestrator_id).with_gate(crate::pool::Gate::new(
-                false,
+                crate::pool::Launches::PerCrawl(crate::worker::crawl_launches_browser),
                 crate::cgroup::own_cgroup().ok().map(|c| c.dir),
             )),
             wake: true,

@@ -6,35 +6,69 @@
 //!
 //! Invariants: the gate is looked at only when there is due work to start (an idle pool measures
 //! nothing, and so wakes no one); a start held back is claimed by no one here and tried again
-//! `admission::POLL` later; each new reason to wait is logged once, and the end of a wait too. A
-//! pool whose workers each launch a browser counts each of its workers as one browser from its
-//! start, so two starts in a row cannot both slip under the cap before either browser is found.
+//! `admission::POLL` later; each new reason to wait is logged once, and the end of a wait too.
+//! Whether a start launches a browser is known before it is claimed: every snapshot of a crawl
+//! that isolates Chrome per snapshot does, and a crawl does when its hooks launch one browser
+//! for it (the next due crawl is looked at). A worker counts as the browser it will launch from
+//! its start until that browser is found, so two starts in a row cannot both slip under the cap.
 
 use super::WorkerPool;
 use crate::admission::{self, Decision, Measured};
 use crate::config::Config;
-use crate::store::{Store, StoreError};
+use crate::domain::Queue;
+use crate::store::{Crawl, Store, StoreError};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// Which of a pool's starts launch a browser.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Launches {
+    /// None does (the snapshots of a crawl whose browser they share).
+    #[default]
+    Nothing,
+    /// Each does (the snapshots of a crawl that isolates Chrome per snapshot).
+    EachStart,
+    /// Those of crawls for which this says so (the daemon's crawl workers).
+    PerCrawl(fn(&Config, &Crawl) -> bool),
+}
 
 /// What a pool's starts need and why the last one waited.
 #[derive(Debug, Clone, Default)]
 pub struct Gate {
-    /// Whether each start launches a browser (a crawl's session, or a snapshot's when Chrome is
-    /// isolated per snapshot).
-    pub launches_browser: bool,
+    pub launches: Launches,
     /// The cgroup abxd runs in, whose ancestors' `memory.max` bound what is left.
     pub cgroup: Option<PathBuf>,
     waiting: Option<String>,
+    /// For `PerCrawl`: whether each crawl looked at launches a browser.
+    crawls: HashMap<i64, bool>,
 }
 
 impl Gate {
-    pub fn new(launches_browser: bool, cgroup: Option<PathBuf>) -> Gate {
+    pub fn new(launches: Launches, cgroup: Option<PathBuf>) -> Gate {
         Gate {
-            launches_browser,
+            launches,
             cgroup,
             waiting: None,
+            crawls: HashMap::new(),
         }
+    }
+
+    /// Whether starting `work` (of a pool of `queue`) launches a browser.
+    fn launches(&mut self, config: &Config, store: &Store, work: i64) -> Result<bool, StoreError> {
+        let per_crawl = match self.launches {
+            Launches::Nothing => return Ok(false),
+            Launches::EachStart => return Ok(true),
+            Launches::PerCrawl(per_crawl) => per_crawl,
+        };
+        if let Some(&launches) = self.crawls.get(&work) {
+            return Ok(launches);
+        }
+        let launches = store
+            .crawl(work)?
+            .is_some_and(|crawl| per_crawl(config, &crawl));
+        self.crawls.insert(work, launches);
+        Ok(launches)
     }
 }
 
@@ -82,27 +116,31 @@ impl WorkerPool {
     pub(super) fn held_back(&mut self, config: &Config, store: &Store) -> Result<bool, StoreError> {
         let bounds = config.limits.admission();
         if bounds.memory_floor == 0 && bounds.max_browsers == 0 {
+            self.gate.waiting = None;
             return Ok(false);
         }
-        let due = store
-            .next_retry_at(self.queue, self.claim_scope())?
-            .is_some_and(|at| at <= store.queue_now());
-        let decision = if due {
-            // A pool whose workers each launch a browser counts one per worker (a browser just
-            // launched is not found yet), and not its snapshots' browsers twice.
-            let own = self.gate.launches_browser.then_some(self.crawl).flatten();
-            let measured = Measured {
-                memory: admission::memory(self.gate.cgroup.as_deref()),
-                browsers: store.browsers_alive(own)?
-                    + if own.is_some() {
-                        self.workers.len() as u32
+        let next = store.next_due_id(self.queue, self.claim_scope())?;
+        let due = next.is_some();
+        // (What is remembered of crawls is of those that run here or start next.)
+        let keep: Vec<i64> = (self.workers.values().map(|h| h.claim.id))
+            .chain(next)
+            .collect();
+        self.gate.crawls.retain(|crawl, _| keep.contains(crawl));
+        let decision = match next {
+            Some(work) => {
+                let launches =
+                    bounds.max_browsers > 0 && self.gate.launches(config, store, work)?;
+                let measured = Measured {
+                    memory: admission::memory(self.gate.cgroup.as_deref()),
+                    browsers: if bounds.max_browsers > 0 {
+                        self.browsers_counted(config, store)?
                     } else {
                         0
                     },
-            };
-            admission::decide(bounds, &measured, self.gate.launches_browser)
-        } else {
-            Decision::Admit
+                };
+                admission::decide(bounds, &measured, launches)
+            }
+            None => Decision::Admit,
         };
         let queue = self.queue.as_str();
         match decision {
@@ -118,6 +156,28 @@ impl WorkerPool {
                     log::info!("{queue}: admission lets work start again");
                 }
                 Ok(false)
+            }
+        }
+    }
+
+    /// The browsers alive on this host, where each of this pool's workers that will launch one
+    /// counts as one until its browser is found (and the snapshots of its own crawl's browsers
+    /// are counted once).
+    fn browsers_counted(&mut self, config: &Config, store: &Store) -> Result<u32, StoreError> {
+        match (self.gate.launches, self.queue) {
+            (Launches::Nothing, _) => store.browsers_alive(None),
+            (Launches::EachStart, _) => {
+                Ok(store.browsers_alive(self.crawl)? + self.workers.len() as u32)
+            }
+            (Launches::PerCrawl(_), queue) => {
+                debug_assert_eq!(queue, Queue::Crawls);
+                let alive = store.browsers_alive_by_scope(None)?;
+                let works: Vec<i64> = self.workers.values().map(|h| h.claim.id).collect();
+                let mut launching = 0;
+                for work in works {
+                    launching += u32::from(self.gate.launches(config, store, work)?);
+                }
+                Ok(alive.per_snapshot + alive.crawl_wide.max(launching))
             }
         }
     }

@@ -11,7 +11,7 @@
 
 mod gate;
 
-pub use gate::{measure, Gate};
+pub use gate::{measure, Gate, Launches};
 
 use crate::config::Config;
 use crate::domain::{Claim, Kind, Queue, WorkStatus};

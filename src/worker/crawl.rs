@@ -30,10 +30,11 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     let urls = crawl.urls.clone();
     watch_limits(&mut cx, &crawl);
     let max_urls = crawl.rules.limit(Limit::MaxUrls);
-    let gate = crate::pool::Gate::new(
-        snapshots_launch_browsers(&cx.config, &crawl),
-        crate::cgroup::own_cgroup().ok().map(|c| c.dir),
-    );
+    let launches = match snapshots_launch_browsers(&cx.config, &crawl) {
+        true => crate::pool::Launches::EachStart,
+        false => crate::pool::Launches::Nothing,
+    };
+    let gate = crate::pool::Gate::new(launches, crate::cgroup::own_cgroup().ok().map(|c| c.dir));
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,

@@ -20,6 +20,7 @@ mod selection;
 mod snapshot;
 
 pub use crawl::run_crawl_worker;
+pub use selection::crawl_launches_browser;
 pub use snapshot::run_snapshot_worker;
 
 use crate::config::Config;

@@ -159,18 +159,29 @@ fn skip(
 /// Whether each snapshot of `crawl` launches a browser of its own: Chrome runs for it, isolated
 /// per snapshot (`CHROME_ISOLATION=snapshot`; by default one browser serves the whole crawl).
 pub(super) fn snapshots_launch_browsers(config: &Config, crawl: &Crawl) -> bool {
+    chrome_isolation(config, crawl).is_some_and(|isolation| isolation == "snapshot")
+}
+
+/// Whether `crawl` launches one browser for all its snapshots: Chrome runs for it, shared by
+/// the crawl (`CHROME_ISOLATION=crawl`, the default).
+pub fn crawl_launches_browser(config: &Config, crawl: &Crawl) -> bool {
+    chrome_isolation(config, crawl).is_some_and(|isolation| isolation != "snapshot")
+}
+
+/// Chrome's `CHROME_ISOLATION` for `crawl` (its default when unset), if Chrome runs for it.
+fn chrome_isolation(config: &Config, crawl: &Crawl) -> Option<String> {
     let catalog = Catalog::load(&config.plugins_dirs);
-    let Ok(selected) = catalog.select(config, crawl.plugins.as_deref()) else {
-        return false;
-    };
-    let Some(chrome) = selected.get("chrome").map(|name| &catalog.plugins[name]) else {
-        return false;
-    };
+    let selected = catalog.select(config, crawl.plugins.as_deref()).ok()?;
+    let chrome = selected.get("chrome").map(|name| &catalog.plugins[name])?;
     let env = crate::plugins::env::resolve(
         chrome,
         &catalog,
         config,
         &crate::plugins::env::process_environ,
     );
-    env.get("CHROME_ISOLATION").is_some_and(|v| v == "snapshot")
+    Some(
+        env.get("CHROME_ISOLATION")
+            .cloned()
+            .unwrap_or_else(|| "crawl".into()),
+    )
 }

@@ -41,6 +41,10 @@ fn admission(state: &State) -> String {
         return "not measured (the database did not answer)".into();
     };
     let seen = describe(bounds, &measured);
+    // (What the daemon's own crawls wait for, first: it may be a browser the next one launches.)
+    if let Some(why) = state.crawls.waiting() {
+        return format!("crawls wait for {why} — {seen}");
+    }
     match (
         decide(bounds, &measured, false),
         decide(bounds, &measured, true),

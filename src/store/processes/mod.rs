@@ -9,7 +9,7 @@ mod notes;
 mod queries;
 mod retention;
 
-pub use queries::{LiveRow, ProcessFilter};
+pub use queries::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use retention::{Compact, Pruned};
 
 use crate::domain::{EndDetail, EndReason, ExitOutcome, Kind, Status};

@@ -162,22 +162,40 @@ impl Store {
     /// How many browsers (`admission::is_browser`) this machine's live rows claim, leaving out
     /// those of the snapshots of crawl `but_snapshots_of` (whose pool counts its own).
     pub fn browsers_alive(&self, but_snapshots_of: Option<i64>) -> Result<u32, StoreError> {
-        let argvs: Vec<String> = self.db().query_map(
+        let alive = self.browsers_alive_by_scope(but_snapshots_of)?;
+        Ok(alive.crawl_wide + alive.per_snapshot)
+    }
+
+    /// [`Store::browsers_alive`], told apart by whose they are: a crawl's (launched by a crawl
+    /// hook, shared by its snapshots) or one snapshot's.
+    pub fn browsers_alive_by_scope(
+        &self,
+        but_snapshots_of: Option<i64>,
+    ) -> Result<BrowsersAlive, StoreError> {
+        let rows: Vec<(String, Option<i64>)> = self.db().query_map(
             &format!(
-                "SELECT argv FROM processes WHERE status IN {LIVE_STATUSES} AND kind = 'child' \
-                 AND COALESCE(machine_id, ?1) = ?1 \
+                "SELECT argv, snapshot_id FROM processes WHERE status IN {LIVE_STATUSES} \
+                 AND kind = 'child' AND COALESCE(machine_id, ?1) = ?1 \
                  AND (argv LIKE '%chrom%' OR argv LIKE '%headless_shell%') \
                  AND NOT (COALESCE(crawl_id, 0) = COALESCE(CAST(?2 AS BIGINT), -1) \
                           AND snapshot_id IS NOT NULL)"
             ),
             &args![crate::identity::machine_id(), but_snapshots_of],
-            |row| row.get(0),
+            |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
-        let browsers = (argvs.iter())
-            .filter_map(|argv| serde_json::from_str::<Vec<String>>(argv).ok())
-            .filter(|argv| crate::admission::is_browser(argv))
-            .count();
-        Ok(browsers as u32)
+        let mut alive = BrowsersAlive::default();
+        for (argv, snapshot) in rows {
+            let Ok(argv) = serde_json::from_str::<Vec<String>>(&argv) else {
+                continue;
+            };
+            if crate::admission::is_browser(&argv) {
+                match snapshot {
+                    Some(_) => alive.per_snapshot += 1,
+                    None => alive.crawl_wide += 1,
+                }
+            }
+        }
+        Ok(alive)
     }
 
     /// Every row of crawl `crawl_id`, by id.
@@ -202,4 +220,13 @@ impl Store {
             .map(|row| Ok((row.get::<Kind>(0)?, row.get::<u64>(1)?)))
             .collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
     }
+}
+
+/// Browsers alive, by whose they are (see [`Store::browsers_alive_by_scope`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BrowsersAlive {
+    /// Launched by a crawl's hooks, shared by its snapshots.
+    pub crawl_wide: u32,
+    /// Launched for one snapshot.
+    pub per_snapshot: u32,
 }

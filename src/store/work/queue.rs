@@ -238,6 +238,20 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The row of `queue` a claim within crawl `crawl_id` would take now, if one is due.
+    pub fn next_due_id(
+        &self,
+        queue: Queue,
+        crawl_id: Option<i64>,
+    ) -> Result<Option<i64>, StoreError> {
+        let sql = next_due(queue, crawl_id, "?1", "?2", "?3");
+        let me = crate::identity::machine_id();
+        let now = self.queue_now();
+        Ok(self.db().query_value(&sql, &args![now, crawl_id, me])?)
+    }
+}
+
 /// The query for the row of `queue` a claim within crawl `crawl_id` takes: the first due at
 /// `now` (a placeholder), as [`claim_scope`] scopes it.
 fn next_due(queue: Queue, crawl_id: Option<i64>, now: &str, crawl: &str, machine: &str) -> String {

@@ -1,6 +1,7 @@
 //! Admission: whether a new crawl or snapshot may start now, by what the host has — the memory
 //! left (measured: the host's `MemAvailable`, and under every ancestor cgroup of abxd's with a
-//! `memory.max` what is left below it) against `[limits] memory_floor`, and the browsers alive
+//! bound — v2 `memory.max`, v1 `memory.limit_in_bytes` — what is left below it, page cache the
+//! kernel drops first counted as free) against `[limits] memory_floor`, and the browsers alive
 //! against `[limits] max_browsers` when the start would launch one.
 //!
 //! Invariants: a decision is a pure function of what was measured (`decide`); what runs is never
@@ -50,7 +51,7 @@ pub fn decide(bounds: Bounds, measured: &Measured, launches_browser: bool) -> De
     if let Some(memory) = &measured.memory {
         if memory.available < bounds.memory_floor {
             let below = match &memory.cgroup {
-                Some(dir) => format!("left below memory.max of {}", dir.display()),
+                Some(dir) => format!("left below the memory limit of {}", dir.display()),
                 None => "MemAvailable".to_string(),
             };
             return Decision::Wait(format!(
@@ -99,24 +100,68 @@ fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
 }
 
-/// The memory left for new work: the host's `MemAvailable`, or less where one of the cgroups
-/// abxd runs in (`own`, its ancestors up to the root) has a `memory.max` with less left below it.
-pub fn memory(own: Option<&Path>) -> Option<Memory> {
+/// The cgroups abxd runs in whose memory bounds can be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnCgroups {
+    /// Its cgroup v2 (bounded by `memory.max` on a unified host: systemd's `MemoryMax=`).
+    pub v2: Option<PathBuf>,
+    /// Its cgroup in a v1 `memory` hierarchy (a hybrid or v1 host; a container's limit).
+    pub v1_memory: Option<PathBuf>,
+}
+
+impl OwnCgroups {
+    /// This process's.
+    pub fn find() -> OwnCgroups {
+        OwnCgroups {
+            v2: crate::cgroup::own_cgroup().ok().map(|c| c.dir),
+            v1_memory: crate::cgroup::own_v1_memory_dir(),
+        }
+    }
+}
+
+/// How one cgroup version names a memory bound, what is charged against it, and the page cache
+/// the kernel drops first (in `memory.stat`).
+struct Files {
+    limit: &'static str,
+    usage: &'static str,
+    inactive_file: &'static str,
+}
+
+const V2: Files = Files {
+    limit: "memory.max",
+    usage: "memory.current",
+    inactive_file: "inactive_file",
+};
+
+const V1: Files = Files {
+    limit: "memory.limit_in_bytes",
+    usage: "memory.usage_in_bytes",
+    inactive_file: "total_inactive_file",
+};
+
+/// A v1 limit this high is no limit (the kernel's "unlimited" is just under 2^63).
+const V1_UNLIMITED: u64 = 1 << 62;
+
+/// The memory left for new work: the host's `MemAvailable`, or less where a cgroup abxd runs in
+/// (or one of its ancestors) has a bound with less left below it. What is charged counts the
+/// page cache the kernel drops first (`inactive_file`) as free, as `MemAvailable` does: a crawl
+/// writes much that is never read again, and a cgroup full of it is not full.
+pub fn memory(own: &OwnCgroups) -> Option<Memory> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let mut tightest = Memory {
         available: mem_available(&meminfo)?,
         cgroup: None,
     };
-    for dir in own.into_iter().flat_map(Path::ancestors) {
-        let read = |file: &str| std::fs::read_to_string(dir.join(file)).ok();
-        let (Some(max), Some(current)) = (read("memory.max"), read("memory.current")) else {
-            continue;
+    let dirs = (own.v2.iter().flat_map(|d| d.ancestors()).map(|d| (d, &V2))).chain(
+        own.v1_memory
+            .iter()
+            .flat_map(|d| d.ancestors())
+            .map(|d| (d, &V1)),
+    );
+    for (dir, files) in dirs {
+        let Some(left) = left_below(dir, files) else {
+            continue; // (no bound here)
         };
-        let (Ok(max), Ok(current)) = (max.trim().parse::<u64>(), current.trim().parse::<u64>())
-        else {
-            continue; // ("max": no bound here)
-        };
-        let left = max.saturating_sub(current);
         if left < tightest.available {
             tightest = Memory {
                 available: left,
@@ -125,6 +170,25 @@ pub fn memory(own: Option<&Path>) -> Option<Memory> {
         }
     }
     Some(tightest)
+}
+
+/// What is left below the memory bound of the cgroup at `dir`, if it has one.
+fn left_below(dir: &Path, files: &Files) -> Option<u64> {
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).ok();
+    let limit: u64 = read(files.limit)?.trim().parse().ok()?; // ("max": no bound)
+    if limit >= V1_UNLIMITED {
+        return None;
+    }
+    let usage: u64 = read(files.usage)?.trim().parse().ok()?;
+    let droppable = read("memory.stat")
+        .and_then(|stat| {
+            stat.lines().find_map(|line| {
+                let (key, value) = line.split_once(' ')?;
+                (key == files.inactive_file).then(|| value.trim().parse().ok())?
+            })
+        })
+        .unwrap_or(0);
+    Some(limit.saturating_sub(usage.saturating_sub(droppable)))
 }
 
 /// `MemAvailable` of `/proc/meminfo`, in bytes.
@@ -214,9 +278,49 @@ mod tests {
         .unwrap();
         std::fs::write(worker.join("memory.max"), "max\n").unwrap();
         std::fs::write(worker.join("memory.current"), "4096\n").unwrap();
-        let left = memory(Some(&worker)).unwrap();
+        let own = OwnCgroups {
+            v2: Some(worker.clone()),
+            v1_memory: None,
+        };
+        let left = memory(&own).unwrap();
         assert_eq!(left.available, 224 << 20);
         assert_eq!(left.cgroup.as_deref(), Some(service.as_path()));
+        // The page cache the kernel drops first is not counted as used.
+        std::fs::write(
+            service.join("memory.stat"),
+            format!("anon 1000\ninactive_file {}\nactive_file 7\n", 300u64 << 20),
+        )
+        .unwrap();
+        assert_eq!(memory(&own).unwrap().available, 524 << 20);
+    }
+
+    #[test]
+    fn a_v1_memory_cgroups_limit_bounds_what_is_left_and_unlimited_does_not() {
+        let root = tempfile::tempdir().unwrap();
+        let container = root.path().join("docker").join("c1");
+        std::fs::create_dir_all(&container).unwrap();
+        let write = |dir: &Path, file: &str, value: u64| {
+            std::fs::write(dir.join(file), format!("{value}\n")).unwrap()
+        };
+        write(&container, "memory.limit_in_bytes", 2 << 30);
+        write(&container, "memory.usage_in_bytes", 1900 << 20);
+        std::fs::write(
+            container.join("memory.stat"),
+            format!(
+                "cache 5\ninactive_file 1\ntotal_inactive_file {}\n",
+                100u64 << 20
+            ),
+        )
+        .unwrap();
+        write(root.path(), "memory.limit_in_bytes", 9223372036854771712);
+        write(root.path(), "memory.usage_in_bytes", 1 << 40);
+        let own = OwnCgroups {
+            v2: None,
+            v1_memory: Some(container.clone()),
+        };
+        let left = memory(&own).unwrap();
+        assert_eq!(left.available, 248 << 20);
+        assert_eq!(left.cgroup.as_deref(), Some(container.as_path()));
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! children (cgroup v2's rule, so controllers can be enabled all the way down).
 
 mod containment;
+mod mount;
 mod stale;
 mod watch;
 
 pub use containment::{establish, Containment};
+pub use mount::{cgroup2_mount, dir_of, own_path, own_v1_memory_dir, v1_mount, v1_path};
 pub use stale::Emptying;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,6 +53,9 @@ pub struct Cgroup {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Limits {
     pub memory_max: Option<u64>,
+    /// The hook contract's memory limit (`MEMORY_LIMIT`): `memory.max` too where it is less,
+    /// but where the memory controller is not enabled nothing is missed (the runner watches it).
+    pub memory_limit: Option<u64>,
     pub tasks_max: Option<u64>,
     pub cpu_weight: Option<u64>,
 }
@@ -166,16 +171,29 @@ impl Cgroup {
     /// as the config names them.
     pub fn apply(&self, limits: &Limits) -> Vec<&'static str> {
         let mut missed = Vec::new();
+        let memory = match (limits.memory_max, limits.memory_limit) {
+            (Some(max), Some(limit)) => Some(max.min(limit)),
+            (max, limit) => max.or(limit),
+        };
         let settings = [
-            ("memory_max", "memory.max", limits.memory_max),
+            ("memory_max", "memory.max", memory),
             ("tasks_max", "pids.max", limits.tasks_max),
             ("cpu_weight", "cpu.weight", limits.cpu_weight),
         ];
         for (key, file, value) in settings {
             let Some(value) = value else { continue };
-            if std::fs::write(self.file(file), value.to_string()).is_err() {
+            if std::fs::write(self.file(file), value.to_string()).is_ok() {
+                continue;
+            }
+            // (The contract's limit alone is the runner's to watch: not missed.)
+            if key != "memory_max" || limits.memory_max.is_some() {
                 missed.push(key);
             }
+        }
+        if memory.is_some() && self.file("memory.max").exists() {
+            // Over it, the whole tree goes, as abx-dl kills a hook's tree over its limit (not
+            // the one process the kernel would pick).
+            let _ = std::fs::write(self.file("memory.oom.group"), "1");
         }
         missed
     }
@@ -240,36 +258,6 @@ fn key_value(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// Where the cgroup2 hierarchy is mounted, from the text of `/proc/self/mountinfo`: (mount
-/// point, the cgroup path of the mount's root).
-pub fn cgroup2_mount(mountinfo: &str) -> Option<(PathBuf, String)> {
-    mountinfo.lines().find_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        if after.split_whitespace().next()? != "cgroup2" {
-            return None;
-        }
-        let fields: Vec<&str> = before.split_whitespace().collect();
-        Some((PathBuf::from(fields.get(4)?), fields.get(3)?.to_string()))
-    })
-}
-
-/// This process's cgroup v2 path, from the text of `/proc/self/cgroup` (the `0::` line).
-pub fn own_path(proc_cgroup: &str) -> Option<String> {
-    proc_cgroup
-        .lines()
-        .find_map(|line| line.strip_prefix("0::").map(str::to_string))
-}
-
-/// The directory of cgroup `path` on a cgroup2 mount at `mount` whose root is `root`.
-pub fn dir_of(mount: &Path, root: &str, path: &str) -> Option<PathBuf> {
-    let relative = if root == "/" {
-        path
-    } else {
-        path.strip_prefix(root)?
-    };
-    Some(mount.join(relative.trim_start_matches('/')))
-}
-
 /// The row whose cgroup process `pid` lives in (`…/row-<id>`), if it lives in one.
 pub fn row_of_process(pid: i32) -> Option<i64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
@@ -324,42 +312,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cgroup2_mount_is_found_in_a_hybrid_layout() {
-        let mountinfo = "\
-25 31 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n\
-41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n\
-42 31 0:39 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
-        assert_eq!(
-            cgroup2_mount(mountinfo),
-            Some((PathBuf::from("/sys/fs/cgroup/unified"), "/".to_string()))
-        );
-        assert_eq!(cgroup2_mount("25 31 0:22 / /x rw - tmpfs tmpfs rw\n"), None);
-    }
-
-    #[test]
-    fn the_own_path_is_the_unified_line() {
-        let text = "4:memory:/a/b\n1:name=systemd:/\n0::/system.slice/abxd.service\n";
-        assert_eq!(
-            own_path(text).as_deref(),
-            Some("/system.slice/abxd.service")
-        );
-        let dir = dir_of(
-            Path::new("/sys/fs/cgroup"),
-            "/",
-            "/system.slice/abxd.service",
-        );
-        assert_eq!(
-            dir,
-            Some(PathBuf::from("/sys/fs/cgroup/system.slice/abxd.service"))
-        );
-        assert_eq!(
-            dir_of(Path::new("/m"), "/a", "/a/b"),
-            Some(PathBuf::from("/m/b"))
-        );
-        assert_eq!(dir_of(Path::new("/m"), "/a", "/c"), None);
-    }
-
-    #[test]
     fn a_cgroup_path_names_its_row() {
         assert_eq!(row_of_path("/abxd-1/row-2/row-3/row-14"), Some(14));
         assert_eq!(row_of_path("/abxd-1/row-2/supervisor"), Some(2));
@@ -391,6 +343,7 @@ mod tests {
         assert!(usage.oom_killed);
         let limits = Limits {
             memory_max: Some(1 << 20),
+            memory_limit: Some(1 << 30),
             tasks_max: Some(8),
             cpu_weight: None,
         };
@@ -402,6 +355,23 @@ mod tests {
             std::fs::read_to_string(dir.path().join("memory.max")).unwrap(),
             "1048576"
         );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("memory.oom.group")).unwrap(),
+            "1"
+        );
+        // The contract's memory limit alone: the lesser where it can be written, never missed.
+        let contract = Limits {
+            memory_limit: Some(1 << 30),
+            ..Limits::default()
+        };
+        assert!(cgroup.apply(&contract).is_empty());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("memory.max")).unwrap(),
+            "1073741824"
+        );
+        let nowhere = Cgroup::at(dir.path().join("no-such-cgroup"));
+        assert!(nowhere.apply(&contract).is_empty());
+        assert_eq!(nowhere.apply(&limits), vec!["memory_max", "tasks_max"]);
         assert_eq!(
             std::fs::read_to_string(dir.path().join("pids.max")).unwrap(),
             "8"

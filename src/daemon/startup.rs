@@ -104,7 +104,6 @@ impl Daemon {
             // (A crawl whose hooks launch one browser for it waits at the browser cap.)
             crawls: WorkerPool::crawls(orchestrator_id).with_gate(crate::pool::Gate::new(
                 crate::pool::Launches::PerCrawl(crate::worker::crawl_launches_browser),
-                crate::cgroup::own_cgroup().ok().map(|c| c.dir),
             )),
             wake: true,
             retry_claims_at: None,

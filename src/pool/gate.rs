@@ -13,12 +13,11 @@
 //! its start until that browser is found, so two starts in a row cannot both slip under the cap.
 
 use super::WorkerPool;
-use crate::admission::{self, Decision, Measured};
+use crate::admission::{self, Decision, Measured, OwnCgroups};
 use crate::config::Config;
 use crate::domain::Queue;
 use crate::store::{Crawl, Store, StoreError};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Which of a pool's starts launch a browser.
@@ -37,18 +36,20 @@ pub enum Launches {
 #[derive(Debug, Clone, Default)]
 pub struct Gate {
     pub launches: Launches,
-    /// The cgroup abxd runs in, whose ancestors' `memory.max` bound what is left.
-    pub cgroup: Option<PathBuf>,
+    /// The cgroups abxd runs in, whose memory limits (and their ancestors') bound what is left.
+    pub cgroups: OwnCgroups,
     waiting: Option<String>,
     /// For `PerCrawl`: whether each crawl looked at launches a browser.
     crawls: HashMap<i64, bool>,
 }
 
 impl Gate {
-    pub fn new(launches: Launches, cgroup: Option<PathBuf>) -> Gate {
+    /// The gate of a pool whose starts launch browsers as `launches` says, in this process's
+    /// cgroups.
+    pub fn new(launches: Launches) -> Gate {
         Gate {
             launches,
-            cgroup,
+            cgroups: OwnCgroups::find(),
             waiting: None,
             crawls: HashMap::new(),
         }
@@ -72,11 +73,10 @@ impl Gate {
     }
 }
 
-/// What admission measures now, for a process whose cgroup is `cgroup`: every browser alive on
-/// this host.
-pub fn measure(store: &Store, cgroup: Option<&std::path::Path>) -> Result<Measured, StoreError> {
+/// What admission measures now, for a process in `cgroups`: every browser alive on this host.
+pub fn measure(store: &Store, cgroups: &OwnCgroups) -> Result<Measured, StoreError> {
     Ok(Measured {
-        memory: admission::memory(cgroup),
+        memory: admission::memory(cgroups),
         browsers: store.browsers_alive(None)?,
     })
 }
@@ -107,6 +107,11 @@ impl WorkerPool {
         )
     }
 
+    /// The pool's gate.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
     /// Why the pool's starts wait, if they do.
     pub fn waiting(&self) -> Option<&str> {
         self.gate.waiting.as_deref()
@@ -131,7 +136,7 @@ impl WorkerPool {
                 let launches =
                     bounds.max_browsers > 0 && self.gate.launches(config, store, work)?;
                 let measured = Measured {
-                    memory: admission::memory(self.gate.cgroup.as_deref()),
+                    memory: admission::memory(&self.gate.cgroups),
                     browsers: if bounds.max_browsers > 0 {
                         self.browsers_counted(config, store)?
                     } else {

@@ -112,7 +112,7 @@ impl WorkerPool {
             workers: HashMap::new(),
             awaiting_teardown: HashMap::new(),
             unstarted: Vec::new(),
-            gate: gate::Gate::default(),
+            gate: gate::Gate::new(gate::Launches::Nothing),
         }
     }
 

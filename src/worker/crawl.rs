@@ -34,7 +34,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         true => crate::pool::Launches::EachStart,
         false => crate::pool::Launches::Nothing,
     };
-    let gate = crate::pool::Gate::new(launches, crate::cgroup::own_cgroup().ok().map(|c| c.dir));
+    let gate = crate::pool::Gate::new(launches);
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,

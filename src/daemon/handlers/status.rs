@@ -36,8 +36,7 @@ pub(super) fn handle(state: &mut State) -> Response {
 fn admission(state: &State) -> String {
     use crate::admission::{decide, describe, Decision};
     let bounds = state.config.limits.admission();
-    let cgroup = crate::cgroup::own_cgroup().ok().map(|c| c.dir);
-    let Ok(measured) = crate::pool::measure(&state.store, cgroup.as_deref()) else {
+    let Ok(measured) = crate::pool::measure(&state.store, &state.crawls.gate().cgroups) else {
         return "not measured (the database did not answer)".into();
     };
     let seen = describe(bounds, &measured);

@@ -41,6 +41,7 @@ impl PluginConfig {
     pub fn limits(&self) -> crate::cgroup::Limits {
         crate::cgroup::Limits {
             memory_max: self.memory_max,
+            memory_limit: None,
             tasks_max: self.tasks_max,
             cpu_weight: self.cpu_weight,
         }

@@ -235,8 +235,18 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             stderr: logs.join(format!("{}.stderr.log", hook.file_name)),
             beneath: scope.data_dir.clone(),
         },
-        limits: prepared.limits,
+        limits: cgroup_limits(prepared),
         run_as: scope.run_as.as_ref().map(|user| (user.uid, user.gid)),
+    }
+}
+
+/// The limits of a hook's cgroup: `[plugins.X]`'s, and its memory limit (`MEMORY_LIMIT`, the
+/// hook contract's) — the kernel bounds the tree by it where the memory controller is there;
+/// the runner's watch of its resident memory does everywhere.
+fn cgroup_limits(prepared: &Prepared) -> crate::cgroup::Limits {
+    crate::cgroup::Limits {
+        memory_limit: super::memory::limit_of(prepared, crate::plugins::env::process_environ),
+        ..prepared.limits
     }
 }
 

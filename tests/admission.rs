@@ -130,7 +130,10 @@ fn crawls_that_launch_a_browser_each_wait_for_max_browsers() {
     // One browser per crawl, found as a row (the cap had something to count), none per snapshot.
     let browsers = browsers(&rows);
     assert_eq!(browsers.len(), 2, "{rows:#?}");
-    assert!(browsers.iter().all(|b| b.snapshot_id.is_none()), "{browsers:#?}");
+    assert!(
+        browsers.iter().all(|b| b.snapshot_id.is_none()),
+        "{browsers:#?}"
+    );
     // One crawl at a time, though two crawl workers were allowed.
     assert_one_at_a_time(&rows, Kind::CrawlWorker, 2);
     // The first crawl's two snapshots shared its browser: neither waited for the cap.

@@ -91,6 +91,8 @@ pub struct Spawned {
     pub recorded: bool,
     /// The uid it runs as.
     pub uid: u32,
+    /// Its row's UUID.
+    pub uuid: String,
 }
 
 /// What the caller writes in the transaction that creates the child's row, given its id: e.g.
@@ -121,8 +123,10 @@ pub fn spawn(
     let program = argv.first().ok_or(SpawnError::EmptyArgv)?;
     let instance = store.marker_namespace()?;
     let mut cgroup_failure = None;
+    // (Made here: a transaction the busy database rolls back is tried again with it.)
+    let uuid = crate::uuid7::new();
     let (row_id, placement) = store.all_or_nothing(|store| {
-        let row_id = store.insert_process(&request.process)?;
+        let row_id = store.insert_process_as(&request.process, &uuid)?;
         with_row(store, row_id)?;
         let placement = match cgroups.map(|parent| place(store, row_id, parent, request)) {
             None => None,
@@ -169,6 +173,7 @@ pub fn spawn(
                 cgroup: placement.map(|p| p.cgroup),
                 recorded,
                 uid,
+                uuid,
             })
         }
         Err(err) => {

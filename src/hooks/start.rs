@@ -138,13 +138,7 @@ impl HookRunner {
             memory,
             argv: request.process.argv.clone(),
             result_uuid: result.uuid.clone(),
-            // (Read after the spawn, so never the start's failure: the hook runs, and a read
-            // the database refused leaves its Process record a fresh id.)
-            process_uuid: store
-                .process(spawned.row_id)
-                .ok()
-                .flatten()
-                .and_then(|row| row.uuid),
+            process_uuid: Some(spawned.uuid.clone()),
             started_at: crate::store::now_ms(),
         };
         Ok(Some((spawned.row_id, running)))

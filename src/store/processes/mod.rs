@@ -184,6 +184,11 @@ pub(in crate::store) fn identity_at(
 impl Store {
     /// Records a process about to be spawned (status `starting`) and returns its row id.
     pub fn insert_process(&mut self, new: &NewProcess) -> Result<i64, StoreError> {
+        self.insert_process_as(new, &crate::uuid7::new())
+    }
+
+    /// [`Store::insert_process`], its row's UUID being `uuid` (a fresh UUIDv7).
+    pub fn insert_process_as(&mut self, new: &NewProcess, uuid: &str) -> Result<i64, StoreError> {
         let argv = serde_json::to_string(&new.argv).expect("strings serialize");
         self.write(|tx| {
             Ok(tx
@@ -203,7 +208,7 @@ impl Store {
                         new.timeout_ms,
                         now_ms(),
                         crate::identity::machine_id(),
-                        crate::uuid7::new()
+                        uuid
                     ],
                 )?
                 .get(0)?)

@@ -7,7 +7,9 @@ ArchiveBox's virtualenv) by both tools, one after the other, in one session.
     benches/realsite.py --crawl library               a few hundred pages
     benches/realsite.py --crawl smoke                 a handful of pages (what CI runs)
     options: --concurrency N (snapshots at once, both tools; 0: each tool's default)
-             --tools abxd,archivebox   --out DIR (default target/realsite/<time>)
+             --tools abxd,archivebox   --out DIR (default /var/tmp/abxd-realsite/<time>)
+    ABXD_REALSITE_EXE=PATH runs that abxd instead of the release build (e.g. one built with
+    symbols and frame pointers, to profile it with `perf record -a -g` during the run)
 
 Needs what .ci/run installs (ArchiveBox's virtualenv under /var/cache/abxd-ci, node 22, chromium)
 and python3.11-doc (installed here when missing). Runs as root: both tools' hooks run as the
@@ -55,6 +57,8 @@ CRAWLS = {
     "library": ("library/index.html", 0),
 }
 TAG_ENV = "ABXD_REALSITE_TAG"
+# Another build of abxd to run (one with symbols, for a profile), instead of the release build.
+EXE = os.environ.get("ABXD_REALSITE_EXE")
 BROWSERS = {"chrome", "chromium", "chromium-browser", "google-chrome", "headless_shell"}
 
 
@@ -160,7 +164,9 @@ class Sampler(threading.Thread):
         self.tag, self.own_exe = tag, own_exe
         self.peak_pss = 0
         self.peak_browsers = 0
-        self.own_cpu = {}  # pid -> last seen utime+stime (ticks) of abxd's own processes
+        # pid -> (role, last seen utime+stime in seconds) of abxd's own processes, the role
+        # being its subcommand ("run", "worker crawl", "worker snapshot")
+        self.own_cpu = {}
         self.stopped = threading.Event()
 
     def run(self):
@@ -182,19 +188,41 @@ class Sampler(threading.Thread):
                 if self.own_exe and exe == self.own_exe:
                     stat = read(f"/proc/{pid}/stat").decode()
                     fields = stat[stat.rfind(")") + 2:].split()
-                    self.own_cpu[pid] = (int(fields[11]) + int(fields[12])) / ticks
+                    role = role_of(argv)
+                    self.own_cpu[pid] = (role, (int(fields[11]) + int(fields[12])) / ticks)
             self.peak_pss = max(self.peak_pss, pss)
             self.peak_browsers = max(self.peak_browsers, browsers)
 
 
-def measured_run(name, argv, env, cwd, tag, own_exe=None):
-    """Runs argv to its end under the sampler; returns the figures."""
+def role_of(argv):
+    """An abxd process's subcommand: `abxd --config C worker snapshot 7` is "worker snapshot"."""
+    words, rest = [], iter(argv[1:])
+    for arg in rest:
+        if arg == "--config":
+            next(rest, None)
+        elif arg and arg[0] not in "-0123456789/" and len(words) < 2:
+            words.append(arg)
+    return " ".join(words[:1] if words[:1] == ["run"] else words)
+
+
+def own_by_role(own_cpu):
+    """abxd's own CPU seconds per role, and how many processes of each role were seen."""
+    roles = collections.defaultdict(lambda: [0.0, 0])
+    for role, seconds in own_cpu.values():
+        roles[role][0] += seconds
+        roles[role][1] += 1
+    return {role: {"cpu_s": round(s, 2), "processes": n} for role, (s, n) in sorted(roles.items())}
+
+
+def measured_run(name, argv, env, cwd, tag, own_exe=None, preexec=None):
+    """Runs argv to its end under the sampler (`preexec` in the child before it execs);
+    returns the figures."""
     sampler = Sampler(tag, own_exe)
     sampler.start()
     started = time.monotonic()
     with open(os.path.join(cwd, "..", f"{name}.log"), "w") as log:
         process = subprocess.Popen(argv, env={**env, TAG_ENV: tag}, cwd=cwd,
-                                   stdout=log, stderr=subprocess.STDOUT)
+                                   stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec)
         _, status, usage = os.wait4(process.pid, 0)
     wall = time.monotonic() - started
     sampler.stopped.set()
@@ -208,7 +236,8 @@ def measured_run(name, argv, env, cwd, tag, own_exe=None):
         "exit": os.waitstatus_to_exitcode(status),
         "wall_s": round(wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-        "own_cpu_s": round(sum(sampler.own_cpu.values()), 2) if own_exe else None,
+        "own_cpu_s": round(sum(s for _, s in sampler.own_cpu.values()), 2) if own_exe else None,
+        "own_cpu_by_role": own_by_role(sampler.own_cpu) if own_exe else None,
         "peak_pss_mib": sampler.peak_pss >> 20,
         "peak_browsers": sampler.peak_browsers,
         "left_after_5s": len(left),
@@ -222,19 +251,20 @@ def as_user(argv, env):
             *argv]
 
 
-def run_abxd(work, env, url, max_urls, concurrency, tag):
+def run_abxd(work, env, url, max_urls, concurrency, tag, limits="", preexec=None):
+    """`abxd run` of the crawl; `limits`: more lines of its config's [limits]."""
     home = os.path.join(work, "abxd")
     os.makedirs(home)
     os.chmod(home, 0o755)
-    limits = f"[limits]\nmax_snapshot_workers = {concurrency}\n" if concurrency else ""
+    workers = f"max_snapshot_workers = {concurrency}\n" if concurrency else ""
     with open(os.path.join(home, "supervisor.toml"), "w") as f:
-        f.write(limits)
-    exe = os.path.join(ROOT, "target/release/abxd")
+        f.write(f"[limits]\n{workers}{limits}")
+    exe = EXE or os.path.join(ROOT, "target/release/abxd")
     argv = [exe, "run", "--hooks-user", USER, "--depth", "1", "--plugins", PLUGINS]
     if max_urls:
         argv += ["--max-urls", str(max_urls)]
     figures = measured_run("abxd", argv + [url], {**env, "HOME": home}, home, tag,
-                           own_exe=os.path.realpath(exe))
+                           own_exe=os.path.realpath(exe), preexec=preexec)
     figures["pages"] = pages(glob.glob(os.path.join(home, "data/crawls/*/snapshots/*/index.jsonl")))
     return figures
 
@@ -327,7 +357,8 @@ def main():
     out = args.out or os.path.join("/var/tmp/abxd-realsite", time.strftime("%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)
     os.chmod(out, 0o755)
-    run(["cargo", "build", "--release", "--quiet", "--bin", "abxd"], cwd=ROOT)
+    if not EXE:
+        run(["cargo", "build", "--release", "--quiet", "--bin", "abxd"], cwd=ROOT)
     env = setup(out)
     server, base = serve_site()
     try:

@@ -4,8 +4,15 @@
 //! kernel drops first counted as free) against `[limits] memory_floor`, and the browsers alive
 //! against `[limits] max_browsers` when the start would launch one.
 //!
+//! A snapshot must also leave room for itself: what one snapshot of the crawl costs is learned
+//! while they run ([`Growth`]: how far the memory left fell below what was left when none ran,
+//! per snapshot running, at its peak), as ArchiveBox 0.9's runner learns it. Until one snapshot
+//! was seen to its end, snapshots run one at a time; after, one starts only while what is left
+//! covers the floor, its own cost, and what those running may still grow to their cost.
+//!
 //! Invariants: a decision is a pure function of what was measured (`decide`); what runs is never
-//! stopped by it, only what starts waits; a measurement that cannot be made admits (a host
+//! stopped by it, only what starts waits; with nothing of the pool running, a start waits for the
+//! floor alone (so a crawl always moves); a measurement that cannot be made admits (a host
 //! without `/proc/meminfo` is not one abxd can reason about, and a supervisor that stops working
 //! for want of a number helps no one) — and says so in its reason.
 
@@ -28,6 +35,73 @@ pub struct Measured {
     pub memory: Option<Memory>,
     /// Browser processes alive on this host (main processes, not their helpers).
     pub browsers: u32,
+    /// What the pool's running snapshots take (nothing, for starts that are not snapshots).
+    pub load: Load,
+}
+
+/// What a pool's running snapshots take of the memory, as [`Growth`] measured it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// Snapshots running now.
+    pub running: u32,
+    /// How far the memory left fell since none ran.
+    pub grown: u64,
+    /// What one snapshot costs at its peak; `None` until one was seen to its end.
+    pub cost: Option<u64>,
+}
+
+/// What one snapshot costs, learned from the memory left as the pool's snapshots run: the peak,
+/// per snapshot running, of how far it fell below what was left when none ran. (Memory others
+/// on the host take meanwhile counts against the crawl: the error is on the side of starting
+/// fewer.)
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Growth {
+    /// The memory left when the pool last had nothing running.
+    baseline: Option<u64>,
+    /// The most one snapshot took since then.
+    peak: u64,
+    /// What one snapshot costs, once one was seen to its end; only ever raised after.
+    cost: Option<u64>,
+}
+
+impl Growth {
+    /// Notes that `left` bytes are left with `running` snapshots running; returns the load.
+    pub fn observe(&mut self, left: u64, running: u32) -> Load {
+        if running == 0 {
+            self.baseline = Some(left);
+            self.peak = 0;
+            return Load {
+                running,
+                grown: 0,
+                cost: self.cost,
+            };
+        }
+        let baseline = *self.baseline.get_or_insert(left);
+        let grown = baseline.saturating_sub(left);
+        let each = grown / u64::from(running);
+        self.peak = self.peak.max(each);
+        if let Some(cost) = &mut self.cost {
+            *cost = (*cost).max(each);
+        }
+        Load {
+            running,
+            grown,
+            cost: self.cost,
+        }
+    }
+
+    /// One of the pool's snapshots ended: the first whose growth was seen sets the cost (one
+    /// that ended unseen leaves it to the next).
+    pub fn snapshot_ended(&mut self) {
+        if self.cost.is_none() && self.peak > 0 {
+            self.cost = Some(self.peak);
+        }
+    }
+
+    /// What one snapshot costs, if known.
+    pub fn cost(&self) -> Option<u64> {
+        self.cost
+    }
 }
 
 /// The configured bounds (`[limits]`).
@@ -60,6 +134,9 @@ pub fn decide(bounds: Bounds, measured: &Measured, launches_browser: bool) -> De
                 mib(bounds.memory_floor)
             ));
         }
+        if let Some(why) = no_room_for_one_more(bounds, memory, measured.load) {
+            return Decision::Wait(why);
+        }
     }
     if launches_browser && bounds.max_browsers > 0 && measured.browsers >= bounds.max_browsers {
         return Decision::Wait(format!(
@@ -68,6 +145,33 @@ pub fn decide(bounds: Bounds, measured: &Measured, launches_browser: bool) -> De
         ));
     }
     Decision::Admit
+}
+
+/// Why one more snapshot does not fit beside those running (see the module's text), if it
+/// does not.
+fn no_room_for_one_more(bounds: Bounds, memory: &Memory, load: Load) -> Option<String> {
+    if bounds.memory_floor == 0 || load.running == 0 {
+        return None;
+    }
+    let Some(cost) = load.cost else {
+        return Some(format!(
+            "memory: what a snapshot costs is being measured on the {} running first",
+            load.running
+        ));
+    };
+    let still_to_grow = (cost * u64::from(load.running)).saturating_sub(load.grown);
+    let needed = bounds.memory_floor + still_to_grow + cost;
+    (memory.available < needed).then(|| {
+        format!(
+            "memory: {} left, under memory_floor {} + {} a snapshot costs (measured) + {} the {} \
+             running may still take",
+            mib(memory.available),
+            mib(bounds.memory_floor),
+            mib(cost),
+            mib(still_to_grow),
+            load.running
+        )
+    })
 }
 
 /// What admission sees, in one line: memory left and browsers alive.
@@ -235,6 +339,7 @@ mod tests {
                 cgroup: None,
             }),
             browsers,
+            load: Load::default(),
         }
     }
 
@@ -260,8 +365,95 @@ mod tests {
         let unmeasured = Measured {
             memory: None,
             browsers: 0,
+            load: Load::default(),
         };
         assert_eq!(decide(BOUNDS, &unmeasured, false), Decision::Admit);
+    }
+
+    #[test]
+    fn a_snapshot_waits_for_room_for_its_measured_cost_beside_those_running() {
+        const GIB: u64 = 1 << 30;
+        const MIB: u64 = 1 << 20;
+        let bounds = Bounds {
+            memory_floor: 256 * MIB,
+            max_browsers: 0,
+        };
+        let with = |left: u64, load: Load| Measured {
+            memory: Some(Memory {
+                available: left,
+                cgroup: None,
+            }),
+            browsers: 0,
+            load,
+        };
+        let mut growth = Growth::default();
+        // Nothing runs: the first start waits for the floor alone.
+        let load = growth.observe(GIB, 0);
+        assert_eq!(decide(bounds, &with(GIB, load), false), Decision::Admit);
+        // One runs and its cost is not known: the next waits, however much is left.
+        let load = growth.observe(GIB - 100 * MIB, 1);
+        assert_eq!(
+            decide(bounds, &with(GIB - 100 * MIB, load), false),
+            Decision::Wait(
+                "memory: what a snapshot costs is being measured on the 1 running first".into()
+            )
+        );
+        // It peaks at 300 MiB and ends: that is the cost.
+        growth.observe(GIB - 300 * MIB, 1);
+        growth.observe(GIB - 200 * MIB, 1);
+        growth.snapshot_ended();
+        assert_eq!(growth.cost(), Some(300 * MIB));
+        // 1 GiB left with none running: one starts. Just started (nothing grown yet), it may
+        // still take its 300 MiB: a second needs 256 + 300 + 300 MiB, which 1 GiB covers...
+        let load = growth.observe(GIB, 0);
+        assert_eq!(decide(bounds, &with(GIB, load), false), Decision::Admit);
+        let load = growth.observe(GIB, 1);
+        assert_eq!(decide(bounds, &with(GIB, load), false), Decision::Admit);
+        // ... and a third, beside two that have not grown, does not.
+        let load = growth.observe(GIB - 50 * MIB, 2);
+        assert_eq!(
+            decide(bounds, &with(GIB - 50 * MIB, load), false),
+            Decision::Wait(
+                "memory: 974 MiB left, under memory_floor 256 MiB + 300 MiB a snapshot costs \
+                 (measured) + 550 MiB the 2 running may still take"
+                    .into()
+            )
+        );
+        // On a host with room, the measured cost lets every start through.
+        let mut roomy = Growth::default();
+        roomy.observe(20 * GIB, 0);
+        roomy.observe(20 * GIB - 300 * MIB, 1);
+        roomy.snapshot_ended();
+        let load = roomy.observe(20 * GIB - 900 * MIB, 3);
+        assert_eq!(
+            decide(bounds, &with(20 * GIB - 900 * MIB, load), false),
+            Decision::Admit
+        );
+        // (Each took its 300 MiB: the cost stands.)
+        assert_eq!(roomy.cost(), Some(300 * MIB));
+        // No floor: no reservation either.
+        let open = Bounds {
+            memory_floor: 0,
+            max_browsers: 0,
+        };
+        let load = Growth::default().observe(GIB, 3);
+        assert_eq!(decide(open, &with(GIB, load), false), Decision::Admit);
+    }
+
+    #[test]
+    fn a_snapshot_that_ended_unseen_leaves_the_cost_to_the_next() {
+        let mut growth = Growth::default();
+        growth.observe(1 << 30, 0);
+        growth.snapshot_ended();
+        assert_eq!(growth.cost(), None);
+        // Measured against a baseline taken when none ran, and raised by a heavier one later.
+        growth.observe(1 << 30, 1);
+        growth.observe((1 << 30) - (10 << 20), 1);
+        growth.snapshot_ended();
+        assert_eq!(growth.cost(), Some(10 << 20));
+        growth.observe(1 << 30, 0);
+        growth.observe((1 << 30) - (60 << 20), 2);
+        assert_eq!(growth.cost(), Some(30 << 20));
     }
 
     #[test]

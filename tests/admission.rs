@@ -3,13 +3,16 @@
 //! fewer than `max_browsers` browsers are alive; `abxctl status` says what waits for what, and work that
 //! waited starts once there is room (here: a reload that lowers the floor).
 //!
-//! This machine's memory cannot be made scarce on purpose: the floor is set above what any host
-//! has, which is the same decision a full host makes.
+//! The host's memory cannot be made scarce on purpose: the floor is set above what any host has,
+//! which is the same decision a full host makes; or the daemon runs in a memory cgroup of its
+//! own whose limit is the scarcity (the v2 memory controller on a unified host, the v1 memory
+//! hierarchy on a hybrid one, as this project's CI machines are).
 
 mod common;
 
 use abxd::domain::Kind;
-use common::{fixtures, plugins_config, wait_until, TestDaemon, WAIT};
+use common::{fixtures, plugins_config, unique_tag, wait_until, TestDaemon, WAIT};
+use std::path::{Path, PathBuf};
 
 #[test]
 fn below_the_memory_floor_no_crawl_starts_status_says_why_and_room_lets_it_run() {
@@ -19,10 +22,7 @@ fn below_the_memory_floor_no_crawl_starts_status_says_why_and_room_lets_it_run()
     );
     let daemon = TestDaemon::start_with(&config);
     let crawl = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/"]);
-    let status = wait_until("status to say the crawl waits", WAIT, || {
-        let status = daemon.ctl_ok(&["status"]);
-        status.contains("wait for memory").then_some(status)
-    });
+    let status = status_saying(&daemon, "wait for memory");
     assert!(
         status.contains("MemAvailable") && status.contains("under memory_floor 1048576000 MiB"),
         "{status}"
@@ -117,12 +117,7 @@ fn crawls_that_launch_a_browser_each_wait_for_max_browsers() {
     let first = daemon.add(&["http://127.0.0.1:9/a", "http://127.0.0.1:9/b"]);
     let second = daemon.add(&["http://127.0.0.1:9/c"]);
     // While the first crawl's browser lives, the second crawl waits, and status says so.
-    let status = wait_until("status to say a crawl waits for browsers", WAIT, || {
-        let status = daemon.ctl_ok(&["status"]);
-        status
-            .contains("crawls wait for browsers: 1 alive, max_browsers 1")
-            .then_some(status)
-    });
+    let status = status_saying(&daemon, "crawls wait for browsers: 1 alive, max_browsers 1");
     assert!(status.contains("browsers (cap 1)"), "{status}");
     daemon.wait_sealed(first, std::time::Duration::from_secs(120));
     daemon.wait_sealed(second, std::time::Duration::from_secs(120));
@@ -141,4 +136,154 @@ fn crawls_that_launch_a_browser_each_wait_for_max_browsers() {
         .filter(|r| r.kind == Kind::SnapshotWorker && r.crawl_id == Some(first))
         .count();
     assert_eq!(snapshot_workers, 2, "{rows:#?}");
+}
+
+#[test]
+fn snapshots_that_would_outgrow_the_memory_limit_start_fewer_and_none_is_oom_killed() {
+    let Some(budget) = MemoryBudget::make(2 << 30) else {
+        return;
+    };
+    // Three snapshots at once would take 3 × 700 MiB: more than the 2 GiB the cgroup has.
+    let config = format!(
+        "{}[limits]\nmemory_floor = \"256M\"\nmax_snapshot_workers = 3\n",
+        plugins_config(&[&fixtures().join("admission_memory")])
+    );
+    let mut daemon = TestDaemon::prepare(&config);
+    daemon.launch_in_memory_cgroup(&budget.dir);
+    let crawl = daemon.add(&[
+        "http://127.0.0.1:9/a",
+        "http://127.0.0.1:9/b",
+        "http://127.0.0.1:9/c",
+        "http://127.0.0.1:9/d",
+        "http://127.0.0.1:9/e",
+    ]);
+    // While the first snapshot shows what one costs, the others wait, and status says so.
+    let status = status_saying(&daemon, "snapshots wait for memory");
+    assert!(
+        status.contains(&format!(
+            "crawl {crawl}'s snapshots wait for memory: what a snapshot costs is being measured"
+        )),
+        "{status}"
+    );
+    // Once one was seen to its end, its cost is known: two fit, a third waits for them.
+    let status = status_saying(&daemon, "a snapshot costs (measured)");
+    assert!(status.contains("the 2 running may still take"), "{status}");
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
+    let store = daemon.store();
+    let results = store.results(crawl).unwrap();
+    assert!(
+        results.len() == 5 && results.iter().all(|r| r.status == "succeeded"),
+        "{results:#?}\n{}",
+        daemon.log()
+    );
+    assert_eq!(
+        budget.oom_kills(),
+        0,
+        "the kernel OOM-killed in {:?}",
+        budget.dir
+    );
+    // Two at once, where three were allowed: the measured cost of a third did not fit.
+    let rows = store.processes(&Default::default()).unwrap();
+    let spans: Vec<(i64, i64)> = (rows.iter())
+        .filter(|r| r.kind == Kind::Hook)
+        .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
+        .collect();
+    assert_eq!(most_at_once(&spans), 2, "{spans:?}\n{}", daemon.log());
+}
+
+/// `abxctl status` once it says `what` (within [`WAIT`]).
+fn status_saying(daemon: &TestDaemon, what: &str) -> String {
+    wait_until(&format!("status to say {what:?}"), WAIT, || {
+        let status = daemon.ctl_ok(&["status"]);
+        status.contains(what).then_some(status)
+    })
+}
+
+/// The most of `spans` (start, end) that overlapped at one moment.
+fn most_at_once(spans: &[(i64, i64)]) -> usize {
+    let mut edges: Vec<(i64, i32)> = (spans.iter())
+        .flat_map(|&(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    // (An end before a start at the same millisecond: one that ended as another began.)
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in edges {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// A memory cgroup of this test's, limited to a budget, removed when dropped (after the daemon
+/// in it, which is dropped first: declared after it).
+struct MemoryBudget {
+    dir: PathBuf,
+}
+
+impl MemoryBudget {
+    /// One limited to `bytes`: v2 with the memory controller where the host has it, else in the
+    /// v1 memory hierarchy. `None` where neither can be had (not in CI, which has one: it fails
+    /// there), saying so.
+    fn make(bytes: u64) -> Option<MemoryBudget> {
+        let name = format!("abxd-{}", unique_tag());
+        let v2 = Path::new("/sys/fs/cgroup");
+        let v2_memory = std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+            .is_ok_and(|controllers| controllers.split_whitespace().any(|c| c == "memory"));
+        let (dir, limit) = if v2_memory {
+            (v2.join(&name), "memory.max")
+        } else {
+            (
+                Path::new("/sys/fs/cgroup/memory").join(&name),
+                "memory.limit_in_bytes",
+            )
+        };
+        let made = std::fs::create_dir(&dir)
+            .and_then(|()| std::fs::write(dir.join(limit), bytes.to_string()));
+        match made {
+            Ok(()) => Some(MemoryBudget { dir }),
+            Err(err) => {
+                let _ = std::fs::remove_dir(&dir);
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI machines have a memory controller (v2 or v1): {}: {err}",
+                    dir.display()
+                );
+                eprintln!("no memory cgroup can be made here ({err}): the case does not run");
+                None
+            }
+        }
+    }
+
+    /// The OOM kills the kernel made in it.
+    fn oom_kills(&self) -> u64 {
+        ["memory.events", "memory.oom_control"]
+            .iter()
+            .filter_map(|file| std::fs::read_to_string(self.dir.join(file)).ok())
+            .flat_map(|text| {
+                (text.lines())
+                    .filter_map(|line| line.strip_prefix("oom_kill "))
+                    .map(|n| n.trim().parse::<u64>().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    }
+}
+
+impl Drop for MemoryBudget {
+    fn drop(&mut self) {
+        // (Empty once the daemon's tree is gone: the daemon was dropped first.)
+        let _ = wait_until_removed(&self.dir);
+    }
+}
+
+fn wait_until_removed(dir: &Path) -> std::io::Result<()> {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        match std::fs::remove_dir(dir) {
+            Err(err) if std::time::Instant::now() < deadline && err.raw_os_error() == Some(16) => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
 }

@@ -13,7 +13,7 @@
 //! its start until that browser is found, so two starts in a row cannot both slip under the cap.
 
 use super::WorkerPool;
-use crate::admission::{self, Decision, Measured, OwnCgroups};
+use crate::admission::{self, Decision, Growth, Load, Measured, OwnCgroups};
 use crate::config::Config;
 use crate::domain::Queue;
 use crate::store::{Crawl, Store, StoreError};
@@ -41,6 +41,8 @@ pub struct Gate {
     waiting: Option<String>,
     /// For `PerCrawl`: whether each crawl looked at launches a browser.
     crawls: HashMap<i64, bool>,
+    /// For a pool of snapshots: what one costs in memory, learned as they run.
+    growth: Growth,
 }
 
 impl Gate {
@@ -52,6 +54,7 @@ impl Gate {
             cgroups: OwnCgroups::find(),
             waiting: None,
             crawls: HashMap::new(),
+            growth: Growth::default(),
         }
     }
 
@@ -78,6 +81,7 @@ pub fn measure(store: &Store, cgroups: &OwnCgroups) -> Result<Measured, StoreErr
     Ok(Measured {
         memory: admission::memory(cgroups),
         browsers: store.browsers_alive(None)?,
+        load: admission::Load::default(),
     })
 }
 
@@ -135,8 +139,11 @@ impl WorkerPool {
             Some(work) => {
                 let launches =
                     bounds.max_browsers > 0 && self.gate.launches(config, store, work)?;
+                let memory = admission::memory(&self.gate.cgroups);
+                let load = self.observe_load(memory.as_ref());
                 let measured = Measured {
-                    memory: admission::memory(&self.gate.cgroups),
+                    memory,
+                    load,
                     browsers: if bounds.max_browsers > 0 {
                         self.browsers_counted(config, store)?
                     } else {
@@ -163,6 +170,30 @@ impl WorkerPool {
                 Ok(false)
             }
         }
+    }
+
+    /// For a pool of snapshots: notes the memory left with its workers running, and returns
+    /// their load (nothing for a pool of crawls, or where memory is not measured).
+    fn observe_load(&mut self, memory: Option<&admission::Memory>) -> Load {
+        match (self.queue, memory) {
+            (Queue::Snapshots, Some(memory)) => self
+                .gate
+                .growth
+                .observe(memory.available, self.workers.len() as u32),
+            _ => Load::default(),
+        }
+    }
+
+    /// One of the pool's workers ended having sealed its work: with admission on, the memory
+    /// left is looked at once more (the end of its life is its peak's last chance to be seen)
+    /// and, for the first one, its cost learned.
+    pub(super) fn learn_from_end(&mut self, config: &Config) {
+        if config.limits.admission().memory_floor == 0 || self.queue != Queue::Snapshots {
+            return;
+        }
+        let memory = admission::memory(&self.gate.cgroups);
+        self.observe_load(memory.as_ref());
+        self.gate.growth.snapshot_ended();
     }
 
     /// The browsers alive on this host, where each of this pool's workers that will launch one

@@ -272,6 +272,7 @@ impl WorkerPool {
         };
         let work = held.claim.id;
         let end = if self.sealed(store, work)? {
+            self.learn_from_end(config);
             WorkerEnd::Sealed { work }
         } else if !recover {
             WorkerEnd::Abandoned { work }

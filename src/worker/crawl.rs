@@ -63,6 +63,9 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             Ok(())
         })
     })?;
+    // What its snapshots wait for, as `abxctl status` last read it (one a dead worker of this
+    // crawl left said is cleared first).
+    let mut said = Some(String::new());
     while !cx.interrupted && cx.ended_by.is_none() && added.is_some() {
         // Once a crawl hook it needs failed, no new snapshot starts; running ones finish.
         cx.failed = runner.fatal().is_some();
@@ -80,6 +83,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             Some(Err(err)) if err.is_busy() => true,
             Some(Err(err)) => return Err(err.into()),
         };
+        say_what_waits(&mut cx, crawl_id, pool.waiting(), &mut said);
         // Claims or recoveries the busy database refused are tried again soon.
         let retry = (refused || !cx.torn_down.is_empty()).then(|| Instant::now() + BUSY_RETRY);
         let snapshots = cx.store.snapshots(crawl_id)?;
@@ -116,6 +120,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             }
         }
     }
+    say_what_waits(&mut cx, crawl_id, None, &mut said);
     cx.run_scope(&mut runner, |cx, runner, exit| {
         record(cx, runner, &mut pool, exit)
     })?;
@@ -125,6 +130,25 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
     }
     cx.finish(Queue::Crawls, crawl_id)
+}
+
+/// Tells `abxctl status` what the crawl's snapshots wait for, when that changed since it was
+/// last `said`. (Best effort: a write the database refused is tried at the next turn, and a
+/// failure is only logged — it is a report, not the work.)
+fn say_what_waits(
+    cx: &mut Context,
+    crawl_id: i64,
+    waits_for: Option<&str>,
+    said: &mut Option<String>,
+) {
+    if said.as_deref() == waits_for {
+        return;
+    }
+    match cx.store.note_admission(crawl_id, waits_for) {
+        Ok(()) => *said = waits_for.map(str::to_owned),
+        Err(err) if err.is_busy() => {}
+        Err(err) => log::warn!("crawl {crawl_id}: cannot say what its snapshots wait for: {err}"),
+    }
 }
 
 /// Watches the crawl's `--timeout` (from its first start) and `--max-size`.

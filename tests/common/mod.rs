@@ -249,6 +249,23 @@ impl TestDaemon {
         self.launch();
     }
 
+    /// Starts the daemon as the first process of the memory cgroup at `dir` (its `cgroup.procs`,
+    /// v2, or its `tasks`, v1), whose limit then bounds everything it runs.
+    pub fn launch_in_memory_cgroup(&mut self, dir: &Path) {
+        let procs = ["cgroup.procs", "tasks"]
+            .map(|file| dir.join(file))
+            .into_iter()
+            .find(|path| path.exists())
+            .expect("a cgroup has cgroup.procs or tasks");
+        self.wrapper = vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo $$ > '{}' && exec \"$@\"", procs.display()),
+            "sh".into(),
+        ];
+        self.launch();
+    }
+
     /// Hands this daemon's dir to the unprivileged user `nobody` and runs the daemon as that
     /// user from now on ([`UNPRIVILEGED`]), as a packaged daemon runs as its own user.
     pub fn give_to_nobody(&mut self) {

@@ -32,8 +32,18 @@ pub(super) fn handle(state: &mut State) -> Response {
     }))
 }
 
-/// What admission says now: open, or what waits for what; then what it measured.
+/// What admission says now: open, or what waits for what; then what it measured; then what
+/// each running crawl's snapshots wait for, as its crawl worker said it.
 fn admission(state: &State) -> String {
+    let crawls = state.store.admission_waits().unwrap_or_default();
+    let daemon = daemon_admission(state);
+    crawls.into_iter().fold(daemon, |line, (crawl, why)| {
+        format!("{line}; crawl {crawl}'s snapshots wait for {why}")
+    })
+}
+
+/// What admission says now of the daemon's own starts (crawls), and what it measured.
+fn daemon_admission(state: &State) -> String {
     use crate::admission::{decide, describe, Decision};
     let bounds = state.config.limits.admission();
     let Ok(measured) = crate::pool::measure(&state.store, &state.crawls.gate().cgroups) else {

@@ -6,6 +6,7 @@
 //! appears at most once per crawl. A result that succeeded is never reset.
 
 mod actions;
+mod admission;
 mod binaries;
 mod exports;
 mod fence;

@@ -356,6 +356,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE processes ADD COLUMN uuid TEXT;
     "#,
+    // 25: what a running crawl's snapshots wait for, said by its crawl worker for `abxctl
+    // status` (admission: memory, browsers); NULL: nothing waits.
+    r#"
+    ALTER TABLE crawls ADD COLUMN admission TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

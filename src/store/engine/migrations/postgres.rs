@@ -259,6 +259,12 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     ALTER TABLE processes ADD COLUMN uuid TEXT;
     "#,
     ),
+    (
+        25,
+        r#"
+    ALTER TABLE crawls ADD COLUMN admission TEXT;
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

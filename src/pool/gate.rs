@@ -4,9 +4,13 @@
 //!
 //! (Also when the pool's loop must look again: for admission, or for work backing off.)
 //!
-//! Invariants: the gate is looked at only when there is due work to start (an idle pool measures
-//! nothing, and so wakes no one); a start held back is claimed by no one here and tried again
-//! `admission::POLL` later; each new reason to wait is logged once, and the end of a wait too.
+//! For a pool of snapshots it also learns what one costs in memory (`admission::Growth`): from the
+//! memory left at each look, and once a second while its snapshots run with a floor set.
+//!
+//! Invariants: the gate is looked at only when there is due work to start, and memory watched
+//! only while the pool's snapshots run (an idle pool measures nothing, and so wakes no one); a
+//! start held back is claimed by no one here and tried again `admission::POLL` later; each new
+//! reason to wait is logged once, and the end of a wait too.
 //! Whether a start launches a browser is known before it is claimed: every snapshot of a crawl
 //! that isolates Chrome per snapshot does, and a crawl does when its hooks launch one browser
 //! for it (the next due crawl is looked at). A worker counts as the browser it will launch from
@@ -43,6 +47,8 @@ pub struct Gate {
     crawls: HashMap<i64, bool>,
     /// For a pool of snapshots: what one costs in memory, learned as they run.
     growth: Growth,
+    /// When the memory left was last looked at for `growth`.
+    observed_at: Option<Instant>,
 }
 
 impl Gate {
@@ -55,6 +61,7 @@ impl Gate {
             waiting: None,
             crawls: HashMap::new(),
             growth: Growth::default(),
+            observed_at: None,
         }
     }
 
@@ -176,12 +183,32 @@ impl WorkerPool {
     /// their load (nothing for a pool of crawls, or where memory is not measured).
     fn observe_load(&mut self, memory: Option<&admission::Memory>) -> Load {
         match (self.queue, memory) {
-            (Queue::Snapshots, Some(memory)) => self
-                .gate
-                .growth
-                .observe(memory.available, self.workers.len() as u32),
+            (Queue::Snapshots, Some(memory)) => {
+                self.gate.observed_at = Some(Instant::now());
+                (self.gate.growth).observe(memory.available, self.workers.len() as u32)
+            }
             _ => Load::default(),
         }
+    }
+
+    /// While a pool of snapshots has workers running and admission is on: looks at the memory
+    /// left once every `admission::POLL` (a snapshot's peak comes and goes between starts, and
+    /// is what its cost is), and returns when to look next. `None`: nothing to watch.
+    pub fn watch_memory(&mut self, config: &Config) -> Option<Instant> {
+        let watching = self.queue == Queue::Snapshots
+            && config.limits.admission().memory_floor > 0
+            && !self.workers.is_empty();
+        if !watching {
+            self.gate.observed_at = None;
+            return None;
+        }
+        let due = (self.gate.observed_at).map_or(Instant::now(), |at| at + admission::POLL);
+        if due > Instant::now() {
+            return Some(due);
+        }
+        let memory = admission::memory(&self.gate.cgroups);
+        self.observe_load(memory.as_ref());
+        Some(Instant::now() + admission::POLL)
     }
 
     /// One of the pool's workers ended having sealed its work: with admission on, the memory

@@ -99,10 +99,19 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         let admission = pool
             .waiting()
             .map(|_| Instant::now() + crate::admission::POLL);
-        let timer = [back_off, runner.next_timer(), retry, resume, admission]
-            .into_iter()
-            .flatten()
-            .min();
+        // (What its snapshots cost is watched while they run: see `admission`.)
+        let memory_watch = pool.watch_memory(&cx.config);
+        let timer = [
+            back_off,
+            runner.next_timer(),
+            retry,
+            resume,
+            admission,
+            memory_watch,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         // Exits first: a teardown reported in the same batch may be of a worker that just
         // exited leaving processes behind.
         for exit in cx.next_exits(timer)? {

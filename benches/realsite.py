@@ -121,6 +121,24 @@ def setup(work):
     return env
 
 
+def prepare(out, prefix=""):
+    """What every script here does first, as root: the run's directory (`out`, else a new one
+    under /var/tmp/abxd-realsite named `prefix` and the time), abxd built (unless
+    ABXD_REALSITE_EXE names a build), `setup`, and the site served. Returns (out, env, server,
+    base URL)."""
+    if os.geteuid() != 0:
+        die("run as root (hooks and ArchiveBox run as the user abxbench)")
+    # (A short path, world-traversable: ArchiveBox puts Unix sockets below its collection.)
+    out = out or os.path.join("/var/tmp/abxd-realsite", prefix + time.strftime("%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o755)
+    if not EXE:
+        run(["cargo", "build", "--release", "--quiet", "--bin", "abxd", "--bin", "abxctl"], cwd=ROOT)
+    env = setup(out)
+    server, base = serve_site()
+    return out, env, server, base
+
+
 def serve_site():
     """The site on a loopback port: (process, base URL)."""
     server = subprocess.Popen(
@@ -351,16 +369,7 @@ def main():
     parser.add_argument("--tools", default="abxd,archivebox")
     parser.add_argument("--out")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        die("run as root (hooks and ArchiveBox run as the user abxbench)")
-    # (A short path, world-traversable: ArchiveBox puts Unix sockets below its collection.)
-    out = args.out or os.path.join("/var/tmp/abxd-realsite", time.strftime("%m%d-%H%M%S"))
-    os.makedirs(out, exist_ok=True)
-    os.chmod(out, 0o755)
-    if not EXE:
-        run(["cargo", "build", "--release", "--quiet", "--bin", "abxd"], cwd=ROOT)
-    env = setup(out)
-    server, base = serve_site()
+    out, env, server, base = prepare(args.out)
     try:
         seed, max_urls = CRAWLS[args.crawl]
         url = base + seed

@@ -283,7 +283,8 @@ def run_abxd(work, env, url, max_urls, concurrency, tag, limits="", preexec=None
         argv += ["--max-urls", str(max_urls)]
     figures = measured_run("abxd", argv + [url], {**env, "HOME": home}, home, tag,
                            own_exe=os.path.realpath(exe), preexec=preexec)
-    figures["pages"] = pages(glob.glob(os.path.join(home, "data/crawls/*/snapshots/*/index.jsonl")))
+    indexes = glob.glob(os.path.join(home, "data/crawls/*/snapshots/*/index.jsonl"))
+    figures["pages"], figures["hook_statuses"] = pages(indexes), hook_statuses(indexes)
     return figures
 
 
@@ -304,8 +305,8 @@ def run_archivebox(work, env, url, max_urls, concurrency, tag):
         argv.append(f"--max-urls={max_urls}")
     figures = measured_run("archivebox", as_user(argv + [url], {**env, TAG_ENV: tag}), env, home,
                            tag)
-    figures["pages"] = pages(glob.glob(os.path.join(
-        home, "archive/users/*/snapshots/*/*/*/index.jsonl")))
+    indexes = glob.glob(os.path.join(home, "archive/users/*/snapshots/*/*/*/index.jsonl"))
+    figures["pages"], figures["hook_statuses"] = pages(indexes), hook_statuses(indexes)
     return figures
 
 
@@ -330,6 +331,19 @@ def pages(indexes):
         out[url] = {p: (sorted({s for s, _ in v}), any(w for _, w in v))
                     for p, v in per_plugin.items()}
     return out
+
+
+def hook_statuses(indexes):
+    """Per hook, how many snapshots ended it with each status (its last record of each)."""
+    counts = collections.Counter()
+    for index in indexes:
+        last = {}
+        for line in open(index):
+            record = json.loads(line)
+            if record.get("type") == "ArchiveResult":
+                last[record["hook_name"]] = record["status"]
+        counts.update(f"{hook}:{status}" for hook, status in last.items())
+    return dict(sorted(counts.items()))
 
 
 # ---- report --------------------------------------------------------------------------------

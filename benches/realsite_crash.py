@@ -263,6 +263,16 @@ def glob_indexes(pattern):
 
 # ---- one crash -----------------------------------------------------------------------------
 
+def damaged(pages, seed):
+    """The site's own pages (on the seed's host: links that leave the machine fail on both sides
+    without a crash) with a plugin that failed, and which: what a crash cost in outputs."""
+    host = seed.split("/")[2]
+    return {url: sorted(p for p, (statuses, _) in results.items() if "failed" in statuses)
+            for url, results in sorted(pages.items())
+            if url.split("/")[2] == host
+            and any("failed" in statuses for statuses, _ in results.values())}
+
+
 def reran(runs):
     """Hooks that succeeded and ran again for the same snapshot; crawl-wide ones apart."""
     succeeded, again = set(), {"snapshot": 0, "crawl": 0}
@@ -308,6 +318,7 @@ def crash(tool, url, max_urls, at, tag):
         if isinstance(tool, Abxd) else \
         query(tool.db, "SELECT count(*) FROM core_snapshot WHERE status != 'sealed'")
     return {
+        "local_pages_with_failures": damaged(pages, url),
         "killed_at_sealed": f"{sealed}/{known}",
         "processes_killed": killed,
         "browsers_alive_before_restart": left_by_kill,

@@ -1,8 +1,10 @@
 //! Admission: whether a new crawl or snapshot may start now, by what the host has — the memory
 //! left (measured: the host's `MemAvailable`, and under every ancestor cgroup of abxd's with a
 //! bound — v2 `memory.max`, v1 `memory.limit_in_bytes` — what is left below it, page cache the
-//! kernel drops first counted as free) against `[limits] memory_floor`, and the browsers alive
-//! against `[limits] max_browsers` when the start would launch one.
+//! kernel drops first counted as free) against `[limits] memory_floor`; with a floor set, the
+//! time all work stalled on memory (PSI `full avg10`, the host's and abxd's cgroups') against
+//! [`STALL_LIMIT`]; and the browsers alive against `[limits] max_browsers` when the start would
+//! launch one.
 //!
 //! A snapshot must also leave room for itself: what one snapshot of the crawl costs is learned
 //! while they run ([`Growth`]: how far the memory left fell below what was left when none ran,
@@ -12,7 +14,7 @@
 //!
 //! Invariants: a decision is a pure function of what was measured (`decide`); what runs is never
 //! stopped by it, only what starts waits; with nothing of the pool running, a start waits for the
-//! floor alone (so a crawl always moves); a measurement that cannot be made admits (a host
+//! floor and the pressure alone (so a crawl moves as soon as the host does); a measurement that cannot be made admits (a host
 //! without `/proc/meminfo` is not one abxd can reason about, and a supervisor that stops working
 //! for want of a number helps no one) — and says so in its reason.
 
@@ -27,7 +29,24 @@ pub struct Memory {
     pub available: u64,
     /// `None`: the host's `MemAvailable`; else the cgroup whose `memory.max` bounds it.
     pub cgroup: Option<PathBuf>,
+    /// The share (%) of the last 10 s in which all work stalled on memory (PSI's `full avg10`),
+    /// the most of the host's and abxd's cgroups'; `None` where the kernel does not say.
+    pub stalled: Option<Stall>,
 }
+
+/// A share of time stalled on memory, in hundredths of a percent (PSI prints two decimals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stall(pub u32);
+
+impl std::fmt::Display for Stall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:02} %", self.0 / 100, self.0 % 100)
+    }
+}
+
+/// Above this much of the last 10 s stalled on memory, nothing new starts: the host is already
+/// reclaiming hard (ArchiveBox 0.9 stops adding load at the same share).
+pub const STALL_LIMIT: Stall = Stall(10_00);
 
 /// What admission looked at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +153,15 @@ pub fn decide(bounds: Bounds, measured: &Measured, launches_browser: bool) -> De
                 mib(bounds.memory_floor)
             ));
         }
+        if let Some(stalled) = memory
+            .stalled
+            .filter(|&s| bounds.memory_floor > 0 && s >= STALL_LIMIT)
+        {
+            return Decision::Wait(format!(
+                "memory: pressure: all work stalled on memory {stalled} of the last 10 s, at or \
+                 over {STALL_LIMIT}"
+            ));
+        }
         if let Some(why) = no_room_for_one_more(bounds, memory, measured.load) {
             return Decision::Wait(why);
         }
@@ -177,15 +205,15 @@ fn no_room_for_one_more(bounds: Bounds, memory: &Memory, load: Load) -> Option<S
 /// What admission sees, in one line: memory left and browsers alive.
 pub fn describe(bounds: Bounds, measured: &Measured) -> String {
     let memory = match &measured.memory {
-        Some(Memory {
-            available,
-            cgroup: None,
-        }) => format!("{} available", mib(*available)),
-        Some(Memory {
-            available,
-            cgroup: Some(dir),
-        }) => {
-            format!("{} left below {}", mib(*available), dir.display())
+        Some(memory) => {
+            let left = match &memory.cgroup {
+                None => format!("{} available", mib(memory.available)),
+                Some(dir) => format!("{} left below {}", mib(memory.available), dir.display()),
+            };
+            match memory.stalled {
+                Some(stalled) => format!("{left}, stalled {stalled} of the last 10 s"),
+                None => left,
+            }
         }
         None => "memory not measured".to_string(),
     };
@@ -252,9 +280,16 @@ const V1_UNLIMITED: u64 = 1 << 62;
 /// writes much that is never read again, and a cgroup full of it is not full.
 pub fn memory(own: &OwnCgroups) -> Option<Memory> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let pressures = (own.v2.iter().flat_map(|d| d.ancestors()))
+        .map(|dir| dir.join("memory.pressure"))
+        .chain([PathBuf::from("/proc/pressure/memory")]);
+    let stalled = pressures
+        .filter_map(|path| full_stall(&std::fs::read_to_string(path).ok()?))
+        .max();
     let mut tightest = Memory {
         available: mem_available(&meminfo)?,
         cgroup: None,
+        stalled,
     };
     let dirs = (own.v2.iter().flat_map(|d| d.ancestors()).map(|d| (d, &V2))).chain(
         own.v1_memory
@@ -270,6 +305,7 @@ pub fn memory(own: &OwnCgroups) -> Option<Memory> {
             tightest = Memory {
                 available: left,
                 cgroup: Some(dir.to_path_buf()),
+                stalled,
             };
         }
     }
@@ -293,6 +329,20 @@ fn left_below(dir: &Path, files: &Files) -> Option<u64> {
         })
         .unwrap_or(0);
     Some(limit.saturating_sub(usage.saturating_sub(droppable)))
+}
+
+/// PSI's `full avg10` of a pressure file (`/proc/pressure/memory`, a cgroup's
+/// `memory.pressure`): "full avg10=12.34 avg60=… total=…".
+fn full_stall(pressure: &str) -> Option<Stall> {
+    let line = pressure.lines().find(|l| l.starts_with("full "))?;
+    let avg10 = line
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("avg10="))?;
+    let (whole, hundredths) = avg10.split_once('.').unwrap_or((avg10, "0"));
+    let hundredths = format!("{hundredths:0<2}");
+    Some(Stall(
+        whole.parse::<u32>().ok()? * 100 + hundredths.get(..2)?.parse::<u32>().ok()?,
+    ))
 }
 
 /// `MemAvailable` of `/proc/meminfo`, in bytes.
@@ -337,6 +387,7 @@ mod tests {
             memory: Some(Memory {
                 available: available_mib << 20,
                 cgroup: None,
+                stalled: None,
             }),
             browsers,
             load: Load::default(),
@@ -382,6 +433,7 @@ mod tests {
             memory: Some(Memory {
                 available: left,
                 cgroup: None,
+                stalled: None,
             }),
             browsers: 0,
             load,
@@ -438,6 +490,42 @@ mod tests {
         };
         let load = Growth::default().observe(GIB, 3);
         assert_eq!(decide(open, &with(GIB, load), false), Decision::Admit);
+    }
+
+    #[test]
+    fn nothing_starts_while_work_stalls_on_memory_past_the_limit() {
+        assert_eq!(
+            full_stall("some avg10=30.00 avg60=1.00 avg300=0.00 total=9\nfull avg10=12.5 avg60=0.50 avg300=0.00 total=5\n"),
+            Some(Stall(12_50))
+        );
+        assert_eq!(
+            full_stall("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
+            None
+        );
+        let stalled = |share: u32| Measured {
+            memory: Some(Memory {
+                available: 8 << 30,
+                cgroup: None,
+                stalled: Some(Stall(share)),
+            }),
+            browsers: 0,
+            load: Load::default(),
+        };
+        assert_eq!(decide(BOUNDS, &stalled(9_99), false), Decision::Admit);
+        assert_eq!(
+            decide(BOUNDS, &stalled(12_50), false),
+            Decision::Wait(
+                "memory: pressure: all work stalled on memory 12.50 % of the last 10 s, at or \
+                 over 10.00 %"
+                    .into()
+            )
+        );
+        // No floor: admission is off, pressure included.
+        let open = Bounds {
+            memory_floor: 0,
+            max_browsers: 0,
+        };
+        assert_eq!(decide(open, &stalled(90_00), false), Decision::Admit);
     }
 
     #[test]

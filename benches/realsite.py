@@ -206,8 +206,9 @@ class Sampler(threading.Thread):
                 if self.own_exe and exe == self.own_exe:
                     stat = read(f"/proc/{pid}/stat").decode()
                     fields = stat[stat.rfind(")") + 2:].split()
-                    role = role_of(argv)
-                    self.own_cpu[pid] = (role, (int(fields[11]) + int(fields[12])) / ticks)
+                    if len(fields) > 12:  # (else it ended since: its last sample stands)
+                        role = role_of(argv)
+                        self.own_cpu[pid] = (role, (int(fields[11]) + int(fields[12])) / ticks)
             self.peak_pss = max(self.peak_pss, pss)
             self.peak_browsers = max(self.peak_browsers, browsers)
 

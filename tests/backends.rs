@@ -617,8 +617,10 @@ fn a_postgres_restart_mid_crawl_loses_nothing_and_kills_no_hook() {
     }
     let mut daemon = common::TestDaemon::prepare_on(
         "postgres",
+        // (No memory floor: admission would run the first snapshot alone to learn what one
+        // costs, and this test needs both hooks running when PostgreSQL goes away.)
         &format!(
-            "{}[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"4\" }}\n",
+            "{}[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"4\" }}\n[limits]\nmemory_floor = 0\n",
             common::plugins_config(&[&common::fixtures().join("plugins")])
         ),
     );

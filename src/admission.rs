@@ -9,7 +9,7 @@
 //! A snapshot must also leave room for itself: what one snapshot of the crawl costs is learned
 //! while they run ([`Growth`]: how far the memory left fell below what was left when none ran,
 //! per snapshot running, at its peak), as ArchiveBox 0.9's runner learns it. Until one snapshot
-//! was seen to its end, snapshots run one at a time; after, one starts only while what is left
+//! was seen to its end (or for [`WARM_UP`]), snapshots run one at a time; after, one starts only while what is left
 //! covers the floor, its own cost, and what those running may still grow to their cost.
 //!
 //! Invariants: a decision is a pure function of what was measured (`decide`); what runs is never
@@ -81,7 +81,13 @@ pub struct Growth {
     peak: u64,
     /// What one snapshot costs, once one was seen to its end; only ever raised after.
     cost: Option<u64>,
+    /// Whether a snapshot was seen running since the baseline.
+    seen: bool,
 }
+
+/// How long the first snapshot of a crawl is watched, at most, before what it took so far is
+/// its cost (see [`Growth::settle`]).
+pub const WARM_UP: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Growth {
     /// Notes that `left` bytes are left with `running` snapshots running; returns the load.
@@ -89,6 +95,7 @@ impl Growth {
         if running == 0 {
             self.baseline = Some(left);
             self.peak = 0;
+            self.seen = false;
             return Load {
                 running,
                 grown: 0,
@@ -96,6 +103,7 @@ impl Growth {
             };
         }
         let baseline = *self.baseline.get_or_insert(left);
+        self.seen = true;
         let grown = baseline.saturating_sub(left);
         let each = grown / u64::from(running);
         self.peak = self.peak.max(each);
@@ -109,10 +117,18 @@ impl Growth {
         }
     }
 
-    /// One of the pool's snapshots ended: the first whose growth was seen sets the cost (one
-    /// that ended unseen leaves it to the next).
+    /// One of the pool's snapshots ended: the first seen running sets the cost to the most one
+    /// took (nothing, for snapshots too light to move the memory); one that ended unseen leaves
+    /// it to the next.
     pub fn snapshot_ended(&mut self) {
-        if self.cost.is_none() && self.peak > 0 {
+        self.settle();
+    }
+
+    /// Takes the most one snapshot was seen to take as the cost, if none is known yet and one
+    /// was seen running: at the first end, or once the first has been watched for [`WARM_UP`]
+    /// (a snapshot that runs for minutes must not hold the crawl's others back for as long).
+    pub fn settle(&mut self) {
+        if self.cost.is_none() && self.seen {
             self.cost = Some(self.peak);
         }
     }
@@ -534,6 +550,12 @@ mod tests {
         growth.observe(1 << 30, 0);
         growth.snapshot_ended();
         assert_eq!(growth.cost(), None);
+        // One seen running that moved nothing costs nothing (a light crawl is not held back).
+        let mut light = Growth::default();
+        light.observe(1 << 30, 0);
+        light.observe(1 << 30, 1);
+        light.snapshot_ended();
+        assert_eq!(light.cost(), Some(0));
         // Measured against a baseline taken when none ran, and raised by a heavier one later.
         growth.observe(1 << 30, 1);
         growth.observe((1 << 30) - (10 << 20), 1);

@@ -66,7 +66,7 @@ pub(crate) fn busy_host(s: &Sizes, figures: &mut Figures) {
             let daemon = quiet_daemon(
                 dir.path(),
                 &format!(
-                    "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = 8\n\
+                    "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = 8\nmemory_floor = 0\n\
                      containment = {containment:?}\n[plugins.sleeper]\ntimeout = \"600s\"\n",
                     dir.path().join("bench-plugins").display().to_string()
                 ),

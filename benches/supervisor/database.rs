@@ -7,7 +7,10 @@ use std::time::Instant;
 /// "database is locked" errors seen.
 pub(crate) fn database_under_load(s: &Sizes, figures: &mut Figures) {
     let dir = scratch_dir();
-    let daemon = daemon_with_test_plugins(dir.path(), "[limits]\nmax_snapshot_workers = 8\n");
+    let daemon = daemon_with_test_plugins(
+        dir.path(),
+        "[limits]\nmax_snapshot_workers = 8\nmemory_floor = 0\n",
+    );
     let urls: Vec<String> = (0..s.load_urls)
         .map(|i| format!("http://127.0.0.1:9/{i}"))
         .collect();

@@ -15,7 +15,7 @@ pub(crate) fn fleet(s: &Sizes, figures: &mut Figures) {
         println!("9 skipped: PostgreSQL is not installed here (apt install postgresql)");
         return;
     }
-    let hooks = "[limits]\nmax_snapshot_workers = 4\n";
+    let hooks = "[limits]\nmax_snapshot_workers = 4\nmemory_floor = 0\n";
     let crawl = |daemon: &TestDaemon| -> f64 {
         let mut args = vec!["add".to_string()];
         args.extend((0..s.fleet_urls).map(|i| format!("http://127.0.0.1:9/{i}")));

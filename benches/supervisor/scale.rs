@@ -30,7 +30,7 @@ pub(crate) fn scale(s: &Sizes, figures: &mut Figures) {
     let daemon = quiet_daemon(
         dir.path(),
         &format!(
-            "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = {}\n\
+            "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = {}\nmemory_floor = 0\n\
              [timeouts]\nmin_grace = \"{}s\"\n[plugins.held]\ntimeout = \"600s\"\n",
             plugins.display().to_string(),
             s.scale_snapshots,
@@ -136,7 +136,7 @@ pub(crate) fn scale(s: &Sizes, figures: &mut Figures) {
     let daemon = quiet_daemon(
         dir.path(),
         &format!(
-            "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = 8\n",
+            "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = 8\nmemory_floor = 0\n",
             plugins.display().to_string()
         ),
     );

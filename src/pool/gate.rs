@@ -49,6 +49,8 @@ pub struct Gate {
     growth: Growth,
     /// When the memory left was last looked at for `growth`.
     observed_at: Option<Instant>,
+    /// Since when the first snapshot has been watched while no cost is known.
+    warming_up_since: Option<Instant>,
 }
 
 impl Gate {
@@ -62,6 +64,7 @@ impl Gate {
             crawls: HashMap::new(),
             growth: Growth::default(),
             observed_at: None,
+            warming_up_since: None,
         }
     }
 
@@ -208,6 +211,19 @@ impl WorkerPool {
         }
         let memory = admission::memory(&self.gate.cgroups);
         self.observe_load(memory.as_ref());
+        if self.gate.growth.cost().is_none() {
+            let since = *self.gate.warming_up_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= admission::WARM_UP {
+                self.gate.growth.settle();
+                if let Some(cost) = self.gate.growth.cost() {
+                    log::info!(
+                        "snapshot: a snapshot's cost taken as {} MiB, what the first took in {}s",
+                        cost >> 20,
+                        admission::WARM_UP.as_secs()
+                    );
+                }
+            }
+        }
         Some(Instant::now() + admission::POLL)
     }
 

@@ -287,3 +287,28 @@ fn wait_until_removed(dir: &Path) -> std::io::Result<()> {
         }
     }
 }
+
+#[test]
+fn a_first_snapshot_that_runs_long_holds_the_others_back_for_30_seconds_at_most() {
+    // Each snapshot takes 40 s: waiting for the first to end would keep the two apart.
+    let config = format!(
+        "{}[plugins.sleepy]\nenv = {{ SLEEPY_SECONDS = \"40\" }}\n[limits]\nmemory_floor = \"1M\"\n",
+        plugins_config(&[&fixtures().join("plugins")])
+    );
+    let daemon = TestDaemon::start_with(&config);
+    let crawl = daemon.add(&[
+        "--plugins",
+        "sleepy",
+        "http://127.0.0.1:9/a",
+        "http://127.0.0.1:9/b",
+    ]);
+    status_saying(&daemon, "what a snapshot costs is being measured");
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
+    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let spans: Vec<(i64, i64)> = (rows.iter())
+        .filter(|r| r.kind == Kind::Hook)
+        .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
+        .collect();
+    // The second started while the first still ran, about 30 s after it.
+    assert_eq!(most_at_once(&spans), 2, "{spans:?}");
+}

@@ -188,7 +188,12 @@ impl WorkerPool {
         match (self.queue, memory) {
             (Queue::Snapshots, Some(memory)) => {
                 self.gate.observed_at = Some(Instant::now());
-                (self.gate.growth).observe(memory.available, self.workers.len() as u32)
+                let load = (self.gate.growth).observe(memory.available, self.workers.len() as u32);
+                self.end_a_long_warm_up();
+                Load {
+                    cost: self.gate.growth.cost(),
+                    ..load
+                }
             }
             _ => Load::default(),
         }
@@ -211,20 +216,26 @@ impl WorkerPool {
         }
         let memory = admission::memory(&self.gate.cgroups);
         self.observe_load(memory.as_ref());
-        if self.gate.growth.cost().is_none() {
-            let since = *self.gate.warming_up_since.get_or_insert_with(Instant::now);
-            if since.elapsed() >= admission::WARM_UP {
-                self.gate.growth.settle();
-                if let Some(cost) = self.gate.growth.cost() {
-                    log::info!(
-                        "snapshot: a snapshot's cost taken as {} MiB, what the first took in {}s",
-                        cost >> 20,
-                        admission::WARM_UP.as_secs()
-                    );
-                }
+        Some(Instant::now() + admission::POLL)
+    }
+
+    /// While no cost is known and a snapshot runs: once the first has been watched for
+    /// `admission::WARM_UP`, what it took by then is the cost.
+    fn end_a_long_warm_up(&mut self) {
+        if self.gate.growth.cost().is_some() || self.workers.is_empty() {
+            return;
+        }
+        let since = *self.gate.warming_up_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= admission::WARM_UP {
+            self.gate.growth.settle();
+            if let Some(cost) = self.gate.growth.cost() {
+                log::info!(
+                    "snapshot: a snapshot's cost is taken as {} MiB, what the first took in {} s",
+                    cost >> 20,
+                    admission::WARM_UP.as_secs()
+                );
             }
         }
-        Some(Instant::now() + admission::POLL)
     }
 
     /// One of the pool's workers ended having sealed its work: with admission on, the memory

@@ -96,10 +96,7 @@ fn browsers(rows: &[abxd::store::ProcessRow]) -> Vec<&abxd::store::ProcessRow> {
 
 /// That the `count` workers of `kind` ran one after the other, never two at once.
 fn assert_one_at_a_time(rows: &[abxd::store::ProcessRow], kind: Kind, count: usize) {
-    let mut spans: Vec<(i64, i64)> = (rows.iter())
-        .filter(|r| r.kind == kind)
-        .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
-        .collect();
+    let mut spans = spans_of(rows, kind);
     spans.sort();
     assert_eq!(spans.len(), count, "{spans:?}");
     for pair in spans.windows(2) {
@@ -184,10 +181,7 @@ fn snapshots_that_would_outgrow_the_memory_limit_start_fewer_and_none_is_oom_kil
     );
     // Two at once, where three were allowed: the measured cost of a third did not fit.
     let rows = store.processes(&Default::default()).unwrap();
-    let spans: Vec<(i64, i64)> = (rows.iter())
-        .filter(|r| r.kind == Kind::Hook)
-        .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
-        .collect();
+    let spans = spans_of(&rows, Kind::Hook);
     assert_eq!(most_at_once(&spans), 2, "{spans:?}\n{}", daemon.log());
 }
 
@@ -197,6 +191,14 @@ fn status_saying(daemon: &TestDaemon, what: &str) -> String {
         let status = daemon.ctl_ok(&["status"]);
         status.contains(what).then_some(status)
     })
+}
+
+/// When each process of `kind` ran: (start, end), in ms.
+fn spans_of(rows: &[abxd::store::ProcessRow], kind: Kind) -> Vec<(i64, i64)> {
+    (rows.iter())
+        .filter(|r| r.kind == kind)
+        .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
+        .collect()
 }
 
 /// The most of `spans` (start, end) that overlapped at one moment.
@@ -305,10 +307,7 @@ fn a_first_snapshot_that_runs_long_holds_the_others_back_for_30_seconds_at_most(
     status_saying(&daemon, "what a snapshot costs is being measured");
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
     let rows = daemon.store().processes(&Default::default()).unwrap();
-    let spans: Vec<(i64, i64)> = (rows.iter())
-        .filter(|r| r.kind == Kind::Hook)
-        .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
-        .collect();
+    let spans = spans_of(&rows, Kind::Hook);
     // The second started while the first still ran, about 30 s after it.
     assert_eq!(most_at_once(&spans), 2, "{spans:?}");
 }

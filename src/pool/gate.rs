@@ -214,9 +214,14 @@ impl WorkerPool {
         if due > Instant::now() {
             return Some(due);
         }
+        self.look_at_memory();
+        Some(Instant::now() + admission::POLL)
+    }
+
+    /// Measures the memory left and notes it for the cost (see `observe_load`).
+    fn look_at_memory(&mut self) {
         let memory = admission::memory(&self.gate.cgroups);
         self.observe_load(memory.as_ref());
-        Some(Instant::now() + admission::POLL)
     }
 
     /// While no cost is known and a snapshot runs: once the first has been watched for
@@ -245,8 +250,7 @@ impl WorkerPool {
         if config.limits.admission().memory_floor == 0 || self.queue != Queue::Snapshots {
             return;
         }
-        let memory = admission::memory(&self.gate.cgroups);
-        self.observe_load(memory.as_ref());
+        self.look_at_memory();
         self.gate.growth.snapshot_ended();
     }
 

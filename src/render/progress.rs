@@ -21,8 +21,8 @@ pub struct Progress {
     reported: HashMap<i64, ResultStatus>,
     /// The URLs of the snapshots reported so far, by id.
     urls: HashMap<i64, String>,
-    /// When the last look began (wall clock), and the database's version then.
-    looked: Option<(i64, Option<i64>)>,
+    /// When the last look began (wall clock).
+    looked: Option<i64>,
     standing: Standing,
 }
 
@@ -50,14 +50,11 @@ impl Progress {
         // (Not skipped when SQLite's `data_version` is unchanged: that shortcut missed commits
         // now and then — a status line stuck at "0/0 hooks done" in tests/operator.rs — and a
         // look that reads only what changed is cheap enough.)
-        let (now, version) = (now_ms(), store.data_version());
-        let since = match self.looked {
-            Some((at, _)) => at - RESTAMP_MARGIN_MS,
-            None => 0,
-        };
+        let now = now_ms();
+        let since = self.looked.map_or(0, |at| at - RESTAMP_MARGIN_MS);
         let results = store.results_since(crawl_id, since)?;
         let (total, done) = store.result_counts(crawl_id)?;
-        self.looked = Some((now, version));
+        self.looked = Some(now);
         self.standing = Standing {
             done: done as usize,
             total: total as usize,

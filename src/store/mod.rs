@@ -312,14 +312,6 @@ impl Store {
         std::fs::metadata(beside(&self.path, "-wal")).map_or(0, |m| m.len())
     }
 
-    /// A number that changes whenever another connection commits to the database (SQLite's
-    /// `data_version`: nothing is read but a counter); `None` where it cannot be known
-    /// (PostgreSQL) — then anything may have changed.
-    pub fn data_version(&self) -> Option<i64> {
-        let conn = self.sqlite()?;
-        conn.query_row("PRAGMA data_version", [], |r| r.get(0)).ok()
-    }
-
     /// Copies the write-ahead log into the database and truncates it to nothing, if no reader
     /// or writer is in the way; returns whether it did. (A long reader keeps SQLite from
     /// resetting the log, which then grows; `journal_size_limit` only trims it when it resets.)

@@ -16,6 +16,8 @@ pub struct Stat {
     pub ppid: i32,
     /// The process group (field 5).
     pub pgrp: i32,
+    /// The CPU time it used, user and system, in clock ticks (fields 14 and 15).
+    pub cpu_ticks: u64,
     /// The number of threads (field 20).
     pub threads: u32,
     /// The start time in clock ticks since boot (field 22).
@@ -50,14 +52,18 @@ pub fn parse(text: &str) -> Option<Stat> {
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
-    // Fields 6 … 19 lie between the group (5) and the number of threads (20).
-    let threads = fields.nth(20 - 6)?.parse().ok()?;
+    // Fields 6 … 13 lie between the group (5) and the user time (14).
+    let utime: u64 = fields.nth(14 - 6)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    // Fields 16 … 19 lie between the system time (15) and the number of threads (20).
+    let threads = fields.nth(20 - 16)?.parse().ok()?;
     let start_ticks = fields.nth(22 - 21)?.parse().ok()?;
     Some(Stat {
         comm,
         state,
         ppid,
         pgrp,
+        cpu_ticks: utime + stime,
         threads,
         start_ticks,
     })
@@ -95,6 +101,7 @@ mod tests {
         assert_eq!(stat.state, 'S');
         assert_eq!(stat.ppid, 7);
         assert_eq!(stat.pgrp, 42);
+        assert_eq!(stat.cpu_ticks, 3);
         assert_eq!(stat.threads, 1);
         assert_eq!(stat.start_ticks, 123456);
     }
@@ -118,6 +125,7 @@ mod tests {
         assert_eq!(stat.pgrp, expected.pgrp);
         assert_eq!(stat.comm, expected.comm);
         assert_eq!(i64::from(stat.threads), expected.num_threads);
+        assert!(stat.cpu_ticks >= expected.utime + expected.stime);
     }
 
     #[test]

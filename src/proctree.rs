@@ -164,6 +164,37 @@ pub fn children_by_scan(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The pids of the tree of `pid`: the processes of `cgroup` (and of the cgroups below it) when
+/// the tree has one, else `pid` and its live descendants.
+pub fn tree_pids(pid: i32, cgroup: Option<&std::path::Path>) -> Vec<i32> {
+    match cgroup {
+        Some(dir) => cgroup_pids(dir),
+        None => std::iter::once(pid)
+            .chain(descendants_of(&[pid]).into_iter().map(|f| f.identity.pid))
+            .collect(),
+    }
+}
+
+/// The resident bytes of process `pid` now (`None`: it is gone).
+pub fn resident_bytes(pid: i32) -> Option<u64> {
+    let statm = procfs::process::Process::new(pid).ok()?.statm().ok()?;
+    Some(statm.resident * procfs::page_size())
+}
+
+fn cgroup_pids(dir: &std::path::Path) -> Vec<i32> {
+    let mut pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            pids.extend(cgroup_pids(&entry.path()));
+        }
+    }
+    pids
+}
+
 /// Every live descendant of the processes in `roots` (not the roots themselves).
 pub fn descendants_of(roots: &[i32]) -> Vec<Found> {
     walk_descendants(roots, read_counting_threads)

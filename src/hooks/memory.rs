@@ -35,35 +35,10 @@ pub fn limit_of(prepared: &Prepared, environ: impl Fn(&str) -> Option<String>) -
 /// The resident bytes of the tree of `pid`: the processes of `cgroup` (and below it) when the
 /// hook has one, else `pid` and its descendants.
 pub fn tree_rss(pid: i32, cgroup: Option<&Path>) -> u64 {
-    let pids: Vec<i32> = match cgroup {
-        Some(dir) => cgroup_pids(dir),
-        None => std::iter::once(pid)
-            .chain(
-                crate::proctree::descendants_of(&[pid])
-                    .into_iter()
-                    .map(|f| f.identity.pid),
-            )
-            .collect(),
-    };
-    let page = procfs::page_size();
-    pids.into_iter()
-        .filter_map(|pid| procfs::process::Process::new(pid).ok()?.statm().ok())
-        .map(|statm| statm.resident * page)
+    crate::proctree::tree_pids(pid, cgroup)
+        .into_iter()
+        .filter_map(crate::proctree::resident_bytes)
         .sum()
-}
-
-fn cgroup_pids(dir: &Path) -> Vec<i32> {
-    let mut pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            pids.extend(cgroup_pids(&entry.path()));
-        }
-    }
-    pids
 }
 
 /// What to measure of one running hook.

@@ -56,34 +56,72 @@ pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
     ]);
     let now = now_ms();
     for crawl in crawls {
-        let snapshots = store.snapshots(crawl.id)?;
-        let sealed = snapshots
-            .iter()
-            .filter(|s| s.status == WorkStatus::Sealed)
-            .count();
-        let results = store.results(crawl.id)?;
-        let count = |status| results.iter().filter(|r| r.status == status).count();
+        let counts = CrawlCounts::of(store, crawl.id)?;
         table.add_row([
             crawl.id.to_string(),
             crawl_status(&crawl),
             crawl.max_depth.to_string(),
-            format!("{sealed}/{}", snapshots.len()),
-            format!(
-                "{} ok, {} noresults, {} failed, {} skipped{}",
-                count(ResultStatus::Succeeded),
-                count(ResultStatus::NoResults),
-                count(ResultStatus::Failed),
-                count(ResultStatus::Skipped),
-                match count(ResultStatus::Cancelled) {
-                    0 => String::new(),
-                    n => format!(", {n} cancelled"),
-                }
-            ),
+            format!("{}/{}", counts.sealed_snapshots, counts.snapshots),
+            counts.results_text(),
             short_duration(now - crawl.created_at),
             printable::line(&crawl.urls.join(" ")).into_owned(),
         ]);
     }
     Ok(table.to_string())
+}
+
+/// Where a crawl stands: its snapshots sealed, its results by status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CrawlCounts {
+    pub snapshots: usize,
+    pub sealed_snapshots: usize,
+    pub succeeded: usize,
+    pub noresults: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub cancelled: usize,
+    /// Results not final yet (queued or running).
+    pub pending: usize,
+}
+
+impl CrawlCounts {
+    /// Counts crawl `crawl_id`'s snapshots and results.
+    pub fn of(store: &Store, crawl_id: i64) -> Result<CrawlCounts, StoreError> {
+        let (snapshots, results) = store.work_counts(crawl_id)?;
+        let mut counts = CrawlCounts::default();
+        for (status, n) in snapshots {
+            counts.snapshots += n as usize;
+            if status == WorkStatus::Sealed {
+                counts.sealed_snapshots += n as usize;
+            }
+        }
+        for (status, n) in results {
+            *match status {
+                ResultStatus::Succeeded => &mut counts.succeeded,
+                ResultStatus::NoResults => &mut counts.noresults,
+                ResultStatus::Failed => &mut counts.failed,
+                ResultStatus::Skipped => &mut counts.skipped,
+                ResultStatus::Cancelled => &mut counts.cancelled,
+                _ => &mut counts.pending,
+            } += n as usize;
+        }
+        Ok(counts)
+    }
+
+    /// The results in words: `3 ok, 0 noresults, 1 failed, 0 skipped` (and what was cancelled).
+    pub fn results_text(&self) -> String {
+        format!(
+            "{} ok, {} noresults, {} failed, {} skipped{}",
+            self.succeeded,
+            self.noresults,
+            self.failed,
+            self.skipped,
+            match self.cancelled {
+                0 => String::new(),
+                n => format!(", {n} cancelled"),
+            }
+        )
+    }
 }
 
 /// Each result's latest hook process row, by result id.
@@ -154,10 +192,10 @@ fn failures(results: &[&HookResult], runs: &RunByResult<'_>, out: &mut String) {
         let tail = run
             .stderr_path
             .as_deref()
-            .map(|path| stderr_tail(std::path::Path::new(path)))
+            .map(|path| log_tail(std::path::Path::new(path), STDERR_TAIL_LINES))
             .unwrap_or_default();
         for line in tail {
-            out.push_str(&format!("      | {line}\n"));
+            out.push_str(&format!("      | {}\n", printable::line(&line)));
         }
         for path in [&run.stdout_path, &run.stderr_path].into_iter().flatten() {
             out.push_str(&format!("      log: {}\n", printable::line(path)));
@@ -165,8 +203,9 @@ fn failures(results: &[&HookResult], runs: &RunByResult<'_>, out: &mut String) {
     }
 }
 
-/// The last [`STDERR_TAIL_LINES`] lines of a log file (its last 4 KiB at most), escaped.
-fn stderr_tail(path: &std::path::Path) -> Vec<String> {
+/// The last `lines` non-blank lines of a log file (within its last 4 KiB), as written: whoever
+/// shows them escapes them for where they go.
+pub fn log_tail(path: &std::path::Path, lines: usize) -> Vec<String> {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut file) = crate::logs::read_log(path) else {
         return Vec::new();
@@ -176,10 +215,10 @@ fn stderr_tail(path: &std::path::Path) -> Vec<String> {
     let mut bytes = Vec::new();
     let _ = file.read_to_end(&mut bytes);
     let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..]
+    let found: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    found[found.len().saturating_sub(lines)..]
         .iter()
-        .map(|line| printable::line(line).into_owned())
+        .map(|line| line.to_string())
         .collect()
 }
 
@@ -335,7 +374,7 @@ fn ended_by(limit: Option<Limit>) -> String {
 }
 
 /// A crawl's status as shown: `sealed (cancelled)`, `sealed (finished, ended by max_urls)`, …
-fn crawl_status(crawl: &Crawl) -> String {
+pub fn crawl_status(crawl: &Crawl) -> String {
     let ended_by = ended_by(crawl.ended_by);
     match crawl.outcome {
         Some(outcome) if crawl.status == WorkStatus::Sealed => {

@@ -28,7 +28,7 @@ pub mod paint;
 mod progress;
 mod table;
 
-pub use crawl::{bytes, crawl_report, crawls_table};
+pub use crawl::{bytes, crawl_report, crawl_status, crawls_table, log_tail, CrawlCounts};
 pub use follow::{say, Follow};
 pub use progress::{Progress, Standing};
 
@@ -159,7 +159,8 @@ pub struct PsLook {
     pub colour: bool,
 }
 
-fn status_text(entry: &PsEntry, look: PsLook, now_ms: i64) -> String {
+/// A row's state in words, as `ps` shows it (`exited 0`, `running, leaking`, `running?`).
+pub fn status_text(entry: &PsEntry, look: PsLook, now_ms: i64) -> String {
     let row = &entry.row;
     if let Some(heard) = entry.machine_silent_since_ms {
         return paint::paint(
@@ -198,7 +199,7 @@ fn status_text(entry: &PsEntry, look: PsLook, now_ms: i64) -> String {
 }
 
 /// The signals abxd sent the process (`TERM,KILL`), or `-`.
-fn write_signals(out: &mut String, row: &ProcessRow) {
+pub fn write_signals(out: &mut String, row: &ProcessRow) {
     let sent = [(row.sigterm_at, "TERM"), (row.sigkill_at, "KILL")]
         .into_iter()
         .filter_map(|(at, name)| at.map(|_| name));
@@ -229,8 +230,17 @@ pub fn cut_to_width(text: &str, width: usize) -> String {
     out
 }
 
-/// The table as a tree, parents above their children, like `systemctl status`.
-pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
+/// One line of the tree: an entry, how deep it is, and the branch drawn before its kind
+/// (`│  ├─ `).
+pub struct TreeLine<'a> {
+    pub entry: &'a PsEntry,
+    pub depth: usize,
+    pub branch: String,
+}
+
+/// The entries as a tree, parents above their children (each parent's children in the order
+/// given), like `systemctl status`; an entry whose parent is not among them is a root.
+pub fn tree_lines(entries: &[PsEntry]) -> Vec<TreeLine<'_>> {
     // (Sorted and searched, not hashed: the rows come in id order, so the sort is one pass.)
     let mut ids: Vec<i64> = entries.iter().map(|e| e.row.id).collect();
     ids.sort_unstable();
@@ -239,6 +249,43 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
         let parent = entry.row.parent_id.filter(|p| ids.binary_search(p).is_ok());
         children.entry(parent).or_default().push(entry);
     }
+    let mut stack: Vec<(&PsEntry, String, bool, usize)> = children
+        .get(&None)
+        .map(|roots| {
+            roots
+                .iter()
+                .rev()
+                .map(|e| (*e, String::new(), true, 0))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut lines = Vec::with_capacity(entries.len());
+    while let Some((entry, prefix, last, depth)) = stack.pop() {
+        let branch = match depth {
+            0 => String::new(),
+            _ => format!("{prefix}{}", if last { "└─ " } else { "├─ " }),
+        };
+        if let Some(kids) = children.get(&Some(entry.row.id)) {
+            let child_prefix = match depth {
+                0 => String::new(),
+                _ if last => format!("{prefix}   "),
+                _ => format!("{prefix}│  "),
+            };
+            for (i, kid) in kids.iter().enumerate().rev() {
+                stack.push((kid, child_prefix.clone(), i == kids.len() - 1, depth + 1));
+            }
+        }
+        lines.push(TreeLine {
+            entry,
+            depth,
+            branch,
+        });
+    }
+    lines
+}
+
+/// The table as a tree, parents above their children, like `systemctl status`.
+pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
     let mut table = Table::new([
         "ID", "PID", "MACHINE", "KIND", "STATUS", "STARTED", "AGE", "LEFT", "SIGNALS", "COMMAND",
     ]);
@@ -251,20 +298,11 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
         table.hide(2);
     }
     let clock = LocalClock::at(now_ms);
-    let mut stack: Vec<(&PsEntry, String, bool, usize)> = children
-        .get(&None)
-        .map(|roots| {
-            roots
-                .iter()
-                .rev()
-                .map(|e| (*e, String::new(), true, 0))
-                .collect()
-        })
-        .unwrap_or_default();
     // (The cells of one row, written in place and copied into the table: no allocation per
     // cell, a tenth of `abxctl ps` on 1 000 rows.)
     let mut cells: [String; 10] = Default::default();
-    while let Some((entry, prefix, last, depth)) = stack.pop() {
+    for line in tree_lines(entries) {
+        let entry = line.entry;
         let row = &entry.row;
         cells.iter_mut().for_each(String::clear);
         let [id, pid, machine, kind, status, started, age, left, signals, command] = &mut cells;
@@ -280,10 +318,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
             Some(name) => machine.push_str(&printable::line(name)),
             None => machine.push('-'),
         }
-        if depth > 0 {
-            kind.push_str(&prefix);
-            kind.push_str(if last { "└─ " } else { "├─ " });
-        }
+        kind.push_str(&line.branch);
         kind.push_str(row.kind.as_str());
         status.push_str(&status_text(entry, look, now_ms));
         match row.started_at {
@@ -294,14 +329,7 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
             Some(start) => write_short_duration(age, row.ended_at.unwrap_or(now_ms) - start),
             None => age.push('-'),
         }
-        match (row.status, row.kill_at, entry.time_left_ms) {
-            (Status::Stopping, Some(kill_at), _) => {
-                left.push_str("KILL ");
-                write_short_duration(left, kill_at - now_ms);
-            }
-            (_, _, Some(ms)) => write_short_duration(left, ms),
-            (_, _, None) => left.push('-'),
-        }
+        write_time_left(left, entry, now_ms);
         write_signals(signals, row);
         for (i, arg) in row.argv.iter().enumerate() {
             if i > 0 {
@@ -313,16 +341,6 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
             *command = escaped;
         }
         table.add_row(cells.each_ref());
-        if let Some(kids) = children.get(&Some(row.id)) {
-            let child_prefix = match depth {
-                0 => String::new(),
-                _ if last => format!("{prefix}   "),
-                _ => format!("{prefix}│  "),
-            };
-            for (i, kid) in kids.iter().enumerate().rev() {
-                stack.push((kid, child_prefix.clone(), i == kids.len() - 1, depth + 1));
-            }
-        }
     }
     if entries.is_empty() {
         return "no processes\n".into();
@@ -336,6 +354,20 @@ pub fn ps_tree(entries: &[PsEntry], now_ms: i64, look: PsLook) -> String {
         );
     }
     out
+}
+
+/// What is left before the row's deadline (`12s`), or before its SIGKILL once it is stopping
+/// (`KILL 3s`), or `-`.
+pub fn write_time_left(out: &mut String, entry: &PsEntry, now_ms: i64) {
+    let row = &entry.row;
+    match (row.status, row.kill_at, entry.time_left_ms) {
+        (Status::Stopping, Some(kill_at), _) => {
+            out.push_str("KILL ");
+            write_short_duration(out, kill_at - now_ms);
+        }
+        (_, _, Some(ms)) => write_short_duration(out, ms),
+        (_, _, None) => out.push('-'),
+    }
 }
 
 #[cfg(test)]

@@ -24,7 +24,8 @@ pub use crate::domain::{
     Status, WorkStatus,
 };
 pub use engine::busy::{
-    answer_soon, set_loop_deadline, set_loop_wake_fd, Patience, PROBE_EVERY as BUSY_RETRY,
+    answer_soon, set_loop_deadline, set_loop_wake_fd, write_counts, Patience,
+    PROBE_EVERY as BUSY_RETRY,
 };
 pub use error::StoreError;
 pub use fleet::clock::{boot_clock_ms, now_ms};
@@ -32,6 +33,7 @@ pub use fleet::copy::Copied;
 pub use fleet::machines::Machine;
 pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use processes::{Compact, Pruned};
+pub use processes::{EndedRow, QueueDepth, StartedHook};
 pub use processes::{NewProcess, ProcessRow};
 pub use work::{Added, Binary, Export, RefusedUrls, RetryScope};
 pub use work::{Crawl, HookResult, Snapshot};

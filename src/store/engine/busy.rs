@@ -21,6 +21,7 @@
 use crate::store::StoreError;
 use std::cell::Cell;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a command's statement waits for another writer before giving up.
@@ -204,6 +205,20 @@ fn event_ready(fd: Option<RawFd>) -> bool {
     rustix::event::poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
 }
 
+/// Writes of this process that found the database busy, and writes the breaker refused without
+/// trying, since it started (what `/metrics` reports of the daemon).
+static BUSY_WRITES: AtomicU64 = AtomicU64::new(0);
+static REFUSED_WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// How many writes of this process found the database busy, and how many were refused without
+/// trying, since it started.
+pub fn write_counts() -> (u64, u64) {
+    (
+        BUSY_WRITES.load(Ordering::Relaxed),
+        REFUSED_WRITES.load(Ordering::Relaxed),
+    )
+}
+
 /// What a store knows of a busy database.
 #[derive(Debug, Default)]
 pub struct Breaker {
@@ -221,7 +236,10 @@ impl Breaker {
             return Ok(());
         }
         match (self.since, self.open_until) {
-            (Some(since_ms), Some(until)) if now < until => Err(StoreError::Busy { since_ms }),
+            (Some(since_ms), Some(until)) if now < until => {
+                REFUSED_WRITES.fetch_add(1, Ordering::Relaxed);
+                Err(StoreError::Busy { since_ms })
+            }
             _ => Ok(()),
         }
     }
@@ -229,6 +247,7 @@ impl Breaker {
     /// A write ended: `busy` says whether it found the database busy.
     pub fn after_write(&mut self, busy: bool, patience: Patience, now: Instant) {
         if busy {
+            BUSY_WRITES.fetch_add(1, Ordering::Relaxed);
             self.since.get_or_insert_with(crate::store::now_ms);
             if patience == Patience::Loop {
                 self.open_until = Some(now + PROBE_EVERY);

@@ -8,9 +8,11 @@ mod found;
 mod notes;
 mod queries;
 mod retention;
+mod watched;
 
 pub use queries::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use retention::{Compact, Pruned};
+pub use watched::{EndedRow, QueueDepth, StartedHook};
 
 use crate::domain::{EndDetail, EndReason, ExitOutcome, Kind, Status};
 use crate::identity::Identity;

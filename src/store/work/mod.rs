@@ -27,6 +27,9 @@ use crate::store::{now_ms, Store, StoreError};
 use serde::Serialize;
 use std::time::Duration;
 
+/// How many of a crawl's snapshots are in each state, and of its results in each status.
+pub type WorkCounts = (Vec<(WorkStatus, u64)>, Vec<(ResultStatus, u64)>);
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Crawl {
     pub id: i64,
@@ -267,6 +270,41 @@ impl Store {
     pub fn crawls(&self) -> Result<Vec<Crawl>, StoreError> {
         let sql = format!("SELECT {} FROM crawls ORDER BY id", Crawl::COLUMNS);
         Ok(self.db().query_map(&sql, &[], Crawl::from_row)?)
+    }
+
+    /// The newest `limit` crawls, newest first.
+    pub fn recent_crawls(&self, limit: u32) -> Result<Vec<Crawl>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM crawls ORDER BY id DESC LIMIT ?1",
+            Crawl::COLUMNS
+        );
+        Ok(self.db().query_map(&sql, &args![limit], Crawl::from_row)?)
+    }
+
+    /// How many snapshots of crawl `crawl_id` are in each state, and how many results in each
+    /// status.
+    pub fn work_counts(&self, crawl_id: i64) -> Result<WorkCounts, StoreError> {
+        fn counted<T: std::str::FromStr>(
+            store: &Store,
+            table: &str,
+            crawl_id: i64,
+        ) -> Result<Vec<(T, u64)>, StoreError> {
+            let sql =
+                format!("SELECT status, count(*) FROM {table} WHERE crawl_id = ?1 GROUP BY status");
+            let rows = store.db().query(&sql, &args![crawl_id])?;
+            let mut counts = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let status: String = row.get(0)?;
+                if let Ok(status) = status.parse() {
+                    counts.push((status, row.get(1)?));
+                }
+            }
+            Ok(counts)
+        }
+        Ok((
+            counted(self, "snapshots", crawl_id)?,
+            counted(self, "results", crawl_id)?,
+        ))
     }
 
     /// Adds `url` to the crawl at `depth` unless the crawl has it already. Returns the new id.

@@ -55,7 +55,8 @@
 //! 8. `daemon/` — start-up, the orchestrator loop, shutdown, `reload`, one `handlers/` file per
 //!    request.
 //! 9. `render`, `cli`, `ctl/` (one file per abxctl verb), `run` (`abxd run`), `install`
-//!    (`abxd install`); the binaries on top.
+//!    (`abxd install`), `web` (the daemon's read-only web view and `/metrics`, on threads of
+//!    its own); the binaries on top.
 //!
 //! # Invariants
 //!
@@ -126,4 +127,5 @@ pub(crate) mod teardown;
 pub(crate) mod trust;
 pub mod url_rule;
 pub mod uuid7;
+pub mod web;
 pub mod worker;

@@ -2,7 +2,8 @@
 //!
 //! Invariants: it listens on 127.0.0.1 only, on a port the kernel picks; it serves files below
 //! its root and nothing else (no `..`, no symlink out of the root); it runs on one thread of its
-//! own and never touches the supervisor's state.
+//! own and never touches the supervisor's state. The web view serves a snapshot's files by the
+//! same rule ([`resolve`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -25,7 +26,7 @@ pub fn serve_dir(root: &Path) -> std::io::Result<SocketAddr> {
     Ok(addr)
 }
 
-fn content_type(path: &Path) -> &'static str {
+pub fn content_type(path: &Path) -> &'static str {
     match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
         "html" | "htm" => "text/html; charset=utf-8",
         "css" => "text/css",
@@ -33,7 +34,11 @@ fn content_type(path: &Path) -> &'static str {
         "png" => "image/png",
         "jpg" | "jpeg" => "image/jpeg",
         "svg" => "image/svg+xml",
-        "txt" => "text/plain; charset=utf-8",
+        "txt" | "log" | "jsonl" => "text/plain; charset=utf-8",
+        "json" => "application/json",
+        "pdf" => "application/pdf",
+        "webp" => "image/webp",
+        "ico" => "image/x-icon",
         _ => "application/octet-stream",
     }
 }
@@ -41,7 +46,7 @@ fn content_type(path: &Path) -> &'static str {
 /// The file a request path names, if it lies below `root`. Each segment is %-decoded (a page
 /// links `My%20Page.html` for `My Page.html`); a segment that decodes to `..`, or to anything
 /// holding a `/` or a NUL, names nothing.
-fn resolve(root: &Path, request_path: &str) -> Option<PathBuf> {
+pub fn resolve(root: &Path, request_path: &str) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let path = request_path.split(['?', '#']).next()?;
     let mut file = root.to_path_buf();
@@ -61,7 +66,7 @@ fn resolve(root: &Path, request_path: &str) -> Option<PathBuf> {
 
 /// `text` with each `%XX` replaced by the byte it stands for; `None` for a `%` not followed by
 /// two hex digits.
-fn percent_decoded(text: &str) -> Option<Vec<u8>> {
+pub fn percent_decoded(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

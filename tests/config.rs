@@ -137,6 +137,14 @@ fn the_installed_config_checks_clean_and_points_at_the_system_paths() {
         config.plugins_dirs,
         vec![std::path::PathBuf::from("/usr/share/abxd/plugins")]
     );
+    // The web view is off until the operator turns it on; the line that would is there, valid.
+    assert_eq!(config.web, None);
+    let on = text.replace("# listen = ", "listen = ");
+    let on = abxd::config::Config::parse(&path, &on).unwrap();
+    assert_eq!(
+        on.web.map(|w| w.to_string()).as_deref(),
+        Some("127.0.0.1:8631")
+    );
 }
 
 #[test]

@@ -64,6 +64,9 @@ _abxctl() {
             abxctl,status)
                 cmd="abxctl__subcmd__status"
                 ;;
+            abxctl,web-url)
+                cmd="abxctl__subcmd__web__subcmd__url"
+                ;;
             abxctl__subcmd__help,add)
                 cmd="abxctl__subcmd__help__subcmd__add"
                 ;;
@@ -112,6 +115,9 @@ _abxctl() {
             abxctl__subcmd__help,status)
                 cmd="abxctl__subcmd__help__subcmd__status"
                 ;;
+            abxctl__subcmd__help,web-url)
+                cmd="abxctl__subcmd__help__subcmd__web__subcmd__url"
+                ;;
             *)
                 ;;
         esac
@@ -119,7 +125,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add crawls plugins binaries show logs kill cancel pause resume prune retry export help"
+            opts="-c -h -V --config --help --version status ps add crawls plugins binaries show logs kill cancel pause resume web-url prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -295,7 +301,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help)
-            opts="status ps add crawls plugins binaries show logs kill cancel pause resume prune retry export help"
+            opts="status ps add crawls plugins binaries show logs kill cancel pause resume web-url prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -519,6 +525,20 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__help__subcmd__web__subcmd__url)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -784,6 +804,28 @@ _abxctl() {
             ;;
         abxctl__subcmd__status)
             opts="-c -h --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__web__subcmd__url)
+            opts="-c -h --token --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -36,6 +36,8 @@ pub enum CommandError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Forget(#[from] ForgetError),
+    #[error(transparent)]
+    Web(#[from] crate::web::WebError),
     /// A command line that asks for something that makes no sense.
     #[error("{0}")]
     Usage(&'static str),
@@ -82,7 +84,9 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
         }
         AbxdCommand::Serve => {
             crate::logging::init(config.log.level);
-            Ok(Daemon::start(config)?.run()?)
+            let daemon = Daemon::start(config)?;
+            crate::web::start(daemon.config())?;
+            Ok(daemon.run()?)
         }
         AbxdCommand::Run {
             urls,

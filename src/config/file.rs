@@ -26,6 +26,16 @@ pub(super) struct FileConfig {
     pub(super) install: Install,
     pub(super) archivebox: ArchiveBox,
     pub(super) plugins: BTreeMap<String, PluginConfig>,
+    pub(super) web: FileWeb,
+}
+
+/// `[web]`: where the read-only web view and `/metrics` listen (unset: nowhere).
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct FileWeb {
+    /// A loopback `IP:PORT` or a Unix socket path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) listen: Option<String>,
 }
 
 /// `[store]`: what connecting to a PostgreSQL `paths.database` needs besides its URL.
@@ -224,6 +234,9 @@ impl Config {
             install: self.install.clone(),
             archivebox: self.archivebox.clone(),
             plugins: self.plugins.clone(),
+            web: FileWeb {
+                listen: self.web.as_ref().map(ToString::to_string),
+            },
         }
     }
 

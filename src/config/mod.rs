@@ -8,7 +8,7 @@
 //! This file holds the model — the resolved [`Config`] and its sections; `file` the shape of the
 //! file (what serde reads and writes) and the derived views of a config (its running text, its
 //! keys); `resolve` how a file becomes a config; `validate` what a config may not hold;
-//! `environment` what it needs of the machine.
+//! `environment` what it needs of the machine; `web` where the web view listens.
 
 mod bytes;
 mod discover;
@@ -20,6 +20,7 @@ mod plugin;
 mod resolve;
 mod tls;
 mod validate;
+mod web;
 mod work;
 
 pub use load::Found;
@@ -29,6 +30,7 @@ pub use location::{redacted, Location, Server};
 pub use bytes::parse as parse_size;
 pub use plugin::PluginConfig;
 pub use validate::group_id;
+pub use web::Listen;
 pub use work::{ArchiveBox, CrawlDefaults, Hooks, Install};
 
 use file::{duration, duration_text, level, level_text};
@@ -105,6 +107,8 @@ pub struct Config {
     pub archivebox: ArchiveBox,
     /// Per-plugin settings, by plugin (folder) name.
     pub plugins: BTreeMap<String, PluginConfig>,
+    /// `[web]`: where the web view and metrics are served (`None`: nowhere, the default).
+    pub web: Option<Listen>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

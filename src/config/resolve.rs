@@ -55,6 +55,16 @@ impl Config {
             key: "store.password_file".into(),
             message,
         })?;
+        let web = match &file.web.listen {
+            Some(text) => Some(super::web::parse_listen(text, resolve).map_err(|message| {
+                ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    key: "web.listen".into(),
+                    message,
+                }
+            })?),
+            None => None,
+        };
         let config = Config {
             source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             database,
@@ -88,6 +98,7 @@ impl Config {
                 ..file.archivebox
             },
             plugins: file.plugins,
+            web,
         };
         config.validate()?;
         Ok(config)

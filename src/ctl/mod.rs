@@ -148,6 +148,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             dry_run,
             json,
         } => actions::prune(config, older_than, dry_run, Out { json }),
+        AbxctlCommand::WebUrl { token } => web_url(config, token),
         AbxctlCommand::Pause { crawl_id, json } => {
             actions::pause(config, crawl_id, true, Out { json })
         }
@@ -169,6 +170,46 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             actions::retry(config, crawl_id, which, hook, Out { json })
         }
     }
+}
+
+/// `abxctl web-url`: the web view's link (or its token alone), from the config and the token
+/// file the daemon wrote.
+fn web_url(config: &Config, token_only: bool) -> Result<i32> {
+    use crate::config::Listen;
+    let listen = config.web.as_ref().ok_or_else(|| {
+        CtlError::BadInput(format!(
+            "the web view is off: set [web] listen in {} (e.g. listen = \"127.0.0.1:8631\") and \
+             restart abxd",
+            config.source.display()
+        ))
+    })?;
+    let addr = match listen {
+        Listen::Tcp(addr) => addr,
+        Listen::Unix(path) => {
+            if token_only {
+                return Err(CtlError::BadInput(format!(
+                    "the web view listens on the Unix socket {}: it has no token",
+                    path.display()
+                )));
+            }
+            println!("unix:{}", path.display());
+            return Ok(exit::OK);
+        }
+    };
+    let path = crate::web::token::path(&config.data_dir);
+    let token = crate::web::token::read(&path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => CtlError::BadInput(format!(
+            "{} is not there yet: abxd writes it when it starts with [web] listen set",
+            path.display()
+        )),
+        _ => CtlError::BadInput(format!("cannot read {}: {err}", path.display())),
+    })?;
+    if token_only {
+        println!("{token}");
+    } else {
+        println!("http://{addr}/?token={token}");
+    }
+    Ok(exit::OK)
 }
 
 /// Where a command's answer goes: lines for a person, or one JSON document (`render::json`).

@@ -4,7 +4,9 @@
 //!
 //! Invariants: one thread runs the [`Supervisor`] loop and owns every piece of the daemon's
 //! state; on a shared (PostgreSQL) store a second thread only listens for LISTEN/NOTIFY and wakes
-//! the loop (`store::listen`), touching nothing else. Signals arrive as events; SIGCHLD reaps
+//! the loop (`store::listen`), touching nothing else; the web view's threads (`web`, started
+//! beside the daemon where `[web] listen` says) read the store through connections of their own
+//! and never reach the loop. Signals arrive as events; SIGCHLD reaps
 //! through the supervisor, the only place the daemon waits on a child. With nothing to do the loop
 //! sleeps in `poll` with no timeout; its timers are real deadlines only (a SIGKILL deadline, the
 //! moment a backed-off crawl becomes due, a retry after the store failed). The daemon is a child

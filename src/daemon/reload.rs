@@ -2,7 +2,7 @@
 //!
 //! Invariants: a file that does not load or does not suit the daemon is refused whole, and the
 //! running config is kept; keys that only take effect on restart (`paths.data_dir`,
-//! `paths.database`, `control.socket`, `store.machine_id`) keep their running values — in the daemon *and* in the
+//! `paths.database`, `control.socket`, `store.machine_id`, `web.listen`) keep their running values — in the daemon *and* in the
 //! config handed to new workers, so no worker ever opens another database than its daemon; every
 //! other change is applied at once: log level, supervisor timing, the socket's frame limit and
 //! its access policy (group and mode of the socket file included).
@@ -13,11 +13,12 @@ use crate::control::access::Policy;
 use crate::supervisor::Timing;
 
 /// The keys a reload cannot change.
-const RESTART_ONLY: [&str; 4] = [
+const RESTART_ONLY: [&str; 5] = [
     "paths.data_dir",
     "paths.database",
     "control.socket",
     "store.machine_id",
+    "web.listen",
 ];
 
 /// The config to run with after loading `new` over `running`: `new`, with the restart-only
@@ -28,6 +29,7 @@ fn merged(running: &Config, new: Config) -> Config {
     merged.database = running.database.clone();
     merged.control.socket = running.control.socket.clone();
     merged.machine_id = running.machine_id.clone();
+    merged.web = running.web.clone();
     merged
 }
 

@@ -8,6 +8,7 @@
 
 pub mod abx;
 pub mod archivebox;
+pub mod browser;
 pub mod postgres;
 
 use abxd::identity;
@@ -697,4 +698,29 @@ pub fn hook_user() -> nix::unistd::User {
         );
     }
     nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap()
+}
+
+/// Every thread of `pid` but its first blocks in a call that has no timeout: the web view's
+/// `accept` (x86_64: accept 43, accept4 288; aarch64: accept 202, accept4 242). A thread that
+/// polled on a timer would show another call, or the same with a timeout.
+pub fn assert_threads_sleep_without_timer(pid: i32) {
+    let tasks: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&tid| tid != pid)
+        .collect();
+    assert!(!tasks.is_empty(), "no thread but the loop");
+    for tid in tasks {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
+        wait_until(
+            &format!("thread {} to block in accept", comm.trim()),
+            WAIT,
+            || {
+                let text =
+                    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
+                let number: i64 = text.split_whitespace().next()?.parse().ok()?;
+                [43, 288, 202, 242].contains(&number).then_some(())
+            },
+        );
+    }
 }

@@ -1,0 +1,65 @@
+//! `/metrics` read: the tally brought up to date from the store, the gauges read now.
+//!
+//! Invariant: one scrape at a time updates the tally (it is behind a lock), so two scrapes at
+//! once never count a row twice.
+
+use super::metrics;
+use super::Shared;
+use crate::store::{Store, StoreError};
+
+/// `/metrics`: the tally brought up to date, and the gauges read now.
+pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreError> {
+    let mut tally = shared.tally.lock().unwrap_or_else(|e| e.into_inner());
+    let ended = store.ended_since(tally.ended_since())?;
+    tally.add_ended(&ended);
+    let started = store.hooks_started_since(tally.started_since())?;
+    tally.add_started(&started);
+    let now = crate::store::now_ms();
+    let live = crate::render::PsEntry::all(store.live_and_ended_since(i64::MAX)?, now);
+    let mut gauges = metrics::Gauges {
+        info: (
+            shared.host.version.to_string(),
+            shared.host.machine_id.clone(),
+            shared.host.hostname.clone(),
+        ),
+        ..metrics::Gauges::default()
+    };
+    gauges.processes = store
+        .counts_by_kind_and_status()?
+        .into_iter()
+        .map(|(kind, status, n)| (kind, status.to_string(), n))
+        .collect();
+    for entry in &live {
+        let row = &entry.row;
+        for (flag, name) in [
+            (row.escaped, "escaped"),
+            (row.leaking, "leaking"),
+            (row.unkillable, "unkillable"),
+        ] {
+            if flag {
+                *gauges.flagged.entry(name).or_default() += 1;
+            }
+        }
+        let alive = entry.verified == Some(crate::identity::Liveness::Alive);
+        if let Some(pid) = row.pid.filter(|_| alive) {
+            if let Some(bytes) = crate::proctree::resident_bytes(pid) {
+                *gauges.memory.entry(row.kind).or_default() += bytes;
+            }
+        }
+    }
+    let (crawls, snapshots) = store.queue_depths()?;
+    gauges.queued = [
+        ("crawls", crawls.queued, crawls.oldest_due_ms),
+        ("snapshots", snapshots.queued, snapshots.oldest_due_ms),
+    ];
+    let browsers = store.browsers_alive_by_scope(None)?;
+    gauges.browsers_alive = u64::from(browsers.crawl_wide + browsers.per_snapshot);
+    let shared_now = store.shared_now();
+    gauges.heartbeats = store
+        .machines()?
+        .into_iter()
+        .map(|m| (m.id, m.hostname, (shared_now - m.heartbeat_at).max(0)))
+        .collect();
+    (gauges.busy_writes, gauges.refused_writes) = crate::store::write_counts();
+    Ok(metrics::render(&tally, &gauges))
+}

@@ -1,0 +1,151 @@
+//! What a page of the web view shows, read from the store and procfs at the moment it is drawn.
+//!
+//! Invariant: it reads, never writes — the store through its own read-only connection, procfs
+//! for what the live processes of this machine use now; a row's process is checked against its
+//! identity as `abxctl ps` checks it (`render::PsEntry`), never trusted by pid alone.
+
+use crate::domain::Kind;
+use crate::render::{CrawlCounts, PsEntry};
+use crate::store::{now_ms, Crawl, HookResult, ProcessRow, Snapshot, Store, StoreError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// How long an ended row stays in the tree: long enough to be seen ending.
+pub const ENDED_SHOWN_MS: i64 = 60_000;
+
+/// How many crawls the index lists.
+pub const CRAWLS_SHOWN: u32 = 20;
+
+/// Which machine this is.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub hostname: String,
+    pub machine_id: String,
+    pub version: &'static str,
+}
+
+impl Host {
+    pub fn this() -> Host {
+        Host {
+            hostname: crate::identity::hostname(),
+            machine_id: crate::identity::machine_id().to_string(),
+            version: env!("CARGO_PKG_VERSION"),
+        }
+    }
+}
+
+/// What a row's process (a hook: its whole tree) uses: now, for a live one; as recorded at its
+/// end, for an ended one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub cpu_ms: Option<i64>,
+    /// Resident now (live), or the peak recorded (ended, where the cgroup counted it).
+    pub memory_bytes: Option<u64>,
+}
+
+/// The index: the tree and the latest crawls.
+pub struct IndexData {
+    pub entries: Vec<PsEntry>,
+    pub usage: HashMap<i64, Usage>,
+    pub crawls: Vec<(Crawl, CrawlCounts)>,
+}
+
+/// A crawl and its snapshots.
+pub struct CrawlData {
+    pub crawl: Crawl,
+    pub counts: CrawlCounts,
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// A snapshot, its results, and each result's latest run.
+pub struct SnapshotData {
+    pub snapshot: Snapshot,
+    pub results: Vec<HookResult>,
+    pub runs: HashMap<i64, ProcessRow>,
+    /// Where its files are.
+    pub dir: PathBuf,
+}
+
+pub fn index(store: &Store) -> Result<IndexData, StoreError> {
+    let now = now_ms();
+    let rows = store.live_and_ended_since(now - ENDED_SHOWN_MS)?;
+    let entries = PsEntry::all(rows, now);
+    let usage = entries
+        .iter()
+        .map(|entry| (entry.row.id, usage_of(entry)))
+        .collect();
+    let mut crawls = Vec::new();
+    for crawl in store.recent_crawls(CRAWLS_SHOWN)? {
+        let counts = CrawlCounts::of(store, crawl.id)?;
+        crawls.push((crawl, counts));
+    }
+    Ok(IndexData {
+        entries,
+        usage,
+        crawls,
+    })
+}
+
+pub fn crawl(store: &Store, id: i64) -> Result<Option<CrawlData>, StoreError> {
+    let Some(crawl) = store.crawl(id)? else {
+        return Ok(None);
+    };
+    Ok(Some(CrawlData {
+        counts: CrawlCounts::of(store, id)?,
+        snapshots: store.snapshots(id)?,
+        crawl,
+    }))
+}
+
+pub fn snapshot(
+    store: &Store,
+    data_dir: &Path,
+    id: i64,
+) -> Result<Option<SnapshotData>, StoreError> {
+    let Some(snapshot) = store.snapshot(id)? else {
+        return Ok(None);
+    };
+    let results = store.snapshot_results(id)?;
+    let mut runs = HashMap::new();
+    for result in &results {
+        if let Some(Some(row)) = result.process_id.map(|p| store.process(p)).transpose()? {
+            runs.insert(result.id, row);
+        }
+    }
+    Ok(Some(SnapshotData {
+        dir: crate::hooks::snapshot_dir(data_dir, snapshot.crawl_id, snapshot.id),
+        snapshot,
+        results,
+        runs,
+    }))
+}
+
+/// What the process of `entry` uses: read now from its cgroup or procfs when it runs here (a
+/// hook's whole tree), else what its row recorded.
+fn usage_of(entry: &PsEntry) -> Usage {
+    let row = &entry.row;
+    let alive = entry.verified == Some(crate::identity::Liveness::Alive);
+    let recorded = Usage {
+        cpu_ms: row.cpu_usec.map(|usec| usec / 1000),
+        memory_bytes: row.memory_peak.map(|peak| peak as u64),
+    };
+    let Some(pid) = row.pid.filter(|_| alive) else {
+        return recorded;
+    };
+    let pids = match row.kind {
+        Kind::Hook => crate::proctree::tree_pids(pid, row.cgroup.as_deref().map(Path::new)),
+        _ => vec![pid],
+    };
+    let ticks = procfs::ticks_per_second().max(1);
+    let (mut cpu_ticks, mut resident) = (0u64, 0u64);
+    for pid in pids {
+        if let Some(stat) = crate::procstat::read(pid) {
+            cpu_ticks += stat.cpu_ticks;
+        }
+        resident += crate::proctree::resident_bytes(pid).unwrap_or(0);
+    }
+    Usage {
+        cpu_ms: Some((cpu_ticks * 1000 / ticks) as i64),
+        memory_bytes: Some(resident),
+    }
+}

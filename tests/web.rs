@@ -1,0 +1,539 @@
+//! The web view and `/metrics`, as a person and a Prometheus server use them: a real daemon
+//! running a real crawl, a real headless Chromium reading the page's DOM as it updates, and
+//! Prometheus' own text parser (its Python client) reading `/metrics`.
+//!
+//! CI installs Chromium and the parser (`.ci/run`) and fails here without them; elsewhere a
+//! test that needs one skips, saying so.
+
+mod common;
+
+use common::browser::{chromium, Browser};
+use common::{plugins_config, wait_until, TestDaemon, WAIT};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// A port nobody listens on now (the kernel's pick, let go).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An answer: status, headers (names lower-cased), body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends `request` (a whole HTTP request, as written) to `stream` and reads the answer.
+fn exchange(mut stream: impl Read + Write, request: &str) -> Answer {
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+fn get(port: u16, method: &str, target: &str, extra: &str) -> Answer {
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    exchange(
+        stream,
+        &format!("{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n"),
+    )
+}
+
+/// Writes a plugin folder `name` holding one snapshot hook `script` (bash).
+fn plugin(root: &Path, name: &str, hook: &str, script: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(hook);
+    std::fs::write(&path, format!("#!/usr/bin/env bash\n{script}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The title a page could have, with markup that would run were it not escaped.
+const HOSTILE_TITLE: &str = "<img src=x onerror=alert(1)><script>document.title=`pwned`</script>";
+
+/// A daemon serving its web view on a free loopback port, with two plugins: `gate` (writes a
+/// page, waits for the test to open the gate file, then reports [`HOSTILE_TITLE`]) and `stuck`
+/// (ignores SIGTERM until it is killed at its timeout).
+fn web_daemon() -> (TestDaemon, u16, PathBuf) {
+    let mut daemon = TestDaemon::prepare("");
+    let plugins = daemon.path("web-plugins");
+    let gate = plugins.join("open-the-gate");
+    plugin(
+        &plugins,
+        "gate",
+        "on_Snapshot__10_gate.sh",
+        &format!(
+            "mkdir -p pages && echo '<p>archived</p>' > pages/page.html\n\
+             for _ in $(seq 1 1200); do [ -e {gate} ] && break; sleep 0.1; done\n\
+             printf '%s\\n' '{{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"{title}\"}}'\n",
+            gate = gate.display(),
+            title = HOSTILE_TITLE,
+        ),
+    );
+    plugin(
+        &plugins,
+        "stuck",
+        "on_Snapshot__10_stuck.sh",
+        "trap '' TERM\nfor _ in $(seq 1 600); do sleep 0.1; done\n",
+    );
+    let port = free_port();
+    daemon.write_config(&format!(
+        "{}[timeouts]\nkill_grace = \"1s\"\n[plugins.stuck]\ntimeout = \"1s\"\n\
+         [web]\nlisten = \"127.0.0.1:{port}\"\n",
+        plugins_config(&[&plugins])
+    ));
+    daemon.launch();
+    (daemon, port, gate)
+}
+
+/// Where a test keeps what it shows (screenshots): beside cargo's other test output.
+fn kept(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("web")
+        .join(name)
+}
+
+fn needs_chromium() -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs Chromium: the web view must be tested in a real browser there"
+        );
+        eprintln!("skipped: no Chromium on this machine");
+    }
+    found
+}
+
+#[test]
+fn the_page_follows_a_crawl_without_a_reload_and_keeps_outside_text_text() {
+    let Some(chromium) = needs_chromium() else {
+        return;
+    };
+    let (daemon, port, gate) = web_daemon();
+    let url = daemon.ctl_ok(&["web-url"]).trim().to_string();
+    assert!(
+        url.starts_with(&format!("http://127.0.0.1:{port}/?token=")),
+        "{url}"
+    );
+    let crawl = daemon.add(&["https://example.com/", "--plugins", "gate"]);
+
+    let mut browser = Browser::open(&chromium, &daemon.tag, &url);
+    wait_until("the page to load", WAIT, || {
+        let loaded =
+            "document.readyState === 'complete' && document.getElementById('live') !== null";
+        (browser.eval(loaded) == true).then_some(())
+    });
+    browser.eval("window.loadedOnce = 'yes'");
+    // The hook appears, running, with no reload.
+    let running_hook = r#"[...document.querySelectorAll('#tree tr[data-kind="hook"].live')]
+        .some(tr => tr.textContent.includes('on_Snapshot__10_gate.sh'))"#;
+    wait_until("the gate hook's row, running", WAIT, || {
+        (browser.eval(running_hook) == true).then_some(())
+    });
+    let host = browser.eval("document.getElementById('host').textContent");
+    assert_eq!(host, abxd::identity::hostname().as_str());
+    browser.screenshot(&kept("web-view-running.png"));
+    eprintln!("screenshot: {}", kept("web-view-running.png").display());
+
+    std::fs::write(&gate, "").unwrap();
+    let ended_hook = r#"[...document.querySelectorAll('#tree tr[data-kind="hook"]')]
+        .some(tr => tr.textContent.includes('on_Snapshot__10_gate.sh')
+                    && tr.dataset.status === 'exited' && tr.textContent.includes('exited 0'))"#;
+    wait_until("the gate hook's row, ended", WAIT, || {
+        (browser.eval(ended_hook) == true).then_some(())
+    });
+    assert_eq!(
+        browser.eval("window.loadedOnce"),
+        "yes",
+        "the page was reloaded"
+    );
+    let updates: u64 = browser
+        .eval("document.body.dataset.updates")
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(updates >= 2, "{updates} updates through the event stream");
+    daemon.wait_sealed(crawl, WAIT);
+    wait_until("the crawl's row to say sealed", WAIT, || {
+        let state = browser.eval(&format!(
+            "document.querySelector('#crawl-{crawl}')?.textContent ?? ''"
+        ));
+        state.as_str().unwrap().contains("sealed").then_some(())
+    });
+    browser.screenshot(&kept("web-view-ended.png"));
+
+    // The snapshot's page: the hostile title is text, nothing of it runs.
+    let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;
+    browser.navigate(&format!("http://127.0.0.1:{port}/snapshot/{snapshot}"));
+    wait_until("the snapshot's results", WAIT, || {
+        (browser.eval("document.querySelector('#results .output') !== null") == true).then_some(())
+    });
+    let output = browser.eval("document.querySelector('#results .output').textContent");
+    assert_eq!(output, HOSTILE_TITLE);
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#live img, #live script').length"),
+        0
+    );
+    assert!(!browser
+        .eval("document.title")
+        .as_str()
+        .unwrap()
+        .contains("pwned"));
+    // Its file is linked and served, read-only, sandboxed.
+    let link = browser.eval("document.querySelector('#results .files a').getAttribute('href')");
+    let link = link.as_str().unwrap().to_string();
+    assert_eq!(link, format!("/files/{snapshot}/gate/pages/page.html"));
+    browser.screenshot(&kept("web-view-snapshot.png"));
+    let token = daemon.ctl_ok(&["web-url", "--token"]).trim().to_string();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let file = get(port, "GET", &link, &bearer);
+    assert_eq!((file.status, file.body.trim()), (200, "<p>archived</p>"));
+    assert!(file
+        .header("content-security-policy")
+        .is_some_and(|p| p.starts_with("sandbox")));
+}
+
+#[test]
+fn requests_without_the_token_other_methods_and_paths_out_of_a_snapshot_are_refused() {
+    let (daemon, port, gate) = web_daemon();
+    std::fs::write(&gate, "").unwrap();
+    let crawl = daemon.add(&["https://example.com/", "--plugins", "gate"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;
+    let token = daemon.ctl_ok(&["web-url", "--token"]).trim().to_string();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+
+    // No token, a wrong one, a token of the wrong length: refused, nothing shown.
+    for extra in [
+        String::new(),
+        format!("Authorization: Bearer {}\r\n", "0".repeat(64)),
+        format!("Authorization: Bearer {}\r\n", &token[..63]),
+    ] {
+        for path in ["/", "/metrics", "/events", &format!("/snapshot/{snapshot}")] {
+            let answer = get(port, "GET", path, &extra);
+            assert_eq!(answer.status, 401, "{path} {extra:?}: {}", answer.body);
+            assert!(answer.body.contains("abxctl web-url"), "{}", answer.body);
+        }
+    }
+    // With it: the page; the link's token sets a cookie that lets the page's own requests in.
+    let page = get(port, "GET", &format!("/?token={token}"), "");
+    assert_eq!(page.status, 200);
+    let cookie = page
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let script = get(port, "GET", "/app.js", &format!("Cookie: {cookie}\r\n"));
+    assert_eq!(script.status, 200);
+    assert!(page
+        .header("content-security-policy")
+        .is_some_and(|p| p.contains("default-src 'none'")));
+
+    // Only GET and HEAD.
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        let answer = get(port, method, "/", &format!("{bearer}Content-Length: 0\r\n"));
+        assert_eq!(answer.status, 405, "{method}");
+        assert_eq!(answer.header("allow"), Some("GET, HEAD"));
+    }
+    let head = get(port, "HEAD", "/", &bearer);
+    assert_eq!((head.status, head.body.as_str()), (200, ""));
+
+    // Out of the snapshot's directory: by `..`, encoded or not, or through a symbolic link.
+    let dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{snapshot}"));
+    std::os::unix::fs::symlink(daemon.data_dir().join("web-token"), dir.join("gate/leak")).unwrap();
+    std::fs::write(daemon.data_dir().join("secret.txt"), "secret").unwrap();
+    for path in [
+        "gate/leak".to_string(),
+        "../../../../secret.txt".into(),
+        "%2e%2e/%2e%2e/%2e%2e/%2e%2e/secret.txt".into(),
+        "..%2f..%2f..%2f..%2fsecret.txt".into(),
+        "gate/pages/%00page.html".into(),
+        format!("{}/secret.txt", daemon.data_dir().display()),
+    ] {
+        let answer = get(port, "GET", &format!("/files/{snapshot}/{path}"), &bearer);
+        assert_eq!(answer.status, 404, "{path}: {}", answer.body);
+        assert!(!answer.body.contains("secret") && !answer.body.contains(&token));
+    }
+    let page = get(
+        port,
+        "GET",
+        &format!("/files/{snapshot}/gate/pages/page.html"),
+        &bearer,
+    );
+    assert_eq!(page.status, 200);
+}
+
+/// The samples of a `/metrics` text, as Prometheus' own parser reads them: `(name, labels,
+/// value)`.
+fn parsed_by_prometheus(text: &str) -> Option<Vec<(String, serde_json::Value, f64)>> {
+    let Some(python) = std::env::var_os("ABXD_PROMETHEUS_PYTHON") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs prometheus_client (.ci/run): /metrics must be read by it there"
+        );
+        eprintln!("skipped: no ABXD_PROMETHEUS_PYTHON (run .ci/run's installs)");
+        return None;
+    };
+    let mut child = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import sys, json\n\
+             from prometheus_client.parser import text_string_to_metric_families as parse\n\
+             print(json.dumps([[s.name, s.labels, s.value] for f in parse(sys.stdin.read()) for s in f.samples]))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "Prometheus' parser refused /metrics: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let samples: Vec<(String, serde_json::Value, f64)> =
+        serde_json::from_slice(&out.stdout).unwrap();
+    Some(samples)
+}
+
+fn sample(
+    samples: &[(String, serde_json::Value, f64)],
+    name: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l[*k].as_str() == Some(*v)))
+        .map(|(_, _, value)| value)
+        .sum()
+}
+
+#[test]
+fn metrics_are_read_by_prometheus_parser_and_say_what_the_run_did() {
+    let (daemon, port, gate) = web_daemon();
+    std::fs::write(&gate, "").unwrap();
+    let token = daemon.ctl_ok(&["web-url", "--token"]).trim().to_string();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    // A scrape before anything ran: the tally starts from the table as it is.
+    let before = get(port, "GET", "/metrics", &bearer);
+    assert_eq!(before.status, 200);
+    assert!(before
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("text/plain; version=0.0.4")));
+
+    let first = daemon.add(&["https://example.com/", "--plugins", "gate"]);
+    let second = daemon.add(&["https://example.org/", "--plugins", "gate,stuck"]);
+    daemon.wait_sealed(first, WAIT);
+    daemon.wait_sealed(second, WAIT);
+    let text = get(port, "GET", "/metrics", &bearer).body;
+    let Some(samples) = parsed_by_prometheus(&text) else {
+        return;
+    };
+    let value = |name: &str, labels: &[(&str, &str)]| sample(&samples, name, labels);
+
+    assert_eq!(
+        value("abxd_hooks_started_total", &[("plugin", "gate")]),
+        2.0
+    );
+    assert_eq!(
+        value("abxd_hooks_started_total", &[("plugin", "stuck")]),
+        1.0
+    );
+    assert_eq!(
+        value(
+            "abxd_hooks_ended_total",
+            &[("plugin", "gate"), ("status", "succeeded")]
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(
+            "abxd_hooks_ended_total",
+            &[("plugin", "stuck"), ("status", "failed")]
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        value("abxd_hook_duration_seconds_count", &[("plugin", "gate")]),
+        2.0
+    );
+    // The stuck hook ignored SIGTERM at its timeout: SIGKILL a second later, one teardown.
+    assert_eq!(value("abxd_sigkills_sent_total", &[("kind", "hook")]), 1.0);
+    assert_eq!(
+        value("abxd_teardown_seconds_count", &[("kind", "hook")]),
+        1.0
+    );
+    let teardown = value("abxd_teardown_seconds_sum", &[("kind", "hook")]);
+    assert!(
+        teardown >= 1.0,
+        "SIGKILL came kill_grace after SIGTERM: {teardown}"
+    );
+    assert_eq!(
+        value(
+            "abxd_teardown_seconds_bucket",
+            &[("kind", "hook"), ("le", "0.5")]
+        ),
+        0.0
+    );
+    assert_eq!(
+        value(
+            "abxd_teardown_seconds_bucket",
+            &[("kind", "hook"), ("le", "+Inf")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value("abxd_processes", &[("kind", "hook"), ("state", "exited")]),
+        3.0
+    );
+    assert_eq!(
+        value(
+            "abxd_processes",
+            &[("kind", "snapshot_worker"), ("state", "exited")]
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(
+            "abxd_processes",
+            &[("kind", "orchestrator"), ("state", "running")]
+        ),
+        1.0
+    );
+    assert_eq!(value("abxd_queued", &[("queue", "crawls")]), 0.0);
+    assert_eq!(
+        value("abxd_queue_oldest_due_seconds", &[("queue", "snapshots")]),
+        0.0
+    );
+    assert_eq!(value("abxd_escaped_processes_total", &[]), 0.0);
+    assert_eq!(value("abxd_unkillable_processes_total", &[]), 0.0);
+    assert!(value("abxd_resident_memory_bytes", &[("kind", "orchestrator")]) > 0.0);
+    let hostname = abxd::identity::hostname();
+    assert_eq!(value("abxd_info", &[("hostname", hostname.as_str())]), 1.0);
+    assert_eq!(
+        samples
+            .iter()
+            .filter(|(n, _, _)| n == "abxd_machine_heartbeat_age_seconds")
+            .count(),
+        1
+    );
+
+    // A scrape again counts nothing twice: every counter and histogram is as it was.
+    let counted = |samples: &[(String, serde_json::Value, f64)]| -> Vec<String> {
+        samples
+            .iter()
+            .filter(|(n, _, _)| {
+                ["_total", "_count", "_sum", "_bucket"]
+                    .iter()
+                    .any(|end| n.ends_with(end))
+                    && !n.starts_with("abxd_database_")
+            })
+            .map(|(n, l, v)| format!("{n}{l} {v}"))
+            .collect()
+    };
+    let again = parsed_by_prometheus(&get(port, "GET", "/metrics", &bearer).body).unwrap();
+    assert_eq!(counted(&again), counted(&samples));
+}
+
+#[test]
+fn on_a_unix_socket_the_view_needs_no_token_and_only_its_owner_may_connect() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("web.sock");
+    let daemon = TestDaemon::start_with(&format!("[web]\nlisten = \"{}\"\n", socket.display()));
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let answer = exchange(stream, "GET /metrics HTTP/1.1\r\nHost: abxd\r\n\r\n");
+    assert_eq!(answer.status, 200);
+    assert!(answer
+        .body
+        .contains("abxd_processes{kind=\"orchestrator\",state=\"running\"} 1"));
+    assert_eq!(
+        daemon.ctl_ok(&["web-url"]).trim(),
+        format!("unix:{}", socket.display())
+    );
+}
+
+#[test]
+fn with_the_view_on_and_nobody_looking_the_daemon_still_sleeps_without_a_timer() {
+    let port = free_port();
+    let daemon = TestDaemon::start_with(&format!("[web]\nlisten = \"127.0.0.1:{port}\"\n"));
+    // A client came and went: its thread is gone with it.
+    let token = daemon.ctl_ok(&["web-url", "--token"]).trim().to_string();
+    let page = get(
+        port,
+        "GET",
+        "/",
+        &format!("Authorization: Bearer {token}\r\n"),
+    );
+    assert_eq!(page.status, 200);
+    common::assert_sleeps_without_timer(daemon.pid());
+    common::assert_threads_sleep_without_timer(daemon.pid());
+}
+
+#[test]
+fn without_web_listen_nothing_listens_and_web_url_says_how_to_turn_it_on() {
+    let daemon = TestDaemon::start();
+    let out = daemon.ctl(&["web-url"]);
+    assert_eq!(out.status.code(), Some(abxd::exit::USAGE));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[web] listen"), "{stderr}");
+    assert!(!daemon.data_dir().join("web-token").exists());
+    let threads = std::fs::read_dir(format!("/proc/{}/task", daemon.pid()))
+        .unwrap()
+        .count();
+    assert_eq!(
+        threads, 1,
+        "the daemon runs no thread for a web view that is off"
+    );
+}

@@ -6,7 +6,7 @@
 //! only (to profile one). See BENCHMARKS.md.
 //!
 //! One file per benchmark (`hooks` 1, `teardown` 2, `ps` 3, `recovery` 4, `idle` 5, `database`
-//! 6, `busy_host` 7, `scale` 8, `fleet` 9); `harness` what they share, `procfs` what they read of
+//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10); `harness` what they share, `procfs` what they read of
 //! processes; the daemon they run is the test suite's fixture (`tests/common`). Those that run
 //! snapshots at once set `memory_floor = 0`: they measure supervision, and admission would run
 //! each crawl's first snapshot alone to learn what one costs (`benches/realsite_budget.py`
@@ -27,6 +27,7 @@ mod ps;
 mod recovery;
 mod scale;
 mod teardown;
+mod web;
 
 use busy_host::busy_host;
 use database::database_under_load;
@@ -38,6 +39,7 @@ use ps::ps_at_scale;
 use recovery::recovery_at_scale;
 use scale::scale;
 use teardown::teardown;
+use web::web_view;
 
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not run this harness at all.
@@ -69,6 +71,9 @@ fn main() {
         }
         if only.as_ref().is_none_or(|only| only.contains(&9)) {
             fleet(&s, &mut figures);
+        }
+        if only.as_ref().is_none_or(|only| only.contains(&10)) {
+            web_view(&s, &mut figures);
         }
     }
     // (Once: it runs for minutes.)

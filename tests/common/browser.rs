@@ -110,6 +110,12 @@ impl Browser {
             false,
         );
         browser.session = attached["sessionId"].as_str().unwrap().to_string();
+        // (A page made by the protocol may have no size yet: screenshots need one.)
+        browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false }),
+            true,
+        );
         browser
     }
 

@@ -9,9 +9,11 @@ use std::path::PathBuf;
 mod abxd;
 mod crawl;
 mod groups;
+mod schedule;
 pub use abxd::{AbxdCli, AbxdCommand};
 pub use crawl::CrawlArgs;
 pub use groups::{MachineCommand, StoreCommand, WorkerCommand};
+pub use schedule::ScheduleCommand;
 
 /// Where to find the config; shared by both binaries.
 #[derive(Debug, Args)]
@@ -113,6 +115,12 @@ pub enum AbxctlCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Crawls made again on a period or at the minutes of a cron expression.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  abxctl schedule add --every 1d --depth 1 https://example.com/feed.xml\n  abxctl schedule list"
+    )]
+    Schedule(ScheduleCommand),
     /// List crawls with their status and counts.
     #[command(
         after_help = "Examples:\n  abxctl crawls\n  abxctl crawls --json | jq '.crawls[] | select(.results.failed > 0) | .id'"

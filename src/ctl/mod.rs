@@ -14,6 +14,7 @@ mod kill;
 mod logs;
 mod plugins;
 mod ps;
+mod schedule;
 mod show;
 mod spawn;
 mod status;
@@ -149,6 +150,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             json,
         } => actions::prune(config, older_than, dry_run, Out { json }),
         AbxctlCommand::WebUrl { token } => web_url(config, token),
+        AbxctlCommand::Schedule(command) => schedule::run(config, command),
         AbxctlCommand::Pause { crawl_id, json } => {
             actions::pause(config, crawl_id, true, Out { json })
         }

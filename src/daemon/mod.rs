@@ -25,6 +25,7 @@ mod handlers;
 mod heartbeat;
 mod install;
 mod reload;
+mod schedules;
 mod stale;
 mod started;
 mod startup;
@@ -92,6 +93,8 @@ struct State {
     /// Who crawl hooks run as — or why no crawl may start: they would run as root unasked
     /// (`hook_user`).
     hooks: Result<crate::hook_user::RunAs, String>,
+    /// When the next schedule is due, as last read (see `schedules`).
+    schedules_at: Option<i64>,
 }
 
 impl State {
@@ -269,8 +272,8 @@ impl Daemon {
         }
     }
 
-    /// When the loop must wake without an event: a backed-off crawl becoming due, a retry after
-    /// a store failure.
+    /// When the loop must wake without an event: a backed-off crawl becoming due, a schedule's
+    /// next occurrence, a retry after a store failure.
     fn next_timer(&self) -> Option<Instant> {
         let state = &self.state;
         // (Only while a claim could follow: while binaries are installed or hooks have no user
@@ -279,8 +282,13 @@ impl Daemon {
             .then(|| state.crawls.next_due(&state.config, &state.store))
             .flatten();
         let parked = (!state.parked_adds.is_empty()).then(|| Instant::now() + BUSY_RETRY);
+        let schedule = state
+            .claiming()
+            .then(|| state.next_schedule_due())
+            .flatten();
         [
             due,
+            schedule,
             state.retry_claims_at,
             parked,
             state.truncate_wal_at,
@@ -295,6 +303,7 @@ impl Daemon {
     /// would run as root unasked (`hook_user`; `status` says why).
     fn fill_crawl_workers(&mut self) {
         let state = &mut self.state;
+        state.fire_schedules();
         state.export_next(&mut self.supervisor);
         if state.hooks.is_err() || state.provision_due_crawls(&mut self.supervisor) {
             return;

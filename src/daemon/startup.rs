@@ -121,6 +121,7 @@ impl Daemon {
             stopped_by: None,
             stale_cgroups: Default::default(),
             hooks: Ok(crate::hook_user::RunAs::Abxd),
+            schedules_at: None,
         };
         state.settle_hook_user();
         if state.orphans.is_empty() {
@@ -128,6 +129,7 @@ impl Daemon {
             state.recover(None, false);
         }
         super::handlers::apply_retention(&mut state);
+        state.look_at_schedules();
         Ok(Daemon {
             state,
             supervisor,

@@ -373,6 +373,7 @@ mod tests {
             paused_at: None,
             rules: Default::default(),
             ended_by: None,
+            schedule_id: None,
         }
     }
 

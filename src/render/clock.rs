@@ -115,7 +115,7 @@ const MONTHS: [&str; 12] = [
 ///
 /// (jiff's `TimeZone::system` takes the name `/etc/localtime` links to and looks it up in the
 /// zone database, which lists all of `/usr/share/zoneinfo` first: some 3 % of `abxctl ps`.)
-fn local_zone() -> jiff::tz::TimeZone {
+pub(super) fn local_zone() -> jiff::tz::TimeZone {
     static ZONE: std::sync::OnceLock<jiff::tz::TimeZone> = std::sync::OnceLock::new();
     ZONE.get_or_init(|| {
         zone_from(std::env::var_os("TZ").as_deref(), || {

@@ -1,6 +1,6 @@
 //! Rendering for people and machines: the process table (`abxctl ps`, `--json`) here; crawls
 //! and their results (`abxctl crawls`, `show`) and a crawl's progress (`abxd run`, `add --wait`)
-//! in `crawl`; the plain table both lay out in `table`.
+//! in `crawl`; schedules in `schedule`; the plain table they lay out in `table`.
 //!
 //! Invariant: rendering reads, never writes — it checks each live row's identity against procfs
 //! and shows a row whose process is gone or whose pid was reused as unverified ("running?"),
@@ -26,11 +26,13 @@ mod follow;
 pub mod json;
 pub mod paint;
 mod progress;
+mod schedule;
 mod table;
 
 pub use crawl::{bytes, crawl_report, crawl_status, crawls_table, log_tail, CrawlCounts};
 pub use follow::{say, Follow};
 pub use progress::{Progress, Standing};
+pub use schedule::{local_moment, schedules_table};
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.
 pub const PS_JSON_VERSION: u32 = 1;

@@ -37,6 +37,7 @@ pub use processes::{EndedRow, QueueDepth, StartedHook};
 pub use processes::{NewProcess, ProcessRow};
 pub use work::{Added, Binary, Export, RefusedUrls, RetryScope};
 pub use work::{Crawl, HookResult, Snapshot};
+pub use work::{Fired, NewSchedule, Schedule};
 
 use engine::busy::Breaker;
 use engine::file::{beside, check_files, file_id, not_a_link};

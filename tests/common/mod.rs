@@ -379,7 +379,12 @@ impl TestDaemon {
                 url: server.database_url(),
                 password_file: None,
             }),
-            None => abxd::store::Location::File(self.data_dir().join("abxd.sqlite3")),
+            // (Its config may name a server another daemon's harness started: a fleet's host.)
+            None => abxd::config::Config::load(&self.config)
+                .map(|config| config.database)
+                .unwrap_or_else(|_| {
+                    abxd::store::Location::File(self.data_dir().join("abxd.sqlite3"))
+                }),
         }
     }
 
@@ -723,4 +728,16 @@ pub fn assert_threads_sleep_without_timer(pid: i32) {
             },
         );
     }
+}
+
+/// The timeout (ms) of the `epoll_wait` process `pid`'s loop sleeps in once it blocks there with
+/// a timer (see [`assert_sleeps_without_timer`]).
+pub fn sleeping_timeout_ms(pid: i32) -> i64 {
+    let syscall = wait_until("the process to block in epoll_wait", WAIT, || {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/syscall")).ok()?;
+        let fields: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+        let number: i64 = fields.first()?.parse().ok()?;
+        [232, 281, 22].contains(&number).then_some(fields)
+    });
+    u64::from_str_radix(syscall[4].trim_start_matches("0x"), 16).unwrap() as u32 as i32 as i64
 }

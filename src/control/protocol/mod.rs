@@ -91,6 +91,23 @@ pub enum Request {
         #[serde(default)]
         crawls: Vec<i64>,
     },
+    /// Add a schedule: a crawl of `urls` made again every `every_ms`, or at the minutes of the
+    /// cron expression `cron` (one of the two).
+    ScheduleAdd {
+        urls: Vec<String>,
+        #[serde(default)]
+        depth: u32,
+        #[serde(default)]
+        plugins: Option<Vec<String>>,
+        #[serde(default)]
+        rules: crate::domain::CrawlRules,
+        #[serde(default)]
+        every_ms: Option<u64>,
+        #[serde(default)]
+        cron: Option<String>,
+    },
+    /// Remove, pause or resume a schedule.
+    ScheduleSet { id: i64, action: ScheduleAction },
     /// Debug only (`control.allow_debug_spawn`): run a command as a child of the orchestrator.
     Spawn {
         argv: Vec<String>,
@@ -127,6 +144,16 @@ pub enum Response {
     },
     /// What a prune did (or would do).
     Pruned(Pruned),
+    /// The schedule was added; it fires first at `next_at_ms` (unix ms).
+    ScheduleAdded {
+        id: i64,
+        next_at_ms: i64,
+    },
+    /// The schedule was removed, paused or resumed.
+    ScheduleSet {
+        id: i64,
+        action: ScheduleAction,
+    },
     /// The crawl was queued again with this many results to run.
     Retried {
         crawl_id: i64,
@@ -148,6 +175,15 @@ pub enum Response {
         code: ErrorCode,
         message: String,
     },
+}
+
+/// What `schedule_set` does to a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleAction {
+    Remove,
+    Pause,
+    Resume,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@ mod actions;
 mod cancel;
 mod install;
 mod kill;
+mod schedule;
 mod spawn;
 mod status;
 
@@ -75,6 +76,25 @@ pub(super) fn handle(
             user,
             crawls,
         } => Some(actions::export(state, &target, user, &crawls)),
+        Request::ScheduleAdd {
+            urls,
+            depth,
+            plugins,
+            rules,
+            every_ms,
+            cron,
+        } => {
+            let request = schedule::AddSchedule {
+                urls,
+                depth,
+                plugins,
+                rules,
+                every_ms,
+                cron,
+            };
+            Some(schedule::add(state, request))
+        }
+        Request::ScheduleSet { id, action } => Some(schedule::set(state, id, action)),
     }
 }
 

@@ -17,6 +17,7 @@ use crate::store::{Store, StoreError};
 const TABLES: &[(&str, bool)] = &[
     ("machines", false),
     ("processes", true),
+    ("schedules", true),
     ("crawls", true),
     ("refused_urls", false),
     ("snapshots", true),

@@ -14,18 +14,72 @@ mod limits;
 mod queue;
 mod refused;
 mod results;
+mod schedules;
 
 pub use actions::RetryScope;
 pub use binaries::Binary;
 pub use exports::Export;
 pub use limits::Added;
 pub use refused::RefusedUrls;
+pub use schedules::{Fired, NewSchedule, Schedule};
 
 use crate::domain::{CrawlOutcome, CrawlRules, Limit, Queue, ResultStatus, WorkStatus};
 use crate::store::engine::sql::{args, Row, SqlError};
 use crate::store::{now_ms, Store, StoreError};
 use serde::Serialize;
 use std::time::Duration;
+
+/// A crawl to enqueue.
+pub(in crate::store) struct NewCrawl<'a> {
+    pub urls: &'a [String],
+    pub max_depth: u32,
+    pub plugins: Option<&'a [String]>,
+    pub rules: &'a CrawlRules,
+    /// The schedule whose occurrence it is, if one.
+    pub schedule_id: Option<i64>,
+}
+
+/// Inserts `crawl`, due at `due` (queue clock), in the transaction `tx` — with its export into
+/// the ArchiveBox collection `export_to` names (its data dir, and the user its snapshots are
+/// filed under), if one does. Returns its id.
+pub(in crate::store) fn insert_crawl(
+    tx: &crate::store::engine::sql::Db,
+    crawl: &NewCrawl<'_>,
+    due: i64,
+    export_to: Option<(&std::path::Path, &str)>,
+) -> Result<i64, StoreError> {
+    let urls = serde_json::to_string(crawl.urls).expect("strings serialize");
+    let plugins = crawl
+        .plugins
+        .map(|p| serde_json::to_string(p).expect("strings serialize"));
+    let rules = serde_json::to_string(crawl.rules).expect("rules serialize");
+    let now = now_ms();
+    let id: i64 = tx
+        .query_one(
+            "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
+             rules, uuid, schedule_id) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8) \
+             RETURNING id",
+            &args![
+                urls,
+                crawl.max_depth,
+                plugins,
+                due,
+                now,
+                rules,
+                crate::uuid7::new(),
+                crawl.schedule_id
+            ],
+        )?
+        .get(0)?;
+    if let Some((dir, user)) = export_to {
+        tx.execute(
+            "INSERT INTO exports (crawl_id, target, owner, status, updated_at) \
+             VALUES (?1, ?2, ?3, 'queued', ?4)",
+            &args![id, dir.display().to_string(), user, now],
+        )?;
+    }
+    Ok(id)
+}
 
 /// How many of a crawl's snapshots are in each state, and of its results in each status.
 pub type WorkCounts = (Vec<(WorkStatus, u64)>, Vec<(ResultStatus, u64)>);
@@ -52,6 +106,8 @@ pub struct Crawl {
     pub rules: CrawlRules,
     /// The limit that turned URLs away or ended it, if one did.
     pub ended_by: Option<Limit>,
+    /// The schedule whose occurrence it is (`abxctl schedule`), if one.
+    pub schedule_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -101,7 +157,10 @@ pub(in crate::store) fn table(queue: Queue) -> &'static str {
     }
 }
 
-fn json_column<T: serde::de::DeserializeOwned>(row: &Row, column: usize) -> Result<T, SqlError> {
+pub(in crate::store) fn json_column<T: serde::de::DeserializeOwned>(
+    row: &Row,
+    column: usize,
+) -> Result<T, SqlError> {
     let text: String = row.get(column)?;
     serde_json::from_str(&text).map_err(|e| SqlError::Type {
         column,
@@ -112,7 +171,8 @@ fn json_column<T: serde::de::DeserializeOwned>(row: &Row, column: usize) -> Resu
 
 impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
-        owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by, uuid";
+        owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by, uuid, \
+        schedule_id";
 
     /// Reads a row selected with [`Crawl::COLUMNS`], by position.
     fn from_row(row: &Row) -> Result<Crawl, SqlError> {
@@ -134,6 +194,7 @@ impl Crawl {
             rules: json_column(row, 13)?,
             ended_by: row.get(14)?,
             uuid: row.get(15)?,
+            schedule_id: row.get(16)?,
         })
     }
 }
@@ -218,36 +279,15 @@ impl Store {
         rules: &CrawlRules,
         export_to: Option<(&std::path::Path, &str)>,
     ) -> Result<i64, StoreError> {
-        let urls = serde_json::to_string(urls).expect("strings serialize");
-        let plugins = plugins.map(|p| serde_json::to_string(p).expect("strings serialize"));
-        let rules = serde_json::to_string(rules).expect("rules serialize");
-        let (due, now) = (self.queue_now(), now_ms());
-        let export_to = export_to.map(|(dir, user)| (dir.display().to_string(), user));
-        self.write(|tx| {
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
-                     rules, uuid) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7) RETURNING id",
-                    &args![
-                        urls,
-                        max_depth,
-                        plugins,
-                        due,
-                        now,
-                        rules,
-                        crate::uuid7::new()
-                    ],
-                )?
-                .get(0)?;
-            if let Some((dir, user)) = &export_to {
-                tx.execute(
-                    "INSERT INTO exports (crawl_id, target, owner, status, updated_at) \
-                     VALUES (?1, ?2, ?3, 'queued', ?4)",
-                    &args![id, dir.as_str(), *user, now],
-                )?;
-            }
-            Ok(id)
-        })
+        let due = self.queue_now();
+        let crawl = NewCrawl {
+            urls,
+            max_depth,
+            plugins,
+            rules,
+            schedule_id: None,
+        };
+        self.write(|tx| insert_crawl(tx, &crawl, due, export_to))
     }
 
     pub fn crawl(&self, id: i64) -> Result<Option<Crawl>, StoreError> {

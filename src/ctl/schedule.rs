@@ -1,0 +1,145 @@
+//! `abxctl schedule`: add, list, remove, pause and resume schedules — through the daemon when it
+//! runs (it recomputes when it must next wake), in the database when it does not.
+
+use super::{add, ask_or_do_locally, Out, Result};
+use crate::cli::{CrawlArgs, ScheduleCommand};
+use crate::config::Config;
+use crate::control::protocol::{Request, Response, ScheduleAction};
+use crate::domain::Cadence;
+use crate::exit;
+use crate::render;
+use crate::store::{NewSchedule, Store};
+use serde_json::json;
+
+pub(super) fn run(config: &Config, command: ScheduleCommand) -> Result<i32> {
+    match command {
+        ScheduleCommand::Add {
+            urls,
+            every,
+            cron,
+            crawl,
+            json,
+        } => add_schedule(config, &urls, every, cron, &crawl, Out { json }),
+        ScheduleCommand::List { json } => list(config, Out { json }),
+        ScheduleCommand::Remove { id, json } => {
+            set(config, id, ScheduleAction::Remove, Out { json })
+        }
+        ScheduleCommand::Pause { id, json } => set(config, id, ScheduleAction::Pause, Out { json }),
+        ScheduleCommand::Resume { id, json } => {
+            set(config, id, ScheduleAction::Resume, Out { json })
+        }
+    }
+}
+
+fn add_schedule(
+    config: &Config,
+    urls: &[String],
+    every: Option<std::time::Duration>,
+    cron: Option<String>,
+    crawl: &CrawlArgs,
+    out: Out,
+) -> Result<i32> {
+    for url in urls {
+        add::validate_url(url)?;
+    }
+    let every_ms = every.map(|d| d.as_millis() as u64);
+    let request = Request::ScheduleAdd {
+        urls: urls.to_vec(),
+        depth: crawl.depth,
+        plugins: crawl.plugins.clone(),
+        rules: crawl.rules(),
+        every_ms,
+        cron: cron.clone(),
+    };
+    let ((id, next_at), running) = ask_or_do_locally(
+        config,
+        &request,
+        |response| match response {
+            Response::ScheduleAdded { id, next_at_ms } => Ok((id, next_at_ms)),
+            other => Err(other),
+        },
+        |store| {
+            add::validate_plugins(config, crawl)?;
+            let cadence = match Cadence::named(every_ms, cron.as_deref()) {
+                Ok(cadence) => cadence,
+                Err(why) => return Ok(Err(why)),
+            };
+            let rules = crawl.rules().over(&config.crawl.rules());
+            let new = NewSchedule {
+                urls,
+                max_depth: crawl.depth,
+                plugins: crawl.plugins.as_deref(),
+                rules: &rules,
+                cadence: &cadence,
+            };
+            let id = store.add_schedule(&new, &jiff::tz::TimeZone::system())?;
+            let next = store.schedules()?.into_iter().find(|s| s.id == id);
+            Ok(Ok((id, next.map_or(0, |s| s.next_at))))
+        },
+    )?;
+    out.answer(
+        || {
+            println!(
+                "schedule {id} added: first crawl at {}",
+                render::local_moment(next_at)
+            );
+            if !running {
+                println!("abxd is not running: it fires when abxd runs");
+            }
+        },
+        || json!({"schedule_id": id, "next_at_ms": next_at, "daemon_running": running}),
+    );
+    Ok(exit::OK)
+}
+
+fn list(config: &Config, out: Out) -> Result<i32> {
+    let store = Store::open_read_only_at(&config.database)?;
+    let schedules = store.schedules()?;
+    if out.json {
+        println!(
+            "{}",
+            render::json::document(json!({ "schedules": schedules }))
+        );
+    } else {
+        print!("{}", render::schedules_table(&schedules));
+    }
+    Ok(exit::OK)
+}
+
+fn set(config: &Config, id: i64, action: ScheduleAction, out: Out) -> Result<i32> {
+    let request = Request::ScheduleSet { id, action };
+    let ((), running) = ask_or_do_locally(
+        config,
+        &request,
+        |response| match response {
+            Response::ScheduleSet { .. } => Ok(()),
+            other => Err(other),
+        },
+        |store: &mut Store| {
+            let zone = jiff::tz::TimeZone::system();
+            let found = match action {
+                ScheduleAction::Remove => store.remove_schedule(id)?,
+                ScheduleAction::Pause => store.set_schedule_paused(id, true, &zone)?,
+                ScheduleAction::Resume => store.set_schedule_paused(id, false, &zone)?,
+            };
+            Ok(found
+                .then_some(())
+                .ok_or_else(|| format!("no schedule {id}")))
+        },
+    )?;
+    let done = match action {
+        ScheduleAction::Remove => "removed (its crawls stay)",
+        ScheduleAction::Pause => "paused",
+        ScheduleAction::Resume => "resumed",
+    };
+    out.answer(
+        || {
+            if !running {
+                println!("abxd is not running: written to the database");
+            }
+            println!("schedule {id} {done}");
+        },
+        || json!({"schedule_id": id, "action": action, "daemon_running": running}),
+    );
+    Ok(exit::OK)
+}

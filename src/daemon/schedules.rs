@@ -1,0 +1,47 @@
+//! Schedules in the daemon: fire what is due when the loop looks for work, and wake the loop
+//! when the next one is due — and at no other time.
+//!
+//! Invariant: `schedules_at` is what the store said of the next occurrence when the daemon last
+//! looked (at start, after each firing, after each change it made or was told of); the loop's
+//! timer is set to it, so an idle daemon with schedules wakes once per occurrence, and one with
+//! none never. Another host's firing, or a change made while this daemon did not look, is caught
+//! at the next look (a wake-up of any kind: a request, a worker's exit, a notification).
+
+use super::State;
+use std::time::{Duration, Instant};
+
+impl State {
+    /// Reads when the next schedule is due.
+    pub(super) fn look_at_schedules(&mut self) {
+        match self.store.next_schedule_at() {
+            Ok(at) => self.schedules_at = at,
+            Err(err) => log::warn!("cannot read the schedules: {err}"),
+        }
+    }
+
+    /// Makes the crawls of every due occurrence (or counts it skipped), then looks again.
+    pub(super) fn fire_schedules(&mut self) {
+        if self
+            .schedules_at
+            .is_none_or(|at| at > self.store.shared_now())
+        {
+            return;
+        }
+        match self.store.fire_due_schedules(&jiff::tz::TimeZone::system()) {
+            Ok(fired) => {
+                for fired in fired {
+                    log::info!("schedule {}: {}", fired.schedule_id, fired.note);
+                }
+            }
+            Err(err) => log::warn!("cannot fire the due schedules: {err}"),
+        }
+        self.look_at_schedules();
+    }
+
+    /// When the loop must wake for the next schedule, if one is due ever.
+    pub(super) fn next_schedule_due(&self) -> Option<Instant> {
+        let at = self.schedules_at?;
+        let wait = (at - self.store.shared_now()).max(0);
+        Instant::now().checked_add(Duration::from_millis(wait as u64))
+    }
+}

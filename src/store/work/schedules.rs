@@ -1,0 +1,298 @@
+//! Schedules: a crawl made again at each occurrence (`abxctl schedule`), linked to it.
+//!
+//! Invariants: an occurrence is taken by moving the schedule's `next_at` from the value read to
+//! the next occurrence after now, conditional on the value read, in the transaction that makes
+//! its crawl — so on a fleet exactly one host fires it, and a schedule that was due while no
+//! daemon ran fires once, not once per occurrence missed. An occurrence whose previous crawl is
+//! not sealed makes no crawl: it is counted skipped, saying why. Times are the store's shared
+//! clock (unix ms).
+
+use crate::domain::{Cadence, CrawlRules, WorkStatus};
+use crate::store::engine::sql::{args, Db, Row, SqlError};
+use crate::store::work::{insert_crawl, json_column, NewCrawl};
+use crate::store::{Store, StoreError};
+use jiff::tz::TimeZone;
+use serde::Serialize;
+
+/// A schedule to add.
+pub struct NewSchedule<'a> {
+    pub urls: &'a [String],
+    pub max_depth: u32,
+    pub plugins: Option<&'a [String]>,
+    pub rules: &'a CrawlRules,
+    /// `Every`'s anchor is ignored: periods are counted from when it is added.
+    pub cadence: &'a Cadence,
+}
+
+/// A schedule as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Schedule {
+    pub id: i64,
+    pub uuid: Option<String>,
+    pub urls: Vec<String>,
+    pub max_depth: u32,
+    pub plugins: Option<Vec<String>>,
+    pub rules: CrawlRules,
+    /// Its period, for `--every`.
+    pub every_ms: Option<i64>,
+    /// Its cron expression, for `--cron`.
+    pub cron: Option<String>,
+    pub anchor_at: i64,
+    /// Its next occurrence (unix ms).
+    pub next_at: i64,
+    pub paused_at: Option<i64>,
+    pub created_at: i64,
+    /// Occurrences that made a crawl, and those skipped.
+    pub fired: u64,
+    pub skipped: u64,
+    /// What its last occurrence did.
+    pub last_note: Option<String>,
+    /// Its latest crawl and where that stands.
+    pub last_crawl: Option<(i64, WorkStatus)>,
+}
+
+impl Schedule {
+    const COLUMNS: &'static str = "s.id, s.uuid, s.urls, s.max_depth, s.plugins, s.rules, \
+        s.every_ms, s.cron, s.anchor_at, s.next_at, s.paused_at, s.created_at, s.fired, \
+        s.skipped, s.last_note, \
+        (SELECT max(c.id) FROM crawls c WHERE c.schedule_id = s.id)";
+
+    fn from_row(row: &Row) -> Result<Schedule, SqlError> {
+        let plugins: Option<String> = row.get(4)?;
+        Ok(Schedule {
+            id: row.get(0)?,
+            uuid: row.get(1)?,
+            urls: json_column(row, 2)?,
+            max_depth: row.get(3)?,
+            plugins: plugins.and_then(|p| serde_json::from_str(&p).ok()),
+            rules: json_column(row, 5)?,
+            every_ms: row.get(6)?,
+            cron: row.get(7)?,
+            anchor_at: row.get(8)?,
+            next_at: row.get(9)?,
+            paused_at: row.get(10)?,
+            created_at: row.get(11)?,
+            fired: row.get(12)?,
+            skipped: row.get(13)?,
+            last_note: row.get(14)?,
+            last_crawl: row
+                .get::<Option<i64>>(15)?
+                .map(|id| (id, WorkStatus::Queued)),
+        })
+    }
+
+    /// How often it fires, as stored (a cron expression that no longer parses fires no more).
+    pub fn cadence(&self) -> Option<Cadence> {
+        match (&self.every_ms, &self.cron) {
+            (Some(every_ms), _) => Some(Cadence::Every {
+                every_ms: *every_ms,
+                anchor_ms: self.anchor_at,
+            }),
+            (None, Some(cron)) => cron.parse().ok().map(Cadence::Cron),
+            (None, None) => None,
+        }
+    }
+}
+
+/// What one due occurrence did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fired {
+    pub schedule_id: i64,
+    /// The crawl it made (`None`: skipped).
+    pub crawl_id: Option<i64>,
+    pub note: String,
+}
+
+/// The status of crawl `id`, read in `tx`.
+fn crawl_status(tx: &Db, id: i64) -> Result<Option<WorkStatus>, StoreError> {
+    let status: Option<String> =
+        tx.query_value("SELECT status FROM crawls WHERE id = ?1", &args![id])?;
+    Ok(status.and_then(|s| s.parse().ok()))
+}
+
+impl Store {
+    /// Adds a schedule; its first occurrence is the first after now. Returns its id.
+    pub fn add_schedule(
+        &mut self,
+        new: &NewSchedule<'_>,
+        zone: &TimeZone,
+    ) -> Result<i64, StoreError> {
+        let now = self.shared_now();
+        let (every_ms, cron) = match new.cadence {
+            Cadence::Every { every_ms, .. } => (Some(*every_ms), None),
+            Cadence::Cron(cron) => (None, Some(cron.to_string())),
+        };
+        let cadence = match new.cadence {
+            Cadence::Every { every_ms, .. } => Cadence::Every {
+                every_ms: *every_ms,
+                anchor_ms: now,
+            },
+            cron => cron.clone(),
+        };
+        // (The command line refuses an expression that names no moment: see `Cron::parse`.)
+        let next_at = cadence.next_after(now, zone).unwrap_or(i64::MAX);
+        let urls = serde_json::to_string(new.urls).expect("strings serialize");
+        let plugins = new
+            .plugins
+            .map(|p| serde_json::to_string(p).expect("strings serialize"));
+        let rules = serde_json::to_string(new.rules).expect("rules serialize");
+        self.write(|tx| {
+            Ok(tx
+                .query_one(
+                    "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
+                     anchor_at, next_at, created_at, uuid) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9) RETURNING id",
+                    &args![
+                        urls,
+                        new.max_depth,
+                        plugins,
+                        rules,
+                        every_ms,
+                        cron,
+                        now,
+                        next_at,
+                        crate::uuid7::new()
+                    ],
+                )?
+                .get(0)?)
+        })
+    }
+
+    /// Every schedule, by id, each with its latest crawl's status.
+    pub fn schedules(&self) -> Result<Vec<Schedule>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM schedules s ORDER BY s.id",
+            Schedule::COLUMNS
+        );
+        let mut schedules = self.db().query_map(&sql, &[], Schedule::from_row)?;
+        for schedule in &mut schedules {
+            if let Some((id, status)) = &mut schedule.last_crawl {
+                *status = crawl_status(self.db(), *id)?.unwrap_or(WorkStatus::Sealed);
+            }
+        }
+        Ok(schedules)
+    }
+
+    /// Removes schedule `id` (its crawls stay, no longer linked to it); whether it was there.
+    pub fn remove_schedule(&mut self, id: i64) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE crawls SET schedule_id = NULL WHERE schedule_id = ?1",
+                &args![id],
+            )?;
+            Ok(tx.execute("DELETE FROM schedules WHERE id = ?1", &args![id])? == 1)
+        })
+    }
+
+    /// Pauses schedule `id`, or resumes it — from its next occurrence after now (none missed
+    /// while paused fires); whether it was there.
+    pub fn set_schedule_paused(
+        &mut self,
+        id: i64,
+        paused: bool,
+        zone: &TimeZone,
+    ) -> Result<bool, StoreError> {
+        let now = self.shared_now();
+        let Some(schedule) = self.schedules()?.into_iter().find(|s| s.id == id) else {
+            return Ok(false);
+        };
+        let next_at = match (paused, schedule.cadence()) {
+            (false, Some(cadence)) => cadence.next_after(now, zone).unwrap_or(i64::MAX),
+            _ => schedule.next_at,
+        };
+        let paused_at = paused.then_some(now);
+        self.write(|tx| {
+            Ok(tx.execute(
+                "UPDATE schedules SET paused_at = ?2, next_at = ?3 WHERE id = ?1",
+                &args![id, paused_at, next_at],
+            )? == 1)
+        })
+    }
+
+    /// When the next schedule not paused is due (unix ms, the shared clock), if one is.
+    pub fn next_schedule_at(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .db()
+            .query_value(
+                "SELECT min(next_at) FROM schedules WHERE paused_at IS NULL",
+                &[],
+            )?
+            .flatten())
+    }
+
+    /// Takes every due occurrence (see the module's invariants), each in a transaction of its
+    /// own: makes its crawl, or counts it skipped. Returns what each did.
+    pub fn fire_due_schedules(&mut self, zone: &TimeZone) -> Result<Vec<Fired>, StoreError> {
+        let now = self.shared_now();
+        let due: Vec<Schedule> = self
+            .schedules()?
+            .into_iter()
+            .filter(|s| s.paused_at.is_none() && s.next_at <= now)
+            .collect();
+        let mut fired = Vec::new();
+        for schedule in due {
+            let next = schedule.cadence().and_then(|c| c.next_after(now, zone));
+            let queue_now = self.queue_now();
+            let taken = self.write(|tx| {
+                let moved = tx.execute(
+                    "UPDATE schedules SET next_at = ?3, paused_at = ?4 \
+                     WHERE id = ?1 AND next_at = ?2 AND paused_at IS NULL",
+                    &args![
+                        schedule.id,
+                        schedule.next_at,
+                        next.unwrap_or(i64::MAX),
+                        next.is_none().then_some(now)
+                    ],
+                )?;
+                if moved != 1 {
+                    // (Another host took it, or it was paused or removed meanwhile.)
+                    return Ok(None);
+                }
+                let running = match schedule.last_crawl {
+                    Some((id, _)) => crawl_status(tx, id)?
+                        .filter(|s| *s != WorkStatus::Sealed)
+                        .map(|_| id),
+                    None => None,
+                };
+                let (crawl_id, note) = match running {
+                    Some(previous) => (
+                        None,
+                        format!("skipped: its previous crawl {previous} still runs"),
+                    ),
+                    None => {
+                        let crawl = NewCrawl {
+                            urls: &schedule.urls,
+                            max_depth: schedule.max_depth,
+                            plugins: schedule.plugins.as_deref(),
+                            rules: &schedule.rules,
+                            schedule_id: Some(schedule.id),
+                        };
+                        let id = insert_crawl(tx, &crawl, queue_now, None)?;
+                        (Some(id), format!("crawl {id}"))
+                    }
+                };
+                let note = match next {
+                    Some(_) => note,
+                    None => format!("{note}; no further occurrence: paused"),
+                };
+                tx.execute(
+                    "UPDATE schedules SET fired = fired + ?2, skipped = skipped + ?3, \
+                     last_note = ?4 WHERE id = ?1",
+                    &args![
+                        schedule.id,
+                        i64::from(crawl_id.is_some()),
+                        i64::from(crawl_id.is_none()),
+                        note.as_str()
+                    ],
+                )?;
+                Ok(Some(Fired {
+                    schedule_id: schedule.id,
+                    crawl_id,
+                    note,
+                }))
+            })?;
+            fired.extend(taken);
+        }
+        Ok(fired)
+    }
+}

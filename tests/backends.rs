@@ -547,7 +547,7 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
     assert!(copied.status.success(), "{stdout}\n{}", single.log());
     assert!(
         stdout.contains(&format!(
-            "copied 1 machines, {} processes, 1 crawls",
+            "copied 1 machines, {} processes, 0 schedules, 1 crawls",
             rows.len()
         )),
         "{stdout}"

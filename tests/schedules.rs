@@ -20,14 +20,21 @@ fn schedule_daemon(backend: &str, extra: &str) -> TestDaemon {
     )
 }
 
+/// The store `daemon` runs on, as its config names it (a fleet's host names a server another
+/// harness started).
+fn store_of(daemon: &TestDaemon) -> abxd::store::Store {
+    let config = abxd::config::Config::load(&daemon.config).unwrap();
+    abxd::store::Store::open_read_only_at(&config.database).unwrap()
+}
+
 fn schedule(daemon: &TestDaemon, id: i64) -> Schedule {
-    let schedules = daemon.store().schedules().unwrap();
+    let schedules = store_of(daemon).schedules().unwrap();
     schedules.into_iter().find(|s| s.id == id).unwrap()
 }
 
 /// The crawls of schedule `id`, by id: `(id, created_at, sealed_at)`.
 fn crawls_of(daemon: &TestDaemon, id: i64) -> Vec<(i64, i64, Option<i64>)> {
-    let store = daemon.store();
+    let store = store_of(daemon);
     store
         .crawls()
         .unwrap()

@@ -176,11 +176,16 @@ impl Browser {
         self.call("Page.navigate", json!({ "url": url }), true);
     }
 
-    /// A PNG of the page as it is now, written to `path`.
+    /// A PNG of the page as it is now (its viewport), written to `path`.
     pub fn screenshot(&mut self, path: &Path) {
+        // (A page not laid out yet has no width to capture: wait until it has.)
+        let laid_out = "document.documentElement.getBoundingClientRect().width > 0";
+        super::wait_until("the page to be laid out", CALL_WAIT, || {
+            (self.eval(laid_out) == json!(true)).then_some(())
+        });
         let shot = self.call(
             "Page.captureScreenshot",
-            json!({ "format": "png", "captureBeyondViewport": true }),
+            json!({ "format": "png", "captureBeyondViewport": false }),
             true,
         );
         let png = base64_decode(shot["data"].as_str().unwrap());

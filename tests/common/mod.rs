@@ -379,12 +379,7 @@ impl TestDaemon {
                 url: server.database_url(),
                 password_file: None,
             }),
-            // (Its config may name a server another daemon's harness started: a fleet's host.)
-            None => abxd::config::Config::load(&self.config)
-                .map(|config| config.database)
-                .unwrap_or_else(|_| {
-                    abxd::store::Location::File(self.data_dir().join("abxd.sqlite3"))
-                }),
+            None => abxd::store::Location::File(self.data_dir().join("abxd.sqlite3")),
         }
     }
 

@@ -273,3 +273,61 @@ fn on_a_fleet_each_occurrence_fires_once() {
         "every occurrence fired by exactly one host"
     );
 }
+
+#[test]
+fn only_new_skips_discovered_urls_another_crawl_archived_but_crawls_the_seed_again() {
+    let plugins = fixtures().join("rules");
+    let daemon = TestDaemon::start_with(&format!(
+        "{}[limits]\nmemory_floor = 0\n",
+        plugins_config(&[&plugins])
+    ));
+    // A first crawl archives the page and the six it links.
+    let first = daemon.add(&[
+        "--plugins",
+        "links",
+        "--depth",
+        "1",
+        "http://127.0.0.1:9/docs/",
+    ]);
+    daemon.wait_sealed(first, WAIT);
+    assert_eq!(daemon.store().snapshots(first).unwrap().len(), 7);
+    // The schedule's occurrence fetches the page again, and follows none of what is archived.
+    let id = add(
+        &daemon,
+        &[
+            "--every",
+            "1s",
+            "--only-new",
+            "--plugins",
+            "links",
+            "--depth",
+            "1",
+            "http://127.0.0.1:9/docs/",
+        ],
+    );
+    let crawl = wait_until("the schedule's first crawl", WAIT, || {
+        crawls_of(&daemon, id).first().map(|c| c.0)
+    });
+    daemon.ctl_ok(&["schedule", "pause", &id.to_string()]);
+    daemon.wait_sealed(crawl, WAIT);
+    let store = daemon.store();
+    let snapshots = store.snapshots(crawl).unwrap();
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+    assert_eq!(snapshots[0].url, "http://127.0.0.1:9/docs/");
+    let refused = store.refused_urls(crawl).unwrap();
+    assert_eq!(
+        refused[&abxd::domain::Refusal::Archived].count,
+        6,
+        "{refused:?}"
+    );
+    // Without it, the same crawl follows them all again.
+    let again = daemon.add(&[
+        "--plugins",
+        "links",
+        "--depth",
+        "1",
+        "http://127.0.0.1:9/docs/",
+    ]);
+    daemon.wait_sealed(again, WAIT);
+    assert_eq!(daemon.store().snapshots(again).unwrap().len(), 7);
+}

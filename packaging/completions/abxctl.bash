@@ -204,7 +204,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__add)
-            opts="-c -h --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --wait --json --config --help"
+            opts="-c -h --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --wait --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -944,7 +944,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__schedule__subcmd__add)
-            opts="-c -h --every --cron --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --json --config --help"
+            opts="-c -h --every --cron --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -72,6 +72,7 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l max-size -d 'Stop 
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l only-new -d 'Follow no discovered URL that another crawl archived already (seeds are crawled again: a feed, to find what is new in it)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l wait -d 'Follow the crawl until it is sealed and print its results'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l json -d 'Print the documented JSON shape (docs/json.md) instead: the crawl\'s id, and with --wait, no progress but the crawl as `show --json` prints it'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s h -l help -d 'Print help'
@@ -95,6 +96,7 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l only-new -d 'Follow no discovered URL that another crawl archived already (seeds are crawled again: a feed, to find what is new in it)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from list" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F

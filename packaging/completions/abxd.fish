@@ -51,6 +51,7 @@ complete -c abxd -n "__fish_abxd_using_subcommand run" -l timeout -d 'Stop the c
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l hooks-user -d 'Run the hooks as this user, instead of `hooks.user` (abxd as root only)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l only-new -d 'Follow no discovered URL that another crawl archived already (seeds are crawled again: a feed, to find what is new in it)'
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand install" -l plugins -d 'Only these plugins (and those they require), instead of every enabled one' -r
 complete -c abxd -n "__fish_abxd_using_subcommand install" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F

@@ -35,6 +35,10 @@ pub struct CrawlArgs {
     /// Stop a snapshot once it archived this much ("50M"; 0: no limit).
     #[arg(long, value_name = "SIZE", value_parser = size)]
     pub snapshot_max_size: Option<u64>,
+    /// Follow no discovered URL that another crawl archived already (seeds are crawled
+    /// again: a feed, to find what is new in it).
+    #[arg(long)]
+    pub only_new: bool,
 }
 
 impl CrawlArgs {
@@ -48,6 +52,7 @@ impl CrawlArgs {
             max_size: self.max_size,
             timeout: self.timeout,
             snapshot_max_size: self.snapshot_max_size,
+            only_new: self.only_new,
         }
     }
 }

@@ -51,6 +51,7 @@ impl CrawlDefaults {
             max_size: Some(self.max_size),
             timeout: Some(self.timeout.as_secs()),
             snapshot_max_size: Some(self.snapshot_max_size),
+            only_new: false,
         }
         .over(&CrawlRules::default())
     }

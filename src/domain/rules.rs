@@ -71,6 +71,10 @@ pub struct CrawlRules {
     /// Bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_max_size: Option<u64>,
+    /// Add no discovered URL that another crawl archived already (`--only-new`; seeds are
+    /// always crawled: a feed is fetched again to find what is new in it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub only_new: bool,
 }
 
 impl CrawlRules {
@@ -96,6 +100,7 @@ impl CrawlRules {
             max_size: limit(self.max_size, defaults.max_size),
             timeout: limit(self.timeout, defaults.timeout),
             snapshot_max_size: limit(self.snapshot_max_size, defaults.snapshot_max_size),
+            only_new: self.only_new || defaults.only_new,
         }
     }
 

@@ -126,5 +126,7 @@ words!(
         Scope => "scope",
         /// The crawl has `--max-urls` snapshots already.
         MaxUrls => "max_urls",
+        /// `--only-new`: another crawl archived it already.
+        Archived => "archived",
     }
 );

@@ -29,7 +29,12 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
     watch_limits(&mut cx, &crawl);
-    let max_urls = crawl.rules.limit(Limit::MaxUrls);
+    // (A seed is crawled whatever `--only-new` says: it is what was asked for — a feed fetched
+    // again to find what is new in it.)
+    let seed_rules = crate::domain::CrawlRules {
+        only_new: false,
+        ..crawl.rules.clone()
+    };
     let launches = match snapshots_launch_browsers(&cx.config, &crawl) {
         true => crate::pool::Launches::EachStart,
         false => crate::pool::Launches::Nothing,
@@ -55,9 +60,12 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         }
         store.all_or_nothing(|store| {
             for url in &urls {
-                if store.add_snapshot_within(crawl_id, url, 0, max_urls)? == Added::Full {
-                    store.refuse_url(crawl_id, Refusal::MaxUrls, url)?;
-                    store.note_limit(crawl_id, Limit::MaxUrls)?;
+                match store.add_snapshot_within(crawl_id, url, 0, &seed_rules)? {
+                    Added::Full => {
+                        store.refuse_url(crawl_id, Refusal::MaxUrls, url)?;
+                        store.note_limit(crawl_id, Limit::MaxUrls)?;
+                    }
+                    Added::New(_) | Added::Known | Added::Archived => {}
                 }
             }
             Ok(())

@@ -38,7 +38,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         hooks.len()
     );
     let (max_depth, depth, crawl_id) = (crawl.max_depth, snapshot.depth, crawl.id);
-    let max_urls = crawl.rules.limit(Limit::MaxUrls);
+    let rules = crawl.rules.clone();
     if let Some(max) = crawl.rules.limit(Limit::SnapshotMaxSize) {
         let dir = crate::hooks::snapshot_dir(&cx.config.data_dir, crawl_id, snapshot_id);
         cx.watches.size(Limit::SnapshotMaxSize, dir, max);
@@ -77,12 +77,13 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
             };
             for url in &outcome.discovered {
                 let refused = match filter.admit(url) {
-                    Ok(url) => match store.add_snapshot_within(crawl_id, &url, depth, max_urls)? {
+                    Ok(url) => match store.add_snapshot_within(crawl_id, &url, depth, &rules)? {
                         Added::New(id) => {
                             log::info!("discovered {url} (snapshot {id}, depth {depth})");
                             None
                         }
                         Added::Known => None,
+                        Added::Archived => Some(Refusal::Archived),
                         Added::Full => {
                             store.note_limit(crawl_id, Limit::MaxUrls)?;
                             Some(Refusal::MaxUrls)

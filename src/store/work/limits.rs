@@ -8,7 +8,7 @@
 //! it; work cut short is sealed with its open results `cancelled`, in the same transaction — as
 //! `abxctl cancel` leaves them.
 
-use crate::domain::{Claim, CrawlOutcome, Limit, Queue};
+use crate::domain::{Claim, CrawlOutcome, CrawlRules, Limit, Queue};
 use crate::store::engine::sql::args;
 use crate::store::{now_ms, Store, StoreError};
 
@@ -21,20 +21,24 @@ pub enum Added {
     Known,
     /// The crawl has its `max_urls` snapshots: not added.
     Full,
+    /// `--only-new`: another crawl archived it already.
+    Archived,
 }
 
 impl Store {
-    /// Adds `url` to crawl `crawl_id` at `depth` unless the crawl has it already or has
-    /// `max_urls` snapshots.
+    /// Adds `url` to crawl `crawl_id` at `depth` unless the crawl has it already, has its
+    /// `max_urls` snapshots, or — with `only_new` — another crawl archived it already.
     pub fn add_snapshot_within(
         &mut self,
         crawl_id: i64,
         url: &str,
         depth: u32,
-        max_urls: Option<u64>,
+        rules: &CrawlRules,
     ) -> Result<Added, StoreError> {
         let (due, now) = (self.queue_now(), now_ms());
+        let max_urls = rules.limit(Limit::MaxUrls);
         let max = max_urls.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let only_new = rules.only_new;
         self.write_work(|tx| {
             let known: Option<i64> = tx.query_value(
                 "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
@@ -51,6 +55,16 @@ impl Store {
                 .get(0)?;
             if count >= max {
                 return Ok(Added::Full);
+            }
+            if only_new {
+                let archived: Option<i64> = tx.query_value(
+                    "SELECT id FROM snapshots WHERE url = ?2 AND crawl_id != ?1 \
+                     AND status = 'sealed' LIMIT 1",
+                    &args![crawl_id, url],
+                )?;
+                if archived.is_some() {
+                    return Ok(Added::Archived);
+                }
             }
             let id: Option<i64> = tx.query_value(
                 "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \

@@ -355,9 +355,9 @@ impl Store {
         depth: u32,
     ) -> Result<Option<i64>, StoreError> {
         Ok(
-            match self.add_snapshot_within(crawl_id, url, depth, None)? {
+            match self.add_snapshot_within(crawl_id, url, depth, &CrawlRules::default())? {
                 Added::New(id) => Some(id),
-                Added::Known | Added::Full => None,
+                Added::Known | Added::Full | Added::Archived => None,
             },
         )
     }

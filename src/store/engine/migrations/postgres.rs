@@ -288,6 +288,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     );
     ALTER TABLE crawls ADD COLUMN schedule_id BIGINT REFERENCES schedules(id);
     CREATE INDEX crawls_by_schedule ON crawls(schedule_id) WHERE schedule_id IS NOT NULL;
+    CREATE INDEX snapshots_by_url ON snapshots(url);
     "#,
     ),
 ];

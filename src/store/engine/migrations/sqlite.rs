@@ -376,5 +376,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     ALTER TABLE crawls ADD COLUMN schedule_id INTEGER REFERENCES schedules(id);
     CREATE INDEX crawls_by_schedule ON crawls(schedule_id) WHERE schedule_id IS NOT NULL;
+    -- (`--only-new` asks whether any crawl archived a URL.)
+    CREATE INDEX snapshots_by_url ON snapshots(url);
     "#,
 ];

@@ -204,12 +204,16 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__add)
-            opts="-c -h --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --wait --json --config --help"
+            opts="-c -h --from --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --wait --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --depth)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

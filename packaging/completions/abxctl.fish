@@ -62,6 +62,7 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l json -d 'Machine-re
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s w -l wide -d 'Whole command lines. Without it, lines are cut to the terminal\'s width when the output is a terminal (never when it is piped)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -l watch -d 'Redraw every second, as watch(1) does, until interrupted; the database is read again only when it changed'
 complete -c abxctl -n "__fish_abxctl_using_subcommand ps" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l from -d 'Import FILE instead of URLs: browser bookmarks (Netscape HTML), an RSS or Atom feed, JSONL or plain text, parsed by the plugins that accept imports (parse_*_urls), each URL found a seed of the crawl (through its rules). Waits for the parse, and fails naming the file when nothing in it parsed' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l depth -d 'Follow discovered links this many levels deep' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l url-allowlist -d 'Follow only discovered URLs that match one of these: a domain (that host and those below it; `*.example.com` only below it) or a regular expression (repeat the flag for more)' -r

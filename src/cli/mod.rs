@@ -100,11 +100,18 @@ pub enum AbxctlCommand {
     },
     /// Enqueue a crawl of URL… (also while the daemon is down: it runs when the daemon starts).
     #[command(
-        after_help = "Examples:\n  abxctl add https://example.com/                  every enabled plugin\n  abxctl add --plugins title,wget --depth 1 URL     two plugins, and the pages it links\n  abxctl add --wait URL; echo $?                    0 ok, 4 a hook failed, 5 cancelled"
+        after_help = "Examples:\n  abxctl add https://example.com/                  every enabled plugin\n  abxctl add --plugins title,wget --depth 1 URL     two plugins, and the pages it links\n  abxctl add --wait URL; echo $?                    0 ok, 4 a hook failed, 5 cancelled\n  abxctl add --depth 1 --from bookmarks.html        every page a browser export lists\n  curl -s https://example.com/feed.xml | abxctl add -   a feed's entries"
     )]
     Add {
-        #[arg(required = true, value_name = "URL")]
+        /// The URLs to crawl; `-` imports what standard input holds, as --from does a file.
+        #[arg(required_unless_present = "from", value_name = "URL")]
         urls: Vec<String>,
+        /// Import FILE instead of URLs: browser bookmarks (Netscape HTML), an RSS or Atom feed,
+        /// JSONL or plain text, parsed by the plugins that accept imports (parse_*_urls), each URL
+        /// found a seed of the crawl (through its rules). Waits for the parse, and fails naming
+        /// the file when nothing in it parsed.
+        #[arg(long, value_name = "FILE", conflicts_with = "urls")]
+        from: Option<std::path::PathBuf>,
         #[command(flatten)]
         crawl: CrawlArgs,
         /// Follow the crawl until it is sealed and print its results.

@@ -31,6 +31,7 @@ pub(super) fn run(
         depth: crawl.depth,
         plugins: crawl.plugins.clone(),
         rules: crawl.rules(),
+        input: None,
     };
     let (id, running) = match client(config).request(&request) {
         Ok(Response::Added { crawl_id }) => (crawl_id, true),
@@ -59,6 +60,165 @@ pub(super) fn run(
         human();
     }
     follow_crawl(config, id, out)
+}
+
+/// What `add` imports, read whole: from a file, or standard input (`-`).
+pub(super) struct Import {
+    /// What to call it in messages: the file's path, or "standard input".
+    pub name: String,
+    pub text: String,
+}
+
+/// The import `add` was given — `--from FILE`, or `-` as its one URL — if it was.
+pub(super) fn source(urls: &[String], from: Option<&std::path::Path>) -> Result<Option<Import>> {
+    use std::io::Read;
+    if let Some(path) = from {
+        let text = std::fs::read(path)
+            .map_err(|err| CtlError::BadInput(format!("cannot read {}: {err}", path.display())))?;
+        return Ok(Some(Import {
+            name: path.display().to_string(),
+            text: String::from_utf8_lossy(&text).into_owned(),
+        }));
+    }
+    if !urls.iter().any(|url| url == "-") {
+        return Ok(None);
+    }
+    if urls.len() > 1 {
+        return Err(CtlError::BadInput(
+            "`-` imports standard input: give it alone, without URLs".into(),
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|err| CtlError::BadInput(format!("cannot read standard input: {err}")))?;
+    Ok(Some(Import {
+        name: "standard input".into(),
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+    }))
+}
+
+/// `add --from FILE` (or `-`): queues a crawl of what `import` holds, waits until its input
+/// snapshot has parsed it, and says how many URLs it found — or fails naming the import and the
+/// parsers that found nothing; with `--wait`, then follows the crawl.
+pub(super) fn import(
+    config: &Config,
+    import: &Import,
+    crawl: &CrawlArgs,
+    wait: bool,
+    out: Out,
+) -> Result<i32> {
+    if import.text.trim().is_empty() {
+        return Err(CtlError::BadInput(format!(
+            "{} is empty: nothing to import",
+            import.name
+        )));
+    }
+    let request = Request::Add {
+        urls: Vec::new(),
+        depth: crawl.depth,
+        plugins: crawl.plugins.clone(),
+        rules: crawl.rules(),
+        input: Some(import.text.clone()),
+    };
+    let id = match client(config).request(&request) {
+        Ok(Response::Added { crawl_id }) => crawl_id,
+        Ok(Response::Error { code, message }) => return Err(CtlError::Refused { code, message }),
+        Ok(other) => return Err(unexpected(other)),
+        Err(ClientError::NotRunning { .. }) => {
+            validate_plugins(config, crawl)?;
+            let mut store = Store::open_existing_at(&config.database)?;
+            let rules = crawl.rules().over(&config.crawl.rules());
+            let (plugins, export_to) = (crawl.plugins.as_deref(), config.archivebox.export_to());
+            let id =
+                store.add_crawl_of_input(&import.text, crawl.depth, plugins, &rules, export_to)?;
+            out.answer(
+                || {
+                    println!("crawl {id} queued");
+                    println!(
+                        "abxd is not running: {} is parsed when it starts",
+                        import.name
+                    );
+                },
+                || json!({"crawl_id": id, "daemon_running": false}),
+            );
+            return Ok(exit::OK);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let seeds = parsed_seeds(config, id)?;
+    if seeds.urls == 0 {
+        return Err(CtlError::BadInput(format!(
+            "{}: no URL found in it (crawl {id}); tried {}",
+            import.name,
+            if seeds.parsers.is_empty() {
+                "no parser: no plugin that accepts imports runs here (see abxctl plugins)".into()
+            } else {
+                seeds.parsers.join(", ")
+            }
+        )));
+    }
+    let human = || {
+        println!(
+            "crawl {id} queued: {} URLs from {}",
+            seeds.urls, import.name
+        )
+    };
+    if !wait {
+        out.answer(
+            human,
+            || json!({"crawl_id": id, "urls": seeds.urls, "daemon_running": true}),
+        );
+        return Ok(exit::OK);
+    }
+    if !out.json {
+        human();
+    }
+    follow_crawl(config, id, out)
+}
+
+/// What a crawl's input snapshot parsed: how many seeds, and which parsers ran (each with what
+/// it said).
+struct Parsed {
+    urls: usize,
+    parsers: Vec<String>,
+}
+
+/// Waits until crawl `id`'s input snapshot is sealed (or the crawl is), then reads what it
+/// parsed.
+fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
+    loop {
+        let store = Store::open_read_only_at(&config.database)?;
+        let crawl = store.crawl(id)?;
+        let snapshots = store.snapshots(id)?;
+        let input = snapshots.first().filter(|s| s.status == WorkStatus::Sealed);
+        let crawl_sealed = crawl
+            .as_ref()
+            .is_some_and(|c| c.status == WorkStatus::Sealed);
+        if let Some(input) = input {
+            let parsers = store
+                .snapshot_results(input.id)?
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} ({})",
+                        r.plugin,
+                        r.output.as_deref().unwrap_or(r.status.as_str())
+                    )
+                })
+                .collect();
+            let urls = crawl.map_or(0, |c| c.urls.len());
+            return Ok(Parsed { urls, parsers });
+        }
+        if crawl_sealed {
+            return Ok(Parsed {
+                urls: 0,
+                parsers: Vec::new(),
+            });
+        }
+        drop(store);
+        std::thread::sleep(FOLLOW_INTERVAL);
+    }
 }
 
 /// Enqueues a crawl by writing the database itself (the daemon is down). Only the daemon's

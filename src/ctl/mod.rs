@@ -94,10 +94,14 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
         AbxctlCommand::Spawn { cwd, timeout, argv } => spawn::run(config, argv, cwd, timeout),
         AbxctlCommand::Add {
             urls,
+            from,
             crawl,
             wait,
             json,
-        } => add::run(config, &urls, &crawl, wait, Out { json }),
+        } => match add::source(&urls, from.as_deref())? {
+            Some(import) => add::import(config, &import, &crawl, wait, Out { json }),
+            None => add::run(config, &urls, &crawl, wait, Out { json }),
+        },
         AbxctlCommand::Export {
             archivebox,
             user,

@@ -126,9 +126,16 @@ impl State {
         let mut steps: Vec<InstallStep> = Vec::new();
         for crawl in due {
             // (A crawl naming a plugin that is gone runs without it, saying so: `worker`.)
-            let Ok(selected) = catalog.select(&self.config, crawl.plugins.as_deref()) else {
+            let Ok(mut selected) = catalog.select(&self.config, crawl.plugins.as_deref()) else {
                 continue;
             };
+            // (An imported crawl's first snapshot runs the parsers of imports.)
+            if crawl.has_input {
+                let parsers = catalog.import_parsers();
+                if let Ok(more) = catalog.select(&self.config, Some(&parsers)) {
+                    selected.extend(more);
+                }
+            }
             let (planned, _) = install::plan(&catalog, &selected, &self.config, &environ);
             for step in planned {
                 let known = installed.contains(&step.binary)

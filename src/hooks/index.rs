@@ -374,6 +374,7 @@ mod tests {
             rules: Default::default(),
             ended_by: None,
             schedule_id: None,
+            has_input: false,
         }
     }
 

@@ -47,6 +47,10 @@ pub struct Manifest {
     /// reads everything the snapshot wrote, e.g. to hash it).
     #[serde(default)]
     pub wait_for_background_cleanup: bool,
+    /// Its snapshot hooks parse what an operator imports (`abxctl add --from FILE`: bookmarks,
+    /// feeds, JSONL, text): abx-dl 1.13's `x-accepts-internal-input`.
+    #[serde(default, rename = "x-accepts-internal-input")]
+    pub accepts_input: bool,
 }
 
 fn runs_by_default() -> bool {
@@ -63,6 +67,7 @@ impl Default for Manifest {
             auto_run: true,
             wait_for_plugins: Vec::new(),
             wait_for_background_cleanup: false,
+            accepts_input: false,
         }
     }
 }

@@ -42,6 +42,15 @@ impl Catalog {
         }
     }
 
+    /// The plugins that parse what an operator imports (`x-accepts-internal-input`): what an
+    /// imported crawl's first snapshot runs, whatever the crawl names.
+    pub fn import_parsers(&self) -> Vec<String> {
+        (self.plugins.iter())
+            .filter(|(_, plugin)| plugin.manifest.accepts_input)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// The plugins a crawl runs: those of its list (when it has none, every plugin but those
     /// marked `x-auto-run: false`) that are enabled, with the plugins they require,
     /// transitively. A plugin whose required plugin is

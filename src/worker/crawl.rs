@@ -25,9 +25,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         .store
         .crawl(crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {crawl_id}")))?;
-    let hooks = hooks_for(&mut cx.store, &cx.config, Phase::Crawl, &crawl, None)?;
+    let hooks = hooks_for(&mut cx.store, &cx.config, Phase::Crawl, &crawl, None, false)?;
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
+    let (has_input, data_dir) = (crawl.has_input, cx.config.data_dir.clone());
     watch_limits(&mut cx, &crawl);
     // (A seed is crawled whatever `--only-new` says: it is what was asked for — a feed fetched
     // again to find what is new in it.)
@@ -59,6 +60,12 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             return Ok(());
         }
         store.all_or_nothing(|store| {
+            if has_input {
+                // (Its seeds are what its input snapshot parses.)
+                store.add_input_snapshot(crawl_id, |id| {
+                    super::input::input_url(&data_dir, crawl_id, id)
+                })?;
+            }
             for url in &urls {
                 match store.add_snapshot_within(crawl_id, url, 0, &seed_rules)? {
                     Added::Full => {

@@ -15,6 +15,7 @@
 //! really finished.
 
 mod crawl;
+mod input;
 mod limits;
 mod selection;
 mod snapshot;

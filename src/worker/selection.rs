@@ -20,9 +20,13 @@ pub(super) fn hooks_for(
     phase: Phase,
     crawl: &Crawl,
     snapshot_id: Option<i64>,
+    input: bool,
 ) -> Result<Vec<Prepared>, StoreError> {
     let catalog = Catalog::load(&config.plugins_dirs);
-    let wanted = crawl.plugins.as_ref().map(|names| {
+    // An input snapshot runs the plugins that parse imports (`worker::input`), whatever the
+    // crawl names: those run on the pages its import lists.
+    let parsers = input.then(|| catalog.import_parsers());
+    let wanted = parsers.or_else(|| crawl.plugins.clone()).map(|names| {
         let (known, unknown): (Vec<String>, Vec<String>) = names
             .iter()
             .cloned()

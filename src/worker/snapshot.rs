@@ -25,13 +25,25 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         .store
         .crawl(snapshot.crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {}", snapshot.crawl_id)))?;
+    let input = super::input::is_input(&cx.config.data_dir, &crawl, &snapshot);
     let hooks = hooks_for(
         &mut cx.store,
         &cx.config,
         Phase::Snapshot,
         &crawl,
         Some(snapshot_id),
+        input,
     )?;
+    if input {
+        let text = cx.store.crawl_input(crawl.id)?.unwrap_or_default();
+        super::input::write_input(&cx.config.data_dir, crawl.id, snapshot_id, &text).map_err(
+            |err| {
+                WorkerError::Setup(format!(
+                    "snapshot {snapshot_id}: cannot write its input: {err}"
+                ))
+            },
+        )?;
+    }
     log::info!(
         "snapshot {snapshot_id} ({}): {} hooks",
         snapshot.url,
@@ -64,7 +76,12 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         run_as: cx.run_as.clone(),
     };
     let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
-    let next_depth = (depth < max_depth).then_some(depth + 1);
+    // What an input snapshot finds are the crawl's seeds; what another finds is one level
+    // deeper, within the crawl's depth.
+    let next_depth = match input {
+        true => Some(0),
+        false => (depth < max_depth).then_some(depth + 1),
+    };
     // The result, its tags and the snapshots it discovered land together or not at all.
     let record = |cx: &mut Context,
                   runner: &mut HookRunner,
@@ -76,10 +93,18 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
                 return Ok(());
             };
             for url in &outcome.discovered {
-                let refused = match filter.admit(url) {
+                let admitted = match input {
+                    true => super::input::admit_seed(url, &rules),
+                    false => filter.admit(url),
+                };
+                let refused = match admitted {
                     Ok(url) => match store.add_snapshot_within(crawl_id, &url, depth, &rules)? {
                         Added::New(id) => {
                             log::info!("discovered {url} (snapshot {id}, depth {depth})");
+                            if input {
+                                // (A seed: its crawl's scope and local rule count it as one.)
+                                store.add_seeds(crawl_id, std::slice::from_ref(&url))?;
+                            }
                             None
                         }
                         Added::Known => None,

@@ -37,6 +37,10 @@ pub enum Request {
         /// The crawl's own rules, over the daemon's `[crawl]` defaults.
         #[serde(default)]
         rules: crate::domain::CrawlRules,
+        /// What to import instead of `urls` (bookmarks, a feed, JSONL, text): the crawl's first
+        /// snapshot parses it into its seeds.
+        #[serde(default)]
+        input: Option<String>,
     },
     /// Tear down a live process of the table and its subtree. `row` or `pid` names it.
     Kill {

@@ -82,6 +82,7 @@ fn the_decoder_survives_any_bytes() {
                 max_urls: Some(10),
                 ..Default::default()
             },
+            input: None,
         },
         Request::Cancel { crawl_id: 3 },
         Request::Retry {

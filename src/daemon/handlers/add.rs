@@ -15,30 +15,52 @@ use std::time::{Duration, Instant};
 /// How long an `add` the busy database refused is tried again before it is refused.
 const ADD_PATIENCE: Duration = Duration::from_millis(800);
 
+/// What a client asks to enqueue.
+pub(in crate::daemon) struct Add {
+    pub urls: Vec<String>,
+    pub depth: u32,
+    pub plugins: Option<Vec<String>>,
+    pub rules: CrawlRules,
+    /// What to import instead of `urls`.
+    pub input: Option<String>,
+}
+
 /// A crawl to enqueue, waiting for the database's lock.
 pub(in crate::daemon) struct ParkedAdd {
     token: Token,
-    urls: Vec<String>,
-    depth: u32,
-    plugins: Option<Vec<String>>,
-    /// Its rules, over `[crawl]`'s defaults.
-    rules: CrawlRules,
+    /// Its rules over `[crawl]`'s defaults.
+    add: Add,
     until: Instant,
 }
 
-pub(super) fn handle(
-    state: &mut State,
-    token: Token,
-    urls: Vec<String>,
-    depth: u32,
-    plugins: Option<Vec<String>>,
-    rules: CrawlRules,
-) -> Option<Response> {
-    if urls.is_empty() {
-        return Some(refused(
-            ErrorCode::Malformed,
-            "a crawl needs at least one URL",
-        ));
+pub(super) fn handle(state: &mut State, token: Token, add: Add) -> Option<Response> {
+    let Add {
+        urls,
+        depth,
+        plugins,
+        rules,
+        input,
+    } = add;
+    match (&input, urls.is_empty()) {
+        (None, true) => {
+            return Some(refused(
+                ErrorCode::Malformed,
+                "a crawl needs at least one URL",
+            ))
+        }
+        (Some(_), false) => {
+            return Some(refused(
+                ErrorCode::Malformed,
+                "a crawl takes URLs or an input to import, not both",
+            ))
+        }
+        (Some(text), true) if text.trim().is_empty() => {
+            return Some(refused(
+                ErrorCode::Malformed,
+                "the input to import is empty",
+            ))
+        }
+        _ => {}
     }
     state.check_database();
     if let Some(lost) = &state.database_lost {
@@ -64,10 +86,13 @@ pub(super) fn handle(
     }
     let parked = ParkedAdd {
         token,
-        urls,
-        depth,
-        plugins,
-        rules: rules.over(&state.config.crawl.rules()),
+        add: Add {
+            urls,
+            depth,
+            plugins,
+            rules: rules.over(&state.config.crawl.rules()),
+            input,
+        },
         until: Instant::now() + ADD_PATIENCE,
     };
     match try_add(state, &parked) {
@@ -96,22 +121,32 @@ pub(in crate::daemon) fn retry_parked(state: &mut State) -> Vec<(Token, Response
     answers
 }
 
-fn try_add(state: &mut State, add: &ParkedAdd) -> Result<i64, StoreError> {
+fn try_add(state: &mut State, parked: &ParkedAdd) -> Result<i64, StoreError> {
     // A client waits for this write: it must not wait long for another process's lock.
     crate::store::answer_soon();
-    state.store.add_crawl_with(
-        &add.urls,
-        add.depth,
-        add.plugins.as_deref(),
-        &add.rules,
-        state.config.archivebox.export_to(),
-    )
+    let add = &parked.add;
+    let (plugins, export_to) = (add.plugins.as_deref(), state.config.archivebox.export_to());
+    match &add.input {
+        Some(input) => {
+            let store = &mut state.store;
+            store.add_crawl_of_input(input, add.depth, plugins, &add.rules, export_to)
+        }
+        None => {
+            let store = &mut state.store;
+            store.add_crawl_with(&add.urls, add.depth, plugins, &add.rules, export_to)
+        }
+    }
 }
 
 fn answer_of(added: Result<i64, StoreError>, add: &ParkedAdd) -> Response {
     match added {
         Ok(crawl_id) => {
-            log::info!("crawl {crawl_id} added: {} URLs", add.urls.len());
+            match &add.add.input {
+                Some(input) => {
+                    log::info!("crawl {crawl_id} added: {} bytes to import", input.len())
+                }
+                None => log::info!("crawl {crawl_id} added: {} URLs", add.add.urls.len()),
+            }
             Response::Added { crawl_id }
         }
         Err(err) if err.is_busy() => failed(format!(

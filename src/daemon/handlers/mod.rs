@@ -36,7 +36,17 @@ pub(super) fn handle(
             depth,
             plugins,
             rules,
-        } => add::handle(state, token, urls, depth, plugins, rules),
+            input,
+        } => {
+            let add = add::Add {
+                urls,
+                depth,
+                plugins,
+                rules,
+                input,
+            };
+            add::handle(state, token, add)
+        }
         Request::Spawn {
             argv,
             cwd,

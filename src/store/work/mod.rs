@@ -10,6 +10,7 @@ mod admission;
 mod binaries;
 mod exports;
 mod fence;
+mod inputs;
 mod limits;
 mod queue;
 mod refused;
@@ -37,6 +38,8 @@ pub(in crate::store) struct NewCrawl<'a> {
     pub rules: &'a CrawlRules,
     /// The schedule whose occurrence it is, if one.
     pub schedule_id: Option<i64>,
+    /// What was imported, to be parsed into its seeds (see [`Crawl::has_input`]).
+    pub input: Option<&'a str>,
 }
 
 /// Inserts `crawl`, due at `due` (queue clock), in the transaction `tx` — with its export into
@@ -57,8 +60,8 @@ pub(in crate::store) fn insert_crawl(
     let id: i64 = tx
         .query_one(
             "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
-             rules, uuid, schedule_id) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8) \
-             RETURNING id",
+             rules, uuid, schedule_id, input) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, \
+             ?9) RETURNING id",
             &args![
                 urls,
                 crawl.max_depth,
@@ -67,7 +70,8 @@ pub(in crate::store) fn insert_crawl(
                 now,
                 rules,
                 crate::uuid7::new(),
-                crawl.schedule_id
+                crawl.schedule_id,
+                crawl.input
             ],
         )?
         .get(0)?;
@@ -108,6 +112,10 @@ pub struct Crawl {
     pub ended_by: Option<Limit>,
     /// The schedule whose occurrence it is (`abxctl schedule`), if one.
     pub schedule_id: Option<i64>,
+    /// It was given what an operator imported (`abxctl add --from FILE`), which its first
+    /// snapshot parses into its seeds (`Store::crawl_input`).
+    #[serde(skip)]
+    pub has_input: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -172,7 +180,7 @@ pub(in crate::store) fn json_column<T: serde::de::DeserializeOwned>(
 impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
         owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by, uuid, \
-        schedule_id";
+        schedule_id, CASE WHEN input IS NULL THEN 0 ELSE 1 END";
 
     /// Reads a row selected with [`Crawl::COLUMNS`], by position.
     fn from_row(row: &Row) -> Result<Crawl, SqlError> {
@@ -195,6 +203,7 @@ impl Crawl {
             ended_by: row.get(14)?,
             uuid: row.get(15)?,
             schedule_id: row.get(16)?,
+            has_input: row.get(17)?,
         })
     }
 }
@@ -286,6 +295,7 @@ impl Store {
             plugins,
             rules,
             schedule_id: None,
+            input: None,
         };
         self.write(|tx| insert_crawl(tx, &crawl, due, export_to))
     }

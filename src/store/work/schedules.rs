@@ -266,6 +266,7 @@ impl Store {
                             plugins: schedule.plugins.as_deref(),
                             rules: &schedule.rules,
                             schedule_id: Some(schedule.id),
+                            input: None,
                         };
                         let id = insert_crawl(tx, &crawl, queue_now, None)?;
                         (Some(id), format!("crawl {id}"))

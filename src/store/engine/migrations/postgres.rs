@@ -288,6 +288,9 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     );
     ALTER TABLE crawls ADD COLUMN schedule_id BIGINT REFERENCES schedules(id);
     CREATE INDEX crawls_by_schedule ON crawls(schedule_id) WHERE schedule_id IS NOT NULL;
+    -- What `abxctl add --from FILE` imported (bookmarks, a feed, text), parsed by the plugins
+    -- that accept it into the crawl's seeds; NULL: a crawl of the URLs it was given.
+    ALTER TABLE crawls ADD COLUMN input TEXT;
     CREATE INDEX snapshots_by_url ON snapshots(url);
     "#,
     ),

@@ -1,0 +1,99 @@
+//! Imported crawls (`abxctl add --from FILE`): what was imported, kept on the crawl until its
+//! first snapshot — the input snapshot — parses it; the seeds it was parsed into.
+//!
+//! Invariants: an imported crawl's input snapshot is its first snapshot, added once; a seed is
+//! added to the crawl's URLs once, in the transaction that adds its snapshot.
+
+use crate::domain::CrawlRules;
+use crate::store::engine::sql::args;
+use crate::store::work::{insert_crawl, NewCrawl};
+use crate::store::{now_ms, Store, StoreError};
+
+impl Store {
+    /// Enqueues a crawl of what `input` holds (bookmarks, a feed, JSONL, text), due now: its
+    /// first snapshot parses it into the crawl's seeds (see `worker::input`). As
+    /// [`Store::add_crawl_with`] otherwise.
+    pub fn add_crawl_of_input(
+        &mut self,
+        input: &str,
+        max_depth: u32,
+        plugins: Option<&[String]>,
+        rules: &CrawlRules,
+        export_to: Option<(&std::path::Path, &str)>,
+    ) -> Result<i64, StoreError> {
+        let due = self.queue_now();
+        let crawl = NewCrawl {
+            urls: &[],
+            max_depth,
+            plugins,
+            rules,
+            schedule_id: None,
+            input: Some(input),
+        };
+        self.write(|tx| insert_crawl(tx, &crawl, due, export_to))
+    }
+
+    /// What crawl `id` was given to import, if it was.
+    pub fn crawl_input(&self, id: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .db()
+            .query_value("SELECT input FROM crawls WHERE id = ?1", &args![id])?
+            .flatten())
+    }
+
+    /// Adds crawl `crawl_id`'s input snapshot — depth 0, its URL `url_of(its id)` — unless the
+    /// crawl has a snapshot already (its input snapshot is its first). Returns the input
+    /// snapshot's id.
+    pub fn add_input_snapshot(
+        &mut self,
+        crawl_id: i64,
+        url_of: impl Fn(i64) -> String,
+    ) -> Result<i64, StoreError> {
+        let (due, now) = (self.queue_now(), now_ms());
+        self.write_work(|tx| {
+            let first: Option<i64> = tx
+                .query_value(
+                    "SELECT min(id) FROM snapshots WHERE crawl_id = ?1",
+                    &args![crawl_id],
+                )?
+                .flatten();
+            if let Some(first) = first {
+                return Ok(first);
+            }
+            let uuid = crate::uuid7::new();
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, \
+                     uuid) VALUES (?1, ?2, 0, 'queued', ?3, ?4, ?5) RETURNING id",
+                    &args![crawl_id, format!("input:{uuid}"), due, now, uuid.as_str()],
+                )?
+                .get(0)?;
+            tx.execute(
+                "UPDATE snapshots SET url = ?2 WHERE id = ?1",
+                &args![id, url_of(id)],
+            )?;
+            Ok(id)
+        })
+    }
+
+    /// Adds `urls` to crawl `crawl_id`'s seeds (what its import was parsed into), each once.
+    pub fn add_seeds(&mut self, crawl_id: i64, urls: &[String]) -> Result<(), StoreError> {
+        self.write_work(|tx| {
+            let text: String = tx
+                .query_one("SELECT urls FROM crawls WHERE id = ?1", &args![crawl_id])?
+                .get(0)?;
+            let mut seeds: Vec<String> = serde_json::from_str(&text).unwrap_or_default();
+            for url in urls {
+                if !seeds.contains(url) {
+                    seeds.push(url.clone());
+                }
+            }
+            let text = serde_json::to_string(&seeds).expect("strings serialize");
+            tx.execute(
+                "UPDATE crawls SET urls = ?2 WHERE id = ?1",
+                &args![crawl_id, text],
+            )?;
+            Ok(())
+        })
+    }
+}

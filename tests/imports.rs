@@ -1,0 +1,236 @@
+//! Imports (`abxctl add --from FILE`, `abxctl add -`) against the real daemon and the real
+//! parsers of abx-plugins (the newest pins: `ABXD_ABX_NEWEST_VENV`): a Netscape bookmarks export,
+//! a text file, an RSS and an Atom feed, each parsed by the plugins that accept imports into the
+//! crawl's seeds; and a file that parses to nothing, refused naming it.
+//!
+//! CI provides the virtualenv (`.ci/run`); elsewhere the tests skip, saying so.
+
+mod common;
+
+use common::abx::Tools;
+use common::{fixtures, TestDaemon};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a parse may take: the first one provisions the RSS parser's feedparser.
+const PARSE_WAIT: Duration = Duration::from_secs(240);
+
+/// The `abx_plugins/plugins` dir of the virtualenv `venv`.
+fn plugins_of(venv: &Path) -> PathBuf {
+    let lib = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .expect("a python3.* lib in the virtualenv");
+    lib.path().join("site-packages/abx_plugins/plugins")
+}
+
+/// A daemon whose plugins are abx-plugins' and the test fixtures (`ok`, a hook that archives
+/// nothing but says it ran), its hooks with the virtualenv on their PATH.
+fn import_daemon() -> Option<(TestDaemon, Vec<(String, String)>)> {
+    let venv = std::env::var_os("ABXD_ABX_NEWEST_VENV").map(PathBuf::from);
+    let tools = Tools::with_venv(venv)?;
+    let mut daemon = TestDaemon::prepare("");
+    let lib = daemon.path("lib").display().to_string();
+    daemon.write_config(&format!(
+        "[paths]\nplugins_dirs = [{:?}, {:?}]\n[limits]\nmemory_floor = 0\n",
+        plugins_of(&tools.venv).display().to_string(),
+        fixtures().join("plugins").display().to_string()
+    ));
+    let env = tools.env(&[("ABXPKG_LIB_DIR", lib.as_str())]);
+    common::abx::launch(&mut daemon, &env);
+    Some((daemon, env))
+}
+
+/// `abxctl add ARGS…` in the daemon's environment, `stdin` fed to it; its output.
+fn add(
+    daemon: &TestDaemon,
+    env: &[(String, String)],
+    args: &[&str],
+    stdin: &str,
+) -> std::process::Output {
+    let mut all = vec!["add"];
+    all.extend_from_slice(args);
+    let mut child = daemon
+        .ctl_command(&all)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The crawl id `add` printed.
+fn crawl_id(out: &std::process::Output) -> i64 {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .split_whitespace()
+        .nth(1)
+        .and_then(|id| id.trim_end_matches(':').parse().ok())
+        .unwrap_or_else(|| panic!("no crawl id in {stdout:?}"))
+}
+
+/// The URLs of crawl `id`'s snapshots but its input's, sorted.
+fn pages(daemon: &TestDaemon, id: i64) -> Vec<String> {
+    let mut urls: Vec<String> = (daemon.store().snapshots(id).unwrap().into_iter())
+        .filter(|s| !s.url.starts_with("file://"))
+        .map(|s| s.url)
+        .collect();
+    urls.sort();
+    urls
+}
+
+const BOOKMARKS: &str = r#"<!DOCTYPE NETSCAPE-Bookmark-file-1>
+<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=UTF-8">
+<TITLE>Bookmarks</TITLE>
+<H1>Bookmarks</H1>
+<DL><p>
+    <DT><H3 ADD_DATE="1700000000">Reading</H3>
+    <DL><p>
+        <DT><A HREF="http://127.0.0.1:9/one.html" ADD_DATE="1700000001">One</A>
+        <DT><A HREF="http://127.0.0.1:9/two.html" ADD_DATE="1700000002">Two</A>
+    </DL><p>
+    <DT><A HREF="http://127.0.0.1:9/three.html" ADD_DATE="1700000003">Three</A>
+</DL><p>
+"#;
+
+const RSS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>A feed</title><link>http://127.0.0.1:9/</link>
+<item><title>First</title><link>http://127.0.0.1:9/posts/1.html</link></item>
+<item><title>Second</title><link>http://127.0.0.1:9/posts/2.html</link></item>
+</channel></rss>
+"#;
+
+const ATOM: &str = r#"<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>An Atom feed</title><id>urn:x</id>
+<updated>2026-11-26T00:00:00Z</updated>
+<entry><title>Third</title><id>urn:3</id><updated>2026-11-26T00:00:00Z</updated>
+<link href="http://127.0.0.1:9/posts/3.html"/></entry>
+</feed>
+"#;
+
+#[test]
+fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
+    let Some((daemon, env)) = import_daemon() else {
+        return;
+    };
+    let dir = daemon.path("imports");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in [
+        ("bookmarks.html", BOOKMARKS),
+        ("feed.rss", RSS),
+        ("feed.atom", ATOM),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let from = |name: &str| dir.join(name).display().to_string();
+
+    let bookmarks = crawl_id(&add(
+        &daemon,
+        &env,
+        &["--plugins", "ok", "--from", &from("bookmarks.html")],
+        "",
+    ));
+    let text = "see http://127.0.0.1:9/a.html and\nhttp://127.0.0.1:9/b.html then nothing\n";
+    let stdin = crawl_id(&add(&daemon, &env, &["--plugins", "ok", "-"], text));
+    let rss = crawl_id(&add(
+        &daemon,
+        &env,
+        &["--plugins", "ok", "--from", &from("feed.rss")],
+        "",
+    ));
+    let atom = crawl_id(&add(
+        &daemon,
+        &env,
+        &["--plugins", "ok", "--from", &from("feed.atom")],
+        "",
+    ));
+    for id in [bookmarks, stdin, rss, atom] {
+        daemon.wait_sealed(id, PARSE_WAIT);
+    }
+    let at = |path: &str| format!("http://127.0.0.1:9/{path}");
+    assert_eq!(
+        pages(&daemon, bookmarks),
+        ["one.html", "three.html", "two.html"].map(at)
+    );
+    assert_eq!(pages(&daemon, stdin), ["a.html", "b.html"].map(at));
+    // A feed's entries, found by the feed parser; the other parsers see every URL of its text
+    // (the channel's link, the Atom namespace) and report those too, as under ArchiveBox.
+    let store = daemon.store();
+    for (id, entries) in [
+        (rss, vec!["posts/1.html", "posts/2.html"]),
+        (atom, vec!["posts/3.html"]),
+    ] {
+        let found = pages(&daemon, id);
+        for entry in entries {
+            assert!(found.contains(&at(entry)), "{entry} not in {found:?}");
+        }
+        let input = &store.snapshots(id).unwrap()[0];
+        let results = store.snapshot_results(input.id).unwrap();
+        let feed = results
+            .iter()
+            .find(|r| r.plugin == "parse_rss_urls")
+            .unwrap();
+        assert_eq!(feed.status.as_str(), "succeeded", "{results:?}");
+    }
+    // Each parse is the crawl's first snapshot, its parsers hooks of the crawl like any other.
+    let input = &store.snapshots(bookmarks).unwrap()[0];
+    assert!(
+        input.url.ends_with("/staticfile/stdin.txt"),
+        "{}",
+        input.url
+    );
+    let parsers = store.snapshot_results(input.id).unwrap();
+    let netscape = parsers
+        .iter()
+        .find(|r| r.plugin == "parse_netscape_urls")
+        .unwrap();
+    assert_eq!(netscape.status.as_str(), "succeeded", "{parsers:?}");
+    // The seeds are the crawl's: its pages ran the crawl's plugin.
+    let seeds = store.crawl(bookmarks).unwrap().unwrap().urls;
+    assert_eq!(seeds.len(), 3, "{seeds:?}");
+    let page = &store.snapshots(bookmarks).unwrap()[1];
+    let results = store.snapshot_results(page.id).unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].plugin, "ok");
+}
+
+#[test]
+fn an_import_that_parses_to_nothing_is_refused_naming_the_file_and_the_parsers() {
+    let Some((daemon, env)) = import_daemon() else {
+        return;
+    };
+    let file = daemon.path("nothing.txt");
+    std::fs::write(&file, "no links here, only words\n").unwrap();
+    let out = add(
+        &daemon,
+        &env,
+        &["--plugins", "ok", "--from", &file.display().to_string()],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(abxd::exit::USAGE), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert!(stderr.contains("no URL found"), "{stderr}");
+    for parser in ["parse_txt_urls", "parse_netscape_urls", "parse_html_urls"] {
+        assert!(stderr.contains(parser), "{parser}: {stderr}");
+    }
+    // An empty one is refused before anything is queued.
+    let out = add(&daemon, &env, &["-"], "  \n");
+    assert_eq!(out.status.code(), Some(abxd::exit::USAGE));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("standard input is empty"));
+}

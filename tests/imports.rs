@@ -234,3 +234,74 @@ fn an_import_that_parses_to_nothing_is_refused_naming_the_file_and_the_parsers()
     assert_eq!(out.status.code(), Some(abxd::exit::USAGE));
     assert!(String::from_utf8_lossy(&out.stderr).contains("standard input is empty"));
 }
+
+#[test]
+fn a_feed_served_on_loopback_is_crawled_on_a_schedule_and_its_entries_followed() {
+    let Some((daemon, env)) = import_daemon() else {
+        return;
+    };
+    let site = daemon.path("site");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("feed.rss"), RSS).unwrap();
+    std::fs::write(site.join("feed.atom"), ATOM).unwrap();
+    let served = abxd::serve::serve_dir(&site).unwrap();
+    let mut ids = Vec::new();
+    for feed in ["feed.rss", "feed.atom"] {
+        let url = format!("http://{served}/{feed}");
+        let args = [
+            "schedule",
+            "add",
+            "--json",
+            "--every",
+            "2s",
+            "--depth",
+            "1",
+            "--plugins",
+            "parse_rss_urls,ok",
+            &url,
+        ];
+        let out = daemon
+            .ctl_command(&args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        ids.push(json["schedule_id"].as_i64().unwrap());
+    }
+    let crawl_of = |id: i64| {
+        let store = daemon.store();
+        store
+            .crawls()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.schedule_id == Some(id))
+            .map(|c| c.id)
+    };
+    let rss = common::wait_until("the RSS feed's occurrence", PARSE_WAIT, || crawl_of(ids[0]));
+    let atom = common::wait_until("the Atom feed's occurrence", PARSE_WAIT, || {
+        crawl_of(ids[1])
+    });
+    for id in &ids {
+        daemon.ctl_ok(&["schedule", "pause", &id.to_string()]);
+    }
+    daemon.wait_sealed(rss, PARSE_WAIT);
+    let found = pages(&daemon, rss);
+    for entry in ["posts/1.html", "posts/2.html"] {
+        assert!(
+            found.contains(&format!("http://127.0.0.1:9/{entry}")),
+            "{found:?}"
+        );
+    }
+    daemon.wait_sealed(atom, PARSE_WAIT);
+    let found = pages(&daemon, atom);
+    assert!(
+        found.contains(&"http://127.0.0.1:9/posts/3.html".to_string()),
+        "{found:?}"
+    );
+    let store = daemon.store();
+    let entry = (store.snapshots(atom).unwrap().into_iter())
+        .find(|s| s.url.ends_with("/posts/3.html"))
+        .unwrap();
+    assert_eq!(entry.depth, 1);
+}

@@ -24,7 +24,7 @@ mod view;
 
 use crate::config::{Config, Listen};
 use crate::store::{Store, StoreError};
-use http::{Method, Request, Response};
+use http::{Method, Response};
 use route::{Route, Stream, View};
 use std::io::{BufReader, Read, Write};
 use std::sync::atomic::AtomicUsize;
@@ -153,7 +153,7 @@ fn serve_connection(mut connection: listener::Connection, shared: &Shared) {
         }
         return;
     }
-    let mut response = answer(&route, &request, shared).unwrap_or_else(|err| {
+    let mut response = answer(&route, shared).unwrap_or_else(|err| {
         log::warn!("web: {}: {err}", request.path);
         Response::text(500, format!("cannot read the database: {err}"))
     });
@@ -176,7 +176,7 @@ pub(super) fn open_store(shared: &Shared) -> Result<Store, StoreError> {
 }
 
 /// The answer to a request for anything but an event stream.
-fn answer(route: &Route, _request: &Request, shared: &Shared) -> Result<Response, StoreError> {
+fn answer(route: &Route, shared: &Shared) -> Result<Response, StoreError> {
     Ok(match route {
         Route::Script => Response::new(
             200,

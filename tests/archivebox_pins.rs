@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::abx::{crawl_as_abx_dl_did, launch, serve_test_site, Reference, Tools};
+use common::abx::{crawl_as_abx_dl_did, launch, plugins_of, serve_test_site, Reference, Tools};
 use common::archivebox::{
     archivebox, export_and_wait, listed_results, new_collection, records, run_archivebox,
 };
@@ -28,16 +28,6 @@ const PLUGINS: &str =
 
 /// The newest abxbus this machine's npm registry serves.
 const REGISTRY_ABXBUS: &str = "2.5.56";
-
-/// The `abx_plugins/plugins` dir of the virtualenv `venv`.
-fn plugins_of(venv: &Path) -> PathBuf {
-    let lib = std::fs::read_dir(venv.join("lib"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .expect("a python3.* lib in the virtualenv");
-    lib.path().join("site-packages/abx_plugins/plugins")
-}
 
 /// A copy of the plugins `root` below `dir` whose chrome plugin wants the abxbus this registry
 /// has (the override an ArchiveBox user here would write), for `ABX_PLUGINS_DIR`.

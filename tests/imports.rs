@@ -7,24 +7,14 @@
 
 mod common;
 
-use common::abx::Tools;
+use common::abx::{plugins_of, Tools};
 use common::{fixtures, TestDaemon};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// How long a parse may take: the first one provisions the RSS parser's feedparser.
 const PARSE_WAIT: Duration = Duration::from_secs(240);
-
-/// The `abx_plugins/plugins` dir of the virtualenv `venv`.
-fn plugins_of(venv: &Path) -> PathBuf {
-    let lib = std::fs::read_dir(venv.join("lib"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .expect("a python3.* lib in the virtualenv");
-    lib.path().join("site-packages/abx_plugins/plugins")
-}
 
 /// A daemon whose plugins are abx-plugins' and the test fixtures (`ok`, a hook that archives
 /// nothing but says it ran), its hooks with the virtualenv on their PATH.

@@ -78,6 +78,16 @@ impl Tools {
     }
 }
 
+/// The `abx_plugins/plugins` dir of the virtualenv `venv`.
+pub fn plugins_of(venv: &Path) -> PathBuf {
+    let lib = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .expect("a python3.* lib in the virtualenv");
+    lib.path().join("site-packages/abx_plugins/plugins")
+}
+
 /// A page to archive, served on loopback by a thread per connection: a title, a favicon, a
 /// stylesheet, a link, and an image that answers only after two seconds (so wget, a background
 /// hook, outlives the foreground hooks before it).

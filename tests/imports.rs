@@ -295,3 +295,30 @@ fn a_feed_served_on_loopback_is_crawled_on_a_schedule_and_its_entries_followed()
         .unwrap();
     assert_eq!(entry.depth, 1);
 }
+
+#[test]
+fn an_import_larger_than_the_socket_takes_is_refused_naming_the_file_and_the_key() {
+    // (The base config has a [control] table: the key goes in it.)
+    let mut daemon = TestDaemon::prepare("");
+    let config = std::fs::read_to_string(&daemon.config).unwrap();
+    let config = config.replace("[control]\n", "[control]\nmax_frame_bytes = 1024\n");
+    std::fs::write(&daemon.config, config).unwrap();
+    daemon.launch();
+    let file = daemon.path("big.txt");
+    let text: String = (0..100)
+        .map(|i| format!("http://127.0.0.1:9/page/{i}.html\n"))
+        .collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = daemon.ctl(&["add", "--from", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(abxd::exit::USAGE), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("control.max_frame_bytes (1024)"),
+        "{stderr}"
+    );
+    assert!(
+        daemon.store().crawls().unwrap().is_empty(),
+        "nothing is queued"
+    );
+}

@@ -121,7 +121,27 @@ pub(super) fn import(
         rules: crawl.rules(),
         input: Some(import.text.clone()),
     };
-    let id = match client(config).request(&request) {
+    // (The input travels on the control socket, whose frames are bounded: say so naming the
+    // file and the key, not the frame. With abxd down it is written to the database instead.)
+    let frame = crate::control::protocol::encode_request(&request).len();
+    let answer = if frame > config.control.max_frame_bytes {
+        match client(config).request(&Request::Status) {
+            Err(err @ ClientError::NotRunning { .. }) => Err(err),
+            _ => {
+                return Err(CtlError::BadInput(format!(
+                    "{} is {} bytes, more than control.max_frame_bytes ({}) lets through abxd's \
+                     socket: raise it in {} and reload abxd",
+                    import.name,
+                    import.text.len(),
+                    config.control.max_frame_bytes,
+                    config.source.display()
+                )))
+            }
+        }
+    } else {
+        client(config).request(&request)
+    };
+    let id = match answer {
         Ok(Response::Added { crawl_id }) => crawl_id,
         Ok(Response::Error { code, message }) => return Err(CtlError::Refused { code, message }),
         Ok(other) => return Err(unexpected(other)),

@@ -322,3 +322,69 @@ fn an_import_larger_than_the_socket_takes_is_refused_naming_the_file_and_the_key
         "nothing is queued"
     );
 }
+
+#[test]
+fn a_schedule_imports_a_file_anew_at_each_occurrence() {
+    let Some((daemon, env)) = import_daemon() else {
+        return;
+    };
+    let file = daemon.path("bookmarks.html");
+    std::fs::write(&file, BOOKMARKS).unwrap();
+    let args = [
+        "schedule",
+        "add",
+        "--json",
+        "--every",
+        "2s",
+        "--plugins",
+        "ok",
+        "--from",
+        &file.display().to_string(),
+    ];
+    let out = daemon
+        .ctl_command(&args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = json["schedule_id"].as_i64().unwrap();
+    let crawls = |daemon: &TestDaemon| -> Vec<i64> {
+        let crawls = daemon.store().crawls().unwrap();
+        crawls
+            .into_iter()
+            .filter(|c| c.schedule_id == Some(id))
+            .map(|c| c.id)
+            .collect()
+    };
+    let first = common::wait_until("the first occurrence", PARSE_WAIT, || {
+        crawls(&daemon).first().copied()
+    });
+    daemon.wait_sealed(first, PARSE_WAIT);
+    let at = |path: &str| format!("http://127.0.0.1:9/{path}");
+    assert_eq!(
+        pages(&daemon, first),
+        ["one.html", "three.html", "two.html"].map(at)
+    );
+    // The browser adds a bookmark: the next occurrence imports the file as it is then.
+    let more = BOOKMARKS.replace(
+        "    <DT><A HREF=\"http://127.0.0.1:9/three.html\"",
+        "    <DT><A HREF=\"http://127.0.0.1:9/four.html\">Four</A>\n    <DT><A HREF=\"http://127.0.0.1:9/three.html\"",
+    );
+    assert_ne!(more, BOOKMARKS);
+    std::fs::write(&file, more).unwrap();
+    let later = common::wait_until("an occurrence after the change", PARSE_WAIT, || {
+        crawls(&daemon).into_iter().find(|&c| {
+            let crawl = daemon.store().crawl(c).unwrap().unwrap();
+            crawl.status == "sealed" && crawl.urls.contains(&at("four.html"))
+        })
+    });
+    daemon.ctl_ok(&["schedule", "pause", &id.to_string()]);
+    assert!(pages(&daemon, later).contains(&at("four.html")));
+    // Each crawl's input snapshot is the file itself, read by the parser hooks.
+    let input = &daemon.store().snapshots(later).unwrap()[0];
+    assert_eq!(
+        input.url,
+        format!("file://{}", file.canonicalize().unwrap().display())
+    );
+}

@@ -948,12 +948,16 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__schedule__subcmd__add)
-            opts="-c -h --every --cron --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --json --config --help"
+            opts="-c -h --from --every --cron --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --every)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

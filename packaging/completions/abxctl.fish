@@ -85,6 +85,7 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and not __fish_s
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and not __fish_seen_subcommand_from add list remove pause resume help" -f -a "pause" -d 'Fire a schedule no more until it is resumed'
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and not __fish_seen_subcommand_from add list remove pause resume help" -f -a "resume" -d 'Let a paused schedule fire again, from its next occurrence after now'
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and not __fish_seen_subcommand_from add list remove pause resume help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l from -d 'Import FILE at each occurrence instead (browser bookmarks, a feed, JSONL, text, as `add --from`): read anew each time by the parser hooks, as the hooks\' user — who must be able to read it' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l every -d 'How often ("1d", "6h", "30m"; at least a second), counted from now' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l cron -d 'When: a crontab(5) expression ("0 3 * * *": every day at 03:00; "@hourly")' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l depth -d 'Follow discovered links this many levels deep' -r

@@ -3,6 +3,8 @@
 use super::CrawlArgs;
 use clap::Subcommand;
 
+// (Parsed once per run: the size of a variant costs nothing worth boxing clap's flattened args.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {
     /// Crawl URL… again every DURATION, or at the minutes of a cron expression (in the host's
@@ -10,11 +12,16 @@ pub enum ScheduleCommand {
     /// whose previous crawl still runs is skipped, saying so; one that came while abxd was down
     /// fires once when it starts (not once per occurrence missed).
     #[command(
-        after_help = "Examples:\n  abxctl schedule add --every 1d --depth 1 https://example.com/feed.xml   a feed, daily\n  abxctl schedule add --cron '0 3 * * mon-fri' https://example.com/       weekdays at 03:00"
+        after_help = "Examples:\n  abxctl schedule add --every 1d --depth 1 https://example.com/feed.xml   a feed, daily\n  abxctl schedule add --cron '0 3 * * mon-fri' https://example.com/       weekdays at 03:00\n  abxctl schedule add --every 1d --from ~/bookmarks.html                  a browser's bookmarks, daily"
     )]
     Add {
-        #[arg(required = true, value_name = "URL")]
+        #[arg(required_unless_present = "from", value_name = "URL")]
         urls: Vec<String>,
+        /// Import FILE at each occurrence instead (browser bookmarks, a feed, JSONL, text, as
+        /// `add --from`): read anew each time by the parser hooks, as the hooks' user — who must
+        /// be able to read it.
+        #[arg(long, value_name = "FILE", conflicts_with = "urls")]
+        from: Option<std::path::PathBuf>,
         /// How often ("1d", "6h", "30m"; at least a second), counted from now.
         #[arg(long, value_name = "DURATION", value_parser = period, required_unless_present = "cron", conflicts_with = "cron")]
         every: Option<std::time::Duration>,

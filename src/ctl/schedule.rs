@@ -15,11 +15,18 @@ pub(super) fn run(config: &Config, command: ScheduleCommand) -> Result<i32> {
     match command {
         ScheduleCommand::Add {
             urls,
+            from,
             every,
             cron,
             crawl,
             json,
-        } => add_schedule(config, &urls, every, cron, &crawl, Out { json }),
+        } => {
+            let (urls, import) = match from {
+                Some(file) => (vec![file_url(&file)?], true),
+                None => (urls, false),
+            };
+            add_schedule(config, &urls, import, every, cron, &crawl, Out { json })
+        }
         ScheduleCommand::List { json } => list(config, Out { json }),
         ScheduleCommand::Remove { id, json } => {
             set(config, id, ScheduleAction::Remove, Out { json })
@@ -31,9 +38,25 @@ pub(super) fn run(config: &Config, command: ScheduleCommand) -> Result<i32> {
     }
 }
 
+/// The `file://` URL of `file`, which must exist (it is read anew at each occurrence, by the
+/// hooks' user).
+fn file_url(file: &std::path::Path) -> Result<String> {
+    let absolute = file.canonicalize().map_err(|err| {
+        super::CtlError::BadInput(format!("cannot import {}: {err}", file.display()))
+    })?;
+    if !absolute.is_file() {
+        return Err(super::CtlError::BadInput(format!(
+            "cannot import {}: not a file",
+            file.display()
+        )));
+    }
+    Ok(format!("file://{}", absolute.display()))
+}
+
 fn add_schedule(
     config: &Config,
     urls: &[String],
+    import: bool,
     every: Option<std::time::Duration>,
     cron: Option<String>,
     crawl: &CrawlArgs,
@@ -50,6 +73,7 @@ fn add_schedule(
         rules: crawl.rules(),
         every_ms,
         cron: cron.clone(),
+        import,
     };
     let ((id, next_at), running) = ask_or_do_locally(
         config,
@@ -71,6 +95,7 @@ fn add_schedule(
                 plugins: crawl.plugins.as_deref(),
                 rules: &rules,
                 cadence: &cadence,
+                import,
             };
             let id = store.add_schedule(&new, &jiff::tz::TimeZone::system())?;
             let next = store.schedules()?.into_iter().find(|s| s.id == id);

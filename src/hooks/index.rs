@@ -375,6 +375,7 @@ mod tests {
             ended_by: None,
             schedule_id: None,
             has_input: false,
+            import_url: None,
         }
     }
 

@@ -29,6 +29,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
     let (has_input, data_dir) = (crawl.has_input, cx.config.data_dir.clone());
+    let input_crawl = crawl.clone();
     watch_limits(&mut cx, &crawl);
     // (A seed is crawled whatever `--only-new` says: it is what was asked for — a feed fetched
     // again to find what is new in it.)
@@ -63,7 +64,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             if has_input {
                 // (Its seeds are what its input snapshot parses.)
                 store.add_input_snapshot(crawl_id, |id| {
-                    super::input::input_url(&data_dir, crawl_id, id)
+                    super::input::input_url_of(&data_dir, &input_crawl, id)
                 })?;
             }
             for url in &urls {

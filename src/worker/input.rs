@@ -30,11 +30,21 @@ pub fn input_url(data_dir: &Path, crawl_id: i64, snapshot_id: i64) -> String {
     )
 }
 
-/// Whether `snapshot` is `crawl`'s input snapshot.
+/// Whether `snapshot` is `crawl`'s input snapshot: its input file's, or the file its parser
+/// hooks read themselves (`Crawl::import_url`).
 pub fn is_input(data_dir: &Path, crawl: &Crawl, snapshot: &Snapshot) -> bool {
     crawl.has_input
         && snapshot.depth == 0
-        && snapshot.url == input_url(data_dir, crawl.id, snapshot.id)
+        && (snapshot.url == input_url(data_dir, crawl.id, snapshot.id)
+            || crawl.import_url.as_deref() == Some(snapshot.url.as_str()))
+}
+
+/// The URL of `crawl`'s input snapshot `snapshot_id`: the file it imports, or its input file.
+pub fn input_url_of(data_dir: &Path, crawl: &Crawl, snapshot_id: i64) -> String {
+    match &crawl.import_url {
+        Some(url) => url.clone(),
+        None => input_url(data_dir, crawl.id, snapshot_id),
+    }
 }
 
 /// Writes `input` where the parsers read it, readable by every user (the hooks' may be another

@@ -34,8 +34,12 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         Some(snapshot_id),
         input,
     )?;
-    if input {
-        let text = cx.store.crawl_input(crawl.id)?.unwrap_or_default();
+    // (A file its hooks read themselves, `Crawl::import_url`, is not written here.)
+    let text = match input {
+        true => cx.store.crawl_input(crawl.id)?,
+        false => None,
+    };
+    if let Some(text) = text {
         super::input::write_input(&cx.config.data_dir, crawl.id, snapshot_id, &text).map_err(
             |err| {
                 WorkerError::Setup(format!(

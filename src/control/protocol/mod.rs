@@ -109,6 +109,9 @@ pub enum Request {
         every_ms: Option<u64>,
         #[serde(default)]
         cron: Option<String>,
+        /// `urls` is one `file://` URL of a file to import at each occurrence.
+        #[serde(default)]
+        import: bool,
     },
     /// Remove, pause or resume a schedule.
     ScheduleSet { id: i64, action: ScheduleAction },

@@ -93,6 +93,7 @@ pub(super) fn handle(
             rules,
             every_ms,
             cron,
+            import,
         } => {
             let request = schedule::AddSchedule {
                 urls,
@@ -101,6 +102,7 @@ pub(super) fn handle(
                 rules,
                 every_ms,
                 cron,
+                import,
             };
             Some(schedule::add(state, request))
         }

@@ -15,6 +15,8 @@ pub(in crate::daemon) struct AddSchedule {
     pub rules: CrawlRules,
     pub every_ms: Option<u64>,
     pub cron: Option<String>,
+    /// Its one URL is a `file://` to import at each occurrence.
+    pub import: bool,
 }
 
 pub(super) fn add(state: &mut State, request: AddSchedule) -> Response {
@@ -27,6 +29,12 @@ pub(super) fn add(state: &mut State, request: AddSchedule) -> Response {
         .find_map(|url| crate::url_rule::seed_problem(url))
     {
         return refused(ErrorCode::Malformed, why);
+    }
+    if request.import && !(request.urls.len() == 1 && request.urls[0].starts_with("file:///")) {
+        return refused(
+            ErrorCode::Malformed,
+            "a schedule that imports has one file:// URL: the file",
+        );
     }
     if let Some(why) = request.rules.problem() {
         return refused(ErrorCode::Malformed, why);
@@ -47,6 +55,7 @@ pub(super) fn add(state: &mut State, request: AddSchedule) -> Response {
         plugins: request.plugins.as_deref(),
         rules: &rules,
         cadence: &cadence,
+        import: request.import,
     };
     let zone = jiff::tz::TimeZone::system();
     let added = state.store.add_schedule(&new, &zone).and_then(|id| {

@@ -29,6 +29,7 @@ impl Store {
             rules,
             schedule_id: None,
             input: Some(input),
+            import_url: None,
         };
         self.write(|tx| insert_crawl(tx, &crawl, due, export_to))
     }

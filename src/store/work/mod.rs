@@ -40,6 +40,8 @@ pub(in crate::store) struct NewCrawl<'a> {
     pub schedule_id: Option<i64>,
     /// What was imported, to be parsed into its seeds (see [`Crawl::has_input`]).
     pub input: Option<&'a str>,
+    /// Or the `file://` URL of what to import, which the parser hooks read themselves.
+    pub import_url: Option<&'a str>,
 }
 
 /// Inserts `crawl`, due at `due` (queue clock), in the transaction `tx` — with its export into
@@ -60,8 +62,8 @@ pub(in crate::store) fn insert_crawl(
     let id: i64 = tx
         .query_one(
             "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
-             rules, uuid, schedule_id, input) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, \
-             ?9) RETURNING id",
+             rules, uuid, schedule_id, input, import_url) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, \
+             ?6, ?7, ?8, ?9, ?10) RETURNING id",
             &args![
                 urls,
                 crawl.max_depth,
@@ -71,7 +73,8 @@ pub(in crate::store) fn insert_crawl(
                 rules,
                 crate::uuid7::new(),
                 crawl.schedule_id,
-                crawl.input
+                crawl.input,
+                crawl.import_url
             ],
         )?
         .get(0)?;
@@ -116,6 +119,9 @@ pub struct Crawl {
     /// snapshot parses into its seeds (`Store::crawl_input`).
     #[serde(skip)]
     pub has_input: bool,
+    /// Where its import is, when its parser hooks read it themselves (a schedule's `--from`).
+    #[serde(skip)]
+    pub import_url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -180,7 +186,8 @@ pub(in crate::store) fn json_column<T: serde::de::DeserializeOwned>(
 impl Crawl {
     const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
         owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by, uuid, \
-        schedule_id, CASE WHEN input IS NULL THEN 0 ELSE 1 END";
+        schedule_id, CASE WHEN input IS NULL AND import_url IS NULL THEN 0 ELSE 1 END, \
+        import_url";
 
     /// Reads a row selected with [`Crawl::COLUMNS`], by position.
     fn from_row(row: &Row) -> Result<Crawl, SqlError> {
@@ -204,6 +211,7 @@ impl Crawl {
             uuid: row.get(15)?,
             schedule_id: row.get(16)?,
             has_input: row.get(17)?,
+            import_url: row.get(18)?,
         })
     }
 }
@@ -296,6 +304,7 @@ impl Store {
             rules,
             schedule_id: None,
             input: None,
+            import_url: None,
         };
         self.write(|tx| insert_crawl(tx, &crawl, due, export_to))
     }

@@ -22,6 +22,8 @@ pub struct NewSchedule<'a> {
     pub rules: &'a CrawlRules,
     /// `Every`'s anchor is ignored: periods are counted from when it is added.
     pub cadence: &'a Cadence,
+    /// Its one URL is a `file://` to import at each occurrence (`--from FILE`).
+    pub import: bool,
 }
 
 /// A schedule as stored.
@@ -47,6 +49,9 @@ pub struct Schedule {
     pub skipped: u64,
     /// What its last occurrence did.
     pub last_note: Option<String>,
+    /// Its one URL is a `file://` to import at each occurrence (`--from FILE`): each crawl
+    /// parses it anew into its seeds.
+    pub import: bool,
     /// Its latest crawl and where that stands.
     pub last_crawl: Option<(i64, WorkStatus)>,
 }
@@ -55,7 +60,7 @@ impl Schedule {
     const COLUMNS: &'static str = "s.id, s.uuid, s.urls, s.max_depth, s.plugins, s.rules, \
         s.every_ms, s.cron, s.anchor_at, s.next_at, s.paused_at, s.created_at, s.fired, \
         s.skipped, s.last_note, \
-        (SELECT max(c.id) FROM crawls c WHERE c.schedule_id = s.id)";
+        (SELECT max(c.id) FROM crawls c WHERE c.schedule_id = s.id), s.import";
 
     fn from_row(row: &Row) -> Result<Schedule, SqlError> {
         let plugins: Option<String> = row.get(4)?;
@@ -78,6 +83,7 @@ impl Schedule {
             last_crawl: row
                 .get::<Option<i64>>(15)?
                 .map(|id| (id, WorkStatus::Queued)),
+            import: row.get(16)?,
         })
     }
 
@@ -140,8 +146,8 @@ impl Store {
             Ok(tx
                 .query_one(
                     "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
-                     anchor_at, next_at, created_at, uuid) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9) RETURNING id",
+                     anchor_at, next_at, created_at, uuid, import) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9, ?10) RETURNING id",
                     &args![
                         urls,
                         new.max_depth,
@@ -151,7 +157,8 @@ impl Store {
                         cron,
                         now,
                         next_at,
-                        crate::uuid7::new()
+                        crate::uuid7::new(),
+                        i64::from(new.import)
                     ],
                 )?
                 .get(0)?)
@@ -260,13 +267,20 @@ impl Store {
                         format!("skipped: its previous crawl {previous} still runs"),
                     ),
                     None => {
+                        // (A file to import is parsed anew by each crawl's parser hooks.)
+                        let import_url = schedule.urls.first().filter(|_| schedule.import);
                         let crawl = NewCrawl {
-                            urls: &schedule.urls,
+                            urls: if import_url.is_some() {
+                                &[]
+                            } else {
+                                &schedule.urls
+                            },
                             max_depth: schedule.max_depth,
                             plugins: schedule.plugins.as_deref(),
                             rules: &schedule.rules,
                             schedule_id: Some(schedule.id),
                             input: None,
+                            import_url: import_url.map(String::as_str),
                         };
                         let id = insert_crawl(tx, &crawl, queue_now, None)?;
                         (Some(id), format!("crawl {id}"))

@@ -284,6 +284,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
         skipped       BIGINT NOT NULL DEFAULT 0,
         last_note     TEXT,
         uuid          TEXT,
+        import        BIGINT NOT NULL DEFAULT 0,
         CHECK ((every_ms IS NULL) != (cron IS NULL))
     );
     ALTER TABLE crawls ADD COLUMN schedule_id BIGINT REFERENCES schedules(id);
@@ -291,6 +292,9 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     -- What `abxctl add --from FILE` imported (bookmarks, a feed, text), parsed by the plugins
     -- that accept it into the crawl's seeds; NULL: a crawl of the URLs it was given.
     ALTER TABLE crawls ADD COLUMN input TEXT;
+    -- Or the file:// URL of what to import, read by the parser hooks themselves (a schedule's
+    -- `--from FILE`: read anew at each occurrence, as the hooks' user).
+    ALTER TABLE crawls ADD COLUMN import_url TEXT;
     CREATE INDEX snapshots_by_url ON snapshots(url);
     "#,
     ),

@@ -372,6 +372,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         skipped       INTEGER NOT NULL DEFAULT 0,
         last_note     TEXT,                   -- what its last occurrence did, in words
         uuid          TEXT,
+        import        INTEGER NOT NULL DEFAULT 0, -- its one URL is a file to import
         CHECK ((every_ms IS NULL) != (cron IS NULL))
     );
     ALTER TABLE crawls ADD COLUMN schedule_id INTEGER REFERENCES schedules(id);
@@ -379,6 +380,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- What `abxctl add --from FILE` imported (bookmarks, a feed, text), parsed by the plugins
     -- that accept it into the crawl's seeds; NULL: a crawl of the URLs it was given.
     ALTER TABLE crawls ADD COLUMN input TEXT;
+    -- Or the file:// URL of what to import, read by the parser hooks themselves (a schedule's
+    -- `--from FILE`: read anew at each occurrence, as the hooks' user).
+    ALTER TABLE crawls ADD COLUMN import_url TEXT;
     -- (`--only-new` asks whether any crawl archived a URL.)
     CREATE INDEX snapshots_by_url ON snapshots(url);
     "#,

@@ -149,9 +149,15 @@ fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
         &["--plugins", "ok", "--from", &from("feed.atom")],
         "",
     ));
-    for id in [bookmarks, stdin, rss, atom] {
+    let jsonl = "{\"url\": \"http://127.0.0.1:9/j1.html\"}\n{\"url\": \"http://127.0.0.1:9/j2.html\", \"tags\": \"x\"}\n";
+    let jsonl = crawl_id(&add(&daemon, &env, &["--plugins", "ok", "-"], jsonl));
+    for id in [bookmarks, stdin, rss, atom, jsonl] {
         daemon.wait_sealed(id, PARSE_WAIT);
     }
+    assert_eq!(
+        pages(&daemon, jsonl),
+        ["j1.html", "j2.html"].map(|p| format!("http://127.0.0.1:9/{p}"))
+    );
     let at = |path: &str| format!("http://127.0.0.1:9/{path}");
     assert_eq!(
         pages(&daemon, bookmarks),

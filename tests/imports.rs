@@ -1,7 +1,8 @@
 //! Imports (`abxctl add --from FILE`, `abxctl add -`) against the real daemon and the real
 //! parsers of abx-plugins (the newest pins: `ABXD_ABX_NEWEST_VENV`): a Netscape bookmarks export,
-//! a text file, an RSS and an Atom feed, each parsed by the plugins that accept imports into the
-//! crawl's seeds; and a file that parses to nothing, refused naming it.
+//! text and JSONL on standard input, an RSS and an Atom feed (files, and served on loopback on a
+//! schedule), a file scheduled anew at each occurrence, each parsed by the plugins that accept
+//! imports into the crawl's seeds; and what cannot be imported, refused naming it.
 //!
 //! CI provides the virtualenv (`.ci/run`); elsewhere the tests skip, saying so.
 

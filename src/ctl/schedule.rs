@@ -97,9 +97,7 @@ fn add_schedule(
                 cadence: &cadence,
                 import,
             };
-            let id = store.add_schedule(&new, &jiff::tz::TimeZone::system())?;
-            let next = store.schedules()?.into_iter().find(|s| s.id == id);
-            Ok(Ok((id, next.map_or(0, |s| s.next_at))))
+            Ok(Ok(store.add_schedule(&new, &jiff::tz::TimeZone::system())?))
         },
     )?;
     out.answer(

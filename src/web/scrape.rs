@@ -15,7 +15,12 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
     let started = store.hooks_started_since(tally.started_since())?;
     tally.add_started(&started);
     let now = crate::store::now_ms();
-    let live = crate::render::PsEntry::all(store.live_and_ended_since(i64::MAX)?, now);
+    let this_machine = crate::store::ProcessFilter {
+        live_only: true,
+        machine_id: Some(crate::identity::machine_id().to_string()),
+        ..Default::default()
+    };
+    let live = crate::render::PsEntry::all(store.processes(&this_machine)?, now);
     let mut gauges = metrics::Gauges {
         info: (
             shared.host.version.to_string(),

@@ -58,11 +58,7 @@ pub(super) fn add(state: &mut State, request: AddSchedule) -> Response {
         import: request.import,
     };
     let zone = jiff::tz::TimeZone::system();
-    let added = state.store.add_schedule(&new, &zone).and_then(|id| {
-        let next = state.store.schedules()?.into_iter().find(|s| s.id == id);
-        Ok((id, next.map_or(i64::MAX, |s| s.next_at)))
-    });
-    match added {
+    match state.store.add_schedule(&new, &zone) {
         Ok((id, next_at_ms)) => {
             log::info!("schedule {id} added: {} URLs", request.urls.len());
             state.look_at_schedules();

@@ -8,7 +8,7 @@
 //! clock (unix ms).
 
 use crate::domain::{Cadence, CrawlRules, WorkStatus};
-use crate::store::engine::sql::{args, Db, Row, SqlError};
+use crate::store::engine::sql::{args, Db, Row, SqlError, Value};
 use crate::store::work::{insert_crawl, json_column, NewCrawl};
 use crate::store::{Store, StoreError};
 use jiff::tz::TimeZone;
@@ -59,8 +59,11 @@ pub struct Schedule {
 impl Schedule {
     const COLUMNS: &'static str = "s.id, s.uuid, s.urls, s.max_depth, s.plugins, s.rules, \
         s.every_ms, s.cron, s.anchor_at, s.next_at, s.paused_at, s.created_at, s.fired, \
-        s.skipped, s.last_note, \
-        (SELECT max(c.id) FROM crawls c WHERE c.schedule_id = s.id), s.import";
+        s.skipped, s.last_note, c.id, c.status, s.import";
+
+    /// The schedules and, beside each, its latest crawl (`c`).
+    const FROM: &'static str = "schedules s LEFT JOIN crawls c \
+        ON c.id = (SELECT max(id) FROM crawls WHERE schedule_id = s.id)";
 
     fn from_row(row: &Row) -> Result<Schedule, SqlError> {
         let plugins: Option<String> = row.get(4)?;
@@ -80,10 +83,11 @@ impl Schedule {
             fired: row.get(12)?,
             skipped: row.get(13)?,
             last_note: row.get(14)?,
-            last_crawl: row
-                .get::<Option<i64>>(15)?
-                .map(|id| (id, WorkStatus::Queued)),
-            import: row.get(16)?,
+            last_crawl: match (row.get::<Option<i64>>(15)?, row.get(16)?) {
+                (Some(id), Some(status)) => Some((id, status)),
+                _ => None,
+            },
+            import: row.get(17)?,
         })
     }
 
@@ -117,12 +121,13 @@ fn crawl_status(tx: &Db, id: i64) -> Result<Option<WorkStatus>, StoreError> {
 }
 
 impl Store {
-    /// Adds a schedule; its first occurrence is the first after now. Returns its id.
+    /// Adds a schedule; its first occurrence is the first after now. Returns its id and when
+    /// that occurrence is (unix ms).
     pub fn add_schedule(
         &mut self,
         new: &NewSchedule<'_>,
         zone: &TimeZone,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<(i64, i64), StoreError> {
         let now = self.shared_now();
         let (every_ms, cron) = match new.cadence {
             Cadence::Every { every_ms, .. } => (Some(*every_ms), None),
@@ -142,7 +147,7 @@ impl Store {
             .plugins
             .map(|p| serde_json::to_string(p).expect("strings serialize"));
         let rules = serde_json::to_string(new.rules).expect("rules serialize");
-        self.write(|tx| {
+        let id = self.write(|tx| {
             Ok(tx
                 .query_one(
                     "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
@@ -162,22 +167,28 @@ impl Store {
                     ],
                 )?
                 .get(0)?)
-        })
+        })?;
+        Ok((id, next_at))
     }
 
-    /// Every schedule, by id, each with its latest crawl's status.
-    pub fn schedules(&self) -> Result<Vec<Schedule>, StoreError> {
+    /// The schedules `condition` (on `s`, with `args`) selects, by id, each with its latest
+    /// crawl and where that stands.
+    fn schedules_where(
+        &self,
+        condition: &str,
+        args: &[Value],
+    ) -> Result<Vec<Schedule>, StoreError> {
         let sql = format!(
-            "SELECT {} FROM schedules s ORDER BY s.id",
-            Schedule::COLUMNS
+            "SELECT {} FROM {} WHERE {condition} ORDER BY s.id",
+            Schedule::COLUMNS,
+            Schedule::FROM
         );
-        let mut schedules = self.db().query_map(&sql, &[], Schedule::from_row)?;
-        for schedule in &mut schedules {
-            if let Some((id, status)) = &mut schedule.last_crawl {
-                *status = crawl_status(self.db(), *id)?.unwrap_or(WorkStatus::Sealed);
-            }
-        }
-        Ok(schedules)
+        Ok(self.db().query_map(&sql, args, Schedule::from_row)?)
+    }
+
+    /// Every schedule, by id.
+    pub fn schedules(&self) -> Result<Vec<Schedule>, StoreError> {
+        self.schedules_where("1 = 1", &[])
     }
 
     /// Removes schedule `id` (its crawls stay, no longer linked to it); whether it was there.
@@ -200,7 +211,8 @@ impl Store {
         zone: &TimeZone,
     ) -> Result<bool, StoreError> {
         let now = self.shared_now();
-        let Some(schedule) = self.schedules()?.into_iter().find(|s| s.id == id) else {
+        let found = self.schedules_where("s.id = ?1", &args![id])?;
+        let Some(schedule) = found.into_iter().next() else {
             return Ok(false);
         };
         let next_at = match (paused, schedule.cadence()) {
@@ -231,11 +243,7 @@ impl Store {
     /// own: makes its crawl, or counts it skipped. Returns what each did.
     pub fn fire_due_schedules(&mut self, zone: &TimeZone) -> Result<Vec<Fired>, StoreError> {
         let now = self.shared_now();
-        let due: Vec<Schedule> = self
-            .schedules()?
-            .into_iter()
-            .filter(|s| s.paused_at.is_none() && s.next_at <= now)
-            .collect();
+        let due = self.schedules_where("s.paused_at IS NULL AND s.next_at <= ?1", &args![now])?;
         let mut fired = Vec::new();
         for schedule in due {
             let next = schedule.cadence().and_then(|c| c.next_after(now, zone));

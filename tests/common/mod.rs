@@ -700,28 +700,43 @@ pub fn hook_user() -> nix::unistd::User {
     nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap()
 }
 
-/// Every thread of `pid` but its first blocks in a call that has no timeout: the web view's
-/// `accept` (x86_64: accept 43, accept4 288; aarch64: accept 202, accept4 242). A thread that
-/// polled on a timer would show another call, or the same with a timeout.
+/// Every thread of `pid` but its first comes to block in a call that has no timeout: the web
+/// view's `accept` (x86_64: accept 43, accept4 288; aarch64: accept 202, accept4 242). A thread
+/// that polled on a timer would show another call, or the same with a timeout. A thread that
+/// ends while it is looked at (a connection's, after its answer) is gone, not waiting; at least
+/// one thread must stay.
 pub fn assert_threads_sleep_without_timer(pid: i32) {
-    let tasks: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&tid| tid != pid)
-        .collect();
-    assert!(!tasks.is_empty(), "no thread but the loop");
-    for tid in tasks {
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
-        wait_until(
-            &format!("thread {} to block in accept", comm.trim()),
-            WAIT,
-            || {
-                let text =
-                    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
-                let number: i64 = text.split_whitespace().next()?.parse().ok()?;
-                [43, 288, 202, 242].contains(&number).then_some(())
-            },
+    let in_accept = |tid: i32| -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
+            .ok()
+            .and_then(|text| text.split_whitespace().next()?.parse::<i64>().ok())
+            .is_some_and(|number| [43, 288, 202, 242].contains(&number))
+    };
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let tasks: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|&tid| tid != pid)
+            .collect();
+        let busy: Vec<String> = tasks
+            .iter()
+            .filter(|&&tid| !in_accept(tid))
+            .filter_map(|tid| {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+                Some(format!("{} ({tid})", comm.trim()))
+            })
+            .collect();
+        assert!(!tasks.is_empty(), "no thread but the loop");
+        if busy.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for every thread but the loop to block in accept: \
+             threads {tasks:?}, not in accept: {busy:?}"
         );
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

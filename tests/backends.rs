@@ -670,3 +670,101 @@ fn a_postgres_restart_mid_crawl_loses_nothing_and_kills_no_hook() {
     common::assert_every_row_final(&store.processes(&ProcessFilter::default()).unwrap());
     assert!(!daemon.ctl_ok(&["status"]).contains("DATABASE UNAVAILABLE"));
 }
+
+/// PostgreSQL going away between two hooks of a snapshot — after a background hook's first
+/// output, when the next hook is to start: the snapshot worker neither fails nor gives up its
+/// work; the next hook starts once the server is back, and each hook runs once.
+#[test]
+fn a_postgres_outage_when_the_next_hook_is_due_holds_it_back_until_the_server_is_back() {
+    use abxd::domain::Kind;
+    use abxd::store::ProcessFilter;
+    use std::os::unix::fs::PermissionsExt;
+    if !common::postgres::available() {
+        eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
+        return;
+    }
+    let mut daemon = common::TestDaemon::prepare_on("postgres", "");
+    let plugins = daemon.path("outage-plugins");
+    let signals = daemon.path("outage");
+    std::fs::create_dir_all(&signals).unwrap();
+    let hooks = [
+        (
+            "on_Snapshot__10_outage.bg.sh",
+            // Asks the test to stop the server, and says it is up once the server is down.
+            "trap 'echo \"{\\\"type\\\":\\\"ArchiveResult\\\",\\\"status\\\":\\\"succeeded\\\"}\"; \
+             exit 0' TERM\n\
+             touch \"$OUTAGE_DIR/stop-now\"\n\
+             for _ in $(seq 600); do [ -e \"$OUTAGE_DIR/stopped\" ] && break; sleep 0.1; done\n\
+             echo up\n\
+             while :; do sleep 0.1; done\n",
+        ),
+        (
+            "on_Snapshot__20_after.sh",
+            "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"after\"}'\n",
+        ),
+    ];
+    for (name, script) in hooks {
+        let path = plugins.join("outage").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("#!/usr/bin/env bash\n{script}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    daemon.write_config(&format!(
+        "{}[plugins.outage]\nenv = {{ OUTAGE_DIR = {:?} }}\n",
+        common::plugins_config(&[&plugins]),
+        signals.display().to_string()
+    ));
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "outage"]);
+    common::wait_until("the first hook to ask for the outage", common::WAIT, || {
+        signals.join("stop-now").exists().then_some(())
+    });
+    let worker = daemon
+        .store()
+        .processes(&ProcessFilter::default())
+        .unwrap()
+        .into_iter()
+        .find(|r| r.kind == Kind::SnapshotWorker)
+        .expect("the snapshot worker's row");
+    daemon.postgres_mut().stop();
+    std::fs::write(signals.join("stopped"), "").unwrap();
+    // The worker finds the server gone when the next hook is due: it says so and waits, or
+    // (what this test is for) fails and exits.
+    let stderr = std::path::PathBuf::from(worker.stderr_path.clone().unwrap());
+    let identity = worker.identity.clone().unwrap();
+    common::wait_until(
+        "the snapshot worker to find the server gone",
+        common::WAIT,
+        || {
+            let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+            (log.contains("the next hook is not started yet")
+                || !abxd::identity::check(&identity).is_alive())
+            .then_some(())
+        },
+    );
+    assert!(
+        abxd::identity::check(&identity).is_alive(),
+        "the snapshot worker exited for the outage:\n{}",
+        std::fs::read_to_string(&stderr).unwrap_or_default()
+    );
+    daemon.postgres_mut().start_again();
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(90));
+    let store = daemon.store();
+    let results = store.results(crawl).unwrap();
+    assert_eq!(results.len(), 2, "{results:?}");
+    for result in results {
+        assert_eq!(result.status, "succeeded", "{result:?}");
+        assert_eq!(result.attempts, 1, "run once: {result:?}");
+    }
+    let rows = store.processes(&ProcessFilter::default()).unwrap();
+    let workers: Vec<_> = (rows.iter())
+        .filter(|r| r.kind == Kind::SnapshotWorker)
+        .collect();
+    assert_eq!(
+        workers.len(),
+        1,
+        "one snapshot worker did it all: {workers:?}"
+    );
+    assert_eq!(workers[0].exit_code, Some(0), "{:?}", workers[0]);
+    common::assert_every_row_final(&rows);
+}

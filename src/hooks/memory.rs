@@ -85,7 +85,14 @@ impl HookRunner {
         for (row, (used, limit)) in over {
             let hook = &self.running[&row].prepared.hook.file_name;
             log::warn!("{hook}: {used} resident bytes, over its memory limit of {limit}: killed");
-            store.set_end_detail(row, &EndDetail::MemoryLimit)?;
+            match store.set_end_detail(row, &EndDetail::MemoryLimit) {
+                Ok(()) => {}
+                // (The limit guards the host: the tree goes all the same, its end said as a kill.)
+                Err(err) if err.is_busy() => {
+                    log::warn!("{hook}: its end is not said to be the memory limit: {err}")
+                }
+                Err(err) => return Err(err),
+            }
             supervisor.stop(store, row, Signal::KILL, Duration::ZERO, EndReason::Killed);
         }
         Ok(())

@@ -16,7 +16,9 @@
 //!
 //! Invariants: a hook whose result is already final (succeeded, noresults, failed or skipped) is
 //! never started again — only interrupted ones are; every run that ends gets its result recorded
-//! from its exit, its records and its deadline, by the rules of [`interpret`].
+//! from its exit, its records and its deadline, by the rules of [`interpret`]; a database that
+//! is busy or out of reach (a server restarting) fails no step of the lifecycle — what could not
+//! be read or written is tried again at a later turn, with nothing lost meanwhile.
 
 mod ended;
 pub mod index;
@@ -141,7 +143,8 @@ impl HookRunner {
 
     /// Starts hooks in order until one must be waited for or none is left. Hooks whose result
     /// is final already are passed over. If the database is busy (another process holds its
-    /// lock), the hook waits at the head of the line and [`HookRunner::after_turn`] tries again.
+    /// lock, or the server is out of reach), the hook waits at the head of the line and
+    /// [`HookRunner::after_turn`] tries again.
     pub fn start_next(
         &mut self,
         supervisor: &mut Supervisor,
@@ -149,7 +152,14 @@ impl HookRunner {
     ) -> Result<(), StoreError> {
         while self.waiting == Waiting::Nothing && !self.pending.is_empty() {
             // A paused crawl starts no hook; those running go on.
-            self.paused = store.is_paused(self.scope.crawl.id)?;
+            self.paused = match store.is_paused(self.scope.crawl.id) {
+                Ok(paused) => paused,
+                Err(err) if err.is_busy() => {
+                    log::warn!("the next hook is not started yet: {err}");
+                    return Ok(());
+                }
+                Err(err) => return Err(err),
+            };
             if self.paused {
                 return Ok(());
             }
@@ -270,8 +280,20 @@ impl HookRunner {
             log::warn!("the hooks the next one waits for did not end in time: it starts anyway");
             self.waiting = Waiting::Nothing;
             if let Some(prepared) = self.pending.pop_front() {
-                if let Some((row, running)) = self.start(supervisor, store, &prepared)? {
-                    self.running.insert(row, running);
+                match self.start(supervisor, store, &prepared) {
+                    Ok(Some((row, running))) => {
+                        self.running.insert(row, running);
+                    }
+                    Ok(None) => {}
+                    // (It still starts without waiting again: at a later turn.)
+                    Err(err) if err.is_busy() => {
+                        log::warn!("{}: not started yet: {err}", prepared.hook.file_name);
+                        self.pending.push_front(prepared);
+                        self.waiting = Waiting::Others {
+                            until: now + BUSY_RETRY,
+                        };
+                    }
+                    Err(err) => return Err(err),
                 }
             }
         }

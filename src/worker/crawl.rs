@@ -100,13 +100,18 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             Some(Err(err)) => return Err(err.into()),
         };
         say_what_waits(&mut cx, crawl_id, pool.waiting(), &mut said);
-        // Claims or recoveries the busy database refused are tried again soon.
-        let retry = (refused || !cx.torn_down.is_empty()).then(|| Instant::now() + BUSY_RETRY);
-        let snapshots = cx.store.snapshots(crawl_id)?;
-        let all_sealed = snapshots.iter().all(|s| s.status == WorkStatus::Sealed);
-        if pool.is_idle() && (all_sealed || cx.failed) {
+        // (Unread while the database is out of reach: read again soon.)
+        let all_sealed = match cx.store.snapshots(crawl_id) {
+            Ok(snapshots) => Some(snapshots.iter().all(|s| s.status == WorkStatus::Sealed)),
+            Err(err) if err.is_busy() => None,
+            Err(err) => return Err(err.into()),
+        };
+        if pool.is_idle() && (all_sealed == Some(true) || cx.failed) {
             break;
         }
+        // Claims, recoveries or reads the busy database refused are tried again soon.
+        let retry = (refused || !cx.torn_down.is_empty() || all_sealed.is_none())
+            .then(|| Instant::now() + BUSY_RETRY);
         // Wake for a snapshot that is waiting out a back-off, or for the crawl's hooks.
         let back_off = (pool.is_empty() && !paused && !cx.failed)
             .then(|| pool.next_due(&cx.config, &cx.store))

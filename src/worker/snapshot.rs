@@ -140,7 +140,9 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     }
     let data_dir = cx.config.data_dir.clone();
     // (Its hooks are over: what the title hook said is final.)
-    let results = cx.store.snapshot_results(snapshot_id).unwrap_or_default();
+    let results = cx
+        .persist(|store| store.snapshot_results(snapshot_id))?
+        .unwrap_or_default();
     let code = cx.finish(Queue::Snapshots, snapshot_id)?;
     if code == super::EXIT_DONE {
         // (Its index says sealed once the database does.)

@@ -346,7 +346,11 @@ pub(super) fn is_busy(err: &postgres::Error) -> bool {
             ]
             .contains(code)
     };
+    // (The socket failed under a statement — reset, broken — which closes the connection.)
+    let socket_failed =
+        std::error::Error::source(err).is_some_and(|cause| cause.is::<std::io::Error>());
     err.is_closed()
+        || socket_failed
         || err.code().is_some_and(|code| {
             out_of_reach(code)
                 || [

@@ -274,15 +274,18 @@ def damaged(pages, seed):
 
 
 def reran(runs):
-    """Hooks that succeeded and ran again for the same snapshot; crawl-wide ones apart."""
-    succeeded, again = set(), {"snapshot": 0, "crawl": 0}
+    """Hooks that succeeded and ran again for the same snapshot; crawl-wide ones apart; and
+    which hooks they were (a browser or tab session started again, and what set it up, is told
+    apart from work done twice by its name)."""
+    succeeded, again, which = set(), {"snapshot": 0, "crawl": 0}, {}
     for snapshot, hook, exit_code in runs:
         key = (snapshot, hook)
         if key in succeeded:
             again["crawl" if snapshot is None else "snapshot"] += 1
+            which[hook] = which.get(hook, 0) + 1
         if exit_code == 0:
             succeeded.add(key)
-    return again
+    return {**again, "hooks": which}
 
 
 def crash(tool, url, max_urls, at, tag):

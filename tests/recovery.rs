@@ -608,3 +608,114 @@ fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says(
         assert!(daemon.log().contains("not signalled"), "{}", daemon.log());
     }
 }
+
+/// A daemon (not started) running the `sessions` fixture: a crawl's browser, a snapshot's tab
+/// and its navigation (one plugin, as abx-plugins' chrome), a hook that needs no session, and
+/// a reader of the navigated tab; each run noted in `<dir>/sessions/ledger`.
+fn sessions_daemon() -> TestDaemon {
+    let daemon = TestDaemon::prepare_on("sqlite", "");
+    let dir = daemon.path("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    daemon.write_config(&format!(
+        "{}[timeouts]\nkill_grace = \"500ms\"\nmin_grace = \"200ms\"\n\
+         [plugins.browser]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n\
+         [plugins.tab]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n\
+         [plugins.other]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n\
+         [plugins.reader]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n",
+        plugins_config(&[&fixtures().join("sessions")]),
+        dir = dir.display().to_string(),
+    ));
+    daemon
+}
+
+/// Adds a crawl of one URL running every plugin of the `sessions` fixture; returns its id.
+fn add_sessions_crawl(daemon: &TestDaemon) -> i64 {
+    daemon.add(&[
+        "http://127.0.0.1:9/a",
+        "--plugins",
+        "browser,tab,other,reader",
+    ])
+}
+
+/// The reader's result, and how many times each kind of run ("browser", "tab", "navigate",
+/// "other", "reader") is in the sessions ledger.
+fn sessions_outcome(
+    daemon: &TestDaemon,
+    crawl: i64,
+) -> (abxd::domain::ResultStatus, BTreeMap<String, usize>) {
+    let text = std::fs::read_to_string(daemon.path("sessions/ledger")).unwrap_or_default();
+    let mut runs = BTreeMap::new();
+    for line in text.lines() {
+        let what = line.split_whitespace().next().unwrap_or("").to_string();
+        *runs.entry(what).or_insert(0) += 1;
+    }
+    let reader = (daemon.store().results(crawl).unwrap().into_iter())
+        .find(|r| r.hook == "on_Snapshot__50_reader.sh")
+        .map(|r| r.status);
+    (reader.unwrap_or(abxd::domain::ResultStatus::Queued), runs)
+}
+
+/// The ledger of a crawl of the `sessions` fixture whose browser, tab and navigation ran
+/// `sessions` times and its reader `readers` times; the hook that needs no session ran once.
+fn ledger_of(sessions: usize, readers: usize) -> BTreeMap<String, usize> {
+    [
+        ("browser", sessions),
+        ("tab", sessions),
+        ("navigate", sessions),
+    ]
+    .into_iter()
+    .chain([("other", 1), ("reader", readers)])
+    .map(|(what, n)| (what.to_string(), n))
+    .collect()
+}
+
+/// kill -9 of abxd while a snapshot reads from its tab, after its navigation succeeded: the
+/// recovered snapshot opens a new tab — which removes the old navigation — and navigates it
+/// again, so that what reads from it still gets a page; a success that needs no session is not
+/// run again.
+#[test]
+fn after_a_kill_9_a_recovered_snapshot_navigates_its_new_tab_again() {
+    use abxd::domain::ResultStatus;
+    let mut daemon = sessions_daemon();
+    std::fs::write(daemon.path("sessions/hold"), "").unwrap();
+    daemon.launch();
+    let crawl = add_sessions_crawl(&daemon);
+    wait_until("the reader to run", CRAWL_WAIT, || {
+        (sessions_outcome(&daemon, crawl).1.get("reader") == Some(&1)).then_some(())
+    });
+    daemon.crash();
+    daemon.launch();
+    std::fs::remove_file(daemon.path("sessions/hold")).unwrap();
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_eq!(
+        sessions_outcome(&daemon, crawl),
+        (ResultStatus::Succeeded, ledger_of(2, 2)),
+        "the new tab is navigated; a success that needs no session is not run again"
+    );
+    common::assert_every_row_final(&rows(&daemon));
+}
+
+/// `abxctl retry` of a result that reads from the browser: the run that retries it starts the
+/// crawl's browser, the snapshot's tab and its navigation again (they ended with the run they
+/// served), and nothing else that succeeded.
+#[test]
+fn retry_of_a_hook_that_needs_the_browser_starts_the_browser_and_tab_again() {
+    use abxd::domain::ResultStatus;
+    let mut daemon = sessions_daemon();
+    std::fs::write(daemon.path("sessions/fail"), "").unwrap();
+    daemon.launch();
+    let crawl = add_sessions_crawl(&daemon);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_eq!(
+        sessions_outcome(&daemon, crawl),
+        (ResultStatus::Failed, ledger_of(1, 1))
+    );
+    std::fs::remove_file(daemon.path("sessions/fail")).unwrap();
+    let retried = daemon.ctl(&["retry", &crawl.to_string()]);
+    assert!(retried.status.success(), "{retried:?}");
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_eq!(
+        sessions_outcome(&daemon, crawl),
+        (ResultStatus::Succeeded, ledger_of(2, 2))
+    );
+}

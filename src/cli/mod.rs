@@ -284,7 +284,7 @@ pub enum AbxctlCommand {
     /// Run a sealed crawl's failed and cancelled results again (their interruption count
     /// reset), through abxd or, with it not running, in the database for its next start.
     #[command(
-        after_help = "Examples:\n  abxctl retry 12              failed and cancelled results of crawl 12\n  abxctl retry 12 --all        also noresults and skipped ones\n  abxctl retry 12 --hook on_Snapshot__50_wget.py"
+        after_help = "The run starts again the sessions the results need (the crawl's and snapshots' background hooks, as Chrome and its tabs, and what set them up): abxd-hooks(7).\n\nExamples:\n  abxctl retry 12              failed and cancelled results of crawl 12\n  abxctl retry 12 --all        also noresults and skipped ones\n  abxctl retry 12 --hook on_Snapshot__50_wget.py"
     )]
     Retry {
         /// The crawl id.

@@ -70,7 +70,8 @@ words!(
 );
 
 impl ResultStatus {
-    /// Whether the result is final: the hook is never started again for it.
+    /// Whether the result is final: the hook is not started again for it (but for a session a
+    /// later run needs: see `hooks::sessions`).
     pub fn is_final(self) -> bool {
         matches!(
             self,

@@ -15,7 +15,7 @@
 //! SIGTERM ended as if it exited 0.
 //!
 //! Invariants: a hook whose result is already final (succeeded, noresults, failed or skipped) is
-//! never started again — only interrupted ones are; every run that ends gets its result recorded
+//! never started again — only interrupted ones are, and the sessions a run needs (`sessions`); every run that ends gets its result recorded
 //! from its exit, its records and its deadline, by the rules of [`interpret`]; a database that
 //! is busy or out of reach (a server restarting) fails no step of the lifecycle — what could not
 //! be read or written is tried again at a later turn, with nothing lost meanwhile.
@@ -28,6 +28,7 @@ mod request;
 mod resource;
 mod result;
 mod scope_end;
+mod sessions;
 mod start;
 
 pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
@@ -112,21 +113,25 @@ pub struct HookRunner {
 impl HookRunner {
     /// Prepares to run `hooks`, recording a result row for each one up front: a scope whose
     /// results are all final has run every hook (which is how recovery tells a finished snapshot
-    /// from an interrupted one).
+    /// from an interrupted one). The sessions the run needs are queued again (`sessions`);
+    /// `dependants_wait`: work beyond the scope needs them (a crawl's unsealed snapshots).
     pub fn new(
         store: &mut Store,
         scope: Scope,
         hooks: Vec<Prepared>,
+        dependants_wait: bool,
     ) -> Result<HookRunner, StoreError> {
+        let mut results = Vec::with_capacity(hooks.len());
         for prepared in &hooks {
             let hook = &prepared.hook;
-            store.result_for(
+            results.push(store.result_for(
                 scope.crawl.id,
                 scope.snapshot_id(),
                 &hook.plugin,
                 &hook.file_name,
-            )?;
+            )?);
         }
+        sessions::start_again(store, &hooks, &results, dependants_wait)?;
         Ok(HookRunner {
             has_foreground: hooks.iter().any(|p| !p.hook.background),
             scope,

@@ -49,7 +49,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         parent_row: cx.row_id,
         run_as: cx.run_as.clone(),
     };
-    let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
+    // (Snapshots still to run — retried, or left by a crash — need the crawl's sessions.)
+    let snapshots_wait =
+        (cx.store.snapshots(crawl_id)?.iter()).any(|s| s.status != WorkStatus::Sealed);
+    let mut runner = HookRunner::new(&mut cx.store, scope, hooks, snapshots_wait)?;
     let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id).with_gate(gate);
     cx.run_foreground(&mut runner, |cx, runner, exit| {
         record(cx, runner, &mut pool, exit)

@@ -79,7 +79,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         parent_row: cx.row_id,
         run_as: cx.run_as.clone(),
     };
-    let mut runner = HookRunner::new(&mut cx.store, scope, hooks)?;
+    let mut runner = HookRunner::new(&mut cx.store, scope, hooks, false)?;
     // What an input snapshot finds are the crawl's seeds; what another finds is one level
     // deeper, within the crawl's depth.
     let next_depth = match input {

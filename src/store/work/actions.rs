@@ -3,7 +3,8 @@
 //! so both refuse the same things with the same words.
 //!
 //! Invariants: each action is one transaction; what makes no sense for the crawl's state is
-//! refused (`Err(why)`, naming the state) and changes nothing; a success is never run again.
+//! refused (`Err(why)`, naming the state) and changes nothing; `retry` reopens no success (the run
+//! it causes starts the sessions it needs again: `hooks::sessions`).
 
 use crate::domain::{CrawlOutcome, WorkStatus};
 use crate::store::engine::sql::args;

@@ -61,6 +61,22 @@ impl Store {
         })
     }
 
+    /// Makes the successes `ids` queued again, as if they had never run (`hooks::sessions`: a
+    /// session a new run needs); a result that is no longer a success is left as it is.
+    pub fn reopen_successes(&mut self, ids: &[i64]) -> Result<(), StoreError> {
+        self.write_work(|tx| {
+            for &id in ids {
+                tx.execute(
+                    "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
+                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL \
+                     WHERE id = ?1 AND status = 'succeeded'",
+                    &args![id],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// Records which process row runs a started result.
     pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
         self.write_work(|tx| {

@@ -1,0 +1,145 @@
+//! What a run of a scope starts again of what succeeded in an earlier run: the sessions its
+//! hooks need.
+//!
+//! A background hook's success says it served the run it was part of — Chrome for a crawl, a
+//! tab for a snapshot — which does not outlive that run; and a hook of the same plugin that
+//! came after it set that session up (abx-plugins' `chrome_navigate` loads the page in the tab
+//! `chrome_tab` opened, and a `chrome_tab` started again removes what the old tab left,
+//! `navigation.json` among it). So a run that has hooks to run — a snapshot recovered after a
+//! crash, results `abxctl retry` reopened — or, for a crawl, snapshots still to run, starts
+//! again every background hook of the scope that succeeded before, and every hook that
+//! succeeded of a plugin whose background hook runs, ordered after that hook.
+//!
+//! Invariants: decisions pure ([`to_start_again`]), written by [`start_again`]; a scope with nothing to run starts
+//! nothing again; only successes are reopened (a failure stays until it is retried, a skip or
+//! an empty result was the hook's own verdict); a success of a plugin with no background hook
+//! that runs is never run again.
+
+use crate::domain::ResultStatus;
+use crate::plugins::Prepared;
+use crate::store::{HookResult, Store, StoreError};
+use std::collections::HashSet;
+
+/// A hook of the scope, in run order, as its result stands before the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Past<'a> {
+    pub plugin: &'a str,
+    pub background: bool,
+    pub status: ResultStatus,
+}
+
+/// The positions in `hooks` (run order) of the successes this run starts again;
+/// `dependants_wait`: work beyond the scope needs its sessions (a crawl's unsealed snapshots).
+pub fn to_start_again(hooks: &[Past<'_>], dependants_wait: bool) -> Vec<usize> {
+    let has_work = dependants_wait || hooks.iter().any(|h| !h.status.is_final());
+    if !has_work {
+        return Vec::new();
+    }
+    let mut sessions: HashSet<&str> = HashSet::new();
+    let mut again = Vec::new();
+    for (at, hook) in hooks.iter().enumerate() {
+        let succeeded = hook.status == ResultStatus::Succeeded;
+        let reopened = succeeded && (hook.background || sessions.contains(hook.plugin));
+        if reopened {
+            again.push(at);
+        }
+        if hook.background && (reopened || !hook.status.is_final()) {
+            sessions.insert(hook.plugin);
+        }
+    }
+    again
+}
+
+/// Queues again the successes of `hooks` (with their `results`, in run order) that this run
+/// starts again.
+pub(super) fn start_again(
+    store: &mut Store,
+    hooks: &[Prepared],
+    results: &[HookResult],
+    dependants_wait: bool,
+) -> Result<(), StoreError> {
+    let past: Vec<Past<'_>> = (hooks.iter().zip(results))
+        .map(|(prepared, result)| Past {
+            plugin: &prepared.hook.plugin,
+            background: prepared.hook.background,
+            status: result.status,
+        })
+        .collect();
+    let again = to_start_again(&past, dependants_wait);
+    if again.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = (again.iter())
+        .map(|&at| hooks[at].hook.file_name.as_str())
+        .collect();
+    log::info!(
+        "started again for this run (the sessions it needs): {}",
+        names.join(", ")
+    );
+    let ids: Vec<i64> = again.iter().map(|&at| results[at].id).collect();
+    store.reopen_successes(&ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ResultStatus::*;
+
+    fn past(plugin: &str, background: bool, status: ResultStatus) -> Past<'_> {
+        Past {
+            plugin,
+            background,
+            status,
+        }
+    }
+
+    #[test]
+    fn a_snapshot_recovered_after_a_crash_navigates_its_new_tab_again() {
+        // chrome_tab was running (interrupted), navigate had succeeded, dom had not run.
+        let hooks = [
+            past("chrome", true, Skipped),
+            past("chrome", true, Queued),
+            past("chrome", false, Succeeded),
+            past("title", false, Succeeded),
+            past("dom", false, Queued),
+        ];
+        assert_eq!(to_start_again(&hooks, false), vec![2]);
+    }
+
+    #[test]
+    fn a_retried_result_gets_its_sessions_back_and_nothing_else() {
+        let hooks = [
+            past("chrome", true, Succeeded),
+            past("chrome", false, Succeeded),
+            past("consolelog", true, Succeeded),
+            past("title", false, Succeeded),
+            past("pdf", false, Queued),
+        ];
+        assert_eq!(to_start_again(&hooks, false), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_scope_with_nothing_to_run_starts_nothing_again() {
+        let hooks = [
+            past("chrome", true, Succeeded),
+            past("chrome", false, Succeeded),
+            past("pdf", false, Failed),
+        ];
+        assert!(to_start_again(&hooks, false).is_empty());
+        // A crawl whose snapshots still run needs its browser again.
+        assert_eq!(to_start_again(&hooks, true), vec![0, 1]);
+    }
+
+    #[test]
+    fn only_successes_are_reopened_and_only_after_a_session_of_their_plugin() {
+        let hooks = [
+            past("chrome", false, Succeeded),
+            past("chrome", true, Failed),
+            past("chrome", false, Succeeded),
+            past("wget", false, Succeeded),
+            past("wget", false, Queued),
+        ];
+        // The hook before the session, and every one after a session that does not run, stay.
+        assert!(to_start_again(&hooks, false).is_empty());
+    }
+}

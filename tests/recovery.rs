@@ -610,8 +610,8 @@ fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says(
 }
 
 /// A daemon (not started) running the `sessions` fixture: a crawl's browser, a snapshot's tab
-/// and its navigation (one plugin, as abx-plugins' chrome), a hook that needs no session, and
-/// a reader of the navigated tab; each run noted in `<dir>/sessions/ledger`.
+/// and its navigation (one plugin, as abx-plugins' chrome), two hooks that need no session (one
+/// in the background that ends by itself, as wget), and a reader of the navigated tab; each run noted in `<dir>/sessions/ledger`.
 fn sessions_daemon() -> TestDaemon {
     let daemon = TestDaemon::prepare_on("sqlite", "");
     let dir = daemon.path("sessions");
@@ -621,6 +621,7 @@ fn sessions_daemon() -> TestDaemon {
          [plugins.browser]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n\
          [plugins.tab]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n\
          [plugins.other]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n\
+         [plugins.fetch]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n\
          [plugins.reader]\nenv = {{ SESSIONS_DIR = {dir:?} }}\n",
         plugins_config(&[&fixtures().join("sessions")]),
         dir = dir.display().to_string(),
@@ -633,12 +634,12 @@ fn add_sessions_crawl(daemon: &TestDaemon) -> i64 {
     daemon.add(&[
         "http://127.0.0.1:9/a",
         "--plugins",
-        "browser,tab,other,reader",
+        "browser,tab,fetch,other,reader",
     ])
 }
 
 /// The reader's result, and how many times each kind of run ("browser", "tab", "navigate",
-/// "other", "reader") is in the sessions ledger.
+/// "fetch", "other", "reader") is in the sessions ledger.
 fn sessions_outcome(
     daemon: &TestDaemon,
     crawl: i64,
@@ -656,7 +657,8 @@ fn sessions_outcome(
 }
 
 /// The ledger of a crawl of the `sessions` fixture whose browser, tab and navigation ran
-/// `sessions` times and its reader `readers` times; the hook that needs no session ran once.
+/// `sessions` times and its reader `readers` times; the hooks that need no session (one in the
+/// background that ends by itself) ran once.
 fn ledger_of(sessions: usize, readers: usize) -> BTreeMap<String, usize> {
     [
         ("browser", sessions),
@@ -664,7 +666,7 @@ fn ledger_of(sessions: usize, readers: usize) -> BTreeMap<String, usize> {
         ("navigate", sessions),
     ]
     .into_iter()
-    .chain([("other", 1), ("reader", readers)])
+    .chain([("fetch", 1), ("other", 1), ("reader", readers)])
     .map(|(what, n)| (what.to_string(), n))
     .collect()
 }

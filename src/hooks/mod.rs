@@ -384,6 +384,9 @@ impl HookRunner {
         store.all_or_nothing(|store| {
             let output = result.output.as_deref();
             store.finish_result(run.result_id, result.status, output, &names, size)?;
+            if stopped_at_end && run.prepared.hook.background {
+                store.note_session(run.result_id)?;
+            }
             also(store, &result)
         })?;
         self.stopped_at_end.remove(&row_id);

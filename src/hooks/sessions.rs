@@ -1,14 +1,17 @@
 //! What a run of a scope starts again of what succeeded in an earlier run: the sessions its
 //! hooks need.
 //!
-//! A background hook's success says it served the run it was part of — Chrome for a crawl, a
-//! tab for a snapshot — which does not outlive that run; and a hook of the same plugin that
-//! came after it set that session up (abx-plugins' `chrome_navigate` loads the page in the tab
-//! `chrome_tab` opened, and a `chrome_tab` started again removes what the old tab left,
-//! `navigation.json` among it). So a run that has hooks to run — a snapshot recovered after a
-//! crash, results `abxctl retry` reopened — or, for a crawl, snapshots still to run, starts
-//! again every background hook of the scope that succeeded before, and every hook that
-//! succeeded of a plugin whose background hook runs, ordered after that hook.
+//! A background hook that ran until its scope (or a hook that waited for it) stopped it was a
+//! session: it served the run it was part of — Chrome for a crawl, a tab for a snapshot — which
+//! does not outlive that run; and a hook of the same plugin that came after it set that session
+//! up (abx-plugins' `chrome_navigate` loads the page in the tab `chrome_tab` opened, and a
+//! `chrome_tab` started again removes what the old tab left, `navigation.json` among it). So a
+//! run that has hooks to run — a snapshot recovered after a crash, results `abxctl retry`
+//! reopened — or, for a crawl, snapshots still to run, starts again every session of the scope
+//! that succeeded before, and every hook that succeeded of a plugin whose background hook runs,
+//! ordered after that hook. A background hook that ended by itself did its work (abx-plugins'
+//! wget, favicon): its success stands. (abx-dl gives hook names no meaning beyond `.bg.`:
+//! `.daemon.` and `.finite.` are hints, so what a hook did is told by how it ended.)
 //!
 //! Invariants: decisions pure ([`to_start_again`]), written by [`start_again`]; a scope with nothing to run starts
 //! nothing again; only successes are reopened (a failure stays until it is retried, a skip or
@@ -26,6 +29,8 @@ pub struct Past<'a> {
     pub plugin: &'a str,
     pub background: bool,
     pub status: ResultStatus,
+    /// A success that was a session (stopped, not ended by itself).
+    pub session: bool,
 }
 
 /// The positions in `hooks` (run order) of the successes this run starts again;
@@ -39,7 +44,8 @@ pub fn to_start_again(hooks: &[Past<'_>], dependants_wait: bool) -> Vec<usize> {
     let mut again = Vec::new();
     for (at, hook) in hooks.iter().enumerate() {
         let succeeded = hook.status == ResultStatus::Succeeded;
-        let reopened = succeeded && (hook.background || sessions.contains(hook.plugin));
+        let reopened =
+            succeeded && ((hook.background && hook.session) || sessions.contains(hook.plugin));
         if reopened {
             again.push(at);
         }
@@ -63,6 +69,7 @@ pub(super) fn start_again(
             plugin: &prepared.hook.plugin,
             background: prepared.hook.background,
             status: result.status,
+            session: result.session,
         })
         .collect();
     let again = to_start_again(&past, dependants_wait);
@@ -85,11 +92,21 @@ mod tests {
     use super::*;
     use ResultStatus::*;
 
+    /// A hook as it stands; a background success was a session (stopped at its scope's end).
     fn past(plugin: &str, background: bool, status: ResultStatus) -> Past<'_> {
         Past {
             plugin,
             background,
             status,
+            session: background && status == Succeeded,
+        }
+    }
+
+    /// A background hook that succeeded ending by itself (wget, favicon).
+    fn ended_by_itself(plugin: &str) -> Past<'_> {
+        Past {
+            session: false,
+            ..past(plugin, true, Succeeded)
         }
     }
 
@@ -101,6 +118,7 @@ mod tests {
             past("chrome", true, Queued),
             past("chrome", false, Succeeded),
             past("title", false, Succeeded),
+            ended_by_itself("wget"),
             past("dom", false, Queued),
         ];
         assert_eq!(to_start_again(&hooks, false), vec![2]);
@@ -113,6 +131,7 @@ mod tests {
             past("chrome", false, Succeeded),
             past("consolelog", true, Succeeded),
             past("title", false, Succeeded),
+            ended_by_itself("favicon"),
             past("pdf", false, Queued),
         ];
         assert_eq!(to_start_again(&hooks, false), vec![0, 1, 2]);
@@ -136,10 +155,12 @@ mod tests {
             past("chrome", false, Succeeded),
             past("chrome", true, Failed),
             past("chrome", false, Succeeded),
+            ended_by_itself("wget"),
             past("wget", false, Succeeded),
             past("wget", false, Queued),
         ];
-        // The hook before the session, and every one after a session that does not run, stay.
+        // The hook before the session, every one after a session that does not run, and the
+        // work of a background hook that ended by itself, stay.
         assert!(to_start_again(&hooks, false).is_empty());
     }
 }

@@ -161,6 +161,10 @@ pub struct HookResult {
     pub output_size: u64,
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
+    /// A background hook's success as a session: it ran until its scope (or a hook that waited
+    /// for it) stopped it (see `hooks::sessions`).
+    #[serde(skip)]
+    pub session: bool,
 }
 
 /// The table of `queue`'s rows.
@@ -243,7 +247,7 @@ impl Snapshot {
 impl HookResult {
     pub(in crate::store) const COLUMNS: &'static str =
         "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
-        attempts, output, output_files, output_size, started_at, ended_at, uuid";
+        attempts, output, output_files, output_size, started_at, ended_at, uuid, session";
 
     /// Reads a row selected with [`HookResult::COLUMNS`], by position.
     pub(in crate::store) fn from_row(row: &Row) -> Result<HookResult, SqlError> {
@@ -262,6 +266,7 @@ impl HookResult {
             started_at: row.get(11)?,
             ended_at: row.get(12)?,
             uuid: row.get(13)?,
+            session: row.get(14)?,
         })
     }
 

@@ -68,11 +68,22 @@ impl Store {
             for &id in ids {
                 tx.execute(
                     "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
-                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL \
-                     WHERE id = ?1 AND status = 'succeeded'",
+                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
+                     session = 0 WHERE id = ?1 AND status = 'succeeded'",
                     &args![id],
                 )?;
             }
+            Ok(())
+        })
+    }
+
+    /// Records that the success `id` was a session (`hooks::sessions`).
+    pub fn note_session(&mut self, id: i64) -> Result<(), StoreError> {
+        self.write_work(|tx| {
+            tx.execute(
+                "UPDATE results SET session = 1 WHERE id = ?1 AND status = 'succeeded'",
+                &args![id],
+            )?;
             Ok(())
         })
     }

@@ -298,6 +298,12 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     CREATE INDEX snapshots_by_url ON snapshots(url);
     "#,
     ),
+    (
+        27,
+        r#"
+    ALTER TABLE results ADD COLUMN session BIGINT NOT NULL DEFAULT 0;
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -386,4 +386,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- (`--only-new` asks whether any crawl archived a URL.)
     CREATE INDEX snapshots_by_url ON snapshots(url);
     "#,
+    // 27: a background hook's success that was a session — it ran until its scope (or a hook
+    // that waited for it) stopped it — which a later run of the scope starts again.
+    r#"
+    ALTER TABLE results ADD COLUMN session INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];

@@ -575,3 +575,49 @@ fn without_web_listen_nothing_listens_and_web_url_says_how_to_turn_it_on() {
         "the daemon runs no thread for a web view that is off"
     );
 }
+
+/// A worker's writes that found the database locked (an operator's `sqlite3` shell in
+/// `BEGIN IMMEDIATE` while a hook ended) are counted in `/metrics` once the worker exits, apart
+/// from the daemon's.
+#[test]
+fn a_workers_writes_that_found_the_database_busy_are_counted_in_metrics() {
+    use abxd::domain::Kind;
+    let (daemon, port, gate) = web_daemon("sqlite");
+    let token = daemon.ctl_ok(&["web-url", "--token"]).trim().to_string();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let crawl = daemon.add(&["https://example.com/", "--plugins", "gate"]);
+    let worker = common::wait_until("the gate hook to run", WAIT, || {
+        let rows = daemon.store().processes(&Default::default()).ok()?;
+        let hook_runs = rows
+            .iter()
+            .any(|r| r.kind == Kind::Hook && r.status.is_live());
+        let worker = rows.into_iter().find(|r| r.kind == Kind::SnapshotWorker)?;
+        hook_runs.then_some(worker)
+    });
+    let foreign = rusqlite::Connection::open(daemon.database()).unwrap();
+    foreign.execute_batch("BEGIN IMMEDIATE").unwrap();
+    std::fs::write(&gate, "").unwrap();
+    let stderr = PathBuf::from(worker.stderr_path.clone().unwrap());
+    common::wait_until("the worker to find the database busy", WAIT, || {
+        let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+        log.contains("is recorded later").then_some(())
+    });
+    foreign.execute_batch("ROLLBACK").unwrap();
+    daemon.wait_sealed(crawl, WAIT);
+    // (Written by the worker as it exits, which may be just after the crawl is sealed.)
+    let text = common::wait_until("the worker's counts in /metrics", WAIT, || {
+        let text = get(port, "GET", "/metrics", &bearer).body;
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("abxd_database_busy_writes_total{process=\"workers\"}"))?;
+        let busy: u64 = line.rsplit(' ').next()?.parse().ok()?;
+        (busy >= 1).then_some(text)
+    });
+    if let Some(samples) = parsed_by_prometheus(&text) {
+        let workers = &[("process", "workers")];
+        assert!(sample(&samples, "abxd_database_busy_writes_total", workers) >= 1.0);
+        let daemon = &[("process", "daemon")];
+        let daemon_busy = sample(&samples, "abxd_database_busy_writes_total", daemon);
+        println!("busy writes: daemon {daemon_busy}");
+    }
+}

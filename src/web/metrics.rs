@@ -191,9 +191,10 @@ pub struct Gauges {
     pub memory: BTreeMap<Kind, u64>,
     /// Each machine's hostname and how long ago its heartbeat was (ms).
     pub heartbeats: Vec<(String, String, i64)>,
-    /// The daemon's writes that found the database busy, and those refused without trying.
-    pub busy_writes: u64,
-    pub refused_writes: u64,
+    /// The writes that found the database busy, and those refused without trying: the
+    /// daemon's since it started, and those of this machine's workers that exited.
+    pub daemon_writes: (u64, u64),
+    pub worker_writes: (u64, u64),
 }
 
 /// `text` as a label value: `\`, `"` and newlines escaped.
@@ -322,19 +323,38 @@ pub fn render(tally: &Tally, gauges: &Gauges) -> String {
             "Processes still alive long after SIGKILL.",
             tally.unkillable,
         ),
-        (
-            "abxd_database_busy_writes_total",
-            "The daemon's writes that found the database locked by another process.",
-            gauges.busy_writes,
-        ),
-        (
-            "abxd_database_refused_writes_total",
-            "The daemon's writes refused without trying while the database stayed busy.",
-            gauges.refused_writes,
-        ),
     ] {
         family(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {count}");
+    }
+    let writes = [
+        ("daemon", gauges.daemon_writes),
+        ("workers", gauges.worker_writes),
+    ];
+    family(
+        &mut out,
+        "abxd_database_busy_writes_total",
+        "counter",
+        "Writes that found the database locked by another process (or the server out of \
+         reach), by process: the daemon's, and those of this machine's workers that exited.",
+    );
+    for (process, (busy, _)) in writes {
+        let _ = writeln!(
+            out,
+            "abxd_database_busy_writes_total{{process=\"{process}\"}} {busy}"
+        );
+    }
+    family(
+        &mut out,
+        "abxd_database_refused_writes_total",
+        "counter",
+        "Writes refused without trying while the database stayed busy, by process.",
+    );
+    for (process, (_, refused)) in writes {
+        let _ = writeln!(
+            out,
+            "abxd_database_refused_writes_total{{process=\"{process}\"}} {refused}"
+        );
     }
     family(
         &mut out,

@@ -65,6 +65,7 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
         .into_iter()
         .map(|m| (m.id, m.hostname, (shared_now - m.heartbeat_at).max(0)))
         .collect();
-    (gauges.busy_writes, gauges.refused_writes) = crate::store::write_counts();
+    gauges.daemon_writes = crate::store::write_counts();
+    gauges.worker_writes = store.worker_write_counts(&gauges.info.1)?;
     Ok(metrics::render(&tally, &gauges))
 }

@@ -381,8 +381,22 @@ impl Context {
         Ok(())
     }
 
-    /// Seals the work unless interrupted; returns the exit code.
+    /// Seals the work unless interrupted; returns the exit code. What this worker's writes
+    /// found of a busy database is added to its machine's counts (`/metrics`) as it goes.
     fn finish(mut self, queue: Queue, id: i64) -> Result<i32, WorkerError> {
+        let code = self.seal(queue, id);
+        let counts = crate::store::write_counts();
+        if counts != (0, 0) {
+            let machine = crate::identity::machine_id();
+            // (Best effort: a count is a report, not the work.)
+            if let Err(err) = self.store.add_worker_write_counts(machine, counts) {
+                log::warn!("its busy writes are not counted: {err}");
+            }
+        }
+        code
+    }
+
+    fn seal(&mut self, queue: Queue, id: i64) -> Result<i32, WorkerError> {
         if self.interrupted {
             return Ok(EXIT_INTERRUPTED);
         }

@@ -112,6 +112,37 @@ impl Store {
         })
     }
 
+    /// Adds what a worker's writes found of a busy database — `busy` writes that waited, and
+    /// `refused` ones refused at once (see `busy`) — to machine `id`'s counts.
+    pub fn add_worker_write_counts(
+        &mut self,
+        id: &str,
+        (busy, refused): (u64, u64),
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE machines SET worker_busy_writes = worker_busy_writes + ?2, \
+                 worker_refused_writes = worker_refused_writes + ?3 WHERE id = ?1",
+                &args![id, busy as i64, refused as i64],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// What the workers of machine `id` that exited found of a busy database: writes that
+    /// waited, and writes refused at once.
+    pub fn worker_write_counts(&self, id: &str) -> Result<(u64, u64), StoreError> {
+        let row = self.db().query_opt(
+            "SELECT worker_busy_writes, worker_refused_writes FROM machines WHERE id = ?1",
+            &args![id],
+        )?;
+        let Some(row) = row else {
+            return Ok((0, 0));
+        };
+        let count = |column| row.get::<i64>(column).map(|n| n.max(0) as u64);
+        Ok((count(0)?, count(1)?))
+    }
+
     /// Every registered machine, by id.
     pub fn machines(&self) -> Result<Vec<Machine>, StoreError> {
         Ok(self.db().query_map(

@@ -302,6 +302,8 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
         27,
         r#"
     ALTER TABLE results ADD COLUMN session BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE machines ADD COLUMN worker_busy_writes BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE machines ADD COLUMN worker_refused_writes BIGINT NOT NULL DEFAULT 0;
     "#,
     ),
 ];

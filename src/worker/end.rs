@@ -1,0 +1,48 @@
+//! The end of a worker's work: sealing it — unless the worker was interrupted or its work
+//! changed hands — and adding what its writes found of a busy database to its machine's counts.
+//!
+//! Invariant: only work really finished is sealed, through the fence of its claim; the counts
+//! are a report (best effort), never the reason a worker fails.
+
+use super::{Context, WorkerError, EXIT_DONE, EXIT_INTERRUPTED};
+use crate::domain::Queue;
+
+impl Context {
+    /// Seals the work unless interrupted; returns the exit code. What this worker's writes
+    /// found of a busy database is added to its machine's counts (`/metrics`) as it goes.
+    pub(super) fn finish(mut self, queue: Queue, id: i64) -> Result<i32, WorkerError> {
+        let code = self.seal(queue, id);
+        let counts = crate::store::write_counts();
+        if counts != (0, 0) {
+            let machine = crate::identity::machine_id();
+            // (Best effort: a count is a report, not the work.)
+            if let Err(err) = self.store.add_worker_write_counts(machine, counts) {
+                log::warn!("its busy writes are not counted: {err}");
+            }
+        }
+        code
+    }
+
+    fn seal(&mut self, queue: Queue, id: i64) -> Result<i32, WorkerError> {
+        if self.interrupted {
+            return Ok(EXIT_INTERRUPTED);
+        }
+        let Some(claim) = self.store.fence() else {
+            return Ok(EXIT_INTERRUPTED);
+        };
+        debug_assert_eq!((claim.queue, claim.id), (queue, id));
+        let (ended_by, failed) = (self.ended_by, self.failed);
+        let sealed = self.persist(|store| match ended_by {
+            Some(limit) => store.seal_ended_by(claim, limit),
+            None if failed => store.seal_failed(claim),
+            None => store.seal(claim),
+        })?;
+        match sealed {
+            Some(true) => {}
+            // (Refused by the fence, or sealed by someone else since: not this worker's.)
+            Some(false) | None => return Ok(EXIT_INTERRUPTED),
+        }
+        log::info!("{queue} {id} sealed");
+        Ok(EXIT_DONE)
+    }
+}

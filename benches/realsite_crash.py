@@ -64,12 +64,19 @@ def browsers(tag, started_before=None):
 
 
 def kill9(tag, is_runner):
-    """SIGKILL to every tagged process `is_runner` says is the tool's own; returns how many."""
-    pids = [pid for pid in realsite.tagged(tag) if is_runner(pid)]
-    for pid in pids:
-        if pid in realsite.tagged(tag):  # (still that process: its environment says so)
-            os.kill(pid, signal.SIGKILL)
-    return len(pids)
+    """SIGKILL to every tagged process `is_runner` says is the tool's own, until none is left
+    (one the tool started while the others were being killed is killed too); returns how many."""
+    killed = set()
+    for _ in range(20):
+        pids = [pid for pid in realsite.tagged(tag) if is_runner(pid) and pid not in killed]
+        if not pids:
+            break
+        for pid in pids:
+            if pid in realsite.tagged(tag):  # (still that process: its environment says so)
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+        time.sleep(0.05)
+    return len(killed)
 
 
 def wait_for(what, check, timeout, every=0.5):
@@ -297,8 +304,9 @@ def crash(tool, url, max_urls, at, tag):
         f"a third of the snapshots sealed ({type(tool).__name__})",
         lambda: (lambda s, k: (s, k) if k > 1 and s >= max(1, at * k) else None)(
             *tool.progress()), 3600, every=1)
-    killed_at = time.time()
     killed = kill9(tag, tool.is_runner)
+    # (After the kill went round: a hook a dying worker started meanwhile is not the restart's.)
+    killed_at = time.time()
     time.sleep(1)
     left_by_kill = len(browsers(tag))
     restart_ticks, restarted_at = uptime_ticks(), time.monotonic()

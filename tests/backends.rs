@@ -678,7 +678,6 @@ fn a_postgres_restart_mid_crawl_loses_nothing_and_kills_no_hook() {
 fn a_postgres_outage_when_the_next_hook_is_due_holds_it_back_until_the_server_is_back() {
     use abxd::domain::Kind;
     use abxd::store::ProcessFilter;
-    use std::os::unix::fs::PermissionsExt;
     if !common::postgres::available() {
         eprintln!("SKIPPED: PostgreSQL is not installed here (apt install postgresql)");
         return;
@@ -703,11 +702,8 @@ fn a_postgres_outage_when_the_next_hook_is_due_holds_it_back_until_the_server_is
             "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"after\"}'\n",
         ),
     ];
-    for (name, script) in hooks {
-        let path = plugins.join("outage").join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, format!("#!/usr/bin/env bash\n{script}")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (hook, script) in hooks {
+        common::plugin(&plugins, "outage", hook, script);
     }
     daemon.write_config(&format!(
         "{}[plugins.outage]\nenv = {{ OUTAGE_DIR = {:?} }}\n",

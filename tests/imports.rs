@@ -75,6 +75,18 @@ fn crawl_id(out: &std::process::Output) -> i64 {
         .unwrap_or_else(|| panic!("no crawl id in {stdout:?}"))
 }
 
+/// `abxctl schedule add --json ARGS…` with the parsers' environment `env`; the schedule's id.
+fn add_schedule(daemon: &TestDaemon, env: &[(String, String)], args: &[&str]) -> i64 {
+    let out = daemon
+        .ctl_command(&[&["schedule", "add", "--json"], args].concat())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    json["schedule_id"].as_i64().unwrap()
+}
+
 /// The URLs of crawl `id`'s snapshots but its input's, sorted.
 fn pages(daemon: &TestDaemon, id: i64) -> Vec<String> {
     let mut urls: Vec<String> = (daemon.store().snapshots(id).unwrap().into_iter())
@@ -246,9 +258,6 @@ fn a_feed_served_on_loopback_is_crawled_on_a_schedule_and_its_entries_followed()
     for feed in ["feed.rss", "feed.atom"] {
         let url = format!("http://{served}/{feed}");
         let args = [
-            "schedule",
-            "add",
-            "--json",
             "--every",
             "2s",
             "--depth",
@@ -257,14 +266,7 @@ fn a_feed_served_on_loopback_is_crawled_on_a_schedule_and_its_entries_followed()
             "parse_rss_urls,ok",
             &url,
         ];
-        let out = daemon
-            .ctl_command(&args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        ids.push(json["schedule_id"].as_i64().unwrap());
+        ids.push(add_schedule(&daemon, &env, &args));
     }
     let crawl_of = |id: i64| {
         let store = daemon.store();
@@ -338,9 +340,6 @@ fn a_schedule_imports_a_file_anew_at_each_occurrence() {
     let file = daemon.path("bookmarks.html");
     std::fs::write(&file, BOOKMARKS).unwrap();
     let args = [
-        "schedule",
-        "add",
-        "--json",
         "--every",
         "2s",
         "--plugins",
@@ -348,14 +347,7 @@ fn a_schedule_imports_a_file_anew_at_each_occurrence() {
         "--from",
         &file.display().to_string(),
     ];
-    let out = daemon
-        .ctl_command(&args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let id = json["schedule_id"].as_i64().unwrap();
+    let id = add_schedule(&daemon, &env, &args);
     let crawls = |daemon: &TestDaemon| -> Vec<i64> {
         let crawls = daemon.store().crawls().unwrap();
         crawls

@@ -8,7 +8,7 @@
 mod common;
 
 use common::browser::{chromium, Browser};
-use common::{plugins_config, wait_until, TestDaemon, WAIT};
+use common::{plugin, plugins_config, wait_until, TestDaemon, WAIT};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -72,15 +72,6 @@ fn get(port: u16, method: &str, target: &str, extra: &str) -> Answer {
         stream,
         &format!("{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n"),
     )
-}
-
-/// Writes a plugin folder `name` holding one snapshot hook `script` (bash).
-fn plugin(root: &Path, name: &str, hook: &str, script: &str) {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(hook);
-    std::fs::write(&path, format!("#!/usr/bin/env bash\n{script}")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The title a page could have, with markup that would run were it not escaped.

@@ -15,10 +15,11 @@
 //! SIGTERM ended as if it exited 0.
 //!
 //! Invariants: a hook whose result is already final (succeeded, noresults, failed or skipped) is
-//! never started again — only interrupted ones are, and the sessions a run needs (`sessions`); every run that ends gets its result recorded
-//! from its exit, its records and its deadline, by the rules of [`interpret`]; a database that
-//! is busy or out of reach (a server restarting) fails no step of the lifecycle — what could not
-//! be read or written is tried again at a later turn, with nothing lost meanwhile.
+//! never started again — only interrupted ones are, and the sessions a run needs (`sessions`);
+//! every run that ends gets its result recorded from its exit, its records and its deadline, by
+//! the rules of [`interpret`]; a database that is busy or out of reach (a server restarting)
+//! fails no step of the lifecycle — what could not be read or written is tried again at a later
+//! turn, with nothing lost meanwhile.
 
 mod ended;
 pub mod index;

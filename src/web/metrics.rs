@@ -331,30 +331,24 @@ pub fn render(tally: &Tally, gauges: &Gauges) -> String {
         ("daemon", gauges.daemon_writes),
         ("workers", gauges.worker_writes),
     ];
-    family(
-        &mut out,
-        "abxd_database_busy_writes_total",
-        "counter",
-        "Writes that found the database locked by another process (or the server out of \
-         reach), by process: the daemon's, and those of this machine's workers that exited.",
-    );
-    for (process, (busy, _)) in writes {
-        let _ = writeln!(
-            out,
-            "abxd_database_busy_writes_total{{process=\"{process}\"}} {busy}"
-        );
-    }
-    family(
-        &mut out,
-        "abxd_database_refused_writes_total",
-        "counter",
-        "Writes refused without trying while the database stayed busy, by process.",
-    );
-    for (process, (_, refused)) in writes {
-        let _ = writeln!(
-            out,
-            "abxd_database_refused_writes_total{{process=\"{process}\"}} {refused}"
-        );
+    for (name, help, refused) in [
+        (
+            "abxd_database_busy_writes_total",
+            "Writes that found the database locked by another process (or the server out of \
+             reach), by process: the daemon's, and those of this machine's workers that exited.",
+            false,
+        ),
+        (
+            "abxd_database_refused_writes_total",
+            "Writes refused without trying while the database stayed busy, by process.",
+            true,
+        ),
+    ] {
+        family(&mut out, name, "counter", help);
+        for (process, (busy, refused_count)) in writes {
+            let count = if refused { refused_count } else { busy };
+            let _ = writeln!(out, "{name}{{process=\"{process}\"}} {count}");
+        }
     }
     family(
         &mut out,

@@ -612,6 +612,17 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
+/// Writes, below the plugins dir `root`, a plugin folder `name` holding the hook `hook` running
+/// `script` (bash).
+pub fn plugin(root: &Path, name: &str, hook: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(hook);
+    std::fs::write(&path, format!("#!/usr/bin/env bash\n{script}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Config lines that point the daemon at plugin dirs.
 pub fn plugins_config(dirs: &[&Path]) -> String {
     let list: Vec<String> = dirs

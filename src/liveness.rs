@@ -57,7 +57,7 @@ pub fn row_running(store: &Store, row: &ProcessRow) -> Result<bool, StoreError> 
 /// Whether the process of `row`'s parent row is alive.
 pub fn parent_alive(store: &Store, row: &ProcessRow) -> bool {
     row.parent_id
-        .and_then(|p| store.process(p).ok().flatten())
+        .and_then(|p| store.processes().get(p).ok().flatten())
         .and_then(|p| p.identity)
         .is_some_and(|id| identity::check(&id).is_alive())
 }
@@ -75,11 +75,11 @@ pub fn owner_alive(
     let Some(owner) = owner.filter(|o| !dead_rows.contains(o)) else {
         return Ok(false);
     };
-    match store.process(owner)? {
+    match store.processes().get(owner)? {
         Some(row) if row.status.is_live() && !row.on_this_machine() => {
             let heard_since = store.shared_now() - lease.as_millis() as i64;
             let machine = row.machine_id.as_deref().unwrap_or_default();
-            Ok(store.machine_heard_since(machine, heard_since)?)
+            Ok(store.machines().machine_heard_since(machine, heard_since)?)
         }
         Some(row) if row.status.is_live() => row_running(store, &row),
         _ => Ok(false),
@@ -91,7 +91,7 @@ pub fn owner_alive(
 pub fn live_worker_between(store: &Store, row: &ProcessRow, own_row: i64) -> bool {
     let mut parent = row.parent_id;
     while let Some(id) = parent.filter(|id| *id != own_row) {
-        let Ok(Some(above)) = store.process(id) else {
+        let Ok(Some(above)) = store.processes().get(id) else {
             return false;
         };
         if above.kind.is_worker()
@@ -117,7 +117,7 @@ pub fn left_to_reaper(store: &Store, pid: i32) -> bool {
         return true;
     }
     matches!(
-        store.live_row_by_pid(parent),
+        store.processes().live_row_by_pid(parent),
         Ok(Some(row)) if row.kind.is_supervisor()
     )
 }
@@ -143,7 +143,7 @@ impl Recording {
 /// write failed (the caller may try again).
 #[must_use = "a failed write leaves the row claiming a process that is gone"]
 pub fn finish_unobserved(
-    store: &mut Store,
+    store: &Store,
     row_id: i64,
     kind: Kind,
     pid: Option<i32>,
@@ -154,7 +154,10 @@ pub fn finish_unobserved(
     if !recording.covers(kind) || pid.is_some_and(|pid| left_to_reaper(store, pid)) {
         return true;
     }
-    match store.record_end(row_id, None, reason, Some(detail)) {
+    match store
+        .processes()
+        .record_end(row_id, None, reason, Some(detail))
+    {
         Ok(()) => true,
         Err(err) if err.is_busy() => {
             log::debug!("row {row_id}: its end is not written yet: {err}");
@@ -170,29 +173,33 @@ pub fn finish_unobserved(
 /// Makes a reaped process's row final with the status its reaper saw (at `ended_at`, wall-clock
 /// ms: the moment it was reaped, also when the write comes later).
 pub fn finish_reaped(
-    store: &mut Store,
+    store: &Store,
     row_id: i64,
     outcome: ExitOutcome,
     reason: EndReason,
     detail: Option<&str>,
     ended_at: i64,
 ) -> Result<(), StoreError> {
-    store.record_end_at(row_id, Some(outcome), reason, detail, ended_at)
+    store
+        .processes()
+        .record_end_at(row_id, Some(outcome), reason, detail, ended_at)
 }
 
 /// Makes many rows `lost` at once, each with why (one transaction).
-pub fn finish_lost(store: &mut Store, rows: &[(i64, &str)]) -> Result<(), StoreError> {
-    store.record_lost(rows)
+pub fn finish_lost(store: &Store, rows: &[(i64, &str)]) -> Result<(), StoreError> {
+    store.processes().record_lost(rows)
 }
 
 /// Makes the row of a process that could not be started final, saying why.
-pub fn finish_spawn_failed(store: &mut Store, row_id: i64, why: &str) -> Result<(), StoreError> {
-    store.record_end(row_id, None, EndReason::SpawnFailed, Some(why))
+pub fn finish_spawn_failed(store: &Store, row_id: i64, why: &str) -> Result<(), StoreError> {
+    store
+        .processes()
+        .record_end(row_id, None, EndReason::SpawnFailed, Some(why))
 }
 
 /// The daemon records its own clean end, the last thing it writes.
-pub fn finish_own(store: &mut Store, row_id: i64, detail: &str) -> Result<(), StoreError> {
-    store.record_end(
+pub fn finish_own(store: &Store, row_id: i64, detail: &str) -> Result<(), StoreError> {
+    store.processes().record_end(
         row_id,
         Some(ExitOutcome::Code(0)),
         EndReason::Exited,

@@ -90,24 +90,29 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
             log::error!("progress: {err}");
         }
         // (Sealed, and — with `[archivebox]` — in ArchiveBox's index or failed to get there.)
-        let sealed = matches!(store.crawl(crawl_id), Ok(Some(c)) if c.status == WorkStatus::Sealed);
+        let sealed =
+            matches!(store.crawls().get(crawl_id), Ok(Some(c)) if c.status == WorkStatus::Sealed);
         sealed
             && store
-                .exports(crawl_id)
+                .exports()
+                .of_crawl(crawl_id)
                 .is_ok_and(|e| e.iter().all(|e| e.status.is_final()))
     })?;
     follow.finish();
     let sealed = Store::open_read_only_at(&database)?
-        .crawl(crawl_id)?
+        .crawls()
+        .get(crawl_id)?
         .filter(|c| c.status == WorkStatus::Sealed);
     let code = match (sealed, shutdown.signal) {
         (Some(crawl), _) => exit::of_crawl(
             &crawl,
-            &Store::open_read_only_at(&database)?.results(crawl_id)?,
+            &Store::open_read_only_at(&database)?
+                .results()
+                .of_crawl(crawl_id)?,
         ),
         // Ctrl-C stops the one job this command is: its crawl goes with it.
         (None, Some(Signal::INT)) => {
-            Store::open_at(&database)?.cancel_crawl(crawl_id)?;
+            Store::open_at(&database)?.crawls().cancel(crawl_id)?;
             say(format_args!("\ninterrupted: crawl {crawl_id} cancelled"));
             exit::INTERRUPTED
         }

@@ -97,10 +97,10 @@ pub struct Spawned {
 
 /// What the caller writes in the transaction that creates the child's row, given its id: e.g.
 /// the work the child will own, the result it runs.
-pub type WithRow<'a> = &'a mut dyn FnMut(&mut Store, i64) -> Result<(), StoreError>;
+pub type WithRow<'a> = &'a mut dyn FnMut(&Store, i64) -> Result<(), StoreError>;
 
 /// A [`WithRow`] that writes nothing more.
-pub fn nothing_more(_: &mut Store, _: i64) -> Result<(), StoreError> {
+pub fn nothing_more(_: &Store, _: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
@@ -114,7 +114,7 @@ pub fn nothing_more(_: &mut Store, _: i64) -> Result<(), StoreError> {
 /// that write is refused, [`Spawned::recorded`] says so and the caller writes it later
 /// ([`record_start`]).
 pub fn spawn(
-    store: &mut Store,
+    store: &Store,
     request: &SpawnRequest,
     cgroups: Option<&Cgroup>,
     with_row: WithRow<'_>,
@@ -126,7 +126,7 @@ pub fn spawn(
     // (Made here: a transaction the busy database rolls back is tried again with it.)
     let uuid = crate::uuid7::new();
     let (row_id, placement) = store.all_or_nothing(|store| {
-        let row_id = store.insert_process_as(&request.process, &uuid)?;
+        let row_id = store.processes().insert_as(&request.process, &uuid)?;
         with_row(store, row_id)?;
         let placement = match cgroups.map(|parent| place(store, row_id, parent, request)) {
             None => None,
@@ -186,7 +186,7 @@ pub fn spawn(
 /// Writes that the process of row `row_id` runs: its identity (its pid is its process group),
 /// its log files and the uid it runs as (which no one may signal it under another).
 pub fn record_start(
-    store: &mut Store,
+    store: &Store,
     row_id: i64,
     identity: &Identity,
     (stdout, stderr): &(PathBuf, PathBuf),
@@ -196,7 +196,7 @@ pub fn record_start(
         Some(stdout.to_string_lossy()),
         Some(stderr.to_string_lossy()),
     );
-    store.record_spawned(
+    store.processes().record_spawned(
         row_id,
         identity,
         identity.pid,
@@ -214,7 +214,7 @@ struct Placement {
 
 /// Makes row `row_id`'s cgroup below `parent`, with the request's limits, and records it.
 fn place(
-    store: &mut Store,
+    store: &Store,
     row_id: i64,
     parent: &Cgroup,
     request: &SpawnRequest,
@@ -233,7 +233,9 @@ fn place(
             parent.dir.display()
         );
     }
-    store.set_cgroup(row_id, &cgroup.dir.to_string_lossy())?;
+    store
+        .processes()
+        .set_cgroup(row_id, &cgroup.dir.to_string_lossy())?;
     Ok(Placement { cgroup, entry })
 }
 

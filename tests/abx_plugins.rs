@@ -111,7 +111,7 @@ fn archivebox_hooks_under_abxd_agree_with_abx_dl_on_a_local_page() {
 
     // abxd's own guarantees hold for these hooks: every hook is a row under its worker, the
     // crawl's browser is `child` rows under the launch hook, nothing of the crawl survives.
-    let rows = store.processes(&Default::default()).unwrap();
+    let rows = store.processes().list(&Default::default()).unwrap();
     let by_id: std::collections::HashMap<i64, &abxd::store::ProcessRow> =
         rows.iter().map(|r| (r.id, r)).collect();
     // (Hooks of the crawl have results; the install's runs are the orchestrator's own.)
@@ -170,7 +170,7 @@ fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
         "{report}"
     );
     let store = daemon.store();
-    let rows = store.processes(&Default::default()).unwrap();
+    let rows = store.processes().list(&Default::default()).unwrap();
     let installer = rows
         .iter()
         .find(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
@@ -180,7 +180,10 @@ fn abxd_install_provisions_each_declared_binary_as_a_process_of_the_table() {
         ["abxpkg", "--binproviders=env,apt,brew", "install", "wget"]
     );
     assert_eq!(installer.exit_code, Some(0));
-    assert_eq!(store.crawl(queued).unwrap().unwrap().status, "queued");
+    assert_eq!(
+        store.crawls().get(queued).unwrap().unwrap().status,
+        "queued"
+    );
     // Naming a plugin that does not exist is refused, naming it.
     let status = daemon
         .abxd_command(&["install", "--plugins", "wgett"])
@@ -219,17 +222,21 @@ fn a_plugins_binaries_are_found_on_the_path_or_installed_when_a_crawl_needs_them
             .unwrap();
     }
     let status_of = |daemon: &common::TestDaemon, crawl: i64, plugin: &str| {
-        let results = daemon.store().results(crawl).unwrap();
+        let results = daemon.store().results().of_crawl(crawl).unwrap();
         let result = results.iter().find(|r| r.plugin == plugin).unwrap().clone();
         (result.status.to_string(), result.output.unwrap_or_default())
     };
     let installer_runs =
         |daemon: &common::TestDaemon, binary: &str| -> Vec<abxd::store::ProcessRow> {
-            (daemon.store().processes(&Default::default()).unwrap())
-                .into_iter()
-                .filter(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
-                .filter(|r| r.argv.last().is_some_and(|a| a == binary))
-                .collect()
+            (daemon
+                .store()
+                .processes()
+                .list(&Default::default())
+                .unwrap())
+            .into_iter()
+            .filter(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
+            .filter(|r| r.argv.last().is_some_and(|a| a == binary))
+            .collect()
         };
     // As abx-dl: no `abxd install` first. bash is on the PATH: found, and the plugin runs; the
     // binary no provider has is tried once, and its plugin is skipped, naming it and the fix.

@@ -34,8 +34,8 @@ fn below_the_memory_floor_no_crawl_starts_status_says_why_and_room_lets_it_run()
     );
     // Nothing started: the crawl is queued, no worker ran.
     let store = daemon.store();
-    assert_eq!(store.crawl(crawl).unwrap().unwrap().status, "queued");
-    let rows = store.processes(&Default::default()).unwrap();
+    assert_eq!(store.crawls().get(crawl).unwrap().unwrap().status, "queued");
+    let rows = store.processes().list(&Default::default()).unwrap();
     assert!(
         !rows.iter().any(|r| r.kind == Kind::CrawlWorker),
         "{rows:#?}"
@@ -75,7 +75,7 @@ fn snapshots_that_launch_their_own_browser_never_exceed_max_browsers() {
 fn browsers_used(daemon: &TestDaemon, crawls: &[i64]) -> Vec<abxd::store::ProcessRow> {
     let store = daemon.store();
     for &crawl in crawls {
-        let results = store.results(crawl).unwrap();
+        let results = store.results().of_crawl(crawl).unwrap();
         assert!(
             results
                 .iter()
@@ -84,7 +84,7 @@ fn browsers_used(daemon: &TestDaemon, crawls: &[i64]) -> Vec<abxd::store::Proces
             "{results:?}"
         );
     }
-    store.processes(&Default::default()).unwrap()
+    store.processes().list(&Default::default()).unwrap()
 }
 
 /// The rows of the browsers (processes named chromium) found.
@@ -167,7 +167,7 @@ fn snapshots_that_would_outgrow_the_memory_limit_start_fewer_and_none_is_oom_kil
     assert!(status.contains("the 2 running may still take"), "{status}");
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
     let store = daemon.store();
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     assert!(
         results.len() == 5 && results.iter().all(|r| r.status == "succeeded"),
         "{results:#?}\n{}",
@@ -180,7 +180,7 @@ fn snapshots_that_would_outgrow_the_memory_limit_start_fewer_and_none_is_oom_kil
         budget.dir
     );
     // Two at once, where three were allowed: the measured cost of a third did not fit.
-    let rows = store.processes(&Default::default()).unwrap();
+    let rows = store.processes().list(&Default::default()).unwrap();
     let spans = spans_of(&rows, Kind::Hook);
     assert_eq!(most_at_once(&spans), 2, "{spans:?}\n{}", daemon.log());
 }
@@ -306,7 +306,11 @@ fn a_first_snapshot_that_runs_long_holds_the_others_back_for_30_seconds_at_most(
     ]);
     status_saying(&daemon, "what a snapshot costs is being measured");
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(120));
-    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let rows = daemon
+        .store()
+        .processes()
+        .list(&Default::default())
+        .unwrap();
     let spans = spans_of(&rows, Kind::Hook);
     // The second started while the first still ran, about 30 s after it.
     assert_eq!(most_at_once(&spans), 2, "{spans:?}");

@@ -70,7 +70,7 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
 
     // ArchiveBox's own CLI: the snapshot, sealed, with abxd's id; every result, with abxd's status.
     let store = daemon.store();
-    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
     let snapshots = records(&run_archivebox(
         &archivebox,
         &collection,
@@ -84,7 +84,7 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
     assert_eq!(listed["status"], "sealed");
     assert_eq!(listed["title"], "A page ArchiveBox shows");
     let statuses = listed_results(&archivebox, &collection);
-    let mut abxds: Vec<(String, String)> = (store.results(crawl).unwrap().iter())
+    let mut abxds: Vec<(String, String)> = (store.results().of_crawl(crawl).unwrap().iter())
         .map(|r| {
             let name = r.hook.trim_end_matches(".sh").to_string();
             (name, r.status.as_str().to_string())
@@ -133,13 +133,13 @@ fn an_export_carries_nothing_out_of_a_snapshot_and_without_archivebox_fails_sayi
     // The crawl is as it was.
     let store = daemon.store();
     assert_eq!(
-        store.crawl(crawl).unwrap().unwrap().status.as_str(),
+        store.crawls().get(crawl).unwrap().unwrap().status.as_str(),
         "sealed"
     );
 
     // In the collection: the snapshot at ArchiveBox's place for it, its owner's, with what lay
     // in it — and none of what pointed outside.
-    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
     let rel = abxd::portable::snapshot_dir(
         "system",
         snapshot.created_at,
@@ -218,5 +218,5 @@ fn abxctl_export_refuses_what_is_not_an_archivebox_collection_naming_it() {
         .unwrap();
     assert!(String::from_utf8_lossy(&bad_user.stderr).contains("--user"));
     // Nothing was queued.
-    assert!(daemon.store().exports(crawl).unwrap().is_empty());
+    assert!(daemon.store().exports().of_crawl(crawl).unwrap().is_empty());
 }

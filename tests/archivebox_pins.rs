@@ -83,8 +83,8 @@ fn abx_dl_install(tools: &Tools, plugins: &str, env: &[(&str, &str)]) {
 /// The hook names of abxd's results for the snapshots of `crawl`, with their statuses, sorted
 /// (a hook's name is its file name without the extension, as ArchiveBox lists it).
 fn abxd_snapshot_results(store: &abxd::store::Store, crawl: i64) -> Vec<(String, String)> {
-    let mut results: Vec<(String, String)> = (store.snapshots(crawl).unwrap().iter())
-        .flat_map(|s| store.snapshot_results(s.id).unwrap())
+    let mut results: Vec<(String, String)> = (store.crawls().snapshots(crawl).unwrap().iter())
+        .flat_map(|s| store.results().snapshot_results(s.id).unwrap())
         .map(|r| {
             let stem = Path::new(&r.hook).file_stem().unwrap().to_string_lossy();
             (stem.to_string(), r.status.as_str().to_string())
@@ -96,7 +96,11 @@ fn abxd_snapshot_results(store: &abxd::store::Store, crawl: i64) -> Vec<(String,
 
 /// Every installer run of the daemon found or installed its binary: none failed.
 fn assert_every_binary_was_found(daemon: &common::TestDaemon) {
-    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let rows = daemon
+        .store()
+        .processes()
+        .list(&Default::default())
+        .unwrap();
     let failed: Vec<String> = (rows.iter())
         .filter(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
         .filter(|r| r.exit_code != Some(0))
@@ -147,10 +151,10 @@ fn a_root_abxd_resolves_binaries_as_the_hooks_user_and_records_where_they_are() 
     let crawl = daemon.add(&["http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, common::WAIT);
     let store = daemon.store();
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     assert_eq!(results[0].status, "succeeded", "{results:?}");
     // The installer ran as the hooks' user (it runs what is installed), under the orchestrator.
-    let rows = store.processes(&Default::default()).unwrap();
+    let rows = store.processes().list(&Default::default()).unwrap();
     let installer = (rows.iter())
         .find(|r| r.argv.first().is_some_and(|a| a == "abxpkg"))
         .unwrap_or_else(|| panic!("no installer row: {rows:#?}"));
@@ -223,7 +227,7 @@ fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_impo
     );
     let crawl = crawl_as_abx_dl_did(&daemon, &reference, PLUGINS, &url, "1.13.127");
     let store = daemon.store();
-    let snapshots = store.snapshots(crawl).unwrap();
+    let snapshots = store.crawls().snapshots(crawl).unwrap();
     assert_every_binary_was_found(&daemon);
 
     // ArchiveBox 0.9.73 imports the crawl: its CLI lists both snapshots sealed, with abxd's ids,
@@ -277,8 +281,8 @@ fn archivebox_0_9_73s_hooks_under_abxd_agree_with_its_abx_dl_and_archivebox_impo
         String::from_utf8_lossy(&output.stderr)
     );
     let store = abxd::store::Store::open(&empty.path().join("data/abxd.sqlite3")).unwrap();
-    let crawl = store.crawls().unwrap()[0].id;
-    let snapshot = store.snapshots(crawl).unwrap()[0].id;
+    let crawl = store.crawls().all().unwrap()[0].id;
+    let snapshot = store.crawls().snapshots(crawl).unwrap()[0].id;
     let snap_dir = empty
         .path()
         .join(format!("data/crawls/{crawl}/snapshots/{snapshot}"));
@@ -324,7 +328,7 @@ fn the_newest_hooks_under_abxd_agree_with_abx_dl_1_13_273_and_what_cannot_be_had
     // why, and the variable an ArchiveBox user sets; a plugin that requires it says so.
     let crawl = daemon.add(&["--plugins", "chrome,title", &url]);
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(300));
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     for result in &results {
         let said = result.output.as_deref().unwrap_or_default();
         assert_eq!(result.status, "skipped", "{}: {said}", result.hook);

@@ -221,44 +221,61 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
     for store in &mut stores {
         let engine = store.path().display().to_string();
         // The queues: a claim takes the due row once; a snapshot URL is once per crawl.
-        let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
+        let crawl = store.crawls().add(&["http://a/".into()], 1, None).unwrap();
         let lease = Duration::from_secs(60);
         let crawl_claim = store
+            .queue()
             .claim(Queue::Crawls, None, lease, None)
             .unwrap()
             .unwrap();
         assert_eq!(crawl_claim.id, crawl, "{engine}");
         assert_eq!(
-            store.claim(Queue::Crawls, None, lease, None).unwrap(),
+            store
+                .queue()
+                .claim(Queue::Crawls, None, lease, None)
+                .unwrap(),
             None,
             "{engine}"
         );
-        let snapshot = store.add_snapshot(crawl, "http://a/", 0).unwrap().unwrap();
+        let snapshot = store
+            .crawls()
+            .add_snapshot(crawl, "http://a/", 0)
+            .unwrap()
+            .unwrap();
         assert_eq!(
-            store.add_snapshot(crawl, "http://a/", 1).unwrap(),
+            store.crawls().add_snapshot(crawl, "http://a/", 1).unwrap(),
             None,
             "{engine}"
         );
-        assert_eq!(store.queued_count(Queue::Snapshots).unwrap(), 1, "{engine}");
+        assert_eq!(
+            store.queue().queued_count(Queue::Snapshots).unwrap(),
+            1,
+            "{engine}"
+        );
         assert!(store
+            .queue()
             .next_retry_at(Queue::Snapshots, Some(crawl))
             .unwrap()
             .is_some());
         let claim = store
+            .queue()
             .claim(Queue::Snapshots, Some(crawl), lease, None)
             .unwrap()
             .unwrap();
         assert_eq!(claim.id, snapshot, "{engine}");
         // The process table: a tree, a spawned process with its identity, its end.
         let worker = store
-            .insert_process(&new_process(Kind::SnapshotWorker, None, Some(crawl)))
+            .processes()
+            .insert(&new_process(Kind::SnapshotWorker, None, Some(crawl)))
             .unwrap();
-        assert!(store.set_owner(claim, worker).unwrap(), "{engine}");
+        assert!(store.queue().set_owner(claim, worker).unwrap(), "{engine}");
         let hook = store
-            .insert_process(&new_process(Kind::Hook, Some(worker), Some(crawl)))
+            .processes()
+            .insert(&new_process(Kind::Hook, Some(worker), Some(crawl)))
             .unwrap();
         let me = identity::of_pid(std::process::id() as i32).unwrap();
         store
+            .processes()
             .record_spawned(
                 hook,
                 &me,
@@ -267,25 +284,36 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
                 nix::unistd::getuid().as_raw(),
             )
             .unwrap();
-        let row = store.process(hook).unwrap().unwrap();
+        let row = store.processes().get(hook).unwrap().unwrap();
         assert_eq!(row.identity.as_ref(), Some(&me), "{engine}");
         assert_eq!(row.argv, ["a b", "'c'"], "{engine}");
         assert!(row.deadline_at.is_some(), "{engine}");
-        assert_eq!(store.live_row_by_pid(me.pid).unwrap().unwrap().id, hook);
+        assert_eq!(
+            store
+                .processes()
+                .live_row_by_pid(me.pid)
+                .unwrap()
+                .unwrap()
+                .id,
+            hook
+        );
         let subtree: Vec<i64> = store
+            .processes()
             .live_subtree(worker)
             .unwrap()
             .iter()
             .map(|r| r.id)
             .collect();
         assert_eq!(subtree, [worker, hook], "{engine}");
-        let counts = store.live_counts_by_kind().unwrap();
+        let counts = store.processes().live_counts_by_kind().unwrap();
         assert_eq!(counts.get(&Kind::Hook), Some(&1), "{engine}");
         store
+            .processes()
             .record_signal(hook, abxd::signal::Signal::TERM, 1, Some(2))
             .unwrap();
-        store.set_leaking(hook).unwrap();
+        store.processes().set_leaking(hook).unwrap();
         store
+            .processes()
             .record_end(
                 hook,
                 Some(ExitOutcome::Signal(15)),
@@ -293,7 +321,7 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
                 Some("d"),
             )
             .unwrap();
-        let row = store.process(hook).unwrap().unwrap();
+        let row = store.processes().get(hook).unwrap().unwrap();
         assert_eq!(row.exit_signal, Some(15), "{engine}");
         assert!(row.leaking, "{engine}");
         assert_eq!(row.kill_at, Some(2), "{engine}");
@@ -302,54 +330,79 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
             crawl_id: Some(crawl),
             ..Default::default()
         };
-        assert_eq!(store.processes(&filter).unwrap().len(), 1, "{engine}");
-        store.record_lost(&[(worker, "gone")]).unwrap();
+        assert_eq!(
+            store.processes().list(&filter).unwrap().len(),
+            1,
+            "{engine}"
+        );
+        store.processes().record_lost(&[(worker, "gone")]).unwrap();
         assert!(
-            !store.process(worker).unwrap().unwrap().status.is_live(),
+            !store
+                .processes()
+                .get(worker)
+                .unwrap()
+                .unwrap()
+                .status
+                .is_live(),
             "{engine}"
         );
         // Results: one per hook, a success never overwritten, retry and cancel.
         let result = store
+            .results()
             .result_for(crawl, Some(snapshot), "p", "h.sh")
             .unwrap();
         assert_eq!(
             store
+                .results()
                 .result_for(crawl, Some(snapshot), "p", "h.sh")
                 .unwrap()
                 .id,
             result.id
         );
-        store.start_result(result.id, Some(hook)).unwrap();
+        store.results().start(result.id, Some(hook)).unwrap();
         store
-            .finish_result(result.id, ResultStatus::Failed, Some("x"), &["f".into()], 3)
+            .results()
+            .finish(result.id, ResultStatus::Failed, Some("x"), &["f".into()], 3)
             .unwrap();
-        let failed = store.snapshot_results(snapshot).unwrap();
+        let failed = store.results().snapshot_results(snapshot).unwrap();
         assert_eq!(failed[0].status, ResultStatus::Failed, "{engine}");
         assert_eq!(failed[0].output_files, ["f"], "{engine}");
-        assert!(store.seal(claim).unwrap(), "{engine}");
-        assert!(store.seal(crawl_claim).unwrap(), "{engine}");
+        assert!(store.queue().seal(claim).unwrap(), "{engine}");
+        assert!(store.queue().seal(crawl_claim).unwrap(), "{engine}");
         let retried = store
+            .crawls()
             .retry_results(crawl, RetryScope::Failed, None)
             .unwrap()
             .unwrap();
         assert_eq!(retried, 1, "{engine}");
         assert_eq!(
-            store.crawl(crawl).unwrap().unwrap().status,
+            store.crawls().get(crawl).unwrap().unwrap().status,
             WorkStatus::Queued
         );
-        assert!(store.set_paused(crawl, true).unwrap().is_ok(), "{engine}");
-        assert!(store.is_paused(crawl).unwrap(), "{engine}");
-        assert!(store.set_paused(crawl, true).unwrap().is_err(), "{engine}");
-        store.cancel_crawl(crawl).unwrap();
+        assert!(
+            store.crawls().set_paused(crawl, true).unwrap().is_ok(),
+            "{engine}"
+        );
+        assert!(store.crawls().is_paused(crawl).unwrap(), "{engine}");
+        assert!(
+            store.crawls().set_paused(crawl, true).unwrap().is_err(),
+            "{engine}"
+        );
+        store.crawls().cancel(crawl).unwrap();
         assert_eq!(
-            store.results(crawl).unwrap()[0].status,
+            store.results().of_crawl(crawl).unwrap()[0].status,
             ResultStatus::Cancelled
         );
         // Tags, installed binaries, the instance id.
         store
+            .results()
             .add_tags(snapshot, &["b".into(), "a".into(), "a".into()])
             .unwrap();
-        assert_eq!(store.tags(snapshot).unwrap(), ["a", "b"], "{engine}");
+        assert_eq!(
+            store.results().tags(snapshot).unwrap(),
+            ["a", "b"],
+            "{engine}"
+        );
         let wget = abxd::store::Binary {
             name: "wget".into(),
             plugin: "wget".into(),
@@ -360,7 +413,7 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
             failure: None,
             resolved_at: 0,
         };
-        store.record_binary(&wget).unwrap();
+        store.results().record_binary(&wget).unwrap();
         let node = abxd::store::Binary {
             name: "node".into(),
             override_key: "NODE_BINARY".into(),
@@ -370,9 +423,10 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
             failure: Some("env: 22.23.3 does not satisfy 24.22.1".into()),
             ..wget.clone()
         };
-        store.record_binary(&node).unwrap();
+        store.results().record_binary(&node).unwrap();
         assert_eq!(
             store
+                .results()
                 .installed_binaries()
                 .unwrap()
                 .into_iter()
@@ -382,28 +436,35 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
         );
         // Resolved again, a binary has one row: the latest resolution's.
         store
+            .results()
             .record_binary(&abxd::store::Binary {
                 failure: None,
                 ..node.clone()
             })
             .unwrap();
-        let binaries = store.binaries().unwrap();
+        let binaries = store.results().binaries().unwrap();
         assert_eq!(binaries.len(), 2, "{engine}: {binaries:?}");
-        assert_eq!(store.installed_binaries().unwrap().len(), 2, "{engine}");
+        assert_eq!(
+            store.results().installed_binaries().unwrap().len(),
+            2,
+            "{engine}"
+        );
         assert!(binaries[1].resolved_at > 0, "{engine}");
         assert_eq!(store.instance_id().unwrap().len(), 16, "{engine}");
         // Retention: the final rows of the sealed crawl go, with what pointed at them.
         let dry = store
+            .processes()
             .prune(i64::MAX, true, abxd::store::Compact::IfCheap)
             .unwrap();
         assert_eq!(dry.rows, 2, "{engine}");
         let pruned = store
+            .processes()
             .prune(i64::MAX, false, abxd::store::Compact::IfCheap)
             .unwrap();
         assert_eq!(pruned.rows, 2, "{engine}");
-        assert!(store.process(hook).unwrap().is_none(), "{engine}");
+        assert!(store.processes().get(hook).unwrap().is_none(), "{engine}");
         assert_eq!(
-            store.results(crawl).unwrap()[0].process_id,
+            store.results().of_crawl(crawl).unwrap()[0].process_id,
             None,
             "{engine}"
         );
@@ -415,10 +476,11 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
     let Some(server) = Postgres::start() else {
         return;
     };
-    let mut store = Store::open_postgres(&server.url()).unwrap();
-    let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+    let store = Store::open_postgres(&server.url()).unwrap();
+    let crawl = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
     for i in 0..200 {
         store
+            .crawls()
             .add_snapshot(crawl, &format!("http://a/{i}"), 0)
             .unwrap();
     }
@@ -426,9 +488,10 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
         .map(|_| {
             let url = server.url();
             std::thread::spawn(move || {
-                let mut store = Store::open_postgres(&url).unwrap();
+                let store = Store::open_postgres(&url).unwrap();
                 let mut claimed = Vec::new();
                 while let Some(claim) = store
+                    .queue()
                     .claim(
                         Queue::Snapshots,
                         Some(crawl),
@@ -488,6 +551,7 @@ fn a_second_daemon_of_one_machine_on_a_postgres_database_is_refused_another_mach
     let machines: Vec<String> = first
         .store()
         .machines()
+        .all()
         .unwrap()
         .into_iter()
         .map(|m| m.id)
@@ -540,8 +604,8 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
     single.signal(nix::sys::signal::Signal::SIGTERM);
     single.wait_exit();
     let before = single.store();
-    let rows = before.processes(&ProcessFilter::default()).unwrap();
-    let results = before.results(first).unwrap();
+    let rows = before.processes().list(&ProcessFilter::default()).unwrap();
+    let results = before.results().of_crawl(first).unwrap();
     let copied = copy(&single);
     let stdout = String::from_utf8_lossy(&copied.stdout);
     assert!(copied.status.success(), "{stdout}\n{}", single.log());
@@ -558,7 +622,7 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
 
     fleet.launch();
     let after = fleet.store();
-    let copied_rows = after.processes(&ProcessFilter::default()).unwrap();
+    let copied_rows = after.processes().list(&ProcessFilter::default()).unwrap();
     for row in &rows {
         let copy = copied_rows
             .iter()
@@ -581,7 +645,7 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
             )
         );
     }
-    assert_eq!(after.results(first).unwrap(), results);
+    assert_eq!(after.results().of_crawl(first).unwrap(), results);
     assert_eq!(
         after.marker_namespace().unwrap(),
         Store::open_read_only(&single.database())
@@ -595,7 +659,8 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
     fleet.wait_sealed(second, common::WAIT);
     let newest = fleet
         .store()
-        .processes(&ProcessFilter::default())
+        .processes()
+        .list(&ProcessFilter::default())
         .unwrap()
         .into_iter()
         .map(|r| r.id)
@@ -632,7 +697,11 @@ fn a_postgres_restart_mid_crawl_loses_nothing_and_kills_no_hook() {
         "sleepy",
     ]);
     let hooks = common::wait_until("both hooks to run", common::WAIT, || {
-        let rows = daemon.store().processes(&ProcessFilter::default()).unwrap();
+        let rows = daemon
+            .store()
+            .processes()
+            .list(&ProcessFilter::default())
+            .unwrap();
         let hooks: Vec<_> = rows
             .into_iter()
             .filter(|r| r.kind == Kind::Hook && r.status.is_live() && r.identity.is_some())
@@ -663,11 +732,11 @@ fn a_postgres_restart_mid_crawl_loses_nothing_and_kills_no_hook() {
     daemon.postgres_mut().start_again();
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(90));
     let store = daemon.store();
-    for result in store.results(crawl).unwrap() {
+    for result in store.results().of_crawl(crawl).unwrap() {
         assert_eq!(result.status, "succeeded", "{result:?}");
         assert_eq!(result.attempts, 1, "run once: {result:?}");
     }
-    common::assert_every_row_final(&store.processes(&ProcessFilter::default()).unwrap());
+    common::assert_every_row_final(&store.processes().list(&ProcessFilter::default()).unwrap());
     assert!(!daemon.ctl_ok(&["status"]).contains("DATABASE UNAVAILABLE"));
 }
 
@@ -717,7 +786,8 @@ fn a_postgres_outage_when_the_next_hook_is_due_holds_it_back_until_the_server_is
     });
     let worker = daemon
         .store()
-        .processes(&ProcessFilter::default())
+        .processes()
+        .list(&ProcessFilter::default())
         .unwrap()
         .into_iter()
         .find(|r| r.kind == Kind::SnapshotWorker)
@@ -746,13 +816,13 @@ fn a_postgres_outage_when_the_next_hook_is_due_holds_it_back_until_the_server_is
     daemon.postgres_mut().start_again();
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(90));
     let store = daemon.store();
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     assert_eq!(results.len(), 2, "{results:?}");
     for result in results {
         assert_eq!(result.status, "succeeded", "{result:?}");
         assert_eq!(result.attempts, 1, "run once: {result:?}");
     }
-    let rows = store.processes(&ProcessFilter::default()).unwrap();
+    let rows = store.processes().list(&ProcessFilter::default()).unwrap();
     let workers: Vec<_> = (rows.iter())
         .filter(|r| r.kind == Kind::SnapshotWorker)
         .collect();

@@ -59,12 +59,12 @@ fn chromium_hooks_archive_the_bundled_page_and_leave_no_browser_behind() {
     ]);
     daemon.wait_sealed(crawl, Duration::from_secs(240));
 
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     for result in &results {
         assert_eq!(result.status, "succeeded", "{result:?}\n{}", daemon.log());
     }
     assert_eq!(results.len(), 5);
-    let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;
+    let snapshot = daemon.store().crawls().snapshots(crawl).unwrap()[0].id;
     let dir = daemon
         .data_dir()
         .join(format!("crawls/{crawl}/snapshots/{snapshot}"));
@@ -79,7 +79,11 @@ fn chromium_hooks_archive_the_bundled_page_and_leave_no_browser_behind() {
     assert_eq!(title.trim(), "abxd example page");
 
     // The crawl's browser is gone, descendants included.
-    let rows = daemon.store().processes(&ProcessFilter::default()).unwrap();
+    let rows = daemon
+        .store()
+        .processes()
+        .list(&ProcessFilter::default())
+        .unwrap();
     let chrome_hook = rows
         .iter()
         .find(|r| r.kind == Kind::Hook && r.argv[0].contains("chrome_launch"))

@@ -15,7 +15,7 @@ fn daemon(extra: &str) -> TestDaemon {
 }
 
 fn statuses(daemon: &TestDaemon, crawl: i64) -> Vec<(String, String, Option<String>)> {
-    (daemon.store().results(crawl).unwrap())
+    (daemon.store().results().of_crawl(crawl).unwrap())
         .into_iter()
         .map(|r| (r.plugin, r.status.to_string(), r.output))
         .collect()
@@ -57,9 +57,9 @@ fn a_crawl_hook_that_fails_before_it_is_ready_fails_the_crawl_and_no_snapshot_ru
     let daemon = daemon("");
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "unready,ok"]);
     daemon.wait_sealed(crawl, WAIT);
-    let row = daemon.store().crawl(crawl).unwrap().unwrap();
+    let row = daemon.store().crawls().get(crawl).unwrap().unwrap();
     assert_eq!(row.outcome.map(|o| o.as_str()), Some("failed"));
-    assert!(daemon.store().snapshots(crawl).unwrap().is_empty());
+    assert!(daemon.store().crawls().snapshots(crawl).unwrap().is_empty());
     let results = statuses(&daemon, crawl);
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0].1, "failed");
@@ -88,19 +88,20 @@ fn a_required_crawl_resource_that_dies_admits_no_new_snapshot_and_the_crawl_fail
     let store = daemon.store();
     assert_eq!(
         store
-            .crawl(crawl)
+            .crawls()
+            .get(crawl)
             .unwrap()
             .unwrap()
             .outcome
             .map(|o| o.as_str()),
         Some("failed")
     );
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     let browser = results.iter().find(|r| r.plugin == "browser").unwrap();
     assert_eq!(browser.status.as_str(), "failed", "{browser:?}");
     let died = browser.ended_at.unwrap();
     // No snapshot was admitted (claimed for a worker) after the browser died; some never ran.
-    for snapshot in store.snapshots(crawl).unwrap() {
+    for snapshot in store.crawls().snapshots(crawl).unwrap() {
         if let Some(started) = snapshot.started_at {
             assert!(
                 started <= died,
@@ -115,6 +116,7 @@ fn a_required_crawl_resource_that_dies_admits_no_new_snapshot_and_the_crawl_fail
         .count();
     assert!(ran < seeds.len(), "every snapshot ran: {used:?}");
     assert!(store
+        .crawls()
         .snapshots(crawl)
         .unwrap()
         .iter()
@@ -165,7 +167,11 @@ fn at_a_snapshots_end_background_hooks_stop_dependents_first_then_what_they_requ
     // (`finisher` is the foreground hook that ends the snapshot; `recorder` pulls `browserish` in.)
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "recorder,finisher"]);
     daemon.wait_sealed(crawl, WAIT);
-    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let rows = daemon
+        .store()
+        .processes()
+        .list(&Default::default())
+        .unwrap();
     let row = |plugin: &str| {
         (rows.iter())
             .find(|r| r.kind == Kind::Hook && r.argv[0].contains(&format!("/{plugin}/")))
@@ -232,7 +238,7 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
     let crawl = daemon.add(&["http://127.0.0.1:9/page", "--plugins", "ok,failer"]);
     daemon.wait_sealed(crawl, WAIT);
     let store = daemon.store();
-    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
     let uuid = |id: &Option<String>| -> String {
         let id = id.clone().expect("a uuid");
         assert_eq!(id.len(), 32, "{id}");
@@ -240,7 +246,7 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
         id
     };
     let snapshot_uuid = uuid(&snapshot.uuid);
-    let crawl_uuid = uuid(&store.crawl(crawl).unwrap().unwrap().uuid);
+    let crawl_uuid = uuid(&store.crawls().get(crawl).unwrap().unwrap().uuid);
     let dir = daemon
         .data_dir()
         .join(format!("crawls/{crawl}/snapshots/{}", snapshot.id));
@@ -278,7 +284,7 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
         ],
         "{text}"
     );
-    for result in store.results(crawl).unwrap() {
+    for result in store.results().of_crawl(crawl).unwrap() {
         let record = records
             .iter()
             .find(|r| r["type"] == "ArchiveResult" && r["plugin"] == result.plugin.as_str())
@@ -288,7 +294,11 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
         assert_eq!(record["status"], result.status.as_str());
         // Its run's process row has a UUIDv7 of its own: the Process record's id, which the
         // ArchiveResult names as its `process_id`, and `abxctl show --json` shows.
-        let row = store.process(result.process_id.unwrap()).unwrap().unwrap();
+        let row = store
+            .processes()
+            .get(result.process_id.unwrap())
+            .unwrap()
+            .unwrap();
         let process_uuid = uuid(&row.uuid);
         assert_eq!(record["process_id"], process_uuid.as_str(), "{text}");
         assert!(

@@ -28,13 +28,18 @@ fn fixture_daemon(backend: &str, extra: &str) -> TestDaemon {
 }
 
 fn all_rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
-    daemon.store().processes(&ProcessFilter::default()).unwrap()
+    daemon
+        .store()
+        .processes()
+        .list(&ProcessFilter::default())
+        .unwrap()
 }
 
 fn results_by_hook(daemon: &TestDaemon, crawl: i64) -> BTreeMap<String, HookResult> {
     daemon
         .store()
-        .results(crawl)
+        .results()
+        .of_crawl(crawl)
         .unwrap()
         .into_iter()
         .map(|r| (r.hook.clone(), r))
@@ -177,7 +182,7 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
         assert!(crawlbg.sigterm_at.unwrap() >= snapshot_worker.ended_at.unwrap());
 
         // What the hook contract passes: argv, cwd, env, stdin, its own process group.
-        let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+        let snapshot = &daemon.store().crawls().snapshots(crawl).unwrap()[0];
         let snapshot_dir = daemon
             .data_dir()
             .join(format!("crawls/{crawl}/snapshots/{}", snapshot.id));
@@ -206,7 +211,7 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
             format!(
                 "EXTRA_CONTEXT={}",
                 serde_json::json!({
-                    "crawl_id": daemon.store().crawl(crawl).unwrap().unwrap().uuid,
+                    "crawl_id": daemon.store().crawls().get(crawl).unwrap().unwrap().uuid,
                     "snapshot_id": snapshot.uuid,
                     "snapshot_depth": 0,
                     "plugin": "envcheck",
@@ -256,7 +261,7 @@ fn a_crawl_runs_as_a_process_tree_and_records_results_by_the_hook_contract() {
         assert!(show.contains("sealed (finished)"), "{show}");
         // A Tag record tags its snapshot.
         assert_eq!(
-            daemon.store().tags(snapshot.id).unwrap(),
+            daemon.store().results().tags(snapshot.id).unwrap(),
             vec!["fixture-tag".to_string()]
         );
         assert!(show.contains("    tags: fixture-tag"), "{show}");
@@ -290,7 +295,7 @@ fn depth_1_crawls_each_linked_page_once_and_no_page_twice() {
         let crawl = daemon.add(&[&root, "--depth", "1", "--plugins", "links,title"]);
         daemon.wait_sealed(crawl, CRAWL_WAIT);
 
-        let snapshots = daemon.store().snapshots(crawl).unwrap();
+        let snapshots = daemon.store().crawls().snapshots(crawl).unwrap();
         let found: BTreeSet<(String, u32)> =
             snapshots.iter().map(|s| (s.url.clone(), s.depth)).collect();
         let expected: BTreeSet<(String, u32)> = [
@@ -302,7 +307,7 @@ fn depth_1_crawls_each_linked_page_once_and_no_page_twice() {
         assert_eq!(found, expected);
         assert_eq!(snapshots.len(), 3, "no URL twice");
         assert!(snapshots.iter().all(|s| s.status == "sealed"));
-        let results = daemon.store().results(crawl).unwrap();
+        let results = daemon.store().results().of_crawl(crawl).unwrap();
         assert_eq!(results.len(), 6, "links and title, once per snapshot");
         let workers = all_rows(&daemon)
             .into_iter()
@@ -439,7 +444,7 @@ fn bad_urls_are_refused_before_anything_is_queued() {
         assert_eq!(output.status.code(), Some(abxd::exit::USAGE));
         let said = String::from_utf8_lossy(&output.stderr);
         assert!(said.contains("is a cloud metadata address"), "{said}");
-        assert!(daemon.store().crawls().unwrap().is_empty());
+        assert!(daemon.store().crawls().all().unwrap().is_empty());
         wait_until("nothing to change", WAIT, || Some(()));
     }
 }
@@ -466,7 +471,11 @@ fn abxd_run_crawls_a_local_directory_and_prints_a_summary() {
             "{stdout}"
         );
         // The daemon stopped cleanly: its row is final, nothing of it runs.
-        let rows = daemon.store().processes(&ProcessFilter::default()).unwrap();
+        let rows = daemon
+            .store()
+            .processes()
+            .list(&ProcessFilter::default())
+            .unwrap();
         assert!(rows.iter().all(|r| !r.status.is_live()), "{rows:?}");
         assert!(common::tagged_pids(&daemon.tag).is_empty());
     }
@@ -495,7 +504,7 @@ fn a_worker_renews_its_lease_while_a_hook_outlasts_it() {
         // While the hook sleeps (1.5 s, longer than the lease), the snapshot's lease keeps moving.
         let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "sleepy"]);
         daemon.wait_sealed(crawl, CRAWL_WAIT);
-        let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+        let snapshot = &daemon.store().crawls().snapshots(crawl).unwrap()[0];
         let worker = all_rows(&daemon)
             .into_iter()
             .find(|r| r.kind == Kind::SnapshotWorker)
@@ -573,7 +582,7 @@ fn a_plugin_that_does_not_exist_is_refused_naming_it_and_what_exists() {
             );
         }
         assert!(
-            daemon.store().crawls().unwrap().is_empty(),
+            daemon.store().crawls().all().unwrap().is_empty(),
             "nothing was queued"
         );
         // abxd run refuses before it starts anything.
@@ -590,7 +599,7 @@ fn a_plugin_that_does_not_exist_is_refused_naming_it_and_what_exists() {
             daemon.log()
         );
         assert!(
-            daemon.store().crawls().unwrap().is_empty(),
+            daemon.store().crawls().all().unwrap().is_empty(),
             "nothing was queued"
         );
         // A [plugins.X] table of no plugin: check-config and the daemon refuse the file.

@@ -230,7 +230,8 @@ fn a_daemon_that_may_start_no_crawl_sleeps_without_a_timer_though_one_is_due() {
     std::fs::create_dir_all(daemon.data_dir()).unwrap();
     let crawl = abxd::store::Store::open_at(&daemon.location())
         .unwrap()
-        .add_crawl(&["http://127.0.0.1:9/".into()], 0, Some(&["ok".into()]))
+        .crawls()
+        .add(&["http://127.0.0.1:9/".into()], 0, Some(&["ok".into()]))
         .unwrap();
     daemon.launch();
     wait_until("the daemon to say no crawl starts", WAIT, || {
@@ -301,7 +302,7 @@ fn a_reload_that_moves_the_database_keeps_new_workers_on_the_running_one() {
     // The socket did not move: abxctl (reading the new file) reaches the running daemon.
     let crawl = daemon.add(&["--plugins", "ok", "http://127.0.0.1:9/page"]);
     daemon.wait_sealed(crawl, WAIT);
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     assert!(
         results
             .iter()
@@ -368,7 +369,7 @@ fn a_daemon_whose_executable_was_replaced_on_disk_still_starts_workers_of_its_ow
         (comm.trim() == "abxd").then_some(())
     });
     daemon.wait_sealed(crawl, WAIT);
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     assert!(
         !results.is_empty() && results.iter().all(|r| r.status == "succeeded"),
         "{results:#?}\n{}",

@@ -112,7 +112,7 @@ fn add_crawl_of(
 fn wait_sealed(store: &Store, crawl: i64) {
     let deadline = std::time::Instant::now() + CRAWL_WAIT;
     loop {
-        let row = store.crawl(crawl).ok().flatten();
+        let row = store.crawls().get(crawl).ok().flatten();
         if row
             .as_ref()
             .is_some_and(|c| c.status == abxd::domain::WorkStatus::Sealed)
@@ -121,18 +121,18 @@ fn wait_sealed(store: &Store, crawl: i64) {
         }
         if std::time::Instant::now() > deadline {
             // What is in the way: the crawl, its unsealed snapshots, their owners, the machines.
-            let open: Vec<_> = (store.snapshots(crawl).unwrap().into_iter())
+            let open: Vec<_> = (store.crawls().snapshots(crawl).unwrap().into_iter())
                 .filter(|s| s.status != abxd::domain::WorkStatus::Sealed)
                 .collect();
             let owners: Vec<_> = (row.iter().map(|c| c.owner_id))
                 .chain(open.iter().map(|s| s.owner_id))
                 .flatten()
-                .map(|id| store.process(id).unwrap())
+                .map(|id| store.processes().get(id).unwrap())
                 .collect();
             panic!(
                 "crawl {crawl} not sealed: {row:#?}\nopen snapshots: {open:#?}\nowners: \
                  {owners:#?}\nmachines: {:#?}",
-                store.machines().unwrap()
+                store.machines().all().unwrap()
             );
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -184,7 +184,7 @@ fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_r
     );
     let ran_on: BTreeSet<&str> = runs.values().flatten().copied().collect();
     assert_eq!(ran_on, BTreeSet::from(NAMES), "every host ran some");
-    for result in store.results(crawl).unwrap() {
+    for result in store.results().of_crawl(crawl).unwrap() {
         assert_eq!(
             result.status,
             abxd::domain::ResultStatus::Succeeded,
@@ -195,10 +195,14 @@ fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_r
 
     // Each host's tree: its snapshot workers under its orchestrator or its crawl worker, each
     // row linked to the crawl and naming its host; no process left but the daemons.
-    let rows = store.crawl_processes(crawl).unwrap();
+    let rows = store.processes().crawl_processes(crawl).unwrap();
     for row in &rows {
         assert_eq!(row.crawl_id, Some(crawl), "{row:?}");
-        let parent = store.process(row.parent_id.unwrap()).unwrap().unwrap();
+        let parent = store
+            .processes()
+            .get(row.parent_id.unwrap())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             parent.machine_id, row.machine_id,
             "{row:?} under {parent:?}"
@@ -210,7 +214,7 @@ fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_r
         // (The daemon and `unshare` above it.)
         assert!(live_tagged.len() <= 2, "{live_tagged:?}");
     }
-    common::assert_every_row_final(&store.crawl_processes(crawl).unwrap());
+    common::assert_every_row_final(&store.processes().crawl_processes(crawl).unwrap());
 }
 
 /// One line of the ledger the fleet's hooks write.
@@ -243,13 +247,14 @@ fn ledger_lines(ledger: &Path) -> Vec<Entry> {
 /// was recorded.
 fn assert_each_hook_succeeded_once(store: &Store, crawl: i64, ledger: &Path) {
     let snapshots: BTreeMap<i64, String> = store
+        .crawls()
         .snapshots(crawl)
         .unwrap()
         .into_iter()
         .map(|s| (s.id, s.url))
         .collect();
     let mut succeeded_at: BTreeMap<String, i64> = BTreeMap::new();
-    for result in store.results(crawl).unwrap() {
+    for result in store.results().of_crawl(crawl).unwrap() {
         assert_eq!(
             result.status,
             abxd::domain::ResultStatus::Succeeded,
@@ -307,7 +312,8 @@ fn live_worker_rows(store: &Store, name: &str) -> Vec<abxd::store::ProcessRow> {
         ..Default::default()
     };
     store
-        .processes(&filter)
+        .processes()
+        .list(&filter)
         .unwrap()
         .into_iter()
         .filter(|r| r.status.is_live() && r.kind != abxd::domain::Kind::Orchestrator)
@@ -361,8 +367,8 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
     assert!(machine("host-b").contains(" SILENT since "), "{status}");
     assert!(machine("host-c").contains(" heard "), "{status}");
     assert_each_hook_succeeded_once(&store, crawl, &ledger);
-    let results = store.results(crawl).unwrap();
-    let snapshots = store.snapshots(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
+    let snapshots = store.crawls().snapshots(crawl).unwrap();
 
     // It resumes: everything it held is torn down, and nothing it writes for it lands.
     let resumed_at = store.shared_now();
@@ -370,9 +376,13 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
     common::wait_until("host-b to let go of its lost work", CRAWL_WAIT, || {
         live_worker_rows(&store, "host-b").is_empty().then_some(())
     });
-    assert_eq!(store.results(crawl).unwrap(), results, "no result changed");
     assert_eq!(
-        store.snapshots(crawl).unwrap(),
+        store.results().of_crawl(crawl).unwrap(),
+        results,
+        "no result changed"
+    );
+    assert_eq!(
+        store.crawls().snapshots(crawl).unwrap(),
         snapshots,
         "no snapshot changed"
     );
@@ -383,7 +393,8 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
         ..Default::default()
     };
     let lost: Vec<_> = store
-        .processes(&filter)
+        .processes()
+        .list(&filter)
         .unwrap()
         .into_iter()
         .filter(|r| r.kind.is_worker() && r.exit_code == Some(abxd::worker::EXIT_INTERRUPTED))
@@ -399,7 +410,7 @@ fn a_host_paused_past_its_lease_loses_its_work_writes_nothing_for_it_and_rejoins
 
     // It rejoins: heard again, and it takes a share of new work.
     common::wait_until("host-b to be heard again", CRAWL_WAIT, || {
-        let machines = store.machines().unwrap();
+        let machines = store.machines().all().unwrap();
         let b = machines.iter().find(|m| m.id == "host-b").unwrap();
         (b.heartbeat_at > resumed_at).then_some(())
     });
@@ -504,7 +515,7 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
 
     let mut kills = Vec::new();
     while kills.len() < 6 {
-        let sealed = store.crawl(crawl).unwrap().unwrap().status;
+        let sealed = store.crawls().get(crawl).unwrap().unwrap().status;
         if sealed == abxd::domain::WorkStatus::Sealed {
             break;
         }
@@ -540,7 +551,7 @@ fn kill_9_of_random_hosts_loses_nothing_and_runs_no_success_again() {
     wait_sealed(&store, crawl);
     assert_each_hook_succeeded_once(&store, crawl, &ledger);
     wait_settled(&store);
-    common::assert_every_row_final(&store.crawl_processes(crawl).unwrap());
+    common::assert_every_row_final(&store.processes().crawl_processes(crawl).unwrap());
 }
 
 /// A crawl whose crawl-scoped hook runs in the background (a session its snapshots' hooks reach
@@ -561,6 +572,7 @@ fn a_crawl_with_a_crawl_scoped_session_keeps_its_snapshots_on_its_host() {
     let ran_on: BTreeSet<String> = ledger_lines(&ledger).into_iter().map(|e| e.host).collect();
     assert_eq!(ran_on.len(), 1, "the snapshots ran on {ran_on:?}");
     let session = store
+        .processes()
         .crawl_processes(crawl)
         .unwrap()
         .into_iter()
@@ -634,7 +646,7 @@ fn a_host_gone_for_good_is_forgotten_and_another_finishes_its_work() {
     );
 
     common::wait_until("the host to be silent for the lease", CRAWL_WAIT, || {
-        let heard = store.machines().unwrap();
+        let heard = store.machines().all().unwrap();
         let gone = heard.iter().find(|m| m.id == "host-gone").unwrap();
         (store.shared_now() - gone.heartbeat_at > 4_000).then_some(())
     });
@@ -651,7 +663,7 @@ fn a_host_gone_for_good_is_forgotten_and_another_finishes_its_work() {
         machine_id: Some("host-gone".into()),
         ..Default::default()
     };
-    let rows = store.processes(&filter).unwrap();
+    let rows = store.processes().list(&filter).unwrap();
     common::assert_every_row_final(&rows);
     assert!(rows.iter().any(|r| r
         .end_detail_text()
@@ -659,6 +671,7 @@ fn a_host_gone_for_good_is_forgotten_and_another_finishes_its_work() {
         .is_some_and(|d| d.contains("forgotten by an operator"))));
     assert!(store
         .machines()
+        .all()
         .unwrap()
         .iter()
         .all(|m| m.id != "host-gone"));

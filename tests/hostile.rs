@@ -110,7 +110,7 @@ fn a_stranger_with_public_read_may_read_but_not_act_and_is_told_the_rule() {
         "{output:?}"
     );
     assert!(
-        daemon.store().crawls().unwrap().is_empty(),
+        daemon.store().crawls().all().unwrap().is_empty(),
         "nothing queued"
     );
     still_answers(&daemon);
@@ -137,7 +137,7 @@ fn a_member_of_the_configured_group_may_act() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
     assert!(stdout.starts_with("crawl 1 queued"), "{stdout}");
-    assert_eq!(daemon.store().crawls().unwrap().len(), 1);
+    assert_eq!(daemon.store().crawls().all().unwrap().len(), 1);
     still_answers(&daemon);
 }
 
@@ -362,7 +362,8 @@ fn hooks_that_cannot_run_or_misbehave_are_reported_and_the_snapshot_goes_on() {
     daemon.wait_sealed(crawl, Duration::from_secs(120));
     let results: std::collections::BTreeMap<String, abxd::store::HookResult> = daemon
         .store()
-        .results(crawl)
+        .results()
+        .of_crawl(crawl)
         .unwrap()
         .into_iter()
         .map(|r| (r.hook.clone(), r))
@@ -404,7 +405,7 @@ fn hooks_that_cannot_run_or_misbehave_are_reported_and_the_snapshot_goes_on() {
         ("noresults".into(), "stdin gave: []".into())
     );
     // Nothing escaped through the symlink, and the logs stayed bounded.
-    let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;
+    let snapshot = daemon.store().crawls().snapshots(crawl).unwrap()[0].id;
     let logs = daemon
         .data_dir()
         .join(format!("crawls/{crawl}/snapshots/{snapshot}/logs"));
@@ -467,7 +468,8 @@ fn twenty_concurrent_adds_while_eight_snapshot_workers_write_all_succeed() {
     wait_until("snapshot workers to run", WAIT, || {
         let running = daemon
             .store()
-            .processes(&Default::default())
+            .processes()
+            .list(&Default::default())
             .unwrap()
             .iter()
             .filter(|r| r.kind == abxd::domain::Kind::SnapshotWorker && r.status.is_live())
@@ -495,9 +497,9 @@ fn twenty_concurrent_adds_while_eight_snapshot_workers_write_all_succeed() {
         assert!(output.status.success(), "{stderr}");
         assert!(!stderr.contains("locked"), "{stderr}");
     }
-    assert_eq!(daemon.store().crawls().unwrap().len(), 21);
+    assert_eq!(daemon.store().crawls().all().unwrap().len(), 21);
     daemon.wait_sealed(first, Duration::from_secs(120));
-    for crawl in daemon.store().crawls().unwrap() {
+    for crawl in daemon.store().crawls().all().unwrap() {
         daemon.wait_sealed(crawl.id, Duration::from_secs(120));
     }
     let log = std::fs::read_dir(daemon.data_dir().join("logs"))
@@ -607,9 +609,10 @@ fn a_full_disk_is_reported_claims_nothing_and_work_carries_on_when_space_returns
     let second = daemon.add(&["http://127.0.0.1:9/c", "--plugins", "ok"]);
     daemon.wait_sealed(second, WAIT);
     let store = daemon.store();
-    assert_eq!(store.crawl(first).unwrap().unwrap().status, "sealed");
+    assert_eq!(store.crawls().get(first).unwrap().unwrap().status, "sealed");
     let stale: Vec<i64> = store
-        .processes(&Default::default())
+        .processes()
+        .list(&Default::default())
         .unwrap()
         .into_iter()
         .filter(|r| r.status.is_live() && r.kind != abxd::domain::Kind::Orchestrator)
@@ -686,7 +689,7 @@ fn a_disk_that_fills_while_hooks_run_leaves_no_stale_row_and_the_crawl_finishes(
     std::fs::remove_file(&filler).unwrap();
     daemon.wait_sealed(crawl, Duration::from_secs(120));
     let store = daemon.store();
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     assert_eq!(results.len(), 12, "{results:#?}");
     // Every result ran to a truthful end: succeeded, or failed by its own hook's exit — a hook
     // that started while the disk was full could not write its output (abxd's database had room
@@ -696,14 +699,16 @@ fn a_disk_that_fills_while_hooks_run_leaves_no_stale_row_and_the_crawl_finishes(
         let hook_failed = result.status == "failed"
             && result.process_id.is_some_and(|row| {
                 store
-                    .process(row)
+                    .processes()
+                    .get(row)
                     .unwrap()
                     .is_some_and(|row| row.exit_code.is_some_and(|code| code != 0))
             });
         assert!(result.status == "succeeded" || hook_failed, "{result:#?}");
     }
     let stale: Vec<String> = store
-        .processes(&Default::default())
+        .processes()
+        .list(&Default::default())
         .unwrap()
         .into_iter()
         .filter(|r| r.status.is_live() && r.kind != abxd::domain::Kind::Orchestrator)
@@ -771,7 +776,7 @@ fn the_bundled_title_plugin_stores_a_title_as_text() {
     let daemon = TestDaemon::start_with(&plugins_config(&[&bundled]));
     let crawl = daemon.add(&[&format!("http://{addr}/"), "--plugins", "title"]);
     daemon.wait_sealed(crawl, Duration::from_secs(60));
-    let result = &daemon.store().results(crawl).unwrap()[0];
+    let result = &daemon.store().results().of_crawl(crawl).unwrap()[0];
     assert_eq!(
         result.output.as_deref(),
         Some("Evil [2J Title"),
@@ -791,7 +796,11 @@ fn a_database_deleted_under_the_daemon_stops_new_work_and_what_it_recorded_is_sa
     let crawl = daemon.add(&["--plugins", "sleepy", "http://127.0.0.1:9/"]);
     let database = daemon.database();
     wait_until("the hook to run", WAIT, || {
-        let rows = daemon.store().processes(&Default::default()).unwrap();
+        let rows = daemon
+            .store()
+            .processes()
+            .list(&Default::default())
+            .unwrap();
         rows.iter()
             .any(|r| r.kind == abxd::domain::Kind::Hook && r.status.is_live())
             .then_some(())
@@ -819,8 +828,8 @@ fn a_database_deleted_under_the_daemon_stops_new_work_and_what_it_recorded_is_sa
     assert!(!database.exists(), "a new database was created at the path");
     let saved = abxd::store::Store::open_read_only(&database.with_file_name("abxd.sqlite3.saved"))
         .expect("what was recorded is saved");
-    assert!(saved.crawl(crawl).unwrap().is_some());
-    let rows = saved.processes(&Default::default()).unwrap();
+    assert!(saved.crawls().get(crawl).unwrap().is_some());
+    let rows = saved.processes().list(&Default::default()).unwrap();
     assert!(
         rows.iter().any(|r| r.kind == abxd::domain::Kind::Hook),
         "the hook's row is kept"
@@ -893,7 +902,7 @@ fn a_hook_cannot_make_abxd_write_through_a_symlink_it_planted_where_a_log_goes()
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "plants_symlink"]);
     daemon.wait_sealed(crawl, Duration::from_secs(60));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), content);
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     let victim_hook = results
         .iter()
         .find(|r| r.hook.contains("victim"))
@@ -917,7 +926,7 @@ fn a_hook_cannot_make_abxd_create_files_through_a_directory_it_swapped_for_a_sym
     daemon.wait_sealed(crawl, Duration::from_secs(60));
     let created: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
     assert!(created.is_empty(), "written outside: {created:?}");
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     let victim_hook = results
         .iter()
         .find(|r| r.hook.contains("victim"))
@@ -1026,7 +1035,8 @@ fn wall_clock_steps_of_an_hour_stall_no_claim_and_cut_no_grace() {
     let live_hook = |name: &str| {
         daemon
             .store()
-            .processes(&Default::default())
+            .processes()
+            .list(&Default::default())
             .unwrap()
             .into_iter()
             .find(|r| r.status.is_live() && r.argv.iter().any(|a| a.contains(name)))
@@ -1048,7 +1058,7 @@ fn wall_clock_steps_of_an_hour_stall_no_claim_and_cut_no_grace() {
     std::fs::write(&clock, "+0\n").unwrap();
     std::fs::write(&go, "").unwrap();
     daemon.wait_sealed(crawl, WAIT);
-    let hook = daemon.store().process(hook.id).unwrap().unwrap();
+    let hook = daemon.store().processes().get(hook.id).unwrap().unwrap();
     assert!(
         hook.sigkill_at.is_none(),
         "SIGKILLed before its time: {hook:?}"
@@ -1094,7 +1104,8 @@ fn a_foreign_write_lock_held_for_a_minute_delays_no_deadline_and_the_records_cat
     let hook = wait_until("the hook's row", WAIT, || {
         daemon
             .store()
-            .processes(&Default::default())
+            .processes()
+            .list(&Default::default())
             .unwrap()
             .into_iter()
             .find(|r| r.status.is_live() && r.argv.iter().any(|a| a.contains("deadline")))
@@ -1150,7 +1161,7 @@ fn a_foreign_write_lock_held_for_a_minute_delays_no_deadline_and_the_records_cat
     foreign.execute_batch("ROLLBACK").unwrap();
     daemon.wait_sealed(crawl, WAIT);
     let store = daemon.store();
-    let row = store.process(hook.id).unwrap().unwrap();
+    let row = store.processes().get(hook.id).unwrap().unwrap();
     assert_eq!(
         row.end_reason.map(|r| r.to_string()).as_deref(),
         Some("timeout"),
@@ -1158,13 +1169,13 @@ fn a_foreign_write_lock_held_for_a_minute_delays_no_deadline_and_the_records_cat
     );
     assert!(row.sigterm_at.is_some_and(|at| at <= sigterm), "{row:?}");
     assert!(row.sigkill_at.is_some(), "{row:?}");
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     let deadline = results.iter().find(|r| r.plugin == "deadline").unwrap();
     assert_eq!(deadline.status, "failed", "{deadline:?}");
     let ok = results.iter().find(|r| r.plugin == "ok").unwrap();
     assert_eq!(ok.status, "succeeded", "{ok:?}");
     assert_eq!(
-        store.crawls().unwrap().len(),
+        store.crawls().all().unwrap().len(),
         1,
         "the refused add queued nothing"
     );
@@ -1222,7 +1233,7 @@ fn abxd_never_reads_a_file_a_hook_swapped_its_log_for() {
     let daemon = with_hostile_plugin(daemon, "swaps_own_log", ("SECRET", &secret));
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "swaps_own_log"]);
     daemon.wait_sealed(crawl, Duration::from_secs(60));
-    let result = &daemon.store().results(crawl).unwrap()[0];
+    let result = &daemon.store().results().of_crawl(crawl).unwrap()[0];
     let output = result.output.clone().unwrap_or_default();
     assert!(
         !output.contains("SECRET"),
@@ -1259,7 +1270,7 @@ fn a_pages_links_to_files_other_schemes_the_metadata_address_and_the_hosts_own_s
     daemon.wait_sealed(public, WAIT);
     daemon.wait_sealed(local, WAIT);
     let urls = |crawl: i64| -> Vec<String> {
-        let mut urls: Vec<String> = (daemon.store().snapshots(crawl).unwrap())
+        let mut urls: Vec<String> = (daemon.store().crawls().snapshots(crawl).unwrap())
             .into_iter()
             .map(|s| s.url)
             .collect();

@@ -89,7 +89,7 @@ fn add_schedule(daemon: &TestDaemon, env: &[(String, String)], args: &[&str]) ->
 
 /// The URLs of crawl `id`'s snapshots but its input's, sorted.
 fn pages(daemon: &TestDaemon, id: i64) -> Vec<String> {
-    let mut urls: Vec<String> = (daemon.store().snapshots(id).unwrap().into_iter())
+    let mut urls: Vec<String> = (daemon.store().crawls().snapshots(id).unwrap().into_iter())
         .filter(|s| !s.url.starts_with("file://"))
         .map(|s| s.url)
         .collect();
@@ -188,8 +188,8 @@ fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
         for entry in entries {
             assert!(found.contains(&at(entry)), "{entry} not in {found:?}");
         }
-        let input = &store.snapshots(id).unwrap()[0];
-        let results = store.snapshot_results(input.id).unwrap();
+        let input = &store.crawls().snapshots(id).unwrap()[0];
+        let results = store.results().snapshot_results(input.id).unwrap();
         let feed = results
             .iter()
             .find(|r| r.plugin == "parse_rss_urls")
@@ -197,23 +197,23 @@ fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
         assert_eq!(feed.status.as_str(), "succeeded", "{results:?}");
     }
     // Each parse is the crawl's first snapshot, its parsers hooks of the crawl like any other.
-    let input = &store.snapshots(bookmarks).unwrap()[0];
+    let input = &store.crawls().snapshots(bookmarks).unwrap()[0];
     assert!(
         input.url.ends_with("/staticfile/stdin.txt"),
         "{}",
         input.url
     );
-    let parsers = store.snapshot_results(input.id).unwrap();
+    let parsers = store.results().snapshot_results(input.id).unwrap();
     let netscape = parsers
         .iter()
         .find(|r| r.plugin == "parse_netscape_urls")
         .unwrap();
     assert_eq!(netscape.status.as_str(), "succeeded", "{parsers:?}");
     // The seeds are the crawl's: its pages ran the crawl's plugin.
-    let seeds = store.crawl(bookmarks).unwrap().unwrap().urls;
+    let seeds = store.crawls().get(bookmarks).unwrap().unwrap().urls;
     assert_eq!(seeds.len(), 3, "{seeds:?}");
-    let page = &store.snapshots(bookmarks).unwrap()[1];
-    let results = store.snapshot_results(page.id).unwrap();
+    let page = &store.crawls().snapshots(bookmarks).unwrap()[1];
+    let results = store.results().snapshot_results(page.id).unwrap();
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0].plugin, "ok");
 }
@@ -272,6 +272,7 @@ fn a_feed_served_on_loopback_is_crawled_on_a_schedule_and_its_entries_followed()
         let store = daemon.store();
         store
             .crawls()
+            .all()
             .unwrap()
             .into_iter()
             .find(|c| c.schedule_id == Some(id))
@@ -299,7 +300,7 @@ fn a_feed_served_on_loopback_is_crawled_on_a_schedule_and_its_entries_followed()
         "{found:?}"
     );
     let store = daemon.store();
-    let entry = (store.snapshots(atom).unwrap().into_iter())
+    let entry = (store.crawls().snapshots(atom).unwrap().into_iter())
         .find(|s| s.url.ends_with("/posts/3.html"))
         .unwrap();
     assert_eq!(entry.depth, 1);
@@ -327,7 +328,7 @@ fn an_import_larger_than_the_socket_takes_is_refused_naming_the_file_and_the_key
         "{stderr}"
     );
     assert!(
-        daemon.store().crawls().unwrap().is_empty(),
+        daemon.store().crawls().all().unwrap().is_empty(),
         "nothing is queued"
     );
 }
@@ -349,7 +350,7 @@ fn a_schedule_imports_a_file_anew_at_each_occurrence() {
     ];
     let id = add_schedule(&daemon, &env, &args);
     let crawls = |daemon: &TestDaemon| -> Vec<i64> {
-        let crawls = daemon.store().crawls().unwrap();
+        let crawls = daemon.store().crawls().all().unwrap();
         crawls
             .into_iter()
             .filter(|c| c.schedule_id == Some(id))
@@ -374,14 +375,14 @@ fn a_schedule_imports_a_file_anew_at_each_occurrence() {
     std::fs::write(&file, more).unwrap();
     let later = common::wait_until("an occurrence after the change", PARSE_WAIT, || {
         crawls(&daemon).into_iter().find(|&c| {
-            let crawl = daemon.store().crawl(c).unwrap().unwrap();
+            let crawl = daemon.store().crawls().get(c).unwrap().unwrap();
             crawl.status == "sealed" && crawl.urls.contains(&at("four.html"))
         })
     });
     daemon.ctl_ok(&["schedule", "pause", &id.to_string()]);
     assert!(pages(&daemon, later).contains(&at("four.html")));
     // Each crawl's input snapshot is the file itself, read by the parser hooks.
-    let input = &daemon.store().snapshots(later).unwrap()[0];
+    let input = &daemon.store().crawls().snapshots(later).unwrap()[0];
     assert_eq!(
         input.url,
         format!("file://{}", file.canonicalize().unwrap().display())

@@ -16,13 +16,14 @@ const ITEMS: usize = 1000;
 #[ignore = "helper process, started by another test"]
 fn claimer_process() {
     let path = std::env::var(CLAIMER_DB).expect("started by the claiming test");
-    let mut store = Store::open(std::path::Path::new(&path)).unwrap();
+    let store = Store::open(std::path::Path::new(&path)).unwrap();
     // Start together: both claimers are up before either claims.
     let go = format!("{path}.go");
     common::wait_until("the go signal", common::WAIT, || {
         std::path::Path::new(&go).exists().then_some(())
     });
     while let Some(claim) = store
+        .queue()
         .claim(Queue::Crawls, None, Duration::from_secs(3600), None)
         .unwrap()
     {
@@ -34,10 +35,11 @@ fn claimer_process() {
 fn two_processes_claiming_one_queue_claim_every_item_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("abxd.sqlite3");
-    let mut store = Store::open(&path).unwrap();
+    let store = Store::open(&path).unwrap();
     for i in 0..ITEMS {
         store
-            .add_crawl(&[format!("http://example.invalid/{i}")], 0, None)
+            .crawls()
+            .add(&[format!("http://example.invalid/{i}")], 0, None)
             .unwrap();
     }
     drop(store);

@@ -39,7 +39,7 @@ fn text(output: &Output) -> String {
 /// Waits until crawl `id` has a result `started` (its hook runs).
 fn wait_started(daemon: &TestDaemon, id: i64) {
     wait_until("a hook to start", WAIT, || {
-        let results = daemon.store().results(id).ok()?;
+        let results = daemon.store().results().of_crawl(id).ok()?;
         results
             .iter()
             .any(|r| r.status == ResultStatus::Started)
@@ -89,14 +89,14 @@ fn add_wait_exits_5_when_the_crawl_is_cancelled_and_130_at_ctrl_c() {
     // Cancelled from another abxctl while followed: 5.
     let mut follower = follow("http://127.0.0.1:9/a");
     let crawl = wait_until("the crawl to be queued", WAIT, || {
-        daemon.store().crawls().ok()?.last().map(|c| c.id)
+        daemon.store().crawls().all().ok()?.last().map(|c| c.id)
     });
     wait_started(&daemon, crawl);
     let cancel = daemon.ctl(&["cancel", &crawl.to_string()]);
     assert_eq!(code(&cancel), Some(exit::OK), "{}", text(&cancel));
     let status = wait_until("add --wait to end", WAIT, || follower.0.try_wait().unwrap());
     assert_eq!(status.code(), Some(exit::CANCELLED));
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     assert!(
         results.iter().all(|r| r.status == ResultStatus::Cancelled),
         "open results become cancelled: {results:?}"
@@ -108,6 +108,7 @@ fn add_wait_exits_5_when_the_crawl_is_cancelled_and_130_at_ctrl_c() {
         daemon
             .store()
             .crawls()
+            .all()
             .ok()?
             .into_iter()
             .find(|c| c.id != crawl)
@@ -127,7 +128,7 @@ fn add_wait_exits_5_when_the_crawl_is_cancelled_and_130_at_ctrl_c() {
         .read_to_string(&mut stderr)
         .unwrap();
     assert!(stderr.contains("which goes on"), "{stderr}");
-    let still = daemon.store().crawl(crawl).unwrap().unwrap();
+    let still = daemon.store().crawls().get(crawl).unwrap().unwrap();
     assert_ne!(still.status, WorkStatus::Sealed, "the crawl goes on");
 }
 
@@ -252,13 +253,13 @@ fn cancel_with_the_daemon_down_seals_the_crawl_and_the_next_start_tears_its_left
         text(&output)
     );
     let store = daemon.store();
-    let sealed = store.crawl(crawl).unwrap().unwrap();
+    let sealed = store.crawls().get(crawl).unwrap().unwrap();
     assert_eq!(sealed.status, WorkStatus::Sealed);
     assert_eq!(
         sealed.outcome.map(|o| o.to_string()).as_deref(),
         Some("cancelled")
     );
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     assert!(!results.is_empty());
     assert!(
         results.iter().all(|r| r.status == ResultStatus::Cancelled),
@@ -275,12 +276,12 @@ fn cancel_with_the_daemon_down_seals_the_crawl_and_the_next_start_tears_its_left
     // The next start tears down what the crash left, and runs nothing of the crawl again.
     daemon.launch();
     wait_until("the crawl's leftovers to be torn down", WAIT, || {
-        let rows = daemon.store().processes(&Default::default()).ok()?;
+        let rows = daemon.store().processes().list(&Default::default()).ok()?;
         rows.iter()
             .all(|r| r.crawl_id != Some(crawl) || !r.status.is_live())
             .then_some(())
     });
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     assert!(
         results.iter().all(|r| r.status == ResultStatus::Cancelled),
         "a late end does not overwrite cancelled: {results:?}"
@@ -299,13 +300,13 @@ fn abxd_run_exits_4_when_a_hook_failed_and_leaves_other_queued_crawls_alone() {
         .unwrap();
     assert_eq!(code(&output), Some(exit::HOOKS_FAILED), "{}", daemon.log());
     let store = daemon.store();
-    let other = store.crawl(other).unwrap().unwrap();
+    let other = store.crawls().get(other).unwrap().unwrap();
     assert_eq!(
         other.status,
         WorkStatus::Queued,
         "abxd run claims only its own crawl"
     );
-    assert!(store.results(other.id).unwrap().is_empty());
+    assert!(store.results().of_crawl(other.id).unwrap().is_empty());
 }
 
 /// `abxd run` of one page with a long-sleeping hook, once its crawl is queued and the hook runs.
@@ -321,6 +322,7 @@ fn abxd_run_with_a_hook_running(daemon: &TestDaemon) -> (Reaped, i64) {
         abxd::store::Store::open_read_only(&daemon.database())
             .ok()?
             .crawls()
+            .all()
             .ok()?
             .first()
             .map(|c| c.id)
@@ -349,14 +351,14 @@ fn abxd_run_at_ctrl_c_cancels_its_crawl_and_exits_130() {
         "{stdout}"
     );
     let store = daemon.store();
-    let sealed = store.crawl(crawl).unwrap().unwrap();
+    let sealed = store.crawls().get(crawl).unwrap().unwrap();
     assert_eq!(sealed.status, WorkStatus::Sealed);
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     assert!(
         results.iter().all(|r| r.status == ResultStatus::Cancelled),
         "{results:?}"
     );
-    let rows = store.processes(&Default::default()).unwrap();
+    let rows = store.processes().list(&Default::default()).unwrap();
     assert!(rows.iter().all(|r| !r.status.is_live()), "{rows:?}");
     assert!(common::tagged_pids(&daemon.tag).is_empty());
 }
@@ -400,7 +402,7 @@ fn flaky_daemon(mode: &str, extra: &str) -> TestDaemon {
 }
 
 fn only_result(daemon: &TestDaemon, crawl: i64) -> abxd::store::HookResult {
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     assert_eq!(results.len(), 1, "{results:?}");
     results.into_iter().next().unwrap()
 }
@@ -435,7 +437,7 @@ fn retry_runs_a_failed_result_again_and_it_can_succeed() {
     let result = only_result(&daemon, crawl);
     assert_eq!(result.status, ResultStatus::Succeeded, "{result:?}");
     assert_eq!(result.output.as_deref(), Some("fixed"));
-    let sealed = daemon.store().crawl(crawl).unwrap().unwrap();
+    let sealed = daemon.store().crawls().get(crawl).unwrap().unwrap();
     assert_eq!(
         sealed.outcome.map(|o| o.to_string()).as_deref(),
         Some("finished")
@@ -453,7 +455,13 @@ fn retry_runs_a_result_interrupted_three_times_again_also_with_the_daemon_down()
     let crawl = daemon.add(&["--plugins", "flaky", "http://127.0.0.1:9/"]);
     for attempt in 1..=3 {
         wait_until(&format!("attempt {attempt} to start"), WAIT, || {
-            let result = daemon.store().results(crawl).ok()?.into_iter().next()?;
+            let result = daemon
+                .store()
+                .results()
+                .of_crawl(crawl)
+                .ok()?
+                .into_iter()
+                .next()?;
             (result.status == ResultStatus::Started && result.attempts == attempt).then_some(())
         });
         daemon.crash();
@@ -510,12 +518,13 @@ fn pause_starts_no_new_hook_and_resume_lets_the_crawl_finish() {
     assert!(daemon.ctl_ok(&["crawls"]).contains("(paused)"));
     // The running hook finishes; nothing else starts while paused.
     wait_until("the running hook to finish", WAIT, || {
-        let results = daemon.store().results(crawl).ok()?;
+        let results = daemon.store().results().of_crawl(crawl).ok()?;
         (!results.iter().any(|r| r.status == ResultStatus::Started)).then_some(())
     });
     let started_then: Vec<_> = daemon
         .store()
-        .results(crawl)
+        .results()
+        .of_crawl(crawl)
         .unwrap()
         .into_iter()
         .filter(|r| r.status != ResultStatus::Queued)
@@ -526,7 +535,7 @@ fn pause_starts_no_new_hook_and_resume_lets_the_crawl_finish() {
     // (Workers of a paused crawl look again every second: three looks without a start.)
     let quiet_until = std::time::Instant::now() + Duration::from_secs(3);
     while std::time::Instant::now() < quiet_until {
-        let results = daemon.store().results(crawl).unwrap();
+        let results = daemon.store().results().of_crawl(crawl).unwrap();
         let started_now = results
             .iter()
             .filter(|r| r.status != ResultStatus::Queued)
@@ -541,7 +550,7 @@ fn pause_starts_no_new_hook_and_resume_lets_the_crawl_finish() {
     let resumed = daemon.ctl(&["resume", &crawl.to_string()]);
     assert_eq!(code(&resumed), Some(exit::OK), "{}", text(&resumed));
     daemon.wait_sealed(crawl, CRAWL_WAIT);
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     assert_eq!(results.len(), 4, "{results:?}");
     assert!(
         results.iter().all(|r| r.status == ResultStatus::Succeeded),
@@ -623,14 +632,16 @@ fn show_names_a_failed_hooks_exit_stderr_and_logs_and_logs_takes_it_from_there()
     let show = daemon.ctl_ok(&["show", &crawl.to_string()]);
     let failed = daemon
         .store()
-        .results(crawl)
+        .results()
+        .of_crawl(crawl)
         .unwrap()
         .into_iter()
         .find(|r| r.status == ResultStatus::Failed)
         .unwrap();
     let run = daemon
         .store()
-        .process(failed.process_id.unwrap())
+        .processes()
+        .get(failed.process_id.unwrap())
         .unwrap()
         .unwrap();
     assert!(
@@ -651,7 +662,7 @@ fn show_names_a_failed_hooks_exit_stderr_and_logs_and_logs_takes_it_from_there()
     // The last lines of one stream.
     let (row, _) = daemon.spawn(&["sh", "-c", "printf 'one\\ntwo\\nthree\\n'"]);
     wait_until("the spawned process to end", WAIT, || {
-        let row = daemon.store().process(row).ok()??;
+        let row = daemon.store().processes().get(row).ok()??;
         (!row.status.is_live()).then_some(())
     });
     let tail = daemon.ctl_ok(&["logs", &row.to_string(), "--stdout", "-n", "2"]);
@@ -785,10 +796,17 @@ fn prune_dry_run_counts_and_prune_deletes_old_rows_and_shrinks_the_file_leaving_
     }
     let (live, pid) = daemon.spawn(&["sleep", "300"]);
     wait_until("the short-lived rows to end", WAIT, || {
-        let rows = daemon.store().processes(&Default::default()).ok()?;
+        let rows = daemon.store().processes().list(&Default::default()).ok()?;
         (rows.iter().filter(|r| r.status.is_live()).count() == 2).then_some(())
     });
-    let count = |daemon: &TestDaemon| daemon.store().processes(&Default::default()).unwrap().len();
+    let count = |daemon: &TestDaemon| {
+        daemon
+            .store()
+            .processes()
+            .list(&Default::default())
+            .unwrap()
+            .len()
+    };
     let before = count(&daemon);
     let dry = json_of(daemon.ctl(&["prune", "--json", "--older-than", "0s", "--dry-run"]));
     assert_eq!(dry["rows"], 300, "{dry}");
@@ -805,7 +823,7 @@ fn prune_dry_run_counts_and_prune_deletes_old_rows_and_shrinks_the_file_leaving_
         "{on_disk} bytes on disk: {done}"
     );
     assert_eq!(count(&daemon), before - 300);
-    let row = daemon.store().process(live).unwrap().unwrap();
+    let row = daemon.store().processes().get(live).unwrap().unwrap();
     assert!(row.status.is_live());
     assert!(
         std::path::Path::new(&format!("/proc/{pid}")).exists(),
@@ -832,7 +850,8 @@ fn ps_narrows_to_a_crawl_or_a_time_and_shows_when_each_process_started() {
     let started = |row: i64| {
         daemon
             .store()
-            .process(row)
+            .processes()
+            .get(row)
             .unwrap()
             .unwrap()
             .started_at
@@ -855,7 +874,11 @@ fn ps_narrows_to_a_crawl_or_a_time_and_shows_when_each_process_started() {
             .collect()
     };
     let of_crawl = ids(&["--all", "--crawl", &crawl.to_string()]);
-    let rows = daemon.store().processes(&Default::default()).unwrap();
+    let rows = daemon
+        .store()
+        .processes()
+        .list(&Default::default())
+        .unwrap();
     let expected: Vec<i64> = rows
         .iter()
         .filter(|r| r.crawl_id == Some(crawl))
@@ -1025,7 +1048,7 @@ fn abxd_run_stopped_by_sigterm_leaves_its_crawl_for_the_daemon_and_exits_143() {
     kill(Pid::from_raw(run.0.id() as i32), Signal::SIGTERM).unwrap();
     let status = wait_until("abxd run to end", WAIT, || run.0.try_wait().unwrap());
     assert_eq!(status.code(), Some(exit::TERMINATED), "{}", daemon.log());
-    let crawl = daemon.store().crawl(crawl).unwrap().unwrap();
+    let crawl = daemon.store().crawls().get(crawl).unwrap().unwrap();
     assert_ne!(
         crawl.status,
         WorkStatus::Sealed,

@@ -267,7 +267,7 @@ fn another_machines_rows_are_named_never_checked_here_and_unknown_once_it_is_sil
         daemon.launch();
         let this = abxd::identity::machine_id();
         wait_until("this machine's daemon to register", WAIT, || {
-            let machines = daemon.store().machines().unwrap();
+            let machines = daemon.store().machines().all().unwrap();
             machines.iter().any(|m| m.id == this).then_some(())
         });
         let rows = daemon.ps_json(true);
@@ -314,7 +314,7 @@ fn another_machines_rows_are_named_never_checked_here_and_unknown_once_it_is_sil
         // keeps no timer at all: `idle_daemon_sleeps_in_poll_without_a_timeout`).
         if backend == "postgres" {
             wait_until("this machine's heartbeat", WAIT, || {
-                let machines = daemon.store().machines().unwrap();
+                let machines = daemon.store().machines().all().unwrap();
                 let me = machines.iter().find(|m| m.id == this)?;
                 (me.heartbeat_at > me.started_at).then_some(())
             });
@@ -345,7 +345,7 @@ fn the_configured_machine_id_names_the_daemons_machine_and_its_rows() {
         // (A process that lives on: a row of one that exited but is not reaped yet still says
         // running, and is not alive.)
         daemon.spawn(&["sleep", "30"]);
-        let machines = daemon.store().machines().unwrap();
+        let machines = daemon.store().machines().all().unwrap();
         assert!(
             machines.iter().any(|m| m.id == "archiver-1"),
             "{machines:?}"

@@ -72,7 +72,11 @@ fn freeze_outside_a_write(daemon: &TestDaemon) -> Vec<i32> {
 }
 
 fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
-    daemon.store().processes(&ProcessFilter::default()).unwrap()
+    daemon
+        .store()
+        .processes()
+        .list(&ProcessFilter::default())
+        .unwrap()
 }
 
 /// Ledger lines: (event, snapshot id, hook, unix ms).
@@ -95,8 +99,8 @@ fn ledger(daemon: &TestDaemon) -> Vec<(String, i64, String, i64)> {
 /// Every result of the crawl succeeded, and no hook started again after its success was recorded.
 fn assert_each_hook_succeeded_once(daemon: &TestDaemon, crawl: i64, hooks_per_snapshot: usize) {
     let store = daemon.store();
-    let snapshots = store.snapshots(crawl).unwrap();
-    let results = store.results(crawl).unwrap();
+    let snapshots = store.crawls().snapshots(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     assert_eq!(results.len(), snapshots.len() * hooks_per_snapshot);
     let succeeded_at: BTreeMap<(i64, String), i64> = results
         .iter()
@@ -189,14 +193,15 @@ fn kill_9_torture_loses_nothing_and_runs_nothing_twice() {
         while kills.len() < 15 {
             daemon.launch();
             assert_previous_incarnation_gone(&daemon);
-            if daemon.store().crawl(crawl).unwrap().unwrap().status == "sealed" {
+            if daemon.store().crawls().get(crawl).unwrap().unwrap().status == "sealed" {
                 break;
             }
             let delay = 50 + rng.below(600);
             std::thread::sleep(Duration::from_millis(delay));
             let done = daemon
                 .store()
-                .results(crawl)
+                .results()
+                .of_crawl(crawl)
                 .unwrap()
                 .iter()
                 .filter(|r| r.status == "succeeded")
@@ -235,7 +240,8 @@ fn live_worker(daemon: &TestDaemon, crawl: i64, kind: Kind) -> ProcessRow {
     wait_until("a worker with some work done", WAIT, || {
         let done = daemon
             .store()
-            .results(crawl)
+            .results()
+            .of_crawl(crawl)
             .unwrap()
             .iter()
             .any(|r| r.status == "succeeded");
@@ -263,7 +269,7 @@ fn a_snapshot_worker_killed_at_run_time_is_recovered_without_a_restart() {
         sigkill_row(&worker);
         daemon.wait_sealed(crawl, CRAWL_WAIT);
         assert_each_hook_succeeded_once(&daemon, crawl, 4);
-        let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+        let snapshot = &daemon.store().crawls().snapshots(crawl).unwrap()[0];
         assert_eq!(snapshot.restarts, 1);
         let workers = rows(&daemon)
             .into_iter()
@@ -290,8 +296,17 @@ fn a_crawl_worker_killed_at_run_time_is_recovered_without_a_restart() {
         sigkill_row(&worker);
         daemon.wait_sealed(crawl, CRAWL_WAIT);
         assert_each_hook_succeeded_once(&daemon, crawl, 4);
-        assert_eq!(daemon.store().crawl(crawl).unwrap().unwrap().restarts, 1);
-        let row = daemon.store().process(worker.id).unwrap().unwrap();
+        assert_eq!(
+            daemon
+                .store()
+                .crawls()
+                .get(crawl)
+                .unwrap()
+                .unwrap()
+                .restarts,
+            1
+        );
+        let row = daemon.store().processes().get(worker.id).unwrap().unwrap();
         assert_eq!(row.exit_signal, Some(9));
     }
 }
@@ -310,9 +325,10 @@ fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone(
         daemon.crash();
         // A row that claims the stranger's pid with another start time: a process that is gone,
         // whose pid was reused.
-        let mut store = abxd::store::Store::open_at(&daemon.location()).unwrap();
+        let store = abxd::store::Store::open_at(&daemon.location()).unwrap();
         let row = store
-            .insert_process(&abxd::store::NewProcess {
+            .processes()
+            .insert(&abxd::store::NewProcess {
                 parent_id: Some(1),
                 kind: Kind::Hook,
                 crawl_id: None,
@@ -330,6 +346,7 @@ fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone(
             ..real.clone()
         };
         store
+            .processes()
             .record_spawned(
                 row,
                 &stale,
@@ -341,7 +358,7 @@ fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone(
         drop(store);
 
         daemon.launch();
-        let row = daemon.store().process(row).unwrap().unwrap();
+        let row = daemon.store().processes().get(row).unwrap().unwrap();
         assert_eq!(row.status, Status::Lost);
         assert_eq!(row.end_reason, Some(EndReason::Lost));
         assert!(row
@@ -404,7 +421,7 @@ fn after_a_reboot_every_running_row_is_lost_and_nothing_is_signalled() {
             daemon.ctl(&["status"]).status.success().then_some(())
         });
         for id in live_before {
-            let row = daemon.store().process(id).unwrap().unwrap();
+            let row = daemon.store().processes().get(id).unwrap().unwrap();
             assert_eq!(row.status, Status::Lost, "row {id}");
             assert_eq!(
                 row.end_detail_text().as_deref(),
@@ -504,13 +521,13 @@ fn work_whose_worker_crashes_at_once_backs_off_and_ends_failed_instead_of_loopin
         let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "killer"]);
         daemon.wait_sealed(crawl, CRAWL_WAIT);
 
-        let result = &daemon.store().results(crawl).unwrap()[0];
+        let result = &daemon.store().results().of_crawl(crawl).unwrap()[0];
         assert_eq!(result.status, "failed");
         assert_eq!(
             result.output.as_deref(),
             Some("interrupted 3 times; not run again")
         );
-        let snapshot = &daemon.store().snapshots(crawl).unwrap()[0];
+        let snapshot = &daemon.store().crawls().snapshots(crawl).unwrap()[0];
         assert_eq!(snapshot.restarts, 2);
         let starts: Vec<i64> = rows(&daemon)
             .into_iter()
@@ -562,9 +579,10 @@ fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says(
                 .then(|| identity::of_pid(pid))
                 .flatten()
         });
-        let mut store = abxd::store::Store::open_at(&daemon.location()).unwrap();
+        let store = abxd::store::Store::open_at(&daemon.location()).unwrap();
         let row = store
-            .insert_process(&abxd::store::NewProcess {
+            .processes()
+            .insert(&abxd::store::NewProcess {
                 parent_id: None,
                 kind: Kind::Hook,
                 crawl_id: None,
@@ -576,6 +594,7 @@ fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says(
             })
             .unwrap();
         store
+            .processes()
             .record_spawned(
                 row,
                 &identity,
@@ -598,7 +617,8 @@ fn recovery_never_signals_a_process_that_runs_as_another_user_than_its_row_says(
         let ended = wait_until("the row to end", WAIT, || {
             daemon
                 .store()
-                .process(row)
+                .processes()
+                .get(row)
                 .unwrap()
                 .filter(|r| !r.status.is_live())
         });
@@ -650,9 +670,14 @@ fn sessions_outcome(
         let what = line.split_whitespace().next().unwrap_or("").to_string();
         *runs.entry(what).or_insert(0) += 1;
     }
-    let reader = (daemon.store().results(crawl).unwrap().into_iter())
-        .find(|r| r.hook == "on_Snapshot__50_reader.sh")
-        .map(|r| r.status);
+    let reader = (daemon
+        .store()
+        .results()
+        .of_crawl(crawl)
+        .unwrap()
+        .into_iter())
+    .find(|r| r.hook == "on_Snapshot__50_reader.sh")
+    .map(|r| r.status);
     (reader.unwrap_or(abxd::domain::ResultStatus::Queued), runs)
 }
 

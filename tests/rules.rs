@@ -22,7 +22,7 @@ fn shown(daemon: &TestDaemon, crawl: i64) -> serde_json::Value {
 }
 
 fn snapshot_urls(daemon: &TestDaemon, crawl: i64) -> Vec<String> {
-    let mut urls: Vec<String> = (daemon.store().snapshots(crawl).unwrap())
+    let mut urls: Vec<String> = (daemon.store().crawls().snapshots(crawl).unwrap())
         .into_iter()
         .map(|s| s.url)
         .collect();
@@ -99,8 +99,11 @@ fn max_urls_caps_the_snapshots_by_flag_or_by_crawl_default_and_the_crawl_says_so
     ]);
     daemon.wait_sealed(by_default, WAIT);
     daemon.wait_sealed(lifted, WAIT);
-    let capped = daemon.store().crawl(by_default).unwrap().unwrap();
-    assert_eq!(daemon.store().snapshots(by_default).unwrap().len(), 3);
+    let capped = daemon.store().crawls().get(by_default).unwrap().unwrap();
+    assert_eq!(
+        daemon.store().crawls().snapshots(by_default).unwrap().len(),
+        3
+    );
     assert_eq!(capped.outcome.unwrap().as_str(), "finished");
     assert_eq!(capped.ended_by.map(|l| l.as_str()), Some("max_urls"));
     // Four of the six links were past the cap: turned away, counted, never silently.
@@ -109,8 +112,8 @@ fn max_urls_caps_the_snapshots_by_flag_or_by_crawl_default_and_the_crawl_says_so
     let text = daemon.ctl_ok(&["show", &by_default.to_string()]);
     assert!(text.contains("ended by max_urls"), "{text}");
     // An explicit 0 lifts the default: the seed and its six links.
-    assert_eq!(daemon.store().snapshots(lifted).unwrap().len(), 7);
-    let lifted = daemon.store().crawl(lifted).unwrap().unwrap();
+    assert_eq!(daemon.store().crawls().snapshots(lifted).unwrap().len(), 7);
+    let lifted = daemon.store().crawls().get(lifted).unwrap().unwrap();
     assert_eq!(lifted.ended_by, None);
 }
 
@@ -126,12 +129,12 @@ fn a_snapshot_past_its_max_size_is_torn_down_and_sealed_saying_so_and_the_crawl_
     ]);
     daemon.wait_sealed(crawl, WAIT);
     let store = daemon.store();
-    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
     assert_eq!(
         snapshot.ended_by.map(|l| l.as_str()),
         Some("snapshot_max_size")
     );
-    let statuses: Vec<(String, String)> = (store.results(crawl).unwrap())
+    let statuses: Vec<(String, String)> = (store.results().of_crawl(crawl).unwrap())
         .into_iter()
         .map(|r| (r.plugin, r.status.to_string()))
         .collect();
@@ -142,7 +145,7 @@ fn a_snapshot_past_its_max_size_is_torn_down_and_sealed_saying_so_and_the_crawl_
             ("ok".to_string(), "cancelled".to_string())
         ]
     );
-    let crawl_row = store.crawl(crawl).unwrap().unwrap();
+    let crawl_row = store.crawls().get(crawl).unwrap().unwrap();
     assert_eq!(crawl_row.outcome.unwrap().as_str(), "finished");
     assert_eq!(crawl_row.ended_by, None);
     let text = daemon.ctl_ok(&["show", &crawl.to_string()]);
@@ -173,16 +176,17 @@ fn a_crawl_past_its_max_size_or_its_timeout_is_cancelled_saying_which_limit_and_
     daemon.wait_sealed(timed, WAIT);
     for (crawl, limit) in [(sized, "max_size"), (timed, "timeout")] {
         let store = daemon.store();
-        let row = store.crawl(crawl).unwrap().unwrap();
+        let row = store.crawls().get(crawl).unwrap().unwrap();
         assert_eq!(row.outcome.unwrap().as_str(), "cancelled", "{limit}");
         assert_eq!(row.ended_by.map(|l| l.as_str()), Some(limit));
-        let results = store.results(crawl).unwrap();
+        let results = store.results().of_crawl(crawl).unwrap();
         assert!(
             results.iter().all(|r| r.status.as_str() == "cancelled"),
             "{limit}: {results:?}"
         );
         assert!(
             store
+                .crawls()
                 .snapshots(crawl)
                 .unwrap()
                 .iter()
@@ -231,7 +235,7 @@ fn invalid_rules_are_refused_at_add_naming_the_flag_and_nothing_is_queued() {
         answer.contains("--url-denylist") && answer.contains("(unclosed"),
         "{answer}"
     );
-    assert!(daemon.store().crawls().unwrap().is_empty());
+    assert!(daemon.store().crawls().all().unwrap().is_empty());
     // And in `[crawl]`, by its key.
     daemon.write_config(&rules_config("[crawl]\nurl_denylist = [\"(\"]\n"));
     let output = daemon.abxd_command(&["check-config"]).output().unwrap();
@@ -261,7 +265,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// What the whoami hook of crawl `crawl` said, and its dir.
 fn whoami(daemon: &TestDaemon, crawl: i64) -> (String, std::path::PathBuf) {
     let store = daemon.store();
-    let results = store.results(crawl).unwrap();
+    let results = store.results().of_crawl(crawl).unwrap();
     let result = results.iter().find(|r| r.plugin == "whoami").unwrap();
     assert_eq!(
         result.status.as_str(),
@@ -269,7 +273,7 @@ fn whoami(daemon: &TestDaemon, crawl: i64) -> (String, std::path::PathBuf) {
         "{result:?}\n{}",
         daemon.log()
     );
-    let snapshot = &store.snapshots(crawl).unwrap()[0];
+    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
     let dir = daemon
         .data_dir()
         .join(format!("crawls/{crawl}/snapshots/{}/whoami", snapshot.id));
@@ -291,10 +295,14 @@ fn a_root_abxd_runs_hooks_and_their_children_as_the_hook_user_with_a_home_it_can
     let (said, dir) = whoami(&daemon, crawl);
     // Its rows say the uid they run as: the background hook, stopped at its snapshot's end, was
     // signalled as its own (not taken for another user's process) and exited.
-    let hooks: Vec<_> = (daemon.store().processes(&Default::default()).unwrap())
-        .into_iter()
-        .filter(|r| r.kind == abxd::domain::Kind::Hook)
-        .collect();
+    let hooks: Vec<_> = (daemon
+        .store()
+        .processes()
+        .list(&Default::default())
+        .unwrap())
+    .into_iter()
+    .filter(|r| r.kind == abxd::domain::Kind::Hook)
+    .collect();
     assert_eq!(hooks.len(), 2, "{hooks:?}");
     for row in &hooks {
         assert_eq!(row.uid, Some(user.uid.as_raw()), "{row:?}");
@@ -377,7 +385,7 @@ fn a_root_abxd_with_no_hook_user_starts_no_crawl_and_says_which_key() {
     assert!(!output.status.success());
     assert!(stderr.contains("hooks.user is not set"), "{stderr}");
     assert!(stderr.contains("\"root\" to accept the risk"), "{stderr}");
-    assert!(daemon.store().crawls().unwrap().is_empty());
+    assert!(daemon.store().crawls().all().unwrap().is_empty());
     // `hooks.user = "root"` is the explicit way; a reload applies it and the crawl runs.
     daemon.write_config(&rules_config("[hooks]\nuser = \"root\"\n"));
     daemon.signal(nix::sys::signal::Signal::SIGHUP);

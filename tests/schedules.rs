@@ -28,7 +28,7 @@ fn store_of(daemon: &TestDaemon) -> abxd::store::Store {
 }
 
 fn schedule(daemon: &TestDaemon, id: i64) -> Schedule {
-    let schedules = store_of(daemon).schedules().unwrap();
+    let schedules = store_of(daemon).schedules().all().unwrap();
     schedules.into_iter().find(|s| s.id == id).unwrap()
 }
 
@@ -37,6 +37,7 @@ fn crawls_of(daemon: &TestDaemon, id: i64) -> Vec<(i64, i64, Option<i64>)> {
     let store = store_of(daemon);
     store
         .crawls()
+        .all()
         .unwrap()
         .into_iter()
         .filter(|c| c.schedule_id == Some(id))
@@ -93,8 +94,8 @@ fn a_schedule_makes_a_crawl_at_each_occurrence_and_list_says_so() {
     });
     assert_eq!(schedule(&daemon, id).fired, fired);
     daemon.ctl_ok(&["schedule", "remove", &id.to_string()]);
-    assert!(daemon.store().schedules().unwrap().is_empty());
-    assert!(daemon.store().crawls().unwrap().len() as u64 >= fired);
+    assert!(daemon.store().schedules().all().unwrap().is_empty());
+    assert!(daemon.store().crawls().all().unwrap().len() as u64 >= fired);
     let out = daemon.ctl(&["schedule", "remove", &id.to_string()]);
     assert_eq!(out.status.code(), Some(abxd::exit::USAGE));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no schedule {id}")));
@@ -214,7 +215,7 @@ fn bad_schedules_are_refused_naming_what_is_wrong() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
-    assert!(daemon.store().schedules().unwrap().is_empty());
+    assert!(daemon.store().schedules().all().unwrap().is_empty());
 }
 
 #[test]
@@ -290,7 +291,7 @@ fn only_new_skips_discovered_urls_another_crawl_archived_but_crawls_the_seed_aga
         "http://127.0.0.1:9/docs/",
     ]);
     daemon.wait_sealed(first, WAIT);
-    assert_eq!(daemon.store().snapshots(first).unwrap().len(), 7);
+    assert_eq!(daemon.store().crawls().snapshots(first).unwrap().len(), 7);
     // The schedule's occurrence fetches the page again, and follows none of what is archived.
     let id = add(
         &daemon,
@@ -311,10 +312,10 @@ fn only_new_skips_discovered_urls_another_crawl_archived_but_crawls_the_seed_aga
     daemon.ctl_ok(&["schedule", "pause", &id.to_string()]);
     daemon.wait_sealed(crawl, WAIT);
     let store = daemon.store();
-    let snapshots = store.snapshots(crawl).unwrap();
+    let snapshots = store.crawls().snapshots(crawl).unwrap();
     assert_eq!(snapshots.len(), 1, "{snapshots:?}");
     assert_eq!(snapshots[0].url, "http://127.0.0.1:9/docs/");
-    let refused = store.refused_urls(crawl).unwrap();
+    let refused = store.crawls().refused_urls(crawl).unwrap();
     assert_eq!(
         refused[&abxd::domain::Refusal::Archived].count,
         6,
@@ -329,5 +330,5 @@ fn only_new_skips_discovered_urls_another_crawl_archived_but_crawls_the_seed_aga
         "http://127.0.0.1:9/docs/",
     ]);
     daemon.wait_sealed(again, WAIT);
-    assert_eq!(daemon.store().snapshots(again).unwrap().len(), 7);
+    assert_eq!(daemon.store().crawls().snapshots(again).unwrap().len(), 7);
 }

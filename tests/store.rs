@@ -44,7 +44,11 @@ fn a_database_of_every_earlier_schema_version_migrates_and_keeps_its_rows() {
         let store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), migrations::LATEST);
         if let Some(id) = kept {
-            let row = store.process(id).unwrap().expect("row survives migration");
+            let row = store
+                .processes()
+                .get(id)
+                .unwrap()
+                .expect("row survives migration");
             assert_eq!(row.argv, vec!["old".to_string()]);
         }
     }
@@ -111,14 +115,15 @@ fn next_pid_will_be(pid: i32) -> std::io::Result<()> {
 fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
     for backend in common::backends() {
         eprintln!("backend: {backend}");
-        let (mut store, _server) = common::fresh_store(backend);
+        let (store, _server) = common::fresh_store(backend);
 
         // The recorded process: a real one, recorded with its identity, then gone.
         let mut first = Command::new("sleep").arg("300").spawn().unwrap();
         let pid = first.id() as i32;
         let recorded = identity::of_pid(pid).unwrap();
-        let id = store.insert_process(&hook(&["sleep", "300"])).unwrap();
+        let id = store.processes().insert(&hook(&["sleep", "300"])).unwrap();
         store
+            .processes()
             .record_spawned(
                 id,
                 &recorded,
@@ -158,7 +163,7 @@ fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
         }
         let mut reuser = reuser.expect("another process raced us for the pid 50 times");
 
-        let row = store.process(id).unwrap().unwrap();
+        let row = store.processes().get(id).unwrap().unwrap();
         let stored = row.identity.clone().unwrap();
         assert_eq!(stored.pid, pid);
         assert_eq!(identity::check(&stored), Liveness::Reused);
@@ -170,7 +175,7 @@ fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
         // ps shows the row as unverified, not as the new process's row.
         let entry = abxd::render::PsEntry::new(row, abxd::store::now_ms());
         assert_eq!(entry.verified, Some(Liveness::Reused));
-        let rows = store.processes(&ProcessFilter::default()).unwrap();
+        let rows = store.processes().list(&ProcessFilter::default()).unwrap();
         assert_eq!(rows.len(), 1);
 
         reuser.kill().unwrap();
@@ -182,20 +187,23 @@ fn a_row_whose_pid_now_belongs_to_another_process_is_not_matched() {
 fn rows_found_gone_are_made_lost_each_with_its_own_reason_and_final_rows_stay_as_they_are() {
     for backend in common::backends() {
         eprintln!("backend: {backend}");
-        let (mut store, _server) = common::fresh_store(backend);
+        let (store, _server) = common::fresh_store(backend);
         let gone: Vec<i64> = (0..3)
-            .map(|_| store.insert_process(&hook(&["sleep", "300"])).unwrap())
+            .map(|_| store.processes().insert(&hook(&["sleep", "300"])).unwrap())
             .collect();
-        let reused = store.insert_process(&hook(&["sleep", "300"])).unwrap();
-        let already = store.insert_process(&hook(&["true"])).unwrap();
-        store.record_lost(&[(already, "earlier verdict")]).unwrap();
+        let reused = store.processes().insert(&hook(&["sleep", "300"])).unwrap();
+        let already = store.processes().insert(&hook(&["true"])).unwrap();
+        store
+            .processes()
+            .record_lost(&[(already, "earlier verdict")])
+            .unwrap();
 
         let mut verdicts: Vec<(i64, &str)> = gone.iter().map(|&id| (id, "process gone")).collect();
         verdicts.push((reused, "pid 7 now belongs to another process"));
         verdicts.push((already, "process gone"));
-        store.record_lost(&verdicts).unwrap();
+        store.processes().record_lost(&verdicts).unwrap();
 
-        let row = |id: i64| store.process(id).unwrap().unwrap();
+        let row = |id: i64| store.processes().get(id).unwrap().unwrap();
         for id in gone {
             assert_eq!(row(id).status.to_string(), "lost");
             assert_eq!(row(id).end_detail_text().as_deref(), Some("process gone"));
@@ -218,24 +226,26 @@ fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_els
         eprintln!("backend: {backend}");
         use abxd::domain::Queue;
         use abxd::store::{now_ms, Compact};
-        let (mut store, _server) = common::fresh_store(backend);
+        let (store, _server) = common::fresh_store(backend);
         let sealed = store
-            .add_crawl(&["http://127.0.0.1:9/a".into()], 0, None)
+            .crawls()
+            .add(&["http://127.0.0.1:9/a".into()], 0, None)
             .unwrap();
         let open = store
-            .add_crawl(&["http://127.0.0.1:9/b".into()], 0, None)
+            .crawls()
+            .add(&["http://127.0.0.1:9/b".into()], 0, None)
             .unwrap();
         let never_claimed = abxd::domain::Claim {
             queue: Queue::Crawls,
             id: sealed,
             epoch: 0,
         };
-        assert!(store.seal(never_claimed).unwrap());
-        let mut row = |parent: Option<i64>, crawl: Option<i64>| {
+        assert!(store.queue().seal(never_claimed).unwrap());
+        let row = |parent: Option<i64>, crawl: Option<i64>| {
             let mut new = hook(&["true"]);
             new.parent_id = parent;
             new.crawl_id = crawl;
-            store.insert_process(&new).unwrap()
+            store.processes().insert(&new).unwrap()
         };
         let parent = row(None, Some(sealed));
         let child = row(Some(parent), Some(sealed));
@@ -245,32 +255,46 @@ fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_els
         let of_no_crawl = row(None, None);
         let live_of_no_crawl = row(None, None);
         let result = store
+            .results()
             .result_for(sealed, None, "plugin", "on_Crawl__10_hook.sh")
             .unwrap();
-        store.start_result(result.id, Some(child)).unwrap();
+        store.results().start(result.id, Some(child)).unwrap();
         let finals = [parent, child, holder, of_open_crawl, of_no_crawl];
         let ended: Vec<(i64, &str)> = finals.iter().map(|&id| (id, "ended")).collect();
-        store.record_lost(&ended).unwrap();
+        store.processes().record_lost(&ended).unwrap();
 
         let cutoff = now_ms() + 1000;
-        let dry = store.prune(cutoff, true, Compact::IfCheap).unwrap();
+        let dry = store
+            .processes()
+            .prune(cutoff, true, Compact::IfCheap)
+            .unwrap();
         assert_eq!(dry.rows, 3);
         assert!(
-            store.process(parent).unwrap().is_some(),
+            store.processes().get(parent).unwrap().is_some(),
             "a dry run deletes nothing"
         );
-        let pruned = store.prune(cutoff, false, Compact::IfCheap).unwrap();
+        let pruned = store
+            .processes()
+            .prune(cutoff, false, Compact::IfCheap)
+            .unwrap();
         assert_eq!(pruned.rows, 3);
-        let exists = |id: i64| store.process(id).unwrap().is_some();
+        let exists = |id: i64| store.processes().get(id).unwrap().is_some();
         for gone in [parent, child, of_no_crawl] {
             assert!(!exists(gone), "row {gone} is pruned");
         }
         for kept in [holder, live, of_open_crawl, live_of_no_crawl] {
             assert!(exists(kept), "row {kept} stays");
         }
-        let result = store.results(sealed).unwrap().remove(0);
+        let result = store.results().of_crawl(sealed).unwrap().remove(0);
         assert_eq!(result.process_id, None, "a pruned run is no longer linked");
         // Nothing pruned before the cutoff's age.
-        assert_eq!(store.prune(0, false, Compact::IfCheap).unwrap().rows, 0);
+        assert_eq!(
+            store
+                .processes()
+                .prune(0, false, Compact::IfCheap)
+                .unwrap()
+                .rows,
+            0
+        );
     }
 }

@@ -29,7 +29,11 @@ fn ready_after_recovery_watchdog_at_half_the_interval_and_stopping_at_shutdown()
     daemon.launch();
     daemon.add(&["http://127.0.0.1:9/", "--plugins", "long_running"]);
     wait_until("the hook to run", WAIT, || {
-        let rows = daemon.store().processes(&Default::default()).unwrap();
+        let rows = daemon
+            .store()
+            .processes()
+            .list(&Default::default())
+            .unwrap();
         rows.iter()
             .any(|r| r.kind == abxd::domain::Kind::Child && r.status.is_live())
             .then_some(())

@@ -25,7 +25,11 @@ fn contained_escape_daemon(mode: &str, extra: &str) -> TestDaemon {
 }
 
 fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
-    daemon.store().processes(&ProcessFilter::default()).unwrap()
+    daemon
+        .store()
+        .processes()
+        .list(&ProcessFilter::default())
+        .unwrap()
 }
 
 /// Runs one crawl of `plugin` to its end under every containment this machine has (see
@@ -275,7 +279,7 @@ fn abxctl_kill_on_a_hook_tears_down_its_tree_and_reports_each_process() {
         assert!(report.contains("exited on signal after"), "{report}");
         assert!(report.contains("none left"), "{report}");
         daemon.wait_sealed(crawl, CRAWL_WAIT);
-        let row = daemon.store().process(hook.id).unwrap().unwrap();
+        let row = daemon.store().processes().get(hook.id).unwrap().unwrap();
         assert_eq!(row.end_reason, Some(EndReason::Killed));
         assert_nothing_left(&daemon);
     }
@@ -295,6 +299,7 @@ fn abxctl_kill_on_a_snapshot_worker_interrupts_it_and_the_snapshot_runs_again() 
         wait_until("the worker's rows to be final", WAIT, || {
             daemon
                 .store()
+                .processes()
                 .live_subtree(worker)
                 .unwrap()
                 .is_empty()
@@ -312,7 +317,7 @@ fn abxctl_kill_on_a_snapshot_worker_interrupts_it_and_the_snapshot_runs_again() 
             output.contains(&format!("crawl {crawl} cancelled")),
             "{output}"
         );
-        let crawl_row = daemon.store().crawl(crawl).unwrap().unwrap();
+        let crawl_row = daemon.store().crawls().get(crawl).unwrap().unwrap();
         assert_eq!(
             crawl_row.outcome,
             Some(abxd::domain::CrawlOutcome::Cancelled)
@@ -611,7 +616,8 @@ fn escapees_alive_when_the_daemon_is_killed_with_sigkill_are_killed_by_recovery(
         let row = wait_until("the escapee's row final", WAIT, || {
             daemon
                 .store()
-                .process(escaped.id)
+                .processes()
+                .get(escaped.id)
                 .unwrap()
                 .filter(|r| !r.status.is_live())
         });
@@ -640,7 +646,7 @@ fn a_busy_hooks_recorded_cpu_time_is_its_real_cpu_use_and_the_status_names_the_c
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "busy"]);
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     let store = daemon.store();
-    let result = &store.results(crawl).unwrap()[0];
+    let result = &store.results().of_crawl(crawl).unwrap()[0];
     let reported: f64 = (result.output.as_deref().unwrap_or_default().parse())
         .unwrap_or_else(|_| panic!("the hook reported no CPU time: {result:?}"));
     let hook = hook(&rows(&daemon)).clone();
@@ -784,7 +790,7 @@ fn a_hook_over_its_memory_max_fails_with_memory_limit_where_the_controller_is_en
     }
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "hog"]);
     daemon.wait_sealed(crawl, CRAWL_WAIT);
-    let result = &daemon.store().results(crawl).unwrap()[0];
+    let result = &daemon.store().results().of_crawl(crawl).unwrap()[0];
     assert_eq!(result.status.to_string(), "failed", "{result:?}");
     assert_eq!(result.output.as_deref(), Some("memory limit"));
     let hook = hook(&rows(&daemon)).clone();
@@ -853,7 +859,7 @@ fn a_process_that_survives_sigkill_is_recorded_unkillable_and_its_snapshot_seals
     // Its snapshot seals without it (teardown, SIGKILL, then SURVIVOR_WAIT); its row alone stays
     // live.
     wait_until("the crawl sealed", Duration::from_secs(60), || {
-        let crawl = daemon.store().crawl(crawl).unwrap()?;
+        let crawl = daemon.store().crawls().get(crawl).unwrap()?;
         (crawl.status == abxd::domain::WorkStatus::Sealed).then_some(())
     });
     let row = rows(&daemon)
@@ -878,7 +884,7 @@ fn a_process_that_survives_sigkill_is_recorded_unkillable_and_its_snapshot_seals
     // Once it can die, it does, and its row ends.
     freezer.thaw();
     wait_until("the unkillable row to end", WAIT, || {
-        let row = daemon.store().process(row.id).unwrap()?;
+        let row = daemon.store().processes().get(row.id).unwrap()?;
         (!row.status.is_live()).then_some(())
     });
 }
@@ -925,12 +931,19 @@ fn a_worker_whose_teardown_from_above_was_abandoned_kills_what_is_left_after_its
         );
         daemon.crash();
         let _ = kill.wait();
-        let kill_at = daemon.store().process(hook.id).unwrap().unwrap().kill_at;
+        let kill_at = daemon
+            .store()
+            .processes()
+            .get(hook.id)
+            .unwrap()
+            .unwrap()
+            .kill_at;
         let kill_at = kill_at.expect("the hook's SIGKILL deadline recorded");
         let ended = wait_until("the hook killed by its worker", WAIT, || {
             daemon
                 .store()
-                .process(hook.id)
+                .processes()
+                .get(hook.id)
                 .unwrap()
                 .filter(|r| !r.status.is_live())
         });
@@ -949,7 +962,8 @@ fn a_worker_whose_teardown_from_above_was_abandoned_kills_what_is_left_after_its
         wait_until("the worker to exit", WAIT, || {
             daemon
                 .store()
-                .process(worker)
+                .processes()
+                .get(worker)
                 .unwrap()
                 .filter(|r| !r.status.is_live() || r.pid.is_some_and(|p| !alive(p)))
         });

@@ -104,7 +104,7 @@ fn a_crawl_runs_to_its_end_with_every_connection_verified() {
     let daemon = TestDaemon::start_on("postgres-tls", &plugins_config(&[&plugins]));
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "ok"]);
     daemon.wait_sealed(crawl, Duration::from_secs(90));
-    let results = daemon.store().results(crawl).unwrap();
+    let results = daemon.store().results().of_crawl(crawl).unwrap();
     assert!(!results.is_empty());
     assert!(
         results.iter().all(|r| r.status == "succeeded"),

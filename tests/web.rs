@@ -191,7 +191,7 @@ fn the_page_follows_a_crawl_without_a_reload_and_keeps_outside_text_text() {
     browser.screenshot(&kept("web-view-ended.png"));
 
     // The snapshot's page: the hostile title is text, nothing of it runs.
-    let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;
+    let snapshot = daemon.store().crawls().snapshots(crawl).unwrap()[0].id;
     browser.navigate(&format!("http://127.0.0.1:{port}/snapshot/{snapshot}"));
     wait_until("the snapshot's results", WAIT, || {
         (browser.eval("document.querySelector('#results .output') !== null") == true).then_some(())
@@ -227,7 +227,7 @@ fn requests_without_the_token_other_methods_and_paths_out_of_a_snapshot_are_refu
     std::fs::write(&gate, "").unwrap();
     let crawl = daemon.add(&["https://example.com/", "--plugins", "gate"]);
     daemon.wait_sealed(crawl, WAIT);
-    let snapshot = daemon.store().snapshots(crawl).unwrap()[0].id;
+    let snapshot = daemon.store().crawls().snapshots(crawl).unwrap()[0].id;
     let token = daemon.ctl_ok(&["web-url", "--token"]).trim().to_string();
     let bearer = format!("Authorization: Bearer {token}\r\n");
 
@@ -453,7 +453,8 @@ fn metrics_say_what_the_run_did(backend: &str) {
     // What the table says of every process of the run, counted the way /metrics counts it.
     let rows = daemon
         .store()
-        .processes(&abxd::store::ProcessFilter::default())
+        .processes()
+        .list(&abxd::store::ProcessFilter::default())
         .unwrap();
     let ended = rows.iter().filter(|r| !r.status.is_live());
     let count = |flag: fn(&abxd::store::ProcessRow) -> bool| {
@@ -578,7 +579,7 @@ fn a_workers_writes_that_found_the_database_busy_are_counted_in_metrics() {
     let bearer = format!("Authorization: Bearer {token}\r\n");
     let crawl = daemon.add(&["https://example.com/", "--plugins", "gate"]);
     let worker = common::wait_until("the gate hook to run", WAIT, || {
-        let rows = daemon.store().processes(&Default::default()).ok()?;
+        let rows = daemon.store().processes().list(&Default::default()).ok()?;
         let hook_runs = rows
             .iter()
             .any(|r| r.kind == Kind::Hook && r.status.is_live());

@@ -12,8 +12,11 @@ use std::time::{Duration, Instant};
 pub(crate) fn hook_throughput(s: &Sizes, figures: &mut Figures) {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
     let dir = scratch_dir();
-    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-    let crawl = store.add_crawl(&["http://bench/".into()], 0, None).unwrap();
+    let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let crawl = store
+        .crawls()
+        .add(&["http://bench/".into()], 0, None)
+        .unwrap();
     let mut supervisor =
         Supervisor::new(timing(), store.marker_namespace().unwrap(), None).unwrap();
     let request = hook_request(dir.path(), &["/bin/true"]);
@@ -33,22 +36,24 @@ pub(crate) fn hook_throughput(s: &Sizes, figures: &mut Figures) {
         let started = Instant::now();
         for i in 0..size {
             let result = store
+                .results()
                 .result_for(crawl, None, "bench", &format!("hook{block}-{i}"))
                 .unwrap();
-            store.start_result(result.id, None).unwrap();
+            store.results().start(result.id, None).unwrap();
             supervisor
                 .spawn(
-                    &mut store,
+                    &store,
                     &request,
                     (Owner::Hooks, ChildPolicy::FOREGROUND_HOOK),
                     &mut abxd::spawn::nothing_more,
                 )
                 .unwrap();
             'reaped: loop {
-                for event in supervisor.wait(&mut store, None).unwrap() {
+                for event in supervisor.wait(&store, None).unwrap() {
                     if let Event::Exited { .. } = event {
                         store
-                            .finish_result(result.id, ResultStatus::Succeeded, None, &[], 0)
+                            .results()
+                            .finish(result.id, ResultStatus::Succeeded, None, &[], 0)
                             .unwrap();
                         break 'reaped;
                     }

@@ -68,7 +68,7 @@ pub(crate) fn recovery_at_scale(s: &Sizes, figures: &mut Figures) {
     let dir = scratch_dir();
     let config = config_in(dir.path(), "");
     std::fs::create_dir_all(&config.data_dir).unwrap();
-    let mut store = Store::open_at(&config.database).unwrap();
+    let store = Store::open_at(&config.database).unwrap();
     let namespace = store.marker_namespace().unwrap();
     let conn = rusqlite::Connection::open(config.database.file().unwrap()).unwrap();
     conn.execute_batch("BEGIN").unwrap();
@@ -92,7 +92,8 @@ pub(crate) fn recovery_at_scale(s: &Sizes, figures: &mut Figures) {
     let mut orphans = Vec::new();
     for _ in 0..s.orphan_trees {
         let row = store
-            .insert_process(&NewProcess {
+            .processes()
+            .insert(&NewProcess {
                 parent_id: Some(1),
                 kind: Kind::Hook,
                 crawl_id: None,
@@ -111,6 +112,7 @@ pub(crate) fn recovery_at_scale(s: &Sizes, figures: &mut Figures) {
             .unwrap();
         let identity = abxd::identity::of_unreaped_child(child.id() as i32).unwrap();
         store
+            .processes()
             .record_spawned(
                 row,
                 &identity,

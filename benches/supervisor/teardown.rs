@@ -63,10 +63,10 @@ pub(crate) fn raw_teardown(script: &str, signal: nix::sys::signal::Signal) -> Du
 pub(crate) fn teardown(s: &Sizes, figures: &mut Figures) {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
     let dir = scratch_dir();
-    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let mut own = hook_request(dir.path(), &["supervisor-bench"]).process;
     own.kind = Kind::SnapshotWorker;
-    let own_row = store.insert_process(&own).unwrap();
+    let own_row = store.processes().insert(&own).unwrap();
     let mut supervisor =
         Supervisor::new(timing(), store.marker_namespace().unwrap(), Some(own_row)).unwrap();
     for (label, script, grace) in [
@@ -92,7 +92,7 @@ pub(crate) fn teardown(s: &Sizes, figures: &mut Figures) {
             request.process.parent_id = Some(own_row);
             let spawned = supervisor
                 .spawn(
-                    &mut store,
+                    &store,
                     &request,
                     (Owner::SnapshotWorkers, ChildPolicy::WORKER),
                     &mut abxd::spawn::nothing_more,
@@ -101,14 +101,14 @@ pub(crate) fn teardown(s: &Sizes, figures: &mut Figures) {
             grown_tree(spawned.identity.pid);
             let requested = Instant::now();
             supervisor.stop(
-                &mut store,
+                &store,
                 spawned.row_id,
                 Signal::TERM,
                 grace,
                 abxd::domain::EndReason::Killed,
             );
             'done: loop {
-                for event in supervisor.wait(&mut store, None).unwrap() {
+                for event in supervisor.wait(&store, None).unwrap() {
                     if let Event::TornDown(report) = event {
                         assert!(report.complete && report.processes.len() > 100);
                         break 'done;
@@ -134,7 +134,7 @@ pub(crate) fn teardown(s: &Sizes, figures: &mut Figures) {
                 )),
             );
             while supervisor.has_work() {
-                supervisor.wait(&mut store, Some(Instant::now())).unwrap();
+                supervisor.wait(&store, Some(Instant::now())).unwrap();
             }
         }
     }

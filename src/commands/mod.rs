@@ -123,8 +123,8 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
         }
         AbxdCommand::Machine(MachineCommand::Forget { id }) => {
             print_like_a_filter();
-            let mut store = Store::open_existing_at(&config.database)?;
-            let forgotten = crate::recovery::forget_machine(&mut store, &config, &id)?;
+            let store = Store::open_existing_at(&config.database)?;
+            let forgotten = crate::recovery::forget_machine(&store, &config, &id)?;
             let silent_for = store.shared_now() - forgotten.machine.heartbeat_at;
             print!("{}", admin::forgotten(&forgotten, silent_for));
             Ok(0)
@@ -181,7 +181,7 @@ fn copy_store(config: &Config, url: &str) -> Result<i32, CommandError> {
     let _lock = crate::lock::DataDirLock::acquire(&config.data_dir)?;
     let source = Store::open_read_only(file)?;
     let target = Store::open_postgres(&server.url)?;
-    let copied = source.copy_into(&target)?;
+    let copied = crate::store::copy(&source, &target)?;
     let shown = crate::store::sql::redacted(url);
     print!("{}", admin::copied(&copied, file, &shown));
     Ok(0)

@@ -27,7 +27,11 @@ pub(super) fn retry(
             Response::Retried { results, .. } => Ok(results),
             other => Err(other),
         },
-        |store| Ok(store.retry_results(crawl_id, which, hook.as_deref())?),
+        |store| {
+            Ok(store
+                .crawls()
+                .retry_results(crawl_id, which, hook.as_deref())?)
+        },
     )?;
     out.answer(
         || {
@@ -54,7 +58,7 @@ pub(super) fn pause(config: &Config, crawl_id: i64, paused: bool, out: Out) -> R
             Response::PauseSet { .. } => Ok(()),
             other => Err(other),
         },
-        |store| Ok(store.set_paused(crawl_id, paused)?),
+        |store| Ok(store.crawls().set_paused(crawl_id, paused)?),
     )?;
     out.answer(
         || {
@@ -99,7 +103,11 @@ pub(super) fn prune(
             };
             let cutoff = now_ms() - keep.as_millis() as i64;
             // abxd is down: the file may be rewritten whole to give the space back.
-            Ok(Ok(store.prune(cutoff, dry_run, Compact::Rewrite)?))
+            Ok(Ok(store.processes().prune(
+                cutoff,
+                dry_run,
+                Compact::Rewrite,
+            )?))
         },
     )?;
     out.answer(

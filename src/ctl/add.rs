@@ -147,11 +147,16 @@ pub(super) fn import(
         Ok(other) => return Err(unexpected(other)),
         Err(ClientError::NotRunning { .. }) => {
             validate_plugins(config, crawl)?;
-            let mut store = Store::open_existing_at(&config.database)?;
+            let store = Store::open_existing_at(&config.database)?;
             let rules = crawl.rules().over(&config.crawl.rules());
             let (plugins, export_to) = (crawl.plugins.as_deref(), config.archivebox.export_to());
-            let id =
-                store.add_crawl_of_input(&import.text, crawl.depth, plugins, &rules, export_to)?;
+            let id = store.crawls().add_of_input(
+                &import.text,
+                crawl.depth,
+                plugins,
+                &rules,
+                export_to,
+            )?;
             out.answer(
                 || {
                     println!("crawl {id} queued");
@@ -209,14 +214,15 @@ struct Parsed {
 fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
     loop {
         let store = Store::open_read_only_at(&config.database)?;
-        let crawl = store.crawl(id)?;
-        let snapshots = store.snapshots(id)?;
+        let crawl = store.crawls().get(id)?;
+        let snapshots = store.crawls().snapshots(id)?;
         let input = snapshots.first().filter(|s| s.status == WorkStatus::Sealed);
         let crawl_sealed = crawl
             .as_ref()
             .is_some_and(|c| c.status == WorkStatus::Sealed);
         if let Some(input) = input {
             let parsers = store
+                .results()
                 .snapshot_results(input.id)?
                 .iter()
                 .map(|r| {
@@ -244,11 +250,13 @@ fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
 /// Enqueues a crawl by writing the database itself (the daemon is down). Only the daemon's
 /// first start creates a database: with none, this says so.
 fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
-    let mut store = Store::open_existing_at(&config.database)?;
+    let store = Store::open_existing_at(&config.database)?;
     let rules = crawl.rules().over(&config.crawl.rules());
     let export_to = config.archivebox.export_to();
     let plugins = crawl.plugins.as_deref();
-    Ok(store.add_crawl_with(urls, crawl.depth, plugins, &rules, export_to)?)
+    Ok(store
+        .crawls()
+        .add_with(urls, crawl.depth, plugins, &rules, export_to)?)
 }
 
 /// Prints a crawl's progress until it is sealed, then its report; exits as [`exit::of_crawl`]
@@ -263,7 +271,7 @@ fn follow_crawl(config: &Config, id: i64, out: Out) -> Result<i32> {
         if let Some(follow) = &mut follow {
             follow.update(&store, id)?;
         }
-        let crawl = store.crawl(id)?;
+        let crawl = store.crawls().get(id)?;
         if let Some(crawl) = crawl.filter(|c| c.status == WorkStatus::Sealed) {
             if let Some(follow) = &mut follow {
                 follow.finish();
@@ -283,7 +291,7 @@ fn follow_crawl(config: &Config, id: i64, out: Out) -> Result<i32> {
                     .unwrap_or_default()
                 );
             }
-            return Ok(exit::of_crawl(&crawl, &store.results(id)?));
+            return Ok(exit::of_crawl(&crawl, &store.results().of_crawl(id)?));
         }
         drop(store);
         if interrupted.load(Ordering::Relaxed) {

@@ -34,10 +34,10 @@ pub(super) fn run(
         }
         Ok(other) => return Err(unexpected(other)),
         Err(ClientError::NotRunning { .. }) => {
-            let mut store = Store::open_existing_at(&config.database)?;
+            let store = Store::open_existing_at(&config.database)?;
             let user = user.unwrap_or(&config.archivebox.user);
-            let queued = crate::export::queue(&mut store, &target, user, crawls)
-                .map_err(CtlError::BadInput)?;
+            let queued =
+                crate::export::queue(&store, &target, user, crawls).map_err(CtlError::BadInput)?;
             (queued, false)
         }
         Err(err) => return Err(err.into()),
@@ -93,7 +93,11 @@ fn follow(config: &Config, target: &Path, crawls: &[i64]) -> Result<Vec<Export>>
         let store = Store::open_read_only_at(&config.database)?;
         let mut ended = Vec::new();
         for &id in crawls {
-            let export = store.exports(id)?.into_iter().find(|e| e.target == target);
+            let export = store
+                .exports()
+                .of_crawl(id)?
+                .into_iter()
+                .find(|e| e.target == target);
             match export {
                 Some(e) if e.status.is_final() => ended.push(e),
                 Some(_) => break,

@@ -53,14 +53,14 @@ pub(super) fn cancel(config: &Config, crawl_id: i64, out: Out) -> Result<i32> {
             other => Err(other),
         },
         |store| {
-            let refusal = match store.crawl(crawl_id)? {
+            let refusal = match store.crawls().get(crawl_id)? {
                 None => Some(format!("no crawl {crawl_id}")),
                 Some(crawl) => crawl.refuses_cancel(),
             };
             if let Some(why) = refusal {
                 return Ok(Err(why));
             }
-            store.cancel_crawl(crawl_id)?;
+            store.crawls().cancel(crawl_id)?;
             Ok(Ok(None))
         },
     )?;

@@ -32,10 +32,10 @@ pub(super) fn run(
 ) -> Result<i32> {
     let store = Store::open_read_only_at(&config.database)?;
     let row = match which {
-        Which::Row(id) => store.process(id)?.ok_or_else(|| {
+        Which::Row(id) => store.processes().get(id)?.ok_or_else(|| {
             CtlError::BadInput(format!("no process row {id} (see abxctl ps --all)"))
         })?,
-        Which::Result(id) => store.result_run(id)?.ok_or_else(|| {
+        Which::Result(id) => store.processes().result_run(id)?.ok_or_else(|| {
             CtlError::BadInput(format!("result {id} never ran (see abxctl show)"))
         })?,
     };
@@ -60,7 +60,11 @@ pub(super) fn run(
     loop {
         // Asked before reading: once the process has ended, the last round prints all that is
         // left, a last line without its newline too.
-        let last = !follow || !store.process(id)?.is_some_and(|r| r.status.is_live());
+        let last = !follow
+            || !store
+                .processes()
+                .get(id)?
+                .is_some_and(|r| r.status.is_live());
         for ((name, path), offset) in files.iter().zip(offsets.iter_mut()) {
             let Ok(mut file) = crate::logs::read_log(std::path::Path::new(path)) else {
                 continue;

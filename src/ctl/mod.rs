@@ -254,7 +254,7 @@ fn ask_or_do_locally<T>(
     config: &Config,
     request: &Request,
     answer: impl FnOnce(Response) -> std::result::Result<T, Response>,
-    locally: impl FnOnce(&mut Store) -> Result<std::result::Result<T, String>>,
+    locally: impl FnOnce(&Store) -> Result<std::result::Result<T, String>>,
 ) -> Result<(T, bool)> {
     match ask(config, request) {
         Ok(response) => Ok((answer(response).map_err(unexpected)?, true)),

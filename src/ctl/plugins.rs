@@ -11,7 +11,9 @@ use serde_json::json;
 use std::collections::BTreeSet;
 
 pub(super) fn binaries(config: &Config, json: bool) -> Result<i32> {
-    let binaries = Store::open_read_only_at(&config.database)?.binaries()?;
+    let binaries = Store::open_read_only_at(&config.database)?
+        .results()
+        .binaries()?;
     if json {
         println!("{}", binaries_json(&binaries));
     } else {
@@ -42,7 +44,7 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
     let catalog = Catalog::load(&config.plugins_dirs);
     // (No database yet is no binary resolved yet.)
     let resolved = Store::open_read_only_at(&config.database)
-        .and_then(|store| store.binaries())
+        .and_then(|store| store.results().binaries())
         .unwrap_or_default();
     let selected = catalog
         .select(config, None)

@@ -38,8 +38,8 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
     };
     let read = |store: &Store| -> Result<(Vec<ProcessRow>, Vec<Machine>)> {
         Ok((
-            store.processes(&ps.filter(machine_id.clone()))?,
-            store.machines()?,
+            store.processes().list(&ps.filter(machine_id.clone()))?,
+            store.machines().all()?,
         ))
     };
     let lease = config.timeouts.lease;
@@ -78,7 +78,7 @@ pub(super) fn run(config: &Config, ps: Ps) -> Result<i32> {
 
 /// The id of the machine `name` names (its id, or a registered hostname), or what there is.
 fn machine_named(store: &Store, name: &str) -> Result<String> {
-    let machines = store.machines()?;
+    let machines = store.machines().all()?;
     let found = machines
         .iter()
         .find(|m| m.id == name)

@@ -97,7 +97,9 @@ fn add_schedule(
                 cadence: &cadence,
                 import,
             };
-            Ok(Ok(store.add_schedule(&new, &jiff::tz::TimeZone::system())?))
+            Ok(Ok(store
+                .schedules()
+                .add(&new, &jiff::tz::TimeZone::system())?))
         },
     )?;
     out.answer(
@@ -117,7 +119,7 @@ fn add_schedule(
 
 fn list(config: &Config, out: Out) -> Result<i32> {
     let store = Store::open_read_only_at(&config.database)?;
-    let schedules = store.schedules()?;
+    let schedules = store.schedules().all()?;
     if out.json {
         println!(
             "{}",
@@ -138,12 +140,12 @@ fn set(config: &Config, id: i64, action: ScheduleAction, out: Out) -> Result<i32
             Response::ScheduleSet { .. } => Ok(()),
             other => Err(other),
         },
-        |store: &mut Store| {
+        |store: &Store| {
             let zone = jiff::tz::TimeZone::system();
             let found = match action {
-                ScheduleAction::Remove => store.remove_schedule(id)?,
-                ScheduleAction::Pause => store.set_schedule_paused(id, true, &zone)?,
-                ScheduleAction::Resume => store.set_schedule_paused(id, false, &zone)?,
+                ScheduleAction::Remove => store.schedules().remove(id)?,
+                ScheduleAction::Pause => store.schedules().set_paused(id, true, &zone)?,
+                ScheduleAction::Resume => store.schedules().set_paused(id, false, &zone)?,
             };
             Ok(found
                 .then_some(())

@@ -51,7 +51,8 @@ impl State {
         if self.database_lost.is_some() {
             return;
         }
-        let (Some(why), Some(file)) = (self.store.file_gone(), self.config.database.file()) else {
+        let (Some(why), Some(file)) = (self.store.file().gone(), self.config.database.file())
+        else {
             return;
         };
         let saved = saved_path(file);
@@ -67,11 +68,11 @@ impl State {
         if !self.crawls.is_idle() || self.database_lost.is_some() {
             return None;
         }
-        let size = self.store.wal_bytes();
+        let size = self.store.file().wal_bytes();
         if size <= WAL_KEEP_BYTES {
             return None;
         }
-        match self.store.truncate_wal() {
+        match self.store.file().truncate_wal() {
             Ok(true) => {
                 log::info!("write-ahead log truncated (it had grown to {size} bytes)");
                 None
@@ -83,7 +84,7 @@ impl State {
     /// Saves (again) what the open database holds to where [`Lost`] says: at once, and at a
     /// clean stop so that what was recorded since is kept too.
     pub(super) fn save_database(&self, lost: &Lost) {
-        match self.store.save_copy(&lost.saved) {
+        match self.store.file().save_copy(&lost.saved) {
             Ok(()) => log::info!("database saved to {}", lost.saved.display()),
             Err(err) => log::error!(
                 "cannot save the database to {}: {err}; what was recorded is lost when abxd stops",
@@ -103,8 +104,8 @@ fn saved_path(database: &std::path::Path) -> PathBuf {
 impl State {
     /// Recovers ownerless work (of one crawl, or all); on a store failure, tries again later.
     pub(super) fn recover(&mut self, crawl: Option<i64>, back_off: bool) {
-        let result = recovery::recover_ownerless(&mut self.store, &self.config, crawl, back_off)
-            .and_then(|()| self.store.requeue_abandoned_exports().map(drop));
+        let result = recovery::recover_ownerless(&self.store, &self.config, crawl, back_off)
+            .and_then(|()| self.store.exports().requeue_abandoned().map(drop));
         self.retry_later_on(result, Retry::Recovery);
     }
 

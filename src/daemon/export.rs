@@ -50,7 +50,7 @@ impl State {
     /// Starts the next export of a sealed crawl, unless one runs.
     pub(super) fn export_next(&mut self, supervisor: &mut Supervisor) {
         while self.exporter.running.is_none() && !self.stopping {
-            let export = match self.store.take_export() {
+            let export = match self.store.exports().take() {
                 Ok(Some(export)) => export,
                 Ok(None) => return,
                 Err(err) => {
@@ -78,7 +78,7 @@ impl State {
     ) {
         let request = self.export_request(&export, &collection, step);
         let spawned = supervisor.spawn(
-            &mut self.store,
+            &self.store,
             &request,
             (Owner::Exporter, ChildPolicy::FOREGROUND_HOOK),
             &mut crate::spawn::nothing_more,
@@ -93,7 +93,11 @@ impl State {
                     spawned.row_id
                 );
                 let said = format!("{step:?}").to_lowercase();
-                if let Err(err) = self.store.export_step(&export, Some(spawned.row_id), &said) {
+                if let Err(err) =
+                    self.store
+                        .exports()
+                        .export_step(&export, Some(spawned.row_id), &said)
+                {
                     log::warn!("export of crawl {}: {err}", export.crawl_id);
                 }
                 self.exporter.running = Some(Running {
@@ -229,7 +233,7 @@ impl State {
             ExportStatus::Failed => log::warn!("export of crawl {crawl}: {detail}"),
             _ => log::info!("export of crawl {crawl}: {status}: {detail}"),
         }
-        if let Err(err) = self.store.end_export(export, status, detail) {
+        if let Err(err) = self.store.exports().end(export, status, detail) {
             log::error!("export of crawl {crawl}: cannot record its end: {err}");
         }
     }

@@ -78,7 +78,7 @@ impl Fleet {
         &mut self,
         config: &Config,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
         claiming: bool,
     ) {
         let now = Instant::now();
@@ -109,7 +109,7 @@ impl Fleet {
     }
 
     /// Recovers the work of the machines presumed dead (see `recovery::take_over_silent`).
-    fn take_over(&mut self, config: &Config, store: &mut Store) {
+    fn take_over(&mut self, config: &Config, store: &Store) {
         match recovery::take_over_silent(store, config) {
             Ok(plan) => {
                 for line in recovery::describe(&Default::default(), &plan) {
@@ -126,7 +126,7 @@ impl Fleet {
     pub fn on_exit(
         &mut self,
         config: &Config,
-        store: &mut Store,
+        store: &Store,
         row: i64,
         leaked: bool,
     ) -> Option<Result<(), StoreError>> {
@@ -151,7 +151,7 @@ impl Fleet {
     pub fn on_torn_down(
         &mut self,
         config: &Config,
-        store: &mut Store,
+        store: &Store,
         row: i64,
     ) -> Result<(), StoreError> {
         let Some(lent) = self.lent.as_mut() else {
@@ -169,14 +169,14 @@ impl super::State {
     /// The fleet's part of a turn of the daemon's loop (see [`Fleet::after_turn`]).
     pub(super) fn fleet_turn(&mut self, supervisor: &mut Supervisor) {
         let claiming = self.claiming();
-        (self.fleet).after_turn(&self.config, supervisor, &mut self.store, claiming);
+        (self.fleet).after_turn(&self.config, supervisor, &self.store, claiming);
     }
 
     /// A lent snapshot's worker exited. Work the store kept from
     /// being recovered now (a server out of reach) is recovered by the daemon's retry, as a
     /// crawl worker's is.
     pub(super) fn lent_worker_ended(&mut self, row: i64, leaked: bool) {
-        let Some(ended) = (self.fleet).on_exit(&self.config, &mut self.store, row, leaked) else {
+        let Some(ended) = (self.fleet).on_exit(&self.config, &self.store, row, leaked) else {
             log::error!("row {row}: no lent snapshot worker of the daemon's");
             return;
         };
@@ -185,7 +185,7 @@ impl super::State {
 
     /// A teardown finished: a lent worker's leftovers' work is recovered (or, failing, later).
     pub(super) fn lent_torn_down(&mut self, row: i64) {
-        let recovered = (self.fleet).on_torn_down(&self.config, &mut self.store, row);
+        let recovered = (self.fleet).on_torn_down(&self.config, &self.store, row);
         self.retry_later_on(recovered, Retry::Recovery);
     }
 }

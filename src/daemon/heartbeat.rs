@@ -31,7 +31,7 @@ impl Heartbeat {
 
     /// Beats if it is due; a beat the store refused is tried again soon. Returns `None` when
     /// none was due, else whether the store took it.
-    pub fn beat_if_due(&mut self, store: &mut Store) -> Option<bool> {
+    pub fn beat_if_due(&mut self, store: &Store) -> Option<bool> {
         let (Some(next), Some(every)) = (self.next, self.every) else {
             return None;
         };
@@ -39,7 +39,7 @@ impl Heartbeat {
         if now < next {
             return None;
         }
-        let beat = store.heartbeat(&self.machine_id);
+        let beat = store.machines().heartbeat(&self.machine_id);
         self.next = Some(match &beat {
             Ok(()) => now + every,
             Err(err) => {

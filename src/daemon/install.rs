@@ -114,13 +114,13 @@ impl State {
         if free == 0 {
             return Ok(Vec::new());
         }
-        let mut due = self.store.due_crawls()?;
+        let mut due = self.store.crawls().due_crawls()?;
         due.retain(|crawl| only.is_none_or(|id| crawl.id == id));
         due.truncate(free);
         if due.is_empty() {
             return Ok(Vec::new());
         }
-        let installed = self.store.installed_binaries()?;
+        let installed = self.store.results().installed_binaries()?;
         let catalog = Catalog::load(&self.config.plugins_dirs);
         let environ = crate::plugins::env::process_environ;
         let mut steps: Vec<InstallStep> = Vec::new();
@@ -206,7 +206,7 @@ impl State {
             }
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
             match supervisor.spawn(
-                &mut self.store,
+                &self.store,
                 &request,
                 (Owner::Installer, ChildPolicy::FOREGROUND_HOOK),
                 &mut crate::spawn::nothing_more,
@@ -276,7 +276,7 @@ impl State {
             failure: failure.map(str::to_string),
             resolved_at: 0,
         };
-        if let Err(err) = self.store.record_binary(&binary) {
+        if let Err(err) = self.store.results().record_binary(&binary) {
             log::error!("install: cannot record {}: {err}", step.binary);
         }
     }

@@ -143,7 +143,9 @@ impl Daemon {
         let rules = rules.over(&self.state.config.crawl.rules());
         let state = &mut self.state;
         let export_to = state.config.archivebox.export_to();
-        let id = (state.store).add_crawl_with(urls, depth, plugins, &rules, export_to)?;
+        let id = (state.store)
+            .crawls()
+            .add_with(urls, depth, plugins, &rules, export_to)?;
         self.state.crawls.claim_only(id);
         self.state.fleet.lend_nothing();
         Ok(id)
@@ -172,7 +174,7 @@ impl Daemon {
             }
             if self.state.stopping
                 && !self.supervisor.has_work()
-                && self.supervisor.escapees_settled(&mut self.state.store)
+                && self.supervisor.escapees_settled(&self.state.store)
             {
                 break;
             }
@@ -184,7 +186,7 @@ impl Daemon {
                 .flatten()
                 .min();
             self.before_sleep(timer, just_started);
-            let events = self.supervisor.wait(&mut self.state.store, timer)?;
+            let events = self.supervisor.wait(&self.state.store, timer)?;
             self.notifier.ping_if_due(Instant::now());
             self.state.fleet_turn(&mut self.supervisor);
             for event in events {
@@ -201,7 +203,7 @@ impl Daemon {
             }
             self.state.truncate_wal_at = self.state.keep_wal_small();
         }
-        for event in self.supervisor.reap_now(&mut self.state.store) {
+        for event in self.supervisor.reap_now(&self.state.store) {
             if let Event::Exited {
                 row_id, outcome, ..
             } = event
@@ -210,7 +212,7 @@ impl Daemon {
             }
         }
         let own = self.state.orchestrator_id;
-        if let Err(err) = liveness::finish_own(&mut self.state.store, own, "clean shutdown") {
+        if let Err(err) = liveness::finish_own(&self.state.store, own, "clean shutdown") {
             log::error!("cannot record the orchestrator's end: {err}");
         }
         if let Some(lost) = &self.state.database_lost {
@@ -310,7 +312,7 @@ impl Daemon {
         }
         let filled = state
             .crawls
-            .fill(&state.config, &mut self.supervisor, &mut state.store);
+            .fill(&state.config, &mut self.supervisor, &state.store);
         state.retry_later_on(filled, Retry::Claims);
     }
 
@@ -318,7 +320,7 @@ impl Daemon {
         let state = &mut self.state;
         let ended = state
             .crawls
-            .on_exit(&state.config, &mut state.store, row_id, leaked, true);
+            .on_exit(&state.config, &state.store, row_id, leaked, true);
         match ended {
             Ok(None) => log::error!("row {row_id}: no crawl worker of the daemon's pool"),
             Ok(Some(end)) => {
@@ -339,7 +341,7 @@ impl Daemon {
     fn stop(&mut self) {
         if self.state.stopping {
             log::warn!("signalled again while stopping: killing every child now");
-            self.supervisor.hurry(&mut self.state.store);
+            self.supervisor.hurry(&self.state.store);
             return;
         }
         log::info!(
@@ -349,7 +351,7 @@ impl Daemon {
         self.state.stopping = true;
         self.notifier.stopping();
         self.supervisor
-            .stop_all(&mut self.state.store, EndReason::Killed);
+            .stop_all(&self.state.store, EndReason::Killed);
     }
 
     fn on_control(&mut self, token: Token) {
@@ -381,7 +383,7 @@ impl Daemon {
         state.lent_torn_down(report.root_row);
         let recovered = state
             .crawls
-            .on_torn_down(&state.config, &mut state.store, report.root_row);
+            .on_torn_down(&state.config, &state.store, report.root_row);
         match recovered {
             Ok(Some(_)) => state.wake = true,
             Ok(None) => {}

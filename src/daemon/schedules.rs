@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 impl State {
     /// Reads when the next schedule is due.
     pub(super) fn look_at_schedules(&mut self) {
-        match self.store.next_schedule_at() {
+        match self.store.schedules().next_at() {
             Ok(at) => self.schedules_at = at,
             Err(err) => log::warn!("cannot read the schedules: {err}"),
         }
@@ -27,7 +27,11 @@ impl State {
         {
             return;
         }
-        match self.store.fire_due_schedules(&jiff::tz::TimeZone::system()) {
+        match self
+            .store
+            .schedules()
+            .fire_due(&jiff::tz::TimeZone::system())
+        {
             Ok(fired) => {
                 for fired in fired {
                     log::info!("schedule {}: {}", fired.schedule_id, fired.note);

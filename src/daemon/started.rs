@@ -31,7 +31,12 @@ impl Daemon {
         if !self.notifier.enabled() {
             return just_started;
         }
-        let queued = self.state.store.queued_count(Queue::Crawls).unwrap_or(0);
+        let queued = self
+            .state
+            .store
+            .queue()
+            .queued_count(Queue::Crawls)
+            .unwrap_or(0);
         let status = format!(
             "{} crawl workers, {queued} crawls queued",
             self.state.crawls.len()

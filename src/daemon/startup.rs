@@ -35,12 +35,12 @@ impl Daemon {
             database: config.database.to_string(),
             cause,
         };
-        let mut store = Store::open_at(&config.database).map_err(store_err)?;
-        store.rebase_queue_clock().map_err(store_err)?;
+        let store = Store::open_at(&config.database).map_err(store_err)?;
+        store.queue().rebase_queue_clock().map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
         let machine = Machine::this_host(store.shared_now());
-        store.register_machine(&machine).map_err(store_err)?;
-        let orchestrator_id = record_self(&mut store).map_err(store_err)?;
+        store.machines().register(&machine).map_err(store_err)?;
+        let orchestrator_id = record_self(&store).map_err(store_err)?;
         // The scope is named by the marker namespace (database and boot): a previous
         // incarnation of this boot is found again, never one of another boot or database.
         let containment = cgroup::establish(config.limits.containment, &instance)
@@ -56,7 +56,7 @@ impl Daemon {
         for line in recovery::describe(&reconciliation, &recovery::WorkPlan::default()) {
             log::info!("recovery: {line}");
         }
-        recovery::apply_lost(&mut store, &reconciliation.lost).map_err(store_err)?;
+        recovery::apply_lost(&store, &reconciliation.lost).map_err(store_err)?;
         let socket_err = |cause| DaemonError::Socket {
             path: config.control.socket.clone(),
             cause,
@@ -80,8 +80,7 @@ impl Daemon {
             config.database,
             config.control.socket.display()
         );
-        let hidden =
-            recovery::adopt_hidden(&mut store, &reconciliation.hidden).map_err(store_err)?;
+        let hidden = recovery::adopt_hidden(&store, &reconciliation.hidden).map_err(store_err)?;
         let orphans: BTreeSet<i64> = reconciliation
             .orphans
             .iter()
@@ -89,7 +88,7 @@ impl Daemon {
             .chain(hidden)
             .collect();
         let orphan_rows: Vec<i64> = orphans.iter().copied().collect();
-        supervisor.stop_orphans(&mut store, &orphan_rows);
+        supervisor.stop_orphans(&store, &orphan_rows);
         // From here on the loop runs deadlines: a write no longer waits long for another
         // process's lock (see `store::busy`); what it could not write is retried.
         store.set_patience(Patience::Loop).map_err(store_err)?;
@@ -142,9 +141,9 @@ impl Daemon {
 }
 
 /// Records the daemon itself as the `orchestrator` row, running, and returns its id.
-fn record_self(store: &mut Store) -> Result<i64, StoreError> {
+fn record_self(store: &Store) -> Result<i64, StoreError> {
     let pid = std::process::id() as i32;
-    let id = store.insert_process(&NewProcess {
+    let id = store.processes().insert(&NewProcess {
         parent_id: None,
         kind: Kind::Orchestrator,
         crawl_id: None,
@@ -158,7 +157,7 @@ fn record_self(store: &mut Store) -> Result<i64, StoreError> {
     })?;
     let me = identity::of_pid(pid).expect("the running process has an identity");
     let pgid = nix::unistd::getpgrp().as_raw();
-    store.record_spawned(
+    store.processes().record_spawned(
         id,
         &me,
         pgid,

@@ -103,12 +103,7 @@ pub fn version_problem(said: &[String]) -> Option<String> {
 /// filed under ArchiveBox user `user`: what `abxctl export` asks, the daemon or (with it
 /// stopped) abxctl itself does. Crawls not sealed yet are exported once they are. Returns the
 /// crawls queued, or why none was.
-pub fn queue(
-    store: &mut Store,
-    target: &Path,
-    user: &str,
-    crawls: &[i64],
-) -> Result<Vec<i64>, String> {
+pub fn queue(store: &Store, target: &Path, user: &str, crawls: &[i64]) -> Result<Vec<i64>, String> {
     if let Some(why) = crate::portable::user_problem(user) {
         return Err(format!("--user: {why}"));
     }
@@ -120,11 +115,11 @@ pub fn queue(
     }
     collection(target)?;
     let ids = if crawls.is_empty() {
-        let all = store.crawls().map_err(|e| e.to_string())?;
+        let all = store.crawls().all().map_err(|e| e.to_string())?;
         all.into_iter().map(|c| c.id).collect()
     } else {
         for &id in crawls {
-            if store.crawl(id).map_err(|e| e.to_string())?.is_none() {
+            if store.crawls().get(id).map_err(|e| e.to_string())?.is_none() {
                 return Err(format!("no crawl {id}"));
             }
         }
@@ -132,7 +127,8 @@ pub fn queue(
     };
     for &id in &ids {
         store
-            .queue_export(id, target, user)
+            .exports()
+            .queue(id, target, user)
             .map_err(|e| e.to_string())?;
     }
     Ok(ids)
@@ -176,13 +172,13 @@ pub fn export_crawl(
     user: &str,
 ) -> Result<Exported, ExportError> {
     let collection = collection(target).map_err(ExportError::Collection)?;
-    let Some(crawl) = store.crawl(crawl_id)? else {
+    let Some(crawl) = store.crawls().get(crawl_id)? else {
         return Err(ExportError::Collection(format!("no crawl {crawl_id}")));
     };
     let staging = make_staging(&collection)?;
-    let results = store.results(crawl_id)?;
+    let results = store.results().of_crawl(crawl_id)?;
     let mut exported = Exported::default();
-    for snapshot in store.snapshots(crawl_id)? {
+    for snapshot in store.crawls().snapshots(crawl_id)? {
         if snapshot.status != WorkStatus::Sealed {
             continue;
         }

@@ -29,7 +29,7 @@ pub(super) fn by_its_limits(
     if outcome != ExitOutcome::Signal(kill) && outcome != ExitOutcome::Code(128 + kill) {
         return None;
     }
-    let row = store.process(row_id).ok()??;
+    let row = store.processes().get(row_id).ok()??;
     match row.end_detail {
         Some(detail @ EndDetail::MemoryLimit) => Some(result::failed(&detail.to_string())),
         Some(detail) if row.unkillable => Some(result::failed(&detail.to_string())),
@@ -54,11 +54,17 @@ mod tests {
     #[test]
     fn a_hook_killed_by_its_memory_limit_or_unkillable_is_told_apart_by_its_row() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-        let row = store.insert_process(&crate::store::test_hook()).unwrap();
+        let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+        let row = store
+            .processes()
+            .insert(&crate::store::test_hook())
+            .unwrap();
         let killed = ExitOutcome::Signal(9);
         assert!(by_its_limits(&store, row, killed).is_none());
-        store.set_end_detail(row, &EndDetail::MemoryLimit).unwrap();
+        store
+            .processes()
+            .set_end_detail(row, &EndDetail::MemoryLimit)
+            .unwrap();
         assert!(by_its_limits(&store, row, ExitOutcome::Code(0)).is_none());
         let result = by_its_limits(&store, row, killed).unwrap();
         assert_eq!(result.status, crate::domain::ResultStatus::Failed);
@@ -69,7 +75,7 @@ mod tests {
             state: 'D',
             wchan: "x".into(),
         };
-        store.set_unkillable(row, &detail).unwrap();
+        store.processes().set_unkillable(row, &detail).unwrap();
         let result = by_its_limits(&store, row, killed).unwrap();
         assert_eq!(result.output.as_deref(), Some(unkillable));
     }

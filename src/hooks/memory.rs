@@ -63,7 +63,7 @@ impl HookRunner {
     pub(super) fn check_memory(
         &mut self,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
     ) -> Result<(), StoreError> {
         let now = Instant::now();
         let bounded = self.running.values().any(|r| r.memory.is_some());
@@ -85,7 +85,10 @@ impl HookRunner {
         for (row, (used, limit)) in over {
             let hook = &self.running[&row].prepared.hook.file_name;
             log::warn!("{hook}: {used} resident bytes, over its memory limit of {limit}: killed");
-            match store.set_end_detail(row, &EndDetail::MemoryLimit) {
+            match store
+                .processes()
+                .set_end_detail(row, &EndDetail::MemoryLimit)
+            {
                 Ok(()) => {}
                 // (The limit guards the host: the tree goes all the same, its end said as a kill.)
                 Err(err) if err.is_busy() => {

@@ -117,7 +117,7 @@ impl HookRunner {
     /// from an interrupted one). The sessions the run needs are queued again (`sessions`);
     /// `dependants_wait`: work beyond the scope needs them (a crawl's unsealed snapshots).
     pub fn new(
-        store: &mut Store,
+        store: &Store,
         scope: Scope,
         hooks: Vec<Prepared>,
         dependants_wait: bool,
@@ -125,7 +125,7 @@ impl HookRunner {
         let mut results = Vec::with_capacity(hooks.len());
         for prepared in &hooks {
             let hook = &prepared.hook;
-            results.push(store.result_for(
+            results.push(store.results().result_for(
                 scope.crawl.id,
                 scope.snapshot_id(),
                 &hook.plugin,
@@ -154,11 +154,11 @@ impl HookRunner {
     pub fn start_next(
         &mut self,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
     ) -> Result<(), StoreError> {
         while self.waiting == Waiting::Nothing && !self.pending.is_empty() {
             // A paused crawl starts no hook; those running go on.
-            self.paused = match store.is_paused(self.scope.crawl.id) {
+            self.paused = match store.crawls().is_paused(self.scope.crawl.id) {
                 Ok(paused) => paused,
                 Err(err) if err.is_busy() => {
                     log::warn!("the next hook is not started yet: {err}");
@@ -265,7 +265,7 @@ impl HookRunner {
     pub fn after_turn(
         &mut self,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
     ) -> Result<(), StoreError> {
         self.check_memory(supervisor, store)?;
         let now = Instant::now();
@@ -337,9 +337,9 @@ impl HookRunner {
     pub fn on_exit(
         &mut self,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
         exit: (i64, ExitOutcome, EndReason),
-        also: impl FnOnce(&mut Store, &Outcome) -> Result<(), StoreError>,
+        also: impl FnOnce(&Store, &Outcome) -> Result<(), StoreError>,
     ) -> Result<Option<Outcome>, StoreError> {
         let (row_id, outcome, reason) = exit;
         let Some(run) = self.running.get(&row_id) else {
@@ -384,9 +384,11 @@ impl HookRunner {
         let size = files.iter().map(|(_, size)| size).sum();
         store.all_or_nothing(|store| {
             let output = result.output.as_deref();
-            store.finish_result(run.result_id, result.status, output, &names, size)?;
+            store
+                .results()
+                .finish(run.result_id, result.status, output, &names, size)?;
             if stopped_at_end && run.prepared.hook.background {
-                store.note_session(run.result_id)?;
+                store.results().note_session(run.result_id)?;
             }
             also(store, &result)
         })?;

@@ -59,7 +59,7 @@ pub fn to_start_again(hooks: &[Past<'_>], dependants_wait: bool) -> Vec<usize> {
 /// Queues again the successes of `hooks` (with their `results`, in run order) that this run
 /// starts again.
 pub(super) fn start_again(
-    store: &mut Store,
+    store: &Store,
     hooks: &[Prepared],
     results: &[HookResult],
     dependants_wait: bool,
@@ -84,7 +84,7 @@ pub(super) fn start_again(
         names.join(", ")
     );
     let ids: Vec<i64> = again.iter().map(|&at| results[at].id).collect();
-    store.reopen_successes(&ids)
+    store.results().reopen_successes(&ids)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ impl HookRunner {
     pub(super) fn must_wait(
         &mut self,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
         next: &Prepared,
     ) -> Option<Instant> {
         let runs: Vec<order::Runs<'_>> = (self.running.iter())
@@ -51,12 +51,12 @@ impl HookRunner {
     pub(super) fn start(
         &mut self,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
         prepared: &Prepared,
     ) -> Result<Option<(i64, Running)>, StoreError> {
         let hook = &prepared.hook;
         let scope = &self.scope;
-        let result = store.result_for(
+        let result = store.results().result_for(
             scope.crawl.id,
             scope.snapshot_id(),
             &hook.plugin,
@@ -98,14 +98,16 @@ impl HookRunner {
         // The attempt counts with the hook's row, before it starts: a worker that dies while
         // starting the hook has interrupted it all the same.
         let result_id = result.id;
-        let mut attempt = |store: &mut Store, row: i64| store.start_result(result_id, Some(row));
+        let mut attempt = |store: &Store, row: i64| store.results().start(result_id, Some(row));
         let spawned = match supervisor.spawn(store, &request, (Owner::Hooks, policy), &mut attempt)
         {
             Ok(spawned) => spawned,
             Err(SpawnError::Store(err)) => return Err(err),
             Err(err) => {
                 let message = format!("could not start: {err}");
-                store.finish_result(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
+                store
+                    .results()
+                    .finish(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
                 return Ok(None);
             }
         };

@@ -79,7 +79,8 @@ impl Gate {
             return Ok(launches);
         }
         let launches = store
-            .crawl(work)?
+            .crawls()
+            .get(work)?
             .is_some_and(|crawl| per_crawl(config, &crawl));
         self.crawls.insert(work, launches);
         Ok(launches)
@@ -90,7 +91,7 @@ impl Gate {
 pub fn measure(store: &Store, cgroups: &OwnCgroups) -> Result<Measured, StoreError> {
     Ok(Measured {
         memory: admission::memory(cgroups),
-        browsers: store.browsers_alive(None)?,
+        browsers: store.processes().browsers_alive(None)?,
         load: admission::Load::default(),
     })
 }
@@ -112,6 +113,7 @@ impl WorkerPool {
             return Some(Instant::now() + crate::admission::POLL);
         }
         let at = store
+            .queue()
             .next_retry_at(self.queue, self.claim_scope())
             .ok()
             .flatten()?;
@@ -138,7 +140,7 @@ impl WorkerPool {
             self.gate.waiting = None;
             return Ok(false);
         }
-        let next = store.next_due_id(self.queue, self.claim_scope())?;
+        let next = store.queue().next_due_id(self.queue, self.claim_scope())?;
         let due = next.is_some();
         // (What is remembered of crawls is of those that run here or start next.)
         let keep: Vec<i64> = (self.workers.values().map(|h| h.claim.id))
@@ -259,13 +261,13 @@ impl WorkerPool {
     /// are counted once).
     fn browsers_counted(&mut self, config: &Config, store: &Store) -> Result<u32, StoreError> {
         match (self.gate.launches, self.queue) {
-            (Launches::Nothing, _) => store.browsers_alive(None),
+            (Launches::Nothing, _) => store.processes().browsers_alive(None),
             (Launches::EachStart, _) => {
-                Ok(store.browsers_alive(self.crawl)? + self.workers.len() as u32)
+                Ok(store.processes().browsers_alive(self.crawl)? + self.workers.len() as u32)
             }
             (Launches::PerCrawl(_), queue) => {
                 debug_assert_eq!(queue, Queue::Crawls);
-                let alive = store.browsers_alive_by_scope(None)?;
+                let alive = store.processes().browsers_alive_by_scope(None)?;
                 let works: Vec<i64> = self.workers.values().map(|h| h.claim.id).collect();
                 let mut launching = 0;
                 for work in works {

@@ -173,7 +173,7 @@ impl WorkerPool {
         &mut self,
         config: &Config,
         supervisor: &mut Supervisor,
-        store: &mut Store,
+        store: &Store,
     ) -> Result<(), StoreError> {
         let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
         while self.workers.len() < self.limit(config) {
@@ -182,7 +182,10 @@ impl WorkerPool {
             }
             let held = match self.claimed_unstarted(store)? {
                 Some(held) => held,
-                None => match store.claim(self.queue, self.claim_scope(), lease, claimer)? {
+                None => match store
+                    .queue()
+                    .claim(self.queue, self.claim_scope(), lease, claimer)?
+                {
                     Some(claim) => self.hold(store, claim)?,
                     None => return Ok(()),
                 },
@@ -190,8 +193,8 @@ impl WorkerPool {
             let (claim, work) = (held.claim, held.claim.id);
             let request = self.worker_request(config, held);
             // Owned by the worker's row from the moment the row exists.
-            let mut own = |store: &mut Store, row: i64| {
-                if store.set_owner(claim, row)? {
+            let mut own = |store: &Store, row: i64| {
+                if store.queue().set_owner(claim, row)? {
                     Ok(())
                 } else {
                     Err(StoreError::Fenced { claim, now: None })
@@ -238,7 +241,7 @@ impl WorkerPool {
     /// the pool's owner (else recovery took it back meanwhile, and it is forgotten here).
     fn claimed_unstarted(&mut self, store: &Store) -> Result<Option<Held>, StoreError> {
         while let Some(held) = self.unstarted.pop() {
-            if store.still_claimed(held.claim, self.parent_row)? {
+            if store.queue().still_claimed(held.claim, self.parent_row)? {
                 return Ok(Some(held));
             }
         }
@@ -250,7 +253,10 @@ impl WorkerPool {
         let crawl = match (self.queue, self.crawl) {
             (Queue::Crawls, _) => claim.id,
             (Queue::Snapshots, Some(crawl)) => crawl,
-            (Queue::Snapshots, None) => store.snapshot(claim.id)?.map_or(claim.id, |s| s.crawl_id),
+            (Queue::Snapshots, None) => store
+                .crawls()
+                .snapshot(claim.id)?
+                .map_or(claim.id, |s| s.crawl_id),
         };
         Ok(Held { claim, crawl })
     }
@@ -261,7 +267,7 @@ impl WorkerPool {
     pub fn on_exit(
         &mut self,
         config: &Config,
-        store: &mut Store,
+        store: &Store,
         row: i64,
         leaked: bool,
         recover: bool,
@@ -320,7 +326,7 @@ impl WorkerPool {
     pub fn on_torn_down(
         &mut self,
         config: &Config,
-        store: &mut Store,
+        store: &Store,
         row: i64,
     ) -> Result<Option<i64>, StoreError> {
         let Some(&held) = self.awaiting_teardown.get(&row) else {
@@ -333,20 +339,20 @@ impl WorkerPool {
 
     fn sealed(&self, store: &Store, work: i64) -> Result<bool, StoreError> {
         Ok(match self.queue {
-            Queue::Crawls => store.crawl(work)?.map(|c| c.status),
-            Queue::Snapshots => store.snapshot(work)?.map(|s| s.status),
+            Queue::Crawls => store.crawls().get(work)?.map(|c| c.status),
+            Queue::Snapshots => store.crawls().snapshot(work)?.map(|s| s.status),
         } == Some(WorkStatus::Sealed))
     }
 
     /// Puts claimed work back on its queue, due after its back-off.
-    fn put_back(&self, config: &Config, store: &mut Store, claim: Claim) -> Result<(), StoreError> {
+    fn put_back(&self, config: &Config, store: &Store, claim: Claim) -> Result<(), StoreError> {
         let restarts = match self.queue {
-            Queue::Crawls => store.crawl(claim.id)?.map(|c| c.restarts),
-            Queue::Snapshots => store.snapshot(claim.id)?.map(|s| s.restarts),
+            Queue::Crawls => store.crawls().get(claim.id)?.map(|c| c.restarts),
+            Queue::Snapshots => store.crawls().snapshot(claim.id)?.map(|s| s.restarts),
         };
         let wait = recovery::backoff(config, restarts.unwrap_or(0));
         let due = store.queue_now() + wait.as_millis() as i64;
-        store.requeue(claim, due).map(drop)
+        store.queue().requeue(claim, due).map(drop)
     }
 
     /// The spawn request of a worker process: `abxd --config C worker crawl|snapshot ID`, handed

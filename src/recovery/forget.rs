@@ -61,26 +61,26 @@ impl Forgotten {
 }
 
 /// Forgets machine `id` (see the module's text).
-pub fn forget_machine(
-    store: &mut Store,
-    config: &Config,
-    id: &str,
-) -> Result<Forgotten, ForgetError> {
+pub fn forget_machine(store: &Store, config: &Config, id: &str) -> Result<Forgotten, ForgetError> {
     if id == crate::identity::machine_id() {
         return Err(ForgetError::ThisMachine(id.to_string()));
     }
     let machine = store
-        .machines()?
+        .machines()
+        .all()?
         .into_iter()
         .find(|m| m.id == id)
         .ok_or_else(|| ForgetError::Unknown(id.to_string()))?;
     let lease = config.timeouts.lease;
     let now = store.shared_now();
     let forgotten = store.all_or_nothing(|store| {
-        if !store.remove_silent_machine(id, now - lease.as_millis() as i64)? {
+        if !store
+            .machines()
+            .remove_silent(id, now - lease.as_millis() as i64)?
+        {
             return Ok(None);
         }
-        let rows = store.live_rows_of_machine(id)?;
+        let rows = store.machines().live_rows_of_machine(id)?;
         let dead: BTreeSet<i64> = rows.iter().copied().collect();
         let work = plan(store, config, None, |owner, _| {
             Ok(owner.is_some_and(|owner| dead.contains(&owner)))

@@ -73,7 +73,7 @@ pub fn reconcile(
     instance: &str,
     this_orchestrator: Option<i64>,
 ) -> Result<Reconciliation, StoreError> {
-    let live = store.live_rows()?;
+    let live = store.processes().live_rows()?;
     let mut plan = Reconciliation::default();
     let mut alive: BTreeSet<i64> = BTreeSet::new();
     let candidates: Vec<&crate::store::LiveRow> = live
@@ -116,7 +116,7 @@ pub fn reconcile(
         if parent_alive || row.kind == Kind::Orchestrator {
             continue;
         }
-        let subtree = store.live_subtree(row.id)?;
+        let subtree = store.processes().live_subtree(row.id)?;
         covered.extend(subtree.iter().map(|r| r.id));
         plan.orphans.push(OrphanTree {
             row: row.id,
@@ -140,10 +140,14 @@ pub fn reconcile(
         });
     }
     for process in unreadable {
-        if store.live_row_by_pid(process.identity.pid)?.is_some() {
+        if store
+            .processes()
+            .live_row_by_pid(process.identity.pid)?
+            .is_some()
+        {
             continue; // a recorded process: its row speaks for it
         }
-        let hook = store.hook_row_by_group(process.pgid)?;
+        let hook = store.processes().hook_row_by_group(process.pgid)?;
         if let Some(row) = hook {
             if has_ancestor_in(store, row, &supervised)? && !covered.contains(&row) {
                 continue; // a live supervisor above it sees to it
@@ -161,7 +165,7 @@ fn has_ancestor_in(store: &Store, row: i64, rows: &BTreeSet<i64>) -> Result<bool
         if rows.contains(&id) {
             return Ok(true);
         }
-        current = store.process(id)?.and_then(|r| r.parent_id);
+        current = store.processes().get(id)?.and_then(|r| r.parent_id);
     }
     Ok(false)
 }
@@ -200,7 +204,7 @@ fn tree_pids(
 }
 
 /// Makes the lost rows final.
-pub fn apply_lost(store: &mut Store, lost: &[LostRow]) -> Result<(), StoreError> {
+pub fn apply_lost(store: &Store, lost: &[LostRow]) -> Result<(), StoreError> {
     let rows: Vec<(i64, &str)> = lost.iter().map(|l| (l.row, l.why.as_str())).collect();
     liveness::finish_lost(store, &rows)
 }
@@ -208,11 +212,11 @@ pub fn apply_lost(store: &mut Store, lost: &[LostRow]) -> Result<(), StoreError>
 /// Records each hidden process tied to a hook row as a `child` row below it and returns those
 /// rows: orphan trees to tear down (their rows carry their identity, so the teardown finds them
 /// without their marker).
-pub fn adopt_hidden(store: &mut Store, hidden: &[HiddenProcess]) -> Result<Vec<i64>, StoreError> {
+pub fn adopt_hidden(store: &Store, hidden: &[HiddenProcess]) -> Result<Vec<i64>, StoreError> {
     let mut rows = Vec::new();
     for hidden in hidden {
         if let Some(hook) = hidden.hook {
-            rows.push(store.record_descendant(hook, &hidden.process)?);
+            rows.push(store.processes().record_descendant(hook, &hidden.process)?);
         }
     }
     Ok(rows)
@@ -225,7 +229,13 @@ pub fn dry_run(config: &Config) -> Result<Vec<String>, StoreError> {
     let reconciliation = reconcile(&store, &instance, None)?;
     let mut dead: BTreeSet<i64> = reconciliation.lost.iter().map(|l| l.row).collect();
     for orphan in &reconciliation.orphans {
-        dead.extend(store.live_subtree(orphan.row)?.iter().map(|r| r.id));
+        dead.extend(
+            store
+                .processes()
+                .live_subtree(orphan.row)?
+                .iter()
+                .map(|r| r.id),
+        );
     }
     let work = plan_work(&store, config, None, &dead)?;
     Ok(describe(&reconciliation, &work))
@@ -254,9 +264,10 @@ mod tests {
     }
 
     /// A worker row (never started: for the plan, a dead owner once listed in `dead`).
-    fn worker(store: &mut Store, kind: Kind) -> i64 {
+    fn worker(store: &Store, kind: Kind) -> i64 {
         store
-            .insert_process(&NewProcess {
+            .processes()
+            .insert(&NewProcess {
                 parent_id: None,
                 kind,
                 crawl_id: None,
@@ -271,23 +282,29 @@ mod tests {
 
     /// A crawl of one snapshot, both claimed by (now dead) workers; returns their claims and
     /// the workers' rows.
-    fn claimed(store: &mut Store) -> (Claim, Claim, BTreeSet<i64>) {
-        let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+    fn claimed(store: &Store) -> (Claim, Claim, BTreeSet<i64>) {
+        let crawl = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
         let crawl_claim = store
+            .queue()
             .claim(Queue::Crawls, None, LEASE, None)
             .unwrap()
             .unwrap();
         assert_eq!(crawl_claim.id, crawl);
         let crawl_worker = worker(store, Kind::CrawlWorker);
-        assert!(store.set_owner(crawl_claim, crawl_worker).unwrap());
-        let snapshot = store.add_snapshot(crawl, "http://a/", 0).unwrap().unwrap();
+        assert!(store.queue().set_owner(crawl_claim, crawl_worker).unwrap());
+        let snapshot = store
+            .crawls()
+            .add_snapshot(crawl, "http://a/", 0)
+            .unwrap()
+            .unwrap();
         let claim = store
+            .queue()
             .claim(Queue::Snapshots, Some(crawl), LEASE, None)
             .unwrap()
             .unwrap();
         assert_eq!(claim.id, snapshot);
         let snapshot_worker = worker(store, Kind::SnapshotWorker);
-        assert!(store.set_owner(claim, snapshot_worker).unwrap());
+        assert!(store.queue().set_owner(claim, snapshot_worker).unwrap());
         (
             crawl_claim,
             claim,
@@ -296,24 +313,28 @@ mod tests {
     }
 
     /// A result of `hook` in the snapshot, started `attempts` times and left as it is.
-    fn started(store: &mut Store, crawl: i64, snapshot: i64, hook: &str, attempts: u32) -> i64 {
-        let result = store.result_for(crawl, Some(snapshot), "p", hook).unwrap();
+    fn started(store: &Store, crawl: i64, snapshot: i64, hook: &str, attempts: u32) -> i64 {
+        let result = store
+            .results()
+            .result_for(crawl, Some(snapshot), "p", hook)
+            .unwrap();
         for _ in 0..attempts {
-            store.start_result(result.id, None).unwrap();
+            store.results().start(result.id, None).unwrap();
         }
         result.id
     }
 
     #[test]
     fn interrupted_results_run_again_finished_ones_never_and_the_work_is_requeued() {
-        let (_dir, mut store, config) = setup();
-        let (crawl_claim, snapshot_claim, dead) = claimed(&mut store);
+        let (_dir, store, config) = setup();
+        let (crawl_claim, snapshot_claim, dead) = claimed(&store);
         let (crawl, snapshot) = (crawl_claim.id, snapshot_claim.id);
-        let done = started(&mut store, crawl, snapshot, "a", 1);
+        let done = started(&store, crawl, snapshot, "a", 1);
         store
-            .finish_result(done, ResultStatus::Succeeded, None, &[], 0)
+            .results()
+            .finish(done, ResultStatus::Succeeded, None, &[], 0)
             .unwrap();
-        let interrupted = started(&mut store, crawl, snapshot, "b", 1);
+        let interrupted = started(&store, crawl, snapshot, "b", 1);
         let plan = plan_work(&store, &config, None, &dead).unwrap();
         assert_eq!(
             plan,
@@ -328,12 +349,16 @@ mod tests {
 
     #[test]
     fn a_result_interrupted_too_often_fails_and_then_its_snapshot_and_crawl_are_sealed() {
-        let (_dir, mut store, config) = setup();
-        let (crawl_claim, snapshot_claim, dead) = claimed(&mut store);
+        let (_dir, store, config) = setup();
+        let (crawl_claim, snapshot_claim, dead) = claimed(&store);
         let (crawl, snapshot) = (crawl_claim.id, snapshot_claim.id);
-        let worn = started(&mut store, crawl, snapshot, "a", 2);
-        let crawl_hook = store.result_for(crawl, None, "p", "bg").unwrap().id;
-        store.start_result(crawl_hook, None).unwrap();
+        let worn = started(&store, crawl, snapshot, "a", 2);
+        let crawl_hook = store
+            .results()
+            .result_for(crawl, None, "p", "bg")
+            .unwrap()
+            .id;
+        store.results().start(crawl_hook, None).unwrap();
         let plan = plan_work(&store, &config, None, &dead).unwrap();
         assert_eq!(
             plan,
@@ -344,16 +369,16 @@ mod tests {
                 ..WorkPlan::default()
             }
         );
-        apply_work(&mut store, &config, &plan, false).unwrap();
+        apply_work(&store, &config, &plan, false).unwrap();
         assert!(plan_work(&store, &config, None, &dead).unwrap().is_empty());
     }
 
     #[test]
     fn work_whose_owner_lives_is_left_alone_and_a_plan_is_scoped_by_crawl() {
-        let (_dir, mut store, config) = setup();
-        let (crawl_claim, snapshot_claim, dead) = claimed(&mut store);
+        let (_dir, store, config) = setup();
+        let (crawl_claim, snapshot_claim, dead) = claimed(&store);
         let (crawl, snapshot) = (crawl_claim.id, snapshot_claim.id);
-        started(&mut store, crawl, snapshot, "a", 1);
+        started(&store, crawl, snapshot, "a", 1);
         // The owners run (this test's process and a child stand for them): nothing to do.
         let child = KilledOnDrop(
             std::process::Command::new("sleep")
@@ -365,6 +390,7 @@ mod tests {
         for (&owner, pid) in dead.iter().zip(pids) {
             let running = identity::of_unreaped_child(pid).unwrap();
             store
+                .processes()
                 .record_spawned(
                     owner,
                     &running,
@@ -382,11 +408,12 @@ mod tests {
 
     #[test]
     fn work_claimed_by_a_process_that_died_before_it_started_the_worker_is_recovered_at_once() {
-        let (_dir, mut store, config) = setup();
-        store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+        let (_dir, store, config) = setup();
+        store.crawls().add(&["http://a/".into()], 0, None).unwrap();
         // The claimer's row: its process is gone (never recorded), the lease still runs.
-        let claimer = worker(&mut store, Kind::Orchestrator);
+        let claimer = worker(&store, Kind::Orchestrator);
         let claim = store
+            .queue()
             .claim(Queue::Crawls, None, LEASE, Some(claimer))
             .unwrap()
             .unwrap();

@@ -36,7 +36,7 @@ impl WorkPlan {
 /// one way both the daemon (a dead crawl worker) and a crawl worker (a dead snapshot worker)
 /// recover. With `back_off`, requeued work waits by its restart count.
 pub fn recover_ownerless(
-    store: &mut Store,
+    store: &Store,
     config: &Config,
     crawl: Option<i64>,
     back_off: bool,
@@ -81,9 +81,13 @@ pub fn plan_work(
 /// recovered by their parents, once what they left is torn down). What every daemon of a fleet
 /// does at each heartbeat; each seal and put-back is fenced, so it happens once however many
 /// hosts try. Returns the plan carried out.
-pub fn take_over_silent(store: &mut Store, config: &Config) -> Result<WorkPlan, StoreError> {
+pub fn take_over_silent(store: &Store, config: &Config) -> Result<WorkPlan, StoreError> {
     let since = store.shared_now() - config.timeouts.lease.as_millis() as i64;
-    let silent: BTreeSet<i64> = store.rows_of_silent_machines(since)?.into_iter().collect();
+    let silent: BTreeSet<i64> = store
+        .machines()
+        .rows_of_silent_machines(since)?
+        .into_iter()
+        .collect();
     if silent.is_empty() {
         return Ok(WorkPlan::default());
     }
@@ -107,7 +111,7 @@ pub(super) fn plan(
     let mut plan = WorkPlan::default();
     let ownerless = |queue: Queue| -> Result<Vec<Claim>, StoreError> {
         let mut ids = Vec::new();
-        for (claim, owner, lease_ends) in store.started(queue)? {
+        for (claim, owner, lease_ends) in store.queue().started(queue)? {
             if abandoned(owner, lease_ends)? {
                 ids.push(claim);
             }
@@ -136,13 +140,13 @@ pub(super) fn plan(
     let mut sealed_now: BTreeSet<i64> = BTreeSet::new();
     for claim in ownerless(Queue::Snapshots)? {
         let snapshot_id = claim.id;
-        let Some(snapshot) = store.snapshot(snapshot_id)? else {
+        let Some(snapshot) = store.crawls().snapshot(snapshot_id)? else {
             continue;
         };
         if crawl.is_some_and(|c| c != snapshot.crawl_id) {
             continue;
         }
-        let results = store.snapshot_results(snapshot_id)?;
+        let results = store.results().snapshot_results(snapshot_id)?;
         if settle_results(&results, &mut plan) {
             plan.seal_snapshots.push(claim);
             sealed_now.insert(snapshot_id);
@@ -155,13 +159,14 @@ pub(super) fn plan(
         if crawl.is_some_and(|c| c != crawl_id) {
             continue;
         }
-        let snapshots = store.snapshots(crawl_id)?;
+        let snapshots = store.crawls().snapshots(crawl_id)?;
         let all_sealed = !snapshots.is_empty()
             && snapshots
                 .iter()
                 .all(|s| s.status == WorkStatus::Sealed || sealed_now.contains(&s.id));
         let crawl_results: Vec<HookResult> = store
-            .results(crawl_id)?
+            .results()
+            .of_crawl(crawl_id)?
             .into_iter()
             .filter(|r| r.snapshot_id.is_none())
             .collect();
@@ -194,22 +199,24 @@ pub fn backoff(config: &Config, restarts: u32) -> Duration {
 /// Carries a work plan out. With `back_off`, requeued work waits by its restart count;
 /// otherwise it is due at once (recovery at start).
 pub fn apply_work(
-    store: &mut Store,
+    store: &Store,
     config: &Config,
     plan: &WorkPlan,
     back_off: bool,
 ) -> Result<(), StoreError> {
     for &id in &plan.retry_results {
-        store.retry_result(id)?;
+        store.results().retry(id)?;
     }
     for &(id, attempts) in &plan.fail_results {
         let message = format!("interrupted {attempts} times; not run again");
-        store.finish_result(id, ResultStatus::Failed, Some(&message), &[], 0)?;
+        store
+            .results()
+            .finish(id, ResultStatus::Failed, Some(&message), &[], 0)?;
     }
     // (Each seal and put-back holds only if the row is still at the epoch it was planned at:
     // done once, however many hosts recover at once.)
     for &claim in &plan.seal_snapshots {
-        store.seal(claim)?;
+        store.queue().seal(claim)?;
     }
     let now = store.queue_now();
     let due = |restarts: u32| -> i64 {
@@ -220,15 +227,23 @@ pub fn apply_work(
         }
     };
     for &claim in &plan.requeue_snapshots {
-        let restarts = store.snapshot(claim.id)?.map(|s| s.restarts).unwrap_or(0);
-        store.requeue(claim, due(restarts))?;
+        let restarts = store
+            .crawls()
+            .snapshot(claim.id)?
+            .map(|s| s.restarts)
+            .unwrap_or(0);
+        store.queue().requeue(claim, due(restarts))?;
     }
     for &claim in &plan.seal_crawls {
-        store.seal(claim)?;
+        store.queue().seal(claim)?;
     }
     for &claim in &plan.requeue_crawls {
-        let restarts = store.crawl(claim.id)?.map(|c| c.restarts).unwrap_or(0);
-        store.requeue(claim, due(restarts))?;
+        let restarts = store
+            .crawls()
+            .get(claim.id)?
+            .map(|c| c.restarts)
+            .unwrap_or(0);
+        store.queue().requeue(claim, due(restarts))?;
     }
     Ok(())
 }

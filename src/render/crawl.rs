@@ -41,7 +41,7 @@ pub(super) fn one_line(text: &str, max: usize) -> String {
 
 /// `abxctl crawls`: one line per crawl.
 pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
-    let crawls = store.crawls()?;
+    let crawls = store.crawls().all()?;
     if crawls.is_empty() {
         return Ok("no crawls\n".into());
     }
@@ -87,7 +87,7 @@ pub struct CrawlCounts {
 impl CrawlCounts {
     /// Counts crawl `crawl_id`'s snapshots and results.
     pub fn of(store: &Store, crawl_id: i64) -> Result<CrawlCounts, StoreError> {
-        let (snapshots, results) = store.work_counts(crawl_id)?;
+        let (snapshots, results) = store.crawls().work_counts(crawl_id)?;
         let mut counts = CrawlCounts::default();
         for (status, n) in snapshots {
             counts.snapshots += n as usize;
@@ -229,12 +229,12 @@ pub fn crawl_report(
     crawl_id: i64,
     colour: bool,
 ) -> Result<Option<String>, StoreError> {
-    let Some(crawl) = store.crawl(crawl_id)? else {
+    let Some(crawl) = store.crawls().get(crawl_id)? else {
         return Ok(None);
     };
-    let results = store.results(crawl_id)?;
-    let snapshots = store.snapshots(crawl_id)?;
-    let processes = store.crawl_processes(crawl_id)?;
+    let results = store.results().of_crawl(crawl_id)?;
+    let snapshots = store.crawls().snapshots(crawl_id)?;
+    let processes = store.processes().crawl_processes(crawl_id)?;
     // The latest run of each result (rows in id order: a later run replaces an earlier one).
     let runs: RunByResult<'_> = processes
         .iter()
@@ -258,8 +258,8 @@ pub fn crawl_report(
     if let Some(rules) = rules_line(&crawl.rules) {
         out.push_str(&format!("  rules: {rules}\n"));
     }
-    refused_lines(&store.refused_urls(crawl_id)?, &mut out);
-    for export in store.exports(crawl_id)? {
+    refused_lines(&store.crawls().refused_urls(crawl_id)?, &mut out);
+    for export in store.exports().of_crawl(crawl_id)? {
         out.push_str(&format!(
             "  archivebox {} (user {}): {}{}\n",
             export.target.display(),
@@ -287,7 +287,7 @@ pub fn crawl_report(
             snapshot.depth,
             printable::line(&snapshot.url)
         ));
-        let tags = store.tags(snapshot.id)?;
+        let tags = store.results().tags(snapshot.id)?;
         if !tags.is_empty() {
             out.push_str(&format!(
                 "    tags: {}\n",

@@ -45,16 +45,16 @@ fn counts(results: &[HookResult]) -> Value {
 
 /// A crawl with its snapshots' and results' counts: one entry of `crawls --json`.
 fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
-    let snapshots = store.snapshots(crawl.id)?;
+    let snapshots = store.crawls().snapshots(crawl.id)?;
     let sealed = snapshots
         .iter()
         .filter(|s| s.status == WorkStatus::Sealed)
         .count();
     let mut value = json!(crawl);
     value["snapshots"] = json!({"total": snapshots.len(), "sealed": sealed});
-    value["results"] = counts(&store.results(crawl.id)?);
-    value["refused"] = json!(store.refused_urls(crawl.id)?);
-    let exports: Vec<Value> = (store.exports(crawl.id)?.iter())
+    value["results"] = counts(&store.results().of_crawl(crawl.id)?);
+    value["refused"] = json!(store.crawls().refused_urls(crawl.id)?);
+    let exports: Vec<Value> = (store.exports().of_crawl(crawl.id)?.iter())
         .map(|e| {
             json!({"archivebox": e.target, "user": e.owner, "status": e.status.as_str(),
                    "detail": e.detail, "process_id": e.process_id, "updated_at_ms": e.updated_at})
@@ -67,7 +67,8 @@ fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
 /// `abxctl crawls --json`: `{"version":1,"crawls":[…]}`, oldest first.
 pub fn crawls(store: &Store) -> Result<String, StoreError> {
     let crawls = store
-        .crawls()?
+        .crawls()
+        .all()?
         .iter()
         .map(|crawl| crawl_summary(store, crawl))
         .collect::<Result<Vec<_>, _>>()?;
@@ -94,10 +95,10 @@ fn run(row: &ProcessRow) -> Value {
 /// `abxctl show --json ID`: the crawl (as in `crawls --json`), its crawl hooks' results and
 /// each snapshot with its tags and results, every result with its latest `run` (or `null`).
 pub fn crawl(store: &Store, id: i64) -> Result<Option<String>, StoreError> {
-    let Some(crawl) = store.crawl(id)? else {
+    let Some(crawl) = store.crawls().get(id)? else {
         return Ok(None);
     };
-    let processes = store.crawl_processes(id)?;
+    let processes = store.processes().crawl_processes(id)?;
     let result = |result: &HookResult| {
         let latest = processes
             .iter()
@@ -107,16 +108,16 @@ pub fn crawl(store: &Store, id: i64) -> Result<Option<String>, StoreError> {
         value["run"] = latest.map_or(Value::Null, run);
         value
     };
-    let results = store.results(id)?;
+    let results = store.results().of_crawl(id)?;
     let crawl_results: Vec<Value> = results
         .iter()
         .filter(|r| r.snapshot_id.is_none())
         .map(result)
         .collect();
     let mut snapshots = Vec::new();
-    for snapshot in store.snapshots(id)? {
+    for snapshot in store.crawls().snapshots(id)? {
         let mut value = json!(snapshot);
-        value["tags"] = json!(store.tags(snapshot.id)?);
+        value["tags"] = json!(store.results().tags(snapshot.id)?);
         value["results"] = results
             .iter()
             .filter(|r| r.snapshot_id == Some(snapshot.id))

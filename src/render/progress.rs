@@ -52,8 +52,8 @@ impl Progress {
         // look that reads only what changed is cheap enough.)
         let now = now_ms();
         let since = self.looked.map_or(0, |at| at - RESTAMP_MARGIN_MS);
-        let results = store.results_since(crawl_id, since)?;
-        let (total, done) = store.result_counts(crawl_id)?;
+        let results = store.results().results_since(crawl_id, since)?;
+        let (total, done) = store.results().counts(crawl_id)?;
         self.looked = Some(now);
         self.standing = Standing {
             done: done as usize,
@@ -101,7 +101,11 @@ impl Progress {
         if let Some(url) = self.urls.get(&id) {
             return Ok(url.clone());
         }
-        let url = store.snapshot(id)?.map(|s| s.url).unwrap_or_default();
+        let url = store
+            .crawls()
+            .snapshot(id)?
+            .map(|s| s.url)
+            .unwrap_or_default();
         self.urls.insert(id, url.clone());
         Ok(url)
     }

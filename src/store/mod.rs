@@ -1,6 +1,13 @@
 //! The store: the database — one SQLite file, or a PostgreSQL database that a fleet of hosts
 //! shares — holding the process table (`processes`), the work queue (`work`) and what hosts share
-//! (`fleet`), over one engine (`engine`). It persists the words of `domain`; it defines none.
+//! (`fleet`), over one engine (`engine`). It persists the words of `domain`.
+//!
+//! [`Store`] is the handle: opening, transactions, the busy wait, the clocks and the fence. What
+//! is kept is reached through one repository per aggregate, a view over that handle
+//! (`store.processes()`, `store.crawls()`, `store.queue()`, `store.results()`,
+//! `store.schedules()`, `store.exports()`, `store.machines()`, `store.file()`). The handle's
+//! state (failed writes, batch depth, the breaker, the fence) lives in cells, so every repository
+//! works through a shared reference; a store is used by one thread.
 //!
 //! Invariants: every SQLite connection runs with WAL, a busy wait (`engine::busy`) and
 //! `foreign_keys=ON`; every write that touches more than one statement is one transaction taken
@@ -29,7 +36,7 @@ pub use engine::busy::{
 };
 pub use error::StoreError;
 pub use fleet::clock::{boot_clock_ms, now_ms};
-pub use fleet::copy::Copied;
+pub use fleet::copy::{copy, Copied};
 pub use fleet::machines::Machine;
 pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use processes::{Compact, Pruned};
@@ -43,6 +50,7 @@ use engine::busy::Breaker;
 use engine::file::{beside, check_files, file_id, not_a_link};
 use rusqlite::{Connection, OpenFlags};
 use sql::{args, Db};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
 pub struct Store {
@@ -50,21 +58,21 @@ pub struct Store {
     path: PathBuf,
     /// Write transactions that failed so far (a full disk, an I/O error): what tells a
     /// supervisor that rows may have been left claiming processes that are gone.
-    failed_writes: u64,
+    failed_writes: Cell<u64>,
     /// How many [`Store::batch`] calls are under way (they nest).
-    batch_depth: u32,
+    batch_depth: Cell<u32>,
     /// The marker namespace, read once (it cannot change while the store is open).
     namespace: std::cell::OnceCell<String>,
     /// The device and inode of the file opened at `path`.
     file: Option<(u64, u64)>,
     /// How long a write waits for another writer's lock.
-    patience: Patience,
+    patience: Cell<Patience>,
     /// What writes found of other writers' locks.
-    breaker: Breaker,
+    breaker: Cell<Breaker>,
     /// The clock `retry_at` is on (see `fleet::clock`).
     queue_clock: std::cell::Cell<fleet::clock::QueueClock>,
     /// The claim this store's writes of work are fenced to (a worker's; see `work::fence`).
-    fence: Option<Claim>,
+    fence: Cell<Option<Claim>>,
 }
 
 /// What a store found at schema version `found` is to a caller that neither creates nor
@@ -93,8 +101,153 @@ pub fn printable_time(ms: i64) -> String {
     humantime::format_rfc3339_seconds(at).to_string()
 }
 
+/// `db` brought to the latest schema (`target`: the server, as shown).
+pub(super) fn migrated_postgres(db: Db, target: &str) -> Result<Store, StoreError> {
+    let connect_err = |cause| StoreError::Connect {
+        target: target.to_string(),
+        cause,
+    };
+    if let Err(too_new) = migrations::postgres::migrate(&db).map_err(connect_err)? {
+        return Err(StoreError::TooNew {
+            path: PathBuf::from(target),
+            found: too_new.found,
+            latest: migrations::LATEST,
+        });
+    }
+    over_server(db, target)
+}
+
+fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError> {
+    if not_a_link(path)?.is_none() {
+        return Err(StoreError::Missing {
+            path: path.to_path_buf(),
+        });
+    }
+    let open_err = |cause| StoreError::Open {
+        path: path.to_path_buf(),
+        cause,
+    };
+    let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+    configure(&conn).map_err(open_err)?;
+    let found = migrations::user_version(&conn).map_err(open_err)?;
+    at_latest(path, found)?;
+    Ok(over(Db::Sqlite(conn), path, file_id(path)))
+}
+
+/// `file`: the device and inode of the SQLite file opened at `path` (none for a server).
+fn over(db: Db, path: &Path, file: Option<(u64, u64)>) -> Store {
+    Store {
+        db,
+        path: path.to_path_buf(),
+        failed_writes: Cell::new(0),
+        batch_depth: Cell::new(0),
+        namespace: std::cell::OnceCell::new(),
+        file,
+        patience: Cell::new(Patience::Patient),
+        breaker: Cell::new(Breaker::default()),
+        queue_clock: Default::default(),
+        fence: Cell::new(None),
+    }
+}
+
+/// A store over a server's connection `db` (`target`: the server, as shown), on the
+/// server's queue clock.
+pub(super) fn over_server(db: Db, target: &str) -> Result<Store, StoreError> {
+    let queue_clock = fleet::clock::QueueClock::of(&db).map_err(|cause| StoreError::Connect {
+        target: target.to_string(),
+        cause,
+    })?;
+    let store = over(db, Path::new(target), None);
+    store.queue_clock.set(queue_clock);
+    Ok(store)
+}
+
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
 const INSTANCE_ID_SQL: &str = "SELECT value FROM meta WHERE key = 'instance_id'";
+
+/// Declares a repository: a view of one aggregate's rows over the store's database handle,
+/// made by the store's accessor of the same concern (`store.crawls()`, `store.processes()`).
+macro_rules! repository {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name<'s> {
+            store: &'s Store,
+        }
+    };
+}
+
+repository!(
+    /// The process table (`processes`): rows of processes, what is noted of them, what watchers
+    /// read of them, and pruning.
+    ProcessTable
+);
+repository!(
+    /// Crawls and their snapshots (`work`): adding them within their rules, the operator's
+    /// actions on them, and what their workers note.
+    Crawls
+);
+repository!(
+    /// The queue of crawls and snapshots (`work::queue`): claims, leases, putting back, sealing.
+    WorkQueue
+);
+repository!(
+    /// Hook results and the binaries hooks reported (`work::results`, `work::binaries`).
+    Results
+);
+repository!(
+    /// Schedules and their occurrences (`work::schedules`).
+    Schedules
+);
+repository!(
+    /// Exports of sealed crawls into ArchiveBox collections (`work::exports`).
+    Exports
+);
+repository!(
+    /// The hosts of a fleet, their heartbeats and their counts (`fleet::machines`).
+    Machines
+);
+repository!(
+    /// The SQLite file under the store: whether it is still there, a copy of it, its
+    /// write-ahead log.
+    DatabaseFile
+);
+
+/// The repositories, one per aggregate (and one for the file), each over this store's handle.
+impl Store {
+    pub fn processes(&self) -> ProcessTable<'_> {
+        ProcessTable { store: self }
+    }
+
+    pub fn crawls(&self) -> Crawls<'_> {
+        Crawls { store: self }
+    }
+
+    pub fn queue(&self) -> WorkQueue<'_> {
+        WorkQueue { store: self }
+    }
+
+    pub fn results(&self) -> Results<'_> {
+        Results { store: self }
+    }
+
+    pub fn schedules(&self) -> Schedules<'_> {
+        Schedules { store: self }
+    }
+
+    pub fn exports(&self) -> Exports<'_> {
+        Exports { store: self }
+    }
+
+    pub fn machines(&self) -> Machines<'_> {
+        Machines { store: self }
+    }
+
+    pub fn file(&self) -> DatabaseFile<'_> {
+        DatabaseFile { store: self }
+    }
+}
 
 impl Store {
     /// Opens (creating if needed) the database for reading and writing and migrates it to the
@@ -130,86 +283,23 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
-        Ok(Store::over(Db::Sqlite(conn), path, file_id(path)))
-    }
-
-    /// `db` brought to the latest schema (`target`: the server, as shown).
-    pub(super) fn migrated_postgres(db: Db, target: &str) -> Result<Store, StoreError> {
-        let connect_err = |cause| StoreError::Connect {
-            target: target.to_string(),
-            cause,
-        };
-        if let Err(too_new) = migrations::postgres::migrate(&db).map_err(connect_err)? {
-            return Err(StoreError::TooNew {
-                path: PathBuf::from(target),
-                found: too_new.found,
-                latest: migrations::LATEST,
-            });
-        }
-        Store::over_server(db, target)
+        Ok(over(Db::Sqlite(conn), path, file_id(path)))
     }
 
     /// Opens an existing database for reading and writing, never creating one (only the
     /// daemon's first start does): what workers and `abxctl add` use, so a database deleted
     /// under them is an error, not a new empty file.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
-        Store::open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
     }
 
     /// Opens an existing database read-only, without migrating or creating anything: what
     /// `abxctl ps` uses, so it works (and changes nothing) while the daemon is down.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
-        let store = Store::open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let store = open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         if let Some(conn) = store.sqlite() {
             let _ = conn.pragma_update(None, "cache_size", READER_CACHE_PAGES);
         }
-        Ok(store)
-    }
-
-    fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError> {
-        if not_a_link(path)?.is_none() {
-            return Err(StoreError::Missing {
-                path: path.to_path_buf(),
-            });
-        }
-        let open_err = |cause| StoreError::Open {
-            path: path.to_path_buf(),
-            cause,
-        };
-        let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
-        configure(&conn).map_err(open_err)?;
-        let found = migrations::user_version(&conn).map_err(open_err)?;
-        at_latest(path, found)?;
-        Ok(Store::over(Db::Sqlite(conn), path, file_id(path)))
-    }
-
-    /// `file`: the device and inode of the SQLite file opened at `path` (none for a server).
-    fn over(db: Db, path: &Path, file: Option<(u64, u64)>) -> Store {
-        Store {
-            db,
-            path: path.to_path_buf(),
-            failed_writes: 0,
-            batch_depth: 0,
-            namespace: std::cell::OnceCell::new(),
-            file,
-            patience: Patience::Patient,
-            breaker: Breaker::default(),
-            queue_clock: Default::default(),
-            fence: None,
-        }
-    }
-
-    /// A store over a server's connection `db` (`target`: the server, as shown), on the
-    /// server's queue clock.
-    fn over_server(db: Db, target: &str) -> Result<Store, StoreError> {
-        let queue_clock =
-            fleet::clock::QueueClock::of(&db).map_err(|cause| StoreError::Connect {
-                target: target.to_string(),
-                cause,
-            })?;
-        let store = Store::over(db, Path::new(target), None);
-        store.queue_clock.set(queue_clock);
         Ok(store)
     }
 
@@ -244,86 +334,34 @@ impl Store {
 
     /// Sets how long writes wait for another writer's lock (see `busy`): an event loop's store
     /// must not wait long.
-    pub fn set_patience(&mut self, patience: Patience) -> Result<(), StoreError> {
+    pub fn set_patience(&self, patience: Patience) -> Result<(), StoreError> {
         if let Some(conn) = self.sqlite() {
             patience.apply(conn)?;
         }
-        self.patience = patience;
+        self.patience.set(patience);
         Ok(())
     }
 
     /// Since when (wall-clock ms) this store's writes have found the database locked by another
     /// process, if the last one did.
     pub fn busy_since(&self) -> Option<i64> {
-        self.breaker.busy_since()
+        self.breaker.get().busy_since()
     }
 
     /// Finds out whether another process holds the write lock now (taking and dropping it at
     /// once if not): what `abxctl status` says, also of a daemon that had nothing to write.
-    pub fn probe_busy(&mut self) -> Option<i64> {
+    pub fn probe_busy(&self) -> Option<i64> {
         // (A probe that finds the lock taken is no write that failed: nothing was left unwritten.)
-        let failed_writes = self.failed_writes;
+        let failed_writes = self.failed_writes.get();
         if let Some(conn) = self.sqlite() {
             let _ = conn.busy_timeout(std::time::Duration::ZERO);
         }
         let _ = self.write(|_| Ok(()));
         if let Some(conn) = self.sqlite() {
-            let _ = self.patience.apply(conn);
+            let _ = self.patience.get().apply(conn);
         }
-        self.failed_writes = failed_writes;
+        self.failed_writes.set(failed_writes);
         self.busy_since()
-    }
-
-    /// What became of the file this store opened, if it is no longer at its path: `None` while
-    /// the path still names that file (same device and inode).
-    pub fn file_gone(&self) -> Option<String> {
-        let opened = self.file?;
-        match std::fs::metadata(&self.path) {
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(format!(
-                "the database file {} was deleted while abxd had it open",
-                self.path.display()
-            )),
-            Err(_) => None,
-            Ok(_) if file_id(&self.path) == Some(opened) => None,
-            Ok(_) => Some(format!(
-                "the database file {} was replaced by another file while abxd had it open",
-                self.path.display()
-            )),
-        }
-    }
-
-    /// Writes a consistent copy of the open database to `to` (a new file): everything recorded,
-    /// also when the file at the store's path was deleted meanwhile.
-    pub fn save_copy(&self, to: &Path) -> Result<(), StoreError> {
-        let partial = to.with_extension("partial");
-        let _ = std::fs::remove_file(&partial);
-        self.db.execute(
-            "VACUUM INTO ?1",
-            &args![partial.to_string_lossy().into_owned()],
-        )?;
-        std::fs::rename(&partial, to).map_err(|err| {
-            StoreError::Sql(rusqlite::Error::ToSqlConversionFailure(Box::new(err)))
-        })?;
-        Ok(())
-    }
-
-    /// The size of the write-ahead log now (0 if there is none).
-    pub fn wal_bytes(&self) -> u64 {
-        if self.file.is_none() {
-            return 0;
-        }
-        std::fs::metadata(beside(&self.path, "-wal")).map_or(0, |m| m.len())
-    }
-
-    /// Copies the write-ahead log into the database and truncates it to nothing, if no reader
-    /// or writer is in the way; returns whether it did. (A long reader keeps SQLite from
-    /// resetting the log, which then grows; `journal_size_limit` only trims it when it resets.)
-    pub fn truncate_wal(&mut self) -> Result<bool, StoreError> {
-        let Some(conn) = self.sqlite() else {
-            return Ok(true);
-        };
-        let blocked: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-        Ok(blocked == 0)
     }
 
     pub fn path(&self) -> &Path {
@@ -363,6 +401,60 @@ impl Store {
             Db::Sqlite(conn) => Some(conn),
             Db::Postgres(_) => None,
         }
+    }
+}
+
+impl DatabaseFile<'_> {
+    /// What became of the file this store opened, if it is no longer at its path: `None` while
+    /// the path still names that file (same device and inode).
+    pub fn gone(&self) -> Option<String> {
+        let opened = self.store.file?;
+        match std::fs::metadata(&self.store.path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(format!(
+                "the database file {} was deleted while abxd had it open",
+                self.store.path.display()
+            )),
+            Err(_) => None,
+            Ok(_) if file_id(&self.store.path) == Some(opened) => None,
+            Ok(_) => Some(format!(
+                "the database file {} was replaced by another file while abxd had it open",
+                self.store.path.display()
+            )),
+        }
+    }
+
+    /// Writes a consistent copy of the open database to `to` (a new file): everything recorded,
+    /// also when the file at the store's path was deleted meanwhile.
+    pub fn save_copy(&self, to: &Path) -> Result<(), StoreError> {
+        let partial = to.with_extension("partial");
+        let _ = std::fs::remove_file(&partial);
+        self.store.db.execute(
+            "VACUUM INTO ?1",
+            &args![partial.to_string_lossy().into_owned()],
+        )?;
+        std::fs::rename(&partial, to).map_err(|err| {
+            StoreError::Sql(rusqlite::Error::ToSqlConversionFailure(Box::new(err)))
+        })?;
+        Ok(())
+    }
+
+    /// The size of the write-ahead log now (0 if there is none).
+    pub fn wal_bytes(&self) -> u64 {
+        if self.store.file.is_none() {
+            return 0;
+        }
+        std::fs::metadata(beside(&self.store.path, "-wal")).map_or(0, |m| m.len())
+    }
+
+    /// Copies the write-ahead log into the database and truncates it to nothing, if no reader
+    /// or writer is in the way; returns whether it did. (A long reader keeps SQLite from
+    /// resetting the log, which then grows; `journal_size_limit` only trims it when it resets.)
+    pub fn truncate_wal(&self) -> Result<bool, StoreError> {
+        let Some(conn) = self.store.sqlite() else {
+            return Ok(true);
+        };
+        let blocked: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        Ok(blocked == 0)
     }
 }
 

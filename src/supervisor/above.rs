@@ -100,7 +100,7 @@ impl Supervisor {
 
     /// After a turn: writes the held ends that are due, and past the time given to the
     /// teardown above, tears down here what is left.
-    pub(super) fn after_turn_above(&mut self, store: &mut Store, now: Instant) {
+    pub(super) fn after_turn_above(&mut self, store: &Store, now: Instant) {
         let Some(above) = &mut self.above else {
             return;
         };
@@ -114,7 +114,7 @@ impl Supervisor {
     }
 
     /// Writes whatever is held (before this process exits).
-    pub(super) fn write_held(&mut self, store: &mut Store) {
+    pub(super) fn write_held(&mut self, store: &Store) {
         if let Some(above) = &mut self.above {
             let held = above.hold_or_release(Vec::new(), false, Instant::now());
             self.write_ends(store, &held);
@@ -123,7 +123,7 @@ impl Supervisor {
 
     /// Past the time given to the teardown above: what is left is killed here — its SIGTERM
     /// went out from above and its deadline has passed.
-    fn take_over_from_above(&mut self, store: &mut Store) {
+    fn take_over_from_above(&mut self, store: &Store) {
         self.write_held(store);
         self.above = None;
         let requests: Vec<teardown::Request> = self

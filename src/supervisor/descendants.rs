@@ -31,7 +31,7 @@ impl Supervisor {
     /// After a child exited: settles what it leaves (see `descendants::count_leftovers`) and,
     /// if processes of its subtree live on, flags it leaking and tears them down now or at the
     /// end, as `decide::after_exit` says. Returns whether it leaked.
-    pub(super) fn settle_leftovers(&mut self, store: &mut Store, child: &Child) -> bool {
+    pub(super) fn settle_leftovers(&mut self, store: &Store, child: &Child) -> bool {
         // (Torn down from above: what it left is that teardown's, not a leak.)
         if self.covered_from_above() {
             return false;
@@ -50,7 +50,7 @@ impl Supervisor {
         let leftovers = decide::after_exit(child.policy, alive, self.ending);
         if leftovers.leaked() {
             log::warn!("row {} exited leaving processes behind", child.row_id);
-            if let Err(err) = store.set_leaking(child.row_id) {
+            if let Err(err) = store.processes().set_leaking(child.row_id) {
                 log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
             }
         }
@@ -79,7 +79,7 @@ impl Supervisor {
     /// end of those that went; caps their logs.
     /// The next scan comes `descendant_scan` later while the trees change, less often while they
     /// do not (`decide::next_scan_interval`).
-    pub(super) fn scan_descendants(&mut self, store: &mut Store) {
+    pub(super) fn scan_descendants(&mut self, store: &Store) {
         // (Torn down from above: that teardown enumerates the tree.)
         if self.covered_from_above() {
             self.next_scan = None;
@@ -107,7 +107,7 @@ impl Supervisor {
 /// Records the descendants of the child `pid` that appeared since the last scan, and the end
 /// of those that went (by their pidfds: a recorded process whose pid was taken again by another
 /// is ended, and the other is new). Returns whether any appeared or went.
-fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
+fn scan(store: &Store, pid: i32, child: &mut Child) -> bool {
     let now_found: HashMap<i32, Found> = match &child.cgroup {
         // Contained: its cgroup holds its descendants, wherever they went in the process tree.
         // What was recorded before and whose pidfd is still open is that process: not read
@@ -190,7 +190,7 @@ fn scan(store: &mut Store, pid: i32, child: &mut Child) -> bool {
             .get(&found.ppid)
             .map(|d| d.row)
             .unwrap_or(child.row_id);
-        match store.record_descendant(parent, &found) {
+        match store.processes().record_descendant(parent, &found) {
             Ok(row) => {
                 // Its parent is this supervising process: it left its hook's process tree (and
                 // was re-parented here), though its cgroup may still hold it.
@@ -232,8 +232,8 @@ fn still_running(child: &Child, pid: i32) -> Option<Found> {
     })
 }
 
-pub(super) fn flag_escaped(store: &mut Store, row: i64) {
-    if let Err(err) = store.set_escaped(row) {
+pub(super) fn flag_escaped(store: &Store, row: i64) {
+    if let Err(err) = store.processes().set_escaped(row) {
         log::error!("row {row}: cannot flag it escaped: {err}");
     }
 }
@@ -241,8 +241,11 @@ pub(super) fn flag_escaped(store: &mut Store, row: i64) {
 /// After `child` exited: makes final the rows below it whose process is gone unobserved, and
 /// counts the processes of its subtree that live on (by row, and by marker for rows whose start
 /// was not recorded and, with `by_marker`, for the child itself).
-fn count_leftovers(store: &mut Store, instance: &str, child_row: i64, by_marker: bool) -> usize {
-    let below = store.live_subtree(child_row).unwrap_or_default();
+fn count_leftovers(store: &Store, instance: &str, child_row: i64, by_marker: bool) -> usize {
+    let below = store
+        .processes()
+        .live_subtree(child_row)
+        .unwrap_or_default();
     // A row without identity may be a process whose start could not be recorded (a failed
     // write): its marker tells whether it runs.
     let unidentified: Vec<i64> = below

@@ -21,7 +21,7 @@ impl Supervisor {
     /// only double-forked: it is recorded below that child and left to it. Returns the rows of
     /// the escaped unknown children alive now.
     /// Called at every descendant scan, so an escapee has its row while its scope still runs.
-    pub(super) fn adopt_unknown_children(&mut self, store: &mut Store) -> Vec<i64> {
+    pub(super) fn adopt_unknown_children(&mut self, store: &Store) -> Vec<i64> {
         let Some(own_row) = self.own_row else {
             return Vec::new();
         };
@@ -46,7 +46,7 @@ impl Supervisor {
             let Some((found, _)) = proctree::pin(pid) else {
                 continue;
             };
-            let known = match store.live_row_by_pid(pid) {
+            let known = match store.processes().live_row_by_pid(pid) {
                 Ok(Some(row))
                     if row
                         .identity
@@ -59,7 +59,7 @@ impl Supervisor {
             };
             if let Some(owner) = owner_of(pid) {
                 if known.is_none() {
-                    if let Err(err) = store.record_descendant(owner, &found) {
+                    if let Err(err) = store.processes().record_descendant(owner, &found) {
                         log::error!("cannot record pid {pid} below row {owner}: {err}");
                     }
                 }
@@ -82,7 +82,7 @@ impl Supervisor {
             let parent = crate::cgroup::row_of_process(pid).unwrap_or(own_row);
             let row = match known {
                 Some(row) => Ok(row.id),
-                None => store.record_descendant(parent, &found),
+                None => store.processes().record_descendant(parent, &found),
             };
             let row = match row {
                 Ok(row) => row,
@@ -103,7 +103,7 @@ impl Supervisor {
 
     /// Adopts this process's unknown children (see `adopt_unknown_children`) and tears each down
     /// (SIGTERM, `min_grace`, SIGKILL) with its own descendants. Returns how many.
-    pub(super) fn sweep_escapees(&mut self, store: &mut Store) -> usize {
+    pub(super) fn sweep_escapees(&mut self, store: &Store) -> usize {
         // (Torn down from above: what is re-parented here is a member of that teardown, which
         // finds it wherever it goes next.)
         if self.covered_from_above() {
@@ -123,7 +123,7 @@ impl Supervisor {
     /// nothing and find no unknown child that ended between them. A fork-and-exit treadmill
     /// hands a new generation up at every exit; one empty look would miss the one in flight.
     /// An unknown child that ended is reaped (and its row, if any, made final) here.
-    pub fn escapees_settled(&mut self, store: &mut Store) -> bool {
+    pub fn escapees_settled(&mut self, store: &Store) -> bool {
         for _ in 0..2 {
             if self.sweep_escapees(store) > 0 || self.reap_unknown_ended(store) > 0 {
                 return false;
@@ -134,7 +134,7 @@ impl Supervisor {
 
     /// Reaps the children of this process that ended and are neither its spawned children nor
     /// members of a teardown (those are reaped by the loop, which reports them). Returns how many.
-    fn reap_unknown_ended(&mut self, store: &mut Store) -> usize {
+    fn reap_unknown_ended(&mut self, store: &Store) -> usize {
         let me = std::process::id() as i32;
         let reaped: Vec<crate::reaper::Reaped> = proctree::children_of(me)
             .into_iter()

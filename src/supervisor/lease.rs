@@ -25,7 +25,7 @@ impl LeaseKeeper {
     }
 
     /// Renews the lease if due; returns whether it was lost.
-    pub fn renew_if_due(&mut self, store: &mut Store, now: Instant) -> bool {
+    pub fn renew_if_due(&mut self, store: &Store, now: Instant) -> bool {
         let Some((lease, due)) = self.held else {
             return false;
         };
@@ -33,6 +33,7 @@ impl LeaseKeeper {
             return false;
         }
         let renewed = store
+            .queue()
             .renew(&lease)
             .map_err(|err| {
                 log::error!(

@@ -153,7 +153,7 @@ impl Supervisor {
     /// back tagged with `owner`.
     pub fn spawn(
         &mut self,
-        store: &mut Store,
+        store: &Store,
         request: &SpawnRequest,
         (owner, policy): (Owner, ChildPolicy),
         with_row: spawn::WithRow<'_>,
@@ -222,7 +222,7 @@ impl Supervisor {
     /// Tears down the subtree of row `row_id`: `signal` now, SIGKILL `grace` later.
     pub fn stop(
         &mut self,
-        store: &mut Store,
+        store: &Store,
         row_id: i64,
         signal: Signal,
         grace: Duration,
@@ -244,7 +244,7 @@ impl Supervisor {
 
     /// Tears down the trees of orphan rows left by a previous incarnation (one marker scan for
     /// all): every row of them is recorded `orphan_reaped` when its process goes.
-    pub fn stop_orphans(&mut self, store: &mut Store, rows: &[i64]) {
+    pub fn stop_orphans(&mut self, store: &Store, rows: &[i64]) {
         let requests = rows
             .iter()
             .map(|&root_row| teardown::Request {
@@ -268,7 +268,7 @@ impl Supervisor {
     /// A child younger than [`STARTUP_ALLOWANCE`] (or `min_grace`, if less) is signalled only
     /// once it is that old: a process just started has not yet had the chance to set up its
     /// SIGTERM handler.
-    pub fn stop_all(&mut self, store: &mut Store, reason: EndReason) {
+    pub fn stop_all(&mut self, store: &Store, reason: EndReason) {
         self.ending = true;
         if self.covered_from_above() {
             return;
@@ -297,13 +297,13 @@ impl Supervisor {
         self.publish_deadline();
     }
 
-    fn stop_at_end(&mut self, store: &mut Store, root: i64, reason: EndReason) {
+    fn stop_at_end(&mut self, store: &Store, root: i64, reason: EndReason) {
         let request = self.timing.stop_at_end(root, reason);
         self.teardown.begin(store, request);
     }
 
     /// Moves every SIGKILL deadline to now.
-    pub fn hurry(&mut self, store: &mut Store) {
+    pub fn hurry(&mut self, store: &Store) {
         self.teardown.hurry(store);
         self.publish_deadline();
     }
@@ -311,11 +311,7 @@ impl Supervisor {
     /// Waits for something to act on (or `timer`), then returns what happened. Reaped children
     /// have their rows made final before they are returned (torn down from above, their ends
     /// may be held to be written together a moment later: see `above`).
-    pub fn wait(
-        &mut self,
-        store: &mut Store,
-        timer: Option<Instant>,
-    ) -> std::io::Result<Vec<Event>> {
+    pub fn wait(&mut self, store: &Store, timer: Option<Instant>) -> std::io::Result<Vec<Event>> {
         let hard_deadline = self.hard_deadline();
         let wake_at = [
             timer,
@@ -347,7 +343,7 @@ impl Supervisor {
     }
 
     /// Acts on what `poll` returned, and on whatever is due.
-    fn handle_events(&mut self, store: &mut Store, timer: Option<Instant>) -> Vec<Event> {
+    fn handle_events(&mut self, store: &Store, timer: Option<Instant>) -> Vec<Event> {
         let mut out = Vec::new();
         let mut signalled = false;
         let mut gone = Vec::new();

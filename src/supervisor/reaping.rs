@@ -15,7 +15,7 @@ impl Supervisor {
     /// For the last moment before this process exits: writes the ends a failed write left
     /// unrecorded, retrying while writes fail, for at most `patience` (after which the daemon's
     /// own pass settles them).
-    pub fn settle_before_exit(&mut self, store: &mut Store, patience: Duration) {
+    pub fn settle_before_exit(&mut self, store: &Store, patience: Duration) {
         let give_up = Instant::now() + patience;
         while !self.unrecorded.settle_now(store, |_| false) {
             if Instant::now() >= give_up {
@@ -28,7 +28,7 @@ impl Supervisor {
 
     /// Reaps whatever has ended now, without waiting: for the last moment before this process
     /// exits, so that nothing re-parented to it goes unrecorded.
-    pub fn reap_now(&mut self, store: &mut Store) -> Vec<Event> {
+    pub fn reap_now(&mut self, store: &Store) -> Vec<Event> {
         let mut out = Vec::new();
         self.reap(store, &mut out);
         self.write_held(store);
@@ -40,7 +40,7 @@ impl Supervisor {
     /// end that is not written — refused, or its commit failed — is kept with its status and
     /// written later (`unrecorded`); torn down from above, ends are held to be written with
     /// others (`above`). Then what each leaves is settled.
-    pub(super) fn reap(&mut self, store: &mut Store, out: &mut Vec<Event>) {
+    pub(super) fn reap(&mut self, store: &Store, out: &mut Vec<Event>) {
         let reaped = reaper::reap_ready();
         if reaped.is_empty() {
             return;
@@ -97,7 +97,7 @@ impl Supervisor {
             Some(row) => {
                 let teardown_reason = self.teardown.reason_for(row);
                 let signalled_by_others = || {
-                    matches!(store.process(row), Ok(Some(r))
+                    matches!(store.processes().get(row), Ok(Some(r))
                         if r.sigterm_at.is_some() || r.sigkill_at.is_some())
                 };
                 let reason = decide::reason_for_reaped(
@@ -111,7 +111,7 @@ impl Supervisor {
                 let (row, reason) = match self.teardown.member_row(reaped.pid) {
                     Some(known) => known,
                     None => {
-                        let Ok(Some(row)) = store.live_row_by_pid(reaped.pid) else {
+                        let Ok(Some(row)) = store.processes().live_row_by_pid(reaped.pid) else {
                             log::debug!("reaped pid {} (re-parented, not recorded)", reaped.pid);
                             return None;
                         };
@@ -142,7 +142,7 @@ impl Supervisor {
     /// to write later. Returns each one's end (none for a process without a live row).
     pub(super) fn record_reaped(
         &mut self,
-        store: &mut Store,
+        store: &Store,
         reaped: &[reaper::Reaped],
     ) -> Vec<Option<End>> {
         let at = now_ms();
@@ -158,7 +158,7 @@ impl Supervisor {
     }
 
     /// Writes `ends` in one transaction; what is not written is kept to write later.
-    pub(super) fn write_ends(&mut self, store: &mut Store, ends: &[End]) {
+    pub(super) fn write_ends(&mut self, store: &Store, ends: &[End]) {
         if ends.is_empty() {
             return;
         }

@@ -64,7 +64,7 @@ pub(super) struct End {
 impl End {
     /// Makes its row final with its status and usage (all or nothing inside the caller's
     /// transaction); `late`: saying that it is written after the fact.
-    pub fn write(&self, store: &mut Store, late: bool) -> Result<(), StoreError> {
+    pub fn write(&self, store: &Store, late: bool) -> Result<(), StoreError> {
         let memory_limit;
         let detail = match (&self.usage, late) {
             (Some(usage), _) if usage.oom_killed => {
@@ -76,7 +76,9 @@ impl End {
         };
         liveness::finish_reaped(store, self.row, self.outcome, self.reason, detail, self.at)?;
         if let Some(usage) = &self.usage {
-            store.record_usage(self.row, usage.cpu_usec, usage.memory_peak)?;
+            store
+                .processes()
+                .record_usage(self.row, usage.cpu_usec, usage.memory_peak)?;
         }
         Ok(())
     }
@@ -135,7 +137,7 @@ impl Unrecorded {
     /// After a turn of the loop: notices failed writes and, when due, settles what they left.
     /// `tracked` says whether a row's process is a child still waited for (its end comes from
     /// the reaper).
-    pub fn after_turn(&mut self, store: &mut Store, now: Instant, tracked: impl Fn(i64) -> bool) {
+    pub fn after_turn(&mut self, store: &Store, now: Instant, tracked: impl Fn(i64) -> bool) {
         if store.failed_writes() > self.failures_seen {
             self.failures_seen = store.failed_writes();
             self.due.get_or_insert(now + retry_after(store));
@@ -152,7 +154,7 @@ impl Unrecorded {
     }
 
     /// Settles now if a write ever failed; returns whether everything is written.
-    pub fn settle_now(&mut self, store: &mut Store, tracked: impl Fn(i64) -> bool) -> bool {
+    pub fn settle_now(&mut self, store: &Store, tracked: impl Fn(i64) -> bool) -> bool {
         if store.failed_writes() == 0 && self.ends.is_empty() && self.starts.is_empty() {
             return true;
         }
@@ -161,12 +163,12 @@ impl Unrecorded {
 
     /// Writes the kept exit statuses, then the ends no one saw. Returns whether all is written
     /// (no write failed meanwhile).
-    fn settle(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
+    fn settle(&mut self, store: &Store, tracked: &impl Fn(i64) -> bool) -> bool {
         let failures_before = store.failed_writes();
         self.write_all(store, tracked) && store.failed_writes() == failures_before
     }
 
-    fn write_all(&mut self, store: &mut Store, tracked: &impl Fn(i64) -> bool) -> bool {
+    fn write_all(&mut self, store: &Store, tracked: &impl Fn(i64) -> bool) -> bool {
         self.starts.retain(|start| {
             record_start(store, start.row, &start.identity, &start.logs, start.uid).is_err()
         });
@@ -189,7 +191,7 @@ impl Unrecorded {
         let Some(own_row) = self.own_row else {
             return true;
         };
-        let Ok(rows) = store.live_subtree(own_row) else {
+        let Ok(rows) = store.processes().live_subtree(own_row) else {
             return false;
         };
         let stale: Vec<(i64, String)> = rows

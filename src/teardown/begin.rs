@@ -32,12 +32,12 @@ impl DeadlineMap {
     /// Every signal is recorded before it is sent (whoever reaps a process must see why it
     /// ended), so the transaction is committed before the signals go out: not to be called
     /// inside another [`Store::batch`].
-    pub fn begin(&mut self, store: &mut Store, request: Request) {
+    pub fn begin(&mut self, store: &Store, request: Request) {
         self.begin_all(store, vec![request]);
     }
 
     /// [`DeadlineMap::begin`] for many trees at once: one transaction, then the signals.
-    pub fn begin_all(&mut self, store: &mut Store, requests: Vec<Request>) {
+    pub fn begin_all(&mut self, store: &Store, requests: Vec<Request>) {
         debug_assert!(
             !store.in_batch(),
             "a teardown's signals would precede their records"
@@ -76,7 +76,7 @@ impl DeadlineMap {
     /// Reads what tree `request` covers: its live rows, their processes (pinned), and what
     /// else belongs to it — without writing anything.
     fn gather(&mut self, store: &Store, request: Request) -> Gathered {
-        let rows = match store.live_subtree(request.root_row) {
+        let rows = match store.processes().live_subtree(request.root_row) {
             Ok(rows) => rows,
             Err(err) => {
                 log::error!(
@@ -89,7 +89,7 @@ impl DeadlineMap {
         // (Orphans of a previous incarnation went wherever the kernel put them.)
         let leavers_come_here = request.recording == Recording::ChildRows
             && self.subreaper_row.is_some_and(|own| {
-                matches!(store.process(request.root_row), Ok(Some(root))
+                matches!(store.processes().get(request.root_row), Ok(Some(root))
                     if root.parent_id == Some(own))
             });
         let tree = self.trees.entry(request.root_row).or_insert_with(|| Tree {
@@ -156,7 +156,7 @@ impl DeadlineMap {
 
     /// Makes what [`DeadlineMap::gather`] found members of its tree, writing their records
     /// (within the caller's batch); the signals are sent after the batch commits.
-    fn enlist(&mut self, store: &mut Store, gathered: Gathered) {
+    fn enlist(&mut self, store: &Store, gathered: Gathered) {
         let Gathered { root, found, gone } = gathered;
         let Some(tree) = self.trees.get_mut(&root) else {
             return;

@@ -59,7 +59,7 @@ impl Tree {
 impl DeadlineMap {
     /// Sends SIGKILL to every member whose deadline has come (re-enumerating first), and reports
     /// survivors of SIGKILL.
-    pub fn expire(&mut self, store: &mut Store, now: Instant) {
+    pub fn expire(&mut self, store: &Store, now: Instant) {
         let roots: Vec<i64> = self.trees.keys().copied().collect();
         for root in roots {
             let due = self.trees[&root]
@@ -79,7 +79,7 @@ impl DeadlineMap {
     }
 
     /// Moves every deadline to now (a second request to stop escalates at once).
-    pub fn hurry(&mut self, store: &mut Store) {
+    pub fn hurry(&mut self, store: &Store) {
         let now = Instant::now();
         for tree in self.trees.values_mut() {
             for member in tree.members.values_mut() {
@@ -90,7 +90,7 @@ impl DeadlineMap {
     }
 
     /// Adds processes of the tree that appeared since it began.
-    pub(super) fn rescan(&mut self, store: &mut Store, root: i64, now: Instant) {
+    pub(super) fn rescan(&mut self, store: &Store, root: i64, now: Instant) {
         let tree = &self.trees[&root];
         let known: Vec<i32> = tree.members.keys().copied().collect();
         let alive = tree.member_pids(|m| m.gone_at.is_none());
@@ -106,7 +106,7 @@ impl DeadlineMap {
     /// Sends SIGKILL to every member of tree `root` whose deadline has come, their records
     /// written first, together (whoever reaps one sees why it ended); a record the database
     /// refuses is kept, and the signal sent all the same: a deadline never waits on it.
-    pub(super) fn kill_due(&mut self, store: &mut Store, root: i64, now: Instant) {
+    pub(super) fn kill_due(&mut self, store: &Store, root: i64, now: Instant) {
         let tree = self.trees.get_mut(&root).expect("exists");
         let due: Vec<i32> =
             tree.member_pids(|m| m.gone_at.is_none() && m.killed_at.is_none() && m.deadline <= now);
@@ -151,7 +151,7 @@ impl DeadlineMap {
         }
     }
 
-    pub(super) fn report_survivors(&mut self, store: &mut Store, root: i64, now: Instant) {
+    pub(super) fn report_survivors(&mut self, store: &Store, root: i64, now: Instant) {
         let tree = self.trees.get_mut(&root).expect("exists");
         for member in tree.members.values_mut() {
             let Some(killed) = member.killed_at else {
@@ -180,7 +180,7 @@ impl DeadlineMap {
                 member.command
             );
             if let Some(row) = member.row_id {
-                if let Err(err) = store.set_unkillable(row, &detail) {
+                if let Err(err) = store.processes().set_unkillable(row, &detail) {
                     log::error!("row {row}: cannot flag it unkillable: {err}");
                 }
             }
@@ -193,7 +193,7 @@ impl DeadlineMap {
     /// Adds processes of the tree found after it began: signalled at once, killed at `deadline`.
     fn add_late(
         &mut self,
-        store: &mut Store,
+        store: &Store,
         root: i64,
         found: Vec<(Found, Option<PidRef>)>,
         deadline: Instant,
@@ -281,12 +281,12 @@ impl DeadlineMap {
     /// For a tree whose rows are all ours to record (orphans of a previous incarnation): every
     /// row of it still live names a process that is gone — its own reaper died before writing
     /// its end — so it is ended here. Returns whether all is written.
-    fn settle_orphan_rows(&mut self, store: &mut Store, root: i64) -> bool {
+    fn settle_orphan_rows(&mut self, store: &Store, root: i64) -> bool {
         let tree = self.trees.get_mut(&root).expect("exists");
         if tree.request.recording != Recording::AllRows {
             return true;
         }
-        let Ok(rows) = store.live_subtree(root) else {
+        let Ok(rows) = store.processes().live_subtree(root) else {
             return false;
         };
         for row in rows {
@@ -309,7 +309,7 @@ impl DeadlineMap {
         tree.unwritten.is_empty()
     }
 
-    pub(super) fn finish_if_empty(&mut self, store: &mut Store, root: i64) {
+    pub(super) fn finish_if_empty(&mut self, store: &Store, root: i64) {
         let Some(tree) = self.trees.get_mut(&root) else {
             return;
         };

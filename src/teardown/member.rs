@@ -24,7 +24,7 @@ pub(super) fn tree_rows(trees: &BTreeMap<i64, Tree>, root: i64) -> Vec<i64> {
 /// pinned): records it as a `child` row if it has none, watches it, and — `send_now` — sends it
 /// the tree's first signal (and SIGCONT, so a stopped process can act on it).
 pub(super) fn add_member(
-    store: &mut Store,
+    store: &Store,
     watches: &mut PidfdWatches,
     tree: &mut Tree,
     candidate: Candidate,
@@ -57,12 +57,13 @@ pub(super) fn add_member(
             .and_then(|m| m.row_id)
             .unwrap_or(root);
         let recorded = match pinned {
-            Some(_) => store.record_descendant_signalled(
+            Some(_) => store.processes().record_descendant_signalled(
                 parent,
                 &process,
                 (signal, now_ms(), Some(kill_at)),
             ),
             None => store
+                .processes()
                 .record_descendant(parent, &process)
                 .map(|id| (id, false)),
         };
@@ -79,7 +80,7 @@ pub(super) fn add_member(
     let is_descendant = kind.is_none_or(|kind| kind == Kind::Child);
     if let Some(row) = row_id.filter(|_| is_descendant && process.ppid == std::process::id() as i32)
     {
-        if let Err(err) = store.set_escaped(row) {
+        if let Err(err) = store.processes().set_escaped(row) {
             log::error!("row {row}: cannot flag it escaped: {err}");
         }
     }
@@ -155,7 +156,7 @@ pub(super) fn end_unobserved(
     }
     // (Another teardown covering it — of an abxd process above or below this one — saw it
     // first: nothing to write, and no wait for the write lock.)
-    if matches!(store.process(row), Ok(Some(r)) if !r.status.is_live()) {
+    if matches!(store.processes().get(row), Ok(Some(r)) if !r.status.is_live()) {
         return;
     }
     tree.unwritten.push(Unwritten::End {
@@ -171,7 +172,7 @@ pub(super) fn end_unobserved(
 
 /// Writes `records` in one transaction, keeping in it what was not written (all of it when the
 /// commit failed: nothing is dropped on a failed batch).
-pub(super) fn write_all(store: &mut Store, records: &mut Vec<Unwritten>) {
+pub(super) fn write_all(store: &Store, records: &mut Vec<Unwritten>) {
     if records.is_empty() {
         return;
     }
@@ -190,7 +191,7 @@ const ANNOUNCED_SLACK_MS: i64 = 1_000;
 /// record on the tree to write later: a signal is sent on time whatever the database does.
 pub(super) fn note_signal(
     tree: &mut Tree,
-    store: &mut Store,
+    store: &Store,
     row: i64,
     signal: Signal,
     kill_at: Option<i64>,
@@ -232,7 +233,7 @@ pub(super) enum Unwritten {
 
 impl Unwritten {
     /// Writes it; returns whether it is written (or not ours to write).
-    pub fn write(&self, store: &mut Store) -> bool {
+    pub fn write(&self, store: &Store) -> bool {
         match *self {
             Unwritten::End {
                 row,
@@ -247,12 +248,15 @@ impl Unwritten {
                 signal,
                 at,
                 kill_at,
-            } => store.record_signal(row, signal, at, kill_at).is_ok(),
+            } => store
+                .processes()
+                .record_signal(row, signal, at, kill_at)
+                .is_ok(),
         }
     }
 
     /// Writes it, or keeps it on `tree` to be written before the tree finishes.
-    pub fn write_or_keep(self, store: &mut Store, tree: &mut Tree) {
+    pub fn write_or_keep(self, store: &Store, tree: &mut Tree) {
         if !self.write(store) {
             tree.keep(self);
         }
@@ -260,7 +264,7 @@ impl Unwritten {
 }
 
 /// Writes each of `records` (within the caller's transaction); returns those not written.
-fn write_each(store: &mut Store, records: &[Unwritten]) -> Vec<Unwritten> {
+fn write_each(store: &Store, records: &[Unwritten]) -> Vec<Unwritten> {
     records
         .iter()
         .filter(|r| !r.write(store))
@@ -374,7 +378,7 @@ impl DeadlineMap {
     /// members seen gone) and those refused before, in one transaction — one commit per turn,
     /// not one per process; what is refused is kept (nothing is lost on a failed commit) — then
     /// finishes the trees that waited only for them.
-    pub fn write_records(&mut self, store: &mut Store) {
+    pub fn write_records(&mut self, store: &Store) {
         let waiting: Vec<i64> = self
             .trees
             .iter()

@@ -252,7 +252,7 @@ impl DeadlineMap {
     /// so that the trees finishing in one turn share one fresh enumeration (made after the last
     /// of them went) instead of one each (recovery tearing down a hundred orphan trees made
     /// dozens of marker scans of the host).
-    pub fn on_ready_all(&mut self, store: &mut Store, tokens: &[Token]) {
+    pub fn on_ready_all(&mut self, store: &Store, tokens: &[Token]) {
         let mut roots: Vec<i64> = Vec::new();
         for &token in tokens {
             if token == CGROUP_WATCH {
@@ -278,7 +278,7 @@ impl DeadlineMap {
     }
 
     /// A process was reaped by its parent (us), which recorded its end: it is gone.
-    pub fn on_reaped(&mut self, store: &mut Store, pid: i32) {
+    pub fn on_reaped(&mut self, store: &Store, pid: i32) {
         let roots: Vec<i64> = self
             .trees
             .iter()
@@ -291,13 +291,13 @@ impl DeadlineMap {
     }
 
     /// Member `pid` of tree `root` is gone; `reaped`: by us, who recorded its end.
-    fn mark_gone(&mut self, store: &mut Store, root: i64, pid: i32, reaped: bool) {
+    fn mark_gone(&mut self, store: &Store, root: i64, pid: i32, reaped: bool) {
         self.note_gone(store, root, pid, reaped);
         self.finish_if_empty(store, root);
     }
 
     /// [`DeadlineMap::mark_gone`] without looking whether the tree is finished.
-    fn note_gone(&mut self, store: &mut Store, root: i64, pid: i32, reaped: bool) {
+    fn note_gone(&mut self, store: &Store, root: i64, pid: i32, reaped: bool) {
         let Some(tree) = self.trees.get_mut(&root) else {
             return;
         };

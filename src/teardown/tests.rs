@@ -11,8 +11,11 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
-    let hook = store.insert_process(&crate::store::test_hook()).unwrap();
+    let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+    let hook = store
+        .processes()
+        .insert(&crate::store::test_hook())
+        .unwrap();
     let found = Found {
         identity: stale.clone(),
         ppid: std::process::id() as i32,
@@ -21,11 +24,11 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
         state: 'S',
         uid: None,
     };
-    let child = store.record_descendant(hook, &found).unwrap();
+    let child = store.processes().record_descendant(hook, &found).unwrap();
     // The unique index on identity tells the two apart: the taker is not the stale row.
     let (taker, _) = proctree::pin(stale.pid).unwrap();
     assert_eq!(taker.identity.start_ticks, stale.start_ticks);
-    let taker_row = store.record_descendant(hook, &taker).unwrap();
+    let taker_row = store.processes().record_descendant(hook, &taker).unwrap();
     assert_ne!(taker_row, child);
 
     let poll = mio::Poll::new().unwrap();
@@ -33,7 +36,7 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
     let mut map = DeadlineMap::new(poll.registry().try_clone().unwrap(), instance, None);
     // Tear down the stale row alone (the taker's row stands for a process of another tree).
     map.begin(
-        &mut store,
+        &store,
         Request {
             root_row: child,
             signal: Signal::TERM,
@@ -55,7 +58,7 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
         "{:?}",
         reports[0].processes.len()
     );
-    let row = store.process(child).unwrap().unwrap();
+    let row = store.processes().get(child).unwrap().unwrap();
     assert!(
         !row.status.is_live(),
         "the stale row is final: {:?}",

@@ -202,7 +202,7 @@ fn answer(route: &Route, shared: &Shared) -> Result<Response, StoreError> {
         }
         Route::Log(id, stream) => {
             let store = open_store(shared)?;
-            let Some(row) = store.process(*id)? else {
+            let Some(row) = store.processes().get(*id)? else {
                 return Ok(not_found());
             };
             let path = match stream {
@@ -222,7 +222,7 @@ fn answer(route: &Route, shared: &Shared) -> Result<Response, StoreError> {
         }
         Route::File(snapshot, path) => {
             let store = open_store(shared)?;
-            let Some(snapshot) = store.snapshot(*snapshot)? else {
+            let Some(snapshot) = store.crawls().snapshot(*snapshot)? else {
                 return Ok(not_found());
             };
             let dir =

@@ -10,9 +10,11 @@ use crate::store::{Store, StoreError};
 /// `/metrics`: the tally brought up to date, and the gauges read now.
 pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreError> {
     let mut tally = shared.tally.lock().unwrap_or_else(|e| e.into_inner());
-    let ended = store.ended_since(tally.ended_since())?;
+    let ended = store.processes().ended_since(tally.ended_since())?;
     tally.add_ended(&ended);
-    let started = store.hooks_started_since(tally.started_since())?;
+    let started = store
+        .processes()
+        .hooks_started_since(tally.started_since())?;
     tally.add_started(&started);
     let now = crate::store::now_ms();
     let this_machine = crate::store::ProcessFilter {
@@ -20,7 +22,7 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
         machine_id: Some(crate::identity::machine_id().to_string()),
         ..Default::default()
     };
-    let live = crate::render::PsEntry::all(store.processes(&this_machine)?, now);
+    let live = crate::render::PsEntry::all(store.processes().list(&this_machine)?, now);
     let mut gauges = metrics::Gauges {
         info: (
             shared.host.version.to_string(),
@@ -30,6 +32,7 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
         ..metrics::Gauges::default()
     };
     gauges.processes = store
+        .processes()
         .counts_by_kind_and_status()?
         .into_iter()
         .map(|(kind, status, n)| (kind, status.to_string(), n))
@@ -52,20 +55,21 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
             }
         }
     }
-    let (crawls, snapshots) = store.queue_depths()?;
+    let (crawls, snapshots) = store.processes().queue_depths()?;
     gauges.queued = [
         ("crawls", crawls.queued, crawls.oldest_due_ms),
         ("snapshots", snapshots.queued, snapshots.oldest_due_ms),
     ];
-    let browsers = store.browsers_alive_by_scope(None)?;
+    let browsers = store.processes().browsers_alive_by_scope(None)?;
     gauges.browsers_alive = u64::from(browsers.crawl_wide + browsers.per_snapshot);
     let shared_now = store.shared_now();
     gauges.heartbeats = store
-        .machines()?
+        .machines()
+        .all()?
         .into_iter()
         .map(|m| (m.id, m.hostname, (shared_now - m.heartbeat_at).max(0)))
         .collect();
     gauges.daemon_writes = crate::store::write_counts();
-    gauges.worker_writes = store.worker_write_counts(&gauges.info.1)?;
+    gauges.worker_writes = store.machines().worker_write_counts(&gauges.info.1)?;
     Ok(metrics::render(&tally, &gauges))
 }

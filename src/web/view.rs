@@ -68,14 +68,16 @@ pub struct SnapshotData {
 
 pub fn index(store: &Store) -> Result<IndexData, StoreError> {
     let now = now_ms();
-    let rows = store.live_and_ended_since(now - ENDED_SHOWN_MS)?;
+    let rows = store
+        .processes()
+        .live_and_ended_since(now - ENDED_SHOWN_MS)?;
     let entries = PsEntry::all(rows, now);
     let usage = entries
         .iter()
         .map(|entry| (entry.row.id, usage_of(entry)))
         .collect();
     let mut crawls = Vec::new();
-    for crawl in store.recent_crawls(CRAWLS_SHOWN)? {
+    for crawl in store.crawls().recent_crawls(CRAWLS_SHOWN)? {
         let counts = CrawlCounts::of(store, crawl.id)?;
         crawls.push((crawl, counts));
     }
@@ -87,12 +89,12 @@ pub fn index(store: &Store) -> Result<IndexData, StoreError> {
 }
 
 pub fn crawl(store: &Store, id: i64) -> Result<Option<CrawlData>, StoreError> {
-    let Some(crawl) = store.crawl(id)? else {
+    let Some(crawl) = store.crawls().get(id)? else {
         return Ok(None);
     };
     Ok(Some(CrawlData {
         counts: CrawlCounts::of(store, id)?,
-        snapshots: store.snapshots(id)?,
+        snapshots: store.crawls().snapshots(id)?,
         crawl,
     }))
 }
@@ -102,13 +104,17 @@ pub fn snapshot(
     data_dir: &Path,
     id: i64,
 ) -> Result<Option<SnapshotData>, StoreError> {
-    let Some(snapshot) = store.snapshot(id)? else {
+    let Some(snapshot) = store.crawls().snapshot(id)? else {
         return Ok(None);
     };
-    let results = store.snapshot_results(id)?;
+    let results = store.results().snapshot_results(id)?;
     let mut runs = HashMap::new();
     for result in &results {
-        if let Some(Some(row)) = result.process_id.map(|p| store.process(p)).transpose()? {
+        if let Some(Some(row)) = result
+            .process_id
+            .map(|p| store.processes().get(p))
+            .transpose()?
+        {
             runs.insert(result.id, row);
         }
     }

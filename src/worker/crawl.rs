@@ -23,9 +23,10 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     crate::store::listen::wake_on_work_changes(&cx.config.database, cx.supervisor.registry())?;
     let crawl = cx
         .store
-        .crawl(crawl_id)?
+        .crawls()
+        .get(crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {crawl_id}")))?;
-    let hooks = hooks_for(&mut cx.store, &cx.config, Phase::Crawl, &crawl, None, false)?;
+    let hooks = hooks_for(&cx.store, &cx.config, Phase::Crawl, &crawl, None, false)?;
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
     let (has_input, data_dir) = (crawl.has_input, cx.config.data_dir.clone());
@@ -51,8 +52,8 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     };
     // (Snapshots still to run — retried, or left by a crash — need the crawl's sessions.)
     let snapshots_wait =
-        (cx.store.snapshots(crawl_id)?.iter()).any(|s| s.status != WorkStatus::Sealed);
-    let mut runner = HookRunner::new(&mut cx.store, scope, hooks, snapshots_wait)?;
+        (cx.store.crawls().snapshots(crawl_id)?.iter()).any(|s| s.status != WorkStatus::Sealed);
+    let mut runner = HookRunner::new(&cx.store, scope, hooks, snapshots_wait)?;
     let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id).with_gate(gate);
     cx.run_foreground(&mut runner, |cx, runner, exit| {
         record(cx, runner, &mut pool, exit)
@@ -66,15 +67,18 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         store.all_or_nothing(|store| {
             if has_input {
                 // (Its seeds are what its input snapshot parses.)
-                store.add_input_snapshot(crawl_id, |id| {
+                store.crawls().add_input_snapshot(crawl_id, |id| {
                     super::input::input_url_of(&data_dir, &input_crawl, id)
                 })?;
             }
             for url in &urls {
-                match store.add_snapshot_within(crawl_id, url, 0, &seed_rules)? {
+                match store
+                    .crawls()
+                    .add_snapshot_within(crawl_id, url, 0, &seed_rules)?
+                {
                     Added::Full => {
-                        store.refuse_url(crawl_id, Refusal::MaxUrls, url)?;
-                        store.note_limit(crawl_id, Limit::MaxUrls)?;
+                        store.crawls().refuse_url(crawl_id, Refusal::MaxUrls, url)?;
+                        store.crawls().note_limit(crawl_id, Limit::MaxUrls)?;
                     }
                     Added::New(_) | Added::Known | Added::Archived => {}
                 }
@@ -89,7 +93,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         // Once a crawl hook it needs failed, no new snapshot starts; running ones finish.
         cx.failed = runner.fatal().is_some();
         // A paused crawl claims no snapshot (running snapshot workers go on) and looks again.
-        let paused = match cx.store.is_paused(crawl_id) {
+        let paused = match cx.store.crawls().is_paused(crawl_id) {
             Ok(paused) => paused,
             Err(err) if err.is_busy() => true,
             Err(err) => return Err(err.into()),
@@ -104,7 +108,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         };
         say_what_waits(&mut cx, crawl_id, pool.waiting(), &mut said);
         // (Unread while the database is out of reach: read again soon.)
-        let all_sealed = match cx.store.snapshots(crawl_id) {
+        let all_sealed = match cx.store.crawls().snapshots(crawl_id) {
             Ok(snapshots) => Some(snapshots.iter().all(|s| s.status == WorkStatus::Sealed)),
             Err(err) if err.is_busy() => None,
             Err(err) => return Err(err.into()),
@@ -142,9 +146,9 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             let handled = record(&mut cx, &mut runner, &mut pool, exit);
             cx.handled(exit, handled)?;
         }
-        runner.after_turn(&mut cx.supervisor, &mut cx.store)?;
+        runner.after_turn(&mut cx.supervisor, &cx.store)?;
         for row in std::mem::take(&mut cx.torn_down) {
-            let recovered = pool.on_torn_down(&cx.config, &mut cx.store, row);
+            let recovered = pool.on_torn_down(&cx.config, &cx.store, row);
             match cx.unless_lost(recovered) {
                 Ok(_) => {}
                 // Looked at again after the next turn (nothing changed).
@@ -177,7 +181,7 @@ fn say_what_waits(
     if said.as_deref() == waits_for {
         return;
     }
-    match cx.store.note_admission(crawl_id, waits_for) {
+    match cx.store.crawls().note_admission(crawl_id, waits_for) {
         Ok(()) => *said = waits_for.map(str::to_owned),
         Err(err) if err.is_busy() => {}
         Err(err) => log::warn!("crawl {crawl_id}: cannot say what its snapshots wait for: {err}"),
@@ -211,7 +215,7 @@ fn record(
     let recover = !cx.interrupted && cx.ended_by.is_none();
     match exit.owner {
         Owner::SnapshotWorkers => {
-            match pool.on_exit(&cx.config, &mut cx.store, exit.row, exit.leaked, recover)? {
+            match pool.on_exit(&cx.config, &cx.store, exit.row, exit.leaked, recover)? {
                 Some(end) => pool.log_end(exit.row, end),
                 None => log::error!("row {}: no snapshot worker of this crawl's pool", exit.row),
             }

@@ -16,7 +16,11 @@ impl Context {
         if counts != (0, 0) {
             let machine = crate::identity::machine_id();
             // (Best effort: a count is a report, not the work.)
-            if let Err(err) = self.store.add_worker_write_counts(machine, counts) {
+            if let Err(err) = self
+                .store
+                .machines()
+                .add_worker_write_counts(machine, counts)
+            {
                 log::warn!("its busy writes are not counted: {err}");
             }
         }
@@ -33,9 +37,9 @@ impl Context {
         debug_assert_eq!((claim.queue, claim.id), (queue, id));
         let (ended_by, failed) = (self.ended_by, self.failed);
         let sealed = self.persist(|store| match ended_by {
-            Some(limit) => store.seal_ended_by(claim, limit),
-            None if failed => store.seal_failed(claim),
-            None => store.seal(claim),
+            Some(limit) => store.crawls().seal_ended_by(claim, limit),
+            None if failed => store.crawls().seal_failed(claim),
+            None => store.queue().seal(claim),
         })?;
         match sealed {
             Some(true) => {}

@@ -100,7 +100,7 @@ impl Context {
             log::warn!("cannot become a child subreaper: {err}");
         }
         // Never a new file: a database deleted under the daemon must not be replaced by workers.
-        let mut store = Store::open_existing_at(&config.database)?;
+        let store = Store::open_existing_at(&config.database)?;
         let run_as = match crate::hook_user::for_crawls(&config).map_err(WorkerError::Setup)? {
             RunAs::Abxd => None,
             RunAs::User(user) => {
@@ -110,7 +110,7 @@ impl Context {
                 Some(user)
             }
         };
-        let Some(claim) = store.claim_of(queue, id, row_id)? else {
+        let Some(claim) = store.queue().claim_of(queue, id, row_id)? else {
             log::warn!("{queue} {id} is no longer this worker's: it changed hands before it began");
             return Ok(None);
         };
@@ -154,7 +154,7 @@ impl Context {
             .then(|| self.watches.next_due())
             .flatten();
         let timer = timer.into_iter().chain(retry).chain(watch).min();
-        let events = self.supervisor.wait(&mut self.store, timer)?;
+        let events = self.supervisor.wait(&self.store, timer)?;
         for event in events {
             match event {
                 Event::Exited {
@@ -192,7 +192,7 @@ impl Context {
             limit.flag()
         );
         self.ended_by = Some(limit);
-        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+        self.supervisor.stop_all(&self.store, EndReason::Killed);
     }
 
     fn interrupt(&mut self) {
@@ -212,7 +212,7 @@ impl Context {
             }
             None => {
                 log::info!("interrupted: tearing down and leaving the work to be requeued");
-                self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+                self.supervisor.stop_all(&self.store, EndReason::Killed);
             }
         }
     }
@@ -224,7 +224,7 @@ impl Context {
         &mut self,
         runner: &mut HookRunner,
         exit: Exit,
-        also: impl FnOnce(&mut Store, &Outcome) -> Result<(), StoreError>,
+        also: impl FnOnce(&Store, &Outcome) -> Result<(), StoreError>,
     ) -> Result<Option<Outcome>, StoreError> {
         // (Ended by a limit, its open results are cancelled when it is sealed.)
         if self.interrupted
@@ -236,7 +236,7 @@ impl Context {
             return Ok(None);
         }
         let exit = (exit.row, exit.outcome, exit.reason);
-        runner.on_exit(&mut self.supervisor, &mut self.store, exit, also)
+        runner.on_exit(&mut self.supervisor, &self.store, exit, also)
     }
 
     /// What became of handling `exit`: an exit whose records the busy database refused is kept
@@ -275,7 +275,7 @@ impl Context {
     /// the fence refused).
     fn persist<T>(
         &mut self,
-        mut write: impl FnMut(&mut Store) -> Result<T, StoreError>,
+        mut write: impl FnMut(&Store) -> Result<T, StoreError>,
     ) -> Result<Option<T>, WorkerError> {
         loop {
             match write(&mut self.store) {
@@ -305,7 +305,7 @@ impl Context {
     ) -> Result<(), WorkerError> {
         // (Interrupted or ended by a limit, its hooks are torn down all at once, not one by one.)
         if !self.interrupted && self.ended_by.is_none() {
-            runner.end_scope(&mut self.supervisor, &mut self.store);
+            runner.end_scope(&mut self.supervisor, &self.store);
         }
         self.run_hooks_until(runner, HookRunner::done, on_exit)
     }
@@ -319,7 +319,7 @@ impl Context {
         // From the first hook on, deadlines run: a write no longer waits long for another
         // process's lock (see `store::busy`); what it could not write is retried.
         self.store.set_patience(Patience::Loop)?;
-        runner.start_next(&mut self.supervisor, &mut self.store)?;
+        runner.start_next(&mut self.supervisor, &self.store)?;
         self.run_hooks_until(runner, HookRunner::foreground_done, on_exit)
     }
 
@@ -335,7 +335,7 @@ impl Context {
                 let handled = on_exit(self, runner, exit);
                 self.handled(exit, handled)?;
             }
-            runner.after_turn(&mut self.supervisor, &mut self.store)?;
+            runner.after_turn(&mut self.supervisor, &self.store)?;
         }
         Ok(())
     }
@@ -343,7 +343,7 @@ impl Context {
     /// When SIGKILL is due to this worker if a teardown from above has signalled it (recorded
     /// before it is sent, so this is known before the signal arrives).
     fn teardown_above(&self) -> Option<Instant> {
-        let row = self.store.process(self.row_id).ok().flatten()?;
+        let row = self.store.processes().get(self.row_id).ok().flatten()?;
         if row.sigterm_at.is_none() && row.sigkill_at.is_none() {
             return None;
         }
@@ -361,7 +361,7 @@ impl Context {
         &mut self,
         mut on_exit: impl FnMut(&mut Context, Exit) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
-        self.supervisor.stop_all(&mut self.store, EndReason::Killed);
+        self.supervisor.stop_all(&self.store, EndReason::Killed);
         // Done means empty: no child left, and no unknown one (an escapee spawned meanwhile,
         // e.g. by a SIGTERM trap) — nothing is handed up silently.
         loop {
@@ -371,19 +371,18 @@ impl Context {
                     self.handled(exit, handled)?;
                 }
             }
-            if self.supervisor.escapees_settled(&mut self.store) {
+            if self.supervisor.escapees_settled(&self.store) {
                 break;
             }
         }
-        self.supervisor.reap_now(&mut self.store);
+        self.supervisor.reap_now(&self.store);
         let patience = self.config.timeouts.lease;
-        self.supervisor
-            .settle_before_exit(&mut self.store, patience);
+        self.supervisor.settle_before_exit(&self.store, patience);
         Ok(())
     }
 
     /// Starts snapshot workers for due snapshots (a crawl worker's pool).
     fn fill(&mut self, pool: &mut WorkerPool) -> Result<(), StoreError> {
-        pool.fill(&self.config, &mut self.supervisor, &mut self.store)
+        pool.fill(&self.config, &mut self.supervisor, &self.store)
     }
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 /// the operator sees it. A plugin of the crawl's list that no longer exists is left out, saying so
 /// (`add` refuses unknown plugins; a plugins dir may have changed since).
 pub(super) fn hooks_for(
-    store: &mut Store,
+    store: &Store,
     config: &Config,
     phase: Phase,
     crawl: &Crawl,
@@ -57,7 +57,7 @@ pub(super) fn hooks_for(
     // A plugin whose declared binaries could not be provisioned does not run: its hooks would
     // install them on their own clock, mid-crawl. (With `[install] auto`, the daemon tried before
     // it claimed the crawl.) Nor does a plugin that requires one that does not run.
-    let binaries = store.binaries()?;
+    let binaries = store.results().binaries()?;
     let installed = binaries
         .iter()
         .filter(|b| b.found())
@@ -145,17 +145,21 @@ fn unprovisioned_reason(
 
 /// Records a hook of the scope as skipped, with why, unless its result is final already.
 fn skip(
-    store: &mut Store,
+    store: &Store,
     crawl_id: i64,
     snapshot_id: Option<i64>,
     plugin: &str,
     hook: &str,
     reason: &str,
 ) -> Result<(), StoreError> {
-    let result = store.result_for(crawl_id, snapshot_id, plugin, hook)?;
+    let result = store
+        .results()
+        .result_for(crawl_id, snapshot_id, plugin, hook)?;
     if !result.is_final() {
         log::warn!("{hook}: {reason}");
-        store.finish_result(result.id, ResultStatus::Skipped, Some(reason), &[], 0)?;
+        store
+            .results()
+            .finish(result.id, ResultStatus::Skipped, Some(reason), &[], 0)?;
     }
     Ok(())
 }

@@ -19,15 +19,17 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     };
     let snapshot = cx
         .store
+        .crawls()
         .snapshot(snapshot_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no snapshot {snapshot_id}")))?;
     let crawl = cx
         .store
-        .crawl(snapshot.crawl_id)?
+        .crawls()
+        .get(snapshot.crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {}", snapshot.crawl_id)))?;
     let input = super::input::is_input(&cx.config.data_dir, &crawl, &snapshot);
     let hooks = hooks_for(
-        &mut cx.store,
+        &cx.store,
         &cx.config,
         Phase::Snapshot,
         &crawl,
@@ -36,7 +38,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     )?;
     // (A file its hooks read themselves, `Crawl::import_url`, is not written here.)
     let text = match input {
-        true => cx.store.crawl_input(crawl.id)?,
+        true => cx.store.crawls().crawl_input(crawl.id)?,
         false => None,
     };
     if let Some(text) = text {
@@ -79,7 +81,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         parent_row: cx.row_id,
         run_as: cx.run_as.clone(),
     };
-    let mut runner = HookRunner::new(&mut cx.store, scope, hooks, false)?;
+    let mut runner = HookRunner::new(&cx.store, scope, hooks, false)?;
     // What an input snapshot finds are the crawl's seeds; what another finds is one level
     // deeper, within the crawl's depth.
     let next_depth = match input {
@@ -87,51 +89,54 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         false => (depth < max_depth).then_some(depth + 1),
     };
     // The result, its tags and the snapshots it discovered land together or not at all.
-    let record = |cx: &mut Context,
-                  runner: &mut HookRunner,
-                  exit: Exit|
-     -> Result<(), StoreError> {
-        cx.record_hook(runner, exit, |store, outcome| {
-            store.add_tags(snapshot_id, &outcome.tags)?;
-            let Some(depth) = next_depth else {
-                return Ok(());
-            };
-            for url in &outcome.discovered {
-                let admitted = match input {
-                    true => super::input::admit_seed(url, &rules),
-                    false => filter.admit(url),
+    let record =
+        |cx: &mut Context, runner: &mut HookRunner, exit: Exit| -> Result<(), StoreError> {
+            cx.record_hook(runner, exit, |store, outcome| {
+                store.results().add_tags(snapshot_id, &outcome.tags)?;
+                let Some(depth) = next_depth else {
+                    return Ok(());
                 };
-                let refused = match admitted {
-                    Ok(url) => match store.add_snapshot_within(crawl_id, &url, depth, &rules)? {
-                        Added::New(id) => {
-                            log::info!("discovered {url} (snapshot {id}, depth {depth})");
-                            if input {
-                                // (A seed: its crawl's scope and local rule count it as one.)
-                                store.add_seeds(crawl_id, std::slice::from_ref(&url))?;
+                for url in &outcome.discovered {
+                    let admitted = match input {
+                        true => super::input::admit_seed(url, &rules),
+                        false => filter.admit(url),
+                    };
+                    let refused = match admitted {
+                        Ok(url) => match store
+                            .crawls()
+                            .add_snapshot_within(crawl_id, &url, depth, &rules)?
+                        {
+                            Added::New(id) => {
+                                log::info!("discovered {url} (snapshot {id}, depth {depth})");
+                                if input {
+                                    // (A seed: its crawl's scope and local rule count it as one.)
+                                    store
+                                        .crawls()
+                                        .add_seeds(crawl_id, std::slice::from_ref(&url))?;
+                                }
+                                None
                             }
-                            None
-                        }
-                        Added::Known => None,
-                        Added::Archived => Some(Refusal::Archived),
-                        Added::Full => {
-                            store.note_limit(crawl_id, Limit::MaxUrls)?;
-                            Some(Refusal::MaxUrls)
-                        }
-                    },
-                    Err(reason) => Some(reason),
-                };
-                if let Some(reason) = refused {
-                    log::info!(
-                        "discovered {}: refused ({reason})",
-                        crate::printable::line(url)
-                    );
-                    store.refuse_url(crawl_id, reason, url)?;
+                            Added::Known => None,
+                            Added::Archived => Some(Refusal::Archived),
+                            Added::Full => {
+                                store.crawls().note_limit(crawl_id, Limit::MaxUrls)?;
+                                Some(Refusal::MaxUrls)
+                            }
+                        },
+                        Err(reason) => Some(reason),
+                    };
+                    if let Some(reason) = refused {
+                        log::info!(
+                            "discovered {}: refused ({reason})",
+                            crate::printable::line(url)
+                        );
+                        store.crawls().refuse_url(crawl_id, reason, url)?;
+                    }
                 }
-            }
-            Ok(())
-        })
-        .map(drop)
-    };
+                Ok(())
+            })
+            .map(drop)
+        };
     cx.run_foreground(&mut runner, record)?;
     cx.run_scope(&mut runner, record)?;
     cx.drain(|cx, exit| record(cx, &mut runner, exit))?;
@@ -141,7 +146,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     let data_dir = cx.config.data_dir.clone();
     // (Its hooks are over: what the title hook said is final.)
     let results = cx
-        .persist(|store| store.snapshot_results(snapshot_id))?
+        .persist(|store| store.results().snapshot_results(snapshot_id))?
         .unwrap_or_default();
     let code = cx.finish(Queue::Snapshots, snapshot_id)?;
     if code == super::EXIT_DONE {

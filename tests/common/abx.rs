@@ -144,7 +144,7 @@ const OTHER: &str = "<!doctype html><html><head><title>Other</title></head>\
 /// What explains a difference: every hook of the crawl with its snapshot, when it started and
 /// ended (seconds after the first), how it ended, and the end of the stderr of each that failed.
 pub fn hook_timeline(store: &abxd::store::Store, crawl: i64) -> String {
-    let rows = store.processes(&Default::default()).unwrap();
+    let rows = store.processes().list(&Default::default()).unwrap();
     let hooks: Vec<_> = rows
         .iter()
         .filter(|r| r.kind == abxd::domain::Kind::Hook && r.crawl_id == Some(crawl))
@@ -303,7 +303,7 @@ impl Reference {
         snapshot: i64,
         snap_dir: &Path,
     ) -> Vec<String> {
-        let results = store.snapshot_results(snapshot).unwrap();
+        let results = store.results().snapshot_results(snapshot).unwrap();
         let theirs = self.results();
         let mut differences = Vec::new();
         for (hook, record) in &theirs {
@@ -377,7 +377,7 @@ pub fn crawl_as_abx_dl_did(
     let crawl = daemon.add(&["--depth", "1", "--plugins", plugins, url]);
     daemon.wait_sealed(crawl, std::time::Duration::from_secs(300));
     let store = daemon.store();
-    let snapshots = store.snapshots(crawl).unwrap();
+    let snapshots = store.crawls().snapshots(crawl).unwrap();
     let first = snapshots.iter().find(|s| s.depth == 0).unwrap();
     let snap_dir = daemon
         .data_dir()

@@ -500,7 +500,8 @@ impl TestDaemon {
     /// The rows of `kind` that claim a live process now.
     pub fn live_rows(&self, kind: abxd::domain::Kind) -> Vec<abxd::store::ProcessRow> {
         self.store()
-            .processes(&Default::default())
+            .processes()
+            .list(&Default::default())
             .unwrap()
             .into_iter()
             .filter(|r| r.kind == kind && r.status.is_live())
@@ -525,11 +526,13 @@ impl TestDaemon {
         loop {
             let store = self.store();
             let sealed = store
-                .crawl(id)
+                .crawls()
+                .get(id)
                 .unwrap()
                 .is_some_and(|c| c.status == "sealed");
             let rows = store
-                .processes(&abxd::store::ProcessFilter::default())
+                .processes()
+                .list(&abxd::store::ProcessFilter::default())
                 .unwrap();
             let live: Vec<String> = rows
                 .iter()

@@ -14,7 +14,7 @@ pub(super) fn handle(
     which: RetryScope,
     hook: Option<&str>,
 ) -> Response {
-    match state.store.retry_results(crawl_id, which, hook) {
+    match state.store.crawls().retry_results(crawl_id, which, hook) {
         Ok(Ok(results)) => {
             log::info!("crawl {crawl_id}: {results} results queued again");
             state.wake = true;
@@ -26,7 +26,7 @@ pub(super) fn handle(
 }
 
 pub(super) fn pause(state: &mut State, crawl_id: i64, paused: bool) -> Response {
-    match state.store.set_paused(crawl_id, paused) {
+    match state.store.crawls().set_paused(crawl_id, paused) {
         Ok(Ok(())) => {
             log::info!(
                 "crawl {crawl_id} {}",
@@ -51,7 +51,11 @@ pub(super) fn prune(state: &mut State, older_than_ms: Option<u64>, dry_run: bool
         return refused(ErrorCode::NotAllowed, why);
     };
     let cutoff = now_ms() - keep.as_millis() as i64;
-    match state.store.prune(cutoff, dry_run, Compact::IfCheap) {
+    match state
+        .store
+        .processes()
+        .prune(cutoff, dry_run, Compact::IfCheap)
+    {
         Ok(pruned) => {
             if !dry_run {
                 log::info!("pruned {} process rows (asked)", pruned.rows);
@@ -68,7 +72,11 @@ pub(in crate::daemon) fn apply_retention(state: &mut State) {
         return;
     };
     let cutoff = now_ms() - keep.as_millis() as i64;
-    match state.store.prune(cutoff, false, Compact::IfCheap) {
+    match state
+        .store
+        .processes()
+        .prune(cutoff, false, Compact::IfCheap)
+    {
         Ok(pruned) if pruned.rows > 0 => log::info!(
             "retention: {} process rows that ended over {} days ago pruned",
             pruned.rows,
@@ -88,7 +96,7 @@ pub(super) fn export(
     crawls: &[i64],
 ) -> Response {
     let user = user.unwrap_or_else(|| state.config.archivebox.user.clone());
-    match crate::export::queue(&mut state.store, target, &user, crawls) {
+    match crate::export::queue(&state.store, target, &user, crawls) {
         Ok(crawls) => {
             state.wake = true;
             Response::ExportQueued { crawls }

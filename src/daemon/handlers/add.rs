@@ -129,11 +129,15 @@ fn try_add(state: &mut State, parked: &ParkedAdd) -> Result<i64, StoreError> {
     match &add.input {
         Some(input) => {
             let store = &mut state.store;
-            store.add_crawl_of_input(input, add.depth, plugins, &add.rules, export_to)
+            store
+                .crawls()
+                .add_of_input(input, add.depth, plugins, &add.rules, export_to)
         }
         None => {
             let store = &mut state.store;
-            store.add_crawl_with(&add.urls, add.depth, plugins, &add.rules, export_to)
+            store
+                .crawls()
+                .add_with(&add.urls, add.depth, plugins, &add.rules, export_to)
         }
     }
 }

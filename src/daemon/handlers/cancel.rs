@@ -14,7 +14,7 @@ pub(super) fn handle(
     token: Token,
     crawl_id: i64,
 ) -> Option<Response> {
-    let crawl = match state.store.crawl(crawl_id) {
+    let crawl = match state.store.crawls().get(crawl_id) {
         Ok(Some(crawl)) => crawl,
         Ok(None) => return Some(refused(ErrorCode::NotFound, format!("no crawl {crawl_id}"))),
         Err(err) => return Some(failed(err)),
@@ -22,20 +22,14 @@ pub(super) fn handle(
     if let Some(why) = crawl.refuses_cancel() {
         return Some(refused(ErrorCode::NotAllowed, why));
     }
-    if let Err(err) = state.store.cancel_crawl(crawl_id) {
+    if let Err(err) = state.store.crawls().cancel(crawl_id) {
         return Some(failed(err));
     }
     log::info!("crawl {crawl_id} cancelled");
     match state.crawls.worker_of(crawl_id) {
         Some(row) => {
             let grace = state.config.timeouts.kill_grace;
-            supervisor.stop(
-                &mut state.store,
-                row,
-                Signal::TERM,
-                grace,
-                EndReason::Killed,
-            );
+            supervisor.stop(&state.store, row, Signal::TERM, grace, EndReason::Killed);
             state.waiting.entry(row).or_default().push(token);
             None
         }

@@ -36,7 +36,7 @@ pub(super) fn handle(
         "kill request: row {row}, signal {signal}, grace {}",
         humantime::format_duration(grace)
     );
-    supervisor.stop(&mut state.store, row, signal, grace, EndReason::Killed);
+    supervisor.stop(&state.store, row, signal, grace, EndReason::Killed);
     if kill.wait {
         state.waiting.entry(row).or_default().push(token);
         None
@@ -48,14 +48,20 @@ pub(super) fn handle(
 /// The row a kill request names, if it is a live process of the table (and not abxd itself).
 fn resolve_live_row(state: &State, row: Option<i64>, pid: Option<i32>) -> Result<i64, Response> {
     let found = match (row, pid) {
-        (Some(id), None) => state.store.process(id).map_err(failed)?.ok_or_else(|| {
-            refused(
-                ErrorCode::NotFound,
-                format!("no process row {id} (see abxctl ps --all)"),
-            )
-        })?,
+        (Some(id), None) => state
+            .store
+            .processes()
+            .get(id)
+            .map_err(failed)?
+            .ok_or_else(|| {
+                refused(
+                    ErrorCode::NotFound,
+                    format!("no process row {id} (see abxctl ps --all)"),
+                )
+            })?,
         (None, Some(pid)) => state
             .store
+            .processes()
             .live_row_by_pid(pid)
             .map_err(failed)?
             .ok_or_else(|| {

@@ -58,7 +58,7 @@ pub(super) fn add(state: &mut State, request: AddSchedule) -> Response {
         import: request.import,
     };
     let zone = jiff::tz::TimeZone::system();
-    match state.store.add_schedule(&new, &zone) {
+    match state.store.schedules().add(&new, &zone) {
         Ok((id, next_at_ms)) => {
             log::info!("schedule {id} added: {} URLs", request.urls.len());
             state.look_at_schedules();
@@ -71,9 +71,9 @@ pub(super) fn add(state: &mut State, request: AddSchedule) -> Response {
 pub(super) fn set(state: &mut State, id: i64, action: ScheduleAction) -> Response {
     let zone = jiff::tz::TimeZone::system();
     let done = match action {
-        ScheduleAction::Remove => state.store.remove_schedule(id),
-        ScheduleAction::Pause => state.store.set_schedule_paused(id, true, &zone),
-        ScheduleAction::Resume => state.store.set_schedule_paused(id, false, &zone),
+        ScheduleAction::Remove => state.store.schedules().remove(id),
+        ScheduleAction::Pause => state.store.schedules().set_paused(id, true, &zone),
+        ScheduleAction::Resume => state.store.schedules().set_paused(id, false, &zone),
     };
     match done {
         Ok(true) => {

@@ -44,7 +44,7 @@ pub(super) fn handle(
         run_as: None,
     };
     match supervisor.spawn(
-        &mut state.store,
+        &state.store,
         &request,
         (Owner::Operator, ChildPolicy::FOREGROUND_HOOK),
         &mut crate::spawn::nothing_more,

@@ -5,7 +5,7 @@ use crate::control::protocol::{MachineInfo, Response, StatusInfo};
 use crate::store::now_ms;
 
 pub(super) fn handle(state: &mut State) -> Response {
-    let live = match state.store.live_counts_by_kind() {
+    let live = match state.store.processes().live_counts_by_kind() {
         Ok(counts) => counts
             .into_iter()
             .map(|(kind, n)| (kind.to_string(), n))
@@ -35,7 +35,7 @@ pub(super) fn handle(state: &mut State) -> Response {
 /// What admission says now: open, or what waits for what; then what it measured; then what
 /// each running crawl's snapshots wait for, as its crawl worker said it.
 fn admission(state: &State) -> String {
-    let crawls = state.store.admission_waits().unwrap_or_default();
+    let crawls = state.store.crawls().admission_waits().unwrap_or_default();
     let daemon = daemon_admission(state);
     crawls.into_iter().fold(daemon, |line, (crawl, why)| {
         format!("{line}; crawl {crawl}'s snapshots wait for {why}")
@@ -72,7 +72,7 @@ fn machines(state: &State) -> Vec<MachineInfo> {
     }
     let heard_since = state.store.shared_now() - state.config.timeouts.lease.as_millis() as i64;
     let this = crate::identity::machine_id();
-    let machines = state.store.machines().unwrap_or_default();
+    let machines = state.store.machines().all().unwrap_or_default();
     machines
         .into_iter()
         .map(|m| MachineInfo {

@@ -220,7 +220,7 @@ pub fn write_counts() -> (u64, u64) {
 }
 
 /// What a store knows of a busy database.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct Breaker {
     /// Since when writes find the database busy (wall-clock ms, for people).
     since: Option<i64>,

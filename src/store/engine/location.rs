@@ -67,7 +67,7 @@ impl Store {
                 let db = connect(server)?;
                 let target = sql::redacted(&server.url);
                 claim_for_this_machine(&db, &target)?;
-                Store::migrated_postgres(db, &target)
+                crate::store::migrated_postgres(db, &target)
             }
         }
     }
@@ -80,7 +80,7 @@ impl Store {
             url: url.to_string(),
             password_file: None,
         };
-        Store::migrated_postgres(connect(&server)?, &sql::redacted(url))
+        crate::store::migrated_postgres(connect(&server)?, &sql::redacted(url))
     }
 
     /// Opens an existing store at its latest schema for reading and writing (workers,
@@ -88,7 +88,7 @@ impl Store {
     pub fn open_existing_at(location: &Location) -> Result<Store, StoreError> {
         match location {
             Location::File(path) => Store::open_existing(path),
-            Location::Postgres(server) => Store::existing_postgres(server, false),
+            Location::Postgres(server) => existing_postgres(server, false),
         }
     }
 
@@ -96,28 +96,28 @@ impl Store {
     pub fn open_read_only_at(location: &Location) -> Result<Store, StoreError> {
         match location {
             Location::File(path) => Store::open_read_only(path),
-            Location::Postgres(server) => Store::existing_postgres(server, true),
+            Location::Postgres(server) => existing_postgres(server, true),
         }
     }
+}
 
-    fn existing_postgres(server: &Server, read_only: bool) -> Result<Store, StoreError> {
-        let target = sql::redacted(&server.url);
-        let db = connect(server)?;
-        let connect_err = |cause| StoreError::Connect {
-            target: target.clone(),
-            cause,
-        };
-        if read_only {
-            let read_only = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY";
-            db.execute_batch(read_only).map_err(connect_err)?;
-            db.on_new_session(read_only);
-        }
-        let found = pg_migrations::version(&db).map_err(connect_err)?;
-        let path = PathBuf::from(&target);
-        if found == 0 {
-            return Err(StoreError::Missing { path });
-        }
-        crate::store::at_latest(&path, found)?;
-        Store::over_server(db, &target)
+fn existing_postgres(server: &Server, read_only: bool) -> Result<Store, StoreError> {
+    let target = sql::redacted(&server.url);
+    let db = connect(server)?;
+    let connect_err = |cause| StoreError::Connect {
+        target: target.clone(),
+        cause,
+    };
+    if read_only {
+        let read_only = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY";
+        db.execute_batch(read_only).map_err(connect_err)?;
+        db.on_new_session(read_only);
     }
+    let found = pg_migrations::version(&db).map_err(connect_err)?;
+    let path = PathBuf::from(&target);
+    if found == 0 {
+        return Err(StoreError::Missing { path });
+    }
+    crate::store::at_latest(&path, found)?;
+    crate::store::over_server(db, &target)
 }

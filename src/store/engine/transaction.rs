@@ -13,15 +13,15 @@ impl Store {
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it; inside a batch, in one
     /// savepoint of the batch's transaction. Either way it is all or nothing.
     pub(crate) fn write<T>(
-        &mut self,
+        &self,
         f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let now = Instant::now();
-        if let Err(refused) = self.breaker.check(now) {
-            self.failed_writes += 1;
+        if let Err(refused) = self.breaker.get().check(now) {
+            self.failed_writes.set(self.failed_writes.get() + 1);
             return Err(refused);
         }
-        let written = if self.batch_depth > 0 {
+        let written = if self.batch_depth.get() > 0 {
             self.write_in_batch(f)
         } else {
             if self.db.in_transaction() {
@@ -44,27 +44,24 @@ impl Store {
         };
         match written {
             Ok(value) => {
-                self.breaker.after_write(false, self.patience, now);
+                self.after_write(false, now);
                 Ok(value)
             }
             Err(err) => {
-                self.failed_writes += 1;
+                self.failed_writes.set(self.failed_writes.get() + 1);
                 if !err.is_busy() {
                     return Err(err);
                 }
                 // SQLite's "database is locked" said as what it means here.
-                self.breaker.after_write(true, self.patience, now);
-                let since_ms = self
-                    .breaker
-                    .busy_since()
-                    .unwrap_or_else(crate::store::now_ms);
+                self.after_write(true, now);
+                let since_ms = self.busy_since().unwrap_or_else(crate::store::now_ms);
                 Err(StoreError::Busy { since_ms })
             }
         }
     }
 
     fn write_in_batch<T>(
-        &mut self,
+        &self,
         f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
@@ -94,15 +91,15 @@ impl Store {
     /// If the commit fails (a full disk), the batch's writes are lost although each returned
     /// Ok; the failure is counted in [`Store::failed_writes`], which is what makes supervisors
     /// go over their rows again (see `unrecorded`).
-    pub fn batch<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> T {
-        self.batch_depth += 1;
+    pub fn batch<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        self.batch_depth.set(self.batch_depth.get() + 1);
         let value = f(self);
-        self.batch_depth -= 1;
-        if self.batch_depth == 0 && self.db.in_transaction() {
+        self.batch_depth.set(self.batch_depth.get() - 1);
+        if self.batch_depth.get() == 0 && self.db.in_transaction() {
             if let Err(err) = self.run("COMMIT") {
                 log::error!("cannot commit a batch of writes: {err}");
                 let _ = self.run("ROLLBACK");
-                self.failed_writes += 1;
+                self.failed_writes.set(self.failed_writes.get() + 1);
             }
         }
         value
@@ -113,15 +110,15 @@ impl Store {
     /// caller uses when several writes must land together or not at all, and may be retried as
     /// a whole (e.g. once a busy database is free again). Inside a batch, `f`'s writes join it.
     pub fn all_or_nothing<T>(
-        &mut self,
-        f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        if self.batch_depth > 0 {
+        if self.batch_depth.get() > 0 {
             return f(self);
         }
-        self.batch_depth += 1;
+        self.batch_depth.set(self.batch_depth.get() + 1);
         let value = f(self);
-        self.batch_depth -= 1;
+        self.batch_depth.set(self.batch_depth.get() - 1);
         if !self.db.in_transaction() {
             return value;
         }
@@ -130,7 +127,7 @@ impl Store {
                 Ok(()) => Ok(value),
                 Err(err) => {
                     let _ = self.run("ROLLBACK");
-                    self.failed_writes += 1;
+                    self.failed_writes.set(self.failed_writes.get() + 1);
                     Err(err.into())
                 }
             },
@@ -143,12 +140,19 @@ impl Store {
 
     /// Whether a [`Store::batch`] is under way (its writes are not committed yet).
     pub fn in_batch(&self) -> bool {
-        self.batch_depth > 0
+        self.batch_depth.get() > 0
     }
 
     /// How many write transactions have failed since the store was opened.
     pub fn failed_writes(&self) -> u64 {
-        self.failed_writes
+        self.failed_writes.get()
+    }
+
+    /// Tells the busy breaker what a write found of the lock.
+    fn after_write(&self, busy: bool, now: Instant) {
+        let mut breaker = self.breaker.get();
+        breaker.after_write(busy, self.patience.get(), now);
+        self.breaker.set(breaker);
     }
 
     /// Runs one statement without parameters, kept parsed (transaction control runs on every

@@ -45,62 +45,60 @@ impl Copied {
     }
 }
 
-impl Store {
-    /// Copies every row of this (SQLite) store into `target`, an empty PostgreSQL store at the
-    /// same schema version.
-    pub fn copy_into(&self, target: &Store) -> Result<Copied, StoreError> {
-        if self.sqlite().is_none() || target.sqlite().is_some() {
-            return Err(StoreError::Copy(
-                "abxd copies an SQLite file into a PostgreSQL database".into(),
-            ));
-        }
-        target.refuse_unless_empty()?;
-        // (One read transaction: every table as of one moment.)
-        self.db().execute("BEGIN", &[])?;
-        let db = target.db();
-        db.execute("BEGIN", &[])?;
-        let copied = (|| {
-            let mut copied = Vec::new();
-            for &(table, identity) in TABLES {
-                let rows = copy_table(self, target, table)?;
-                if identity {
-                    db.query(
-                        &format!(
-                            "SELECT setval(pg_get_serial_sequence('{table}', 'id'), \
+/// Copies every row of the SQLite store `source` into `target`, an empty PostgreSQL store at
+/// the same schema version.
+pub fn copy(source: &Store, target: &Store) -> Result<Copied, StoreError> {
+    if source.sqlite().is_none() || target.sqlite().is_some() {
+        return Err(StoreError::Copy(
+            "abxd copies an SQLite file into a PostgreSQL database".into(),
+        ));
+    }
+    refuse_unless_empty(target)?;
+    // (One read transaction: every table as of one moment.)
+    source.db().execute("BEGIN", &[])?;
+    let db = target.db();
+    db.execute("BEGIN", &[])?;
+    let copied = (|| {
+        let mut copied = Vec::new();
+        for &(table, identity) in TABLES {
+            let rows = copy_table(source, target, table)?;
+            if identity {
+                db.query(
+                    &format!(
+                        "SELECT setval(pg_get_serial_sequence('{table}', 'id'), \
                              COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
-                        ),
-                        &[],
-                    )?;
-                }
-                copied.push((table, rows));
+                    ),
+                    &[],
+                )?;
             }
-            copy_meta(self, target)?;
-            db.execute("COMMIT", &[])?;
-            Ok(Copied { rows: copied })
-        })();
-        if copied.is_err() {
-            let _ = db.execute("ROLLBACK", &[]);
+            copied.push((table, rows));
         }
-        let _ = self.db().execute("COMMIT", &[]);
-        copied
+        copy_meta(source, target)?;
+        db.execute("COMMIT", &[])?;
+        Ok(Copied { rows: copied })
+    })();
+    if copied.is_err() {
+        let _ = db.execute("ROLLBACK", &[]);
     }
+    let _ = source.db().execute("COMMIT", &[]);
+    copied
+}
 
-    /// A store with any row of abxd's is refused: a copy never mixes two histories.
-    fn refuse_unless_empty(&self) -> Result<(), StoreError> {
-        for &(table, _) in TABLES {
-            let count: Option<i64> = self
-                .db()
-                .query_value(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
-            if let Some(count) = count.filter(|n| *n > 0) {
-                return Err(StoreError::Copy(format!(
-                    "{} is not empty ({count} rows in {table}): abxd copies only into an empty \
+/// A store with any row of abxd's is refused: a copy never mixes two histories.
+fn refuse_unless_empty(target: &Store) -> Result<(), StoreError> {
+    for &(table, _) in TABLES {
+        let count: Option<i64> = target
+            .db()
+            .query_value(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
+        if let Some(count) = count.filter(|n| *n > 0) {
+            return Err(StoreError::Copy(format!(
+                "{} is not empty ({count} rows in {table}): abxd copies only into an empty \
                      database, so that two histories never mix",
-                    self.path().display()
-                )));
-            }
+                target.path().display()
+            )));
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Copies `table`'s rows (in id order where it has ids); returns how many.

@@ -8,7 +8,8 @@
 //! off never makes another look silent.
 
 use crate::store::engine::sql::args;
-use crate::store::{Store, StoreError};
+use crate::store::Machines;
+use crate::store::StoreError;
 
 /// A registered machine.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -37,10 +38,10 @@ impl Machine {
     }
 }
 
-impl Store {
+impl Machines<'_> {
     /// Registers `machine` (replacing what an earlier start of it registered).
-    pub fn register_machine(&mut self, machine: &Machine) -> Result<(), StoreError> {
-        self.write(|tx| {
+    pub fn register(&self, machine: &Machine) -> Result<(), StoreError> {
+        self.store.write(|tx| {
             tx.execute(
                 "INSERT INTO machines (id, hostname, boot_id, version, started_at, heartbeat_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
@@ -60,9 +61,9 @@ impl Store {
     }
 
     /// Says that machine `id` is alive now (on the clock the hosts share).
-    pub fn heartbeat(&mut self, id: &str) -> Result<(), StoreError> {
-        let now = self.shared_now();
-        self.write(|tx| {
+    pub fn heartbeat(&self, id: &str) -> Result<(), StoreError> {
+        let now = self.store.shared_now();
+        self.store.write(|tx| {
             tx.execute(
                 "UPDATE machines SET heartbeat_at = ?2 WHERE id = ?1 AND heartbeat_at < ?2",
                 &args![id, now],
@@ -74,7 +75,7 @@ impl Store {
     /// Whether machine `id` said it was alive at `since` (shared clock, ms) or later.
     pub fn machine_heard_since(&self, id: &str, since: i64) -> Result<bool, StoreError> {
         let sql = "SELECT count(*) FROM machines WHERE id = ?1 AND heartbeat_at >= ?2";
-        let heard: i64 = self.db().query_one(sql, &args![id, since])?.get(0)?;
+        let heard: i64 = self.store.db().query_one(sql, &args![id, since])?.get(0)?;
         Ok(heard == 1)
     }
 
@@ -87,7 +88,10 @@ impl Store {
             crate::store::processes::LIVE_STATUSES
         );
         let me = crate::identity::machine_id();
-        Ok(self.db().query_map(&sql, &args![me, since], |r| r.get(0))?)
+        Ok(self
+            .store
+            .db()
+            .query_map(&sql, &args![me, since], |r| r.get(0))?)
     }
 
     /// The live rows of machine `id`.
@@ -96,14 +100,14 @@ impl Store {
             "SELECT id FROM processes WHERE machine_id = ?1 AND status IN {} ORDER BY id",
             crate::store::processes::LIVE_STATUSES
         );
-        Ok(self.db().query_map(&sql, &args![id], |r| r.get(0))?)
+        Ok(self.store.db().query_map(&sql, &args![id], |r| r.get(0))?)
     }
 
     /// Removes machine `id`'s row if it was not heard from since `since` (shared clock, ms):
     /// whether it did. (A heartbeat of it that comes later changes nothing; its daemon
     /// registers it again when it starts.)
-    pub fn remove_silent_machine(&mut self, id: &str, since: i64) -> Result<bool, StoreError> {
-        self.write(|tx| {
+    pub fn remove_silent(&self, id: &str, since: i64) -> Result<bool, StoreError> {
+        self.store.write(|tx| {
             let removed = tx.execute(
                 "DELETE FROM machines WHERE id = ?1 AND heartbeat_at < ?2",
                 &args![id, since],
@@ -115,11 +119,11 @@ impl Store {
     /// Adds what a worker's writes found of a busy database — `busy` writes that waited, and
     /// `refused` ones refused at once (see `busy`) — to machine `id`'s counts.
     pub fn add_worker_write_counts(
-        &mut self,
+        &self,
         id: &str,
         (busy, refused): (u64, u64),
     ) -> Result<(), StoreError> {
-        self.write(|tx| {
+        self.store.write(|tx| {
             tx.execute(
                 "UPDATE machines SET worker_busy_writes = worker_busy_writes + ?2, \
                  worker_refused_writes = worker_refused_writes + ?3 WHERE id = ?1",
@@ -132,7 +136,7 @@ impl Store {
     /// What the workers of machine `id` that exited found of a busy database: writes that
     /// waited, and writes refused at once.
     pub fn worker_write_counts(&self, id: &str) -> Result<(u64, u64), StoreError> {
-        let row = self.db().query_opt(
+        let row = self.store.db().query_opt(
             "SELECT worker_busy_writes, worker_refused_writes FROM machines WHERE id = ?1",
             &args![id],
         )?;
@@ -144,8 +148,8 @@ impl Store {
     }
 
     /// Every registered machine, by id.
-    pub fn machines(&self) -> Result<Vec<Machine>, StoreError> {
-        Ok(self.db().query_map(
+    pub fn all(&self) -> Result<Vec<Machine>, StoreError> {
+        Ok(self.store.db().query_map(
             "SELECT id, hostname, boot_id, version, started_at, heartbeat_at FROM machines \
              ORDER BY id",
             &[],

@@ -6,13 +6,14 @@
 //! is recorded of it was read when it was found (pinned), not inside the write lock.
 
 use crate::store::engine::sql::args;
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::ProcessTable;
+use crate::store::{now_ms, StoreError};
 
-impl Store {
+impl ProcessTable<'_> {
     /// Records a process found in procfs below row `parent_id` as a `child` row (once: a process
     /// already recorded keeps its row). Returns its row id.
     pub fn record_descendant(
-        &mut self,
+        &self,
         parent_id: i64,
         found: &crate::proctree::Found,
     ) -> Result<i64, StoreError> {
@@ -24,7 +25,7 @@ impl Store {
     /// recorded, in the same statement. Returns its row id, and whether the signal is recorded
     /// (not when the process had a row already: that is for [`Store::record_signal`]).
     pub fn record_descendant_signalled(
-        &mut self,
+        &self,
         parent_id: i64,
         found: &crate::proctree::Found,
         signal: (crate::signal::Signal, i64, Option<i64>),
@@ -33,7 +34,7 @@ impl Store {
     }
 
     fn record_found(
-        &mut self,
+        &self,
         parent_id: i64,
         found: &crate::proctree::Found,
         signal: Option<(crate::signal::Signal, i64, Option<i64>)>,
@@ -51,7 +52,7 @@ impl Store {
         let now = now_ms();
         // (Read before the write lock, unless the caller read it when it pinned the process.)
         let uid = (found.uid).or_else(|| crate::procstat::real_uid(identity.pid));
-        self.write(|tx| {
+        self.store.write(|tx| {
             let inserted = tx.query_opt(
                 "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, pid, \
                  boot_id, start_ticks, pgid, argv, cwd, status, created_at, started_at, \

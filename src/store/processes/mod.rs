@@ -17,7 +17,8 @@ pub use watched::{EndedRow, QueueDepth, StartedHook};
 use crate::domain::{EndDetail, EndReason, ExitOutcome, Kind, Status};
 use crate::identity::Identity;
 use crate::store::engine::sql::{args, Row, SqlError};
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::ProcessTable;
+use crate::store::{now_ms, StoreError};
 use serde::Serialize;
 
 /// The statuses of a row that claims a live process, as an SQL list: the one SQL form of
@@ -183,16 +184,16 @@ pub(in crate::store) fn identity_at(
     })
 }
 
-impl Store {
+impl ProcessTable<'_> {
     /// Records a process about to be spawned (status `starting`) and returns its row id.
-    pub fn insert_process(&mut self, new: &NewProcess) -> Result<i64, StoreError> {
-        self.insert_process_as(new, &crate::uuid7::new())
+    pub fn insert(&self, new: &NewProcess) -> Result<i64, StoreError> {
+        self.insert_as(new, &crate::uuid7::new())
     }
 
     /// [`Store::insert_process`], its row's UUID being `uuid` (a fresh UUIDv7).
-    pub fn insert_process_as(&mut self, new: &NewProcess, uuid: &str) -> Result<i64, StoreError> {
+    pub fn insert_as(&self, new: &NewProcess, uuid: &str) -> Result<i64, StoreError> {
         let argv = serde_json::to_string(&new.argv).expect("strings serialize");
-        self.write(|tx| {
+        self.store.write(|tx| {
             Ok(tx
                 .query_one(
                     "INSERT INTO processes (parent_id, kind, crawl_id, snapshot_id, result_id, \
@@ -221,7 +222,7 @@ impl Store {
     /// becomes `running`; its deadline is its start plus its timeout. A `child` row another
     /// process recorded for the same process (caught between fork and exec) is merged into it.
     pub fn record_spawned(
-        &mut self,
+        &self,
         id: i64,
         identity: &Identity,
         pgid: i32,
@@ -229,7 +230,7 @@ impl Store {
         uid: u32,
     ) -> Result<(), StoreError> {
         let now = now_ms();
-        self.write(|tx| {
+        self.store.write(|tx| {
             // Another abxd process enumerating a tree may have seen this process in the instant
             // between its fork and its exec, and recorded it as a `child`: that row is this one.
             let seen = tx.query_opt(
@@ -280,7 +281,7 @@ impl Store {
     /// Makes a live row final. Does nothing to a row that is final already. Without a `detail`
     /// of its own, a detail noted on the row before (why it was killed: its memory limit) stays.
     pub fn record_end(
-        &mut self,
+        &self,
         id: i64,
         outcome: Option<ExitOutcome>,
         reason: EndReason,
@@ -291,7 +292,7 @@ impl Store {
 
     /// [`Store::record_end`] of an end seen at `ended_at` (wall-clock ms), written later.
     pub fn record_end_at(
-        &mut self,
+        &self,
         id: i64,
         outcome: Option<ExitOutcome>,
         reason: EndReason,
@@ -308,7 +309,7 @@ impl Store {
         } else {
             Status::Exited
         };
-        self.write(|tx| {
+        self.store.write(|tx| {
             tx.execute(
                 &format!(
                     "UPDATE processes SET status = ?2, exit_code = ?3, exit_signal = ?4, \
@@ -323,7 +324,7 @@ impl Store {
 
     /// Marks many live rows lost at once, each with its reason, in one transaction (recovery
     /// after a crash may find thousands).
-    pub fn record_lost(&mut self, rows: &[(i64, &str)]) -> Result<(), StoreError> {
+    pub fn record_lost(&self, rows: &[(i64, &str)]) -> Result<(), StoreError> {
         let now = now_ms();
         // One statement per reason, for all its rows (recovery after a crash ends thousands of
         // rows, nearly all for the same reason: one execution each cost a third of READY).
@@ -331,7 +332,7 @@ impl Store {
         for (id, detail) in rows {
             by_detail.entry(detail).or_default().push(*id);
         }
-        self.write(|tx| {
+        self.store.write(|tx| {
             let sql = format!(
                 "UPDATE processes SET status = 'lost', ended_at = ?2, end_reason = 'lost', \
                  end_detail = ?3 WHERE id IN {} AND status IN {LIVE_STATUSES}",
@@ -349,6 +350,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn the_sql_list_of_live_statuses_is_is_live() {
@@ -442,7 +444,7 @@ mod tests {
     fn a_batch_commits_at_its_end_and_a_failed_write_in_it_undoes_only_itself() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
-        let mut store = Store::open(&path).unwrap();
+        let store = Store::open(&path).unwrap();
         let reader = Store::open_read_only(&path).unwrap();
         let found = crate::proctree::Found {
             identity: identity(),
@@ -453,43 +455,55 @@ mod tests {
             uid: None,
         };
         let id = store.batch(|store| {
-            let id = store.batch(|store| store.insert_process(&new_hook(None)).unwrap());
+            let id = store.batch(|store| store.processes().insert(&new_hook(None)).unwrap());
             assert!(
-                reader.process(id).unwrap().is_none(),
+                reader.processes().get(id).unwrap().is_none(),
                 "not visible before the outermost batch ends"
             );
             // A descendant of a row that does not exist: the write fails, and only it.
-            assert!(store.record_descendant(id + 100, &found).is_err());
+            assert!(store
+                .processes()
+                .record_descendant(id + 100, &found)
+                .is_err());
             store
+                .processes()
                 .record_spawned(id, &identity(), 42, (None, None), 0)
                 .unwrap();
             id
         });
-        let row = reader.process(id).unwrap().unwrap();
+        let row = reader.processes().get(id).unwrap().unwrap();
         assert_eq!(row.status, Status::Running);
         assert_eq!(store.failed_writes(), 1);
-        assert_eq!(reader.processes(&Default::default()).unwrap().len(), 1);
+        assert_eq!(
+            reader.processes().list(&Default::default()).unwrap().len(),
+            1
+        );
     }
 
     #[test]
     fn row_lifecycle_is_recorded_and_final_once() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let id = store.insert_process(&new_hook(None)).unwrap();
-        assert_eq!(store.process(id).unwrap().unwrap().status, Status::Starting);
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let id = store.processes().insert(&new_hook(None)).unwrap();
+        assert_eq!(
+            store.processes().get(id).unwrap().unwrap().status,
+            Status::Starting
+        );
 
         store
+            .processes()
             .record_spawned(id, &identity(), 42, (Some("/o"), Some("/e")), 0)
             .unwrap();
-        let row = store.process(id).unwrap().unwrap();
+        let row = store.processes().get(id).unwrap().unwrap();
         assert_eq!(row.status, Status::Running);
         assert_eq!(row.identity, Some(identity()));
         assert_eq!(row.deadline_at, Some(row.started_at.unwrap() + 1000));
 
         store
+            .processes()
             .record_signal(id, crate::signal::Signal::TERM, now_ms(), None)
             .unwrap();
-        let row = store.process(id).unwrap().unwrap();
+        let row = store.processes().get(id).unwrap().unwrap();
         assert_eq!(
             row.status,
             Status::Stopping,
@@ -498,12 +512,14 @@ mod tests {
         assert!(row.sigterm_at.is_some());
 
         store
+            .processes()
             .record_end(id, Some(ExitOutcome::Signal(15)), EndReason::Exited, None)
             .unwrap();
         store
+            .processes()
             .record_end(id, Some(ExitOutcome::Code(0)), EndReason::Exited, None)
             .unwrap();
-        let row = store.process(id).unwrap().unwrap();
+        let row = store.processes().get(id).unwrap().unwrap();
         assert_eq!(
             (row.status, row.exit_signal, row.exit_code),
             (Status::Exited, Some(15), None)
@@ -513,32 +529,37 @@ mod tests {
     #[test]
     fn live_filter_and_counts() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let a = store.insert_process(&new_hook(None)).unwrap();
-        let b = store.insert_process(&new_hook(Some(a))).unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let a = store.processes().insert(&new_hook(None)).unwrap();
+        let b = store.processes().insert(&new_hook(Some(a))).unwrap();
         store
+            .processes()
             .record_end(b, None, EndReason::Lost, Some("gone"))
             .unwrap();
         let live = store
-            .processes(&crate::store::ProcessFilter {
+            .processes()
+            .list(&crate::store::ProcessFilter {
                 live_only: true,
                 ..Default::default()
             })
             .unwrap();
         assert_eq!(live.iter().map(|r| r.id).collect::<Vec<_>>(), vec![a]);
         assert_eq!(
-            store.live_counts_by_kind().unwrap(),
+            store.processes().live_counts_by_kind().unwrap(),
             std::collections::BTreeMap::from([(Kind::Hook, 1)])
         );
-        assert_eq!(store.process(b).unwrap().unwrap().status, Status::Lost);
+        assert_eq!(
+            store.processes().get(b).unwrap().unwrap().status,
+            Status::Lost
+        );
     }
 
     #[test]
     fn a_child_row_recorded_between_fork_and_exec_is_merged_into_the_spawned_row() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let parent = store.insert_process(&new_hook(None)).unwrap();
-        let id = store.insert_process(&new_hook(Some(parent))).unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let parent = store.processes().insert(&new_hook(None)).unwrap();
+        let id = store.processes().insert(&new_hook(Some(parent))).unwrap();
         // Someone else's tree walk saw the process first, and one of its children too.
         let found = crate::proctree::Found {
             identity: identity(),
@@ -548,7 +569,7 @@ mod tests {
             state: 'R',
             uid: None,
         };
-        let seen = store.record_descendant(parent, &found).unwrap();
+        let seen = store.processes().record_descendant(parent, &found).unwrap();
         let grandchild = crate::proctree::Found {
             identity: Identity {
                 pid: 43,
@@ -556,20 +577,30 @@ mod tests {
             },
             ..found.clone()
         };
-        let below = store.record_descendant(seen, &grandchild).unwrap();
+        let below = store
+            .processes()
+            .record_descendant(seen, &grandchild)
+            .unwrap();
         store
+            .processes()
             .record_spawned(id, &identity(), 42, (None, None), 0)
             .unwrap();
-        assert!(store.process(seen).unwrap().is_none());
-        assert_eq!(store.process(below).unwrap().unwrap().parent_id, Some(id));
-        assert_eq!(store.process(id).unwrap().unwrap().status, Status::Running);
+        assert!(store.processes().get(seen).unwrap().is_none());
+        assert_eq!(
+            store.processes().get(below).unwrap().unwrap().parent_id,
+            Some(id)
+        );
+        assert_eq!(
+            store.processes().get(id).unwrap().unwrap().status,
+            Status::Running
+        );
     }
 
     #[test]
     fn a_descendant_found_by_a_teardown_is_recorded_with_its_signal_in_one_statement() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let hook = store.insert_process(&new_hook(None)).unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let hook = store.processes().insert(&new_hook(None)).unwrap();
         let found = |pid| crate::proctree::Found {
             identity: Identity { pid, ..identity() },
             ppid: 1,
@@ -580,29 +611,35 @@ mod tests {
         };
         let term = (crate::signal::Signal::TERM, 1_000, Some(6_000));
         let (termed, noted) = store
+            .processes()
             .record_descendant_signalled(hook, &found(50), term)
             .unwrap();
         assert!(noted);
-        let row = store.process(termed).unwrap().unwrap();
+        let row = store.processes().get(termed).unwrap().unwrap();
         assert_eq!(
             (row.status, row.sigterm_at, row.sigkill_at),
             (Status::Stopping, Some(1_000), None)
         );
         let kill = (crate::signal::Signal::KILL, 2_000, None);
         let (killed, _) = store
+            .processes()
             .record_descendant_signalled(hook, &found(51), kill)
             .unwrap();
-        let row = store.process(killed).unwrap().unwrap();
+        let row = store.processes().get(killed).unwrap().unwrap();
         assert_eq!((row.sigterm_at, row.sigkill_at), (None, Some(2_000)));
         // Found again: its row is the one, and the signal is left to `record_signal`.
         assert_eq!(
             store
+                .processes()
                 .record_descendant_signalled(hook, &found(50), kill)
                 .unwrap(),
             (termed, false)
         );
-        let untouched = store.record_descendant(hook, &found(52)).unwrap();
-        let row = store.process(untouched).unwrap().unwrap();
+        let untouched = store
+            .processes()
+            .record_descendant(hook, &found(52))
+            .unwrap();
+        let row = store.processes().get(untouched).unwrap().unwrap();
         assert_eq!((row.status, row.sigterm_at), (Status::Running, None));
     }
 }

@@ -4,14 +4,15 @@
 
 use crate::domain::EndDetail;
 use crate::store::engine::sql::{args, Value};
-use crate::store::{Store, StoreError};
+use crate::store::ProcessTable;
+use crate::store::StoreError;
 
-impl Store {
+impl ProcessTable<'_> {
     /// Records that `signal` was sent to row `id` at `at` (the first SIGTERM and the first SIGKILL
     /// are kept) and, for the first signal of a teardown, when SIGKILL is due; a running row
     /// becomes `stopping`.
     pub fn record_signal(
-        &mut self,
+        &self,
         id: i64,
         signal: crate::signal::Signal,
         at: i64,
@@ -31,17 +32,17 @@ impl Store {
     }
 
     /// Flags row `id` as leaking: it exited while processes it started lived on.
-    pub fn set_leaking(&mut self, id: i64) -> Result<(), StoreError> {
+    pub fn set_leaking(&self, id: i64) -> Result<(), StoreError> {
         self.update_row("UPDATE processes SET leaking = 1 WHERE id = ?1", &args![id])
     }
 
     /// Flags row `id` as escaped: found as an unknown child of a supervising process.
-    pub fn set_escaped(&mut self, id: i64) -> Result<(), StoreError> {
+    pub fn set_escaped(&self, id: i64) -> Result<(), StoreError> {
         self.update_row("UPDATE processes SET escaped = 1 WHERE id = ?1", &args![id])
     }
 
     /// Records the cgroup row `id`'s process runs in.
-    pub fn set_cgroup(&mut self, id: i64, cgroup: &str) -> Result<(), StoreError> {
+    pub fn set_cgroup(&self, id: i64, cgroup: &str) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET cgroup = ?2 WHERE id = ?1",
             &args![id, cgroup],
@@ -50,7 +51,7 @@ impl Store {
 
     /// Records what row `id`'s cgroup measured of it and its descendants.
     pub fn record_usage(
-        &mut self,
+        &self,
         id: i64,
         cpu_usec: Option<u64>,
         memory_peak: Option<u64>,
@@ -62,7 +63,7 @@ impl Store {
     }
 
     /// Flags row `id` unkillable, saying why: its scope goes on without it, its row stays live.
-    pub fn set_unkillable(&mut self, id: i64, detail: &EndDetail) -> Result<(), StoreError> {
+    pub fn set_unkillable(&self, id: i64, detail: &EndDetail) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET unkillable = 1, end_detail = ?2 WHERE id = ?1",
             &args![id, detail],
@@ -70,7 +71,7 @@ impl Store {
     }
 
     /// Notes something an operator must know on row `id`, without changing its status.
-    pub fn set_end_detail(&mut self, id: i64, detail: &EndDetail) -> Result<(), StoreError> {
+    pub fn set_end_detail(&self, id: i64, detail: &EndDetail) -> Result<(), StoreError> {
         self.update_row(
             "UPDATE processes SET end_detail = ?2 WHERE id = ?1",
             &args![id, detail],
@@ -78,8 +79,8 @@ impl Store {
     }
 
     /// One statement on one row, in its own write.
-    fn update_row(&mut self, sql: &str, args: &[Value]) -> Result<(), StoreError> {
-        self.write(|tx| {
+    fn update_row(&self, sql: &str, args: &[Value]) -> Result<(), StoreError> {
+        self.store.write(|tx| {
             tx.execute(sql, args)?;
             Ok(())
         })

@@ -4,7 +4,8 @@
 use crate::domain::Kind;
 use crate::store::engine::sql::{args, Value};
 use crate::store::processes::{ProcessRow, COLUMNS, LIVE_STATUSES};
-use crate::store::{Store, StoreError};
+use crate::store::ProcessTable;
+use crate::store::StoreError;
 use std::collections::BTreeMap;
 
 /// Which rows [`Store::processes`] returns.
@@ -31,15 +32,15 @@ pub struct LiveRow {
     pub identity: Option<crate::identity::Identity>,
 }
 
-impl Store {
+impl ProcessTable<'_> {
     /// The rows `sql` (which selects [`COLUMNS`]) returns.
     fn process_rows(&self, sql: &str, args: &[Value]) -> Result<Vec<ProcessRow>, StoreError> {
-        Ok(self.db().query_map(sql, args, ProcessRow::from_row)?)
+        Ok(self.store.db().query_map(sql, args, ProcessRow::from_row)?)
     }
 
     /// The first row `sql` (which selects [`COLUMNS`]) returns, if any.
     fn process_row(&self, sql: &str, args: &[Value]) -> Result<Option<ProcessRow>, StoreError> {
-        let row = self.db().query_opt(sql, args)?;
+        let row = self.store.db().query_opt(sql, args)?;
         Ok(row.as_ref().map(ProcessRow::from_row).transpose()?)
     }
 
@@ -80,7 +81,7 @@ impl Store {
 
     /// The newest hook row of this boot whose process group is `pgid` (a hook leads its own).
     pub fn hook_row_by_group(&self, pgid: i32) -> Result<Option<i64>, StoreError> {
-        let row = self.db().query_opt(
+        let row = self.store.db().query_opt(
             "SELECT id FROM processes WHERE pgid = ?1 AND boot_id = ?2 AND kind = 'hook' \
              ORDER BY id DESC LIMIT 1",
             &args![pgid, crate::identity::boot_id()],
@@ -88,7 +89,7 @@ impl Store {
         Ok(row.map(|row| row.get(0)).transpose()?)
     }
 
-    pub fn process(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
+    pub fn get(&self, id: i64) -> Result<Option<ProcessRow>, StoreError> {
         self.process_row(
             &format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"),
             &args![id],
@@ -110,7 +111,7 @@ impl Store {
     ///
     /// Sorted here, not by SQL: live rows come from the index of live statuses, one run of ids
     /// per status, and SQLite would copy every row into a sorter to merge those runs.
-    pub fn processes(&self, filter: &ProcessFilter) -> Result<Vec<ProcessRow>, StoreError> {
+    pub fn list(&self, filter: &ProcessFilter) -> Result<Vec<ProcessRow>, StoreError> {
         let live = if filter.live_only {
             format!("status IN {LIVE_STATUSES}")
         } else {
@@ -141,7 +142,7 @@ impl Store {
     /// was a quarter of the time to READY). Another machine's rows are never among them: its
     /// processes are not this one's to check, find gone, or signal.
     pub fn live_rows(&self) -> Result<Vec<LiveRow>, StoreError> {
-        let rows = self.db().query(
+        let rows = self.store.db().query(
             &format!(
                 "SELECT id, parent_id, kind, pid, boot_id, start_ticks, pidfd_ino FROM processes \
                  WHERE status IN {LIVE_STATUSES} AND COALESCE(machine_id, ?1) = ?1 ORDER BY id"
@@ -172,7 +173,7 @@ impl Store {
         &self,
         but_snapshots_of: Option<i64>,
     ) -> Result<BrowsersAlive, StoreError> {
-        let rows: Vec<(String, Option<i64>)> = self.db().query_map(
+        let rows: Vec<(String, Option<i64>)> = self.store.db().query_map(
             &format!(
                 "SELECT argv, snapshot_id FROM processes WHERE status IN {LIVE_STATUSES} \
                  AND kind = 'child' AND COALESCE(machine_id, ?1) = ?1 \
@@ -208,7 +209,7 @@ impl Store {
 
     /// How many rows of each kind claim a live process.
     pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
-        let rows = self.db().query(
+        let rows = self.store.db().query(
             &format!(
                 "SELECT kind, count(*) FROM processes \
                  WHERE status IN {LIVE_STATUSES} GROUP BY kind"

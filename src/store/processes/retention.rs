@@ -7,7 +7,8 @@
 //! results, the archive's own record, are never pruned.
 
 use crate::store::engine::sql::args;
-use crate::store::{Store, StoreError};
+use crate::store::ProcessTable;
+use crate::store::StoreError;
 
 /// The rows pruning at a cutoff takes: final, ended before it (`?1`, unix ms), not of an
 /// unsealed crawl, and with no row below them that stays.
@@ -45,11 +46,11 @@ pub struct Pruned {
     pub bytes_after: u64,
 }
 
-impl Store {
+impl ProcessTable<'_> {
     /// Deletes the process rows that ended before `cutoff_ms` (see [`PRUNABLE`]) and gives the
     /// space back (see [`Compact`]); with `dry_run`, only counts them.
     pub fn prune(
-        &mut self,
+        &self,
         cutoff_ms: i64,
         dry_run: bool,
         compact: Compact,
@@ -57,14 +58,14 @@ impl Store {
         let bytes_before = self.file_bytes();
         if dry_run {
             let sql = format!("SELECT count(*) FROM ({PRUNABLE}) AS prunable");
-            let rows: u64 = self.db().query_one(&sql, &args![cutoff_ms])?.get(0)?;
+            let rows: u64 = self.store.db().query_one(&sql, &args![cutoff_ms])?.get(0)?;
             return Ok(Pruned {
                 rows,
                 bytes_before,
                 bytes_after: bytes_before,
             });
         }
-        let rows = self.write(|tx| {
+        let rows = self.store.write(|tx| {
             // (A temporary table of this connection: only the temporary one is named so.)
             tx.execute("DROP TABLE IF EXISTS pruned", &[])?;
             tx.execute("CREATE TEMP TABLE pruned (id BIGINT PRIMARY KEY)", &[])?;
@@ -98,9 +99,9 @@ impl Store {
 
     /// Gives free pages back to the file system, as `how` allows.
     /// (SQLite's file only: PostgreSQL's autovacuum manages its own space.)
-    fn compact(&mut self, how: Compact) -> Result<(), StoreError> {
+    fn compact(&self, how: Compact) -> Result<(), StoreError> {
         const INCREMENTAL: i64 = 2;
-        let Some(conn) = self.sqlite() else {
+        let Some(conn) = self.store.sqlite() else {
             return Ok(());
         };
         let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
@@ -117,7 +118,7 @@ impl Store {
     /// The database's size in bytes as SQLite counts it (its pages): the file's size once the
     /// write-ahead log is checkpointed into it.
     fn file_bytes(&self) -> u64 {
-        let Some(conn) = self.sqlite() else {
+        let Some(conn) = self.store.sqlite() else {
             return 0;
         };
         let size = |pragma: &str| -> u64 {

@@ -10,7 +10,8 @@
 use crate::domain::{Kind, ResultStatus, Status};
 use crate::store::engine::sql::args;
 use crate::store::processes::{ProcessRow, COLUMNS, LIVE_STATUSES};
-use crate::store::{Store, StoreError};
+use crate::store::ProcessTable;
+use crate::store::StoreError;
 
 /// A row that ended, as the metrics count it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,11 +50,11 @@ pub struct QueueDepth {
     pub oldest_due_ms: i64,
 }
 
-impl Store {
+impl ProcessTable<'_> {
     /// The rows of this machine that claim a live process, and those that ended at or after
     /// `ended_since_ms` (unix ms), by id.
     pub fn live_and_ended_since(&self, ended_since_ms: i64) -> Result<Vec<ProcessRow>, StoreError> {
-        Ok(self.db().query_map(
+        Ok(self.store.db().query_map(
             &format!(
                 "SELECT {COLUMNS} FROM processes \
                  WHERE (status IN {LIVE_STATUSES} OR ended_at >= ?1) \
@@ -66,7 +67,7 @@ impl Store {
 
     /// How many rows there are of each kind and state.
     pub fn counts_by_kind_and_status(&self) -> Result<Vec<(Kind, Status, u64)>, StoreError> {
-        let rows = self.db().query(
+        let rows = self.store.db().query(
             "SELECT kind, status, count(*) FROM processes \
              WHERE COALESCE(machine_id, ?1) = ?1 GROUP BY kind, status",
             &args![crate::identity::machine_id()],
@@ -85,7 +86,7 @@ impl Store {
     /// The final rows that ended at or after `since_ms` (unix ms), with their result's plugin
     /// and status.
     pub fn ended_since(&self, since_ms: i64) -> Result<Vec<EndedRow>, StoreError> {
-        let rows = self.db().query(
+        let rows = self.store.db().query(
             "SELECT p.id, p.kind, r.plugin, \
                     CASE WHEN r.process_id = p.id THEN r.status END, \
                     p.end_reason, p.exit_code, p.started_at, p.ended_at, p.sigterm_at, \
@@ -121,7 +122,7 @@ impl Store {
 
     /// The hook rows that started at or after `since_ms` (unix ms), with their result's plugin.
     pub fn hooks_started_since(&self, since_ms: i64) -> Result<Vec<StartedHook>, StoreError> {
-        Ok(self.db().query_map(
+        Ok(self.store.db().query_map(
             "SELECT p.id, r.plugin, p.started_at \
              FROM processes p LEFT JOIN results r ON r.id = p.result_id \
              WHERE p.kind = 'hook' AND p.started_at >= ?1 \
@@ -139,9 +140,9 @@ impl Store {
 
     /// The crawls and snapshots waiting to be claimed, on the queue clock.
     pub fn queue_depths(&self) -> Result<(QueueDepth, QueueDepth), StoreError> {
-        let now = self.queue_now();
+        let now = self.store.queue_now();
         let depth = |sql: &str| -> Result<QueueDepth, StoreError> {
-            let row = self.db().query_one(sql, &args![now])?;
+            let row = self.store.db().query_one(sql, &args![now])?;
             let oldest: Option<i64> = row.get(1)?;
             Ok(QueueDepth {
                 queued: row.get(0)?,

@@ -9,7 +9,8 @@
 use crate::domain::{CrawlOutcome, WorkStatus};
 use crate::store::engine::sql::args;
 use crate::store::work::Crawl;
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::Crawls;
+use crate::store::{now_ms, StoreError};
 use serde::{Deserialize, Serialize};
 
 /// Which results of a crawl `retry` runs again (a success is never run again).
@@ -32,12 +33,12 @@ impl Crawl {
     }
 }
 
-impl Store {
+impl Crawls<'_> {
     /// Seals a crawl as cancelled, with every snapshot it has not finished; its open results
     /// (queued, started) become `cancelled`.
-    pub fn cancel_crawl(&mut self, id: i64) -> Result<(), StoreError> {
+    pub fn cancel(&self, id: i64) -> Result<(), StoreError> {
         let now = now_ms();
-        self.write(|tx| {
+        self.store.write(|tx| {
             for sql in [
                 "UPDATE results SET status = 'cancelled', ended_at = ?2 \
                  WHERE crawl_id = ?1 AND status IN ('queued', 'started')",
@@ -58,12 +59,12 @@ impl Store {
     /// are unsealed, due now, their restart counts reset. Returns how many results, or why
     /// nothing was done.
     pub fn retry_results(
-        &mut self,
+        &self,
         crawl_id: i64,
         which: RetryScope,
         hook: Option<&str>,
     ) -> Result<Result<u64, String>, StoreError> {
-        let Some(crawl) = self.crawl(crawl_id)? else {
+        let Some(crawl) = self.get(crawl_id)? else {
             return Ok(Err(format!("no crawl {crawl_id}")));
         };
         if crawl.status != WorkStatus::Sealed {
@@ -76,8 +77,8 @@ impl Store {
             RetryScope::Failed => "('failed', 'cancelled')",
             RetryScope::All => "('failed', 'cancelled', 'noresults', 'skipped')",
         };
-        let now = self.queue_now();
-        self.write(|tx| {
+        let now = self.store.queue_now();
+        self.store.write(|tx| {
             let retried = tx.execute(
                 &format!(
                     "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
@@ -124,11 +125,11 @@ impl Store {
     /// Pauses crawl `crawl_id` (no hook starts and no snapshot is claimed while it is paused;
     /// running hooks go on) or resumes it.
     pub fn set_paused(
-        &mut self,
+        &self,
         crawl_id: i64,
         paused: bool,
     ) -> Result<Result<(), String>, StoreError> {
-        let Some(crawl) = self.crawl(crawl_id)? else {
+        let Some(crawl) = self.get(crawl_id)? else {
             return Ok(Err(format!("no crawl {crawl_id}")));
         };
         if crawl.status == WorkStatus::Sealed {
@@ -146,7 +147,7 @@ impl Store {
             _ => {}
         }
         let at = paused.then(now_ms);
-        self.write(|tx| {
+        self.store.write(|tx| {
             tx.execute(
                 "UPDATE crawls SET paused_at = ?2 WHERE id = ?1",
                 &args![crawl_id, at],
@@ -158,6 +159,6 @@ impl Store {
     /// Whether crawl `crawl_id` is paused now.
     pub fn is_paused(&self, crawl_id: i64) -> Result<bool, StoreError> {
         let sql = "SELECT paused_at IS NOT NULL FROM crawls WHERE id = ?1";
-        Ok(self.db().query_one(sql, &args![crawl_id])?.get(0)?)
+        Ok(self.store.db().query_one(sql, &args![crawl_id])?.get(0)?)
     }
 }

@@ -6,16 +6,13 @@
 //! ends), never per look; a sealed crawl's is never shown, whatever it last said.
 
 use crate::store::engine::sql::args;
-use crate::store::{Store, StoreError};
+use crate::store::Crawls;
+use crate::store::StoreError;
 
-impl Store {
+impl Crawls<'_> {
     /// Says what crawl `crawl_id`'s snapshots wait for (`None`: nothing), for `abxctl status`.
-    pub fn note_admission(
-        &mut self,
-        crawl_id: i64,
-        waits_for: Option<&str>,
-    ) -> Result<(), StoreError> {
-        self.write(|tx| {
+    pub fn note_admission(&self, crawl_id: i64, waits_for: Option<&str>) -> Result<(), StoreError> {
+        self.store.write(|tx| {
             tx.execute(
                 "UPDATE crawls SET admission = ?2 WHERE id = ?1",
                 &args![crawl_id, waits_for],
@@ -26,7 +23,7 @@ impl Store {
 
     /// The crawls not sealed whose snapshots wait for admission, with what they wait for.
     pub fn admission_waits(&self) -> Result<Vec<(i64, String)>, StoreError> {
-        let rows = self.db().query(
+        let rows = self.store.db().query(
             "SELECT id, admission FROM crawls WHERE status != 'sealed' AND admission IS NOT NULL \
              ORDER BY id",
             &[],

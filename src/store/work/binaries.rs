@@ -7,7 +7,8 @@
 //! as every host's, as they did then.
 
 use crate::store::engine::sql::{args, Row, SqlError};
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::Results;
+use crate::store::{now_ms, StoreError};
 
 /// A binary as a host resolved it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,12 +48,12 @@ fn from_row(row: &Row) -> Result<Binary, SqlError> {
     })
 }
 
-impl Store {
+impl Results<'_> {
     /// Records how this host resolved `binary` (its `resolved_at` is now).
-    pub fn record_binary(&mut self, binary: &Binary) -> Result<(), StoreError> {
+    pub fn record_binary(&self, binary: &Binary) -> Result<(), StoreError> {
         let machine = crate::identity::machine_id();
         let now = now_ms();
-        self.write(|tx| {
+        self.store.write(|tx| {
             tx.execute(
                 "INSERT INTO binaries (machine_id, name, plugin, override_key, abspath, version, \
                  provider, failure, resolved_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
@@ -76,7 +77,7 @@ impl Store {
 
     /// This host's binaries, by name (a row of this host before one from before).
     pub fn binaries(&self) -> Result<Vec<Binary>, StoreError> {
-        let mut rows = self.db().query_map(
+        let mut rows = self.store.db().query_map(
             &format!(
                 "SELECT {COLUMNS} FROM binaries WHERE machine_id IN (?1, '') \
                  ORDER BY name, machine_id DESC"

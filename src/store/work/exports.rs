@@ -10,7 +10,8 @@
 
 use crate::domain::ExportStatus;
 use crate::store::engine::sql::{args, Row, SqlError};
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::Exports;
+use crate::store::{now_ms, StoreError};
 use std::path::PathBuf;
 
 /// One crawl's export into one collection.
@@ -44,17 +45,17 @@ fn from_row(row: &Row) -> Result<Export, SqlError> {
     })
 }
 
-impl Store {
+impl Exports<'_> {
     /// Queues the export of crawl `crawl_id` into the collection `target`, its snapshots filed
     /// under `owner` — again, if it was exported (or failed) before; one under way is left be.
-    pub fn queue_export(
-        &mut self,
+    pub fn queue(
+        &self,
         crawl_id: i64,
         target: &std::path::Path,
         owner: &str,
     ) -> Result<(), StoreError> {
         let target = target.display().to_string();
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             tx.execute(
                 "INSERT INTO exports (crawl_id, target, owner, status, updated_at) \
                  VALUES (?1, ?2, ?3, 'queued', ?4) ON CONFLICT (crawl_id, target) DO UPDATE SET \
@@ -68,17 +69,17 @@ impl Store {
 
     /// Takes the next queued export of a sealed crawl, if any: it is `running` from now. (Asked
     /// at every wake of the daemon: with none queued it only reads.)
-    pub fn take_export(&mut self) -> Result<Option<Export>, StoreError> {
+    pub fn take(&self) -> Result<Option<Export>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM exports WHERE status = 'queued' AND crawl_id IN \
              (SELECT id FROM crawls WHERE status = 'sealed') ORDER BY crawl_id LIMIT 1"
         );
-        let Some(row) = self.db().query_opt(&sql, &[])? else {
+        let Some(row) = self.store.db().query_opt(&sql, &[])? else {
             return Ok(None);
         };
         let export = from_row(&row)?;
         let target = export.target.display().to_string();
-        let taken = self.write_work(|tx| {
+        let taken = self.store.write_work(|tx| {
             Ok(tx.execute(
                 "UPDATE exports SET status = 'running', updated_at = ?3 \
                  WHERE crawl_id = ?1 AND target = ?2 AND status = 'queued'",
@@ -94,33 +95,33 @@ impl Store {
 
     /// Records the latest step of a running export: its process row, and what it did so far.
     pub fn export_step(
-        &mut self,
+        &self,
         export: &Export,
         process_id: Option<i64>,
         detail: &str,
     ) -> Result<(), StoreError> {
-        self.end_export_as(export, ExportStatus::Running, process_id, detail)
+        self.end_as(export, ExportStatus::Running, process_id, detail)
     }
 
     /// Ends a running export `status` (`imported` or `failed`), saying what it did or why not.
-    pub fn end_export(
-        &mut self,
+    pub fn end(
+        &self,
         export: &Export,
         status: ExportStatus,
         detail: &str,
     ) -> Result<(), StoreError> {
-        self.end_export_as(export, status, export.process_id, detail)
+        self.end_as(export, status, export.process_id, detail)
     }
 
-    fn end_export_as(
-        &mut self,
+    fn end_as(
+        &self,
         export: &Export,
         status: ExportStatus,
         process_id: Option<i64>,
         detail: &str,
     ) -> Result<(), StoreError> {
         let target = export.target.display().to_string();
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE exports SET status = ?3, detail = ?4, process_id = COALESCE(?5, \
                  process_id), updated_at = ?6 WHERE crawl_id = ?1 AND target = ?2",
@@ -139,8 +140,8 @@ impl Store {
 
     /// Queues again the exports left `running` by a daemon that is gone: those whose latest step
     /// is no live row (none of this host's is, when its daemon starts). Returns how many.
-    pub fn requeue_abandoned_exports(&mut self) -> Result<u64, StoreError> {
-        self.write_work(|tx| {
+    pub fn requeue_abandoned(&self) -> Result<u64, StoreError> {
+        self.store.write_work(|tx| {
             Ok(tx.execute(
                 "UPDATE exports SET status = 'queued', updated_at = ?1 WHERE status = 'running' \
                  AND (process_id IS NULL OR process_id NOT IN \
@@ -151,51 +152,58 @@ impl Store {
     }
 
     /// The exports of crawl `crawl_id`, by collection.
-    pub fn exports(&self, crawl_id: i64) -> Result<Vec<Export>, StoreError> {
+    pub fn of_crawl(&self, crawl_id: i64) -> Result<Vec<Export>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM exports WHERE crawl_id = ?1 ORDER BY target");
-        Ok(self.db().query_map(&sql, &args![crawl_id], from_row)?)
+        Ok(self
+            .store
+            .db()
+            .query_map(&sql, &args![crawl_id], from_row)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn an_export_is_taken_once_its_crawl_is_sealed_and_once_only() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let crawl = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let crawl = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
         let target = dir.path().join("ab");
-        store.queue_export(crawl, &target, "system").unwrap();
-        assert_eq!(store.take_export().unwrap(), None, "not sealed yet");
-        store.cancel_crawl(crawl).unwrap();
-        let taken = store.take_export().unwrap().expect("sealed: taken");
+        store.exports().queue(crawl, &target, "system").unwrap();
+        assert_eq!(store.exports().take().unwrap(), None, "not sealed yet");
+        store.crawls().cancel(crawl).unwrap();
+        let taken = store.exports().take().unwrap().expect("sealed: taken");
         assert_eq!(
             (taken.crawl_id, taken.status),
             (crawl, ExportStatus::Running)
         );
-        assert_eq!(store.take_export().unwrap(), None, "taken once");
+        assert_eq!(store.exports().take().unwrap(), None, "taken once");
         // Asked again while it runs: left be; after it ended: queued again.
-        store.queue_export(crawl, &target, "system").unwrap();
+        store.exports().queue(crawl, &target, "system").unwrap();
         assert_eq!(
-            store.exports(crawl).unwrap()[0].status,
+            store.exports().of_crawl(crawl).unwrap()[0].status,
             ExportStatus::Running
         );
         store
-            .end_export(&taken, ExportStatus::Failed, "no archivebox")
+            .exports()
+            .end(&taken, ExportStatus::Failed, "no archivebox")
             .unwrap();
         assert_eq!(
-            store.exports(crawl).unwrap()[0].detail.as_deref(),
+            store.exports().of_crawl(crawl).unwrap()[0]
+                .detail
+                .as_deref(),
             Some("no archivebox")
         );
-        store.queue_export(crawl, &target, "alice").unwrap();
-        let again = store.take_export().unwrap().expect("queued again");
+        store.exports().queue(crawl, &target, "alice").unwrap();
+        let again = store.exports().take().unwrap().expect("queued again");
         assert_eq!(again.owner, "alice");
         // Its daemon died: queued again at the next start.
-        assert_eq!(store.requeue_abandoned_exports().unwrap(), 1);
+        assert_eq!(store.exports().requeue_abandoned().unwrap(), 1);
         assert_eq!(
-            store.exports(crawl).unwrap()[0].status,
+            store.exports().of_crawl(crawl).unwrap()[0].status,
             ExportStatus::Queued
         );
     }

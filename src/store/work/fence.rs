@@ -30,33 +30,33 @@ fn check(claim: Claim, tx: &Db) -> Result<(), StoreError> {
 impl Store {
     /// From now on every write of work this store makes is taken only while `claim` holds:
     /// what a worker does first, with the claim it works for.
-    pub fn fence_to(&mut self, claim: Claim) {
-        self.fence = Some(claim);
+    pub fn fence_to(&self, claim: Claim) {
+        self.fence.set(Some(claim));
     }
 
     /// The claim this store's writes of work are fenced to, if any.
     pub fn fence(&self) -> Option<Claim> {
-        self.fence
+        self.fence.get()
     }
 
     /// Moves the fence along when its own row changed hands in a write of this store (its
     /// owner sealed it and goes on writing what its end still brings).
-    pub(in crate::store) fn follow_fence(&mut self, from: Claim, to_epoch: i64) {
-        if self.fence == Some(from) {
-            self.fence = Some(Claim {
+    pub(in crate::store) fn follow_fence(&self, from: Claim, to_epoch: i64) {
+        if self.fence.get() == Some(from) {
+            self.fence.set(Some(Claim {
                 epoch: to_epoch,
                 ..from
-            });
+            }));
         }
     }
 
     /// [`Store::write`] for a write of work (results, seals, new snapshots, claims and puts
     /// back): refused as [`StoreError::Fenced`] when the store's fence no longer holds.
     pub(crate) fn write_work<T>(
-        &mut self,
+        &self,
         f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let fence = self.fence;
+        let fence = self.fence.get();
         self.write(|tx| {
             if let Some(claim) = fence {
                 check(claim, tx)?;

@@ -7,21 +7,22 @@
 use crate::domain::CrawlRules;
 use crate::store::engine::sql::args;
 use crate::store::work::{insert_crawl, NewCrawl};
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::Crawls;
+use crate::store::{now_ms, StoreError};
 
-impl Store {
+impl Crawls<'_> {
     /// Enqueues a crawl of what `input` holds (bookmarks, a feed, JSONL, text), due now: its
     /// first snapshot parses it into the crawl's seeds (see `worker::input`). As
     /// [`Store::add_crawl_with`] otherwise.
-    pub fn add_crawl_of_input(
-        &mut self,
+    pub fn add_of_input(
+        &self,
         input: &str,
         max_depth: u32,
         plugins: Option<&[String]>,
         rules: &CrawlRules,
         export_to: Option<(&std::path::Path, &str)>,
     ) -> Result<i64, StoreError> {
-        let due = self.queue_now();
+        let due = self.store.queue_now();
         let crawl = NewCrawl {
             urls: &[],
             max_depth,
@@ -31,12 +32,14 @@ impl Store {
             input: Some(input),
             import_url: None,
         };
-        self.write(|tx| insert_crawl(tx, &crawl, due, export_to))
+        self.store
+            .write(|tx| insert_crawl(tx, &crawl, due, export_to))
     }
 
     /// What crawl `id` was given to import, if it was.
     pub fn crawl_input(&self, id: i64) -> Result<Option<String>, StoreError> {
         Ok(self
+            .store
             .db()
             .query_value("SELECT input FROM crawls WHERE id = ?1", &args![id])?
             .flatten())
@@ -46,12 +49,12 @@ impl Store {
     /// crawl has a snapshot already (its input snapshot is its first). Returns the input
     /// snapshot's id.
     pub fn add_input_snapshot(
-        &mut self,
+        &self,
         crawl_id: i64,
         url_of: impl Fn(i64) -> String,
     ) -> Result<i64, StoreError> {
-        let (due, now) = (self.queue_now(), now_ms());
-        self.write_work(|tx| {
+        let (due, now) = (self.store.queue_now(), now_ms());
+        self.store.write_work(|tx| {
             let first: Option<i64> = tx
                 .query_value(
                     "SELECT min(id) FROM snapshots WHERE crawl_id = ?1",
@@ -78,8 +81,8 @@ impl Store {
     }
 
     /// Adds `urls` to crawl `crawl_id`'s seeds (what its import was parsed into), each once.
-    pub fn add_seeds(&mut self, crawl_id: i64, urls: &[String]) -> Result<(), StoreError> {
-        self.write_work(|tx| {
+    pub fn add_seeds(&self, crawl_id: i64, urls: &[String]) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
             let text: String = tx
                 .query_one("SELECT urls FROM crawls WHERE id = ?1", &args![crawl_id])?
                 .get(0)?;

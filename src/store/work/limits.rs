@@ -10,7 +10,8 @@
 
 use crate::domain::{Claim, CrawlOutcome, CrawlRules, Limit, Queue};
 use crate::store::engine::sql::args;
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::Crawls;
+use crate::store::{now_ms, StoreError};
 
 /// What became of a URL given to [`Store::add_snapshot_within`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,21 +26,21 @@ pub enum Added {
     Archived,
 }
 
-impl Store {
+impl Crawls<'_> {
     /// Adds `url` to crawl `crawl_id` at `depth` unless the crawl has it already, has its
     /// `max_urls` snapshots, or — with `only_new` — another crawl archived it already.
     pub fn add_snapshot_within(
-        &mut self,
+        &self,
         crawl_id: i64,
         url: &str,
         depth: u32,
         rules: &CrawlRules,
     ) -> Result<Added, StoreError> {
-        let (due, now) = (self.queue_now(), now_ms());
+        let (due, now) = (self.store.queue_now(), now_ms());
         let max_urls = rules.limit(Limit::MaxUrls);
         let max = max_urls.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
         let only_new = rules.only_new;
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             let known: Option<i64> = tx.query_value(
                 "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
                 &args![crawl_id, url],
@@ -77,8 +78,8 @@ impl Store {
 
     /// Notes that `limit` turned something of crawl `crawl_id` away (unless another limit did
     /// first): the crawl says so once it seals.
-    pub fn note_limit(&mut self, crawl_id: i64, limit: Limit) -> Result<(), StoreError> {
-        self.write_work(|tx| {
+    pub fn note_limit(&self, crawl_id: i64, limit: Limit) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE crawls SET ended_by = COALESCE(ended_by, ?2) WHERE id = ?1",
                 &args![crawl_id, limit],
@@ -90,24 +91,24 @@ impl Store {
     /// Seals the crawl or snapshot of `claim`, ended by `limit`: its open results become
     /// `cancelled` (for a crawl: with every snapshot it had not sealed, and its outcome is
     /// `cancelled`), and it names the limit. Returns whether it was sealed (as [`Store::seal`]).
-    pub fn seal_ended_by(&mut self, claim: Claim, limit: Limit) -> Result<bool, StoreError> {
+    pub fn seal_ended_by(&self, claim: Claim, limit: Limit) -> Result<bool, StoreError> {
         self.seal_cut_short(claim, CrawlOutcome::Cancelled, Some(limit))
     }
 
     /// Seals crawl `claim` as failed (a crawl hook it needs failed): as a limit's end, without a
     /// limit.
-    pub fn seal_failed(&mut self, claim: Claim) -> Result<bool, StoreError> {
+    pub fn seal_failed(&self, claim: Claim) -> Result<bool, StoreError> {
         self.seal_cut_short(claim, CrawlOutcome::Failed, None)
     }
 
     fn seal_cut_short(
-        &mut self,
+        &self,
         claim: Claim,
         outcome: CrawlOutcome,
         limit: Option<Limit>,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
-        self.seal_with(claim, |tx| {
+        self.store.queue().seal_with(claim, |tx| {
             let (scope, table) = match claim.queue {
                 Queue::Crawls => ("crawl_id", "crawls"),
                 Queue::Snapshots => ("snapshot_id", "snapshots"),

@@ -26,6 +26,7 @@ pub use schedules::{Fired, NewSchedule, Schedule};
 
 use crate::domain::{CrawlOutcome, CrawlRules, Limit, Queue, ResultStatus, WorkStatus};
 use crate::store::engine::sql::{args, Row, SqlError};
+use crate::store::Crawls;
 use crate::store::{now_ms, Store, StoreError};
 use serde::Serialize;
 use std::time::Duration;
@@ -279,29 +280,29 @@ pub(in crate::store) fn millis(d: Duration) -> i64 {
     d.as_millis().min(i64::MAX as u128) as i64
 }
 
-impl Store {
+impl Crawls<'_> {
     /// Enqueues a crawl without rules, due now.
-    pub fn add_crawl(
-        &mut self,
+    pub fn add(
+        &self,
         urls: &[String],
         max_depth: u32,
         plugins: Option<&[String]>,
     ) -> Result<i64, StoreError> {
-        self.add_crawl_with(urls, max_depth, plugins, &CrawlRules::default(), None)
+        self.add_with(urls, max_depth, plugins, &CrawlRules::default(), None)
     }
 
     /// Enqueues a crawl under `rules` (checked by the caller: `CrawlRules::problem`), due now —
     /// with, in the same transaction, its export into the ArchiveBox collection `export_to`
     /// names (its data dir, and the user its snapshots are filed under), if one does.
-    pub fn add_crawl_with(
-        &mut self,
+    pub fn add_with(
+        &self,
         urls: &[String],
         max_depth: u32,
         plugins: Option<&[String]>,
         rules: &CrawlRules,
         export_to: Option<(&std::path::Path, &str)>,
     ) -> Result<i64, StoreError> {
-        let due = self.queue_now();
+        let due = self.store.queue_now();
         let crawl = NewCrawl {
             urls,
             max_depth,
@@ -311,12 +312,13 @@ impl Store {
             input: None,
             import_url: None,
         };
-        self.write(|tx| insert_crawl(tx, &crawl, due, export_to))
+        self.store
+            .write(|tx| insert_crawl(tx, &crawl, due, export_to))
     }
 
-    pub fn crawl(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
+    pub fn get(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
         let sql = format!("SELECT {} FROM crawls WHERE id = ?1", Crawl::COLUMNS);
-        let row = self.db().query_opt(&sql, &args![id])?;
+        let row = self.store.db().query_opt(&sql, &args![id])?;
         Ok(row.as_ref().map(Crawl::from_row).transpose()?)
     }
 
@@ -327,13 +329,16 @@ impl Store {
              AND retry_at <= ?1 ORDER BY id",
             Crawl::COLUMNS
         );
-        let now = self.queue_now();
-        Ok(self.db().query_map(&sql, &args![now], Crawl::from_row)?)
+        let now = self.store.queue_now();
+        Ok(self
+            .store
+            .db()
+            .query_map(&sql, &args![now], Crawl::from_row)?)
     }
 
-    pub fn crawls(&self) -> Result<Vec<Crawl>, StoreError> {
+    pub fn all(&self) -> Result<Vec<Crawl>, StoreError> {
         let sql = format!("SELECT {} FROM crawls ORDER BY id", Crawl::COLUMNS);
-        Ok(self.db().query_map(&sql, &[], Crawl::from_row)?)
+        Ok(self.store.db().query_map(&sql, &[], Crawl::from_row)?)
     }
 
     /// The newest `limit` crawls, newest first.
@@ -342,7 +347,10 @@ impl Store {
             "SELECT {} FROM crawls ORDER BY id DESC LIMIT ?1",
             Crawl::COLUMNS
         );
-        Ok(self.db().query_map(&sql, &args![limit], Crawl::from_row)?)
+        Ok(self
+            .store
+            .db()
+            .query_map(&sql, &args![limit], Crawl::from_row)?)
     }
 
     /// How many snapshots of crawl `crawl_id` are in each state, and how many results in each
@@ -366,14 +374,14 @@ impl Store {
             Ok(counts)
         }
         Ok((
-            counted(self, "snapshots", crawl_id)?,
-            counted(self, "results", crawl_id)?,
+            counted(self.store, "snapshots", crawl_id)?,
+            counted(self.store, "results", crawl_id)?,
         ))
     }
 
     /// Adds `url` to the crawl at `depth` unless the crawl has it already. Returns the new id.
     pub fn add_snapshot(
-        &mut self,
+        &self,
         crawl_id: i64,
         url: &str,
         depth: u32,
@@ -388,7 +396,7 @@ impl Store {
 
     pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {
         let sql = format!("SELECT {} FROM snapshots WHERE id = ?1", Snapshot::COLUMNS);
-        let row = self.db().query_opt(&sql, &args![id])?;
+        let row = self.store.db().query_opt(&sql, &args![id])?;
         Ok(row.as_ref().map(Snapshot::from_row).transpose()?)
     }
 
@@ -398,6 +406,7 @@ impl Store {
             Snapshot::COLUMNS
         );
         Ok(self
+            .store
             .db()
             .query_map(&sql, &args![crawl_id], Snapshot::from_row)?)
     }
@@ -411,25 +420,41 @@ mod tests {
     #[test]
     fn a_future_retry_at_is_never_claimed() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let id = store.add_crawl(&["http://a/".into()], 0, None).unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let id = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
         let lease = Duration::from_secs(60);
         let claim = store
+            .queue()
             .claim(Queue::Crawls, None, lease, None)
             .unwrap()
             .unwrap();
         assert_eq!(claim.id, id);
-        assert_eq!(store.claim(Queue::Crawls, None, lease, None).unwrap(), None);
-        let later = store.queue_now() + 60_000;
-        assert!(store.requeue(claim, later).unwrap());
         assert_eq!(
-            store.claim(Queue::Crawls, None, lease, None).unwrap(),
+            store
+                .queue()
+                .claim(Queue::Crawls, None, lease, None)
+                .unwrap(),
+            None
+        );
+        let later = store.queue_now() + 60_000;
+        assert!(store.queue().requeue(claim, later).unwrap());
+        assert_eq!(
+            store
+                .queue()
+                .claim(Queue::Crawls, None, lease, None)
+                .unwrap(),
             None,
             "backed off"
         );
-        assert!(!store.requeue(claim, 0).unwrap(), "put back already");
+        assert!(
+            !store.queue().requeue(claim, 0).unwrap(),
+            "put back already"
+        );
         assert_eq!(
-            store.claim(Queue::Crawls, None, lease, None).unwrap(),
+            store
+                .queue()
+                .claim(Queue::Crawls, None, lease, None)
+                .unwrap(),
             None,
             "not started"
         );
@@ -438,11 +463,20 @@ mod tests {
     #[test]
     fn only_the_owner_renews_and_urls_are_unique_per_crawl() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
-        assert!(store.add_snapshot(crawl, "http://a/", 0).unwrap().is_some());
-        assert!(store.add_snapshot(crawl, "http://a/", 1).unwrap().is_none());
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let crawl = store.crawls().add(&["http://a/".into()], 1, None).unwrap();
+        assert!(store
+            .crawls()
+            .add_snapshot(crawl, "http://a/", 0)
+            .unwrap()
+            .is_some());
+        assert!(store
+            .crawls()
+            .add_snapshot(crawl, "http://a/", 1)
+            .unwrap()
+            .is_none());
         let claim = store
+            .queue()
             .claim(Queue::Snapshots, Some(crawl), Duration::from_secs(1), None)
             .unwrap()
             .unwrap();
@@ -452,7 +486,8 @@ mod tests {
             duration: Duration::from_secs(60),
         };
         let owner = store
-            .insert_process(&crate::store::NewProcess {
+            .processes()
+            .insert(&crate::store::NewProcess {
                 parent_id: None,
                 kind: crate::store::Kind::SnapshotWorker,
                 crawl_id: Some(crawl),
@@ -463,69 +498,80 @@ mod tests {
                 timeout_ms: None,
             })
             .unwrap();
-        assert!(store.set_owner(claim, owner).unwrap());
+        assert!(store.queue().set_owner(claim, owner).unwrap());
         assert_eq!(
-            store.claim_of(Queue::Snapshots, claim.id, owner).unwrap(),
+            store
+                .queue()
+                .claim_of(Queue::Snapshots, claim.id, owner)
+                .unwrap(),
             Some(claim)
         );
-        assert!(store.renew(&lease(owner)).unwrap());
-        assert!(!store.renew(&lease(owner + 1)).unwrap());
-        let retry_at = store.snapshot(claim.id).unwrap().unwrap().retry_at;
+        assert!(store.queue().renew(&lease(owner)).unwrap());
+        assert!(!store.queue().renew(&lease(owner + 1)).unwrap());
+        let retry_at = store.crawls().snapshot(claim.id).unwrap().unwrap().retry_at;
         assert!(retry_at > store.queue_now() + 30_000);
     }
 
     #[test]
     fn a_claim_that_changed_hands_renews_puts_back_seals_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("db")).unwrap();
-        let crawl = store.add_crawl(&["http://a/".into()], 1, None).unwrap();
-        store.add_snapshot(crawl, "http://a/", 0).unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let crawl = store.crawls().add(&["http://a/".into()], 1, None).unwrap();
+        store.crawls().add_snapshot(crawl, "http://a/", 0).unwrap();
         let lease = Duration::from_secs(60);
         let first = store
+            .queue()
             .claim(Queue::Snapshots, Some(crawl), lease, None)
             .unwrap()
             .unwrap();
         // Taken over: put back by someone else, claimed again.
         let now = store.queue_now();
-        assert!(store.requeue(first, now).unwrap());
+        assert!(store.queue().requeue(first, now).unwrap());
         let second = store
+            .queue()
             .claim(Queue::Snapshots, Some(crawl), lease, None)
             .unwrap()
             .unwrap();
         assert_eq!(second.id, first.id);
         assert!(second.epoch > first.epoch, "each claim moves the epoch on");
 
-        let mut late = Store::open(&dir.path().join("db")).unwrap();
+        let late = Store::open(&dir.path().join("db")).unwrap();
         late.fence_to(first);
         let stale = Lease {
             claim: first,
             owner: 1,
             duration: lease,
         };
-        assert!(!late.renew(&stale).unwrap());
+        assert!(!late.queue().renew(&stale).unwrap());
         for refused in [
-            late.add_snapshot(crawl, "http://b/", 1).map(drop),
-            late.result_for(crawl, Some(first.id), "p", "on_Snapshot__1_p.sh")
+            late.crawls().add_snapshot(crawl, "http://b/", 1).map(drop),
+            late.results()
+                .result_for(crawl, Some(first.id), "p", "on_Snapshot__1_p.sh")
                 .map(drop),
-            late.seal(first).map(drop),
-            late.requeue(first, 0).map(drop),
+            late.queue().seal(first).map(drop),
+            late.queue().requeue(first, 0).map(drop),
         ] {
             let err = refused.unwrap_err();
             assert!(err.is_fenced(), "{err}");
             assert!(err.to_string().contains("changed hands"), "{err}");
         }
         assert_eq!(
-            store.snapshots(crawl).unwrap().len(),
+            store.crawls().snapshots(crawl).unwrap().len(),
             1,
             "no snapshot added"
         );
-        assert!(store.snapshot_results(first.id).unwrap().is_empty());
+        assert!(store
+            .results()
+            .snapshot_results(first.id)
+            .unwrap()
+            .is_empty());
 
         // The holder seals, and goes on writing under the sealed epoch.
         store.fence_to(second);
-        assert!(store.seal(second).unwrap());
-        assert!(!store.seal(second).unwrap(), "sealed once");
+        assert!(store.queue().seal(second).unwrap());
+        assert!(!store.queue().seal(second).unwrap(), "sealed once");
         store
+            .results()
             .result_for(crawl, Some(second.id), "p", "on_Snapshot__1_p.sh")
             .unwrap();
         assert_eq!(store.fence().unwrap().epoch, second.epoch + 1);

@@ -12,10 +12,11 @@
 use crate::domain::{Claim, Lease, Queue};
 use crate::store::engine::sql::{args, Db};
 use crate::store::work::{millis, table};
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::WorkQueue;
+use crate::store::{now_ms, StoreError};
 use std::time::Duration;
 
-impl Store {
+impl WorkQueue<'_> {
     /// Claims the next due, queued row of `queue` within `crawl_id` (for crawls: that crawl
     /// only, if given; for snapshots: that crawl's, if given, else those of the running,
     /// unpaused crawls whose workers run on other machines and that run no crawl-scoped hook in
@@ -24,7 +25,7 @@ impl Store {
     /// claimed by a process that died before it started the worker is recovered with the rest
     /// of that process's work (`None`: no process claims, for tools and tests).
     pub fn claim(
-        &mut self,
+        &self,
         queue: Queue,
         crawl_id: Option<i64>,
         lease: Duration,
@@ -32,8 +33,8 @@ impl Store {
     ) -> Result<Option<Claim>, StoreError> {
         let table = table(queue);
         let next = next_due(queue, crawl_id, "?1", "?3", "?5");
-        let (now, wall) = (self.queue_now(), now_ms());
-        self.write_work(|tx| {
+        let (now, wall) = (self.store.queue_now(), now_ms());
+        self.store.write_work(|tx| {
             let sql = format!(
                 "UPDATE {table} SET status = 'started', retry_at = CAST(?1 AS BIGINT) + ?2, \
                  started_at = COALESCE(started_at, ?4), epoch = epoch + 1, owner_id = ?6 \
@@ -62,12 +63,12 @@ impl Store {
     /// clock: after a reboot (or an upgrade from wall-clock times) every unsealed row is due
     /// now; a started row's owner is judged by its identity, which a reboot ended anyway. (A
     /// shared store's queue clock is the server's, which no host's reboot restarts.)
-    pub fn rebase_queue_clock(&mut self) -> Result<(), StoreError> {
-        if self.is_shared() {
+    pub fn rebase_queue_clock(&self) -> Result<(), StoreError> {
+        if self.store.is_shared() {
             return Ok(());
         }
         let boot = crate::identity::boot_id();
-        self.write(|tx| {
+        self.store.write(|tx| {
             let recorded = tx.query_opt("SELECT value FROM meta WHERE key = 'queue_boot'", &[])?;
             let recorded: Option<String> = recorded.map(|row| row.get(0)).transpose()?;
             if recorded.as_deref() != Some(boot) {
@@ -89,9 +90,9 @@ impl Store {
 
     /// Hands a claimed row to the process that works on it. Returns false when the claim no
     /// longer holds.
-    pub fn set_owner(&mut self, claim: Claim, owner: i64) -> Result<bool, StoreError> {
+    pub fn set_owner(&self, claim: Claim, owner: i64) -> Result<bool, StoreError> {
         let table = table(claim.queue);
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             let changed = tx.execute(
                 &format!("UPDATE {table} SET owner_id = ?3 WHERE id = ?1 AND epoch = ?2"),
                 &args![claim.id, claim.epoch, owner],
@@ -108,7 +109,7 @@ impl Store {
             table(claim.queue)
         );
         let args = args![claim.id, claim.epoch, claimer];
-        let found: i64 = self.db().query_one(&sql, &args)?.get(0)?;
+        let found: i64 = self.store.db().query_one(&sql, &args)?.get(0)?;
         Ok(found == 1)
     }
 
@@ -119,15 +120,15 @@ impl Store {
             "SELECT epoch FROM {} WHERE id = ?1 AND owner_id = ?2 AND status = 'started'",
             table(queue)
         );
-        let epoch: Option<i64> = self.db().query_value(&sql, &args![id, owner])?;
+        let epoch: Option<i64> = self.store.db().query_value(&sql, &args![id, owner])?;
         Ok(epoch.map(|epoch| Claim { queue, id, epoch }))
     }
 
     /// Extends `lease` from now. Returns false when the lease is no longer this owner's.
-    pub fn renew(&mut self, lease: &Lease) -> Result<bool, StoreError> {
+    pub fn renew(&self, lease: &Lease) -> Result<bool, StoreError> {
         let table = table(lease.claim.queue);
-        let until = self.queue_now() + millis(lease.duration);
-        self.write(|tx| {
+        let until = self.store.queue_now() + millis(lease.duration);
+        self.store.write(|tx| {
             let changed = tx.execute(
                 &format!(
                     "UPDATE {table} SET retry_at = ?4 WHERE id = ?1 AND owner_id = ?2 \
@@ -141,9 +142,9 @@ impl Store {
 
     /// Puts a started row back in the queue, due at `retry_at` (queue clock), counting the
     /// restart — unless it changed hands since `claim`. Returns whether it did.
-    pub fn requeue(&mut self, claim: Claim, retry_at: i64) -> Result<bool, StoreError> {
+    pub fn requeue(&self, claim: Claim, retry_at: i64) -> Result<bool, StoreError> {
         let table = table(claim.queue);
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             let changed = tx.execute(
                 &format!(
                     "UPDATE {table} SET status = 'queued', retry_at = ?3, owner_id = NULL, \
@@ -159,7 +160,7 @@ impl Store {
     /// The claims on the rows of `queue` that are `started`, with their owners and lease ends.
     pub fn started(&self, queue: Queue) -> Result<Vec<(Claim, Option<i64>, i64)>, StoreError> {
         let table = table(queue);
-        let rows = self.db().query(
+        let rows = self.store.db().query(
             &format!(
                 "SELECT id, epoch, owner_id, retry_at FROM {table} WHERE status = 'started' \
                  ORDER BY id"
@@ -181,19 +182,19 @@ impl Store {
 
     /// Seals a row: its work is done for good — unless it changed hands since `claim`.
     /// Returns whether it did. A store fenced to this claim follows it to its new epoch.
-    pub fn seal(&mut self, claim: Claim) -> Result<bool, StoreError> {
+    pub fn seal(&self, claim: Claim) -> Result<bool, StoreError> {
         self.seal_with(claim, |_| Ok(()))
     }
 
     /// [`Store::seal`], with what `first` writes in the same transaction (see `limits`).
     pub(in crate::store) fn seal_with(
-        &mut self,
+        &self,
         claim: Claim,
         first: impl FnOnce(&Db) -> Result<(), StoreError>,
     ) -> Result<bool, StoreError> {
         let table = table(claim.queue);
         let now = now_ms();
-        let sealed = self.write_work(|tx| {
+        let sealed = self.store.write_work(|tx| {
             first(tx)?;
             let changed = tx.execute(
                 &format!(
@@ -211,7 +212,7 @@ impl Store {
             Ok(changed == 1)
         })?;
         if sealed {
-            self.follow_fence(claim, claim.epoch + 1);
+            self.store.follow_fence(claim, claim.epoch + 1);
         }
         Ok(sealed)
     }
@@ -220,7 +221,7 @@ impl Store {
     pub fn queued_count(&self, queue: Queue) -> Result<u64, StoreError> {
         let table = table(queue);
         let sql = format!("SELECT count(*) FROM {table} WHERE status = 'queued'");
-        Ok(self.db().query_one(&sql, &[])?.get(0)?)
+        Ok(self.store.db().query_one(&sql, &[])?.get(0)?)
     }
 
     /// When the next queued row of `queue` becomes due (queue clock; within `crawl_id` if
@@ -234,11 +235,15 @@ impl Store {
         let scope = claim_scope(queue, crawl_id, "?1", "?2");
         let sql = format!("SELECT min(retry_at) FROM {table} WHERE status = 'queued' AND {scope}");
         let me = crate::identity::machine_id();
-        Ok(self.db().query_one(&sql, &args![crawl_id, me])?.get(0)?)
+        Ok(self
+            .store
+            .db()
+            .query_one(&sql, &args![crawl_id, me])?
+            .get(0)?)
     }
 }
 
-impl Store {
+impl WorkQueue<'_> {
     /// The row of `queue` a claim within crawl `crawl_id` would take now, if one is due.
     pub fn next_due_id(
         &self,
@@ -247,8 +252,11 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let sql = next_due(queue, crawl_id, "?1", "?2", "?3");
         let me = crate::identity::machine_id();
-        let now = self.queue_now();
-        Ok(self.db().query_value(&sql, &args![now, crawl_id, me])?)
+        let now = self.store.queue_now();
+        Ok(self
+            .store
+            .db()
+            .query_value(&sql, &args![now, crawl_id, me])?)
     }
 }
 
@@ -303,6 +311,7 @@ fn claim_scope(queue: Queue, crawl_id: Option<i64>, crawl: &str, machine: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     /// On SQLite, every kind of claim finds its row through an index (the queue's index of
     /// unsealed rows, or the crawl's id), never by reading the whole table: a crawl of 10 000

@@ -7,7 +7,8 @@
 
 use crate::domain::Refusal;
 use crate::store::sql::args;
-use crate::store::{Store, StoreError};
+use crate::store::Crawls;
+use crate::store::StoreError;
 use std::collections::BTreeMap;
 
 /// How many refused URLs of each reason a crawl keeps in words.
@@ -21,15 +22,10 @@ pub struct RefusedUrls {
     pub first: Vec<String>,
 }
 
-impl Store {
+impl Crawls<'_> {
     /// Counts `url`, discovered for crawl `crawl_id`, as refused for `reason`.
-    pub fn refuse_url(
-        &mut self,
-        crawl_id: i64,
-        reason: Refusal,
-        url: &str,
-    ) -> Result<(), StoreError> {
-        self.write_work(|tx| {
+    pub fn refuse_url(&self, crawl_id: i64, reason: Refusal, url: &str) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
             tx.execute(
                 "INSERT INTO refused_urls (crawl_id, reason, count, first_urls) \
                  VALUES (?1, ?2, 1, ?3) ON CONFLICT (crawl_id, reason) DO UPDATE SET \
@@ -47,7 +43,7 @@ impl Store {
         &self,
         crawl_id: i64,
     ) -> Result<BTreeMap<Refusal, RefusedUrls>, StoreError> {
-        let rows = self.db().query_map(
+        let rows = self.store.db().query_map(
             "SELECT reason, count, first_urls FROM refused_urls WHERE crawl_id = ?1",
             &args![crawl_id],
             |row| {
@@ -70,23 +66,27 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn refused_urls_are_counted_per_reason_and_the_first_ones_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+        let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
         let crawl = store
-            .add_crawl(&["http://127.0.0.1:9/".into()], 1, None)
+            .crawls()
+            .add(&["http://127.0.0.1:9/".into()], 1, None)
             .unwrap();
         for i in 0..7 {
             store
+                .crawls()
                 .refuse_url(crawl, Refusal::Scheme, &format!("file:///{i}"))
                 .unwrap();
         }
         store
+            .crawls()
             .refuse_url(crawl, Refusal::MetadataAddress, "http://169.254.169.254/")
             .unwrap();
-        let refused = store.refused_urls(crawl).unwrap();
+        let refused = store.crawls().refused_urls(crawl).unwrap();
         assert_eq!(refused[&Refusal::Scheme].count, 7);
         assert_eq!(
             refused[&Refusal::Scheme].first,
@@ -99,6 +99,6 @@ mod tests {
                 first: vec!["http://169.254.169.254/".into()]
             }
         );
-        assert!(store.refused_urls(crawl + 1).unwrap().is_empty());
+        assert!(store.crawls().refused_urls(crawl + 1).unwrap().is_empty());
     }
 }

@@ -7,12 +7,13 @@
 use crate::domain::ResultStatus;
 use crate::store::engine::sql::args;
 use crate::store::work::HookResult;
-use crate::store::{now_ms, Store, StoreError};
+use crate::store::Results;
+use crate::store::{now_ms, StoreError};
 
-impl Store {
+impl Results<'_> {
     /// Puts an interrupted result back to `queued`, so that it runs again.
-    pub fn retry_result(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write_work(|tx| {
+    pub fn retry(&self, id: i64) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET status = 'queued', ended_at = NULL \
                  WHERE id = ?1 AND status = 'started'",
@@ -25,13 +26,13 @@ impl Store {
     /// The result row of `hook` for this snapshot (or the crawl itself when `snapshot_id` is
     /// `None`), created `queued` if it does not exist yet.
     pub fn result_for(
-        &mut self,
+        &self,
         crawl_id: i64,
         snapshot_id: Option<i64>,
         plugin: &str,
         hook: &str,
     ) -> Result<HookResult, StoreError> {
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             tx.execute(
                 "INSERT INTO results (crawl_id, snapshot_id, plugin, hook, status, uuid) \
                  VALUES (?1, ?2, ?3, ?4, 'queued', ?5) ON CONFLICT DO NOTHING",
@@ -48,9 +49,9 @@ impl Store {
     }
 
     /// Marks a result started by process row `process_id` (one more attempt).
-    pub fn start_result(&mut self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
+    pub fn start(&self, id: i64, process_id: Option<i64>) -> Result<(), StoreError> {
         let now = now_ms();
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET status = 'started', process_id = ?2, attempts = attempts + 1, \
                  started_at = ?3, ended_at = NULL \
@@ -63,8 +64,8 @@ impl Store {
 
     /// Makes the successes `ids` queued again, as if they had never run (`hooks::sessions`: a
     /// session a new run needs); a result that is no longer a success is left as it is.
-    pub fn reopen_successes(&mut self, ids: &[i64]) -> Result<(), StoreError> {
-        self.write_work(|tx| {
+    pub fn reopen_successes(&self, ids: &[i64]) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
             for &id in ids {
                 tx.execute(
                     "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
@@ -78,8 +79,8 @@ impl Store {
     }
 
     /// Records that the success `id` was a session (`hooks::sessions`).
-    pub fn note_session(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write_work(|tx| {
+    pub fn note_session(&self, id: i64) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET session = 1 WHERE id = ?1 AND status = 'succeeded'",
                 &args![id],
@@ -89,8 +90,8 @@ impl Store {
     }
 
     /// Records which process row runs a started result.
-    pub fn set_result_process(&mut self, id: i64, process_id: i64) -> Result<(), StoreError> {
-        self.write_work(|tx| {
+    pub fn set_process(&self, id: i64, process_id: i64) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET process_id = ?2 WHERE id = ?1",
                 &args![id, process_id],
@@ -100,8 +101,8 @@ impl Store {
     }
 
     /// Records a result's final status and output.
-    pub fn finish_result(
-        &mut self,
+    pub fn finish(
+        &self,
         id: i64,
         status: ResultStatus,
         output: Option<&str>,
@@ -110,7 +111,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let files = serde_json::to_string(output_files).expect("strings serialize");
         let now = now_ms();
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
                  output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded' \
@@ -128,6 +129,7 @@ impl Store {
             HookResult::COLUMNS
         );
         Ok(self
+            .store
             .db()
             .query_map(&sql, &args![snapshot_id], HookResult::from_row)?)
     }
@@ -148,13 +150,14 @@ impl Store {
             HookResult::COLUMNS
         );
         Ok(self
+            .store
             .db()
             .query_map(&sql, &args![crawl_id, since_ms], HookResult::from_row)?)
     }
 
     /// How many results crawl `crawl_id` has, and how many of them are final.
-    pub fn result_counts(&self, crawl_id: i64) -> Result<(u64, u64), StoreError> {
-        let row = self.db().query_one(
+    pub fn counts(&self, crawl_id: i64) -> Result<(u64, u64), StoreError> {
+        let row = self.store.db().query_one(
             "SELECT count(*), COALESCE(sum(CASE WHEN status IN ('queued', 'started') \
              THEN 0 ELSE 1 END), 0) FROM results WHERE crawl_id = ?1",
             &args![crawl_id],
@@ -163,25 +166,26 @@ impl Store {
     }
 
     /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
-    pub fn results(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
+    pub fn of_crawl(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
         let sql = format!(
             "SELECT {} FROM results WHERE crawl_id = ?1 \
              ORDER BY COALESCE(snapshot_id, 0), hook",
             HookResult::COLUMNS
         );
         Ok(self
+            .store
             .db()
             .query_map(&sql, &args![crawl_id], HookResult::from_row)?)
     }
 }
 
-impl Store {
+impl Results<'_> {
     /// Tags snapshot `snapshot_id` with `names` (each once).
-    pub fn add_tags(&mut self, snapshot_id: i64, names: &[String]) -> Result<(), StoreError> {
+    pub fn add_tags(&self, snapshot_id: i64, names: &[String]) -> Result<(), StoreError> {
         if names.is_empty() {
             return Ok(());
         }
-        self.write_work(|tx| {
+        self.store.write_work(|tx| {
             for name in names {
                 tx.execute(
                     "INSERT INTO tags (snapshot_id, name) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
@@ -194,7 +198,7 @@ impl Store {
 
     /// The tags of a snapshot, sorted.
     pub fn tags(&self, snapshot_id: i64) -> Result<Vec<String>, StoreError> {
-        Ok(self.db().query_map(
+        Ok(self.store.db().query_map(
             "SELECT name FROM tags WHERE snapshot_id = ?1 ORDER BY name",
             &args![snapshot_id],
             |r| r.get(0),

@@ -10,7 +10,8 @@
 use crate::domain::{Cadence, CrawlRules, WorkStatus};
 use crate::store::engine::sql::{args, Db, Row, SqlError, Value};
 use crate::store::work::{insert_crawl, json_column, NewCrawl};
-use crate::store::{Store, StoreError};
+use crate::store::Schedules;
+use crate::store::StoreError;
 use jiff::tz::TimeZone;
 use serde::Serialize;
 
@@ -120,15 +121,11 @@ fn crawl_status(tx: &Db, id: i64) -> Result<Option<WorkStatus>, StoreError> {
     Ok(status.and_then(|s| s.parse().ok()))
 }
 
-impl Store {
+impl Schedules<'_> {
     /// Adds a schedule; its first occurrence is the first after now. Returns its id and when
     /// that occurrence is (unix ms).
-    pub fn add_schedule(
-        &mut self,
-        new: &NewSchedule<'_>,
-        zone: &TimeZone,
-    ) -> Result<(i64, i64), StoreError> {
-        let now = self.shared_now();
+    pub fn add(&self, new: &NewSchedule<'_>, zone: &TimeZone) -> Result<(i64, i64), StoreError> {
+        let now = self.store.shared_now();
         let (every_ms, cron) = match new.cadence {
             Cadence::Every { every_ms, .. } => (Some(*every_ms), None),
             Cadence::Cron(cron) => (None, Some(cron.to_string())),
@@ -147,7 +144,7 @@ impl Store {
             .plugins
             .map(|p| serde_json::to_string(p).expect("strings serialize"));
         let rules = serde_json::to_string(new.rules).expect("rules serialize");
-        let id = self.write(|tx| {
+        let id = self.store.write(|tx| {
             Ok(tx
                 .query_one(
                     "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
@@ -183,17 +180,17 @@ impl Store {
             Schedule::COLUMNS,
             Schedule::FROM
         );
-        Ok(self.db().query_map(&sql, args, Schedule::from_row)?)
+        Ok(self.store.db().query_map(&sql, args, Schedule::from_row)?)
     }
 
     /// Every schedule, by id.
-    pub fn schedules(&self) -> Result<Vec<Schedule>, StoreError> {
+    pub fn all(&self) -> Result<Vec<Schedule>, StoreError> {
         self.schedules_where("1 = 1", &[])
     }
 
     /// Removes schedule `id` (its crawls stay, no longer linked to it); whether it was there.
-    pub fn remove_schedule(&mut self, id: i64) -> Result<bool, StoreError> {
-        self.write(|tx| {
+    pub fn remove(&self, id: i64) -> Result<bool, StoreError> {
+        self.store.write(|tx| {
             tx.execute(
                 "UPDATE crawls SET schedule_id = NULL WHERE schedule_id = ?1",
                 &args![id],
@@ -204,13 +201,8 @@ impl Store {
 
     /// Pauses schedule `id`, or resumes it — from its next occurrence after now (none missed
     /// while paused fires); whether it was there.
-    pub fn set_schedule_paused(
-        &mut self,
-        id: i64,
-        paused: bool,
-        zone: &TimeZone,
-    ) -> Result<bool, StoreError> {
-        let now = self.shared_now();
+    pub fn set_paused(&self, id: i64, paused: bool, zone: &TimeZone) -> Result<bool, StoreError> {
+        let now = self.store.shared_now();
         let found = self.schedules_where("s.id = ?1", &args![id])?;
         let Some(schedule) = found.into_iter().next() else {
             return Ok(false);
@@ -220,7 +212,7 @@ impl Store {
             _ => schedule.next_at,
         };
         let paused_at = paused.then_some(now);
-        self.write(|tx| {
+        self.store.write(|tx| {
             Ok(tx.execute(
                 "UPDATE schedules SET paused_at = ?2, next_at = ?3 WHERE id = ?1",
                 &args![id, paused_at, next_at],
@@ -229,8 +221,9 @@ impl Store {
     }
 
     /// When the next schedule not paused is due (unix ms, the shared clock), if one is.
-    pub fn next_schedule_at(&self) -> Result<Option<i64>, StoreError> {
+    pub fn next_at(&self) -> Result<Option<i64>, StoreError> {
         Ok(self
+            .store
             .db()
             .query_value(
                 "SELECT min(next_at) FROM schedules WHERE paused_at IS NULL",
@@ -241,14 +234,14 @@ impl Store {
 
     /// Takes every due occurrence (see the module's invariants), each in a transaction of its
     /// own: makes its crawl, or counts it skipped. Returns what each did.
-    pub fn fire_due_schedules(&mut self, zone: &TimeZone) -> Result<Vec<Fired>, StoreError> {
-        let now = self.shared_now();
+    pub fn fire_due(&self, zone: &TimeZone) -> Result<Vec<Fired>, StoreError> {
+        let now = self.store.shared_now();
         let due = self.schedules_where("s.paused_at IS NULL AND s.next_at <= ?1", &args![now])?;
         let mut fired = Vec::new();
         for schedule in due {
             let next = schedule.cadence().and_then(|c| c.next_after(now, zone));
-            let queue_now = self.queue_now();
-            let taken = self.write(|tx| {
+            let queue_now = self.store.queue_now();
+            let taken = self.store.write(|tx| {
                 let moved = tx.execute(
                     "UPDATE schedules SET next_at = ?3, paused_at = ?4 \
                      WHERE id = ?1 AND next_at = ?2 AND paused_at IS NULL",

@@ -127,5 +127,6 @@ pub(crate) mod teardown;
 pub(crate) mod trust;
 pub mod url_rule;
 pub mod uuid7;
+pub mod verbs;
 pub mod web;
 pub mod worker;

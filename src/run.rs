@@ -71,15 +71,16 @@ fn urls_for(args: &[String]) -> Result<Vec<String>, RunError> {
 }
 
 pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, RunError> {
-    crate::ctl::validate_plugins(&config, crawl).map_err(|e| RunError::BadInput(e.to_string()))?;
-    // A crawl that could not start is refused before anything runs (who hooks run as).
+    // A crawl that could not start is refused before anything runs (who hooks run as, which
+    // plugins, its rules).
     crate::hook_user::for_crawls(&config).map_err(RunError::BadInput)?;
     let urls = urls_for(args)?;
+    let admitted = crate::verbs::crawl::admit(&config, crawl.spec(urls.clone()))
+        .map_err(|refusal| RunError::BadInput(refusal.message))?;
     let mut daemon = Daemon::start(config)?;
     let data_dir = daemon.config().data_dir.clone();
     let database = daemon.config().database.clone();
-    let crawl_id =
-        daemon.add_own_crawl(&urls, crawl.depth, crawl.plugins.as_deref(), &crawl.rules())?;
+    let crawl_id = daemon.add_own_crawl(&admitted)?;
     say(format_args!(
         "crawl {crawl_id}: {}",
         crate::printable::line(&urls.join(" "))

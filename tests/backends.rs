@@ -221,7 +221,13 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
     for store in &mut stores {
         let engine = store.path().display().to_string();
         // The queues: a claim takes the due row once; a snapshot URL is once per crawl.
-        let crawl = store.crawls().add(&["http://a/".into()], 1, None).unwrap();
+        let crawl = store
+            .crawls()
+            .add(
+                &abxd::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 1),
+                None,
+            )
+            .unwrap();
         let lease = Duration::from_secs(60);
         let crawl_claim = store
             .queue()
@@ -477,7 +483,13 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
         return;
     };
     let store = Store::open_postgres(&server.url()).unwrap();
-    let crawl = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
+    let crawl = store
+        .crawls()
+        .add(
+            &abxd::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 0),
+            None,
+        )
+        .unwrap();
     for i in 0..200 {
         store
             .crawls()

@@ -231,7 +231,13 @@ fn a_daemon_that_may_start_no_crawl_sleeps_without_a_timer_though_one_is_due() {
     let crawl = abxd::store::Store::open_at(&daemon.location())
         .unwrap()
         .crawls()
-        .add(&["http://127.0.0.1:9/".into()], 0, Some(&["ok".into()]))
+        .add(
+            &abxd::domain::CrawlSpec {
+                plugins: Some(vec!["ok".into()]),
+                ..abxd::domain::CrawlSpec::of_urls(vec!["http://127.0.0.1:9/".into()], 0)
+            },
+            None,
+        )
         .unwrap();
     daemon.launch();
     wait_until("the daemon to say no crawl starts", WAIT, || {

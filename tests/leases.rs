@@ -39,7 +39,10 @@ fn two_processes_claiming_one_queue_claim_every_item_exactly_once() {
     for i in 0..ITEMS {
         store
             .crawls()
-            .add(&[format!("http://example.invalid/{i}")], 0, None)
+            .add(
+                &abxd::domain::CrawlSpec::of_urls(vec![format!("http://example.invalid/{i}")], 0),
+                None,
+            )
             .unwrap();
     }
     drop(store);

@@ -229,11 +229,17 @@ fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_els
         let (store, _server) = common::fresh_store(backend);
         let sealed = store
             .crawls()
-            .add(&["http://127.0.0.1:9/a".into()], 0, None)
+            .add(
+                &abxd::domain::CrawlSpec::of_urls(vec!["http://127.0.0.1:9/a".into()], 0),
+                None,
+            )
             .unwrap();
         let open = store
             .crawls()
-            .add(&["http://127.0.0.1:9/b".into()], 0, None)
+            .add(
+                &abxd::domain::CrawlSpec::of_urls(vec!["http://127.0.0.1:9/b".into()], 0),
+                None,
+            )
             .unwrap();
         let never_claimed = abxd::domain::Claim {
             queue: Queue::Crawls,

@@ -15,7 +15,10 @@ pub(crate) fn hook_throughput(s: &Sizes, figures: &mut Figures) {
     let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
     let crawl = store
         .crawls()
-        .add(&["http://bench/".into()], 0, None)
+        .add(
+            &abxd::domain::CrawlSpec::of_urls(vec!["http://bench/".into()], 0),
+            None,
+        )
         .unwrap();
     let mut supervisor =
         Supervisor::new(timing(), store.marker_namespace().unwrap(), None).unwrap();

@@ -1,7 +1,7 @@
 //! How to crawl: the flags `abxd run` and `abxctl add` share — depth, plugins, and the crawl's
 //! rules (`supervisor.toml(5)`'s `[crawl]` holds their defaults), named as ArchiveBox names them.
 
-use crate::domain::{CrawlRules, Pattern, UrlScope};
+use crate::domain::{CrawlRules, CrawlSpec, Pattern, UrlScope};
 use clap::Args;
 
 /// How to crawl: shared by `abxd run` and `abxctl add`.
@@ -42,8 +42,20 @@ pub struct CrawlArgs {
 }
 
 impl CrawlArgs {
-    /// The rules these flags give (those not given are left to `[crawl]`'s defaults).
-    pub fn rules(&self) -> CrawlRules {
+    /// The crawl these flags ask for, of `urls` (what they leave out is left to `[crawl]`'s
+    /// defaults, merged where the crawl is admitted).
+    pub fn spec(&self, urls: Vec<String>) -> CrawlSpec {
+        CrawlSpec {
+            urls,
+            depth: self.depth,
+            plugins: self.plugins.clone(),
+            rules: self.rules(),
+            input: None,
+        }
+    }
+
+    /// The rules these flags give.
+    fn rules(&self) -> CrawlRules {
         CrawlRules {
             url_allowlist: self.url_allowlist.clone(),
             url_denylist: self.url_denylist.clone(),

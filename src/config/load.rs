@@ -76,7 +76,10 @@ impl Config {
             path: path.to_path_buf(),
             message: "cannot be read again as TOML".into(),
         })?;
-        let config = Config::parse(path, &needed)?;
+        let config = Config {
+            read_partly: Some(whole.to_string()),
+            ..Config::parse(path, &needed)?
+        };
         Ok((config, Some(whole)))
     }
 }

@@ -109,6 +109,11 @@ pub struct Config {
     pub plugins: BTreeMap<String, PluginConfig>,
     /// `[web]`: where the web view and metrics are served (`None`: nowhere, the default).
     pub web: Option<Listen>,
+    /// Set on a client's lenient read of a file the daemon would refuse (see
+    /// [`Config::parse_for_client`]): the error for which only `[paths]` and `[control]` were
+    /// kept. Such a config reaches the daemon, never the work: the verbs refuse to write under
+    /// it (their defaults, plugins and collection would be wrong).
+    pub read_partly: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

@@ -98,6 +98,7 @@ impl Config {
                 ..file.archivebox
             },
             plugins: file.plugins,
+            read_partly: None,
             web,
         };
         config.validate()?;

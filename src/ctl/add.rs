@@ -6,10 +6,11 @@ use crate::cli::CrawlArgs;
 use crate::config::Config;
 use crate::control::client::ClientError;
 use crate::control::protocol::{Request, Response};
-use crate::domain::WorkStatus;
+use crate::domain::{CrawlSpec, WorkStatus};
 use crate::exit;
 use crate::render;
 use crate::store::Store;
+use crate::verbs;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,24 +27,14 @@ pub(super) fn run(
     }
     // Through the daemon when it runs (it owns the database: members of control.group may add
     // without write access to it); written here when it does not, to run when it starts.
-    let request = Request::Add {
-        urls: urls.to_vec(),
-        depth: crawl.depth,
-        plugins: crawl.plugins.clone(),
-        rules: crawl.rules(),
-        input: None,
-    };
-    let (id, running) = match client(config).request(&request) {
+    let spec = crawl.spec(urls.to_vec());
+    let (id, running) = match client(config).request(&Request::Add(spec.clone())) {
         Ok(Response::Added { crawl_id }) => (crawl_id, true),
         Ok(Response::Error { code, message }) => {
             return Err(CtlError::Refused { code, message });
         }
         Ok(other) => return Err(unexpected(other)),
-        Err(ClientError::NotRunning { .. }) => {
-            // The daemon checks the plugin list when it runs; with it down, abxctl does.
-            validate_plugins(config, crawl)?;
-            (add_while_down(config, urls, crawl)?, false)
-        }
+        Err(ClientError::NotRunning { .. }) => (add_while_down(config, spec)?, false),
         Err(err) => return Err(err.into()),
     };
     let human = || {
@@ -114,13 +105,11 @@ pub(super) fn import(
             import.name
         )));
     }
-    let request = Request::Add {
-        urls: Vec::new(),
-        depth: crawl.depth,
-        plugins: crawl.plugins.clone(),
-        rules: crawl.rules(),
+    let spec = CrawlSpec {
         input: Some(import.text.clone()),
+        ..crawl.spec(Vec::new())
     };
+    let request = Request::Add(spec.clone());
     // (The input travels on the control socket, whose frames are bounded: say so naming the
     // file and the key, not the frame. With abxd down it is written to the database instead.)
     let frame = crate::control::protocol::encode_request(&request).len();
@@ -146,17 +135,7 @@ pub(super) fn import(
         Ok(Response::Error { code, message }) => return Err(CtlError::Refused { code, message }),
         Ok(other) => return Err(unexpected(other)),
         Err(ClientError::NotRunning { .. }) => {
-            validate_plugins(config, crawl)?;
-            let store = Store::open_existing_at(&config.database)?;
-            let rules = crawl.rules().over(&config.crawl.rules());
-            let (plugins, export_to) = (crawl.plugins.as_deref(), config.archivebox.export_to());
-            let id = store.crawls().add_of_input(
-                &import.text,
-                crawl.depth,
-                plugins,
-                &rules,
-                export_to,
-            )?;
+            let id = add_while_down(config, spec)?;
             out.answer(
                 || {
                     println!("crawl {id} queued");
@@ -247,16 +226,12 @@ fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
     }
 }
 
-/// Enqueues a crawl by writing the database itself (the daemon is down). Only the daemon's
-/// first start creates a database: with none, this says so.
-fn add_while_down(config: &Config, urls: &[String], crawl: &CrawlArgs) -> Result<i64> {
+/// Enqueues a crawl by writing the database itself (the daemon is down), as the daemon would
+/// (`verbs::crawl`). Only the daemon's first start creates a database: with none, this says so.
+fn add_while_down(config: &Config, spec: CrawlSpec) -> Result<i64> {
+    let crawl = verbs::crawl::admit(config, spec).map_err(super::refused_here)?;
     let store = Store::open_existing_at(&config.database)?;
-    let rules = crawl.rules().over(&config.crawl.rules());
-    let export_to = config.archivebox.export_to();
-    let plugins = crawl.plugins.as_deref();
-    Ok(store
-        .crawls()
-        .add_with(urls, crawl.depth, plugins, &rules, export_to)?)
+    Ok(verbs::crawl::enqueue(&store, config, &crawl)?)
 }
 
 /// Prints a crawl's progress until it is sealed, then its report; exits as [`exit::of_crawl`]
@@ -306,16 +281,6 @@ fn follow_crawl(config: &Config, id: i64, out: Out) -> Result<i32> {
         }
         std::thread::sleep(FOLLOW_INTERVAL);
     }
-}
-
-/// Refuses a plugin list that names plugins that do not exist, before anything is written.
-pub fn validate_plugins(config: &Config, crawl: &CrawlArgs) -> Result<()> {
-    let Some(names) = &crawl.plugins else {
-        return Ok(());
-    };
-    crate::plugins::Catalog::load(&config.plugins_dirs)
-        .check_names(names)
-        .map_err(|unknown| CtlError::BadInput(unknown.to_string()))
 }
 
 /// Refuses what cannot be a URL to crawl, before anything is written.

@@ -19,7 +19,7 @@ mod show;
 mod spawn;
 mod status;
 
-pub use add::{validate_plugins, validate_url};
+pub use add::validate_url;
 
 use crate::cli::AbxctlCommand;
 use crate::config::Config;
@@ -268,6 +268,12 @@ fn ask_or_do_locally<T>(
         }
         Err(err) => Err(err),
     }
+}
+
+/// A verb's refusal, met by `abxctl` itself with abxd down: bad input, as the daemon's checks
+/// of what a client sends are.
+fn refused_here(refusal: crate::verbs::Refusal) -> CtlError {
+    CtlError::BadInput(refusal.message)
 }
 
 /// Asks the daemon; an error answer becomes [`CtlError::Refused`].

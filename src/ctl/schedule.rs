@@ -1,14 +1,14 @@
 //! `abxctl schedule`: add, list, remove, pause and resume schedules — through the daemon when it
 //! runs (it recomputes when it must next wake), in the database when it does not.
 
-use super::{add, ask_or_do_locally, Out, Result};
+use super::{add, ask_or_do_locally, refused_here, Out, Result};
 use crate::cli::{CrawlArgs, ScheduleCommand};
 use crate::config::Config;
 use crate::control::protocol::{Request, Response, ScheduleAction};
-use crate::domain::Cadence;
 use crate::exit;
 use crate::render;
-use crate::store::{NewSchedule, Store};
+use crate::store::Store;
+use crate::verbs::{self, VerbError};
 use serde_json::json;
 
 pub(super) fn run(config: &Config, command: ScheduleCommand) -> Result<i32> {
@@ -66,11 +66,9 @@ fn add_schedule(
         add::validate_url(url)?;
     }
     let every_ms = every.map(|d| d.as_millis() as u64);
+    let spec = crawl.spec(urls.to_vec());
     let request = Request::ScheduleAdd {
-        urls: urls.to_vec(),
-        depth: crawl.depth,
-        plugins: crawl.plugins.clone(),
-        rules: crawl.rules(),
+        spec: spec.clone(),
         every_ms,
         cron: cron.clone(),
         import,
@@ -83,23 +81,9 @@ fn add_schedule(
             other => Err(other),
         },
         |store| {
-            add::validate_plugins(config, crawl)?;
-            let cadence = match Cadence::named(every_ms, cron.as_deref()) {
-                Ok(cadence) => cadence,
-                Err(why) => return Ok(Err(why)),
-            };
-            let rules = crawl.rules().over(&config.crawl.rules());
-            let new = NewSchedule {
-                urls,
-                max_depth: crawl.depth,
-                plugins: crawl.plugins.as_deref(),
-                rules: &rules,
-                cadence: &cadence,
-                import,
-            };
-            Ok(Ok(store
-                .schedules()
-                .add(&new, &jiff::tz::TimeZone::system())?))
+            let schedule = verbs::schedule::admit(config, spec, every_ms, cron.as_deref(), import)
+                .map_err(refused_here)?;
+            Ok(Ok(verbs::schedule::add(store, &schedule)?))
         },
     )?;
     out.answer(
@@ -140,16 +124,10 @@ fn set(config: &Config, id: i64, action: ScheduleAction, out: Out) -> Result<i32
             Response::ScheduleSet { .. } => Ok(()),
             other => Err(other),
         },
-        |store: &Store| {
-            let zone = jiff::tz::TimeZone::system();
-            let found = match action {
-                ScheduleAction::Remove => store.schedules().remove(id)?,
-                ScheduleAction::Pause => store.schedules().set_paused(id, true, &zone)?,
-                ScheduleAction::Resume => store.schedules().set_paused(id, false, &zone)?,
-            };
-            Ok(found
-                .then_some(())
-                .ok_or_else(|| format!("no schedule {id}")))
+        |store: &Store| match verbs::schedule::set(store, id, action) {
+            Ok(()) => Ok(Ok(())),
+            Err(VerbError::Refused(refusal)) => Ok(Err(refusal.message)),
+            Err(VerbError::Store(err)) => Err(err.into()),
         },
     )?;
     let done = match action {

@@ -32,7 +32,7 @@ mod startup;
 
 use crate::config::Config;
 use crate::control::server::Server;
-use crate::domain::{CrawlRules, EndReason};
+use crate::domain::EndReason;
 use crate::liveness;
 use crate::lock::DataDirLock;
 use crate::notify::Notifier;
@@ -42,6 +42,7 @@ use crate::store::{Store, StoreError, BUSY_RETRY};
 use crate::supervisor::Owner;
 use crate::supervisor::{Event, Supervisor};
 use crate::teardown::Report;
+use crate::verbs::crawl::Admitted;
 use mio::Token;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -132,20 +133,9 @@ impl Daemon {
     }
 
     /// Enqueues a crawl from inside the daemon's process and claims no other (`abxd run`).
-    pub fn add_own_crawl(
-        &mut self,
-        urls: &[String],
-        depth: u32,
-        plugins: Option<&[String]>,
-        rules: &CrawlRules,
-    ) -> Result<i64, StoreError> {
+    pub fn add_own_crawl(&mut self, crawl: &Admitted) -> Result<i64, StoreError> {
+        let id = crate::verbs::crawl::enqueue(&self.state.store, &self.state.config, crawl)?;
         self.state.wake = true;
-        let rules = rules.over(&self.state.config.crawl.rules());
-        let state = &mut self.state;
-        let export_to = state.config.archivebox.export_to();
-        let id = (state.store)
-            .crawls()
-            .add_with(urls, depth, plugins, &rules, export_to)?;
         self.state.crawls.claim_only(id);
         self.state.fleet.lend_nothing();
         Ok(id)

@@ -1,6 +1,6 @@
 //! The vocabulary every layer speaks: what a process is and where it is in its life, why a row
 //! ended, how a reaped process ended, where work and results are, claims and leases, a crawl's
-//! rules and the limits that end it, when a schedule fires.
+//! request (its spec) and rules and the limits that end it, when a schedule fires.
 //!
 //! Invariant: nothing here does I/O or knows about persistence; each string-valued enum has one
 //! word per variant, the same in SQL, JSON and on screen (`words`, proved by the tests below for
@@ -9,15 +9,17 @@
 mod process;
 mod rules;
 mod schedule;
+mod spec;
 mod words;
 mod work;
 
-pub use process::{EndDetail, EndReason, ExitOutcome, Kind, Status};
+pub use process::{EndDetail, EndReason, ExitOutcome, Kind, Pruned, Status};
 pub use rules::{CrawlRules, Limit, Pattern, UrlScope};
 pub use schedule::{Cadence, Cron};
+pub use spec::CrawlSpec;
 pub use words::Word;
 pub use work::{
-    Claim, CrawlOutcome, ExportStatus, Lease, Queue, Refusal, ResultStatus, WorkStatus,
+    Claim, CrawlOutcome, ExportStatus, Lease, Queue, Refusal, ResultStatus, RetryScope, WorkStatus,
 };
 
 #[cfg(test)]

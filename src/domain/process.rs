@@ -151,3 +151,13 @@ impl serde::Serialize for EndDetail {
         serializer.collect_str(self)
     }
 }
+
+/// What a prune did (or, dry, would do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pruned {
+    /// Process rows deleted (or that would be).
+    pub rows: u64,
+    /// The database's size before and after, in bytes (after = before for a dry run).
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}

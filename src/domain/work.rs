@@ -131,3 +131,13 @@ words!(
         Archived => "archived",
     }
 );
+
+/// Which results of a crawl `retry` runs again (a success is never run again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryScope {
+    /// Failed and cancelled results (also those interrupted too often: they ended failed).
+    Failed,
+    /// Every result that did not succeed: also `noresults` and `skipped`.
+    All,
+}

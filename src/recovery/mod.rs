@@ -283,7 +283,13 @@ mod tests {
     /// A crawl of one snapshot, both claimed by (now dead) workers; returns their claims and
     /// the workers' rows.
     fn claimed(store: &Store) -> (Claim, Claim, BTreeSet<i64>) {
-        let crawl = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
+        let crawl = store
+            .crawls()
+            .add(
+                &crate::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 0),
+                None,
+            )
+            .unwrap();
         let crawl_claim = store
             .queue()
             .claim(Queue::Crawls, None, LEASE, None)
@@ -409,7 +415,13 @@ mod tests {
     #[test]
     fn work_claimed_by_a_process_that_died_before_it_started_the_worker_is_recovered_at_once() {
         let (_dir, store, config) = setup();
-        store.crawls().add(&["http://a/".into()], 0, None).unwrap();
+        store
+            .crawls()
+            .add(
+                &crate::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 0),
+                None,
+            )
+            .unwrap();
         // The claimer's row: its process is gone (never recorded), the lease still runs.
         let claimer = worker(&store, Kind::Orchestrator);
         let claim = store

@@ -27,8 +27,8 @@ pub use fleet::listen;
 
 pub use crate::config::{Location, Server};
 pub use crate::domain::{
-    Claim, CrawlOutcome, EndDetail, EndReason, ExitOutcome, Kind, Lease, Queue, ResultStatus,
-    Status, WorkStatus,
+    Claim, CrawlOutcome, EndDetail, EndReason, ExitOutcome, Kind, Lease, Pruned, Queue,
+    ResultStatus, RetryScope, Status, WorkStatus,
 };
 pub use engine::busy::{
     answer_soon, set_loop_deadline, set_loop_wake_fd, write_counts, Patience,
@@ -38,18 +38,17 @@ pub use error::StoreError;
 pub use fleet::clock::{boot_clock_ms, now_ms};
 pub use fleet::copy::{copy, Copied};
 pub use fleet::machines::Machine;
+pub use processes::Compact;
 pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
-pub use processes::{Compact, Pruned};
 pub use processes::{EndedRow, QueueDepth, StartedHook};
 pub use processes::{NewProcess, ProcessRow};
-pub use work::{Added, Binary, Export, RefusedUrls, RetryScope};
+pub use work::{Added, Binary, Export, RefusedUrls};
 pub use work::{Crawl, HookResult, Snapshot};
 pub use work::{Fired, NewSchedule, Schedule};
 
 use engine::busy::Breaker;
-use engine::file::{beside, check_files, file_id, not_a_link};
-use rusqlite::{Connection, OpenFlags};
-use sql::{args, Db};
+use rusqlite::Connection;
+use sql::Db;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
@@ -75,92 +74,10 @@ pub struct Store {
     fence: Cell<Option<Claim>>,
 }
 
-/// What a store found at schema version `found` is to a caller that neither creates nor
-/// migrates one (workers, `abxctl`): usable at the latest version, else too new or too old.
-fn at_latest(path: &Path, found: u32) -> Result<(), StoreError> {
-    let path = path.to_path_buf();
-    let latest = migrations::LATEST;
-    match found.cmp(&latest) {
-        std::cmp::Ordering::Equal => Ok(()),
-        std::cmp::Ordering::Greater => Err(StoreError::TooNew {
-            path,
-            found,
-            latest,
-        }),
-        std::cmp::Ordering::Less => Err(StoreError::TooOld {
-            path,
-            found,
-            latest,
-        }),
-    }
-}
-
 /// A wall-clock time in ms as people read it (UTC, to the second).
 pub fn printable_time(ms: i64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(at).to_string()
-}
-
-/// `db` brought to the latest schema (`target`: the server, as shown).
-pub(super) fn migrated_postgres(db: Db, target: &str) -> Result<Store, StoreError> {
-    let connect_err = |cause| StoreError::Connect {
-        target: target.to_string(),
-        cause,
-    };
-    if let Err(too_new) = migrations::postgres::migrate(&db).map_err(connect_err)? {
-        return Err(StoreError::TooNew {
-            path: PathBuf::from(target),
-            found: too_new.found,
-            latest: migrations::LATEST,
-        });
-    }
-    over_server(db, target)
-}
-
-fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError> {
-    if not_a_link(path)?.is_none() {
-        return Err(StoreError::Missing {
-            path: path.to_path_buf(),
-        });
-    }
-    let open_err = |cause| StoreError::Open {
-        path: path.to_path_buf(),
-        cause,
-    };
-    let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
-    configure(&conn).map_err(open_err)?;
-    let found = migrations::user_version(&conn).map_err(open_err)?;
-    at_latest(path, found)?;
-    Ok(over(Db::Sqlite(conn), path, file_id(path)))
-}
-
-/// `file`: the device and inode of the SQLite file opened at `path` (none for a server).
-fn over(db: Db, path: &Path, file: Option<(u64, u64)>) -> Store {
-    Store {
-        db,
-        path: path.to_path_buf(),
-        failed_writes: Cell::new(0),
-        batch_depth: Cell::new(0),
-        namespace: std::cell::OnceCell::new(),
-        file,
-        patience: Cell::new(Patience::Patient),
-        breaker: Cell::new(Breaker::default()),
-        queue_clock: Default::default(),
-        fence: Cell::new(None),
-    }
-}
-
-/// A store over a server's connection `db` (`target`: the server, as shown), on the
-/// server's queue clock.
-pub(super) fn over_server(db: Db, target: &str) -> Result<Store, StoreError> {
-    let queue_clock = fleet::clock::QueueClock::of(&db).map_err(|cause| StoreError::Connect {
-        target: target.to_string(),
-        cause,
-    })?;
-    let store = over(db, Path::new(target), None);
-    store.queue_clock.set(queue_clock);
-    Ok(store)
 }
 
 /// What `Store::instance_id` reads: the id that makes this database's markers unique.
@@ -250,59 +167,6 @@ impl Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database for reading and writing and migrates it to the
-    /// latest schema.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Store::open_at_version(path, migrations::LATEST)
-    }
-
-    /// Opens the database and migrates it to `version` only. For migration tests, which need a
-    /// database as every earlier release left it.
-    pub fn open_at_version(path: &Path, version: u32) -> Result<Store, StoreError> {
-        let open_err = |cause| StoreError::Open {
-            path: path.to_path_buf(),
-            cause,
-        };
-        check_files(path)?;
-        let mut conn = Connection::open(path).map_err(open_err)?;
-        configure(&conn).map_err(open_err)?;
-        // A new file gives pruned space back as it goes (an existing one is left as it is).
-        let pages: i64 = conn
-            .query_row("PRAGMA page_count", [], |r| r.get(0))
-            .map_err(open_err)?;
-        if pages == 0 {
-            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
-                .map_err(open_err)?;
-        }
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(open_err)?;
-        if let Err(too_new) = migrations::migrate_to(&mut conn, version).map_err(open_err)? {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found: too_new.found,
-                latest: migrations::LATEST,
-            });
-        }
-        Ok(over(Db::Sqlite(conn), path, file_id(path)))
-    }
-
-    /// Opens an existing database for reading and writing, never creating one (only the
-    /// daemon's first start does): what workers and `abxctl add` use, so a database deleted
-    /// under them is an error, not a new empty file.
-    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
-        open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
-    }
-
-    /// Opens an existing database read-only, without migrating or creating anything: what
-    /// `abxctl ps` uses, so it works (and changes nothing) while the daemon is down.
-    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
-        let store = open_existing_with(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        if let Some(conn) = store.sqlite() {
-            let _ = conn.pragma_update(None, "cache_size", READER_CACHE_PAGES);
-        }
-        Ok(store)
-    }
-
     /// Now on the queue clock: what `retry_at` is compared with (see `fleet::clock`).
     pub fn queue_now(&self) -> i64 {
         let clock = self.queue_clock.get();
@@ -404,83 +268,8 @@ impl Store {
     }
 }
 
-impl DatabaseFile<'_> {
-    /// What became of the file this store opened, if it is no longer at its path: `None` while
-    /// the path still names that file (same device and inode).
-    pub fn gone(&self) -> Option<String> {
-        let opened = self.store.file?;
-        match std::fs::metadata(&self.store.path) {
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(format!(
-                "the database file {} was deleted while abxd had it open",
-                self.store.path.display()
-            )),
-            Err(_) => None,
-            Ok(_) if file_id(&self.store.path) == Some(opened) => None,
-            Ok(_) => Some(format!(
-                "the database file {} was replaced by another file while abxd had it open",
-                self.store.path.display()
-            )),
-        }
-    }
-
-    /// Writes a consistent copy of the open database to `to` (a new file): everything recorded,
-    /// also when the file at the store's path was deleted meanwhile.
-    pub fn save_copy(&self, to: &Path) -> Result<(), StoreError> {
-        let partial = to.with_extension("partial");
-        let _ = std::fs::remove_file(&partial);
-        self.store.db.execute(
-            "VACUUM INTO ?1",
-            &args![partial.to_string_lossy().into_owned()],
-        )?;
-        std::fs::rename(&partial, to).map_err(|err| {
-            StoreError::Sql(rusqlite::Error::ToSqlConversionFailure(Box::new(err)))
-        })?;
-        Ok(())
-    }
-
-    /// The size of the write-ahead log now (0 if there is none).
-    pub fn wal_bytes(&self) -> u64 {
-        if self.store.file.is_none() {
-            return 0;
-        }
-        std::fs::metadata(beside(&self.store.path, "-wal")).map_or(0, |m| m.len())
-    }
-
-    /// Copies the write-ahead log into the database and truncates it to nothing, if no reader
-    /// or writer is in the way; returns whether it did. (A long reader keeps SQLite from
-    /// resetting the log, which then grows; `journal_size_limit` only trims it when it resets.)
-    pub fn truncate_wal(&self) -> Result<bool, StoreError> {
-        let Some(conn) = self.store.sqlite() else {
-            return Ok(true);
-        };
-        let blocked: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-        Ok(blocked == 0)
-    }
-}
-
 /// How large the write-ahead log may stay once reset; beyond it an idle daemon truncates it.
 pub const WAL_KEEP_BYTES: u64 = 8 << 20;
-
-/// How many pages a read-only connection (`abxctl ps`) keeps: the B-trees' upper pages, which
-/// every lookup passes, and little more. Each other page it reads with pread(2) into a slot of
-/// this cache. (Mapping the file instead cost more: the kernel maps the pages around each one
-/// touched, so `ps` on 100 000 rows with 1 000 live mapped the whole 20 MB file and unmapped it
-/// at the end, 8.2 ms against 6.7; and SQLite's default cache, 2 MB, costs a page fault for each
-/// of its pages as it fills.)
-const READER_CACHE_PAGES: i64 = 16;
-
-fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    Patience::Patient.apply(conn)?;
-    conn.pragma_update(None, "journal_size_limit", WAL_KEEP_BYTES as i64)?;
-    // Every statement the hot paths run stays parsed (they are prepared with `prepare_cached`).
-    conn.set_prepared_statement_cache_capacity(64);
-    // (A setting of each connection, so of every one — the workers' too, not only the daemon's.)
-    // In WAL mode a commit then waits for no fsync, only a checkpoint does: a process killed
-    // loses nothing committed (the log is in the kernel's page cache); a power cut may undo the
-    // last commits, never corrupt the file, and recovery redoes that work on the next boot.
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "foreign_keys", "ON")
-}
 
 #[cfg(test)]
 /// A hook row to insert, for unit tests elsewhere in the crate.

@@ -15,8 +15,8 @@ pub use frame::{
     FrameError,
 };
 
+use crate::domain::{CrawlSpec, Pruned, RetryScope};
 use crate::signal::Signal;
-use crate::store::{Pruned, RetryScope};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -27,21 +27,7 @@ pub enum Request {
     Status,
     /// Enqueue a crawl (the daemon writes it, so whoever may act may add work without write
     /// access to the database).
-    Add {
-        urls: Vec<String>,
-        #[serde(default)]
-        depth: u32,
-        /// The plugins to run; all enabled ones when absent.
-        #[serde(default)]
-        plugins: Option<Vec<String>>,
-        /// The crawl's own rules, over the daemon's `[crawl]` defaults.
-        #[serde(default)]
-        rules: crate::domain::CrawlRules,
-        /// What to import instead of `urls` (bookmarks, a feed, JSONL, text): the crawl's first
-        /// snapshot parses it into its seeds.
-        #[serde(default)]
-        input: Option<String>,
-    },
+    Add(CrawlSpec),
     /// Tear down a live process of the table and its subtree. `row` or `pid` names it.
     Kill {
         #[serde(default)]
@@ -98,18 +84,13 @@ pub enum Request {
     /// Add a schedule: a crawl of `urls` made again every `every_ms`, or at the minutes of the
     /// cron expression `cron` (one of the two).
     ScheduleAdd {
-        urls: Vec<String>,
-        #[serde(default)]
-        depth: u32,
-        #[serde(default)]
-        plugins: Option<Vec<String>>,
-        #[serde(default)]
-        rules: crate::domain::CrawlRules,
+        /// The crawl each occurrence makes.
+        spec: CrawlSpec,
         #[serde(default)]
         every_ms: Option<u64>,
         #[serde(default)]
         cron: Option<String>,
-        /// `urls` is one `file://` URL of a file to import at each occurrence.
+        /// `spec`'s one URL is a `file://` URL of a file to import at each occurrence.
         #[serde(default)]
         import: bool,
     },

@@ -73,7 +73,7 @@ fn the_decoder_survives_any_bytes() {
     let mut rng = Rng(seed);
     let valid: Vec<Vec<u8>> = [
         Request::Status,
-        Request::Add {
+        Request::Add(crate::domain::CrawlSpec {
             urls: vec!["http://example.com/".into()],
             depth: 1,
             plugins: Some(vec!["title".into()]),
@@ -83,11 +83,11 @@ fn the_decoder_survives_any_bytes() {
                 ..Default::default()
             },
             input: None,
-        },
+        }),
         Request::Cancel { crawl_id: 3 },
         Request::Retry {
             crawl_id: 3,
-            which: crate::store::RetryScope::Failed,
+            which: crate::domain::RetryScope::Failed,
             hook: Some("on_Snapshot__10_ok.sh".into()),
         },
         Request::Kill {

@@ -6,93 +6,37 @@
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
-use crate::domain::CrawlRules;
-use crate::plugins::Catalog;
+use crate::domain::CrawlSpec;
 use crate::store::StoreError;
+use crate::verbs::{self, crawl::Admitted};
 use mio::Token;
 use std::time::{Duration, Instant};
 
 /// How long an `add` the busy database refused is tried again before it is refused.
 const ADD_PATIENCE: Duration = Duration::from_millis(800);
 
-/// What a client asks to enqueue.
-pub(in crate::daemon) struct Add {
-    pub urls: Vec<String>,
-    pub depth: u32,
-    pub plugins: Option<Vec<String>>,
-    pub rules: CrawlRules,
-    /// What to import instead of `urls`.
-    pub input: Option<String>,
-}
-
 /// A crawl to enqueue, waiting for the database's lock.
 pub(in crate::daemon) struct ParkedAdd {
     token: Token,
-    /// Its rules over `[crawl]`'s defaults.
-    add: Add,
+    crawl: Admitted,
     until: Instant,
 }
 
-pub(super) fn handle(state: &mut State, token: Token, add: Add) -> Option<Response> {
-    let Add {
-        urls,
-        depth,
-        plugins,
-        rules,
-        input,
-    } = add;
-    match (&input, urls.is_empty()) {
-        (None, true) => {
-            return Some(refused(
-                ErrorCode::Malformed,
-                "a crawl needs at least one URL",
-            ))
-        }
-        (Some(_), false) => {
-            return Some(refused(
-                ErrorCode::Malformed,
-                "a crawl takes URLs or an input to import, not both",
-            ))
-        }
-        (Some(text), true) if text.trim().is_empty() => {
-            return Some(refused(
-                ErrorCode::Malformed,
-                "the input to import is empty",
-            ))
-        }
-        _ => {}
-    }
+pub(super) fn handle(state: &mut State, token: Token, spec: CrawlSpec) -> Option<Response> {
     state.check_database();
     if let Some(lost) = &state.database_lost {
         return Some(failed(lost.explain()));
     }
-    if let Some(why) = urls
-        .iter()
-        .find_map(|url| crate::url_rule::seed_problem(url))
-    {
-        return Some(refused(ErrorCode::Malformed, why));
-    }
-    if let Some(why) = rules.problem() {
-        return Some(refused(ErrorCode::Malformed, why));
-    }
     if let Err(why) = &state.hooks {
         return Some(refused(ErrorCode::NotAllowed, why.clone()));
     }
-    if let Some(names) = &plugins {
-        let catalog = Catalog::load(&state.config.plugins_dirs);
-        if let Err(unknown) = catalog.check_names(names) {
-            return Some(refused(ErrorCode::NotFound, unknown.to_string()));
-        }
-    }
+    let crawl = match verbs::crawl::admit(&state.config, spec) {
+        Ok(crawl) => crawl,
+        Err(refusal) => return Some(refused(refusal.code, refusal.message)),
+    };
     let parked = ParkedAdd {
         token,
-        add: Add {
-            urls,
-            depth,
-            plugins,
-            rules: rules.over(&state.config.crawl.rules()),
-            input,
-        },
+        crawl,
         until: Instant::now() + ADD_PATIENCE,
     };
     match try_add(state, &parked) {
@@ -124,32 +68,18 @@ pub(in crate::daemon) fn retry_parked(state: &mut State) -> Vec<(Token, Response
 fn try_add(state: &mut State, parked: &ParkedAdd) -> Result<i64, StoreError> {
     // A client waits for this write: it must not wait long for another process's lock.
     crate::store::answer_soon();
-    let add = &parked.add;
-    let (plugins, export_to) = (add.plugins.as_deref(), state.config.archivebox.export_to());
-    match &add.input {
-        Some(input) => {
-            let store = &mut state.store;
-            store
-                .crawls()
-                .add_of_input(input, add.depth, plugins, &add.rules, export_to)
-        }
-        None => {
-            let store = &mut state.store;
-            store
-                .crawls()
-                .add_with(&add.urls, add.depth, plugins, &add.rules, export_to)
-        }
-    }
+    verbs::crawl::enqueue(&state.store, &state.config, &parked.crawl)
 }
 
 fn answer_of(added: Result<i64, StoreError>, add: &ParkedAdd) -> Response {
     match added {
         Ok(crawl_id) => {
-            match &add.add.input {
+            let spec = add.crawl.spec();
+            match &spec.input {
                 Some(input) => {
                     log::info!("crawl {crawl_id} added: {} bytes to import", input.len())
                 }
-                None => log::info!("crawl {crawl_id} added: {} URLs", add.add.urls.len()),
+                None => log::info!("crawl {crawl_id} added: {} URLs", spec.urls.len()),
             }
             Response::Added { crawl_id }
         }

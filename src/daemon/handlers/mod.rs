@@ -31,22 +31,7 @@ pub(super) fn handle(
 ) -> Option<Response> {
     match request {
         Request::Status => Some(status::handle(state)),
-        Request::Add {
-            urls,
-            depth,
-            plugins,
-            rules,
-            input,
-        } => {
-            let add = add::Add {
-                urls,
-                depth,
-                plugins,
-                rules,
-                input,
-            };
-            add::handle(state, token, add)
-        }
+        Request::Add(spec) => add::handle(state, token, spec),
         Request::Spawn {
             argv,
             cwd,
@@ -87,25 +72,11 @@ pub(super) fn handle(
             crawls,
         } => Some(actions::export(state, &target, user, &crawls)),
         Request::ScheduleAdd {
-            urls,
-            depth,
-            plugins,
-            rules,
+            spec,
             every_ms,
             cron,
             import,
-        } => {
-            let request = schedule::AddSchedule {
-                urls,
-                depth,
-                plugins,
-                rules,
-                every_ms,
-                cron,
-                import,
-            };
-            Some(schedule::add(state, request))
-        }
+        } => Some(schedule::add(state, spec, every_ms, cron, import)),
         Request::ScheduleSet { id, action } => Some(schedule::set(state, id, action)),
     }
 }

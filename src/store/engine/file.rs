@@ -1,10 +1,11 @@
 //! The SQLite file on disk: the checks made before it is opened, and the files SQLite keeps
-//! beside it.
+//! beside it, and what the daemon asks of the file it has open (`store.file()`).
 //!
 //! Invariant: abxd never follows a symbolic link to its database (or its `-wal` and `-shm`), and
 //! never opens one another user could have written.
 
-use crate::store::StoreError;
+use crate::store::sql::args;
+use crate::store::{DatabaseFile, StoreError};
 use std::path::{Path, PathBuf};
 
 /// The device and inode of the file at `path`.
@@ -50,4 +51,58 @@ pub(in crate::store) fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut file = path.as_os_str().to_os_string();
     file.push(suffix);
     PathBuf::from(file)
+}
+
+impl DatabaseFile<'_> {
+    /// What became of the file this store opened, if it is no longer at its path: `None` while
+    /// the path still names that file (same device and inode).
+    pub fn gone(&self) -> Option<String> {
+        let opened = self.store.file?;
+        match std::fs::metadata(&self.store.path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(format!(
+                "the database file {} was deleted while abxd had it open",
+                self.store.path.display()
+            )),
+            Err(_) => None,
+            Ok(_) if file_id(&self.store.path) == Some(opened) => None,
+            Ok(_) => Some(format!(
+                "the database file {} was replaced by another file while abxd had it open",
+                self.store.path.display()
+            )),
+        }
+    }
+
+    /// Writes a consistent copy of the open database to `to` (a new file): everything recorded,
+    /// also when the file at the store's path was deleted meanwhile.
+    pub fn save_copy(&self, to: &Path) -> Result<(), StoreError> {
+        let partial = to.with_extension("partial");
+        let _ = std::fs::remove_file(&partial);
+        self.store.db.execute(
+            "VACUUM INTO ?1",
+            &args![partial.to_string_lossy().into_owned()],
+        )?;
+        std::fs::rename(&partial, to).map_err(|err| {
+            StoreError::Sql(rusqlite::Error::ToSqlConversionFailure(Box::new(err)))
+        })?;
+        Ok(())
+    }
+
+    /// The size of the write-ahead log now (0 if there is none).
+    pub fn wal_bytes(&self) -> u64 {
+        if self.store.file.is_none() {
+            return 0;
+        }
+        std::fs::metadata(beside(&self.store.path, "-wal")).map_or(0, |m| m.len())
+    }
+
+    /// Copies the write-ahead log into the database and truncates it to nothing, if no reader
+    /// or writer is in the way; returns whether it did. (A long reader keeps SQLite from
+    /// resetting the log, which then grows; `journal_size_limit` only trims it when it resets.)
+    pub fn truncate_wal(&self) -> Result<bool, StoreError> {
+        let Some(conn) = self.store.sqlite() else {
+            return Ok(true);
+        };
+        let blocked: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        Ok(blocked == 0)
+    }
 }

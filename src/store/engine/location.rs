@@ -67,7 +67,7 @@ impl Store {
                 let db = connect(server)?;
                 let target = sql::redacted(&server.url);
                 claim_for_this_machine(&db, &target)?;
-                crate::store::migrated_postgres(db, &target)
+                crate::store::engine::open::migrated_postgres(db, &target)
             }
         }
     }
@@ -80,7 +80,7 @@ impl Store {
             url: url.to_string(),
             password_file: None,
         };
-        crate::store::migrated_postgres(connect(&server)?, &sql::redacted(url))
+        crate::store::engine::open::migrated_postgres(connect(&server)?, &sql::redacted(url))
     }
 
     /// Opens an existing store at its latest schema for reading and writing (workers,
@@ -118,6 +118,6 @@ fn existing_postgres(server: &Server, read_only: bool) -> Result<Store, StoreErr
     if found == 0 {
         return Err(StoreError::Missing { path });
     }
-    crate::store::at_latest(&path, found)?;
-    crate::store::over_server(db, &target)
+    crate::store::engine::open::at_latest(&path, found)?;
+    crate::store::engine::open::over_server(db, &target)
 }

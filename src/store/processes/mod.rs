@@ -11,7 +11,7 @@ mod retention;
 mod watched;
 
 pub use queries::{BrowsersAlive, LiveRow, ProcessFilter};
-pub use retention::{Compact, Pruned};
+pub use retention::Compact;
 pub use watched::{EndedRow, QueueDepth, StartedHook};
 
 use crate::domain::{EndDetail, EndReason, ExitOutcome, Kind, Status};

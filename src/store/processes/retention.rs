@@ -6,6 +6,7 @@
 //! crawl's or snapshot's owner) is cleared in the same transaction. Crawls, snapshots and
 //! results, the archive's own record, are never pruned.
 
+use crate::domain::Pruned;
 use crate::store::engine::sql::args;
 use crate::store::ProcessTable;
 use crate::store::StoreError;
@@ -34,16 +35,6 @@ pub enum Compact {
     IfCheap,
     /// Incrementally, or by rewriting the file once (setting it up for incremental from then).
     Rewrite,
-}
-
-/// What a prune did (or, dry, would do).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Pruned {
-    /// Process rows deleted (or that would be).
-    pub rows: u64,
-    /// The database's size before and after, in bytes (after = before for a dry run).
-    pub bytes_before: u64,
-    pub bytes_after: u64,
 }
 
 impl ProcessTable<'_> {

@@ -6,22 +6,11 @@
 //! refused (`Err(why)`, naming the state) and changes nothing; `retry` reopens no success (the run
 //! it causes starts the sessions it needs again: `hooks::sessions`).
 
-use crate::domain::{CrawlOutcome, WorkStatus};
+use crate::domain::{CrawlOutcome, RetryScope, WorkStatus};
 use crate::store::engine::sql::args;
 use crate::store::work::Crawl;
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
-use serde::{Deserialize, Serialize};
-
-/// Which results of a crawl `retry` runs again (a success is never run again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RetryScope {
-    /// Failed and cancelled results (also those interrupted too often: they ended failed).
-    Failed,
-    /// Every result that did not succeed: also `noresults` and `skipped`.
-    All,
-}
 
 impl Crawl {
     /// Why this crawl cannot be cancelled, if it cannot: only an unsealed crawl can.

@@ -170,7 +170,13 @@ mod tests {
     fn an_export_is_taken_once_its_crawl_is_sealed_and_once_only() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let crawl = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
+        let crawl = store
+            .crawls()
+            .add(
+                &crate::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 0),
+                None,
+            )
+            .unwrap();
         let target = dir.path().join("ab");
         store.exports().queue(crawl, &target, "system").unwrap();
         assert_eq!(store.exports().take().unwrap(), None, "not sealed yet");

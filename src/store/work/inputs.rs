@@ -4,38 +4,11 @@
 //! Invariants: an imported crawl's input snapshot is its first snapshot, added once; a seed is
 //! added to the crawl's URLs once, in the transaction that adds its snapshot.
 
-use crate::domain::CrawlRules;
 use crate::store::engine::sql::args;
-use crate::store::work::{insert_crawl, NewCrawl};
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
 
 impl Crawls<'_> {
-    /// Enqueues a crawl of what `input` holds (bookmarks, a feed, JSONL, text), due now: its
-    /// first snapshot parses it into the crawl's seeds (see `worker::input`). As
-    /// [`Store::add_crawl_with`] otherwise.
-    pub fn add_of_input(
-        &self,
-        input: &str,
-        max_depth: u32,
-        plugins: Option<&[String]>,
-        rules: &CrawlRules,
-        export_to: Option<(&std::path::Path, &str)>,
-    ) -> Result<i64, StoreError> {
-        let due = self.store.queue_now();
-        let crawl = NewCrawl {
-            urls: &[],
-            max_depth,
-            plugins,
-            rules,
-            schedule_id: None,
-            input: Some(input),
-            import_url: None,
-        };
-        self.store
-            .write(|tx| insert_crawl(tx, &crawl, due, export_to))
-    }
-
     /// What crawl `id` was given to import, if it was.
     pub fn crawl_input(&self, id: i64) -> Result<Option<String>, StoreError> {
         Ok(self

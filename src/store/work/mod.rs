@@ -17,31 +17,26 @@ mod refused;
 mod results;
 mod schedules;
 
-pub use actions::RetryScope;
 pub use binaries::Binary;
 pub use exports::Export;
 pub use limits::Added;
 pub use refused::RefusedUrls;
 pub use schedules::{Fired, NewSchedule, Schedule};
 
-use crate::domain::{CrawlOutcome, CrawlRules, Limit, Queue, ResultStatus, WorkStatus};
+use crate::domain::{CrawlOutcome, CrawlRules, CrawlSpec, Limit, Queue, ResultStatus, WorkStatus};
 use crate::store::engine::sql::{args, Row, SqlError};
 use crate::store::Crawls;
 use crate::store::{now_ms, Store, StoreError};
 use serde::Serialize;
 use std::time::Duration;
 
-/// A crawl to enqueue.
+/// A crawl to enqueue: its spec, and what links it to where it came from.
 pub(in crate::store) struct NewCrawl<'a> {
-    pub urls: &'a [String],
-    pub max_depth: u32,
-    pub plugins: Option<&'a [String]>,
-    pub rules: &'a CrawlRules,
+    pub spec: &'a CrawlSpec,
     /// The schedule whose occurrence it is, if one.
     pub schedule_id: Option<i64>,
-    /// What was imported, to be parsed into its seeds (see [`Crawl::has_input`]).
-    pub input: Option<&'a str>,
-    /// Or the `file://` URL of what to import, which the parser hooks read themselves.
+    /// The `file://` URL of what to import, which the parser hooks read themselves (a
+    /// schedule's); an input given whole is the spec's (see [`Crawl::has_input`]).
     pub import_url: Option<&'a str>,
 }
 
@@ -54,11 +49,11 @@ pub(in crate::store) fn insert_crawl(
     due: i64,
     export_to: Option<(&std::path::Path, &str)>,
 ) -> Result<i64, StoreError> {
-    let urls = serde_json::to_string(crawl.urls).expect("strings serialize");
-    let plugins = crawl
-        .plugins
-        .map(|p| serde_json::to_string(p).expect("strings serialize"));
-    let rules = serde_json::to_string(crawl.rules).expect("rules serialize");
+    let spec = crawl.spec;
+    let urls = serde_json::to_string(&spec.urls).expect("strings serialize");
+    let plugins =
+        (spec.plugins.as_ref()).map(|p| serde_json::to_string(p).expect("strings serialize"));
+    let rules = serde_json::to_string(&spec.rules).expect("rules serialize");
     let now = now_ms();
     let id: i64 = tx
         .query_one(
@@ -67,14 +62,14 @@ pub(in crate::store) fn insert_crawl(
              ?6, ?7, ?8, ?9, ?10) RETURNING id",
             &args![
                 urls,
-                crawl.max_depth,
+                spec.depth,
                 plugins,
                 due,
                 now,
                 rules,
                 crate::uuid7::new(),
                 crawl.schedule_id,
-                crawl.input,
+                spec.input.as_deref(),
                 crawl.import_url
             ],
         )?
@@ -281,35 +276,20 @@ pub(in crate::store) fn millis(d: Duration) -> i64 {
 }
 
 impl Crawls<'_> {
-    /// Enqueues a crawl without rules, due now.
+    /// Enqueues the crawl `spec` asks for (judged and merged with `[crawl]`'s defaults by the
+    /// caller: `verbs::crawl`), due now — with, in the same transaction, its export into the
+    /// ArchiveBox collection `export_to` names (its data dir, and the user its snapshots are
+    /// filed under), if one does. A spec with an input is parsed by its first snapshot into its
+    /// seeds (see `worker::input`).
     pub fn add(
         &self,
-        urls: &[String],
-        max_depth: u32,
-        plugins: Option<&[String]>,
-    ) -> Result<i64, StoreError> {
-        self.add_with(urls, max_depth, plugins, &CrawlRules::default(), None)
-    }
-
-    /// Enqueues a crawl under `rules` (checked by the caller: `CrawlRules::problem`), due now —
-    /// with, in the same transaction, its export into the ArchiveBox collection `export_to`
-    /// names (its data dir, and the user its snapshots are filed under), if one does.
-    pub fn add_with(
-        &self,
-        urls: &[String],
-        max_depth: u32,
-        plugins: Option<&[String]>,
-        rules: &CrawlRules,
+        spec: &CrawlSpec,
         export_to: Option<(&std::path::Path, &str)>,
     ) -> Result<i64, StoreError> {
         let due = self.store.queue_now();
         let crawl = NewCrawl {
-            urls,
-            max_depth,
-            plugins,
-            rules,
+            spec,
             schedule_id: None,
-            input: None,
             import_url: None,
         };
         self.store
@@ -421,7 +401,13 @@ mod tests {
     fn a_future_retry_at_is_never_claimed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let id = store.crawls().add(&["http://a/".into()], 0, None).unwrap();
+        let id = store
+            .crawls()
+            .add(
+                &crate::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 0),
+                None,
+            )
+            .unwrap();
         let lease = Duration::from_secs(60);
         let claim = store
             .queue()
@@ -464,7 +450,13 @@ mod tests {
     fn only_the_owner_renews_and_urls_are_unique_per_crawl() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let crawl = store.crawls().add(&["http://a/".into()], 1, None).unwrap();
+        let crawl = store
+            .crawls()
+            .add(
+                &crate::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 1),
+                None,
+            )
+            .unwrap();
         assert!(store
             .crawls()
             .add_snapshot(crawl, "http://a/", 0)
@@ -516,7 +508,13 @@ mod tests {
     fn a_claim_that_changed_hands_renews_puts_back_seals_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let crawl = store.crawls().add(&["http://a/".into()], 1, None).unwrap();
+        let crawl = store
+            .crawls()
+            .add(
+                &crate::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 1),
+                None,
+            )
+            .unwrap();
         store.crawls().add_snapshot(crawl, "http://a/", 0).unwrap();
         let lease = Duration::from_secs(60);
         let first = store

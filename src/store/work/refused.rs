@@ -74,7 +74,10 @@ mod tests {
         let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
         let crawl = store
             .crawls()
-            .add(&["http://127.0.0.1:9/".into()], 1, None)
+            .add(
+                &crate::domain::CrawlSpec::of_urls(vec!["http://127.0.0.1:9/".into()], 1),
+                None,
+            )
             .unwrap();
         for i in 0..7 {
             store

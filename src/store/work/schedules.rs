@@ -7,7 +7,7 @@
 //! not sealed makes no crawl: it is counted skipped, saying why. Times are the store's shared
 //! clock (unix ms).
 
-use crate::domain::{Cadence, CrawlRules, WorkStatus};
+use crate::domain::{Cadence, CrawlRules, CrawlSpec, WorkStatus};
 use crate::store::engine::sql::{args, Db, Row, SqlError, Value};
 use crate::store::work::{insert_crawl, json_column, NewCrawl};
 use crate::store::Schedules;
@@ -17,10 +17,8 @@ use serde::Serialize;
 
 /// A schedule to add.
 pub struct NewSchedule<'a> {
-    pub urls: &'a [String],
-    pub max_depth: u32,
-    pub plugins: Option<&'a [String]>,
-    pub rules: &'a CrawlRules,
+    /// The crawl each occurrence makes.
+    pub spec: &'a CrawlSpec,
     /// `Every`'s anchor is ignored: periods are counted from when it is added.
     pub cadence: &'a Cadence,
     /// Its one URL is a `file://` to import at each occurrence (`--from FILE`).
@@ -92,6 +90,22 @@ impl Schedule {
         })
     }
 
+    /// The crawl an occurrence makes (one that imports a file has no seeds: its parser hooks
+    /// read the file, `import_url`).
+    pub fn occurrence(&self) -> CrawlSpec {
+        CrawlSpec {
+            urls: if self.import {
+                Vec::new()
+            } else {
+                self.urls.clone()
+            },
+            depth: self.max_depth,
+            plugins: self.plugins.clone(),
+            rules: self.rules.clone(),
+            input: None,
+        }
+    }
+
     /// How often it fires, as stored (a cron expression that no longer parses fires no more).
     pub fn cadence(&self) -> Option<Cadence> {
         match (&self.every_ms, &self.cron) {
@@ -139,11 +153,11 @@ impl Schedules<'_> {
         };
         // (The command line refuses an expression that names no moment: see `Cron::parse`.)
         let next_at = cadence.next_after(now, zone).unwrap_or(i64::MAX);
-        let urls = serde_json::to_string(new.urls).expect("strings serialize");
-        let plugins = new
-            .plugins
-            .map(|p| serde_json::to_string(p).expect("strings serialize"));
-        let rules = serde_json::to_string(new.rules).expect("rules serialize");
+        let spec = new.spec;
+        let urls = serde_json::to_string(&spec.urls).expect("strings serialize");
+        let plugins =
+            (spec.plugins.as_ref()).map(|p| serde_json::to_string(p).expect("strings serialize"));
+        let rules = serde_json::to_string(&spec.rules).expect("rules serialize");
         let id = self.store.write(|tx| {
             Ok(tx
                 .query_one(
@@ -152,7 +166,7 @@ impl Schedules<'_> {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9, ?10) RETURNING id",
                     &args![
                         urls,
-                        new.max_depth,
+                        spec.depth,
                         plugins,
                         rules,
                         every_ms,
@@ -270,17 +284,10 @@ impl Schedules<'_> {
                     None => {
                         // (A file to import is parsed anew by each crawl's parser hooks.)
                         let import_url = schedule.urls.first().filter(|_| schedule.import);
+                        let spec = schedule.occurrence();
                         let crawl = NewCrawl {
-                            urls: if import_url.is_some() {
-                                &[]
-                            } else {
-                                &schedule.urls
-                            },
-                            max_depth: schedule.max_depth,
-                            plugins: schedule.plugins.as_deref(),
-                            rules: &schedule.rules,
+                            spec: &spec,
                             schedule_id: Some(schedule.id),
-                            input: None,
                             import_url: import_url.map(String::as_str),
                         };
                         let id = insert_crawl(tx, &crawl, queue_now, None)?;

@@ -1,0 +1,131 @@
+//! A crawl's spec: the request for one crawl, whole — its seeds or what to import, how deep,
+//! which plugins, and its rules — as `abxctl add`, `abxd run`, a schedule and the control
+//! protocol carry it from the flag to the crawl's row.
+//!
+//! Invariants: one value from the edge to the store, never unpacked and rebuilt on the way (a new
+//! crawl option is a field here, its flag, and where it takes effect); `[crawl]`'s defaults are
+//! merged into it in one place, [`CrawlSpec::over`]; [`CrawlSpec::problem`] is the one judgement
+//! of whether a spec makes a crawl, whoever asks.
+
+use super::rules::CrawlRules;
+use serde::{Deserialize, Serialize};
+
+/// What one crawl is asked to be.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlSpec {
+    /// Its seeds (none when it imports `input`).
+    pub urls: Vec<String>,
+    /// Follow discovered links this many levels deep.
+    pub depth: u32,
+    /// The plugins to run; every enabled one when absent.
+    pub plugins: Option<Vec<String>>,
+    /// Its own rules: as asked, over `[crawl]`'s defaults once merged ([`CrawlSpec::over`]).
+    pub rules: CrawlRules,
+    /// What to import instead of `urls` (bookmarks, a feed, JSONL, text): the crawl's first
+    /// snapshot parses it into its seeds.
+    pub input: Option<String>,
+}
+
+impl CrawlSpec {
+    /// A crawl of `urls`, `depth` deep, with every enabled plugin and no rules of its own.
+    pub fn of_urls(urls: Vec<String>, depth: u32) -> CrawlSpec {
+        CrawlSpec {
+            urls,
+            depth,
+            ..CrawlSpec::default()
+        }
+    }
+
+    /// This spec with its rules over `defaults` (`[crawl]`): what a crawl asked for is kept,
+    /// what it left out is the default (see [`CrawlRules::over`]).
+    pub fn over(self, defaults: &CrawlRules) -> CrawlSpec {
+        CrawlSpec {
+            rules: self.rules.over(defaults),
+            ..self
+        }
+    }
+
+    /// Why this spec makes no crawl, if it does not: no seed and nothing to import, both, an
+    /// empty import, or a rule that is wrong (naming its flag). Seeds are judged by the URL rule
+    /// on their own (`url_rule::seed_problem`), plugins by the catalog that runs them.
+    pub fn problem(&self) -> Option<String> {
+        match (&self.input, self.urls.is_empty()) {
+            (None, true) => Some("a crawl needs at least one URL".into()),
+            (Some(_), false) => Some("a crawl takes URLs or an input to import, not both".into()),
+            (Some(text), true) if text.trim().is_empty() => {
+                Some("the input to import is empty".into())
+            }
+            _ => self.rules.problem(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_needs_seeds_or_an_input_but_not_both() {
+        assert!(CrawlSpec::default()
+            .problem()
+            .unwrap()
+            .contains("at least one URL"));
+        let both = CrawlSpec {
+            input: Some("http://a/".into()),
+            ..CrawlSpec::of_urls(vec!["http://a/".into()], 0)
+        };
+        assert!(both.problem().unwrap().contains("not both"));
+        let empty = CrawlSpec {
+            input: Some(" \n".into()),
+            ..CrawlSpec::default()
+        };
+        assert!(empty.problem().unwrap().contains("empty"));
+        assert_eq!(
+            CrawlSpec::of_urls(vec!["http://a/".into()], 1).problem(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_wrong_rule_is_named_by_its_flag() {
+        let spec = CrawlSpec {
+            rules: CrawlRules {
+                url_allowlist: vec!["(".into()],
+                ..CrawlRules::default()
+            },
+            ..CrawlSpec::of_urls(vec!["http://a/".into()], 0)
+        };
+        assert!(spec.problem().unwrap().starts_with("--url-allowlist"));
+    }
+
+    #[test]
+    fn merging_defaults_keeps_what_was_asked_and_fills_the_rest() {
+        let asked = CrawlSpec {
+            rules: CrawlRules {
+                max_urls: Some(5),
+                ..CrawlRules::default()
+            },
+            ..CrawlSpec::of_urls(vec!["http://a/".into()], 2)
+        };
+        let defaults = CrawlRules {
+            max_urls: Some(100),
+            timeout: Some(60),
+            ..CrawlRules::default()
+        };
+        let merged = asked.clone().over(&defaults);
+        assert_eq!(merged.rules.max_urls, Some(5));
+        assert_eq!(merged.rules.timeout, Some(60));
+        assert_eq!((merged.urls, merged.depth), (asked.urls, asked.depth));
+    }
+
+    /// On the wire a spec is the fields of an `add` request as they always were.
+    #[test]
+    fn a_spec_reads_the_fields_an_add_request_always_had() {
+        let spec: CrawlSpec =
+            serde_json::from_str(r#"{"urls":["http://a/"],"depth":1,"plugins":["title"]}"#)
+                .unwrap();
+        assert_eq!(spec.plugins, Some(vec!["title".to_string()]));
+        assert!(serde_json::from_str::<CrawlSpec>(r#"{"urls":[],"deep":1}"#).is_err());
+    }
+}

@@ -1,0 +1,87 @@
+//! The verbs that change the work, each written once: what `add`, `schedule add` and `schedule
+//! remove|pause|resume` judge and write, called by the daemon's handler when it runs, by `abxctl`
+//! itself when it does not, and by `abxd run`.
+//!
+//! Invariants: a verb judges its request before it writes anything, and a refusal names what is
+//! wrong ([`Refusal`]); the judgement and the write are apart (`admit`, then the write), so the
+//! daemon can try a write the busy database refused again without judging anew; `[crawl]`'s
+//! defaults are merged into a crawl's spec here, at admission, and nowhere else.
+
+pub mod crawl;
+pub mod schedule;
+
+use crate::config::Config;
+use crate::control::protocol::ErrorCode;
+use crate::domain::CrawlSpec;
+use crate::store::StoreError;
+
+/// Why a verb refused its request: what a client is told, with the code the daemon answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl Refusal {
+    /// A request that makes no sense as asked.
+    pub fn malformed(message: impl Into<String>) -> Refusal {
+        Refusal {
+            code: ErrorCode::Malformed,
+            message: message.into(),
+        }
+    }
+
+    fn not_found(message: impl Into<String>) -> Refusal {
+        Refusal {
+            code: ErrorCode::NotFound,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a verb that judges as it writes ends with, if not done: refused, or the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VerbError {
+    #[error("{}", .0.message)]
+    Refused(Refusal),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// `spec` with `[crawl]`'s defaults merged in: the one place a crawl gets them. Refused under a
+/// config that was read only in part (a client's, with an error elsewhere in the file), whose
+/// `[crawl]`, plugins and collection are not what the daemon would use.
+fn with_defaults(config: &Config, spec: CrawlSpec) -> Result<CrawlSpec, Refusal> {
+    if let Some(why) = &config.read_partly {
+        return Err(Refusal::malformed(format!(
+            "{why}: abxctl read only [paths] and [control] of {}, and writes no work with abxd \
+             down under a config the daemon would refuse (fix it: `abxd check-config`)",
+            config.source.display()
+        )));
+    }
+    Ok(spec.over(&config.crawl.rules()))
+}
+
+/// Refuses a plugin list naming plugins that `plugins_dirs` do not hold.
+fn check_plugins(
+    plugins_dirs: &[std::path::PathBuf],
+    names: Option<&[String]>,
+) -> Result<(), Refusal> {
+    let Some(names) = names else {
+        return Ok(());
+    };
+    crate::plugins::Catalog::load(plugins_dirs)
+        .check_names(names)
+        .map_err(|unknown| Refusal::not_found(unknown.to_string()))
+}
+
+/// Refuses seeds the URL rule refuses (naming the first).
+fn check_seeds(urls: &[String]) -> Result<(), Refusal> {
+    match urls
+        .iter()
+        .find_map(|url| crate::url_rule::seed_problem(url))
+    {
+        Some(why) => Err(Refusal::malformed(why)),
+        None => Ok(()),
+    }
+}

@@ -44,7 +44,7 @@ const LAYERS: &[&[&str]] = &[
     // What runs under it: plugins, hooks, worker pools.
     &["plugins", "hooks", "pool"],
     // The processes: workers, the control socket, the daemon.
-    &["worker", "control", "export"],
+    &["worker", "control", "export", "verbs"],
     &["daemon"],
     // What users touch: the command lines and what they print.
     &[
@@ -84,9 +84,78 @@ fn module_of(path: &Path) -> Option<String> {
     }
 }
 
-/// The text of a file before its unit tests.
-fn without_tests(text: &str) -> &str {
-    text.find("#[cfg(test)]").map_or(text, |at| &text[..at])
+/// The text of a file without what is compiled only for its tests: each item under
+/// `#[cfg(test)]` (a `mod … { }` block, a function, a `use`) is cut out, whatever follows it is
+/// kept. Lines stay where they were (a cut item leaves its newlines), so line numbers hold.
+fn without_tests(text: &str) -> String {
+    cut_tests(text, true)
+}
+
+/// [`without_tests`], the lines of cut items kept as empty lines (`keep_lines`) or dropped.
+fn cut_tests(text: &str, keep_lines: bool) -> String {
+    let mut kept = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        kept.push_str(&rest[..at]);
+        let item = &rest[at..];
+        let end = item_end(item);
+        if keep_lines {
+            kept.extend(item[..end].chars().filter(|&c| c == '\n'));
+        }
+        rest = &item[end..];
+    }
+    kept.push_str(rest);
+    kept
+}
+
+/// Where the item that `text` starts with ends: after its `;` or its outermost `{ }`, whichever
+/// comes first; braces inside strings, chars and comments do not count.
+fn item_end(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i += text[i..].find('\n').unwrap_or(text.len() - i);
+                continue;
+            }
+            b'r' if matches!(bytes.get(i + 1), Some(b'"' | b'#'))
+                && !bytes[..i]
+                    .last()
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') =>
+            {
+                let hashes = bytes[i + 1..].iter().take_while(|&&b| b == b'#').count();
+                let close = format!("\"{}", "#".repeat(hashes));
+                let open = i + 1 + hashes + 1;
+                i = open
+                    + text[open..]
+                        .find(&close)
+                        .map_or(text.len() - open, |n| n + close.len());
+                continue;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'\'' if bytes.get(i + 2) == Some(&b'\'') => i += 2,
+            b'\'' if bytes.get(i + 1) == Some(&b'\\') => {
+                i += text[i + 2..].find('\'').map_or(0, |n| n + 2);
+            }
+            b';' if depth == 0 => return i + 1,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    text.len()
 }
 
 /// Top-level module → the top-level modules its code names through `crate::`.
@@ -329,7 +398,7 @@ fn no_file_outgrows_a_room() {
         .iter()
         .filter_map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let lines = without_tests(&text).lines().count();
+            let lines = cut_tests(&text, false).lines().count();
             (lines > 420).then(|| format!("{}: {lines} lines", f.display()))
         })
         .collect();
@@ -417,5 +486,67 @@ fn every_signal_goes_through_a_pinned_process_handle() {
         senders.is_empty(),
         "a signal sent other than by `identity::PidRef::send`:\n{}",
         senders.join("\n")
+    );
+}
+
+/// The guards read what follows a test module too, and nothing of the module (its braces in
+/// strings included).
+#[test]
+fn the_guards_read_every_line_outside_test_items() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn b() { let _ = \"}\"; let _ = '{'; }\n}\nfn c() { std::thread::sleep(d); }\n#[cfg(test)]\nuse x::y;\nfn e() {}\n";
+    let kept = without_tests(text);
+    assert!(kept.contains("fn a()") && kept.contains("fn c()") && kept.contains("fn e()"));
+    assert!(!kept.contains("fn b()") && !kept.contains("x::y"), "{kept}");
+    assert_eq!(kept.lines().count(), text.lines().count());
+}
+
+/// No type grows into a second store: at most 40 methods each, over all its `impl` blocks
+/// (trait impls aside). A type that needs more holds more than one concern.
+#[test]
+fn no_type_has_more_than_forty_methods() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut methods: BTreeMap<String, usize> = BTreeMap::new();
+    for file in files {
+        let text = without_tests(&std::fs::read_to_string(&file).unwrap());
+        let mut inherent: Option<String> = None;
+        for line in text.lines() {
+            if let Some(header) = line.strip_prefix("impl") {
+                inherent = (!header.contains(" for ")).then(|| {
+                    let header = header.trim_start_matches(|c| c != ' ').trim();
+                    let name = header.split(['<', ' ', '{']).next().unwrap_or_default();
+                    name.rsplit("::").next().unwrap_or_default().to_string()
+                });
+            } else if line.starts_with('}') {
+                inherent = None;
+            } else if let Some(name) = &inherent {
+                let item = line.trim_start_matches("    ");
+                let item = item.strip_prefix("pub ").unwrap_or(item);
+                let item = item.split_once(") ").map_or(item, |(vis, rest)| {
+                    if vis.starts_with("pub(") {
+                        rest
+                    } else {
+                        item
+                    }
+                });
+                if line.starts_with("    ") && !line.starts_with("     ") && item.starts_with("fn ")
+                {
+                    *methods.entry(name.clone()).or_default() += 1;
+                }
+            }
+        }
+    }
+    let crowded: Vec<String> = methods
+        .iter()
+        .filter(|(_, &n)| n > 40)
+        .map(|(name, n)| format!("{name}: {n} methods"))
+        .collect();
+    assert!(
+        methods.get("Store").is_some_and(|&n| n > 10),
+        "the count found no Store: {methods:?}"
+    );
+    assert!(
+        crowded.is_empty(),
+        "types holding more than one concern: {crowded:?}"
     );
 }

@@ -37,7 +37,9 @@
 //!    `BEGIN IMMEDIATE` —, `busy`: a loop's writes never wait for another process's lock past the
 //!    loop's next deadline), `processes` (the process table), `work` (crawls, snapshots, results;
 //!    claims fenced by epoch), `fleet` (machines, the shared queue clock, LISTEN/NOTIFY, `store
-//!    copy`). It persists `domain`'s words, and defines none of its own.
+//!    copy`). `Store` is the handle; each aggregate is reached through a repository over it
+//!    (`store.processes()`, `store.crawls()`, `store.queue()`, `store.results()`, …). It
+//!    persists `domain`'s words (a crawl's request is `domain::CrawlSpec`, whole).
 //! 3. `liveness` — whether a row's process runs and the only functions that end a row;
 //!    `reaper` — the one place a child is waited for.
 //! 4. `spawn` (the one way a process starts), `teardown` (whole trees, SIGTERM then SIGKILL at
@@ -51,7 +53,9 @@
 //!    environment, judging results),
 //!    `pool` (one `WorkerPool`: claim → spawn → own → seal or recover).
 //! 7. `worker/` (the crawl and snapshot worker processes), `control/` (the socket: `protocol`
-//!    with its framing, `server`, `client`, `access`).
+//!    with its framing, `server`, `client`, `access`), `verbs/` (what `add` and `schedule` judge
+//!    and write, written once: the daemon's handlers, `abxctl` with abxd down and `abxd run`
+//!    call the same functions).
 //! 8. `daemon/` — start-up, the orchestrator loop, shutdown, `reload`, one `handlers/` file per
 //!    request.
 //! 9. `render`, `cli`, `ctl/` (one file per abxctl verb), `run` (`abxd run`), `install`

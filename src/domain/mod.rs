@@ -6,6 +6,8 @@
 //! word per variant, the same in SQL, JSON and on screen (`words`, proved by the tests below for
 //! every variant of every enum).
 
+mod crawl;
+mod machine;
 mod process;
 mod rules;
 mod schedule;
@@ -13,9 +15,11 @@ mod spec;
 mod words;
 mod work;
 
-pub use process::{EndDetail, EndReason, ExitOutcome, Kind, Pruned, Status};
+pub use crawl::{Added, Crawl, HookResult, Snapshot, WorkCounts};
+pub use machine::Machine;
+pub use process::{EndDetail, EndReason, ExitOutcome, Kind, ProcessRow, Pruned, Status};
 pub use rules::{CrawlRules, Limit, Pattern, UrlScope};
-pub use schedule::{Cadence, Cron};
+pub use schedule::{Cadence, Cron, Schedule};
 pub use spec::CrawlSpec;
 pub use words::Word;
 pub use work::{

@@ -5,6 +5,8 @@
 //! (the store maps them to SQL) or shown beyond its one word (`words`).
 
 use super::words::words;
+use crate::identity::Identity;
+use serde::Serialize;
 
 words!(
     /// What a process is in the tree (`docs/design.md`, "The process tree").
@@ -160,4 +162,74 @@ pub struct Pruned {
     /// The database's size before and after, in bytes (after = before for a dry run).
     pub bytes_before: u64,
     pub bytes_after: u64,
+}
+
+/// One row of the process table: a process abxd started or found, with its identity, where
+/// it is in its life and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessRow {
+    pub id: i64,
+    pub parent_id: Option<i64>,
+    pub kind: Kind,
+    pub crawl_id: Option<i64>,
+    pub snapshot_id: Option<i64>,
+    pub result_id: Option<i64>,
+    pub pid: Option<i32>,
+    #[serde(skip)]
+    pub identity: Option<Identity>,
+    pub pgid: Option<i32>,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    pub timeout_ms: Option<i64>,
+    pub deadline_at: Option<i64>,
+    pub status: Status,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub sigterm_at: Option<i64>,
+    pub sigkill_at: Option<i64>,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub ended_at: Option<i64>,
+    pub end_reason: Option<EndReason>,
+    pub end_detail: Option<EndDetail>,
+    /// The process exited while processes it started lived on.
+    pub leaking: bool,
+    /// When SIGKILL is due, once a teardown has begun.
+    pub kill_at: Option<i64>,
+    /// It was found as an unknown child of a supervising process: it escaped its hook's tree.
+    pub escaped: bool,
+    /// Under cgroup containment: its cgroup, and what that counted of it and its descendants
+    /// (CPU time in µs; peak memory in bytes, where the memory controller is enabled).
+    pub cgroup: Option<String>,
+    pub cpu_usec: Option<i64>,
+    pub memory_peak: Option<i64>,
+    /// Still alive long after SIGKILL: its scope went on without it (`end_detail` says why).
+    pub unkillable: bool,
+    /// `deadline_at` on the boot clock (`boot_clock_ms`): what a teardown decides by.
+    pub deadline_clock: Option<i64>,
+    /// The real uid its process runs as, recorded when it was found or started.
+    pub uid: Option<u32>,
+    /// The machine its process runs on (`identity::machine_id`; `None`: written before abxd
+    /// knew machines, on the host that wrote it).
+    pub machine_id: Option<String>,
+    /// Its UUIDv7, as `index.jsonl` names its Process record (`None`: written before abxd
+    /// gave processes one).
+    pub uuid: Option<String>,
+}
+
+impl ProcessRow {
+    /// What is said of its end, in words (as the database holds it).
+    pub fn end_detail_text(&self) -> Option<String> {
+        self.end_detail.as_ref().map(ToString::to_string)
+    }
+
+    /// Whether its process runs on this machine (a row written before abxd knew machines does):
+    /// only then does its pid mean anything here.
+    pub fn on_this_machine(&self) -> bool {
+        self.machine_id
+            .as_deref()
+            .is_none_or(|id| id == crate::identity::machine_id())
+    }
 }

@@ -8,9 +8,13 @@
 //! `@hourly`/`@daily`/`@weekly`/`@monthly`/`@yearly` shorthands), read strictly: anything else is
 //! refused naming the field.
 
+use super::rules::CrawlRules;
+use super::spec::CrawlSpec;
+use super::work::WorkStatus;
 use jiff::civil::{Date, DateTime, Time};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
+use serde::Serialize;
 
 /// How often a schedule fires.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +247,66 @@ impl Cron {
             at = at.checked_add(1.minute()).ok()?;
         }
         None
+    }
+}
+
+/// A schedule as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Schedule {
+    pub id: i64,
+    pub uuid: Option<String>,
+    pub urls: Vec<String>,
+    pub max_depth: u32,
+    pub plugins: Option<Vec<String>>,
+    pub rules: CrawlRules,
+    /// Its period, for `--every`.
+    pub every_ms: Option<i64>,
+    /// Its cron expression, for `--cron`.
+    pub cron: Option<String>,
+    pub anchor_at: i64,
+    /// Its next occurrence (unix ms).
+    pub next_at: i64,
+    pub paused_at: Option<i64>,
+    pub created_at: i64,
+    /// Occurrences that made a crawl, and those skipped.
+    pub fired: u64,
+    pub skipped: u64,
+    /// What its last occurrence did.
+    pub last_note: Option<String>,
+    /// Its one URL is a `file://` to import at each occurrence (`--from FILE`): each crawl
+    /// parses it anew into its seeds.
+    pub import: bool,
+    /// Its latest crawl and where that stands.
+    pub last_crawl: Option<(i64, WorkStatus)>,
+}
+
+impl Schedule {
+    /// The crawl an occurrence makes (one that imports a file has no seeds: its parser hooks
+    /// read the file, `import_url`).
+    pub fn occurrence(&self) -> CrawlSpec {
+        CrawlSpec {
+            urls: if self.import {
+                Vec::new()
+            } else {
+                self.urls.clone()
+            },
+            depth: self.max_depth,
+            plugins: self.plugins.clone(),
+            rules: self.rules.clone(),
+            input: None,
+        }
+    }
+
+    /// How often it fires, as stored (a cron expression that no longer parses fires no more).
+    pub fn cadence(&self) -> Option<Cadence> {
+        match (&self.every_ms, &self.cron) {
+            (Some(every_ms), _) => Some(Cadence::Every {
+                every_ms: *every_ms,
+                anchor_ms: self.anchor_at,
+            }),
+            (None, Some(cron)) => cron.parse().ok().map(Cadence::Cron),
+            (None, None) => None,
+        }
     }
 }
 

@@ -7,36 +7,11 @@
 //! clock every host sharing the store reads ([`Store::shared_now`]), so one host's clock being
 //! off never makes another look silent.
 
-use crate::store::engine::sql::args;
+pub use crate::domain::Machine;
+
+use crate::store::engine::sql::{args, columns, Row, SqlError};
 use crate::store::Machines;
 use crate::store::StoreError;
-
-/// A registered machine.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Machine {
-    pub id: String,
-    pub hostname: String,
-    pub boot_id: String,
-    /// The version of the abxd that registered it.
-    pub version: String,
-    /// When its daemon started, and when it last said it was alive (unix ms).
-    pub started_at: i64,
-    pub heartbeat_at: i64,
-}
-
-impl Machine {
-    /// This host, as its daemon registers it at `now` (see [`Store::shared_now`]).
-    pub fn this_host(now: i64) -> Machine {
-        Machine {
-            id: crate::identity::machine_id().to_string(),
-            hostname: crate::identity::hostname(),
-            boot_id: crate::identity::boot_id().to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at: now,
-            heartbeat_at: now,
-        }
-    }
-}
 
 impl Machines<'_> {
     /// Registers `machine` (replacing what an earlier start of it registered).
@@ -150,19 +125,27 @@ impl Machines<'_> {
     /// Every registered machine, by id.
     pub fn all(&self) -> Result<Vec<Machine>, StoreError> {
         Ok(self.store.db().query_map(
-            "SELECT id, hostname, boot_id, version, started_at, heartbeat_at FROM machines \
-             ORDER BY id",
+            &format!("SELECT {} FROM machines ORDER BY id", MachineColumn::LIST),
             &[],
-            |r| {
-                Ok(Machine {
-                    id: r.get(0)?,
-                    hostname: r.get(1)?,
-                    boot_id: r.get(2)?,
-                    version: r.get(3)?,
-                    started_at: r.get(4)?,
-                    heartbeat_at: r.get(5)?,
-                })
-            },
+            machine_from_row,
         )?)
     }
+}
+
+columns! {
+    /// A machine's columns, as [`machine_from_row`] reads them.
+    enum MachineColumn { id, hostname, boot_id, version, started_at, heartbeat_at }
+}
+
+/// Reads a row selected with [`MachineColumn::LIST`].
+fn machine_from_row(row: &Row) -> Result<Machine, SqlError> {
+    use MachineColumn as C;
+    Ok(Machine {
+        id: row.get(C::id)?,
+        hostname: row.get(C::hostname)?,
+        boot_id: row.get(C::boot_id)?,
+        version: row.get(C::version)?,
+        started_at: row.get(C::started_at)?,
+        heartbeat_at: row.get(C::heartbeat_at)?,
+    })
 }

@@ -14,12 +14,13 @@ pub use queries::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use retention::Compact;
 pub use watched::{EndedRow, QueueDepth, StartedHook};
 
-use crate::domain::{EndDetail, EndReason, ExitOutcome, Kind, Status};
+pub use crate::domain::ProcessRow;
+
+use crate::domain::{EndReason, ExitOutcome, Kind, Status};
 use crate::identity::Identity;
-use crate::store::engine::sql::{args, Row, SqlError};
+use crate::store::engine::sql::{args, column_text, columns, Column, Row, SqlError};
 use crate::store::ProcessTable;
 use crate::store::{now_ms, StoreError};
-use serde::Serialize;
 
 /// The statuses of a row that claims a live process, as an SQL list: the one SQL form of
 /// [`Status::is_live`] (a test keeps the two equal).
@@ -38,137 +39,72 @@ pub struct NewProcess {
     pub timeout_ms: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProcessRow {
-    pub id: i64,
-    pub parent_id: Option<i64>,
-    pub kind: Kind,
-    pub crawl_id: Option<i64>,
-    pub snapshot_id: Option<i64>,
-    pub result_id: Option<i64>,
-    pub pid: Option<i32>,
-    #[serde(skip)]
-    pub identity: Option<Identity>,
-    pub pgid: Option<i32>,
-    pub argv: Vec<String>,
-    pub cwd: String,
-    pub stdout_path: Option<String>,
-    pub stderr_path: Option<String>,
-    pub timeout_ms: Option<i64>,
-    pub deadline_at: Option<i64>,
-    pub status: Status,
-    pub created_at: i64,
-    pub started_at: Option<i64>,
-    pub sigterm_at: Option<i64>,
-    pub sigkill_at: Option<i64>,
-    pub exit_code: Option<i32>,
-    pub exit_signal: Option<i32>,
-    pub ended_at: Option<i64>,
-    pub end_reason: Option<EndReason>,
-    pub end_detail: Option<EndDetail>,
-    /// The process exited while processes it started lived on.
-    pub leaking: bool,
-    /// When SIGKILL is due, once a teardown has begun.
-    pub kill_at: Option<i64>,
-    /// It was found as an unknown child of a supervising process: it escaped its hook's tree.
-    pub escaped: bool,
-    /// Under cgroup containment: its cgroup, and what that counted of it and its descendants
-    /// (CPU time in µs; peak memory in bytes, where the memory controller is enabled).
-    pub cgroup: Option<String>,
-    pub cpu_usec: Option<i64>,
-    pub memory_peak: Option<i64>,
-    /// Still alive long after SIGKILL: its scope went on without it (`end_detail` says why).
-    pub unkillable: bool,
-    /// `deadline_at` on the boot clock (`boot_clock_ms`): what a teardown decides by.
-    pub deadline_clock: Option<i64>,
-    /// The real uid its process runs as, recorded when it was found or started.
-    pub uid: Option<u32>,
-    /// The machine its process runs on (`identity::machine_id`; `None`: written before abxd
-    /// knew machines, on the host that wrote it).
-    pub machine_id: Option<String>,
-    /// Its UUIDv7, as `index.jsonl` names its Process record (`None`: written before abxd
-    /// gave processes one).
-    pub uuid: Option<String>,
+columns! {
+    /// A process row's columns, as [`process_from_row`] reads them.
+    pub(in crate::store) enum ProcessColumn {
+        id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock, uid, machine_id, uuid,
+    }
 }
 
-pub(in crate::store) const COLUMNS: &str =
-    "id, parent_id, kind, crawl_id, snapshot_id, result_id, pid, boot_id, \
-    start_ticks, pgid, argv, cwd, stdout_path, stderr_path, timeout_ms, deadline_at, status, \
-    created_at, started_at, sigterm_at, sigkill_at, exit_code, exit_signal, ended_at, \
-    end_reason, end_detail, leaking, kill_at, escaped, pidfd_ino, cgroup, cpu_usec, memory_peak, unkillable, deadline_clock, uid, \
-    machine_id, uuid";
+/// The SELECT list of a whole process row (named to be written inline in `format!`).
+pub(in crate::store) const COLUMNS: &str = ProcessColumn::LIST;
 
-impl ProcessRow {
-    /// What is said of its end, in words (as the database holds it).
-    pub fn end_detail_text(&self) -> Option<String> {
-        self.end_detail.as_ref().map(ToString::to_string)
-    }
-
-    /// Whether its process runs on this machine (a row written before abxd knew machines does):
-    /// only then does its pid mean anything here.
-    pub fn on_this_machine(&self) -> bool {
-        self.machine_id
-            .as_deref()
-            .is_none_or(|id| id == crate::identity::machine_id())
-    }
-
-    /// Reads a row selected with [`COLUMNS`], by position (by name, the lookup of every field of
-    /// every row cost `abxctl ps` a fifth of its time).
-    pub(in crate::store) fn from_row(row: &Row) -> Result<ProcessRow, SqlError> {
-        let pid: Option<i32> = row.get(6)?;
-        let identity = identity_at(row, [6, 7, 8, 29])?;
-        let argv: String = row.get(10)?;
-        let argv = serde_json::from_str(&argv).map_err(|e| SqlError::Type {
-            column: 10,
-            expected: "a JSON list of strings",
-            found: format!("text that is not one ({e})"),
-        })?;
-        Ok(ProcessRow {
-            id: row.get(0)?,
-            parent_id: row.get(1)?,
-            kind: row.get(2)?,
-            crawl_id: row.get(3)?,
-            snapshot_id: row.get(4)?,
-            result_id: row.get(5)?,
-            pid,
-            identity,
-            pgid: row.get(9)?,
-            argv,
-            cwd: row.get(11)?,
-            stdout_path: row.get(12)?,
-            stderr_path: row.get(13)?,
-            timeout_ms: row.get(14)?,
-            deadline_at: row.get(15)?,
-            status: row.get(16)?,
-            created_at: row.get(17)?,
-            started_at: row.get(18)?,
-            sigterm_at: row.get(19)?,
-            sigkill_at: row.get(20)?,
-            exit_code: row.get(21)?,
-            exit_signal: row.get(22)?,
-            ended_at: row.get(23)?,
-            end_reason: row.get(24)?,
-            end_detail: row.get(25)?,
-            leaking: row.get(26)?,
-            kill_at: row.get(27)?,
-            escaped: row.get(28)?,
-            cgroup: row.get(30)?,
-            cpu_usec: row.get(31)?,
-            memory_peak: row.get(32)?,
-            unkillable: row.get(33)?,
-            deadline_clock: row.get(34)?,
-            uid: row.get(35)?,
-            machine_id: row.get(36)?,
-            uuid: row.get(37)?,
-        })
-    }
+/// Reads a row selected with [`ProcessColumn::LIST`].
+pub(in crate::store) fn process_from_row(row: &Row) -> Result<ProcessRow, SqlError> {
+    use ProcessColumn as C;
+    let pid: Option<i32> = row.get(C::pid)?;
+    let identity = identity_at(row, [C::pid, C::boot_id, C::start_ticks, C::pidfd_ino])?;
+    let argv: String = row.get(C::argv)?;
+    let argv = serde_json::from_str(&argv).map_err(|e| SqlError::Type {
+        column: column_text(C::argv),
+        expected: "a JSON list of strings",
+        found: format!("text that is not one ({e})"),
+    })?;
+    Ok(ProcessRow {
+        id: row.get(C::id)?,
+        parent_id: row.get(C::parent_id)?,
+        kind: row.get(C::kind)?,
+        crawl_id: row.get(C::crawl_id)?,
+        snapshot_id: row.get(C::snapshot_id)?,
+        result_id: row.get(C::result_id)?,
+        pid,
+        identity,
+        pgid: row.get(C::pgid)?,
+        argv,
+        cwd: row.get(C::cwd)?,
+        stdout_path: row.get(C::stdout_path)?,
+        stderr_path: row.get(C::stderr_path)?,
+        timeout_ms: row.get(C::timeout_ms)?,
+        deadline_at: row.get(C::deadline_at)?,
+        status: row.get(C::status)?,
+        created_at: row.get(C::created_at)?,
+        started_at: row.get(C::started_at)?,
+        sigterm_at: row.get(C::sigterm_at)?,
+        sigkill_at: row.get(C::sigkill_at)?,
+        exit_code: row.get(C::exit_code)?,
+        exit_signal: row.get(C::exit_signal)?,
+        ended_at: row.get(C::ended_at)?,
+        end_reason: row.get(C::end_reason)?,
+        end_detail: row.get(C::end_detail)?,
+        leaking: row.get(C::leaking)?,
+        kill_at: row.get(C::kill_at)?,
+        escaped: row.get(C::escaped)?,
+        cgroup: row.get(C::cgroup)?,
+        cpu_usec: row.get(C::cpu_usec)?,
+        memory_peak: row.get(C::memory_peak)?,
+        unkillable: row.get(C::unkillable)?,
+        deadline_clock: row.get(C::deadline_clock)?,
+        uid: row.get(C::uid)?,
+        machine_id: row.get(C::machine_id)?,
+        uuid: row.get(C::uuid)?,
+    })
 }
 
 /// The identity a row records (`columns`: where its pid, boot id, start ticks and pidfd inode
 /// are in `row`), if it records one.
 pub(in crate::store) fn identity_at(
     row: &Row,
-    columns: [usize; 4],
+    columns: [impl Column; 4],
 ) -> Result<Option<Identity>, SqlError> {
     let [pid, boot_id, start_ticks, pidfd_ino] = columns;
     let found: (Option<i32>, Option<String>, Option<i64>) =
@@ -384,8 +320,10 @@ mod tests {
         }
     }
 
+    /// A row is read by the names of its columns: each name the enum gives is the column the
+    /// database returns at that place.
     #[test]
-    fn rows_are_read_by_the_positions_of_columns() {
+    fn rows_are_read_by_the_names_of_their_columns() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
         let statement = store
@@ -393,51 +331,8 @@ mod tests {
             .unwrap()
             .prepare(&format!("SELECT {COLUMNS} FROM processes"))
             .unwrap();
-        let names: Vec<&str> = statement.column_names();
-        // The positions `ProcessRow::from_row` reads.
-        assert_eq!(
-            names,
-            [
-                "id",
-                "parent_id",
-                "kind",
-                "crawl_id",
-                "snapshot_id",
-                "result_id",
-                "pid",
-                "boot_id",
-                "start_ticks",
-                "pgid",
-                "argv",
-                "cwd",
-                "stdout_path",
-                "stderr_path",
-                "timeout_ms",
-                "deadline_at",
-                "status",
-                "created_at",
-                "started_at",
-                "sigterm_at",
-                "sigkill_at",
-                "exit_code",
-                "exit_signal",
-                "ended_at",
-                "end_reason",
-                "end_detail",
-                "leaking",
-                "kill_at",
-                "escaped",
-                "pidfd_ino",
-                "cgroup",
-                "cpu_usec",
-                "memory_peak",
-                "unkillable",
-                "deadline_clock",
-                "uid",
-                "machine_id",
-                "uuid"
-            ]
-        );
+        let names: Vec<&str> = ProcessColumn::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(statement.column_names(), names);
     }
 
     #[test]

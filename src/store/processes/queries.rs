@@ -3,7 +3,7 @@
 
 use crate::domain::Kind;
 use crate::store::engine::sql::{args, Value};
-use crate::store::processes::{ProcessRow, COLUMNS, LIVE_STATUSES};
+use crate::store::processes::{process_from_row, ProcessRow, COLUMNS, LIVE_STATUSES};
 use crate::store::ProcessTable;
 use crate::store::StoreError;
 use std::collections::BTreeMap;
@@ -35,13 +35,13 @@ pub struct LiveRow {
 impl ProcessTable<'_> {
     /// The rows `sql` (which selects [`COLUMNS`]) returns.
     fn process_rows(&self, sql: &str, args: &[Value]) -> Result<Vec<ProcessRow>, StoreError> {
-        Ok(self.store.db().query_map(sql, args, ProcessRow::from_row)?)
+        Ok(self.store.db().query_map(sql, args, process_from_row)?)
     }
 
     /// The first row `sql` (which selects [`COLUMNS`]) returns, if any.
     fn process_row(&self, sql: &str, args: &[Value]) -> Result<Option<ProcessRow>, StoreError> {
         let row = self.store.db().query_opt(sql, args)?;
-        Ok(row.as_ref().map(ProcessRow::from_row).transpose()?)
+        Ok(row.as_ref().map(process_from_row).transpose()?)
     }
 
     /// Row `id` and every live row below it, parents before children. (The subtree drives the

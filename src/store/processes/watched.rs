@@ -9,7 +9,7 @@
 
 use crate::domain::{Kind, ResultStatus, Status};
 use crate::store::engine::sql::args;
-use crate::store::processes::{ProcessRow, COLUMNS, LIVE_STATUSES};
+use crate::store::processes::{process_from_row, ProcessRow, COLUMNS, LIVE_STATUSES};
 use crate::store::ProcessTable;
 use crate::store::StoreError;
 
@@ -61,7 +61,7 @@ impl ProcessTable<'_> {
                  AND COALESCE(machine_id, ?2) = ?2 ORDER BY id"
             ),
             &args![ended_since_ms, crate::identity::machine_id()],
-            ProcessRow::from_row,
+            process_from_row,
         )?)
     }
 

@@ -8,19 +8,8 @@
 
 use crate::domain::{CrawlOutcome, RetryScope, WorkStatus};
 use crate::store::engine::sql::args;
-use crate::store::work::Crawl;
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
-
-impl Crawl {
-    /// Why this crawl cannot be cancelled, if it cannot: only an unsealed crawl can.
-    pub fn refuses_cancel(&self) -> Option<String> {
-        (self.status == WorkStatus::Sealed).then(|| {
-            let outcome = self.outcome.map(|o| o.to_string()).unwrap_or_default();
-            format!("crawl {} is sealed already ({outcome})", self.id)
-        })
-    }
-}
 
 impl Crawls<'_> {
     /// Seals a crawl as cancelled, with every snapshot it has not finished; its open results

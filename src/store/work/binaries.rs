@@ -6,7 +6,7 @@
 //! of that host without a failure. Rows from before hosts were told apart (`machine_id` '') count
 //! as every host's, as they did then.
 
-use crate::store::engine::sql::{args, Row, SqlError};
+use crate::store::engine::sql::{args, columns, Row, SqlError};
 use crate::store::Results;
 use crate::store::{now_ms, StoreError};
 
@@ -32,19 +32,26 @@ impl Binary {
     }
 }
 
-const COLUMNS: &str =
-    "name, plugin, override_key, abspath, version, provider, failure, resolved_at";
+columns! {
+    /// A binary's columns, as [`from_row`] reads them.
+    enum BinaryColumn { name, plugin, override_key, abspath, version, provider, failure, resolved_at }
+}
 
+/// The SELECT list of a binary (named to be written inline in `format!`).
+const COLUMNS: &str = BinaryColumn::LIST;
+
+/// Reads a row selected with [`COLUMNS`].
 fn from_row(row: &Row) -> Result<Binary, SqlError> {
+    use BinaryColumn as C;
     Ok(Binary {
-        name: row.get(0)?,
-        plugin: row.get(1)?,
-        override_key: row.get(2)?,
-        abspath: row.get(3)?,
-        version: row.get(4)?,
-        provider: row.get(5)?,
-        failure: row.get(6)?,
-        resolved_at: row.get(7)?,
+        name: row.get(C::name)?,
+        plugin: row.get(C::plugin)?,
+        override_key: row.get(C::override_key)?,
+        abspath: row.get(C::abspath)?,
+        version: row.get(C::version)?,
+        provider: row.get(C::provider)?,
+        failure: row.get(C::failure)?,
+        resolved_at: row.get(C::resolved_at)?,
     })
 }
 

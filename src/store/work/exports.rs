@@ -9,7 +9,7 @@
 //! starts, never lost.
 
 use crate::domain::ExportStatus;
-use crate::store::engine::sql::{args, Row, SqlError};
+use crate::store::engine::sql::{args, columns, Row, SqlError};
 use crate::store::Exports;
 use crate::store::{now_ms, StoreError};
 use std::path::PathBuf;
@@ -30,18 +30,26 @@ pub struct Export {
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "crawl_id, target, owner, status, detail, process_id, updated_at";
+columns! {
+    /// An export's columns, as [`from_row`] reads them.
+    enum ExportColumn { crawl_id, target, owner, status, detail, process_id, updated_at }
+}
 
+/// The SELECT list of an export (named to be written inline in `format!`).
+const COLUMNS: &str = ExportColumn::LIST;
+
+/// Reads a row selected with [`COLUMNS`].
 fn from_row(row: &Row) -> Result<Export, SqlError> {
-    let target: String = row.get(1)?;
+    use ExportColumn as C;
+    let target: String = row.get(C::target)?;
     Ok(Export {
-        crawl_id: row.get(0)?,
+        crawl_id: row.get(C::crawl_id)?,
         target: PathBuf::from(target),
-        owner: row.get(2)?,
-        status: row.get(3)?,
-        detail: row.get(4)?,
-        process_id: row.get(5)?,
-        updated_at: row.get(6)?,
+        owner: row.get(C::owner)?,
+        status: row.get(C::status)?,
+        detail: row.get(C::detail)?,
+        process_id: row.get(C::process_id)?,
+        updated_at: row.get(C::updated_at)?,
     })
 }
 

@@ -8,23 +8,10 @@
 //! it; work cut short is sealed with its open results `cancelled`, in the same transaction — as
 //! `abxctl cancel` leaves them.
 
-use crate::domain::{Claim, CrawlOutcome, CrawlRules, Limit, Queue};
+use crate::domain::{Added, Claim, CrawlOutcome, CrawlRules, Limit, Queue};
 use crate::store::engine::sql::args;
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
-
-/// What became of a URL given to [`Store::add_snapshot_within`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Added {
-    /// A new snapshot, with this id.
-    New(i64),
-    /// The crawl has it already.
-    Known,
-    /// The crawl has its `max_urls` snapshots: not added.
-    Full,
-    /// `--only-new`: another crawl archived it already.
-    Archived,
-}
 
 impl Crawls<'_> {
     /// Adds `url` to crawl `crawl_id` at `depth` unless the crawl has it already, has its

@@ -19,15 +19,15 @@ mod schedules;
 
 pub use binaries::Binary;
 pub use exports::Export;
-pub use limits::Added;
 pub use refused::RefusedUrls;
 pub use schedules::{Fired, NewSchedule, Schedule};
 
-use crate::domain::{CrawlOutcome, CrawlRules, CrawlSpec, Limit, Queue, ResultStatus, WorkStatus};
-use crate::store::engine::sql::{args, Row, SqlError};
+pub use crate::domain::{Added, Crawl, HookResult, Snapshot, WorkCounts};
+
+use crate::domain::{CrawlRules, CrawlSpec, Queue};
+use crate::store::engine::sql::{args, column_text, columns, Column, Row, SqlError};
 use crate::store::Crawls;
 use crate::store::{now_ms, Store, StoreError};
-use serde::Serialize;
 use std::time::Duration;
 
 /// A crawl to enqueue: its spec, and what links it to where it came from.
@@ -84,85 +84,6 @@ pub(in crate::store) fn insert_crawl(
     Ok(id)
 }
 
-/// How many of a crawl's snapshots are in each state, and of its results in each status.
-pub type WorkCounts = (Vec<(WorkStatus, u64)>, Vec<(ResultStatus, u64)>);
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Crawl {
-    pub id: i64,
-    /// Its UUIDv7, as abx-dl and ArchiveBox know it.
-    pub uuid: Option<String>,
-    pub urls: Vec<String>,
-    pub max_depth: u32,
-    pub plugins: Option<Vec<String>>,
-    pub status: WorkStatus,
-    pub outcome: Option<CrawlOutcome>,
-    pub retry_at: i64,
-    pub owner_id: Option<i64>,
-    pub created_at: i64,
-    pub started_at: Option<i64>,
-    pub sealed_at: Option<i64>,
-    pub restarts: u32,
-    /// When an operator paused it (`abxctl pause`), while it is paused.
-    pub paused_at: Option<i64>,
-    /// Its rules: allow/deny lists, scope, limits (given at `add`, over `[crawl]`'s defaults).
-    pub rules: CrawlRules,
-    /// The limit that turned URLs away or ended it, if one did.
-    pub ended_by: Option<Limit>,
-    /// The schedule whose occurrence it is (`abxctl schedule`), if one.
-    pub schedule_id: Option<i64>,
-    /// It was given what an operator imported (`abxctl add --from FILE`), which its first
-    /// snapshot parses into its seeds (`Store::crawl_input`).
-    #[serde(skip)]
-    pub has_input: bool,
-    /// Where its import is, when its parser hooks read it themselves (a schedule's `--from`).
-    #[serde(skip)]
-    pub import_url: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Snapshot {
-    pub id: i64,
-    /// Its UUIDv7, as hooks (`--snapshot-id`) and ArchiveBox know it.
-    pub uuid: Option<String>,
-    pub crawl_id: i64,
-    pub url: String,
-    pub depth: u32,
-    pub status: WorkStatus,
-    pub retry_at: i64,
-    pub owner_id: Option<i64>,
-    pub created_at: i64,
-    pub started_at: Option<i64>,
-    pub sealed_at: Option<i64>,
-    pub restarts: u32,
-    /// The limit that ended it (`--snapshot-max-size`), if one did.
-    pub ended_by: Option<Limit>,
-}
-
-/// The outcome of one hook for one snapshot (or crawl).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HookResult {
-    pub id: i64,
-    /// Its UUIDv7, as `index.jsonl` and ArchiveBox know it.
-    pub uuid: Option<String>,
-    pub crawl_id: i64,
-    pub snapshot_id: Option<i64>,
-    pub plugin: String,
-    pub hook: String,
-    pub status: ResultStatus,
-    pub process_id: Option<i64>,
-    pub attempts: u32,
-    pub output: Option<String>,
-    pub output_files: Vec<String>,
-    pub output_size: u64,
-    pub started_at: Option<i64>,
-    pub ended_at: Option<i64>,
-    /// A background hook's success as a session: it ran until its scope (or a hook that waited
-    /// for it) stopped it (see `hooks::sessions`).
-    #[serde(skip)]
-    pub session: bool,
-}
-
 /// The table of `queue`'s rows.
 pub(in crate::store) fn table(queue: Queue) -> &'static str {
     match queue {
@@ -173,102 +94,109 @@ pub(in crate::store) fn table(queue: Queue) -> &'static str {
 
 pub(in crate::store) fn json_column<T: serde::de::DeserializeOwned>(
     row: &Row,
-    column: usize,
+    column: impl Column,
 ) -> Result<T, SqlError> {
     let text: String = row.get(column)?;
     serde_json::from_str(&text).map_err(|e| SqlError::Type {
-        column,
+        column: column_text(column),
         expected: "JSON",
         found: format!("text that is not ({e})"),
     })
 }
 
-impl Crawl {
-    const COLUMNS: &'static str = "id, urls, max_depth, plugins, status, outcome, retry_at, \
-        owner_id, created_at, started_at, sealed_at, restarts, paused_at, rules, ended_by, uuid, \
-        schedule_id, CASE WHEN input IS NULL AND import_url IS NULL THEN 0 ELSE 1 END, \
-        import_url";
-
-    /// Reads a row selected with [`Crawl::COLUMNS`], by position.
-    fn from_row(row: &Row) -> Result<Crawl, SqlError> {
-        let plugins: Option<String> = row.get(3)?;
-        Ok(Crawl {
-            id: row.get(0)?,
-            urls: json_column(row, 1)?,
-            max_depth: row.get(2)?,
-            plugins: plugins.and_then(|p| serde_json::from_str(&p).ok()),
-            status: row.get(4)?,
-            outcome: row.get(5)?,
-            retry_at: row.get(6)?,
-            owner_id: row.get(7)?,
-            created_at: row.get(8)?,
-            started_at: row.get(9)?,
-            sealed_at: row.get(10)?,
-            restarts: row.get(11)?,
-            paused_at: row.get(12)?,
-            rules: json_column(row, 13)?,
-            ended_by: row.get(14)?,
-            uuid: row.get(15)?,
-            schedule_id: row.get(16)?,
-            has_input: row.get(17)?,
-            import_url: row.get(18)?,
-        })
+columns! {
+    /// A crawl's columns, as [`crawl_from_row`] reads them.
+    pub(in crate::store) enum CrawlColumn {
+        id, urls, max_depth, plugins, status, outcome, retry_at, owner_id, created_at, started_at,
+        sealed_at, restarts, paused_at, rules, ended_by, uuid, schedule_id,
+        has_input = "CASE WHEN input IS NULL AND import_url IS NULL THEN 0 ELSE 1 END",
+        import_url,
     }
 }
 
-impl Snapshot {
-    const COLUMNS: &'static str = "id, crawl_id, url, depth, status, retry_at, owner_id, \
-        created_at, started_at, sealed_at, restarts, ended_by, uuid";
+/// Reads a row selected with [`CrawlColumn::LIST`].
+pub(in crate::store) fn crawl_from_row(row: &Row) -> Result<Crawl, SqlError> {
+    use CrawlColumn as C;
+    let plugins: Option<String> = row.get(C::plugins)?;
+    Ok(Crawl {
+        id: row.get(C::id)?,
+        urls: json_column(row, C::urls)?,
+        max_depth: row.get(C::max_depth)?,
+        plugins: plugins.and_then(|p| serde_json::from_str(&p).ok()),
+        status: row.get(C::status)?,
+        outcome: row.get(C::outcome)?,
+        retry_at: row.get(C::retry_at)?,
+        owner_id: row.get(C::owner_id)?,
+        created_at: row.get(C::created_at)?,
+        started_at: row.get(C::started_at)?,
+        sealed_at: row.get(C::sealed_at)?,
+        restarts: row.get(C::restarts)?,
+        paused_at: row.get(C::paused_at)?,
+        rules: json_column(row, C::rules)?,
+        ended_by: row.get(C::ended_by)?,
+        uuid: row.get(C::uuid)?,
+        schedule_id: row.get(C::schedule_id)?,
+        has_input: row.get(C::has_input)?,
+        import_url: row.get(C::import_url)?,
+    })
+}
 
-    /// Reads a row selected with [`Snapshot::COLUMNS`], by position.
-    fn from_row(row: &Row) -> Result<Snapshot, SqlError> {
-        Ok(Snapshot {
-            id: row.get(0)?,
-            crawl_id: row.get(1)?,
-            url: row.get(2)?,
-            depth: row.get(3)?,
-            status: row.get(4)?,
-            retry_at: row.get(5)?,
-            owner_id: row.get(6)?,
-            created_at: row.get(7)?,
-            started_at: row.get(8)?,
-            sealed_at: row.get(9)?,
-            restarts: row.get(10)?,
-            ended_by: row.get(11)?,
-            uuid: row.get(12)?,
-        })
+columns! {
+    /// A snapshot's columns, as [`snapshot_from_row`] reads them.
+    pub(in crate::store) enum SnapshotColumn {
+        id, crawl_id, url, depth, status, retry_at, owner_id, created_at, started_at, sealed_at,
+        restarts, ended_by, uuid,
     }
 }
 
-impl HookResult {
-    pub(in crate::store) const COLUMNS: &'static str =
-        "id, crawl_id, snapshot_id, plugin, hook, status, process_id, \
-        attempts, output, output_files, output_size, started_at, ended_at, uuid, session";
+/// Reads a row selected with [`SnapshotColumn::LIST`].
+pub(in crate::store) fn snapshot_from_row(row: &Row) -> Result<Snapshot, SqlError> {
+    use SnapshotColumn as C;
+    Ok(Snapshot {
+        id: row.get(C::id)?,
+        crawl_id: row.get(C::crawl_id)?,
+        url: row.get(C::url)?,
+        depth: row.get(C::depth)?,
+        status: row.get(C::status)?,
+        retry_at: row.get(C::retry_at)?,
+        owner_id: row.get(C::owner_id)?,
+        created_at: row.get(C::created_at)?,
+        started_at: row.get(C::started_at)?,
+        sealed_at: row.get(C::sealed_at)?,
+        restarts: row.get(C::restarts)?,
+        ended_by: row.get(C::ended_by)?,
+        uuid: row.get(C::uuid)?,
+    })
+}
 
-    /// Reads a row selected with [`HookResult::COLUMNS`], by position.
-    pub(in crate::store) fn from_row(row: &Row) -> Result<HookResult, SqlError> {
-        Ok(HookResult {
-            id: row.get(0)?,
-            crawl_id: row.get(1)?,
-            snapshot_id: row.get(2)?,
-            plugin: row.get(3)?,
-            hook: row.get(4)?,
-            status: row.get(5)?,
-            process_id: row.get(6)?,
-            attempts: row.get(7)?,
-            output: row.get(8)?,
-            output_files: json_column(row, 9)?,
-            output_size: row.get(10)?,
-            started_at: row.get(11)?,
-            ended_at: row.get(12)?,
-            uuid: row.get(13)?,
-            session: row.get(14)?,
-        })
+columns! {
+    /// A hook result's columns, as [`result_from_row`] reads them.
+    pub(in crate::store) enum ResultColumn {
+        id, crawl_id, snapshot_id, plugin, hook, status, process_id, attempts, output,
+        output_files, output_size, started_at, ended_at, uuid, session,
     }
+}
 
-    pub fn is_final(&self) -> bool {
-        self.status.is_final()
-    }
+/// Reads a row selected with [`ResultColumn::LIST`].
+pub(in crate::store) fn result_from_row(row: &Row) -> Result<HookResult, SqlError> {
+    use ResultColumn as C;
+    Ok(HookResult {
+        id: row.get(C::id)?,
+        crawl_id: row.get(C::crawl_id)?,
+        snapshot_id: row.get(C::snapshot_id)?,
+        plugin: row.get(C::plugin)?,
+        hook: row.get(C::hook)?,
+        status: row.get(C::status)?,
+        process_id: row.get(C::process_id)?,
+        attempts: row.get(C::attempts)?,
+        output: row.get(C::output)?,
+        output_files: json_column(row, C::output_files)?,
+        output_size: row.get(C::output_size)?,
+        started_at: row.get(C::started_at)?,
+        ended_at: row.get(C::ended_at)?,
+        uuid: row.get(C::uuid)?,
+        session: row.get(C::session)?,
+    })
 }
 
 pub(in crate::store) fn millis(d: Duration) -> i64 {
@@ -297,9 +225,9 @@ impl Crawls<'_> {
     }
 
     pub fn get(&self, id: i64) -> Result<Option<Crawl>, StoreError> {
-        let sql = format!("SELECT {} FROM crawls WHERE id = ?1", Crawl::COLUMNS);
+        let sql = format!("SELECT {} FROM crawls WHERE id = ?1", CrawlColumn::LIST);
         let row = self.store.db().query_opt(&sql, &args![id])?;
-        Ok(row.as_ref().map(Crawl::from_row).transpose()?)
+        Ok(row.as_ref().map(crawl_from_row).transpose()?)
     }
 
     /// The queued crawls that are due now and not paused: those a claim would take next.
@@ -307,30 +235,30 @@ impl Crawls<'_> {
         let sql = format!(
             "SELECT {} FROM crawls WHERE status = 'queued' AND paused_at IS NULL \
              AND retry_at <= ?1 ORDER BY id",
-            Crawl::COLUMNS
+            CrawlColumn::LIST
         );
         let now = self.store.queue_now();
         Ok(self
             .store
             .db()
-            .query_map(&sql, &args![now], Crawl::from_row)?)
+            .query_map(&sql, &args![now], crawl_from_row)?)
     }
 
     pub fn all(&self) -> Result<Vec<Crawl>, StoreError> {
-        let sql = format!("SELECT {} FROM crawls ORDER BY id", Crawl::COLUMNS);
-        Ok(self.store.db().query_map(&sql, &[], Crawl::from_row)?)
+        let sql = format!("SELECT {} FROM crawls ORDER BY id", CrawlColumn::LIST);
+        Ok(self.store.db().query_map(&sql, &[], crawl_from_row)?)
     }
 
     /// The newest `limit` crawls, newest first.
     pub fn recent_crawls(&self, limit: u32) -> Result<Vec<Crawl>, StoreError> {
         let sql = format!(
             "SELECT {} FROM crawls ORDER BY id DESC LIMIT ?1",
-            Crawl::COLUMNS
+            CrawlColumn::LIST
         );
         Ok(self
             .store
             .db()
-            .query_map(&sql, &args![limit], Crawl::from_row)?)
+            .query_map(&sql, &args![limit], crawl_from_row)?)
     }
 
     /// How many snapshots of crawl `crawl_id` are in each state, and how many results in each
@@ -375,26 +303,61 @@ impl Crawls<'_> {
     }
 
     pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {
-        let sql = format!("SELECT {} FROM snapshots WHERE id = ?1", Snapshot::COLUMNS);
+        let sql = format!(
+            "SELECT {} FROM snapshots WHERE id = ?1",
+            SnapshotColumn::LIST
+        );
         let row = self.store.db().query_opt(&sql, &args![id])?;
-        Ok(row.as_ref().map(Snapshot::from_row).transpose()?)
+        Ok(row.as_ref().map(snapshot_from_row).transpose()?)
     }
 
     pub fn snapshots(&self, crawl_id: i64) -> Result<Vec<Snapshot>, StoreError> {
         let sql = format!(
             "SELECT {} FROM snapshots WHERE crawl_id = ?1 ORDER BY id",
-            Snapshot::COLUMNS
+            SnapshotColumn::LIST
         );
         Ok(self
             .store
             .db()
-            .query_map(&sql, &args![crawl_id], Snapshot::from_row)?)
+            .query_map(&sql, &args![crawl_id], snapshot_from_row)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each entity's row is read by the names of its columns: each name its enum gives is the
+    /// column the database returns at that place (or the expression it names).
+    #[test]
+    fn rows_are_read_by_the_names_of_their_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("db")).unwrap();
+        let names = |list: &str, table: &str| -> Vec<String> {
+            let sql = format!("SELECT {list} FROM {table}");
+            let statement = store.sqlite().unwrap().prepare(&sql).unwrap();
+            statement
+                .column_names()
+                .into_iter()
+                .map(String::from)
+                .collect()
+        };
+        let expected =
+            |columns: &[&str]| -> Vec<String> { columns.iter().map(|c| c.to_string()).collect() };
+        let crawl: Vec<&str> = CrawlColumn::ALL.iter().map(|c| c.name()).collect();
+        let mut found = names(CrawlColumn::LIST, "crawls");
+        let has_input = CrawlColumn::has_input.index();
+        assert!(found[has_input].starts_with("CASE WHEN input IS NULL"));
+        found[has_input] = "has_input".into();
+        assert_eq!(found, expected(&crawl));
+        let snapshot: Vec<&str> = SnapshotColumn::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(
+            names(SnapshotColumn::LIST, "snapshots"),
+            expected(&snapshot)
+        );
+        let result: Vec<&str> = ResultColumn::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names(ResultColumn::LIST, "results"), expected(&result));
+    }
     use crate::domain::Lease;
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::domain::ResultStatus;
 use crate::store::engine::sql::args;
-use crate::store::work::HookResult;
+use crate::store::work::{result_from_row, HookResult, ResultColumn};
 use crate::store::Results;
 use crate::store::{now_ms, StoreError};
 
@@ -41,10 +41,10 @@ impl Results<'_> {
             let sql = format!(
                 "SELECT {} FROM results WHERE crawl_id = ?1 \
                  AND COALESCE(snapshot_id, 0) = COALESCE(CAST(?2 AS BIGINT), 0) AND hook = ?3",
-                HookResult::COLUMNS
+                ResultColumn::LIST
             );
             let row = tx.query_one(&sql, &args![crawl_id, snapshot_id, hook])?;
-            Ok(HookResult::from_row(&row)?)
+            Ok(result_from_row(&row)?)
         })
     }
 
@@ -126,12 +126,12 @@ impl Results<'_> {
     pub fn snapshot_results(&self, snapshot_id: i64) -> Result<Vec<HookResult>, StoreError> {
         let sql = format!(
             "SELECT {} FROM results WHERE snapshot_id = ?1 ORDER BY hook",
-            HookResult::COLUMNS
+            ResultColumn::LIST
         );
         Ok(self
             .store
             .db()
-            .query_map(&sql, &args![snapshot_id], HookResult::from_row)?)
+            .query_map(&sql, &args![snapshot_id], result_from_row)?)
     }
 
     /// The results of crawl `crawl_id` that may have changed since `since_ms` (wall clock, as
@@ -147,12 +147,12 @@ impl Results<'_> {
             "SELECT {} FROM results WHERE crawl_id = ?1 AND status != 'queued' \
              AND (status = 'started' OR COALESCE(ended_at, started_at, ?2) >= ?2) \
              ORDER BY COALESCE(snapshot_id, 0), hook",
-            HookResult::COLUMNS
+            ResultColumn::LIST
         );
         Ok(self
             .store
             .db()
-            .query_map(&sql, &args![crawl_id, since_ms], HookResult::from_row)?)
+            .query_map(&sql, &args![crawl_id, since_ms], result_from_row)?)
     }
 
     /// How many results crawl `crawl_id` has, and how many of them are final.
@@ -170,12 +170,12 @@ impl Results<'_> {
         let sql = format!(
             "SELECT {} FROM results WHERE crawl_id = ?1 \
              ORDER BY COALESCE(snapshot_id, 0), hook",
-            HookResult::COLUMNS
+            ResultColumn::LIST
         );
         Ok(self
             .store
             .db()
-            .query_map(&sql, &args![crawl_id], HookResult::from_row)?)
+            .query_map(&sql, &args![crawl_id], result_from_row)?)
     }
 }
 

@@ -7,13 +7,14 @@
 //! not sealed makes no crawl: it is counted skipped, saying why. Times are the store's shared
 //! clock (unix ms).
 
-use crate::domain::{Cadence, CrawlRules, CrawlSpec, WorkStatus};
-use crate::store::engine::sql::{args, Db, Row, SqlError, Value};
+pub use crate::domain::Schedule;
+
+use crate::domain::{Cadence, CrawlSpec, WorkStatus};
+use crate::store::engine::sql::{args, columns, Db, Row, SqlError, Value};
 use crate::store::work::{insert_crawl, json_column, NewCrawl};
 use crate::store::Schedules;
 use crate::store::StoreError;
 use jiff::tz::TimeZone;
-use serde::Serialize;
 
 /// A schedule to add.
 pub struct NewSchedule<'a> {
@@ -25,98 +26,52 @@ pub struct NewSchedule<'a> {
     pub import: bool,
 }
 
-/// A schedule as stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Schedule {
-    pub id: i64,
-    pub uuid: Option<String>,
-    pub urls: Vec<String>,
-    pub max_depth: u32,
-    pub plugins: Option<Vec<String>>,
-    pub rules: CrawlRules,
-    /// Its period, for `--every`.
-    pub every_ms: Option<i64>,
-    /// Its cron expression, for `--cron`.
-    pub cron: Option<String>,
-    pub anchor_at: i64,
-    /// Its next occurrence (unix ms).
-    pub next_at: i64,
-    pub paused_at: Option<i64>,
-    pub created_at: i64,
-    /// Occurrences that made a crawl, and those skipped.
-    pub fired: u64,
-    pub skipped: u64,
-    /// What its last occurrence did.
-    pub last_note: Option<String>,
-    /// Its one URL is a `file://` to import at each occurrence (`--from FILE`): each crawl
-    /// parses it anew into its seeds.
-    pub import: bool,
-    /// Its latest crawl and where that stands.
-    pub last_crawl: Option<(i64, WorkStatus)>,
+columns! {
+    /// A schedule's columns (`s`) and its latest crawl's (`c`), as [`schedule_from_row`] reads
+    /// them from [`FROM`].
+    enum ScheduleColumn {
+        id = "s.id", uuid = "s.uuid", urls = "s.urls", max_depth = "s.max_depth",
+        plugins = "s.plugins", rules = "s.rules", every_ms = "s.every_ms", cron = "s.cron",
+        anchor_at = "s.anchor_at", next_at = "s.next_at", paused_at = "s.paused_at",
+        created_at = "s.created_at", fired = "s.fired", skipped = "s.skipped",
+        last_note = "s.last_note", last_crawl_id = "c.id", last_crawl_status = "c.status",
+        import = "s.import",
+    }
 }
 
-impl Schedule {
-    const COLUMNS: &'static str = "s.id, s.uuid, s.urls, s.max_depth, s.plugins, s.rules, \
-        s.every_ms, s.cron, s.anchor_at, s.next_at, s.paused_at, s.created_at, s.fired, \
-        s.skipped, s.last_note, c.id, c.status, s.import";
+/// The schedules and, beside each, its latest crawl (`c`).
+const FROM: &str = "schedules s LEFT JOIN crawls c \
+    ON c.id = (SELECT max(id) FROM crawls WHERE schedule_id = s.id)";
 
-    /// The schedules and, beside each, its latest crawl (`c`).
-    const FROM: &'static str = "schedules s LEFT JOIN crawls c \
-        ON c.id = (SELECT max(id) FROM crawls WHERE schedule_id = s.id)";
-
-    fn from_row(row: &Row) -> Result<Schedule, SqlError> {
-        let plugins: Option<String> = row.get(4)?;
-        Ok(Schedule {
-            id: row.get(0)?,
-            uuid: row.get(1)?,
-            urls: json_column(row, 2)?,
-            max_depth: row.get(3)?,
-            plugins: plugins.and_then(|p| serde_json::from_str(&p).ok()),
-            rules: json_column(row, 5)?,
-            every_ms: row.get(6)?,
-            cron: row.get(7)?,
-            anchor_at: row.get(8)?,
-            next_at: row.get(9)?,
-            paused_at: row.get(10)?,
-            created_at: row.get(11)?,
-            fired: row.get(12)?,
-            skipped: row.get(13)?,
-            last_note: row.get(14)?,
-            last_crawl: match (row.get::<Option<i64>>(15)?, row.get(16)?) {
-                (Some(id), Some(status)) => Some((id, status)),
-                _ => None,
-            },
-            import: row.get(17)?,
-        })
-    }
-
-    /// The crawl an occurrence makes (one that imports a file has no seeds: its parser hooks
-    /// read the file, `import_url`).
-    pub fn occurrence(&self) -> CrawlSpec {
-        CrawlSpec {
-            urls: if self.import {
-                Vec::new()
-            } else {
-                self.urls.clone()
-            },
-            depth: self.max_depth,
-            plugins: self.plugins.clone(),
-            rules: self.rules.clone(),
-            input: None,
-        }
-    }
-
-    /// How often it fires, as stored (a cron expression that no longer parses fires no more).
-    pub fn cadence(&self) -> Option<Cadence> {
-        match (&self.every_ms, &self.cron) {
-            (Some(every_ms), _) => Some(Cadence::Every {
-                every_ms: *every_ms,
-                anchor_ms: self.anchor_at,
-            }),
-            (None, Some(cron)) => cron.parse().ok().map(Cadence::Cron),
-            (None, None) => None,
-        }
-    }
+/// Reads a row selected with [`ScheduleColumn::LIST`] from [`FROM`].
+fn schedule_from_row(row: &Row) -> Result<Schedule, SqlError> {
+    use ScheduleColumn as C;
+    let plugins: Option<String> = row.get(C::plugins)?;
+    Ok(Schedule {
+        id: row.get(C::id)?,
+        uuid: row.get(C::uuid)?,
+        urls: json_column(row, C::urls)?,
+        max_depth: row.get(C::max_depth)?,
+        plugins: plugins.and_then(|p| serde_json::from_str(&p).ok()),
+        rules: json_column(row, C::rules)?,
+        every_ms: row.get(C::every_ms)?,
+        cron: row.get(C::cron)?,
+        anchor_at: row.get(C::anchor_at)?,
+        next_at: row.get(C::next_at)?,
+        paused_at: row.get(C::paused_at)?,
+        created_at: row.get(C::created_at)?,
+        fired: row.get(C::fired)?,
+        skipped: row.get(C::skipped)?,
+        last_note: row.get(C::last_note)?,
+        last_crawl: match (
+            row.get::<Option<i64>>(C::last_crawl_id)?,
+            row.get(C::last_crawl_status)?,
+        ) {
+            (Some(id), Some(status)) => Some((id, status)),
+            _ => None,
+        },
+        import: row.get(C::import)?,
+    })
 }
 
 /// What one due occurrence did.
@@ -191,10 +146,10 @@ impl Schedules<'_> {
     ) -> Result<Vec<Schedule>, StoreError> {
         let sql = format!(
             "SELECT {} FROM {} WHERE {condition} ORDER BY s.id",
-            Schedule::COLUMNS,
-            Schedule::FROM
+            ScheduleColumn::LIST,
+            FROM
         );
-        Ok(self.store.db().query_map(&sql, args, Schedule::from_row)?)
+        Ok(self.store.db().query_map(&sql, args, schedule_from_row)?)
     }
 
     /// Every schedule, by id.

@@ -12,6 +12,7 @@
 //! connection and kept. A value crosses to either engine and back unchanged: integers as 64-bit
 //! integers (a PostgreSQL `boolean` reads as 0 or 1), text as text, `NULL` as [`Value::Null`].
 
+mod columns;
 mod postgres;
 mod sqlite;
 
@@ -19,6 +20,9 @@ pub use crate::config::redacted;
 mod value;
 mod words;
 
+pub use columns::Column;
+pub(crate) use columns::{column_sql, columns};
+pub(crate) use value::column_text;
 pub use value::{found, FromValue, Row, Value};
 
 /// Which engine a connection speaks to, and how it says what the two say differently.
@@ -79,7 +83,8 @@ pub enum SqlError {
     Postgres(#[from] ::postgres::Error),
     #[error("column {column}: expected {expected}, found {found}")]
     Type {
-        column: usize,
+        /// Its name, or its place in the row.
+        column: String,
         expected: &'static str,
         found: String,
     },

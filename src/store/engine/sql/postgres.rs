@@ -266,7 +266,7 @@ fn value_of(row: &postgres::Row, i: usize, ty: &Type) -> Result<Value, SqlError>
         }
         _ => {
             return Err(SqlError::Type {
-                column: i,
+                column: i.to_string(),
                 expected: "a column of integers, numbers or text",
                 found: format!("a column of type {ty}"),
             })

@@ -3,7 +3,7 @@
 //! Invariant: what a Rust value becomes ([`From`]) reads back as the same Rust value
 //! ([`FromValue`]): booleans as 0 or 1, unsigned integers only when they fit.
 
-use super::SqlError;
+use super::{Column, SqlError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -172,6 +172,14 @@ impl<T: FromValue> FromValue for Option<T> {
     }
 }
 
+/// How an error names `column`: by name where it has one.
+pub(crate) fn column_text(column: impl Column) -> String {
+    match column.name() {
+        "" => column.index().to_string(),
+        name => name.to_string(),
+    }
+}
+
 /// One row a statement returned: its columns' values in the statement's order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row(pub(super) Vec<Value>);
@@ -182,18 +190,18 @@ impl Row {
         self.0
     }
 
-    /// Column `column` (from 0) as a `T`; a column of another type, or a missing one, is an
-    /// error naming it.
-    pub fn get<T: FromValue>(&self, column: usize) -> Result<T, SqlError> {
-        let Some(value) = self.0.get(column) else {
+    /// Column `column` (its place from 0, or its name in an entity's column enum) as a `T`; a
+    /// column of another type, or a missing one, is an error naming it.
+    pub fn get<T: FromValue>(&self, column: impl Column) -> Result<T, SqlError> {
+        let Some(value) = self.0.get(column.index()) else {
             return Err(SqlError::Type {
-                column,
+                column: column_text(column),
                 expected: T::EXPECTED,
                 found: format!("a row of {} columns", self.0.len()),
             });
         };
         T::from_value(value).map_err(|found| SqlError::Type {
-            column,
+            column: column_text(column),
             expected: T::EXPECTED,
             found,
         })

@@ -375,23 +375,19 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
         assert_eq!(failed[0].output_files, ["f"], "{engine}");
         assert!(store.queue().seal(claim).unwrap(), "{engine}");
         assert!(store.queue().seal(crawl_claim).unwrap(), "{engine}");
-        let retried = store
-            .crawls()
-            .retry_results(crawl, RetryScope::Failed, None)
-            .unwrap()
-            .unwrap();
+        let retried = abxd::verbs::work::retry(store, crawl, RetryScope::Failed, None).unwrap();
         assert_eq!(retried, 1, "{engine}");
         assert_eq!(
             store.crawls().get(crawl).unwrap().unwrap().status,
             WorkStatus::Queued
         );
         assert!(
-            store.crawls().set_paused(crawl, true).unwrap().is_ok(),
+            abxd::verbs::work::pause(store, crawl, true).is_ok(),
             "{engine}"
         );
         assert!(store.crawls().is_paused(crawl).unwrap(), "{engine}");
         assert!(
-            store.crawls().set_paused(crawl, true).unwrap().is_err(),
+            abxd::verbs::work::pause(store, crawl, true).is_err(),
             "{engine}"
         );
         store.crawls().cancel(crawl).unwrap();

@@ -1,11 +1,12 @@
-//! `abxctl retry`, `pause`, `resume`, `prune`: act on the work — through the daemon when it runs, in the
-//! database when it does not (for its next start).
+//! `abxctl retry`, `pause`, `resume`, `prune`: act on the work — through the daemon when it
+//! runs, in the database when it does not (for its next start), by the same verbs (`verbs::work`).
 
 use super::{ask_or_do_locally, Out, Result};
 use crate::config::Config;
 use crate::control::protocol::{Request, Response};
 use crate::exit;
-use crate::store::{now_ms, Compact, RetryScope};
+use crate::store::{Compact, RetryScope};
+use crate::verbs;
 use serde_json::json;
 
 pub(super) fn retry(
@@ -27,11 +28,7 @@ pub(super) fn retry(
             Response::Retried { results, .. } => Ok(results),
             other => Err(other),
         },
-        |store| {
-            Ok(store
-                .crawls()
-                .retry_results(crawl_id, which, hook.as_deref())?)
-        },
+        |store| Ok(verbs::work::retry(store, crawl_id, which, hook.as_deref())?),
     )?;
     out.answer(
         || {
@@ -58,7 +55,7 @@ pub(super) fn pause(config: &Config, crawl_id: i64, paused: bool, out: Out) -> R
             Response::PauseSet { .. } => Ok(()),
             other => Err(other),
         },
-        |store| Ok(store.crawls().set_paused(crawl_id, paused)?),
+        |store| Ok(verbs::work::pause(store, crawl_id, paused)?),
     )?;
     out.answer(
         || {
@@ -93,21 +90,12 @@ pub(super) fn prune(
             Response::Pruned(pruned) => Ok(pruned),
             other => Err(other),
         },
+        // abxd is down: the file may be rewritten whole to give the space back.
         |store| {
-            let Some(keep) = older_than.or(config.retention.keep()) else {
-                return Ok(Err(
-                    "retention.keep_days is 0 (rows are kept for ever): say how \
-                               old with --older-than"
-                        .into(),
-                ));
-            };
-            let cutoff = now_ms() - keep.as_millis() as i64;
-            // abxd is down: the file may be rewritten whole to give the space back.
-            Ok(Ok(store.processes().prune(
-                cutoff,
-                dry_run,
-                Compact::Rewrite,
-            )?))
+            let compact = Compact::Rewrite;
+            Ok(verbs::work::prune(
+                store, config, older_than, dry_run, compact,
+            )?)
         },
     )?;
     out.answer(

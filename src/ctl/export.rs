@@ -35,9 +35,7 @@ pub(super) fn run(
         Ok(other) => return Err(unexpected(other)),
         Err(ClientError::NotRunning { .. }) => {
             let store = Store::open_existing_at(&config.database)?;
-            let user = user.unwrap_or(&config.archivebox.user);
-            let queued =
-                crate::export::queue(&store, &target, user, crawls).map_err(CtlError::BadInput)?;
+            let queued = crate::verbs::work::export(&store, config, &target, user, crawls)?;
             (queued, false)
         }
         Err(err) => return Err(err.into()),

@@ -53,15 +53,8 @@ pub(super) fn cancel(config: &Config, crawl_id: i64, out: Out) -> Result<i32> {
             other => Err(other),
         },
         |store| {
-            let refusal = match store.crawls().get(crawl_id)? {
-                None => Some(format!("no crawl {crawl_id}")),
-                Some(crawl) => crawl.refuses_cancel(),
-            };
-            if let Some(why) = refusal {
-                return Ok(Err(why));
-            }
-            store.crawls().cancel(crawl_id)?;
-            Ok(Ok(None))
+            crate::verbs::work::cancel(store, crawl_id)?;
+            Ok(None)
         },
     )?;
     out.answer(

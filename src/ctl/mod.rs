@@ -248,32 +248,37 @@ fn client(config: &Config) -> Client {
 }
 
 /// Asks the daemon for an action on the work and takes its answer through `answer`; with the
-/// daemon down, does the same on the database through `locally`, which refuses what makes no
-/// sense with a message (as the daemon would). Returns the result and whether the daemon ran.
+/// daemon down, does the same on the database through `locally` — the verb the daemon's handler
+/// calls (`verbs`), so both judge and write alike. Returns the result and whether the daemon ran.
 fn ask_or_do_locally<T>(
     config: &Config,
     request: &Request,
     answer: impl FnOnce(Response) -> std::result::Result<T, Response>,
-    locally: impl FnOnce(&Store) -> Result<std::result::Result<T, String>>,
+    locally: impl FnOnce(&Store) -> Result<T>,
 ) -> Result<(T, bool)> {
     match ask(config, request) {
         Ok(response) => Ok((answer(response).map_err(unexpected)?, true)),
         Err(CtlError::Client(ClientError::NotRunning { .. })) => {
-            let mut store = Store::open_existing_at(&config.database)?;
-            let done = locally(&mut store)?.map_err(|message| CtlError::Refused {
-                code: ErrorCode::NotAllowed,
-                message,
-            })?;
-            Ok((done, false))
+            let store = Store::open_existing_at(&config.database)?;
+            Ok((locally(&store)?, false))
         }
         Err(err) => Err(err),
     }
 }
 
-/// A verb's refusal, met by `abxctl` itself with abxd down: bad input, as the daemon's checks
-/// of what a client sends are.
+/// A verb's refusal, met by `abxctl` itself with abxd down: bad input, said as it is (abxd did
+/// not refuse it).
 fn refused_here(refusal: crate::verbs::Refusal) -> CtlError {
     CtlError::BadInput(refusal.message)
+}
+
+impl From<crate::verbs::VerbError> for CtlError {
+    fn from(err: crate::verbs::VerbError) -> CtlError {
+        match err {
+            crate::verbs::VerbError::Refused(refusal) => refused_here(refusal),
+            crate::verbs::VerbError::Store(err) => CtlError::Store(err),
+        }
+    }
 }
 
 /// Asks the daemon; an error answer becomes [`CtlError::Refused`].

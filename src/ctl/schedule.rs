@@ -8,7 +8,7 @@ use crate::control::protocol::{Request, Response, ScheduleAction};
 use crate::exit;
 use crate::render;
 use crate::store::Store;
-use crate::verbs::{self, VerbError};
+use crate::verbs;
 use serde_json::json;
 
 pub(super) fn run(config: &Config, command: ScheduleCommand) -> Result<i32> {
@@ -83,7 +83,7 @@ fn add_schedule(
         |store| {
             let schedule = verbs::schedule::admit(config, spec, every_ms, cron.as_deref(), import)
                 .map_err(refused_here)?;
-            Ok(Ok(verbs::schedule::add(store, &schedule)?))
+            Ok(verbs::schedule::add(store, &schedule)?)
         },
     )?;
     out.answer(
@@ -124,11 +124,7 @@ fn set(config: &Config, id: i64, action: ScheduleAction, out: Out) -> Result<i32
             Response::ScheduleSet { .. } => Ok(()),
             other => Err(other),
         },
-        |store: &Store| match verbs::schedule::set(store, id, action) {
-            Ok(()) => Ok(Ok(())),
-            Err(VerbError::Refused(refusal)) => Ok(Err(refusal.message)),
-            Err(VerbError::Store(err)) => Err(err.into()),
-        },
+        |store: &Store| Ok(verbs::schedule::set(store, id, action)?),
     )?;
     let done = match action {
         ScheduleAction::Remove => "removed (its crawls stay)",

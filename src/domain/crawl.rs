@@ -5,7 +5,7 @@
 //! decide from the values alone; reading and writing them is the store's.
 
 use super::rules::{CrawlRules, Limit};
-use super::work::{CrawlOutcome, ResultStatus, WorkStatus};
+use super::work::{CrawlOutcome, ResultStatus, RetryScope, WorkStatus};
 use serde::Serialize;
 
 /// How many of a crawl's snapshots are in each state, and of its results in each status.
@@ -100,6 +100,85 @@ impl Crawl {
             let outcome = self.outcome.map(|o| o.to_string()).unwrap_or_default();
             format!("crawl {} is sealed already ({outcome})", self.id)
         })
+    }
+
+    /// Why this crawl cannot be retried now, if it cannot: only a sealed crawl can.
+    pub fn refuses_retry(&self) -> Option<String> {
+        (self.status != WorkStatus::Sealed).then(|| {
+            format!(
+                "crawl {} is {} (not sealed): retry it once it is sealed, or cancel it first",
+                self.id, self.status
+            )
+        })
+    }
+
+    /// Whether a retry that queued `retried` results again (of `hook` only, if given) reopens
+    /// this crawl: when it queued any — or, for a cancelled crawl retried whole, to run the
+    /// snapshots the cancel sealed before they ran.
+    pub fn retry_reopens(&self, retried: u64, hook: Option<&str>) -> bool {
+        retried > 0 || (self.outcome == Some(CrawlOutcome::Cancelled) && hook.is_none())
+    }
+
+    /// What a retry that reopened nothing says: which results it looked for.
+    pub fn nothing_to_retry(&self, which: RetryScope, hook: Option<&str>) -> String {
+        format!(
+            "nothing to retry in crawl {}: no {} result{}",
+            self.id,
+            match which {
+                RetryScope::Failed => "failed or cancelled",
+                RetryScope::All => "unsuccessful",
+            },
+            hook.map(|h| format!(" of hook {h}")).unwrap_or_default()
+        )
+    }
+
+    /// Why this crawl cannot be paused (`paused`) or resumed now, if it cannot: a sealed one
+    /// cannot, nor can one be paused twice or resumed when it is not paused. `printable_time`
+    /// shows when it was paused.
+    pub fn refuses_pause(
+        &self,
+        paused: bool,
+        printable_time: impl Fn(i64) -> String,
+    ) -> Option<String> {
+        let id = self.id;
+        if self.status == WorkStatus::Sealed {
+            let outcome = self.outcome.map(|o| o.to_string()).unwrap_or_default();
+            return Some(format!("crawl {id} is sealed ({outcome})"));
+        }
+        match (self.paused_at, paused) {
+            (Some(since), true) => Some(format!(
+                "crawl {id} is paused already (since {})",
+                printable_time(since)
+            )),
+            (None, false) => Some(format!("crawl {id} is not paused")),
+            _ => None,
+        }
+    }
+}
+
+impl CrawlRules {
+    /// Whether a crawl under these rules takes a URL it was given, from what its queue holds:
+    /// not if it has the URL (`known`) or its `max_urls` snapshots already (`snapshots`), nor —
+    /// with `--only-new` — if another crawl archived it (`archived_elsewhere`). Each question is
+    /// asked only when the answers before it let the URL in. `None`: it takes it.
+    pub fn turns_away<E>(
+        &self,
+        known: bool,
+        snapshots: impl FnOnce() -> Result<u64, E>,
+        archived_elsewhere: impl FnOnce() -> Result<bool, E>,
+    ) -> Result<Option<Added>, E> {
+        if known {
+            return Ok(Some(Added::Known));
+        }
+        if let Some(max) = self.limit(Limit::MaxUrls) {
+            if snapshots()? >= max {
+                return Ok(Some(Added::Full));
+            }
+        }
+        if self.only_new && archived_elsewhere()? {
+            return Ok(Some(Added::Archived));
+        }
+        Ok(None)
     }
 }
 

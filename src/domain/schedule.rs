@@ -281,6 +281,26 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// Why an occurrence makes no crawl, if it makes none: its previous crawl (`previous`: its id
+    /// and where it is) is not sealed yet.
+    pub fn skips(&self, previous: Option<(i64, WorkStatus)>) -> Option<String> {
+        match previous {
+            Some((id, status)) if status != WorkStatus::Sealed => {
+                Some(format!("skipped: its previous crawl {id} still runs"))
+            }
+            _ => None,
+        }
+    }
+
+    /// What an occurrence notes: what it did, and — with no `next` occurrence — that the
+    /// schedule paused.
+    pub fn note(did: String, next: Option<i64>) -> String {
+        match next {
+            Some(_) => did,
+            None => format!("{did}; no further occurrence: paused"),
+        }
+    }
+
     /// The crawl an occurrence makes (one that imports a file has no seeds: its parser hooks
     /// read the file, `import_url`).
     pub fn occurrence(&self) -> CrawlSpec {

@@ -1,6 +1,6 @@
-//! The verbs that change the work, each written once: what `add`, `schedule add` and `schedule
-//! remove|pause|resume` judge and write, called by the daemon's handler when it runs, by `abxctl`
-//! itself when it does not, and by `abxd run`.
+//! The verbs that change the work, each written once: what `add`, `schedule`, `retry`, `pause`,
+//! `resume`, `cancel`, `prune` and `export` judge and write, called by the daemon's handler when
+//! it runs, by `abxctl` itself when it does not, and (`add`) by `abxd run`.
 //!
 //! Invariants: a verb judges its request before it writes anything, and a refusal names what is
 //! wrong ([`Refusal`]); the judgement and the write are apart (`admit`, then the write), so the
@@ -9,6 +9,7 @@
 
 pub mod crawl;
 pub mod schedule;
+pub mod work;
 
 use crate::config::Config;
 use crate::control::protocol::ErrorCode;
@@ -27,6 +28,14 @@ impl Refusal {
     pub fn malformed(message: impl Into<String>) -> Refusal {
         Refusal {
             code: ErrorCode::Malformed,
+            message: message.into(),
+        }
+    }
+
+    /// A request that cannot be done to what it names as that is now.
+    fn not_allowed(message: impl Into<String>) -> Refusal {
+        Refusal {
+            code: ErrorCode::NotAllowed,
             message: message.into(),
         }
     }

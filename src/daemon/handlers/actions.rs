@@ -3,9 +3,10 @@
 //! process rows of finished work, and `[retention]` applied when a crawl seals (never on a timer:
 //! an idle daemon does not wake for it).
 
-use super::{failed, refused, State};
-use crate::control::protocol::{ErrorCode, Response};
+use super::{not_done, State};
+use crate::control::protocol::Response;
 use crate::store::{now_ms, Compact, RetryScope};
+use crate::verbs;
 use std::time::Duration;
 
 pub(super) fn handle(
@@ -14,20 +15,19 @@ pub(super) fn handle(
     which: RetryScope,
     hook: Option<&str>,
 ) -> Response {
-    match state.store.crawls().retry_results(crawl_id, which, hook) {
-        Ok(Ok(results)) => {
+    match verbs::work::retry(&state.store, crawl_id, which, hook) {
+        Ok(results) => {
             log::info!("crawl {crawl_id}: {results} results queued again");
             state.wake = true;
             Response::Retried { crawl_id, results }
         }
-        Ok(Err(why)) => refused(ErrorCode::NotAllowed, why),
-        Err(err) => failed(err),
+        Err(err) => not_done(err),
     }
 }
 
 pub(super) fn pause(state: &mut State, crawl_id: i64, paused: bool) -> Response {
-    match state.store.crawls().set_paused(crawl_id, paused) {
-        Ok(Ok(())) => {
+    match verbs::work::pause(&state.store, crawl_id, paused) {
+        Ok(()) => {
             log::info!(
                 "crawl {crawl_id} {}",
                 if paused { "paused" } else { "resumed" }
@@ -36,33 +36,21 @@ pub(super) fn pause(state: &mut State, crawl_id: i64, paused: bool) -> Response 
             state.wake = true;
             Response::PauseSet { crawl_id, paused }
         }
-        Ok(Err(why)) => refused(ErrorCode::NotAllowed, why),
-        Err(err) => failed(err),
+        Err(err) => not_done(err),
     }
 }
 
 pub(super) fn prune(state: &mut State, older_than_ms: Option<u64>, dry_run: bool) -> Response {
-    let keep = older_than_ms
-        .map(Duration::from_millis)
-        .or(state.config.retention.keep());
-    let Some(keep) = keep else {
-        let why =
-            "retention.keep_days is 0 (rows are kept for ever): say how old with --older-than";
-        return refused(ErrorCode::NotAllowed, why);
-    };
-    let cutoff = now_ms() - keep.as_millis() as i64;
-    match state
-        .store
-        .processes()
-        .prune(cutoff, dry_run, Compact::IfCheap)
-    {
+    let older_than = older_than_ms.map(Duration::from_millis);
+    let store = &state.store;
+    match verbs::work::prune(store, &state.config, older_than, dry_run, Compact::IfCheap) {
         Ok(pruned) => {
             if !dry_run {
                 log::info!("pruned {} process rows (asked)", pruned.rows);
             }
             Response::Pruned(pruned)
         }
-        Err(err) => failed(err),
+        Err(err) => not_done(err),
     }
 }
 
@@ -95,12 +83,12 @@ pub(super) fn export(
     user: Option<String>,
     crawls: &[i64],
 ) -> Response {
-    let user = user.unwrap_or_else(|| state.config.archivebox.user.clone());
-    match crate::export::queue(&state.store, target, &user, crawls) {
+    let user = user.as_deref();
+    match verbs::work::export(&state.store, &state.config, target, user, crawls) {
         Ok(crawls) => {
             state.wake = true;
             Response::ExportQueued { crawls }
         }
-        Err(why) => refused(ErrorCode::NotAllowed, why),
+        Err(err) => not_done(err),
     }
 }

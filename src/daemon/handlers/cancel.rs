@@ -1,8 +1,8 @@
 //! `cancel`: seal the crawl as cancelled first (so nothing requeues it), then tear its worker's
 //! tree down and answer when it is gone.
 
-use super::{failed, refused, State};
-use crate::control::protocol::{ErrorCode, Response, TeardownReport};
+use super::{not_done, State};
+use crate::control::protocol::{Response, TeardownReport};
 use crate::domain::EndReason;
 use crate::signal::Signal;
 use crate::supervisor::Supervisor;
@@ -14,16 +14,8 @@ pub(super) fn handle(
     token: Token,
     crawl_id: i64,
 ) -> Option<Response> {
-    let crawl = match state.store.crawls().get(crawl_id) {
-        Ok(Some(crawl)) => crawl,
-        Ok(None) => return Some(refused(ErrorCode::NotFound, format!("no crawl {crawl_id}"))),
-        Err(err) => return Some(failed(err)),
-    };
-    if let Some(why) = crawl.refuses_cancel() {
-        return Some(refused(ErrorCode::NotAllowed, why));
-    }
-    if let Err(err) = state.store.crawls().cancel(crawl_id) {
-        return Some(failed(err));
+    if let Err(err) = crate::verbs::work::cancel(&state.store, crawl_id) {
+        return Some(not_done(err));
     }
     log::info!("crawl {crawl_id} cancelled");
     match state.crawls.worker_of(crawl_id) {

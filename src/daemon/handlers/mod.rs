@@ -115,6 +115,14 @@ fn failed(message: impl std::fmt::Display) -> Response {
     refused(ErrorCode::Failed, message.to_string())
 }
 
+/// What a client is told of a verb that did not do what it asked.
+fn not_done(err: crate::verbs::VerbError) -> Response {
+    match err {
+        crate::verbs::VerbError::Refused(refusal) => refused(refusal.code, refusal.message),
+        crate::verbs::VerbError::Store(err) => failed(err),
+    }
+}
+
 fn refused(code: ErrorCode, message: impl Into<String>) -> Response {
     Response::Error {
         code,

@@ -6,7 +6,7 @@
 //! refused (`Err(why)`, naming the state) and changes nothing; `retry` reopens no success (the run
 //! it causes starts the sessions it needs again: `hooks::sessions`).
 
-use crate::domain::{CrawlOutcome, RetryScope, WorkStatus};
+use crate::domain::{Crawl, CrawlOutcome, RetryScope};
 use crate::store::engine::sql::args;
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
@@ -31,26 +31,19 @@ impl Crawls<'_> {
         })
     }
 
-    /// Runs results of sealed crawl `crawl_id` again: those `which` names (of `hook` only, if
-    /// given) go back to `queued` with no attempt counted (their interruption count reset); the
-    /// snapshots they belong to — and those a cancel sealed before they ran — and the crawl
-    /// are unsealed, due now, their restart counts reset. Returns how many results, or why
-    /// nothing was done.
+    /// Runs results of sealed crawl `crawl` again (judged by the caller: `verbs::work::retry`):
+    /// those `which` names (of `hook` only, if given) go back to `queued` with no attempt counted
+    /// (their interruption count reset); if that reopens the crawl
+    /// ([`Crawl::retry_reopens`]), the snapshots they belong to — and those a cancel sealed
+    /// before they ran — and the crawl are unsealed, due now, their restart counts reset.
+    /// Returns how many results, or `None` when it reopened nothing (and changed nothing).
     pub fn retry_results(
         &self,
-        crawl_id: i64,
+        crawl: &Crawl,
         which: RetryScope,
         hook: Option<&str>,
-    ) -> Result<Result<u64, String>, StoreError> {
-        let Some(crawl) = self.get(crawl_id)? else {
-            return Ok(Err(format!("no crawl {crawl_id}")));
-        };
-        if crawl.status != WorkStatus::Sealed {
-            return Ok(Err(format!(
-                "crawl {crawl_id} is {} (not sealed): retry it once it is sealed, or cancel it first",
-                crawl.status
-            )));
-        }
+    ) -> Result<Option<u64>, StoreError> {
+        let crawl_id = crawl.id;
         let statuses = match which {
             RetryScope::Failed => "('failed', 'cancelled')",
             RetryScope::All => "('failed', 'cancelled', 'noresults', 'skipped')",
@@ -66,15 +59,8 @@ impl Crawls<'_> {
                 ),
                 &args![crawl_id, hook],
             )?;
-            if retried == 0 && (crawl.outcome != Some(CrawlOutcome::Cancelled) || hook.is_some()) {
-                return Ok(Err(format!(
-                    "nothing to retry in crawl {crawl_id}: no {} result{}",
-                    match which {
-                        RetryScope::Failed => "failed or cancelled",
-                        RetryScope::All => "unsuccessful",
-                    },
-                    hook.map(|h| format!(" of hook {h}")).unwrap_or_default()
-                )));
+            if !crawl.retry_reopens(retried, hook) {
+                return Ok(None);
             }
             tx.execute(
                 "UPDATE snapshots SET status = 'queued', sealed_at = NULL, retry_at = ?2, \
@@ -96,41 +82,20 @@ impl Crawls<'_> {
                  epoch = epoch + 1 WHERE id = ?1",
                 &args![crawl_id, now],
             )?;
-            Ok(Ok(retried))
+            Ok(Some(retried))
         })
     }
 
     /// Pauses crawl `crawl_id` (no hook starts and no snapshot is claimed while it is paused;
-    /// running hooks go on) or resumes it.
-    pub fn set_paused(
-        &self,
-        crawl_id: i64,
-        paused: bool,
-    ) -> Result<Result<(), String>, StoreError> {
-        let Some(crawl) = self.get(crawl_id)? else {
-            return Ok(Err(format!("no crawl {crawl_id}")));
-        };
-        if crawl.status == WorkStatus::Sealed {
-            let outcome = crawl.outcome.map(|o| o.to_string()).unwrap_or_default();
-            return Ok(Err(format!("crawl {crawl_id} is sealed ({outcome})")));
-        }
-        match (crawl.paused_at, paused) {
-            (Some(since), true) => {
-                return Ok(Err(format!(
-                    "crawl {crawl_id} is paused already (since {})",
-                    crate::store::printable_time(since)
-                )))
-            }
-            (None, false) => return Ok(Err(format!("crawl {crawl_id} is not paused"))),
-            _ => {}
-        }
+    /// running hooks go on) or resumes it (judged by the caller: `verbs::work::pause`).
+    pub fn set_paused(&self, crawl_id: i64, paused: bool) -> Result<(), StoreError> {
         let at = paused.then(now_ms);
         self.store.write(|tx| {
             tx.execute(
                 "UPDATE crawls SET paused_at = ?2 WHERE id = ?1",
                 &args![crawl_id, at],
             )?;
-            Ok(Ok(()))
+            Ok(())
         })
     }
 

@@ -24,35 +24,32 @@ impl Crawls<'_> {
         rules: &CrawlRules,
     ) -> Result<Added, StoreError> {
         let (due, now) = (self.store.queue_now(), now_ms());
-        let max_urls = rules.limit(Limit::MaxUrls);
-        let max = max_urls.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let only_new = rules.only_new;
         self.store.write_work(|tx| {
             let known: Option<i64> = tx.query_value(
                 "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
                 &args![crawl_id, url],
             )?;
-            if known.is_some() {
-                return Ok(Added::Known);
-            }
-            let count: i64 = tx
-                .query_one(
-                    "SELECT count(*) FROM snapshots WHERE crawl_id = ?1",
-                    &args![crawl_id],
-                )?
-                .get(0)?;
-            if count >= max {
-                return Ok(Added::Full);
-            }
-            if only_new {
+            let snapshots = || -> Result<u64, StoreError> {
+                let count: i64 = tx
+                    .query_one(
+                        "SELECT count(*) FROM snapshots WHERE crawl_id = ?1",
+                        &args![crawl_id],
+                    )?
+                    .get(0)?;
+                Ok(u64::try_from(count).unwrap_or(0))
+            };
+            let archived_elsewhere = || -> Result<bool, StoreError> {
                 let archived: Option<i64> = tx.query_value(
                     "SELECT id FROM snapshots WHERE url = ?2 AND crawl_id != ?1 \
                      AND status = 'sealed' LIMIT 1",
                     &args![crawl_id, url],
                 )?;
-                if archived.is_some() {
-                    return Ok(Added::Archived);
-                }
+                Ok(archived.is_some())
+            };
+            if let Some(refused) =
+                rules.turns_away(known.is_some(), snapshots, archived_elsewhere)?
+            {
+                return Ok(refused);
             }
             let id: Option<i64> = tx.query_value(
                 "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \

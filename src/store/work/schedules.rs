@@ -225,17 +225,12 @@ impl Schedules<'_> {
                     // (Another host took it, or it was paused or removed meanwhile.)
                     return Ok(None);
                 }
-                let running = match schedule.last_crawl {
-                    Some((id, _)) => crawl_status(tx, id)?
-                        .filter(|s| *s != WorkStatus::Sealed)
-                        .map(|_| id),
+                let previous = match schedule.last_crawl {
+                    Some((id, _)) => crawl_status(tx, id)?.map(|status| (id, status)),
                     None => None,
                 };
-                let (crawl_id, note) = match running {
-                    Some(previous) => (
-                        None,
-                        format!("skipped: its previous crawl {previous} still runs"),
-                    ),
+                let (crawl_id, note) = match schedule.skips(previous) {
+                    Some(why) => (None, why),
                     None => {
                         // (A file to import is parsed anew by each crawl's parser hooks.)
                         let import_url = schedule.urls.first().filter(|_| schedule.import);
@@ -249,10 +244,7 @@ impl Schedules<'_> {
                         (Some(id), format!("crawl {id}"))
                     }
                 };
-                let note = match next {
-                    Some(_) => note,
-                    None => format!("{note}; no further occurrence: paused"),
-                };
+                let note = Schedule::note(note, next);
                 tx.execute(
                     "UPDATE schedules SET fired = fired + ?2, skipped = skipped + ?3, \
                      last_note = ?4 WHERE id = ?1",

@@ -74,8 +74,10 @@
 //!    never to a bare pid (`tests/architecture.rs` keeps it so).
 //! 3. A signal never makes a row final; a final row never changes again.
 //! 4. The daemon never blocks on a client, never sleeps on a timer it does not need, and never
-//!    panics on input: nothing reachable from its loop calls `thread::sleep` (`tests/architecture.rs`
-//!    keeps it so).
+//!    panics on input. Nothing reachable from its loop calls `thread::sleep` but one: SQLite's
+//!    busy handler naps between probes of another process's write lock, at most `LOOP_WAIT` and
+//!    never past the loop's next deadline (`store::engine::busy`; `tests/architecture.rs` keeps
+//!    the list).
 //!
 //! # The fleet
 //!

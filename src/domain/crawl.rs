@@ -194,3 +194,100 @@ pub enum Added {
     /// `--only-new`: another crawl archived it already.
     Archived,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crawl(status: WorkStatus, outcome: Option<CrawlOutcome>) -> Crawl {
+        Crawl {
+            id: 7,
+            uuid: None,
+            urls: vec!["http://a.test/".into()],
+            max_depth: 0,
+            plugins: None,
+            status,
+            outcome,
+            retry_at: 0,
+            owner_id: None,
+            created_at: 0,
+            started_at: None,
+            sealed_at: None,
+            restarts: 0,
+            paused_at: None,
+            rules: CrawlRules::default(),
+            ended_by: None,
+            schedule_id: None,
+            has_input: false,
+            import_url: None,
+        }
+    }
+
+    /// Each question is asked only when the ones before it let the URL in.
+    #[test]
+    fn a_url_is_turned_away_when_known_at_max_urls_or_archived_elsewhere_with_only_new() {
+        let never = || -> Result<u64, ()> { panic!("asked") };
+        let never_archived = || -> Result<bool, ()> { panic!("asked") };
+        let rules = CrawlRules {
+            max_urls: Some(2),
+            only_new: true,
+            ..CrawlRules::default()
+        };
+        assert_eq!(
+            rules.turns_away(true, never, never_archived),
+            Ok(Some(Added::Known))
+        );
+        assert_eq!(
+            rules.turns_away(false, || Ok::<_, ()>(2), never_archived),
+            Ok(Some(Added::Full))
+        );
+        assert_eq!(
+            rules.turns_away(false, || Ok::<_, ()>(1), || Ok(true)),
+            Ok(Some(Added::Archived))
+        );
+        assert_eq!(
+            rules.turns_away(false, || Ok::<_, ()>(1), || Ok(false)),
+            Ok(None)
+        );
+        let no_limits = CrawlRules::default();
+        assert_eq!(no_limits.turns_away(false, never, never_archived), Ok(None));
+    }
+
+    #[test]
+    fn only_a_sealed_crawl_is_retried_and_a_cancelled_one_reopens_even_with_nothing_failed() {
+        let running = crawl(WorkStatus::Started, None);
+        assert!(running.refuses_retry().unwrap().contains("not sealed"));
+        let done = crawl(WorkStatus::Sealed, Some(CrawlOutcome::Finished));
+        assert_eq!(done.refuses_retry(), None);
+        assert!(!done.retry_reopens(0, None));
+        assert!(done.retry_reopens(3, None));
+        let cancelled = crawl(WorkStatus::Sealed, Some(CrawlOutcome::Cancelled));
+        assert!(cancelled.retry_reopens(0, None));
+        assert!(!cancelled.retry_reopens(0, Some("on_Snapshot__10_x.sh")));
+        let said = done.nothing_to_retry(RetryScope::Failed, Some("h.sh"));
+        assert_eq!(
+            said,
+            "nothing to retry in crawl 7: no failed or cancelled result of hook h.sh"
+        );
+    }
+
+    #[test]
+    fn a_crawl_is_paused_once_resumed_once_and_never_once_sealed() {
+        let at = |ms: i64| format!("t{ms}");
+        let mut queued = crawl(WorkStatus::Queued, None);
+        assert_eq!(queued.refuses_pause(true, at), None);
+        assert_eq!(
+            queued.refuses_pause(false, at).unwrap(),
+            "crawl 7 is not paused"
+        );
+        queued.paused_at = Some(5);
+        assert_eq!(
+            queued.refuses_pause(true, at).unwrap(),
+            "crawl 7 is paused already (since t5)"
+        );
+        assert_eq!(queued.refuses_pause(false, at), None);
+        let sealed = crawl(WorkStatus::Sealed, Some(CrawlOutcome::Cancelled));
+        assert!(sealed.refuses_pause(false, at).unwrap().contains("sealed"));
+        assert!(sealed.refuses_cancel().unwrap().contains("sealed already"));
+    }
+}

@@ -334,6 +334,43 @@ impl Schedule {
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_occurrence_is_skipped_while_the_previous_crawl_runs_and_the_last_one_says_so() {
+        let schedule = |import: bool| Schedule {
+            id: 1,
+            uuid: None,
+            urls: vec!["file:///b.html".into()],
+            max_depth: 1,
+            plugins: None,
+            rules: CrawlRules::default(),
+            every_ms: Some(60_000),
+            cron: None,
+            anchor_at: 0,
+            next_at: 0,
+            paused_at: None,
+            created_at: 0,
+            fired: 0,
+            skipped: 0,
+            last_note: None,
+            import,
+            last_crawl: None,
+        };
+        let s = schedule(false);
+        assert_eq!(s.skips(None), None);
+        assert_eq!(s.skips(Some((4, WorkStatus::Sealed))), None);
+        assert_eq!(
+            s.skips(Some((4, WorkStatus::Started))).unwrap(),
+            "skipped: its previous crawl 4 still runs"
+        );
+        assert_eq!(Schedule::note("crawl 5".into(), Some(1)), "crawl 5");
+        assert_eq!(
+            Schedule::note("crawl 5".into(), None),
+            "crawl 5; no further occurrence: paused"
+        );
+        assert_eq!(s.occurrence().urls, ["file:///b.html"]);
+        assert!(schedule(true).occurrence().urls.is_empty());
+    }
+
     fn utc(text: &str) -> i64 {
         text.parse::<Timestamp>().unwrap().as_millisecond()
     }

@@ -2,12 +2,14 @@
 //! workers and snapshot workers. It owns the `mio` loop, the signal pipe, the children, their
 //! deadlines, the teardown map, the descendant scan and the lease its process holds.
 //!
-//! One file per concern: `children` (the registry, deadlines, delayed stops), `log_cap`, `policy` (how a
-//! child is watched, the timing), `descendants` (scans, leftovers, log caps), `lease`,
-//! `unrecorded` (ends a failed write left unwritten), and `decide` — the rules, as functions of
-//! state that return actions. This file is the loop: it turns readiness into facts, asks
-//! `decide`, and applies the answer. It also tells the store's busy handler its next deadline,
-//! so a write never waits for another process's lock past it (`store::busy`).
+//! One file per concern: `event` (what the loop tells its caller, and who owns a child),
+//! `children` (the registry, deadlines, delayed stops), `policy` (how a child is watched, the
+//! timing), `reaping` (every end made final here), `descendants` (scans, leftovers), `escapees`
+//! (what was re-parented here), `log_cap`, `above` (a teardown left to the process above),
+//! `lease`, `unrecorded` (ends a failed write left unwritten), and `decide` — the rules, as
+//! functions of state that return actions. This file is the loop: it turns readiness into
+//! facts, asks `decide`, and applies the answer. It also tells the store's busy handler its next
+//! deadline, so a write never waits for another process's lock past it (`store::engine::busy`).
 //!
 //! Invariants: the process that spawned a child is the one that reaps it, here and only here;
 //! a reaped child's row is made final here (one writer per row's lifecycle) before the caller

@@ -1,8 +1,9 @@
 //! `add`: enqueue a crawl a client asked for, and look for due crawls at once.
 //!
-//! Invariant: an `add` is answered within [`ADD_PATIENCE`]: accepted, or refused saying why. One
-//! the busy database refused (another process holds its write lock) is parked and tried again
-//! every turn meanwhile, so the loop never waits for the lock on a client's behalf.
+//! Invariant: an `add` is answered within [`ADD_PATIENCE`]: accepted, or refused saying why. Its
+//! write waits for another process's lock at most `CLIENT_WAIT` (`store::answer_soon`); one the
+//! busy database still refused is parked and tried again every turn meanwhile, so the loop waits
+//! for the lock on a client's behalf only that long.
 
 use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};

@@ -3,7 +3,7 @@
 use crate::harness::*;
 use abxd::domain::ResultStatus;
 use abxd::store::Store;
-use abxd::supervisor::{ChildPolicy, Event, Owner, Supervisor};
+use abxd::supervisor::{ChildPolicy, Event, SnapshotWorkerChild, Supervisor};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -47,7 +47,7 @@ pub(crate) fn hook_throughput(s: &Sizes, figures: &mut Figures) {
                 .spawn(
                     &store,
                     &request,
-                    (Owner::Hooks, ChildPolicy::FOREGROUND_HOOK),
+                    (SnapshotWorkerChild::Hooks, ChildPolicy::FOREGROUND_HOOK),
                     &mut abxd::spawn::nothing_more,
                 )
                 .unwrap();

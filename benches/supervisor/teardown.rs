@@ -5,7 +5,7 @@ use crate::harness::*;
 use abxd::domain::Kind;
 use abxd::signal::Signal;
 use abxd::store::Store;
-use abxd::supervisor::{ChildPolicy, Event, Owner, Supervisor};
+use abxd::supervisor::{ChildPolicy, CrawlWorkerChild, Event, Supervisor};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -94,7 +94,7 @@ pub(crate) fn teardown(s: &Sizes, figures: &mut Figures) {
                 .spawn(
                     &store,
                     &request,
-                    (Owner::SnapshotWorkers, ChildPolicy::WORKER),
+                    (CrawlWorkerChild::SnapshotWorkers, ChildPolicy::WORKER),
                     &mut abxd::spawn::nothing_more,
                 )
                 .unwrap();
@@ -109,7 +109,7 @@ pub(crate) fn teardown(s: &Sizes, figures: &mut Figures) {
             );
             'done: loop {
                 for event in supervisor.wait(&store, None).unwrap() {
-                    if let Event::TornDown(report) = event {
+                    if let Event::TornDown { report, .. } = event {
                         assert!(report.complete && report.processes.len() > 100);
                         break 'done;
                     }

@@ -13,7 +13,7 @@ use crate::domain::{ExitOutcome, ExportStatus};
 use crate::export::Collection;
 use crate::spawn::SpawnRequest;
 use crate::store::Export;
-use crate::supervisor::{ChildPolicy, Owner, Supervisor};
+use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -48,7 +48,7 @@ pub(super) struct Exporter {
 
 impl State {
     /// Starts the next export of a sealed crawl, unless one runs.
-    pub(super) fn export_next(&mut self, supervisor: &mut Supervisor) {
+    pub(super) fn export_next(&mut self, supervisor: &mut Supervisor<DaemonChild>) {
         while self.exporter.running.is_none() && !self.stopping {
             let export = match self.store.exports().take() {
                 Ok(Some(export)) => export,
@@ -70,7 +70,7 @@ impl State {
     /// Starts `step` of `export`; one that cannot start ends the export.
     fn export_step(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<DaemonChild>,
         export: Export,
         collection: Collection,
         step: Step,
@@ -80,7 +80,7 @@ impl State {
         let spawned = supervisor.spawn(
             &self.store,
             &request,
-            (Owner::Exporter, ChildPolicy::FOREGROUND_HOOK),
+            (DaemonChild::Exporter, ChildPolicy::FOREGROUND_HOOK),
             &mut crate::spawn::nothing_more,
         );
         match spawned {
@@ -163,7 +163,7 @@ impl State {
     /// the export. Returns whether it was.
     pub(super) fn export_ended(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<DaemonChild>,
         row: i64,
         outcome: ExitOutcome,
     ) -> bool {

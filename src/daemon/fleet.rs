@@ -13,13 +13,13 @@ use crate::config::Config;
 use crate::pool::WorkerPool;
 use crate::recovery;
 use crate::store::{Store, StoreError, BUSY_RETRY};
-use crate::supervisor::Supervisor;
+use crate::supervisor::{DaemonChild, Supervisor};
 use std::time::Instant;
 
 pub(super) struct Fleet {
     heartbeat: Heartbeat,
     /// Snapshot workers for other machines' crawls; `None` on a store of its own.
-    lent: Option<WorkerPool>,
+    lent: Option<WorkerPool<DaemonChild>>,
     /// Look for work to borrow at the next turn.
     look: bool,
     /// After the store refused a claim: when to try again.
@@ -35,7 +35,7 @@ impl Fleet {
         config: &Config,
         machine_id: &str,
         orchestrator_row: i64,
-        supervisor: &Supervisor,
+        supervisor: &Supervisor<DaemonChild>,
     ) -> std::io::Result<Fleet> {
         let shared = config.database.is_shared();
         let heartbeat = Heartbeat::new(machine_id, shared, config.timeouts.lease);
@@ -77,7 +77,7 @@ impl Fleet {
     pub fn after_turn(
         &mut self,
         config: &Config,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<DaemonChild>,
         store: &Store,
         claiming: bool,
     ) {
@@ -167,7 +167,7 @@ impl Fleet {
 
 impl super::State {
     /// The fleet's part of a turn of the daemon's loop (see [`Fleet::after_turn`]).
-    pub(super) fn fleet_turn(&mut self, supervisor: &mut Supervisor) {
+    pub(super) fn fleet_turn(&mut self, supervisor: &mut Supervisor<DaemonChild>) {
         let claiming = self.claiming();
         (self.fleet).after_turn(&self.config, supervisor, &self.store, claiming);
     }

@@ -14,7 +14,7 @@ use crate::plugins::install::{self, InstallStep};
 use crate::plugins::{Catalog, UnknownPlugins};
 use crate::spawn::SpawnRequest;
 use crate::store::{Binary, NewProcess};
-use crate::supervisor::{ChildPolicy, Owner, Supervisor};
+use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
 use mio::Token;
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
@@ -62,7 +62,7 @@ impl State {
     /// it; returns the report at once when there is nothing to run.
     pub(super) fn begin_install(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<DaemonChild>,
         plugins: Option<&[String]>,
     ) -> Result<Option<InstallReport>, UnknownPlugins> {
         let catalog = Catalog::load(&self.config.plugins_dirs);
@@ -78,7 +78,10 @@ impl State {
     /// nor failed since the daemon started — found where abxpkg finds them (the `PATH` first),
     /// installed when missing — one installer run each, as children of the orchestrator.
     /// Returns whether claims must wait for an install under way.
-    pub(super) fn provision_due_crawls(&mut self, supervisor: &mut Supervisor) -> bool {
+    pub(super) fn provision_due_crawls(
+        &mut self,
+        supervisor: &mut Supervisor<DaemonChild>,
+    ) -> bool {
         if self.installer.busy() {
             return true;
         }
@@ -179,7 +182,10 @@ impl State {
 
     /// Starts installer runs until one runs or none is left; returns the report when the
     /// install is over.
-    pub(super) fn install_next(&mut self, supervisor: &mut Supervisor) -> Option<InstallReport> {
+    pub(super) fn install_next(
+        &mut self,
+        supervisor: &mut Supervisor<DaemonChild>,
+    ) -> Option<InstallReport> {
         while self.installer.running.is_none() {
             let Some(step) = self.installer.queue.pop_front() else {
                 return self.installer.report.take();
@@ -208,7 +214,7 @@ impl State {
             match supervisor.spawn(
                 &self.store,
                 &request,
-                (Owner::Installer, ChildPolicy::FOREGROUND_HOOK),
+                (DaemonChild::Installer, ChildPolicy::FOREGROUND_HOOK),
                 &mut crate::spawn::nothing_more,
             ) {
                 Ok(spawned) => {

@@ -2,7 +2,7 @@
 //! telling the host it started (`started`); reloading the config (`reload`); installs of the
 //! plugins' binaries (`install`); one handler per control request (`handlers`).
 //!
-//! Invariants: one thread runs the [`Supervisor`] loop and owns every piece of the daemon's
+//! Invariants: one thread runs the [`Supervisor<DaemonChild>`] loop and owns every piece of the daemon's
 //! state; on a shared (PostgreSQL) store a second thread only listens for LISTEN/NOTIFY and wakes
 //! the loop (`store::listen`), touching nothing else; the web view's threads (`web`, started
 //! beside the daemon where `[web] listen` says) read the store through connections of their own
@@ -39,8 +39,7 @@ use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::signal::Signal;
 use crate::store::{Store, StoreError, BUSY_RETRY};
-use crate::supervisor::Owner;
-use crate::supervisor::{Event, Supervisor};
+use crate::supervisor::{DaemonChild, Event, Supervisor};
 use crate::teardown::Report;
 use crate::verbs::crawl::Admitted;
 use mio::Token;
@@ -59,7 +58,7 @@ struct State {
     started_at_ms: i64,
     stopping: bool,
     /// The crawl workers.
-    crawls: WorkerPool,
+    crawls: WorkerPool<DaemonChild>,
     /// Look for due crawls at the next turn.
     wake: bool,
     /// After the store failed a claim or a recovery: when to try again.
@@ -119,7 +118,7 @@ pub struct Shutdown {
 
 pub struct Daemon {
     state: State,
-    supervisor: Supervisor,
+    supervisor: Supervisor<DaemonChild>,
     server: Server,
     notifier: Notifier,
     /// Recovery is over and the start-up's code was given back (see `memory`).
@@ -216,7 +215,7 @@ impl Daemon {
         })
     }
 
-    fn on_event(&mut self, event: Event) {
+    fn on_event(&mut self, event: Event<DaemonChild>) {
         match event {
             Event::Exited {
                 row_id,
@@ -225,24 +224,21 @@ impl Daemon {
                 leaked,
                 ..
             } => match owner {
-                Owner::CrawlWorkers => self.crawl_worker_ended(row_id, leaked),
-                Owner::LentSnapshotWorkers => self.state.lent_worker_ended(row_id, leaked),
-                Owner::Installer => {
+                DaemonChild::CrawlWorkers => self.crawl_worker_ended(row_id, leaked),
+                DaemonChild::LentSnapshotWorkers => self.state.lent_worker_ended(row_id, leaked),
+                DaemonChild::Installer => {
                     if self.state.installer_ended(row_id, outcome) {
                         self.continue_install();
                     }
                 }
-                Owner::Exporter => {
+                DaemonChild::Exporter => {
                     self.state
                         .export_ended(&mut self.supervisor, row_id, outcome);
                 }
                 // A child of `abxctl spawn` (debug only): nobody's work.
-                Owner::Operator => {}
-                Owner::SnapshotWorkers | Owner::Hooks => {
-                    log::error!("row {row_id}: the daemon has no {owner} to give its exit to")
-                }
+                DaemonChild::Operator => {}
             },
-            Event::TornDown(report) => self.torn_down(report),
+            Event::TornDown { report, owner } => self.torn_down(report, owner),
             Event::Signal(signal @ (Signal::TERM | Signal::INT)) => {
                 self.state.stopped_by.get_or_insert(signal);
                 self.stop()
@@ -361,26 +357,36 @@ impl Daemon {
         });
     }
 
-    /// A teardown finished: answer whoever waits for it, and recover the work it held up.
-    fn torn_down(&mut self, report: Report) {
+    /// A teardown finished: its owner recovers the work it held up (`owner`: whose child its
+    /// root row was; none for recovery's orphan trees), and whoever waits for it is answered.
+    fn torn_down(&mut self, report: Report, owner: Option<DaemonChild>) {
         let state = &mut self.state;
-        if state.orphans.remove(&report.root_row) && state.orphans.is_empty() {
-            log::info!("recovery: every orphan tree is gone");
-            state.clear_stale_cgroups(self.supervisor.registry());
-            state.recover(None, false);
-            state.wake = true;
-        }
-        state.lent_torn_down(report.root_row);
-        let recovered = state
-            .crawls
-            .on_torn_down(&state.config, &state.store, report.root_row);
-        match recovered {
-            Ok(Some(_)) => state.wake = true,
-            Ok(None) => {}
-            Err(err) => {
-                state.crawls.give_up_on(report.root_row, false);
-                state.retry_later_on(Err(err), Retry::Recovery)
+        match owner {
+            None => {
+                if state.orphans.remove(&report.root_row) && state.orphans.is_empty() {
+                    log::info!("recovery: every orphan tree is gone");
+                    state.clear_stale_cgroups(self.supervisor.registry());
+                    state.recover(None, false);
+                    state.wake = true;
+                }
             }
+            Some(DaemonChild::CrawlWorkers) => {
+                let recovered =
+                    state
+                        .crawls
+                        .on_torn_down(&state.config, &state.store, report.root_row);
+                match recovered {
+                    Ok(Some(_)) => state.wake = true,
+                    Ok(None) => {}
+                    Err(err) => {
+                        state.crawls.give_up_on(report.root_row, false);
+                        state.retry_later_on(Err(err), Retry::Recovery)
+                    }
+                }
+            }
+            Some(DaemonChild::LentSnapshotWorkers) => state.lent_torn_down(report.root_row),
+            // Installs, exports and `abxctl spawn`: their exits say what became of them.
+            Some(DaemonChild::Installer | DaemonChild::Exporter | DaemonChild::Operator) => {}
         }
         log::info!(
             "teardown of row {} finished{}",

@@ -14,7 +14,7 @@ use crate::domain::{EndDetail, EndReason};
 use crate::plugins::Prepared;
 use crate::signal::Signal;
 use crate::store::{Store, StoreError};
-use crate::supervisor::Supervisor;
+use crate::supervisor::{RunsHooks, Supervisor};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -60,9 +60,9 @@ impl HookRunner {
     }
 
     /// Looks at the memory of the hooks with a limit (when due); kills each tree over its limit.
-    pub(super) fn check_memory(
+    pub(super) fn check_memory<O: RunsHooks>(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<O>,
         store: &Store,
     ) -> Result<(), StoreError> {
         let now = Instant::now();

@@ -38,7 +38,7 @@ pub use result::{bytes_below, interpret, last_line_of, output_files, Outcome};
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use crate::plugins::Prepared;
 use crate::store::{Store, StoreError, BUSY_RETRY};
-use crate::supervisor::Supervisor;
+use crate::supervisor::{RunsHooks, Supervisor};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -151,9 +151,9 @@ impl HookRunner {
     /// is final already are passed over. If the database is busy (another process holds its
     /// lock, or the server is out of reach), the hook waits at the head of the line and
     /// [`HookRunner::after_turn`] tries again.
-    pub fn start_next(
+    pub fn start_next<O: RunsHooks>(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<O>,
         store: &Store,
     ) -> Result<(), StoreError> {
         while self.waiting == Waiting::Nothing && !self.pending.is_empty() {
@@ -262,9 +262,9 @@ impl HookRunner {
 
     /// After a turn of the loop: moves on when the awaited background hook has written its
     /// first output (or its wait is over), and stops background hooks when their end is due.
-    pub fn after_turn(
+    pub fn after_turn<O: RunsHooks>(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<O>,
         store: &Store,
     ) -> Result<(), StoreError> {
         self.check_memory(supervisor, store)?;
@@ -334,9 +334,9 @@ impl HookRunner {
     /// it, in one transaction; returns what it reported (discovered URLs, tags). Starts the next
     /// hook when the one waited for ended. If the transaction fails (e.g. the database is busy)
     /// nothing changed: the same exit may be given again.
-    pub fn on_exit(
+    pub fn on_exit<O: RunsHooks>(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<O>,
         store: &Store,
         exit: (i64, ExitOutcome, EndReason),
         also: impl FnOnce(&Store, &Outcome) -> Result<(), StoreError>,

@@ -9,13 +9,13 @@ use super::{order, Ending, HookRunner};
 use crate::domain::EndReason;
 use crate::signal::Signal;
 use crate::store::Store;
-use crate::supervisor::Supervisor;
+use crate::supervisor::{RunsHooks, Supervisor};
 use std::time::Instant;
 
 impl HookRunner {
     /// Ends the scope: background hooks still alive get SIGTERM with their timeout as grace —
     /// at once, or, in a scope of background hooks only, once each had its timeout to finish.
-    pub fn end_scope(&mut self, supervisor: &mut Supervisor, store: &Store) {
+    pub fn end_scope<O: RunsHooks>(&mut self, supervisor: &mut Supervisor<O>, store: &Store) {
         if self.ending != Ending::NotYet {
             return;
         }
@@ -34,13 +34,21 @@ impl HookRunner {
         }
     }
 
-    pub(super) fn stop_background(&mut self, supervisor: &mut Supervisor, store: &Store) {
+    pub(super) fn stop_background<O: RunsHooks>(
+        &mut self,
+        supervisor: &mut Supervisor<O>,
+        store: &Store,
+    ) {
         self.ending = Ending::Stopped;
         self.stop_wave(supervisor, store);
     }
 
     /// Stops the next wave of background hooks once the one before it is gone (`order`).
-    pub(super) fn stop_wave(&mut self, supervisor: &mut Supervisor, store: &Store) {
+    pub(super) fn stop_wave<O: RunsHooks>(
+        &mut self,
+        supervisor: &mut Supervisor<O>,
+        store: &Store,
+    ) {
         let stopping = |row: &i64| self.stopped_at_end.contains(row);
         if self.running.keys().any(stopping) {
             return;

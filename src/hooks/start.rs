@@ -8,16 +8,16 @@ use crate::plugins::Prepared;
 use crate::signal::Signal;
 use crate::spawn::SpawnError;
 use crate::store::{Store, StoreError};
-use crate::supervisor::{ChildPolicy, Owner, Supervisor};
+use crate::supervisor::{ChildPolicy, RunsHooks, Supervisor};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 impl HookRunner {
     /// Until when `next` must wait for hooks that run (see `order`), stopping those it waits
     /// to see stopped; `None`: it may start now.
-    pub(super) fn must_wait(
+    pub(super) fn must_wait<O: RunsHooks>(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<O>,
         store: &Store,
         next: &Prepared,
     ) -> Option<Instant> {
@@ -48,9 +48,9 @@ impl HookRunner {
     }
 
     /// Starts one hook unless its result is final; returns its row and what it runs as.
-    pub(super) fn start(
+    pub(super) fn start<O: RunsHooks>(
         &mut self,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<O>,
         store: &Store,
         prepared: &Prepared,
     ) -> Result<Option<(i64, Running)>, StoreError> {
@@ -99,8 +99,7 @@ impl HookRunner {
         // starting the hook has interrupted it all the same.
         let result_id = result.id;
         let mut attempt = |store: &Store, row: i64| store.results().start(result_id, Some(row));
-        let spawned = match supervisor.spawn(store, &request, (Owner::Hooks, policy), &mut attempt)
-        {
+        let spawned = match supervisor.spawn(store, &request, (O::HOOKS, policy), &mut attempt) {
             Ok(spawned) => spawned,
             Err(SpawnError::Store(err)) => return Err(err),
             Err(err) => {

@@ -96,9 +96,9 @@ pub fn measure(store: &Store, cgroups: &OwnCgroups) -> Result<Measured, StoreErr
     })
 }
 
-impl WorkerPool {
+impl<O: crate::supervisor::Owner> WorkerPool<O> {
     /// Gives the pool its gate (see [`Gate`]).
-    pub fn with_gate(mut self, gate: Gate) -> WorkerPool {
+    pub fn with_gate(mut self, gate: Gate) -> WorkerPool<O> {
         self.gate = gate;
         self
     }

@@ -20,7 +20,7 @@ use crate::marker;
 use crate::recovery;
 use crate::spawn::{SpawnError, SpawnRequest};
 use crate::store::{NewProcess, Store, StoreError};
-use crate::supervisor::{ChildPolicy, Owner, Supervisor};
+use crate::supervisor::{ChildPolicy, CrawlWorkerChild, DaemonChild, Owner, Supervisor};
 use std::collections::HashMap;
 
 /// What the exit of one of the pool's workers meant.
@@ -49,8 +49,10 @@ impl std::fmt::Display for WorkerEnd {
     }
 }
 
-pub struct WorkerPool {
+pub struct WorkerPool<O> {
     queue: Queue,
+    /// Who its workers' exits are for, in the process that runs it (see `supervisor::Owner`).
+    owner: O,
     /// For snapshot workers: the crawl whose snapshots they work on (`None`: snapshots lent to
     /// other machines' crawls, see [`WorkerPool::lent_snapshots`]).
     crawl: Option<i64>,
@@ -77,35 +79,33 @@ struct Held {
     crawl: i64,
 }
 
-impl WorkerPool {
-    /// Who its workers' exits are for (see `supervisor::Owner`).
-    pub fn owner(&self) -> Owner {
-        match (self.queue, self.crawl) {
-            (Queue::Crawls, _) => Owner::CrawlWorkers,
-            (Queue::Snapshots, Some(_)) => Owner::SnapshotWorkers,
-            (Queue::Snapshots, None) => Owner::LentSnapshotWorkers,
-        }
-    }
-
+impl WorkerPool<DaemonChild> {
     /// The daemon's pool of crawl workers.
-    pub fn crawls(parent_row: i64) -> WorkerPool {
-        WorkerPool::new(Queue::Crawls, None, parent_row)
-    }
-
-    /// A crawl worker's pool of snapshot workers for `crawl`.
-    pub fn snapshots(crawl: i64, parent_row: i64) -> WorkerPool {
-        WorkerPool::new(Queue::Snapshots, Some(crawl), parent_row)
+    pub fn crawls(parent_row: i64) -> WorkerPool<DaemonChild> {
+        WorkerPool::new(DaemonChild::CrawlWorkers, Queue::Crawls, None, parent_row)
     }
 
     /// A daemon's pool of snapshot workers for the crawls other machines of a fleet run (see
-    /// [`Store::claim`]): its free slots lent to them.
-    pub fn lent_snapshots(parent_row: i64) -> WorkerPool {
-        WorkerPool::new(Queue::Snapshots, None, parent_row)
+    /// the store's `queue().claim`): its free slots lent to them.
+    pub fn lent_snapshots(parent_row: i64) -> WorkerPool<DaemonChild> {
+        let owner = DaemonChild::LentSnapshotWorkers;
+        WorkerPool::new(owner, Queue::Snapshots, None, parent_row)
     }
+}
 
-    fn new(queue: Queue, crawl: Option<i64>, parent_row: i64) -> WorkerPool {
+impl WorkerPool<CrawlWorkerChild> {
+    /// A crawl worker's pool of snapshot workers for `crawl`.
+    pub fn snapshots(crawl: i64, parent_row: i64) -> WorkerPool<CrawlWorkerChild> {
+        let owner = CrawlWorkerChild::SnapshotWorkers;
+        WorkerPool::new(owner, Queue::Snapshots, Some(crawl), parent_row)
+    }
+}
+
+impl<O: Owner> WorkerPool<O> {
+    fn new(owner: O, queue: Queue, crawl: Option<i64>, parent_row: i64) -> WorkerPool<O> {
         WorkerPool {
             queue,
+            owner,
             crawl,
             only: None,
             parent_row,
@@ -172,7 +172,7 @@ impl WorkerPool {
     pub fn fill(
         &mut self,
         config: &Config,
-        supervisor: &mut Supervisor,
+        supervisor: &mut Supervisor<O>,
         store: &Store,
     ) -> Result<(), StoreError> {
         let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
@@ -200,12 +200,7 @@ impl WorkerPool {
                     Err(StoreError::Fenced { claim, now: None })
                 }
             };
-            match supervisor.spawn(
-                store,
-                &request,
-                (self.owner(), ChildPolicy::WORKER),
-                &mut own,
-            ) {
+            match supervisor.spawn(store, &request, (self.owner, ChildPolicy::WORKER), &mut own) {
                 Ok(spawned) => {
                     log::info!(
                         "{} {work}: worker row {} started",

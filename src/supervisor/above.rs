@@ -16,6 +16,7 @@
 //!   -9 of the daemon), whatever is left is killed here, so nothing runs on for its account.
 
 use super::unrecorded::End;
+use super::Owner;
 use super::Supervisor;
 use crate::domain::EndReason;
 use crate::liveness::Recording;
@@ -59,7 +60,7 @@ impl Above {
     }
 }
 
-impl Supervisor {
+impl<O: Owner> Supervisor<O> {
     /// This process's own row is being torn down from above, SIGKILL due at `kill_due`: from
     /// now on this supervisor ends, but signals nothing of its own accord until then (and
     /// [`MARGIN`]).

@@ -7,6 +7,7 @@
 
 use super::decide::StopAt;
 use super::ChildPolicy;
+use super::Owner;
 use crate::cgroup::Cgroup;
 use crate::domain::EndReason;
 use crate::identity::{Identity, PidRef};
@@ -14,10 +15,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub(super) struct Child {
+pub(super) struct Child<O> {
     pub row_id: i64,
     /// Who started it, and handles its exit.
-    pub owner: super::Owner,
+    pub owner: O,
     /// When it must be stopped for running too long (taken once it passed).
     pub deadline: Option<Instant>,
     pub policy: ChildPolicy,
@@ -48,19 +49,27 @@ struct DelayedStop {
     reason: EndReason,
 }
 
-#[derive(Default)]
-pub(super) struct Children {
-    by_pid: HashMap<i32, Child>,
+pub(super) struct Children<O> {
+    by_pid: HashMap<i32, Child<O>>,
     delayed_stops: Vec<DelayedStop>,
 }
 
-impl Children {
-    pub fn insert(&mut self, pid: i32, child: Child) {
+impl<O> Default for Children<O> {
+    fn default() -> Self {
+        Children {
+            by_pid: HashMap::new(),
+            delayed_stops: Vec::new(),
+        }
+    }
+}
+
+impl<O: Owner> Children<O> {
+    pub fn insert(&mut self, pid: i32, child: Child<O>) {
         self.by_pid.insert(pid, child);
     }
 
     /// Takes a reaped child out of the registry (`None`: not one of ours).
-    pub fn remove(&mut self, pid: i32) -> Option<Child> {
+    pub fn remove(&mut self, pid: i32) -> Option<Child<O>> {
         self.by_pid.remove(&pid)
     }
 
@@ -74,7 +83,7 @@ impl Children {
         self.by_pid.get(&pid).and_then(|c| c.cgroup.as_ref())
     }
 
-    pub fn get_mut(&mut self, pid: i32) -> Option<&mut Child> {
+    pub fn get_mut(&mut self, pid: i32) -> Option<&mut Child<O>> {
         self.by_pid.get_mut(&pid)
     }
 
@@ -94,6 +103,14 @@ impl Children {
     /// Whether row `row` is a child still waited for (its end comes from the reaper).
     pub fn has_row(&self, row: i64) -> bool {
         self.by_pid.values().any(|c| c.row_id == row)
+    }
+
+    /// Who owns the child of row `row`, if it is a child still waited for.
+    pub fn owner_of_row(&self, row: i64) -> Option<O> {
+        self.by_pid
+            .values()
+            .find(|c| c.row_id == row)
+            .map(|c| c.owner)
     }
 
     /// The rows of the children still waited for.
@@ -165,10 +182,14 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn child(row_id: i64, deadline: Option<Instant>, started: Instant) -> Child {
+    fn child(
+        row_id: i64,
+        deadline: Option<Instant>,
+        started: Instant,
+    ) -> Child<crate::supervisor::SnapshotWorkerChild> {
         Child {
             row_id,
-            owner: crate::supervisor::Owner::Hooks,
+            owner: crate::supervisor::SnapshotWorkerChild::Hooks,
             deadline,
             policy: ChildPolicy::FOREGROUND_HOOK,
             descendants: HashMap::new(),

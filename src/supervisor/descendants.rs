@@ -11,6 +11,7 @@
 
 use super::children::{Child, Descendant};
 use super::decide::{self, descendant_changes, Leftovers};
+use super::Owner;
 use super::Supervisor;
 use crate::domain::EndReason;
 use crate::liveness::{self, Recording};
@@ -27,11 +28,11 @@ const UNKNOWN_EXIT: &str = "ended; exit status unknown (not a child of its super
 /// The end detail of a row whose process was never started: its parent died while starting it.
 const NEVER_STARTED: &str = "never started: its parent ended while starting it";
 
-impl Supervisor {
+impl<O: Owner> Supervisor<O> {
     /// After a child exited: settles what it leaves (see `descendants::count_leftovers`) and,
     /// if processes of its subtree live on, flags it leaking and tears them down now or at the
     /// end, as `decide::after_exit` says. Returns whether it leaked.
-    pub(super) fn settle_leftovers(&mut self, store: &Store, child: &Child) -> bool {
+    pub(super) fn settle_leftovers(&mut self, store: &Store, child: &Child<O>) -> bool {
         // (Torn down from above: what it left is that teardown's, not a leak.)
         if self.covered_from_above() {
             return false;
@@ -107,7 +108,7 @@ impl Supervisor {
 /// Records the descendants of the child `pid` that appeared since the last scan, and the end
 /// of those that went (by their pidfds: a recorded process whose pid was taken again by another
 /// is ended, and the other is new). Returns whether any appeared or went.
-fn scan(store: &Store, pid: i32, child: &mut Child) -> bool {
+fn scan<O>(store: &Store, pid: i32, child: &mut Child<O>) -> bool {
     let now_found: HashMap<i32, Found> = match &child.cgroup {
         // Contained: its cgroup holds its descendants, wherever they went in the process tree.
         // What was recorded before and whose pidfd is still open is that process: not read
@@ -217,7 +218,7 @@ fn scan(store: &Store, pid: i32, child: &mut Child) -> bool {
 
 /// Descendant `pid` of `child` as recorded, if its pidfd says it still runs. (Its parent is not
 /// read again — `ppid` 0: whether it was re-parented here, `adopt_unknown_children` sees.)
-fn still_running(child: &Child, pid: i32) -> Option<Found> {
+fn still_running<O>(child: &Child<O>, pid: i32) -> Option<Found> {
     let descendant = child
         .descendants
         .get(&pid)

@@ -7,13 +7,14 @@
 //! worker ends only when two sweeps in a row find nothing (a fork treadmill hands up a new
 //! generation at every exit).
 
+use super::Owner;
 use super::Supervisor;
 use crate::domain::{EndReason, Kind};
 use crate::marker;
 use crate::proctree;
 use crate::signal::Signal;
 use crate::store::Store;
-impl Supervisor {
+impl<O: Owner> Supervisor<O> {
     /// Adopts this process's unknown children: whatever left a hook's tree (cleared its marker,
     /// changed its session) and was re-parented here, this process being a subreaper. Each gets
     /// a `child` row — the one a scan recorded below its hook, else a new one below this
@@ -118,7 +119,7 @@ impl Supervisor {
     }
 }
 
-impl Supervisor {
+impl<O: Owner> Supervisor<O> {
     /// Whether nothing that escaped is left below this process: two sweeps in a row adopt
     /// nothing and find no unknown child that ended between them. A fork-and-exit treadmill
     /// hands a new generation up at every exit; one empty look would miss the one in flight.

@@ -40,7 +40,7 @@ use crate::store::Store;
 use crate::teardown::{self, DeadlineMap};
 use children::{Child, Children};
 
-pub use event::{Event, Owner};
+pub use event::{CrawlWorkerChild, DaemonChild, Event, Owner, RunsHooks, SnapshotWorkerChild};
 use lease::LeaseKeeper;
 use mio::{Events, Interest, Poll, Registry, Token};
 pub use policy::{ChildPolicy, Timing};
@@ -58,11 +58,11 @@ pub const STARTUP_ALLOWANCE: Duration = Duration::from_millis(250);
 /// [`teardown::FIRST_TOKEN`].
 pub const SIGNALS: Token = Token(0);
 
-pub struct Supervisor {
+pub struct Supervisor<O> {
     poll: Poll,
     signals: Signals,
     events: Events,
-    children: Children,
+    children: Children<O>,
     teardown: DeadlineMap,
     timing: Timing,
     lease: LeaseKeeper,
@@ -85,16 +85,19 @@ pub struct Supervisor {
     cgroup: Option<Cgroup>,
     /// This process is a child subreaper: what its children leave alive is re-parented to it.
     subreaper: bool,
+    /// The owner of each child whose teardown is under way: its report goes to that owner, as
+    /// its exit does.
+    stopping: HashMap<i64, O>,
 }
 
-impl Supervisor {
+impl<O: Owner> Supervisor<O> {
     /// Sets up the loop and the signal pipe. `instance` is the store's instance id (the marker
     /// namespace); `own_row` the row of this process, the root of what it supervises.
     pub fn new(
         timing: Timing,
         instance: String,
         own_row: Option<i64>,
-    ) -> std::io::Result<Supervisor> {
+    ) -> std::io::Result<Supervisor<O>> {
         let poll = Poll::new()?;
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
         poll.registry()
@@ -122,6 +125,7 @@ impl Supervisor {
             above: None,
             cgroup: None,
             subreaper,
+            stopping: HashMap::new(),
         })
     }
 
@@ -157,7 +161,7 @@ impl Supervisor {
         &mut self,
         store: &Store,
         request: &SpawnRequest,
-        (owner, policy): (Owner, ChildPolicy),
+        (owner, policy): (O, ChildPolicy),
         with_row: spawn::WithRow<'_>,
     ) -> Result<Spawned, SpawnError> {
         let spawned = spawn::spawn(store, request, self.cgroup.as_ref(), with_row)?;
@@ -221,7 +225,8 @@ impl Supervisor {
         .min()
     }
 
-    /// Tears down the subtree of row `row_id`: `signal` now, SIGKILL `grace` later.
+    /// Tears down the subtree of row `row_id`: `signal` now, SIGKILL `grace` later. Its report
+    /// comes back with the owner of the row, if the row is a child of this process.
     pub fn stop(
         &mut self,
         store: &Store,
@@ -230,6 +235,9 @@ impl Supervisor {
         grace: Duration,
         reason: EndReason,
     ) {
+        if let Some(owner) = self.children.owner_of_row(row_id) {
+            self.stopping.insert(row_id, owner);
+        }
         self.teardown.begin(
             store,
             teardown::Request {
@@ -313,7 +321,11 @@ impl Supervisor {
     /// Waits for something to act on (or `timer`), then returns what happened. Reaped children
     /// have their rows made final before they are returned (torn down from above, their ends
     /// may be held to be written together a moment later: see `above`).
-    pub fn wait(&mut self, store: &Store, timer: Option<Instant>) -> std::io::Result<Vec<Event>> {
+    pub fn wait(
+        &mut self,
+        store: &Store,
+        timer: Option<Instant>,
+    ) -> std::io::Result<Vec<Event<O>>> {
         let hard_deadline = self.hard_deadline();
         let wake_at = [
             timer,
@@ -345,7 +357,7 @@ impl Supervisor {
     }
 
     /// Acts on what `poll` returned, and on whatever is due.
-    fn handle_events(&mut self, store: &Store, timer: Option<Instant>) -> Vec<Event> {
+    fn handle_events(&mut self, store: &Store, timer: Option<Instant>) -> Vec<Event<O>> {
         let mut out = Vec::new();
         let mut signalled = false;
         let mut gone = Vec::new();
@@ -389,7 +401,8 @@ impl Supervisor {
             .after_turn(store, now, |row| children.has_row(row));
         for report in self.teardown.take_completed() {
             self.give_up_unkillable(&report, &mut out);
-            out.push(Event::TornDown(report));
+            let owner = self.stopping.remove(&report.root_row);
+            out.push(Event::TornDown { report, owner });
         }
         if timer.is_some_and(|t| t <= now) {
             out.push(Event::Timer);

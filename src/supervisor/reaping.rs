@@ -5,13 +5,14 @@
 //! later (`unrecorded`): a failed batch loses no end.
 
 use super::unrecorded::End;
+use super::Owner;
 use super::{decide, Event, Supervisor};
 use crate::domain::{EndReason, ExitOutcome};
 use crate::reaper;
 use crate::store::{now_ms, Store};
 use std::time::{Duration, Instant};
 
-impl Supervisor {
+impl<O: Owner> Supervisor<O> {
     /// For the last moment before this process exits: writes the ends a failed write left
     /// unrecorded, retrying while writes fail, for at most `patience` (after which the daemon's
     /// own pass settles them).
@@ -28,7 +29,7 @@ impl Supervisor {
 
     /// Reaps whatever has ended now, without waiting: for the last moment before this process
     /// exits, so that nothing re-parented to it goes unrecorded.
-    pub fn reap_now(&mut self, store: &Store) -> Vec<Event> {
+    pub fn reap_now(&mut self, store: &Store) -> Vec<Event<O>> {
         let mut out = Vec::new();
         self.reap(store, &mut out);
         self.write_held(store);
@@ -40,7 +41,7 @@ impl Supervisor {
     /// end that is not written — refused, or its commit failed — is kept with its status and
     /// written later (`unrecorded`); torn down from above, ends are held to be written with
     /// others (`above`). Then what each leaves is settled.
-    pub(super) fn reap(&mut self, store: &Store, out: &mut Vec<Event>) {
+    pub(super) fn reap(&mut self, store: &Store, out: &mut Vec<Event<O>>) {
         let reaped = reaper::reap_ready();
         if reaped.is_empty() {
             return;
@@ -202,7 +203,7 @@ impl Supervisor {
     pub(super) fn give_up_unkillable(
         &mut self,
         report: &crate::teardown::Report,
-        out: &mut Vec<Event>,
+        out: &mut Vec<Event<O>>,
     ) {
         for process in &report.processes {
             if !matches!(process.fate, crate::teardown::Fate::Survived { .. }) {

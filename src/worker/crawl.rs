@@ -10,7 +10,7 @@ use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
 use crate::pool::WorkerPool;
 use crate::store::{now_ms, Added, Crawl, StoreError, BUSY_RETRY};
-use crate::supervisor::Owner;
+use crate::supervisor::CrawlWorkerChild;
 use std::time::{Duration, Instant};
 
 /// Runs crawl `crawl_id`; returns the worker's exit code.
@@ -173,7 +173,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
 /// last `said`. (Best effort: a write the database refused is tried at the next turn, and a
 /// failure is only logged — it is a report, not the work.)
 fn say_what_waits(
-    cx: &mut Context,
+    cx: &mut Context<CrawlWorkerChild>,
     crawl_id: i64,
     waits_for: Option<&str>,
     said: &mut Option<String>,
@@ -189,7 +189,7 @@ fn say_what_waits(
 }
 
 /// Watches the crawl's `--timeout` (from its first start) and `--max-size`.
-fn watch_limits(cx: &mut Context, crawl: &Crawl) {
+fn watch_limits(cx: &mut Context<CrawlWorkerChild>, crawl: &Crawl) {
     if let Some(seconds) = crawl.rules.limit(Limit::Timeout) {
         let started = crawl.started_at.unwrap_or_else(now_ms);
         let left_ms = (started + (seconds as i64).saturating_mul(1000) - now_ms()).max(0);
@@ -205,25 +205,24 @@ fn watch_limits(cx: &mut Context, crawl: &Crawl) {
 /// A child of the crawl worker exited: a snapshot worker (its work sealed or recovered) or one
 /// of the crawl's hooks (its result recorded).
 fn record(
-    cx: &mut Context,
+    cx: &mut Context<CrawlWorkerChild>,
     runner: &mut HookRunner,
-    pool: &mut WorkerPool,
-    exit: Exit,
+    pool: &mut WorkerPool<CrawlWorkerChild>,
+    exit: Exit<CrawlWorkerChild>,
 ) -> Result<(), StoreError> {
     // An interrupted crawl worker leaves the recovery of its snapshots to the daemon, which
     // recovers the whole crawl once this worker is gone; one a limit ended seals them.
     let recover = !cx.interrupted && cx.ended_by.is_none();
     match exit.owner {
-        Owner::SnapshotWorkers => {
+        CrawlWorkerChild::SnapshotWorkers => {
             match pool.on_exit(&cx.config, &cx.store, exit.row, exit.leaked, recover)? {
                 Some(end) => pool.log_end(exit.row, end),
                 None => log::error!("row {}: no snapshot worker of this crawl's pool", exit.row),
             }
         }
-        Owner::Hooks => {
+        CrawlWorkerChild::Hooks => {
             cx.record_hook(runner, exit, |_, _| Ok(()))?;
         }
-        other => log::error!("row {}: a crawl worker has no {other}", exit.row),
     }
     Ok(())
 }

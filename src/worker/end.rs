@@ -7,7 +7,7 @@
 use super::{Context, WorkerError, EXIT_DONE, EXIT_INTERRUPTED};
 use crate::domain::Queue;
 
-impl Context {
+impl<O: crate::supervisor::RunsHooks> Context<O> {
     /// Seals the work unless interrupted; returns the exit code. What this worker's writes
     /// found of a busy database is added to its machine's counts (`/metrics`) as it goes.
     pub(super) fn finish(mut self, queue: Queue, id: i64) -> Result<i32, WorkerError> {

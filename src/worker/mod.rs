@@ -33,7 +33,7 @@ use crate::marker::PROCESS_ID_ENV;
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
 use crate::store::{now_ms, Patience, Store, StoreError, BUSY_RETRY};
-use crate::supervisor::{Event, Supervisor, Timing};
+use crate::supervisor::{Event, RunsHooks, Supervisor, Timing};
 use limits::Watches;
 use std::time::{Duration, Instant};
 
@@ -54,17 +54,17 @@ pub enum WorkerError {
 }
 
 /// What every worker starts from: config, store, its own row, the loop.
-struct Context {
+struct Context<O> {
     config: Config,
     store: Store,
     row_id: i64,
-    supervisor: Supervisor,
+    supervisor: Supervisor<O>,
     /// Set once SIGTERM/SIGINT arrived or the lease was lost: tear down, do not seal.
     interrupted: bool,
     /// Rows whose teardown finished since the caller last looked.
     torn_down: Vec<i64>,
     /// Exits whose records the busy database refused, to be handled again.
-    deferred: Vec<Exit>,
+    deferred: Vec<Exit<O>>,
     /// Who its hooks run as, if not abxd's own user (`hook_user`).
     run_as: Option<HookUser>,
     /// The size and time limits of its work.
@@ -78,19 +78,19 @@ struct Context {
 
 /// A child that ended, as a worker acts on it.
 #[derive(Debug, Clone, Copy)]
-struct Exit {
+struct Exit<O> {
     row: i64,
     /// Who started it (a crawl worker has hooks and snapshot workers).
-    owner: crate::supervisor::Owner,
+    owner: O,
     outcome: ExitOutcome,
     reason: EndReason,
     leaked: bool,
 }
 
-impl Context {
+impl<O: RunsHooks> Context<O> {
     /// The worker's context, fenced to the claim its parent handed it; `None` when the work
     /// changed hands before the worker began (it then touches nothing and exits interrupted).
-    fn open(config: Config, queue: Queue, id: i64) -> Result<Option<Context>, WorkerError> {
+    fn open(config: Config, queue: Queue, id: i64) -> Result<Option<Context<O>>, WorkerError> {
         let row_id = crate::pool::own_row().ok_or_else(|| {
             WorkerError::Setup(format!(
                 "{PROCESS_ID_ENV} is not set: workers are started by abxd, not by hand"
@@ -144,7 +144,7 @@ impl Context {
 
     /// Waits for the next events (or `timer`) and handles those every worker handles alike;
     /// returns the exits for the caller.
-    fn next_exits(&mut self, timer: Option<Instant>) -> Result<Vec<Exit>, WorkerError> {
+    fn next_exits(&mut self, timer: Option<Instant>) -> Result<Vec<Exit<O>>, WorkerError> {
         let mut exits = std::mem::take(&mut self.deferred);
         // Exits whose records the busy database refused are given again soon.
         let retry = (!exits.is_empty()).then(|| Instant::now() + BUSY_RETRY);
@@ -172,7 +172,13 @@ impl Context {
                     leaked,
                 }),
                 Event::Signal(Signal::TERM | Signal::INT) | Event::LeaseLost => self.interrupt(),
-                Event::TornDown(report) => self.torn_down.push(report.root_row),
+                // (A pool worker's — a crawl worker's snapshot workers —: its pool recovers the
+                // work it held. A hook's teardown ends in its exit, which its runner records.)
+                Event::TornDown {
+                    report,
+                    owner: Some(owner),
+                } if owner != O::HOOKS => self.torn_down.push(report.root_row),
+                Event::TornDown { .. } => {}
                 Event::Signal(_) | Event::Ready(_) | Event::Timer => {}
             }
         }
@@ -223,7 +229,7 @@ impl Context {
     fn record_hook(
         &mut self,
         runner: &mut HookRunner,
-        exit: Exit,
+        exit: Exit<O>,
         also: impl FnOnce(&Store, &Outcome) -> Result<(), StoreError>,
     ) -> Result<Option<Outcome>, StoreError> {
         // (Ended by a limit, its open results are cancelled when it is sealed.)
@@ -241,7 +247,7 @@ impl Context {
 
     /// What became of handling `exit`: an exit whose records the busy database refused is kept
     /// and given again after the next turn (its handling changed nothing).
-    fn handled(&mut self, exit: Exit, result: Result<(), StoreError>) -> Result<(), StoreError> {
+    fn handled(&mut self, exit: Exit<O>, result: Result<(), StoreError>) -> Result<(), StoreError> {
         let result = self.unless_lost(result);
         match result {
             Err(err) if err.is_busy() => {
@@ -301,7 +307,7 @@ impl Context {
     fn run_scope(
         &mut self,
         runner: &mut HookRunner,
-        on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+        on_exit: impl FnMut(&mut Context<O>, &mut HookRunner, Exit<O>) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         // (Interrupted or ended by a limit, its hooks are torn down all at once, not one by one.)
         if !self.interrupted && self.ended_by.is_none() {
@@ -314,7 +320,7 @@ impl Context {
     fn run_foreground(
         &mut self,
         runner: &mut HookRunner,
-        on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+        on_exit: impl FnMut(&mut Context<O>, &mut HookRunner, Exit<O>) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         // From the first hook on, deadlines run: a write no longer waits long for another
         // process's lock (see `store::busy`); what it could not write is retried.
@@ -328,7 +334,7 @@ impl Context {
         &mut self,
         runner: &mut HookRunner,
         done: fn(&HookRunner) -> bool,
-        mut on_exit: impl FnMut(&mut Context, &mut HookRunner, Exit) -> Result<(), StoreError>,
+        mut on_exit: impl FnMut(&mut Context<O>, &mut HookRunner, Exit<O>) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         while !self.interrupted && self.ended_by.is_none() && !done(runner) {
             for exit in self.next_exits(runner.next_timer())? {
@@ -359,7 +365,7 @@ impl Context {
     /// `min_grace`, and waits until all are gone, recording each exit through `on_exit`.
     fn drain(
         &mut self,
-        mut on_exit: impl FnMut(&mut Context, Exit) -> Result<(), StoreError>,
+        mut on_exit: impl FnMut(&mut Context<O>, Exit<O>) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         self.supervisor.stop_all(&self.store, EndReason::Killed);
         // Done means empty: no child left, and no unknown one (an escapee spawned meanwhile,
@@ -382,7 +388,7 @@ impl Context {
     }
 
     /// Starts snapshot workers for due snapshots (a crawl worker's pool).
-    fn fill(&mut self, pool: &mut WorkerPool) -> Result<(), StoreError> {
+    fn fill(&mut self, pool: &mut WorkerPool<O>) -> Result<(), StoreError> {
         pool.fill(&self.config, &mut self.supervisor, &self.store)
     }
 }

@@ -10,6 +10,7 @@ use crate::hooks::{HookRunner, Scope};
 use crate::plugins::Phase;
 use crate::store::Added;
 use crate::store::StoreError;
+use crate::supervisor::SnapshotWorkerChild;
 use crate::url_rule::CrawlFilter;
 
 /// Runs snapshot `snapshot_id`; returns the worker's exit code.
@@ -89,54 +90,56 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         false => (depth < max_depth).then_some(depth + 1),
     };
     // The result, its tags and the snapshots it discovered land together or not at all.
-    let record =
-        |cx: &mut Context, runner: &mut HookRunner, exit: Exit| -> Result<(), StoreError> {
-            cx.record_hook(runner, exit, |store, outcome| {
-                store.results().add_tags(snapshot_id, &outcome.tags)?;
-                let Some(depth) = next_depth else {
-                    return Ok(());
+    let record = |cx: &mut Context<SnapshotWorkerChild>,
+                  runner: &mut HookRunner,
+                  exit: Exit<SnapshotWorkerChild>|
+     -> Result<(), StoreError> {
+        cx.record_hook(runner, exit, |store, outcome| {
+            store.results().add_tags(snapshot_id, &outcome.tags)?;
+            let Some(depth) = next_depth else {
+                return Ok(());
+            };
+            for url in &outcome.discovered {
+                let admitted = match input {
+                    true => super::input::admit_seed(url, &rules),
+                    false => filter.admit(url),
                 };
-                for url in &outcome.discovered {
-                    let admitted = match input {
-                        true => super::input::admit_seed(url, &rules),
-                        false => filter.admit(url),
-                    };
-                    let refused = match admitted {
-                        Ok(url) => match store
-                            .crawls()
-                            .add_snapshot_within(crawl_id, &url, depth, &rules)?
-                        {
-                            Added::New(id) => {
-                                log::info!("discovered {url} (snapshot {id}, depth {depth})");
-                                if input {
-                                    // (A seed: its crawl's scope and local rule count it as one.)
-                                    store
-                                        .crawls()
-                                        .add_seeds(crawl_id, std::slice::from_ref(&url))?;
-                                }
-                                None
+                let refused = match admitted {
+                    Ok(url) => match store
+                        .crawls()
+                        .add_snapshot_within(crawl_id, &url, depth, &rules)?
+                    {
+                        Added::New(id) => {
+                            log::info!("discovered {url} (snapshot {id}, depth {depth})");
+                            if input {
+                                // (A seed: its crawl's scope and local rule count it as one.)
+                                store
+                                    .crawls()
+                                    .add_seeds(crawl_id, std::slice::from_ref(&url))?;
                             }
-                            Added::Known => None,
-                            Added::Archived => Some(Refusal::Archived),
-                            Added::Full => {
-                                store.crawls().note_limit(crawl_id, Limit::MaxUrls)?;
-                                Some(Refusal::MaxUrls)
-                            }
-                        },
-                        Err(reason) => Some(reason),
-                    };
-                    if let Some(reason) = refused {
-                        log::info!(
-                            "discovered {}: refused ({reason})",
-                            crate::printable::line(url)
-                        );
-                        store.crawls().refuse_url(crawl_id, reason, url)?;
-                    }
+                            None
+                        }
+                        Added::Known => None,
+                        Added::Archived => Some(Refusal::Archived),
+                        Added::Full => {
+                            store.crawls().note_limit(crawl_id, Limit::MaxUrls)?;
+                            Some(Refusal::MaxUrls)
+                        }
+                    },
+                    Err(reason) => Some(reason),
+                };
+                if let Some(reason) = refused {
+                    log::info!(
+                        "discovered {}: refused ({reason})",
+                        crate::printable::line(url)
+                    );
+                    store.crawls().refuse_url(crawl_id, reason, url)?;
                 }
-                Ok(())
-            })
-            .map(drop)
-        };
+            }
+            Ok(())
+        })
+        .map(drop)
+    };
     cx.run_foreground(&mut runner, record)?;
     cx.run_scope(&mut runner, record)?;
     cx.drain(|cx, exit| record(cx, &mut runner, exit))?;

@@ -5,12 +5,12 @@ use super::{not_done, State};
 use crate::control::protocol::{Response, TeardownReport};
 use crate::domain::EndReason;
 use crate::signal::Signal;
-use crate::supervisor::Supervisor;
+use crate::supervisor::{DaemonChild, Supervisor};
 use mio::Token;
 
 pub(super) fn handle(
     state: &mut State,
-    supervisor: &mut Supervisor,
+    supervisor: &mut Supervisor<DaemonChild>,
     token: Token,
     crawl_id: i64,
 ) -> Option<Response> {

@@ -3,12 +3,12 @@
 
 use super::{refused, State};
 use crate::control::protocol::{ErrorCode, Response};
-use crate::supervisor::Supervisor;
+use crate::supervisor::{DaemonChild, Supervisor};
 use mio::Token;
 
 pub(super) fn handle(
     state: &mut State,
-    supervisor: &mut Supervisor,
+    supervisor: &mut Supervisor<DaemonChild>,
     token: Token,
     plugins: Option<Vec<String>>,
 ) -> Option<Response> {

@@ -4,7 +4,7 @@ use super::{failed, refused, State};
 use crate::control::protocol::{ErrorCode, Response};
 use crate::domain::EndReason;
 use crate::signal::Signal;
-use crate::supervisor::Supervisor;
+use crate::supervisor::{DaemonChild, Supervisor};
 use mio::Token;
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ pub(super) struct Kill {
 
 pub(super) fn handle(
     state: &mut State,
-    supervisor: &mut Supervisor,
+    supervisor: &mut Supervisor<DaemonChild>,
     token: Token,
     kill: Kill,
 ) -> Option<Response> {

@@ -18,14 +18,14 @@ mod status;
 
 use super::State;
 use crate::control::protocol::{ErrorCode, Fate, ProcessFate, Request, Response, TeardownReport};
-use crate::supervisor::Supervisor;
+use crate::supervisor::{DaemonChild, Supervisor};
 use crate::teardown;
 use mio::Token;
 
 /// Answers `request` now (`Some`), or later when the teardown it started finishes (`None`).
 pub(super) fn handle(
     state: &mut State,
-    supervisor: &mut Supervisor,
+    supervisor: &mut Supervisor<DaemonChild>,
     token: Token,
     request: Request,
 ) -> Option<Response> {

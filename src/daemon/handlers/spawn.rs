@@ -6,11 +6,11 @@ use crate::domain::Kind;
 use crate::logs::Logs;
 use crate::spawn::SpawnRequest;
 use crate::store::NewProcess;
-use crate::supervisor::{ChildPolicy, Owner, Supervisor};
+use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
 
 pub(super) fn handle(
     state: &mut State,
-    supervisor: &mut Supervisor,
+    supervisor: &mut Supervisor<DaemonChild>,
     argv: Vec<String>,
     cwd: Option<String>,
     timeout_ms: Option<u64>,
@@ -46,7 +46,7 @@ pub(super) fn handle(
     match supervisor.spawn(
         &state.store,
         &request,
-        (Owner::Operator, ChildPolicy::FOREGROUND_HOOK),
+        (DaemonChild::Operator, ChildPolicy::FOREGROUND_HOOK),
         &mut crate::spawn::nothing_more,
     ) {
         Ok(spawned) => Response::Spawned {

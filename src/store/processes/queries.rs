@@ -2,7 +2,7 @@
 //! counts. (Writes are in `processes`.)
 
 use crate::domain::Kind;
-use crate::store::engine::sql::{args, Value};
+use crate::store::engine::sql::{args, columns, Value};
 use crate::store::processes::{process_from_row, ProcessRow, COLUMNS, LIVE_STATUSES};
 use crate::store::ProcessTable;
 use crate::store::StoreError;
@@ -30,6 +30,11 @@ pub struct LiveRow {
     pub parent_id: Option<i64>,
     pub kind: Kind,
     pub identity: Option<crate::identity::Identity>,
+}
+
+columns! {
+    /// What reconciliation reads of a live row, as [`LiveRow`] is read.
+    enum LiveColumn { id, parent_id, kind, pid, boot_id, start_ticks, pidfd_ino }
 }
 
 impl ProcessTable<'_> {
@@ -144,17 +149,22 @@ impl ProcessTable<'_> {
     pub fn live_rows(&self) -> Result<Vec<LiveRow>, StoreError> {
         let rows = self.store.db().query(
             &format!(
-                "SELECT id, parent_id, kind, pid, boot_id, start_ticks, pidfd_ino FROM processes \
-                 WHERE status IN {LIVE_STATUSES} AND COALESCE(machine_id, ?1) = ?1 ORDER BY id"
+                "SELECT {} FROM processes \
+                 WHERE status IN {LIVE_STATUSES} AND COALESCE(machine_id, ?1) = ?1 ORDER BY id",
+                LiveColumn::LIST
             ),
             &args![crate::identity::machine_id()],
         )?;
         let live = rows.iter().map(|row| {
+            use LiveColumn as C;
             Ok(LiveRow {
-                id: row.get(0)?,
-                parent_id: row.get(1)?,
-                kind: row.get(2)?,
-                identity: crate::store::processes::identity_at(row, [3, 4, 5, 6])?,
+                id: row.get(C::id)?,
+                parent_id: row.get(C::parent_id)?,
+                kind: row.get(C::kind)?,
+                identity: crate::store::processes::identity_at(
+                    row,
+                    [C::pid, C::boot_id, C::start_ticks, C::pidfd_ino],
+                )?,
             })
         });
         Ok(live.collect::<Result<_, crate::store::engine::sql::SqlError>>()?)

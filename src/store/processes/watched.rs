@@ -8,7 +8,7 @@
 //! own, so a sum over hosts counts each process once); the queues are the fleet's.
 
 use crate::domain::{Kind, ResultStatus, Status};
-use crate::store::engine::sql::args;
+use crate::store::engine::sql::{args, columns};
 use crate::store::processes::{process_from_row, ProcessRow, COLUMNS, LIVE_STATUSES};
 use crate::store::ProcessTable;
 use crate::store::StoreError;
@@ -50,6 +50,22 @@ pub struct QueueDepth {
     pub oldest_due_ms: i64,
 }
 
+columns! {
+    /// An ended row's columns (`p`) with its result's (`r`), as [`EndedRow`] is read.
+    enum EndedColumn {
+        id = "p.id", kind = "p.kind", plugin = "r.plugin",
+        result_status = "CASE WHEN r.process_id = p.id THEN r.status END",
+        end_reason = "p.end_reason", exit_code = "p.exit_code", started_at = "p.started_at",
+        ended_at = "p.ended_at", sigterm_at = "p.sigterm_at", sigkill_at = "p.sigkill_at",
+        escaped = "p.escaped", leaking = "p.leaking", unkillable = "p.unkillable",
+    }
+}
+
+columns! {
+    /// A started hook's columns (`p`) with its result's plugin (`r`), as [`StartedHook`] is read.
+    enum StartedColumn { id = "p.id", plugin = "r.plugin", started_at = "p.started_at" }
+}
+
 impl ProcessTable<'_> {
     /// The rows of this machine that claim a live process, and those that ended at or after
     /// `ended_since_ms` (unix ms), by id.
@@ -87,34 +103,34 @@ impl ProcessTable<'_> {
     /// and status.
     pub fn ended_since(&self, since_ms: i64) -> Result<Vec<EndedRow>, StoreError> {
         let rows = self.store.db().query(
-            "SELECT p.id, p.kind, r.plugin, \
-                    CASE WHEN r.process_id = p.id THEN r.status END, \
-                    p.end_reason, p.exit_code, p.started_at, p.ended_at, p.sigterm_at, \
-                    p.sigkill_at, p.escaped, p.leaking, p.unkillable \
-             FROM processes p LEFT JOIN results r ON r.id = p.result_id \
-             WHERE p.ended_at >= ?1 AND p.status IN ('exited', 'lost') \
-             AND COALESCE(p.machine_id, ?2) = ?2 ORDER BY p.id",
+            &format!(
+                "SELECT {} FROM processes p LEFT JOIN results r ON r.id = p.result_id \
+                 WHERE p.ended_at >= ?1 AND p.status IN ('exited', 'lost') \
+                 AND COALESCE(p.machine_id, ?2) = ?2 ORDER BY p.id",
+                EndedColumn::LIST
+            ),
             &args![since_ms, crate::identity::machine_id()],
         )?;
         let mut ended = Vec::with_capacity(rows.len());
         for row in &rows {
-            let kind: String = row.get(1)?;
+            use EndedColumn as C;
+            let kind: String = row.get(C::kind)?;
             let Ok(kind) = kind.parse() else { continue };
-            let status: Option<String> = row.get(3)?;
+            let status: Option<String> = row.get(C::result_status)?;
             ended.push(EndedRow {
-                id: row.get(0)?,
+                id: row.get(C::id)?,
                 kind,
-                plugin: row.get(2)?,
+                plugin: row.get(C::plugin)?,
                 result_status: status.and_then(|s| s.parse().ok()),
-                end_reason: row.get(4)?,
-                exit_code: row.get(5)?,
-                started_at: row.get(6)?,
-                ended_at: row.get(7)?,
-                sigterm_at: row.get(8)?,
-                sigkill_at: row.get(9)?,
-                escaped: row.get(10)?,
-                leaking: row.get(11)?,
-                unkillable: row.get(12)?,
+                end_reason: row.get(C::end_reason)?,
+                exit_code: row.get(C::exit_code)?,
+                started_at: row.get(C::started_at)?,
+                ended_at: row.get(C::ended_at)?,
+                sigterm_at: row.get(C::sigterm_at)?,
+                sigkill_at: row.get(C::sigkill_at)?,
+                escaped: row.get(C::escaped)?,
+                leaking: row.get(C::leaking)?,
+                unkillable: row.get(C::unkillable)?,
             });
         }
         Ok(ended)
@@ -123,16 +139,19 @@ impl ProcessTable<'_> {
     /// The hook rows that started at or after `since_ms` (unix ms), with their result's plugin.
     pub fn hooks_started_since(&self, since_ms: i64) -> Result<Vec<StartedHook>, StoreError> {
         Ok(self.store.db().query_map(
-            "SELECT p.id, r.plugin, p.started_at \
-             FROM processes p LEFT JOIN results r ON r.id = p.result_id \
-             WHERE p.kind = 'hook' AND p.started_at >= ?1 \
-             AND COALESCE(p.machine_id, ?2) = ?2 ORDER BY p.id",
+            &format!(
+                "SELECT {} FROM processes p LEFT JOIN results r ON r.id = p.result_id \
+                 WHERE p.kind = 'hook' AND p.started_at >= ?1 \
+                 AND COALESCE(p.machine_id, ?2) = ?2 ORDER BY p.id",
+                StartedColumn::LIST
+            ),
             &args![since_ms, crate::identity::machine_id()],
             |row| {
+                use StartedColumn as C;
                 Ok(StartedHook {
-                    id: row.get(0)?,
-                    plugin: row.get(1)?,
-                    started_at: row.get(2)?,
+                    id: row.get(C::id)?,
+                    plugin: row.get(C::plugin)?,
+                    started_at: row.get(C::started_at)?,
                 })
             },
         )?)

@@ -146,7 +146,7 @@ impl<O: Owner> Supervisor<O> {
                 "the teardown from above did not end every process below this one by its \
                  deadline: killing them here"
             );
-            self.teardown.begin_all(store, requests);
+            self.begin_teardowns(store, requests);
             self.publish_deadline();
         }
     }

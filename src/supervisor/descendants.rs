@@ -55,6 +55,10 @@ impl<O: Owner> Supervisor<O> {
                 log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
             }
         }
+        if leftovers != Leftovers::None {
+            // (Their teardown's report goes to the child's owner, as its exit did.)
+            self.stopping.insert(child.row_id, child.owner);
+        }
         match leftovers {
             Leftovers::None => {}
             Leftovers::StopNow => {

@@ -235,20 +235,15 @@ impl<O: Owner> Supervisor<O> {
         grace: Duration,
         reason: EndReason,
     ) {
-        if let Some(owner) = self.children.owner_of_row(row_id) {
-            self.stopping.insert(row_id, owner);
-        }
-        self.teardown.begin(
-            store,
-            teardown::Request {
-                root_row: row_id,
-                signal,
-                grace,
-                own_deadlines: false,
-                reason,
-                recording: liveness::Recording::ChildRows,
-            },
-        );
+        let request = teardown::Request {
+            root_row: row_id,
+            signal,
+            grace,
+            own_deadlines: false,
+            reason,
+            recording: liveness::Recording::ChildRows,
+        };
+        self.begin_teardowns(store, vec![request]);
         self.publish_deadline();
     }
 
@@ -302,14 +297,26 @@ impl<O: Owner> Supervisor<O> {
             }
         }
         // (All in one transaction: one wait for the write lock, however many children.)
-        self.teardown.begin_all(store, now);
+        self.begin_teardowns(store, now);
         self.sweep_escapees(store);
         self.publish_deadline();
     }
 
     fn stop_at_end(&mut self, store: &Store, root: i64, reason: EndReason) {
         let request = self.timing.stop_at_end(root, reason);
-        self.teardown.begin(store, request);
+        self.begin_teardowns(store, vec![request]);
+    }
+
+    /// Begins `requests`, remembering the owner of each root row that is a child here, so that
+    /// its report goes to that owner (see [`Event::TornDown`]). (The owner of an exited child's
+    /// leftovers is remembered as they are settled: the child is no longer here.)
+    fn begin_teardowns(&mut self, store: &Store, requests: Vec<teardown::Request>) {
+        for request in &requests {
+            if let Some(owner) = self.children.owner_of_row(request.root_row) {
+                self.stopping.insert(request.root_row, owner);
+            }
+        }
+        self.teardown.begin_all(store, requests);
     }
 
     /// Moves every SIGKILL deadline to now.

@@ -26,17 +26,12 @@ struct Gathered {
 }
 
 impl DeadlineMap {
-    /// Starts tearing down the subtree of `request.root_row` (or adds what is new to a teardown
-    /// of it already under way). What it records is one transaction.
+    /// Starts tearing down the subtree of each request's `root_row` (or adds what is new to a
+    /// teardown of it already under way). What it records is one transaction, then the signals.
     ///
     /// Every signal is recorded before it is sent (whoever reaps a process must see why it
     /// ended), so the transaction is committed before the signals go out: not to be called
     /// inside another [`Store::batch`].
-    pub fn begin(&mut self, store: &Store, request: Request) {
-        self.begin_all(store, vec![request]);
-    }
-
-    /// [`DeadlineMap::begin`] for many trees at once: one transaction, then the signals.
     pub fn begin_all(&mut self, store: &Store, requests: Vec<Request>) {
         debug_assert!(
             !store.in_batch(),

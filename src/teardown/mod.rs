@@ -131,7 +131,7 @@ struct Member {
     gone_at: Option<Instant>,
     /// The state it was in when reported as a survivor of SIGKILL.
     survived: Option<char>,
-    /// Its first signal is recorded but not sent yet (see [`DeadlineMap::begin`]).
+    /// Its first signal is recorded but not sent yet (see [`DeadlineMap::begin_all`]).
     unsignalled: bool,
 }
 

@@ -35,16 +35,16 @@ fn a_recorded_child_whose_pid_was_taken_within_its_tick_is_ended_and_the_taker_n
     let instance = store.marker_namespace().unwrap();
     let mut map = DeadlineMap::new(poll.registry().try_clone().unwrap(), instance, None);
     // Tear down the stale row alone (the taker's row stands for a process of another tree).
-    map.begin(
+    map.begin_all(
         &store,
-        Request {
+        vec![Request {
             root_row: child,
             signal: Signal::TERM,
             grace: Duration::from_secs(5),
             own_deadlines: false,
             reason: EndReason::Killed,
             recording: Recording::ChildRows,
-        },
+        }],
     );
 
     let reports = map.take_completed();

@@ -1,7 +1,7 @@
 //! A row's liveness and its end: whether the process a row claims still runs, who will record
 //! its end, and the functions that make a row final.
 //!
-//! Invariants: `Store::record_end` and `Store::record_lost` are called from this module only, so
+//! Invariants: `ProcessTable::record_end` and `ProcessTable::record_lost` are called from this module only, so
 //! every way a row ends is one of the functions below:
 //! - [`finish_reaped`]: its reaper saw its exit status (the supervisor loop, or a kept status
 //!   written late);

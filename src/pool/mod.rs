@@ -129,7 +129,7 @@ impl<O: Owner> WorkerPool<O> {
         (free, self.only)
     }
 
-    /// What claims are restricted to: see [`Store::claim`].
+    /// What claims are restricted to: see [`WorkQueue::claim`](crate::store::WorkQueue::claim).
     fn claim_scope(&self) -> Option<i64> {
         match self.queue {
             Queue::Crawls => self.only,

@@ -58,7 +58,7 @@ pub enum Request {
         #[serde(default)]
         dry_run: bool,
     },
-    /// Run results of a sealed crawl again (see `Store::retry_results`).
+    /// Run results of a sealed crawl again (see `Crawls::retry_results`).
     Retry {
         crawl_id: i64,
         which: RetryScope,

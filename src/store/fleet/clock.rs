@@ -4,7 +4,7 @@
 //!
 //! Invariant: every host sharing a store reads one queue clock. On an SQLite file (one host) it
 //! is that host's boot clock, rebased at each start in another boot
-//! ([`Store::rebase_queue_clock`](crate::store::Store::rebase_queue_clock)); on a server it is
+//! ([`WorkQueue::rebase_queue_clock`](crate::store::WorkQueue::rebase_queue_clock)); on a server it is
 //! the server's clock, read in each session of the connection and every ten minutes, and followed on the local boot clock between
 //! readings, so a host's wall-clock step moves no lease and hosts whose clocks disagree still
 //! agree on who owns what.

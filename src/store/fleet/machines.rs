@@ -4,7 +4,7 @@
 //! Invariants: a machine's row is keyed by its stable id (`identity::machine_id`) and rewritten
 //! whole at each daemon start (a new boot, version or hostname replaces the old); only its own
 //! daemon writes it; a heartbeat moves `heartbeat_at` forward, never back. Its times are on the
-//! clock every host sharing the store reads ([`Store::shared_now`]), so one host's clock being
+//! clock every host sharing the store reads ([`Store::shared_now`](crate::store::Store::shared_now)), so one host's clock being
 //! off never makes another look silent.
 
 pub use crate::domain::Machine;

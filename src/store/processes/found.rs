@@ -20,10 +20,10 @@ impl ProcessTable<'_> {
         Ok(self.record_found(parent_id, found, None)?.0)
     }
 
-    /// [`Store::record_descendant`] of a process about to be sent `signal.0` (at wall-clock ms
+    /// [`ProcessTable::record_descendant`] of a process about to be sent `signal.0` (at wall-clock ms
     /// `signal.1`, SIGKILL due at `signal.2`): a row it makes is `stopping` with the signal
     /// recorded, in the same statement. Returns its row id, and whether the signal is recorded
-    /// (not when the process had a row already: that is for [`Store::record_signal`]).
+    /// (not when the process had a row already: that is for [`ProcessTable::record_signal`]).
     pub fn record_descendant_signalled(
         &self,
         parent_id: i64,

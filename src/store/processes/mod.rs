@@ -126,7 +126,7 @@ impl ProcessTable<'_> {
         self.insert_as(new, &crate::uuid7::new())
     }
 
-    /// [`Store::insert_process`], its row's UUID being `uuid` (a fresh UUIDv7).
+    /// [`ProcessTable::insert`], its row's UUID being `uuid` (a fresh UUIDv7).
     pub fn insert_as(&self, new: &NewProcess, uuid: &str) -> Result<i64, StoreError> {
         let argv = serde_json::to_string(&new.argv).expect("strings serialize");
         self.store.write(|tx| {
@@ -226,7 +226,7 @@ impl ProcessTable<'_> {
         self.record_end_at(id, outcome, reason, detail, now_ms())
     }
 
-    /// [`Store::record_end`] of an end seen at `ended_at` (wall-clock ms), written later.
+    /// [`ProcessTable::record_end`] of an end seen at `ended_at` (wall-clock ms), written later.
     pub fn record_end_at(
         &self,
         id: i64,

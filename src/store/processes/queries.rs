@@ -8,7 +8,7 @@ use crate::store::ProcessTable;
 use crate::store::StoreError;
 use std::collections::BTreeMap;
 
-/// Which rows [`Store::processes`] returns.
+/// Which rows [`ProcessTable::list`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct ProcessFilter {
     /// Only rows that still claim a live process (starting, running, stopping).
@@ -177,7 +177,7 @@ impl ProcessTable<'_> {
         Ok(alive.crawl_wide + alive.per_snapshot)
     }
 
-    /// [`Store::browsers_alive`], told apart by whose they are: a crawl's (launched by a crawl
+    /// [`ProcessTable::browsers_alive`], told apart by whose they are: a crawl's (launched by a crawl
     /// hook, shared by its snapshots) or one snapshot's.
     pub fn browsers_alive_by_scope(
         &self,
@@ -233,7 +233,7 @@ impl ProcessTable<'_> {
     }
 }
 
-/// Browsers alive, by whose they are (see [`Store::browsers_alive_by_scope`]).
+/// Browsers alive, by whose they are (see [`ProcessTable::browsers_alive_by_scope`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BrowsersAlive {
     /// Launched by a crawl's hooks, shared by its snapshots.

@@ -74,7 +74,7 @@ impl Crawls<'_> {
 
     /// Seals the crawl or snapshot of `claim`, ended by `limit`: its open results become
     /// `cancelled` (for a crawl: with every snapshot it had not sealed, and its outcome is
-    /// `cancelled`), and it names the limit. Returns whether it was sealed (as [`Store::seal`]).
+    /// `cancelled`), and it names the limit. Returns whether it was sealed (as [`WorkQueue::seal`](crate::store::WorkQueue::seal)).
     pub fn seal_ended_by(&self, claim: Claim, limit: Limit) -> Result<bool, StoreError> {
         self.seal_cut_short(claim, CrawlOutcome::Cancelled, Some(limit))
     }

@@ -21,7 +21,7 @@ impl WorkQueue<'_> {
     /// only, if given; for snapshots: that crawl's, if given, else those of the running,
     /// unpaused crawls whose workers run on other machines and that run no crawl-scoped hook in
     /// the background — what a host of a fleet lends its free snapshot slots to) for `lease`: one compare-and-set on `retry_at`. The row is owned
-    /// by process row `claimer` until it hands it to a worker ([`Store::set_owner`]), so work
+    /// by process row `claimer` until it hands it to a worker ([`WorkQueue::set_owner`]), so work
     /// claimed by a process that died before it started the worker is recovered with the rest
     /// of that process's work (`None`: no process claims, for tools and tests).
     pub fn claim(
@@ -186,7 +186,7 @@ impl WorkQueue<'_> {
         self.seal_with(claim, |_| Ok(()))
     }
 
-    /// [`Store::seal`], with what `first` writes in the same transaction (see `limits`).
+    /// [`WorkQueue::seal`], with what `first` writes in the same transaction (see `limits`).
     pub(in crate::store) fn seal_with(
         &self,
         claim: Claim,
@@ -225,7 +225,7 @@ impl WorkQueue<'_> {
     }
 
     /// When the next queued row of `queue` becomes due (queue clock; within `crawl_id` if
-    /// given, as for [`Store::claim`]), if one is waiting.
+    /// given, as for [`WorkQueue::claim`]), if one is waiting.
     pub fn next_retry_at(
         &self,
         queue: Queue,
@@ -271,7 +271,7 @@ fn next_due(queue: Queue, crawl_id: Option<i64>, now: &str, crawl: &str, machine
     )
 }
 
-/// Which queued rows of `queue` a claim within crawl `crawl_id` may take, as [`Store::claim`]
+/// Which queued rows of `queue` a claim within crawl `crawl_id` may take, as [`WorkQueue::claim`]
 /// says, as a condition on the placeholders `crawl` (the crawl's id) and `machine` (this
 /// machine's id). One text per case, so the queue's index on unsealed rows serves each (its
 /// `status != 'sealed'` is repeated for SQLite to see that it applies); a placeholder a case

@@ -136,7 +136,7 @@ impl Results<'_> {
 
     /// The results of crawl `crawl_id` that may have changed since `since_ms` (wall clock, as
     /// `started_at` and `ended_at` are written): those running, and those that started or ended
-    /// since; ordered as [`Store::results`]. (A follower's view, read often: what did not
+    /// since; ordered as [`Results::of_crawl`]. (A follower's view, read often: what did not
     /// change is not read.)
     pub fn results_since(
         &self,

@@ -3,9 +3,10 @@
 //! it runs, by `abxctl` itself when it does not, and (`add`) by `abxd run`.
 //!
 //! Invariants: a verb judges its request before it writes anything, and a refusal names what is
-//! wrong ([`Refusal`]); the judgement and the write are apart (`admit`, then the write), so the
-//! daemon can try a write the busy database refused again without judging anew; `[crawl]`'s
-//! defaults are merged into a crawl's spec here, at admission, and nowhere else.
+//! wrong ([`Refusal`]); a verb that makes a crawl or a schedule judges and writes in two steps
+//! (`admit`, then the write), so the daemon can try a write the busy database refused again
+//! without judging anew; `[crawl]`'s defaults are merged into a crawl's spec here, at admission,
+//! and nowhere else.
 
 pub mod crawl;
 pub mod schedule;

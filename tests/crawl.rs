@@ -387,6 +387,35 @@ fn a_crawl_added_while_the_daemon_is_down_runs_when_it_starts() {
     }
 }
 
+/// With an error elsewhere in supervisor.toml, abxctl reads only `[paths]` and `[control]` of
+/// it: with the daemon down it writes no crawl, whose `[crawl]` rules it did not read, and says
+/// which key is wrong; once the file is right, the crawl gets `[crawl]`'s rules.
+#[test]
+fn with_the_daemon_down_a_config_read_only_in_part_queues_no_crawl() {
+    let plugins = plugins_config(&[&fixtures().join("plugins")]);
+    let daemon = TestDaemon::prepare(&format!("{plugins}[crawl]\nmax_urls = 3\n"));
+    daemon.create_database();
+    daemon.write_config(&format!(
+        "{plugins}[crawl]\nmax_urls = 3\n[limits]\nno_such_limit = 1\n"
+    ));
+    let output = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "ok"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no_such_limit"), "{stderr}");
+    assert!(stderr.contains("writes no work with abxd down"), "{stderr}");
+    assert!(daemon.store().crawls().all().unwrap().is_empty());
+    daemon.write_config(&format!("{plugins}[crawl]\nmax_urls = 3\n"));
+    let output = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "ok"]);
+    assert!(output.status.success(), "{output:?}");
+    let crawls = daemon.store().crawls().all().unwrap();
+    assert_eq!(crawls.len(), 1);
+    assert_eq!(
+        crawls[0].rules.max_urls,
+        Some(3),
+        "[crawl]'s rule, read whole"
+    );
+}
+
 #[test]
 fn add_wait_follows_the_crawl_and_prints_its_results() {
     for backend in common::backends() {

@@ -16,6 +16,13 @@ pub struct Admitted {
     import: bool,
 }
 
+impl Admitted {
+    /// The crawl each of its occurrences makes.
+    pub fn spec(&self) -> &CrawlSpec {
+        &self.spec
+    }
+}
+
 /// Judges a schedule of `spec`'s crawl, every `every_ms` or at the minutes of `cron` (one of
 /// the two); with `import`, its one URL is a `file://` to import at each occurrence.
 pub fn admit(

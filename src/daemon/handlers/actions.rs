@@ -5,7 +5,7 @@
 
 use super::{not_done, State};
 use crate::control::protocol::Response;
-use crate::store::{now_ms, Compact, RetryScope};
+use crate::store::{Compact, RetryScope};
 use crate::verbs;
 use std::time::Duration;
 
@@ -56,15 +56,10 @@ pub(super) fn prune(state: &mut State, older_than_ms: Option<u64>, dry_run: bool
 
 /// Applies `[retention]`: the rows of finished work older than `keep_days` go.
 pub(in crate::daemon) fn apply_retention(state: &mut State) {
-    let Some(keep) = state.config.retention.keep() else {
+    if state.config.retention.keep().is_none() {
         return;
-    };
-    let cutoff = now_ms() - keep.as_millis() as i64;
-    match state
-        .store
-        .processes()
-        .prune(cutoff, false, Compact::IfCheap)
-    {
+    }
+    match verbs::work::prune(&state.store, &state.config, None, false, Compact::IfCheap) {
         Ok(pruned) if pruned.rows > 0 => log::info!(
             "retention: {} process rows that ended over {} days ago pruned",
             pruned.rows,

@@ -20,7 +20,7 @@ pub(super) fn add(
         };
     match verbs::schedule::add(&state.store, &schedule) {
         Ok((id, next_at_ms)) => {
-            log::info!("schedule {id} added");
+            log::info!("schedule {id} added: {} URLs", schedule.spec().urls.len());
             state.look_at_schedules();
             Response::ScheduleAdded { id, next_at_ms }
         }

@@ -246,7 +246,9 @@ impl Daemon {
             Event::Signal(Signal::HUP) => self.reload(),
             Event::Signal(_) | Event::LeaseLost => {}
             Event::Ready(crate::store::listen::WORK_CHANGED) => {
-                self.state.wake |= self.state.fleet.woken()
+                self.state.wake |= self.state.fleet.woken();
+                // (Another host may have added, changed or fired a schedule.)
+                self.state.look_at_schedules();
             }
             Event::Ready(stale::STALE_CGROUPS) => self.state.stale_cgroups_changed(),
             Event::Ready(token) => self.on_control(token),

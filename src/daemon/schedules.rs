@@ -4,8 +4,9 @@
 //! Invariant: `schedules_at` is what the store said of the next occurrence when the daemon last
 //! looked (at start, after each firing, after each change it made or was told of); the loop's
 //! timer is set to it, so an idle daemon with schedules wakes once per occurrence, and one with
-//! none never. Another host's firing, or a change made while this daemon did not look, is caught
-//! at the next look (a wake-up of any kind: a request, a worker's exit, a notification).
+//! none never. On a fleet another host's change or firing notifies every host, which looks
+//! again, so a schedule fires while any host runs; an occurrence is taken by one host alone (the
+//! store moves its `next_at` only from the value it read).
 
 use super::State;
 use std::time::{Duration, Instant};

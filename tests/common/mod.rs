@@ -235,8 +235,10 @@ impl TestDaemon {
     }
 
     /// Starts the daemon as a host of its own: the first process of a new PID namespace, seeing
-    /// only its own processes (`unshare --pid --fork --mount-proc`, as root). `unshare` passes a
-    /// SIGTERM on to it; when it ends, the kernel kills whatever is left in its namespace.
+    /// only its own processes (`unshare --pid --fork --mount-proc`, as root). `unshare` holds
+    /// SIGTERM and SIGINT back while it waits for its child, so [`TestDaemon::signal`] does not
+    /// reach the daemon; killed itself ([`TestDaemon::crash`]), `unshare` has the daemon sent
+    /// SIGTERM, and when that ends the kernel kills whatever is left in its namespace.
     pub fn launch_in_own_pid_namespace(&mut self) {
         self.wrapper = [
             "unshare",

@@ -1,8 +1,10 @@
-//! Wake-ups on a shared store: a crawl or snapshot that any host added, put back or sealed
-//! wakes the event loops that may act on it, through PostgreSQL's LISTEN/NOTIFY — no polling.
+//! Wake-ups on a shared store: a crawl or snapshot that any host added, put back or sealed,
+//! and a schedule any host added, changed, fired or removed, wakes the event loops that may act
+//! on it, through PostgreSQL's LISTEN/NOTIFY — no polling.
 //!
 //! Invariants: the server notifies (a trigger, see the migrations) whenever a crawl or
-//! snapshot is inserted or its status is written, once per transaction; a listener is a thread
+//! snapshot is inserted or its status is written, or a schedule's next occurrence or pause is,
+//! once per transaction; a listener is a thread
 //! of its own with a connection of its own that only waits and wakes the loop's `mio::Waker`
 //! (never touching the store the loop uses); a lost connection is made again with back-off,
 //! and the loop is woken once it is back (what changed meanwhile was not heard). An SQLite

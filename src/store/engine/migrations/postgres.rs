@@ -306,6 +306,15 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     ALTER TABLE machines ADD COLUMN worker_refused_writes BIGINT NOT NULL DEFAULT 0;
     "#,
     ),
+    (
+        28,
+        r#"
+    -- A schedule added, changed, fired or removed on one host wakes the others too, so each
+    -- knows when the next occurrence is due and fires it if the host that added it is down.
+    CREATE TRIGGER schedules_changed AFTER INSERT OR DELETE OR UPDATE OF next_at, paused_at
+        ON schedules FOR EACH ROW EXECUTE FUNCTION abxd_work_changed();
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -395,4 +395,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE machines ADD COLUMN worker_busy_writes INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE machines ADD COLUMN worker_refused_writes INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 28: a server's alone (a changed schedule wakes every host; a file has one host).
+    r#"
+    -- nothing
+    "#,
 ];

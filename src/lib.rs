@@ -74,10 +74,11 @@
 //!    never to a bare pid (`tests/architecture.rs` keeps it so).
 //! 3. A signal never makes a row final; a final row never changes again.
 //! 4. The daemon never blocks on a client, never sleeps on a timer it does not need, and never
-//!    panics on input. Nothing reachable from its loop calls `thread::sleep` but one: SQLite's
-//!    busy handler naps between probes of another process's write lock, at most `LOOP_WAIT` and
-//!    never past the loop's next deadline (`store::engine::busy`; `tests/architecture.rs` keeps
-//!    the list).
+//!    panics on input. Nothing reachable from its loop — nor a worker's — calls `thread::sleep`
+//!    or waits for another process's write lock: a write the busy database refused is kept
+//!    (the store's outbox, or its concern's own retry) and tried again when the store's
+//!    back-off ends, the loop turning meanwhile (`store::engine::busy`; `tests/architecture.rs`
+//!    keeps it so).
 //!
 //! # The fleet
 //!

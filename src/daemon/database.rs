@@ -109,20 +109,27 @@ impl State {
         self.retry_later_on(result, Retry::Recovery);
     }
 
-    /// After a store failure (e.g. a full disk), looks again a little later: an idle daemon
-    /// otherwise waits for an event that may not come.
+    /// After a store failure, looks again a little later: an idle daemon otherwise waits for an
+    /// event that may not come. The busy database is tried again when the store's back-off
+    /// ends; another failure (e.g. a full disk) after [`STORE_RETRY`].
     pub(super) fn retry_later_on(&mut self, result: Result<(), StoreError>, what: Retry) {
         if let Err(err) = result {
             let name = match what {
                 Retry::Claims => "claiming crawls",
                 Retry::Recovery => "recovery",
             };
-            log::error!(
-                "{name} failed: {err}; trying again in {}s",
-                STORE_RETRY.as_secs()
-            );
+            let at = if err.is_busy() {
+                log::debug!("{name}: {err}; trying again soon");
+                self.store.outbox().next_try()
+            } else {
+                log::error!(
+                    "{name} failed: {err}; trying again in {}s",
+                    STORE_RETRY.as_secs()
+                );
+                Instant::now() + STORE_RETRY
+            };
             self.retry_recovery |= what == Retry::Recovery;
-            self.retry_claims_at = Some(Instant::now() + STORE_RETRY);
+            self.retry_claims_at = Some(self.retry_claims_at.map_or(at, |was| was.min(at)));
         }
     }
 }

@@ -12,7 +12,7 @@ use super::heartbeat::Heartbeat;
 use crate::config::Config;
 use crate::pool::WorkerPool;
 use crate::recovery;
-use crate::store::{Store, StoreError, BUSY_RETRY};
+use crate::store::{Store, StoreError};
 use crate::supervisor::{DaemonChild, Supervisor};
 use std::time::Instant;
 
@@ -104,7 +104,7 @@ impl Fleet {
         self.retry_at = None;
         if let Err(err) = lent.fill(config, supervisor, store) {
             log::warn!("cannot borrow snapshots of other machines' crawls yet: {err}");
-            self.retry_at = Some(now + BUSY_RETRY);
+            self.retry_at = Some(store.outbox().next_try());
         }
     }
 

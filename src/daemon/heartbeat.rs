@@ -3,7 +3,7 @@
 //!
 //! Invariant: a daemon on a store of its own (SQLite) never wakes for it — it keeps no timer.
 
-use crate::store::{Store, BUSY_RETRY};
+use crate::store::Store;
 use std::time::{Duration, Instant};
 
 pub(super) struct Heartbeat {
@@ -44,7 +44,7 @@ impl Heartbeat {
             Ok(()) => now + every,
             Err(err) => {
                 log::warn!("cannot write this machine's heartbeat: {err}");
-                now + BUSY_RETRY.min(every)
+                store.outbox().next_try().min(now + every)
             }
         });
         Some(beat.is_ok())

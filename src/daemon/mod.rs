@@ -38,7 +38,7 @@ use crate::lock::DataDirLock;
 use crate::notify::Notifier;
 use crate::pool::{WorkerEnd, WorkerPool};
 use crate::signal::Signal;
-use crate::store::{Store, StoreError, BUSY_RETRY};
+use crate::store::{Store, StoreError};
 use crate::supervisor::{DaemonChild, Event, Supervisor};
 use crate::teardown::Report;
 use crate::verbs::crawl::Admitted;
@@ -68,7 +68,7 @@ struct State {
     /// Connections waiting for the teardown of a row to finish.
     waiting: HashMap<i64, Vec<Token>>,
     /// Crawls to enqueue that the busy database refused so far (see `handlers::add`).
-    parked_adds: Vec<handlers::ParkedAdd>,
+    parked_requests: Vec<handlers::ParkedRequest>,
     /// A large write-ahead log could not be truncated yet: when to try again (see `database`).
     truncate_wal_at: Option<Instant>,
     /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
@@ -186,8 +186,7 @@ impl Daemon {
                 }
                 self.on_event(event);
             }
-            for (token, answer) in handlers::retry_parked_adds(&mut self.state) {
-                self.state.wake = true;
+            for (token, answer) in handlers::retry_parked(&mut self.state, &mut self.supervisor) {
                 self.server.reply(token, &answer);
             }
             self.state.truncate_wal_at = self.state.keep_wal_small();
@@ -200,6 +199,7 @@ impl Daemon {
                 log::debug!("at exit: row {row_id} ended: {outcome}");
             }
         }
+        self.supervisor.settle_before_exit(&self.state.store);
         let own = self.state.orchestrator_id;
         if let Err(err) = liveness::finish_own(&self.state.store, own, "clean shutdown") {
             log::error!("cannot record the orchestrator's end: {err}");
@@ -271,7 +271,7 @@ impl Daemon {
         let due = (state.claiming() && !state.installer.busy() && state.hooks.is_ok())
             .then(|| state.crawls.next_due(&state.config, &state.store))
             .flatten();
-        let parked = (!state.parked_adds.is_empty()).then(|| Instant::now() + BUSY_RETRY);
+        let parked = (!state.parked_requests.is_empty()).then(|| state.store.outbox().next_try());
         let schedule = state
             .claiming()
             .then(|| state.next_schedule_due())
@@ -343,8 +343,6 @@ impl Daemon {
     }
 
     fn on_control(&mut self, token: Token) {
-        // A client waits: a write for it must not wait long for another process's lock.
-        crate::store::answer_soon();
         if !self.server.owns(token) {
             return;
         }

@@ -38,6 +38,8 @@ impl State {
                     log::info!("schedule {}: {}", fired.schedule_id, fired.note);
                 }
             }
+            // (Tried again when the store's back-off ends: see `next_schedule_due`.)
+            Err(err) if err.is_busy() => return,
             Err(err) => log::warn!("cannot fire the due schedules: {err}"),
         }
         self.look_at_schedules();
@@ -47,6 +49,11 @@ impl State {
     pub(super) fn next_schedule_due(&self) -> Option<Instant> {
         let at = self.schedules_at?;
         let wait = (at - self.store.shared_now()).max(0);
-        Instant::now().checked_add(Duration::from_millis(wait as u64))
+        let due = Instant::now().checked_add(Duration::from_millis(wait as u64))?;
+        // (Due already while the database is busy: when the store tries again.)
+        Some(match self.store.outbox().busy_since() {
+            Some(_) => due.max(self.store.outbox().next_try()),
+            None => due,
+        })
     }
 }

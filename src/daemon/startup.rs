@@ -108,7 +108,7 @@ impl Daemon {
             retry_claims_at: None,
             retry_recovery: false,
             waiting: HashMap::new(),
-            parked_adds: Vec::new(),
+            parked_requests: Vec::new(),
             truncate_wal_at: None,
             orphans,
             installer: Default::default(),

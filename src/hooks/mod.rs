@@ -37,7 +37,7 @@ pub use result::{bytes_below, interpret, last_line_of, output_files, Outcome};
 
 use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use crate::plugins::Prepared;
-use crate::store::{Store, StoreError, BUSY_RETRY};
+use crate::store::{Store, StoreError};
 use crate::supervisor::{RunsHooks, Supervisor};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -238,16 +238,16 @@ impl HookRunner {
 
     /// When the loop must wake for this runner: to look for a background hook's first output,
     /// to stop background hooks at the end of a scope of background hooks only, or to look at
-    /// the memory of hooks with a limit.
-    pub fn next_timer(&self) -> Option<Instant> {
-        let order = self.next_order_timer();
+    /// the memory of hooks with a limit, or to start a hook the busy database held back.
+    pub fn next_timer(&self, store: &Store) -> Option<Instant> {
+        let order = self.next_order_timer(store);
         [order, self.next_memory_check()]
             .into_iter()
             .flatten()
             .min()
     }
 
-    fn next_order_timer(&self) -> Option<Instant> {
+    fn next_order_timer(&self, store: &Store) -> Option<Instant> {
         match (self.waiting, self.ending) {
             (Waiting::FirstOutput { until, .. }, _) => {
                 Some((Instant::now() + READY_POLL).min(until))
@@ -255,7 +255,7 @@ impl HookRunner {
             (Waiting::Others { until }, _) => Some(until),
             (_, Ending::StopAt(at)) => Some(at),
             (Waiting::Nothing, _) if self.paused => Some(Instant::now() + PAUSE_POLL),
-            (Waiting::Nothing, _) if !self.pending.is_empty() => Some(Instant::now() + BUSY_RETRY),
+            (Waiting::Nothing, _) if !self.pending.is_empty() => Some(store.outbox().next_try()),
             _ => None,
         }
     }
@@ -296,7 +296,7 @@ impl HookRunner {
                         log::warn!("{}: not started yet: {err}", prepared.hook.file_name);
                         self.pending.push_front(prepared);
                         self.waiting = Waiting::Others {
-                            until: now + BUSY_RETRY,
+                            until: store.outbox().next_try(),
                         };
                     }
                     Err(err) => return Err(err),

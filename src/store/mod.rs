@@ -5,8 +5,9 @@
 //! [`Store`] is the handle: opening, transactions, the busy wait, the clocks and the fence. What
 //! is kept is reached through one repository per aggregate, a view over that handle
 //! (`store.processes()`, `store.crawls()`, `store.queue()`, `store.results()`,
-//! `store.schedules()`, `store.exports()`, `store.machines()`, `store.file()`). The handle's
-//! state (failed writes, batch depth, the breaker, the fence) lives in cells, so every repository
+//! `store.schedules()`, `store.exports()`, `store.machines()`, `store.file()`, and
+//! `store.outbox()` for the writes an event loop could not make yet). The handle's
+//! state (failed writes, batch depth, the back-off, the outbox, the fence) lives in cells, so every repository
 //! works through a shared reference; a store is used by one thread.
 //!
 //! Invariants: every SQLite connection runs with WAL, a busy wait (`engine::busy`) and
@@ -30,10 +31,7 @@ pub use crate::domain::{
     Claim, CrawlOutcome, EndDetail, EndReason, ExitOutcome, Kind, Lease, Pruned, Queue,
     ResultStatus, RetryScope, Status, WorkStatus,
 };
-pub use engine::busy::{
-    answer_soon, set_loop_deadline, set_loop_wake_fd, write_counts, Patience,
-    PROBE_EVERY as BUSY_RETRY,
-};
+pub use engine::busy::{write_counts, Patience};
 pub use error::StoreError;
 pub use fleet::clock::{boot_clock_ms, now_ms};
 pub use fleet::copy::{copy, Copied};
@@ -46,7 +44,7 @@ pub use work::{Added, Binary, Export, RefusedUrls};
 pub use work::{Crawl, HookResult, Snapshot};
 pub use work::{Fired, NewSchedule, Schedule};
 
-use engine::busy::Breaker;
+use engine::busy::Backoff;
 use rusqlite::Connection;
 use sql::Db;
 use std::cell::Cell;
@@ -67,7 +65,9 @@ pub struct Store {
     /// How long a write waits for another writer's lock.
     patience: Cell<Patience>,
     /// What writes found of other writers' locks.
-    breaker: Cell<Breaker>,
+    backoff: Cell<Backoff>,
+    /// Writes kept while the database was busy (`outbox`).
+    kept: std::cell::RefCell<engine::outbox::Queue>,
     /// The clock `retry_at` is on (see `fleet::clock`).
     queue_clock: std::cell::Cell<fleet::clock::QueueClock>,
     /// The claim this store's writes of work are fenced to (a worker's; see `work::fence`).
@@ -126,6 +126,11 @@ repository!(
     Machines
 );
 repository!(
+    /// The writes an event loop could not make yet because another process held the lock
+    /// (`engine::outbox`).
+    Outbox
+);
+repository!(
     /// The SQLite file under the store: whether it is still there, a copy of it, its
     /// write-ahead log.
     DatabaseFile
@@ -163,6 +168,10 @@ impl Store {
 
     pub fn file(&self) -> DatabaseFile<'_> {
         DatabaseFile { store: self }
+    }
+
+    pub fn outbox(&self) -> Outbox<'_> {
+        Outbox { store: self }
     }
 }
 
@@ -206,12 +215,6 @@ impl Store {
         Ok(())
     }
 
-    /// Since when (wall-clock ms) this store's writes have found the database locked by another
-    /// process, if the last one did.
-    pub fn busy_since(&self) -> Option<i64> {
-        self.breaker.get().busy_since()
-    }
-
     /// Finds out whether another process holds the write lock now (taking and dropping it at
     /// once if not): what `abxctl status` says, also of a daemon that had nothing to write.
     pub fn probe_busy(&self) -> Option<i64> {
@@ -225,7 +228,7 @@ impl Store {
             let _ = self.patience.get().apply(conn);
         }
         self.failed_writes.set(failed_writes);
-        self.busy_since()
+        self.outbox().busy_since()
     }
 
     pub fn path(&self) -> &Path {

@@ -71,7 +71,6 @@ impl<O: Owner> Supervisor<O> {
             held: Vec::new(),
             write_by: None,
         });
-        self.publish_deadline();
     }
 
     /// Whether a teardown from above covers what `stop_all` would tear down now.
@@ -147,7 +146,6 @@ impl<O: Owner> Supervisor<O> {
                  deadline: killing them here"
             );
             self.begin_teardowns(store, requests);
-            self.publish_deadline();
         }
     }
 }
@@ -165,6 +163,7 @@ mod tests {
             detail: None,
             at: 0,
             usage: None,
+            late: false,
         }
     }
 

@@ -51,9 +51,12 @@ impl<O: Owner> Supervisor<O> {
         let leftovers = decide::after_exit(child.policy, alive, self.ending);
         if leftovers.leaked() {
             log::warn!("row {} exited leaving processes behind", child.row_id);
-            if let Err(err) = store.processes().set_leaking(child.row_id) {
-                log::error!("row {}: cannot flag it leaking: {err}", child.row_id);
-            }
+            let row = child.row_id;
+            store
+                .outbox()
+                .write(format!("row {row}'s leaking flag"), move |store| {
+                    store.processes().set_leaking(row)
+                });
         }
         if leftovers != Leftovers::None {
             // (Their teardown's report goes to the child's owner, as its exit did.)
@@ -238,9 +241,11 @@ fn still_running<O>(child: &Child<O>, pid: i32) -> Option<Found> {
 }
 
 pub(super) fn flag_escaped(store: &Store, row: i64) {
-    if let Err(err) = store.processes().set_escaped(row) {
-        log::error!("row {row}: cannot flag it escaped: {err}");
-    }
+    store
+        .outbox()
+        .write(format!("row {row}'s escaped flag"), move |store| {
+            store.processes().set_escaped(row)
+        });
 }
 
 /// After `child` exited: makes final the rows below it whose process is gone unobserved, and

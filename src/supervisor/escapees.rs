@@ -60,9 +60,11 @@ impl<O: Owner> Supervisor<O> {
             };
             if let Some(owner) = owner_of(pid) {
                 if known.is_none() {
-                    if let Err(err) = store.processes().record_descendant(owner, &found) {
-                        log::error!("cannot record pid {pid} below row {owner}: {err}");
-                    }
+                    let found = found.clone();
+                    store.outbox().write(
+                        format!("the row of pid {pid} below row {owner}"),
+                        move |store| store.processes().record_descendant(owner, &found).map(drop),
+                    );
                 }
                 continue;
             }

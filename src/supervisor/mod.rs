@@ -8,15 +8,16 @@
 //! (what was re-parented here), `log_cap`, `above` (a teardown left to the process above),
 //! `lease`, `unrecorded` (ends a failed write left unwritten), and `decide` — the rules, as
 //! functions of state that return actions. This file is the loop: it turns readiness into
-//! facts, asks `decide`, and applies the answer. It also tells the store's busy handler its next
-//! deadline, so a write never waits for another process's lock past it (`store::engine::busy`).
+//! facts, asks `decide`, and applies the answer. Each turn first writes what the store's outbox
+//! kept while the database was busy, and the loop wakes when the store's back-off ends if
+//! anything waits for it (`store::engine::busy`, `store::engine::outbox`).
 //!
 //! Invariants: the process that spawned a child is the one that reaps it, here and only here;
 //! a reaped child's row is made final here (one writer per row's lifecycle) before the caller
 //! hears of it, and so is the row of a descendant re-parented here (this process is a child
 //! subreaper). With nothing to wait for, [`Supervisor::wait`] blocks in `poll` with no timeout:
 //! the only timers are real deadlines (hook timeouts, SIGKILL deadlines, the descendant scan
-//! while hooks run, lease renewal, and the caller's own).
+//! while hooks run, lease renewal, a write the busy database refused, and the caller's own).
 
 mod above;
 mod children;
@@ -105,8 +106,6 @@ impl<O: Owner> Supervisor<O> {
         let subreaper = nix::sys::prctl::get_child_subreaper().unwrap_or(false);
         let registry = poll.registry().try_clone()?;
         let teardown = DeadlineMap::new(registry, instance.clone(), own_row.filter(|_| subreaper));
-        // A write waiting for another process's lock gives up when this loop has an event.
-        crate::store::set_loop_wake_fd(std::os::fd::AsRawFd::as_raw_fd(&poll));
         Ok(Supervisor {
             poll,
             signals,
@@ -192,7 +191,6 @@ impl<O: Owner> Supervisor<O> {
             let due = now + self.scan_every;
             self.next_scan = Some(self.next_scan.map_or(due, |at| at.min(due)));
         }
-        self.publish_deadline();
         Ok(spawned)
     }
 
@@ -203,12 +201,6 @@ impl<O: Owner> Supervisor<O> {
 
     pub fn child_count(&self) -> usize {
         self.children.len()
-    }
-
-    /// Tells the store's busy handler when this loop must act next whatever the database does
-    /// (see `store::busy`): a write waiting for another process's lock gives up then.
-    fn publish_deadline(&self) {
-        crate::store::set_loop_deadline(self.hard_deadline());
     }
 
     /// The next moment this loop must act whatever the database does: a child's deadline or a
@@ -244,7 +236,6 @@ impl<O: Owner> Supervisor<O> {
             recording: liveness::Recording::ChildRows,
         };
         self.begin_teardowns(store, vec![request]);
-        self.publish_deadline();
     }
 
     /// Tears down the trees of orphan rows left by a previous incarnation (one marker scan for
@@ -299,7 +290,6 @@ impl<O: Owner> Supervisor<O> {
         // (All in one transaction: one wait for the write lock, however many children.)
         self.begin_teardowns(store, now);
         self.sweep_escapees(store);
-        self.publish_deadline();
     }
 
     fn stop_at_end(&mut self, store: &Store, root: i64, reason: EndReason) {
@@ -322,7 +312,6 @@ impl<O: Owner> Supervisor<O> {
     /// Moves every SIGKILL deadline to now.
     pub fn hurry(&mut self, store: &Store) {
         self.teardown.hurry(store);
-        self.publish_deadline();
     }
 
     /// Waits for something to act on (or `timer`), then returns what happened. Reaped children
@@ -339,6 +328,10 @@ impl<O: Owner> Supervisor<O> {
             hard_deadline,
             self.next_scan,
             self.unrecorded.next_deadline(),
+            store.outbox().retry_at(),
+            self.teardown
+                .has_unwritten()
+                .then(|| store.outbox().next_try()),
         ]
         .into_iter()
         .flatten()
@@ -353,13 +346,12 @@ impl<O: Owner> Supervisor<O> {
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => return Ok(Vec::new()),
             Err(err) => return Err(err),
         }
-        // Every teardown of this turn shares one marker scan. Writes give up at once while a
-        // deadline of this turn waits (its signals go first, its records follow).
-        crate::store::set_loop_deadline(hard_deadline);
+        // What waited for a busy database is written first, before what this turn writes.
+        store.outbox().write_kept();
+        // Every teardown of this turn shares one marker scan.
         self.teardown.start_sharing_scans();
         let out = self.handle_events(store, timer);
         self.teardown.stop_sharing_scans();
-        self.publish_deadline();
         Ok(out)
     }
 

@@ -10,20 +10,21 @@ use super::{decide, Event, Supervisor};
 use crate::domain::{EndReason, ExitOutcome};
 use crate::reaper;
 use crate::store::{now_ms, Store};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 impl<O: Owner> Supervisor<O> {
-    /// For the last moment before this process exits: writes the ends a failed write left
-    /// unrecorded, retrying while writes fail, for at most `patience` (after which the daemon's
-    /// own pass settles them).
-    pub fn settle_before_exit(&mut self, store: &Store, patience: Duration) {
-        let give_up = Instant::now() + patience;
-        while !self.unrecorded.settle_now(store, |_| false) {
-            if Instant::now() >= give_up {
-                log::error!("exiting with ends still unrecorded: the database is not writable");
-                return;
-            }
-            std::thread::sleep(super::unrecorded::retry_after(store));
+    /// For the last moment before this process exits, its loop ended: writes what the outbox
+    /// kept and the ends a failed write left unrecorded, each waiting for another process's
+    /// lock as a command does (SQLite's own wait, up to `store::busy::PATIENT`). What is still
+    /// not written then — the database is not writable — is left to the daemon's own pass.
+    pub fn settle_before_exit(&mut self, store: &Store) {
+        if let Err(err) = store.set_patience(crate::store::Patience::Patient) {
+            log::warn!("cannot wait for the database's lock: {err}");
+        }
+        store.outbox().write_kept();
+        let settled = self.unrecorded.settle_now(store, |_| false);
+        if !settled || !store.outbox().is_empty() {
+            log::error!("exiting with ends still unrecorded: the database is not writable");
         }
     }
 
@@ -136,6 +137,7 @@ impl<O: Owner> Supervisor<O> {
             detail,
             at,
             usage,
+            late: false,
         })
     }
 
@@ -158,8 +160,16 @@ impl<O: Owner> Supervisor<O> {
         ends
     }
 
-    /// Writes `ends` in one transaction; what is not written is kept to write later.
+    /// Writes `ends` in one transaction; what is not written is kept to write later, as is the
+    /// end of a row whose start waits to be written (after it).
     pub(super) fn write_ends(&mut self, store: &Store, ends: &[End]) {
+        let (after_start, ends): (Vec<End>, Vec<End>) = ends
+            .iter()
+            .partition(|end| self.unrecorded.start_waits(end.row));
+        for end in after_start {
+            self.unrecorded.end_failed(end, true);
+        }
+        let ends = ends.as_slice();
         if ends.is_empty() {
             return;
         }
@@ -179,19 +189,25 @@ impl<O: Owner> Supervisor<O> {
                 for (end, result) in ends.iter().zip(results) {
                     if let Err(err) = result {
                         log::warn!("row {}: its end is written later: {err}", end.row);
-                        self.unrecorded.end_failed(*end);
+                        self.unrecorded.end_failed(*end, false);
                     }
                 }
             }
             Err(err) => {
-                // (One line for the turn: a busy database refuses them all at once.)
+                // (One line for the turn: a busy database refuses them all at once — in a
+                // moment, as a matter of course.)
                 let rows: Vec<String> = ends.iter().map(|end| end.row.to_string()).collect();
-                log::warn!(
+                let level = match err.is_busy() {
+                    true => log::Level::Debug,
+                    false => log::Level::Warn,
+                };
+                log::log!(
+                    level,
                     "the ends of rows {} are written later: {err}",
                     rows.join(", ")
                 );
                 for end in ends {
-                    self.unrecorded.end_failed(*end);
+                    self.unrecorded.end_failed(*end, err.is_busy());
                 }
             }
         }

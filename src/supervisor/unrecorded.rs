@@ -29,8 +29,11 @@ pub const RETRY: Duration = Duration::from_secs(1);
 /// released within milliseconds, e.g. a hundred workers each ending their hooks at once), else
 /// [`RETRY`] (a full disk, an I/O error).
 pub fn retry_after(store: &Store) -> Duration {
-    if store.busy_since().is_some() {
-        crate::store::BUSY_RETRY
+    if store.outbox().busy_since().is_some() {
+        store
+            .outbox()
+            .next_try()
+            .saturating_duration_since(Instant::now())
     } else {
         RETRY
     }
@@ -59,6 +62,9 @@ pub(super) struct End {
     pub at: i64,
     /// What its cgroup measured (a child spawned into one).
     pub usage: Option<Usage>,
+    /// Kept after a write failed other than for another process's lock: its row says it was
+    /// written after the fact.
+    pub late: bool,
 }
 
 impl End {
@@ -119,8 +125,16 @@ impl Unrecorded {
         });
     }
 
-    /// Keeps an exit status whose write failed, to write it later.
-    pub fn end_failed(&mut self, end: End) {
+    /// Whether row `row`'s start waits to be written: its end must wait for it (a start is
+    /// written only on a row still `starting`).
+    pub fn start_waits(&self, row: i64) -> bool {
+        self.starts.iter().any(|start| start.row == row)
+    }
+
+    /// Keeps an exit status whose write failed, to write it later: saying so on its row unless
+    /// it was only refused for a while by another process's lock (`busy`).
+    pub fn end_failed(&mut self, mut end: End, busy: bool) {
+        end.late |= !busy;
         self.ends.push(end);
     }
 
@@ -179,12 +193,12 @@ impl Unrecorded {
         // written holds up no other.)
         let ends = &self.ends;
         if store
-            .all_or_nothing(|store| ends.iter().try_for_each(|end| end.write(store, true)))
+            .all_or_nothing(|store| ends.iter().try_for_each(|end| end.write(store, end.late)))
             .is_ok()
         {
             self.ends.clear();
         }
-        self.ends.retain(|end| end.write(store, true).is_err());
+        self.ends.retain(|end| end.write(store, end.late).is_err());
         if !self.ends.is_empty() {
             return false;
         }

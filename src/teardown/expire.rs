@@ -180,9 +180,12 @@ impl DeadlineMap {
                 member.command
             );
             if let Some(row) = member.row_id {
-                if let Err(err) = store.processes().set_unkillable(row, &detail) {
-                    log::error!("row {row}: cannot flag it unkillable: {err}");
-                }
+                let detail = detail.clone();
+                store
+                    .outbox()
+                    .write(format!("row {row}'s unkillable flag"), move |store| {
+                        store.processes().set_unkillable(row, &detail)
+                    });
             }
             // Reported: the tree finishes as incomplete.
             member.gone_at = Some(now);

@@ -80,9 +80,11 @@ pub(super) fn add_member(
     let is_descendant = kind.is_none_or(|kind| kind == Kind::Child);
     if let Some(row) = row_id.filter(|_| is_descendant && process.ppid == std::process::id() as i32)
     {
-        if let Err(err) = store.processes().set_escaped(row) {
-            log::error!("row {row}: cannot flag it escaped: {err}");
-        }
+        store
+            .outbox()
+            .write(format!("row {row}'s escaped flag"), move |store| {
+                store.processes().set_escaped(row)
+            });
     }
     if row_id.is_some() && !tree.rows.contains(&row_id.unwrap_or_default()) {
         tree.rows.push(row_id.unwrap_or_default());

@@ -47,7 +47,7 @@ use crate::identity::PidRef;
 use crate::liveness::Recording;
 use crate::proctree::Found;
 use crate::signal::Signal;
-use crate::store::{Store, BUSY_RETRY};
+use crate::store::Store;
 use mio::unix::SourceFd;
 use mio::{Registry, Token};
 
@@ -227,14 +227,14 @@ impl DeadlineMap {
         })
     }
 
-    /// The earliest moment something is due: a SIGKILL, a survivor check, or another try at
-    /// ends the database refused.
+    /// Whether records the database refused wait to be written (tried again when the store's
+    /// back-off ends: see `Supervisor::wait`).
+    pub fn has_unwritten(&self) -> bool {
+        self.trees.values().any(|t| !t.unwritten.is_empty())
+    }
+
+    /// The earliest moment something is due: a SIGKILL, a survivor check.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let retry = self
-            .trees
-            .values()
-            .any(|t| !t.unwritten.is_empty())
-            .then(|| Instant::now() + BUSY_RETRY);
         self.trees
             .values()
             .flat_map(|t| t.members.values())
@@ -243,7 +243,6 @@ impl DeadlineMap {
                 None => m.deadline,
                 Some(killed) => killed + SURVIVOR_WAIT,
             })
-            .chain(retry)
             .min()
     }
 

@@ -9,7 +9,7 @@ use crate::domain::{Limit, Queue, Refusal, WorkStatus};
 use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
 use crate::pool::WorkerPool;
-use crate::store::{now_ms, Added, Crawl, StoreError, BUSY_RETRY};
+use crate::store::{now_ms, Added, Crawl, StoreError};
 use crate::supervisor::CrawlWorkerChild;
 use std::time::{Duration, Instant};
 
@@ -118,7 +118,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         }
         // Claims, recoveries or reads the busy database refused are tried again soon.
         let retry = (refused || !cx.torn_down.is_empty() || all_sealed.is_none())
-            .then(|| Instant::now() + BUSY_RETRY);
+            .then(|| cx.store.outbox().next_try());
         // Wake for a snapshot that is waiting out a back-off, or for the crawl's hooks.
         let back_off = (pool.is_empty() && !paused && !cx.failed)
             .then(|| pool.next_due(&cx.config, &cx.store))
@@ -131,7 +131,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         let memory_watch = pool.watch_memory(&cx.config);
         let timer = [
             back_off,
-            runner.next_timer(),
+            runner.next_timer(&cx.store),
             retry,
             resume,
             admission,

@@ -32,7 +32,7 @@ use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
 use crate::pool::WorkerPool;
 use crate::signal::Signal;
-use crate::store::{now_ms, Patience, Store, StoreError, BUSY_RETRY};
+use crate::store::{now_ms, Patience, Store, StoreError};
 use crate::supervisor::{Event, RunsHooks, Supervisor, Timing};
 use limits::Watches;
 use std::time::{Duration, Instant};
@@ -147,7 +147,7 @@ impl<O: RunsHooks> Context<O> {
     fn next_exits(&mut self, timer: Option<Instant>) -> Result<Vec<Exit<O>>, WorkerError> {
         let mut exits = std::mem::take(&mut self.deferred);
         // Exits whose records the busy database refused are given again soon.
-        let retry = (!exits.is_empty()).then(|| Instant::now() + BUSY_RETRY);
+        let retry = (!exits.is_empty()).then(|| self.store.outbox().next_try());
         let watch = self
             .ended_by
             .is_none()
@@ -286,7 +286,7 @@ impl<O: RunsHooks> Context<O> {
         loop {
             match write(&mut self.store) {
                 Err(err) if err.is_busy() => {
-                    let retry = Instant::now() + BUSY_RETRY;
+                    let retry = self.store.outbox().next_try();
                     let exits = self.next_exits(Some(retry))?;
                     self.deferred.extend(exits);
                     if self.interrupted {
@@ -337,7 +337,7 @@ impl<O: RunsHooks> Context<O> {
         mut on_exit: impl FnMut(&mut Context<O>, &mut HookRunner, Exit<O>) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         while !self.interrupted && self.ended_by.is_none() && !done(runner) {
-            for exit in self.next_exits(runner.next_timer())? {
+            for exit in self.next_exits(runner.next_timer(&self.store))? {
                 let handled = on_exit(self, runner, exit);
                 self.handled(exit, handled)?;
             }
@@ -382,8 +382,7 @@ impl<O: RunsHooks> Context<O> {
             }
         }
         self.supervisor.reap_now(&self.store);
-        let patience = self.config.timeouts.lease;
-        self.supervisor.settle_before_exit(&self.store, patience);
+        self.supervisor.settle_before_exit(&self.store);
         Ok(())
     }
 

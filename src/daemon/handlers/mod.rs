@@ -3,11 +3,13 @@
 //! Invariants: a handler never blocks the loop (a request that waits — `kill`, `cancel` — is
 //! parked on `State::waiting` and answered when its teardown finishes); it refuses what makes no
 //! sense with an error code and a message naming the state; it answers with protocol types only.
+//! A request whose write the busy database refused (its handler wrote nothing: every verb is all
+//! or nothing) is parked and handled again when the store's back-off ends, for up to
+//! [`REQUEST_PATIENCE`]; only then is the client told the database is busy.
 
 mod add;
 
 pub(super) use actions::apply_retention;
-pub(super) use add::{retry_parked as retry_parked_adds, ParkedAdd};
 mod actions;
 mod cancel;
 mod install;
@@ -21,9 +23,73 @@ use crate::control::protocol::{ErrorCode, Fate, ProcessFate, Request, Response, 
 use crate::supervisor::{DaemonChild, Supervisor};
 use crate::teardown;
 use mio::Token;
+use std::time::{Duration, Instant};
 
-/// Answers `request` now (`Some`), or later when the teardown it started finishes (`None`).
+/// How long a request the busy database refused is handled again before the client is told.
+const REQUEST_PATIENCE: Duration = Duration::from_secs(2);
+
+/// A request the busy database refused, to be handled again.
+pub(in crate::daemon) struct ParkedRequest {
+    token: Token,
+    request: Request,
+    until: Instant,
+}
+
+/// Answers `request` now (`Some`), or later (`None`): when the teardown it started finishes, or
+/// once the busy database took its write.
 pub(super) fn handle(
+    state: &mut State,
+    supervisor: &mut Supervisor<DaemonChild>,
+    token: Token,
+    request: Request,
+) -> Option<Response> {
+    let parked = ParkedRequest {
+        token,
+        request,
+        until: Instant::now() + REQUEST_PATIENCE,
+    };
+    handle_or_park(state, supervisor, parked)
+}
+
+/// Handles the parked requests again; returns the answers of those now settled.
+pub(super) fn retry_parked(
+    state: &mut State,
+    supervisor: &mut Supervisor<DaemonChild>,
+) -> Vec<(Token, Response)> {
+    std::mem::take(&mut state.parked_requests)
+        .into_iter()
+        .filter_map(|parked| {
+            let token = parked.token;
+            handle_or_park(state, supervisor, parked).map(|answer| (token, answer))
+        })
+        .collect()
+}
+
+fn handle_or_park(
+    state: &mut State,
+    supervisor: &mut Supervisor<DaemonChild>,
+    parked: ParkedRequest,
+) -> Option<Response> {
+    let failed_before = state.store.failed_writes();
+    let answer = dispatch(state, supervisor, parked.token, parked.request.clone());
+    // (A failure is the busy database's when its handler's last write found it so.)
+    let refused_busy = state.store.failed_writes() > failed_before
+        && state.store.outbox().busy_since().is_some()
+        && matches!(
+            answer,
+            Some(Response::Error {
+                code: ErrorCode::Failed,
+                ..
+            })
+        );
+    if refused_busy && Instant::now() < parked.until {
+        state.parked_requests.push(parked);
+        return None;
+    }
+    answer
+}
+
+fn dispatch(
     state: &mut State,
     supervisor: &mut Supervisor<DaemonChild>,
     token: Token,
@@ -31,7 +97,7 @@ pub(super) fn handle(
 ) -> Option<Response> {
     match request {
         Request::Status => Some(status::handle(state)),
-        Request::Add(spec) => add::handle(state, token, spec),
+        Request::Add(spec) => Some(add::handle(state, spec)),
         Request::Spawn {
             argv,
             cwd,

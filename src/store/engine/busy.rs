@@ -1,46 +1,36 @@
 //! Waiting for the write lock: how long a write may wait when another process holds it, and
-//! what a store remembers of a lock held for long.
+//! when an event loop tries again.
 //!
 //! A command (abxctl, a migration) waits up to [`PATIENT`] for the lock, like any SQLite client.
-//! A process that runs an event loop (the daemon, workers) must not: a foreign writer — an
-//! operator's `sqlite3` shell left in `BEGIN IMMEDIATE`, a backup tool — would hold its deadlines
-//! hostage. Such a store is [`Patience::Loop`]: a write waits for the lock only while the loop
-//! has nothing else to do — it gives up at the loop's next deadline (published with
-//! [`set_loop_deadline`] by the supervisor), or, once it waited [`LOOP_WAIT`] (longer than our
-//! own processes hold the lock), as soon as the loop has an event ready (a signal, a child's
-//! exit, a client); a write made for a waiting client ([`answer_soon`]) waits at most
-//! [`CLIENT_WAIT`]. After a write gave up, writes fail at once (without asking SQLite) until
-//! [`PROBE_EVERY`] later, so a turn of the loop with many writes waits once. The callers retry
-//! what failed (see `supervisor::unrecorded`, the workers' deferred exits, the pools' claim
-//! retries, the daemon's parked adds).
+//! A process that runs an event loop (the daemon, workers) never waits: its store is
+//! [`Patience::Loop`], whose writes fail at once with [`StoreError::Busy`] while another process
+//! holds the lock — an operator's `sqlite3` shell left in `BEGIN IMMEDIATE`, a backup tool, or
+//! just another worker committing. The store then backs off ([`Backoff`]): its writes fail at
+//! once, without asking SQLite, until [`Backoff::retry_at`] — a millisecond after the first busy
+//! write, longer while the lock stays taken, up to [`MAX_BACKOFF`], spread so that processes do
+//! not try in step — and the loop wakes then (`Outbox::retry_at`) to write what waited: the
+//! store's outbox (`outbox`) and what each concern keeps of its own (a supervisor's unrecorded
+//! ends, a worker's deferred exits, a pool's unstarted claims, the daemon's parked adds).
 //!
 //! Invariant: `since` is set from the first write that found the database busy until the next
-//! write that succeeds; a write refused by the breaker is an error like SQLite's own busy error
-//! ([`StoreError::is_busy`]).
+//! write that succeeds; nothing here, nor SQLite on a loop's store, sleeps.
 
 use crate::store::StoreError;
-use std::cell::Cell;
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a command's statement waits for another writer before giving up.
 pub const PATIENT: Duration = Duration::from_secs(30);
 
-/// How long a write of an event loop's store waits for another writer before an event of its
-/// loop makes it give up: longer than abxd's own processes hold the lock on a loaded machine (at
-/// 20 ms, eight snapshot workers made each other give up ~200 times a run: benchmark 6).
-pub const LOOP_WAIT: Duration = Duration::from_millis(250);
-
-/// After a write found the database busy: how long writes fail at once before one tries again.
-pub const PROBE_EVERY: Duration = Duration::from_millis(100);
+/// The longest a loop's store waits before it tries to write again while the lock stays taken.
+pub const MAX_BACKOFF: Duration = Duration::from_millis(100);
 
 /// How a store waits for the write lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Patience {
-    /// Up to [`PATIENT`]: commands, start-up.
+    /// Up to [`PATIENT`]: commands, start-up, a process's last writes after its loop ended.
     Patient,
-    /// Briefly, then fail and let the caller retry: event loops.
+    /// Not at all: the write fails, the store backs off, the loop tries again.
     Loop,
 }
 
@@ -49,118 +39,23 @@ impl Patience {
     pub fn apply(self, conn: &rusqlite::Connection) -> rusqlite::Result<()> {
         match self {
             Patience::Patient => conn.busy_timeout(PATIENT),
-            Patience::Loop => conn.busy_handler(Some(loop_busy_handler)),
+            Patience::Loop => conn.busy_timeout(Duration::ZERO),
         }
     }
 }
 
-/// What the event loop of this thread told the busy handler.
-#[derive(Clone, Copy)]
-struct LoopState {
-    /// Its next deadline: a write gives up then.
-    deadline: Option<Instant>,
-    /// Its poll descriptor: readable when an event is ready.
-    wake_fd: Option<RawFd>,
-    /// When the current wait for the lock began.
-    waiting_since: Option<Instant>,
-    /// A client waits for the write: other events do not cut its wait short.
-    client_waits: bool,
+/// How long a loop's store backs off after its `failures`-th busy write in a row: a lock is
+/// mostly held for a millisecond or two (a commit of another of our processes), so the first
+/// tries come quickly; a lock held on (a foreign writer, a checkpoint) is tried less and less
+/// often. `jitter` in `0.0..1.0` spreads the processes (×0.5 to ×1.5), so a hundred workers
+/// that found one lock taken do not all try again in the same millisecond.
+fn backoff_after(failures: u32, jitter: f64) -> Duration {
+    const SCHEDULE_MS: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
+    let index = (failures.max(1) as usize - 1).min(SCHEDULE_MS.len() - 1);
+    Duration::from_millis(SCHEDULE_MS[index])
+        .mul_f64(0.5 + jitter.clamp(0.0, 1.0))
+        .min(MAX_BACKOFF)
 }
-
-thread_local! {
-    static LOOP: Cell<LoopState> = const {
-        Cell::new(LoopState {
-            deadline: None,
-            wake_fd: None,
-            waiting_since: None,
-            client_waits: false,
-        })
-    };
-}
-
-/// Tells the busy handler of this thread's loop its next deadline (`None`: none).
-pub fn set_loop_deadline(deadline: Option<Instant>) {
-    LOOP.with(|state| {
-        let mut now = state.get();
-        now.deadline = deadline;
-        now.client_waits = false;
-        state.set(now);
-    });
-}
-
-/// How long a write made for a waiting client may wait for another process's lock.
-pub const CLIENT_WAIT: Duration = Duration::from_millis(500);
-
-/// A client waits for this thread's loop: until the loop's next turn, a write waits for
-/// another process's lock at most [`CLIENT_WAIT`] (and not past the loop's deadline), whatever
-/// else is ready; then the caller answers "busy" or tries later.
-pub fn answer_soon() {
-    let soon = Instant::now() + CLIENT_WAIT;
-    LOOP.with(|state| {
-        let mut now = state.get();
-        now.deadline = Some(now.deadline.map_or(soon, |at| at.min(soon)));
-        now.client_waits = true;
-        state.set(now);
-    });
-}
-
-/// Tells the busy handler of this thread's loop the descriptor that is readable when the loop
-/// has an event ready (its `epoll` descriptor).
-pub fn set_loop_wake_fd(fd: RawFd) {
-    LOOP.with(|state| {
-        let mut now = state.get();
-        now.wake_fd = Some(fd);
-        state.set(now);
-    });
-}
-
-/// SQLite's busy handler for [`Patience::Loop`]: `true` to try the lock again (after a nap),
-/// `false` to give up (the statement fails with SQLITE_BUSY).
-fn loop_busy_handler(attempt: i32) -> bool {
-    let now = Instant::now();
-    let mut state = LOOP.with(Cell::get);
-    // (SQLite counts the calls of one wait from 0.)
-    if attempt == 0 {
-        state.waiting_since = Some(now);
-        LOOP.with(|cell| cell.set(state));
-    }
-    let waited = now - state.waiting_since.unwrap_or(now);
-    let event_ready = || !state.client_waits && event_ready(state.wake_fd);
-    if !keep_waiting(waited, now, state.deadline, event_ready) {
-        return false;
-    }
-    let nap = nap_after(attempt, waited, jitter());
-    let nap = state
-        .deadline
-        .map_or(nap, |deadline| nap.min(deadline - now));
-    std::thread::sleep(nap);
-    true
-}
-
-/// How long the busy handler sleeps before its try number `attempt + 1` of a wait that began
-/// `waited` ago: the first tries come quickly, for a lock held briefly; later ones back off, so
-/// a hundred waiting workers do not spend the cores polling the lock while its holder waits for
-/// one (a daemon's SIGTERM with 100 snapshot workers spent three quarters of two cores in the
-/// busy handlers' naps and lock probes with a fixed 1 ms nap). But SQLite's lock is not a
-/// queue — whoever tries first after a commit gets it — so a waiter napping long loses to newer
-/// ones: in the last [`URGENT`] before [`LOOP_WAIT`], when it would give up, it tries every
-/// millisecond again (benchmark 6, 8 workers: no give-up, as with 1 ms naps throughout).
-/// `jitter` in `0.0..1.0` spreads the waiters (from ×0.5 to ×1.5), so they do not try in step.
-fn nap_after(attempt: i32, waited: Duration, jitter: f64) -> Duration {
-    const SCHEDULE_MS: [u64; 7] = [1, 2, 5, 10, 15, 20, 25];
-    let index = usize::try_from(attempt)
-        .unwrap_or(0)
-        .min(SCHEDULE_MS.len() - 1);
-    let base = if waited + URGENT >= LOOP_WAIT {
-        Duration::from_millis(1)
-    } else {
-        Duration::from_millis(SCHEDULE_MS[index])
-    };
-    base.mul_f64(0.5 + jitter.clamp(0.0, 1.0))
-}
-
-/// How long before giving up a waiter tries every millisecond (see [`nap_after`]).
-const URGENT: Duration = Duration::from_millis(100);
 
 /// A number in `0.0..1.0` that differs between processes and calls (not for secrets).
 fn jitter() -> f64 {
@@ -172,41 +67,8 @@ fn jitter() -> f64 {
     (mixed >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The rule of [`loop_busy_handler`]: wait while the deadline is ahead, the wait is within
-/// [`PATIENT`], and — past [`LOOP_WAIT`] — no event is ready.
-fn keep_waiting(
-    waited: Duration,
-    now: Instant,
-    deadline: Option<Instant>,
-    event_ready: impl FnOnce() -> bool,
-) -> bool {
-    if waited >= PATIENT || deadline.is_some_and(|at| now >= at) {
-        return false;
-    }
-    waited < LOOP_WAIT || !event_ready()
-}
-
-/// Whether the loop's poll descriptor has an event ready.
-fn event_ready(fd: Option<RawFd>) -> bool {
-    let Some(fd) = fd else {
-        return false;
-    };
-    // SAFETY: the descriptor is the loop's epoll instance (`set_loop_wake_fd`), which the loop
-    // keeps open for as long as it runs, and only this thread's loop set it.
-    let fd = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
-    let mut fds = [rustix::event::PollFd::new(
-        &fd,
-        rustix::event::PollFlags::IN,
-    )];
-    let zero = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    rustix::event::poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
-}
-
-/// Writes of this process that found the database busy, and writes the breaker refused without
-/// trying, since it started (what `/metrics` reports of the daemon).
+/// Writes of this process that found the database busy, and writes refused without trying
+/// while it backed off, since it started (what `/metrics` reports of the daemon).
 static BUSY_WRITES: AtomicU64 = AtomicU64::new(0);
 static REFUSED_WRITES: AtomicU64 = AtomicU64::new(0);
 
@@ -221,21 +83,19 @@ pub fn write_counts() -> (u64, u64) {
 
 /// What a store knows of a busy database.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Breaker {
+pub struct Backoff {
     /// Since when writes find the database busy (wall-clock ms, for people).
     since: Option<i64>,
-    /// Until when writes fail without trying.
-    open_until: Option<Instant>,
+    /// Busy writes in a row.
+    failures: u32,
+    /// Until when writes fail without trying (a loop's store).
+    retry_at: Option<Instant>,
 }
 
-impl Breaker {
-    /// Whether a write may try now; if not, the error to return instead. A write made for a
-    /// waiting client always tries (within [`CLIENT_WAIT`]).
+impl Backoff {
+    /// Whether a write may try now; if not, the error to return instead.
     pub fn check(&self, now: Instant) -> Result<(), StoreError> {
-        if LOOP.with(Cell::get).client_waits {
-            return Ok(());
-        }
-        match (self.since, self.open_until) {
+        match (self.since, self.retry_at) {
             (Some(since_ms), Some(until)) if now < until => {
                 REFUSED_WRITES.fetch_add(1, Ordering::Relaxed);
                 Err(StoreError::Busy { since_ms })
@@ -249,18 +109,23 @@ impl Breaker {
         if busy {
             BUSY_WRITES.fetch_add(1, Ordering::Relaxed);
             self.since.get_or_insert_with(crate::store::now_ms);
+            self.failures = self.failures.saturating_add(1);
             if patience == Patience::Loop {
-                self.open_until = Some(now + PROBE_EVERY);
+                self.retry_at = Some(now + backoff_after(self.failures, jitter()));
             }
         } else {
-            self.since = None;
-            self.open_until = None;
+            *self = Backoff::default();
         }
     }
 
     /// Since when (wall-clock ms) writes have found the database busy.
     pub fn busy_since(&self) -> Option<i64> {
         self.since
+    }
+
+    /// When a loop's store tries to write again (none: it does not back off).
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.retry_at
     }
 }
 
@@ -285,83 +150,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_loop_store_fails_at_once_after_a_busy_write_until_the_probe() {
-        let mut breaker = Breaker::default();
+    fn a_loop_store_fails_at_once_after_a_busy_write_until_it_tries_again() {
+        let mut backoff = Backoff::default();
         let t0 = Instant::now();
-        assert!(breaker.check(t0).is_ok());
-        breaker.after_write(true, Patience::Loop, t0);
-        let refused = breaker.check(t0 + PROBE_EVERY / 2).unwrap_err();
+        assert!(backoff.check(t0).is_ok());
+        assert_eq!(backoff.retry_at(), None);
+        backoff.after_write(true, Patience::Loop, t0);
+        let again = backoff.retry_at().expect("backs off");
+        assert!(again > t0 && again <= t0 + MAX_BACKOFF);
+        let refused = backoff.check(t0).unwrap_err();
         assert!(refused.is_busy());
-        assert!(
-            breaker.check(t0 + PROBE_EVERY).is_ok(),
-            "a probe is let through"
-        );
-        let since = breaker.busy_since().unwrap();
-        breaker.after_write(true, Patience::Loop, t0 + PROBE_EVERY);
+        assert!(backoff.check(again).is_ok(), "a try is let through");
+        let since = backoff.busy_since().unwrap();
+        backoff.after_write(true, Patience::Loop, again);
         assert_eq!(
-            breaker.busy_since(),
+            backoff.busy_since(),
             Some(since),
             "since the first busy write"
         );
-        breaker.after_write(false, Patience::Loop, t0 + PROBE_EVERY * 2);
-        assert_eq!(breaker.busy_since(), None);
-        assert!(breaker.check(t0 + PROBE_EVERY * 2).is_ok());
+        backoff.after_write(false, Patience::Loop, again);
+        assert_eq!(backoff.busy_since(), None);
+        assert_eq!(backoff.retry_at(), None);
+        assert!(backoff.check(again).is_ok());
     }
 
     #[test]
-    fn a_loop_write_waits_while_nothing_is_due_or_ready() {
-        let now = Instant::now();
-        let later = Some(now + Duration::from_secs(1));
-        let short = LOOP_WAIT / 2;
-        let long = LOOP_WAIT * 2;
-        assert!(
-            keep_waiting(short, now, later, || true),
-            "own writers: brief"
-        );
-        assert!(
-            keep_waiting(long, now, later, || false),
-            "nothing else to do"
-        );
-        assert!(
-            !keep_waiting(long, now, later, || true),
-            "an event is ready"
-        );
-        assert!(!keep_waiting(short, now, Some(now), || false), "a deadline");
-        assert!(!keep_waiting(PATIENT, now, None, || false), "patience ends");
-    }
-
-    #[test]
-    fn the_busy_handler_tries_quickly_first_then_backs_off_and_spreads_the_waiters() {
-        let early = Duration::from_millis(10);
-        assert_eq!(nap_after(0, Duration::ZERO, 0.5), Duration::from_millis(1));
-        assert!(nap_after(3, early, 0.5) > nap_after(1, early, 0.5));
-        assert_eq!(
-            nap_after(100, early, 0.5),
-            nap_after(6, early, 0.5),
-            "capped"
-        );
-        assert!(nap_after(100, early, 0.99) <= Duration::from_millis(38));
-        assert!(
-            nap_after(5, early, 0.0) < nap_after(5, early, 0.9),
-            "jittered"
-        );
-        let late = LOOP_WAIT - URGENT;
-        assert!(
-            nap_after(100, late, 0.99) < Duration::from_millis(2),
-            "near giving up, it tries every millisecond"
-        );
-        let spread: std::collections::HashSet<u64> = (0..20)
-            .map(|_| nap_after(6, early, jitter()).as_micros() as u64)
+    fn the_backoff_starts_at_a_millisecond_then_grows_capped_and_spread() {
+        assert_eq!(backoff_after(1, 0.5), Duration::from_millis(1));
+        assert!(backoff_after(4, 0.5) > backoff_after(2, 0.5));
+        assert_eq!(backoff_after(100, 0.5), backoff_after(7, 0.5), "capped");
+        assert!(backoff_after(100, 0.99) <= MAX_BACKOFF);
+        assert!(backoff_after(5, 0.0) < backoff_after(5, 0.9), "spread");
+        let spread: std::collections::HashSet<u128> = (0..20)
+            .map(|_| backoff_after(6, jitter()).as_micros())
             .collect();
         assert!(spread.len() > 1, "the jitter varies");
     }
 
     #[test]
     fn a_patient_store_always_tries() {
-        let mut breaker = Breaker::default();
+        let mut backoff = Backoff::default();
         let t0 = Instant::now();
-        breaker.after_write(true, Patience::Patient, t0);
-        assert!(breaker.check(t0).is_ok());
-        assert!(breaker.busy_since().is_some());
+        backoff.after_write(true, Patience::Patient, t0);
+        assert!(backoff.check(t0).is_ok());
+        assert!(backoff.busy_since().is_some());
     }
 }

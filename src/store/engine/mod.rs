@@ -11,5 +11,6 @@ pub mod file;
 pub mod location;
 pub mod migrations;
 pub mod open;
+pub mod outbox;
 pub mod sql;
 pub mod transaction;

@@ -5,7 +5,7 @@
 //! `synchronous=NORMAL`, `foreign_keys=ON`); a caller that neither creates nor migrates gets a
 //! store at the latest schema or an error saying which side is behind.
 
-use crate::store::engine::busy::{Breaker, Patience};
+use crate::store::engine::busy::{Backoff, Patience};
 use crate::store::engine::file::{check_files, file_id, not_a_link};
 use crate::store::engine::sql::Db;
 use crate::store::{fleet, migrations, Store, StoreError, WAL_KEEP_BYTES};
@@ -132,7 +132,8 @@ pub(in crate::store) fn over(db: Db, path: &Path, file: Option<(u64, u64)>) -> S
         namespace: std::cell::OnceCell::new(),
         file,
         patience: Cell::new(Patience::Patient),
-        breaker: Cell::new(Breaker::default()),
+        backoff: Cell::new(Backoff::default()),
+        kept: Default::default(),
         queue_clock: Default::default(),
         fence: Cell::new(None),
     }

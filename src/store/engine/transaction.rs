@@ -3,7 +3,7 @@
 //!
 //! Invariants: a write takes the lock up front (`BEGIN IMMEDIATE`), so it never fails half-way
 //! with "database is locked"; a write refused or failed is counted in [`Store::failed_writes`]
-//! (what makes supervisors go over their rows again) and told to the busy breaker (`busy`).
+//! (what makes supervisors go over their rows again) and told to the store's back-off (`busy`).
 
 use crate::store::engine::sql::Db;
 use crate::store::{Store, StoreError};
@@ -17,7 +17,7 @@ impl Store {
         f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let now = Instant::now();
-        if let Err(refused) = self.breaker.get().check(now) {
+        if let Err(refused) = self.backoff.get().check(now) {
             self.failed_writes.set(self.failed_writes.get() + 1);
             return Err(refused);
         }
@@ -54,7 +54,10 @@ impl Store {
                 }
                 // SQLite's "database is locked" said as what it means here.
                 self.after_write(true, now);
-                let since_ms = self.busy_since().unwrap_or_else(crate::store::now_ms);
+                let since_ms = self
+                    .outbox()
+                    .busy_since()
+                    .unwrap_or_else(crate::store::now_ms);
                 Err(StoreError::Busy { since_ms })
             }
         }
@@ -148,11 +151,11 @@ impl Store {
         self.failed_writes.get()
     }
 
-    /// Tells the busy breaker what a write found of the lock.
+    /// Tells the back-off what a write found of the lock.
     fn after_write(&self, busy: bool, now: Instant) {
-        let mut breaker = self.breaker.get();
-        breaker.after_write(busy, self.patience.get(), now);
-        self.breaker.set(breaker);
+        let mut backoff = self.backoff.get();
+        backoff.after_write(busy, self.patience.get(), now);
+        self.backoff.set(backoff);
     }
 
     /// Runs one statement without parameters, kept parsed (transaction control runs on every

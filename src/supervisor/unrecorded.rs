@@ -1,15 +1,16 @@
-//! Ends that could not be written. When a write fails (a full disk, an I/O error), the row it
-//! meant to make final stays live although its process is gone, and nothing else would ever
-//! look at it again while this incarnation runs. This module keeps the exit statuses a
-//! supervisor could not record and, once any write of its store has failed, goes over its part
-//! of the process table every [`RETRY`] — every 100 ms while the failure was only another
-//! process holding the lock ([`retry_after`]) — until every end is written.
+//! Ends that could not be written. This module keeps the starts and exit statuses a supervisor
+//! could not record and writes them again — when the store's back-off ends if another process
+//! held the lock, else after [`RETRY`] — a start before its end. When a write fails for another
+//! reason (a full disk, an I/O error), the row it meant to make final may stay live although its
+//! process is gone, and nothing else would ever look at it again while this incarnation runs: so
+//! once such a write failed it also goes over its part of the process table every [`RETRY`]
+//! until every end is written.
 //!
 //! Invariants: a row is made final here only when its process is proven gone (identity check)
 //! and no live worker between it and this process's own row will record it — each supervisor
 //! settles what it supervises, the daemon what dead workers left. A known exit status is
-//! recorded as such; only ends nobody saw are recorded `lost`, saying why. With no failed
-//! write, this costs nothing: no timer, no query.
+//! recorded as such; only ends nobody saw are recorded `lost`, saying why. With nothing kept
+//! and no failed write, this costs nothing: no timer, no query.
 
 use crate::cgroup::Usage;
 use crate::domain::EndDetail;
@@ -25,20 +26,6 @@ use std::time::{Duration, Instant};
 /// How long after a failed write (other than a busy database) the table is gone over again.
 pub const RETRY: Duration = Duration::from_secs(1);
 
-/// How long after a failed write to try again: soon if another process held the lock (it is
-/// released within milliseconds, e.g. a hundred workers each ending their hooks at once), else
-/// [`RETRY`] (a full disk, an I/O error).
-pub fn retry_after(store: &Store) -> Duration {
-    if store.outbox().busy_since().is_some() {
-        store
-            .outbox()
-            .next_try()
-            .saturating_duration_since(Instant::now())
-    } else {
-        RETRY
-    }
-}
-
 /// What a row's end detail says when it is settled here.
 const LATE: &str = "its end could not be written when it happened (database write failed)";
 
@@ -48,6 +35,8 @@ struct Start {
     identity: Identity,
     logs: (PathBuf, PathBuf),
     uid: u32,
+    /// Its last write failed other than for another process's lock.
+    late: bool,
 }
 
 /// An exit status the reaper saw, with what the child's cgroup measured of it: written at once
@@ -101,6 +90,8 @@ pub struct Unrecorded {
     failures_seen: u64,
     /// When to go over the table again.
     due: Option<Instant>,
+    /// When to try the starts and ends the busy database refused again.
+    kept_due: Option<Instant>,
 }
 
 impl Unrecorded {
@@ -112,6 +103,7 @@ impl Unrecorded {
             starts: Vec::new(),
             failures_seen: 0,
             due: None,
+            kept_due: None,
         }
     }
 
@@ -122,6 +114,7 @@ impl Unrecorded {
             identity: spawned.identity.clone(),
             logs: spawned.logs.clone(),
             uid: spawned.uid,
+            late: false,
         });
     }
 
@@ -144,8 +137,15 @@ impl Unrecorded {
         self.due.get_or_insert(now + RETRY);
     }
 
+    /// When the loop must wake for what is kept: the starts and ends the busy database refused
+    /// when the store tries again, the table (and what failed otherwise) when its pass is due.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.due
+        [self.kept_due, self.due].into_iter().flatten().min()
+    }
+
+    /// Whether a start or end is kept that only the lock held back.
+    fn kept_for_the_lock(&self) -> bool {
+        self.starts.iter().any(|s| !s.late) || self.ends.iter().any(|e| !e.late)
     }
 
     /// After a turn of the loop: notices failed writes and, when due, settles what they left.
@@ -154,17 +154,23 @@ impl Unrecorded {
     pub fn after_turn(&mut self, store: &Store, now: Instant, tracked: impl Fn(i64) -> bool) {
         if store.failed_writes() > self.failures_seen {
             self.failures_seen = store.failed_writes();
-            self.due.get_or_insert(now + retry_after(store));
+            self.due.get_or_insert(now + RETRY);
         }
-        if self.due.is_none_or(|due| due > now) {
-            return;
+        if self.due.is_some_and(|due| due <= now) {
+            let settled = self.settle(store, &tracked);
+            self.failures_seen = store.failed_writes();
+            self.due = (!settled).then(|| now + RETRY);
+            if settled && self.failures_seen > 0 {
+                log::info!("database writes succeed: every unrecorded end is recorded");
+            }
+        } else if self.kept_due.is_some_and(|at| at <= now) {
+            // (What the busy database refused, once the store may try again.)
+            self.write_kept(store);
         }
-        let settled = self.settle(store, &tracked);
-        self.failures_seen = store.failed_writes();
-        self.due = (!settled).then(|| now + retry_after(store));
-        if settled && self.failures_seen > 0 {
-            log::info!("database writes succeed: every unrecorded end is recorded");
-        }
+        self.kept_due = match self.kept_due {
+            Some(at) if at > now => Some(at),
+            _ => self.kept_for_the_lock().then(|| store.outbox().next_try()),
+        };
     }
 
     /// Settles now if a write ever failed; returns whether everything is written.
@@ -182,9 +188,17 @@ impl Unrecorded {
         self.write_all(store, tracked) && store.failed_writes() == failures_before
     }
 
-    fn write_all(&mut self, store: &Store, tracked: &impl Fn(i64) -> bool) -> bool {
-        self.starts.retain(|start| {
-            record_start(store, start.row, &start.identity, &start.logs, start.uid).is_err()
+    /// Writes the kept starts, then the kept ends; returns whether all are written. What fails
+    /// again is marked `late` unless only the lock held it back.
+    fn write_kept(&mut self, store: &Store) -> bool {
+        self.starts.retain_mut(|start| {
+            match record_start(store, start.row, &start.identity, &start.logs, start.uid) {
+                Ok(()) => false,
+                Err(err) => {
+                    start.late = !err.is_busy();
+                    true
+                }
+            }
         });
         if !self.starts.is_empty() {
             return false;
@@ -198,8 +212,19 @@ impl Unrecorded {
         {
             self.ends.clear();
         }
-        self.ends.retain(|end| end.write(store, end.late).is_err());
-        if !self.ends.is_empty() {
+        self.ends
+            .retain_mut(|end| match end.write(store, end.late) {
+                Ok(()) => false,
+                Err(err) => {
+                    end.late |= !err.is_busy();
+                    true
+                }
+            });
+        self.ends.is_empty()
+    }
+
+    fn write_all(&mut self, store: &Store, tracked: &impl Fn(i64) -> bool) -> bool {
+        if !self.write_kept(store) {
             return false;
         }
         let Some(own_row) = self.own_row else {

@@ -3,9 +3,11 @@
 //!
 //! Invariants: no signal is sent before the transaction that records it has ended — committed,
 //! so whoever reaps the process sees why it ended; or failed (a full disk, a busy database), and
-//! then the signal goes out all the same, for a teardown must not wait on the database: the
-//! failure is counted in `Store::failed_writes`, and the supervisor goes over its rows again
-//! (`supervisor::unrecorded`), so an end may then be written before the signal that caused it.
+//! then the signal goes out all the same, for a teardown must not wait on the database: what
+//! the busy database refused is kept on the tree and written later (`member::Unwritten`); a
+//! failure of another kind is counted in `Store::failed_writes`, and the supervisor goes over
+//! its rows again (`supervisor::unrecorded`), so an end may then be written before the signal
+//! that caused it.
 //! The write lock — shared by every abxd process of the data dir — is held only for the writes,
 //! never across procfs reads.
 

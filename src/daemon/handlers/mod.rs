@@ -70,10 +70,10 @@ fn handle_or_park(
     supervisor: &mut Supervisor<DaemonChild>,
     parked: ParkedRequest,
 ) -> Option<Response> {
-    let failed_before = state.store.failed_writes();
+    let busy_before = crate::store::write_counts();
     let answer = dispatch(state, supervisor, parked.token, parked.request.clone());
     // (A failure is the busy database's when its handler's last write found it so.)
-    let refused_busy = state.store.failed_writes() > failed_before
+    let refused_busy = crate::store::write_counts() != busy_before
         && state.store.outbox().busy_since().is_some()
         && matches!(
             answer,

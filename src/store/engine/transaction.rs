@@ -2,7 +2,8 @@
 //! transaction ([`Store::batch`], [`Store::all_or_nothing`]).
 //!
 //! Invariants: a write takes the lock up front (`BEGIN IMMEDIATE`), so it never fails half-way
-//! with "database is locked"; a write refused or failed is counted in [`Store::failed_writes`]
+//! with "database is locked"; a write that failed (not one the busy database refused, which its
+//! caller keeps) is counted in [`Store::failed_writes`]
 //! (what makes supervisors go over their rows again) and told to the store's back-off (`busy`).
 
 use crate::store::engine::sql::Db;
@@ -17,10 +18,7 @@ impl Store {
         f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let now = Instant::now();
-        if let Err(refused) = self.backoff.get().check(now) {
-            self.failed_writes.set(self.failed_writes.get() + 1);
-            return Err(refused);
-        }
+        self.backoff.get().check(now)?;
         let written = if self.batch_depth.get() > 0 {
             self.write_in_batch(f)
         } else {
@@ -48,8 +46,8 @@ impl Store {
                 Ok(value)
             }
             Err(err) => {
-                self.failed_writes.set(self.failed_writes.get() + 1);
                 if !err.is_busy() {
+                    self.failed_writes.set(self.failed_writes.get() + 1);
                     return Err(err);
                 }
                 // SQLite's "database is locked" said as what it means here.
@@ -146,7 +144,9 @@ impl Store {
         self.batch_depth.get() > 0
     }
 
-    /// How many write transactions have failed since the store was opened.
+    /// How many write transactions have failed since the store was opened, for another reason
+    /// than another process's lock (a busy database refuses a write before it begins, and its
+    /// caller keeps it: nothing is lost unseen).
     pub fn failed_writes(&self) -> u64 {
         self.failed_writes.get()
     }

@@ -53,7 +53,8 @@ for file in /usr/bin/abxd /usr/bin/abxctl /usr/share/abxd/plugins/screenshot/on_
 done
 for file in "$config" /usr/share/man/man8/abxd.8.gz /usr/share/man/man1/abxctl.1.gz \
     /usr/share/man/man5/supervisor.toml.5.gz /usr/share/bash-completion/completions/abxctl \
-    /usr/share/doc/abxd/copyright /usr/share/doc/abxd/changelog.Debian.gz; do
+    /usr/share/doc/abxd/copyright /usr/share/doc/abxd/changelog.Debian.gz \
+    /usr/share/doc/abxd/docs/json.md; do
     [ -f "$file" ] || fail "$file missing"
 done
 unit=$(dpkg -L abxd | grep '/systemd/system/abxd.service$') || fail "no unit installed"

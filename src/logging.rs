@@ -2,8 +2,9 @@
 //!
 //! Invariants: when `RUST_LOG` is set it wins, at start and across reloads; otherwise the
 //! config's `log.level` is the level, and a reload changes it in place. Under systemd (stderr is
-//! the journal: `JOURNAL_STREAM` is set) a line carries no timestamp of its own — the journal
-//! stamps each one.
+//! the journal: `JOURNAL_STREAM` names it) a line carries no timestamp of its own — the journal
+//! stamps each one — and begins with its priority as `sd-daemon(3)` defines the prefix (`<3>`
+//! an error … `<7>` debug), so `journalctl -p err` finds the errors.
 
 use log::LevelFilter;
 
@@ -15,7 +16,17 @@ fn env_overrides() -> bool {
 pub fn init(level: LevelFilter) {
     let mut builder = env_logger::Builder::new();
     if stderr_is_the_journal() {
-        builder.format_timestamp(None);
+        builder.format(|out, record| {
+            use std::io::Write;
+            writeln!(
+                out,
+                "{}[{} {}] {}",
+                journal_prefix(record.level()),
+                record.level(),
+                record.target(),
+                record.args()
+            )
+        });
     } else {
         builder.format_timestamp_millis();
     }
@@ -26,6 +37,17 @@ pub fn init(level: LevelFilter) {
     }
     if builder.try_init().is_ok() {
         set_level(level);
+    }
+}
+
+/// The priority prefix of a line at `level` for the journal (`sd-daemon(3)`: `SD_ERR` …
+/// `SD_DEBUG`).
+fn journal_prefix(level: log::Level) -> &'static str {
+    match level {
+        log::Level::Error => "<3>",
+        log::Level::Warn => "<4>",
+        log::Level::Info => "<6>",
+        log::Level::Debug | log::Level::Trace => "<7>",
     }
 }
 
@@ -48,5 +70,26 @@ fn stderr_is_the_journal() -> bool {
 pub fn set_level(level: LevelFilter) {
     if !env_overrides() {
         log::set_max_level(level);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::journal_prefix;
+    use log::Level;
+
+    #[test]
+    fn each_level_has_the_journals_priority() {
+        let prefixes: Vec<&str> = [
+            Level::Error,
+            Level::Warn,
+            Level::Info,
+            Level::Debug,
+            Level::Trace,
+        ]
+        .into_iter()
+        .map(journal_prefix)
+        .collect();
+        assert_eq!(prefixes, ["<3>", "<4>", "<6>", "<7>", "<7>"]);
     }
 }

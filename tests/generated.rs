@@ -24,6 +24,7 @@ fn man_page(command: &clap::Command, section: &str, parent: Option<&str>) -> Vec
     let page = String::from_utf8(out).unwrap();
     let examples = page.contains(".SH EXTRA\n");
     let page = page.replace(".SH EXTRA\n", ".SH EXAMPLES\n.nf\n");
+    let page = without_missing_pages(&page);
     let name = command.get_name();
     let mut extra = if examples {
         ".fi\n".to_string()
@@ -36,6 +37,45 @@ fn man_page(command: &clap::Command, section: &str, parent: Option<&str>) -> Vec
     let at = page.find(".SH VERSION").unwrap_or(page.len());
     let (head, tail) = page.split_at(at);
     format!("{head}{extra}{tail}").into_bytes()
+}
+
+/// The pages generated: each binary's, and one per visible subcommand of each.
+fn page_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for command in [AbxdCli::command(), AbxctlCli::command()] {
+        let name = command.get_name().to_string();
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            names.push(format!("{name}-{}", sub.get_name()));
+        }
+        names.push(name);
+    }
+    names
+}
+
+/// `page` with each subcommand that has no page of its own (`abxctl help`, `abxctl schedule
+/// add`) listed as the command it is, not as a page (`abxctl-help(1)`) that does not exist.
+fn without_missing_pages(page: &str) -> String {
+    let names = page_names();
+    let mut out = String::new();
+    let mut after_tp = false;
+    for line in page.lines() {
+        let named = line
+            .strip_suffix(')')
+            .and_then(|l| l.rsplit_once('('))
+            .filter(|(_, section)| section.len() == 1)
+            .map(|(name, _)| name.replace("\\-", "-"));
+        match named {
+            Some(name) if after_tp && !names.contains(&name) => {
+                out.push_str(&format!("\\fB{}\\fR\n", roff(&name.replace('-', " "))));
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        after_tp = line == ".TP";
+    }
+    out
 }
 
 /// Text as roff: backslashes and hyphens escaped.
@@ -69,7 +109,8 @@ const PAGE_SECTIONS: [PageSection; 4] = [
             ("DATA_DIR/abxd.sock", "The control socket abxctl talks to (control.socket)."),
             ("DATA_DIR/abxd.lock", "Held while a daemon runs: one daemon per data dir."),
             ("DATA_DIR/crawls/", "Each crawl's snapshots, hook outputs and hook logs."),
-            ("DATA_DIR/logs/", "The workers' logs; the daemon logs to its standard error (journalctl -u abxd under systemd)."),
+            ("DATA_DIR/logs/", "The workers' logs; the daemon logs to its standard error (journalctl -u abxd under systemd, each line with its priority)."),
+            ("/usr/share/doc/abxd/docs/", "The documentation these pages name as docs/…, installed by the package: json.md holds every --json shape."),
         ],
     ),
     (
@@ -83,10 +124,16 @@ const PAGE_SECTIONS: [PageSection; 4] = [
     (
         "abxctl",
         "FILES",
-        &[(
-            "./supervisor.toml, /etc/abxd/supervisor.toml",
-            "The config abxd runs with: abxctl reads its [paths] and [control] to find the database and the socket.",
-        )],
+        &[
+            (
+                "./supervisor.toml, /etc/abxd/supervisor.toml",
+                "The config abxd runs with: abxctl reads its [paths] and [control] to find the database and the socket.",
+            ),
+            (
+                "/usr/share/doc/abxd/docs/",
+                "The documentation these pages name as docs/…, installed by the package: json.md holds every --json shape.",
+            ),
+        ],
     ),
 ];
 
@@ -202,6 +249,63 @@ fn man_pages_and_completions_are_fresh() {
         stale.is_empty(),
         "stale generated files (run ABXD_UPDATE_GENERATED=1 cargo nextest run --test generated): {stale:#?}"
     );
+}
+
+/// No page names a page of abxd's that does not exist (`abxctl-help(1)` did), nor a file of the
+/// documentation that the package does not install.
+#[test]
+fn every_page_a_page_names_exists_and_every_doc_it_names_is_installed() {
+    let pages: Vec<PathBuf> = std::fs::read_dir(root().join("man"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|e| "1578".contains(e.to_str().unwrap()))
+        })
+        .collect();
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let mut missing = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap().replace("\\-", "-");
+        let words = text.split(|c: char| c.is_whitespace() || c == ',');
+        for word in words {
+            let word = word
+                .replace("\\fB", "")
+                .replace("\\fI", "")
+                .replace("\\fR", "");
+            let Some((name, rest)) = word.split_once('(') else {
+                continue;
+            };
+            let Some(section) = rest.chars().next().filter(char::is_ascii_digit) else {
+                continue;
+            };
+            let ours =
+                name.starts_with("abxd") || name.starts_with("abxctl") || name == "supervisor.toml";
+            if ours && !root().join(format!("man/{name}.{section}")).exists() {
+                missing.push(format!("{}: {name}({section})", page.display()));
+            }
+        }
+        for named in text.match_indices("docs/").map(|(at, _)| &text[at..]) {
+            let file: String = named
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || "/._-".contains(*c))
+                .collect();
+            let file = file.trim_end_matches('.');
+            if file.ends_with(".md") && !root().join(file).exists() {
+                missing.push(format!("{}: {file}", page.display()));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "named but missing: {missing:#?}");
+    for packaging in [
+        "\"docs/*.md\", \"usr/share/doc/abxd/docs/\"",
+        "source = \"docs/*.md\", dest = \"/usr/share/doc/abxd/docs/\"",
+    ] {
+        assert!(
+            cargo.contains(packaging),
+            "the packages install the docs the pages name: {packaging}"
+        );
+    }
 }
 
 #[test]

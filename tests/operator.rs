@@ -956,7 +956,7 @@ fn ps_watch_redraws_on_a_terminal_when_the_table_changes() {
 }
 
 #[test]
-fn under_systemd_log_lines_leave_the_timestamp_to_the_journal() {
+fn under_systemd_log_lines_carry_their_priority_and_leave_the_timestamp_to_the_journal() {
     use std::os::unix::fs::MetadataExt;
     let mut daemon = TestDaemon::prepare(&fixture_config(""));
     // The log file stands for the journal's stream: JOURNAL_STREAM names its device and inode.
@@ -967,10 +967,23 @@ fn under_systemd_log_lines_leave_the_timestamp_to_the_journal() {
     daemon.signal(Signal::SIGTERM);
     daemon.wait_exit();
     let log = daemon.log();
-    let lines: Vec<&str> = log.lines().filter(|l| l.starts_with('[')).collect();
+    // Each line begins with its priority (sd-daemon(3)), which the journal takes off and keeps.
+    let lines: Vec<&str> = log.lines().filter(|l| l.starts_with('<')).collect();
     assert!(!lines.is_empty(), "{log}");
-    for line in lines {
-        assert!(!line.starts_with("[20"), "a timestamp of its own: {line}");
+    for line in &lines {
+        let (priority, rest) = line.split_once('>').unwrap();
+        let level = rest.trim_start_matches('[').split(' ').next().unwrap();
+        let expected = match level {
+            "ERROR" => "<3",
+            "WARN" => "<4",
+            "INFO" => "<6",
+            _ => "<7",
+        };
+        assert_eq!(priority, expected, "{line}");
+        assert!(!rest.starts_with("[20"), "a timestamp of its own: {line}");
+    }
+    for level in ["<6>[INFO", "<7>[DEBUG"] {
+        assert!(lines.iter().any(|l| l.starts_with(level)), "{level}: {log}");
     }
     // Elsewhere (the journal's variable inherited, stderr another file) lines keep theirs.
     let mut plain = TestDaemon::prepare(&fixture_config(""));

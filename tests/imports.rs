@@ -4,7 +4,10 @@
 //! schedule), a file scheduled anew at each occurrence, each parsed by the plugins that accept
 //! imports into the crawl's seeds; and what cannot be imported, refused naming it.
 //!
-//! CI provides the virtualenv (`.ci/run`); elsewhere the tests skip, saying so.
+//! The same imports go through abxd's own parsers (`plugins/parse_*_urls`, what the package
+//! installs) where abx-plugins is not there, and abx-plugins' replace them where it is.
+//!
+//! CI provides the virtualenv (`.ci/run`); elsewhere the tests that need it skip, saying so.
 
 mod common;
 
@@ -17,16 +20,26 @@ use std::time::Duration;
 /// How long a parse may take: the first one provisions the RSS parser's feedparser.
 const PARSE_WAIT: Duration = Duration::from_secs(240);
 
-/// A daemon whose plugins are abx-plugins' and the test fixtures (`ok`, a hook that archives
-/// nothing but says it ran), its hooks with the virtualenv on their PATH.
+/// The plugins abxd ships (`plugins/`), its own parsers among them.
+fn bundled() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plugins")
+        .display()
+        .to_string()
+}
+
+/// A daemon whose plugins are abx-plugins', then abxd's own (whose parsers abx-plugins' replace:
+/// a name is the first folder's), and the test fixtures (`ok`, a hook that archives nothing but
+/// says it ran), its hooks with the virtualenv on their PATH.
 fn import_daemon() -> Option<(TestDaemon, Vec<(String, String)>)> {
     let venv = std::env::var_os("ABXD_ABX_NEWEST_VENV").map(PathBuf::from);
     let tools = Tools::with_venv(venv)?;
     let mut daemon = TestDaemon::prepare("");
     let lib = daemon.path("lib").display().to_string();
     daemon.write_config(&format!(
-        "[paths]\nplugins_dirs = [{:?}, {:?}]\n[limits]\nmemory_floor = 0\n",
+        "[paths]\nplugins_dirs = [{:?}, {:?}, {:?}]\n[limits]\nmemory_floor = 0\n",
         plugins_of(&tools.venv).display().to_string(),
+        bundled(),
         fixtures().join("plugins").display().to_string()
     ));
     let env = tools.env(&[("ABXPKG_LIB_DIR", lib.as_str())]);
@@ -131,6 +144,41 @@ fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
     let Some((daemon, env)) = import_daemon() else {
         return;
     };
+    each_format_becomes_seeds(&daemon, &env);
+    // abx-plugins' parsers ran, not abxd's own of the same names.
+    let rows = daemon
+        .store()
+        .processes()
+        .list(&Default::default())
+        .unwrap();
+    let is_parser = |arg: &String| arg.contains("/on_Snapshot__") && arg.contains("_parse_");
+    let parsers: Vec<String> = (rows.into_iter())
+        .filter(|row| row.kind == abxd::domain::Kind::Hook)
+        .filter_map(|row| row.argv.into_iter().find(is_parser))
+        .collect();
+    assert!(!parsers.is_empty());
+    for hook in parsers {
+        assert!(hook.contains("abx_plugins"), "{hook}");
+    }
+}
+
+/// What a package installs on a machine without abx-plugins: bookmarks, text, JSONL and feeds
+/// are imported all the same, by abxd's own parsers.
+#[test]
+fn the_bundled_parsers_import_bookmarks_text_jsonl_and_feeds_without_abx_plugins() {
+    let mut daemon = TestDaemon::prepare("");
+    daemon.write_config(&format!(
+        "[paths]\nplugins_dirs = [{:?}, {:?}]\n[limits]\nmemory_floor = 0\n",
+        bundled(),
+        fixtures().join("plugins").display().to_string()
+    ));
+    daemon.launch();
+    each_format_becomes_seeds(&daemon, &[]);
+}
+
+/// Imports a bookmarks export, text, an RSS and an Atom feed and JSONL, each as a crawl of its
+/// own, and checks each crawl's seeds are what its input holds.
+fn each_format_becomes_seeds(daemon: &TestDaemon, env: &[(String, String)]) {
     let dir = daemon.path("imports");
     std::fs::create_dir_all(&dir).unwrap();
     for (name, text) in [
@@ -143,40 +191,40 @@ fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
     let from = |name: &str| dir.join(name).display().to_string();
 
     let bookmarks = crawl_id(&add(
-        &daemon,
-        &env,
+        daemon,
+        env,
         &["--plugins", "ok", "--from", &from("bookmarks.html")],
         "",
     ));
     let text = "see http://127.0.0.1:9/a.html and\nhttp://127.0.0.1:9/b.html then nothing\n";
-    let stdin = crawl_id(&add(&daemon, &env, &["--plugins", "ok", "-"], text));
+    let stdin = crawl_id(&add(daemon, env, &["--plugins", "ok", "-"], text));
     let rss = crawl_id(&add(
-        &daemon,
-        &env,
+        daemon,
+        env,
         &["--plugins", "ok", "--from", &from("feed.rss")],
         "",
     ));
     let atom = crawl_id(&add(
-        &daemon,
-        &env,
+        daemon,
+        env,
         &["--plugins", "ok", "--from", &from("feed.atom")],
         "",
     ));
     let jsonl = "{\"url\": \"http://127.0.0.1:9/j1.html\"}\n{\"url\": \"http://127.0.0.1:9/j2.html\", \"tags\": \"x\"}\n";
-    let jsonl = crawl_id(&add(&daemon, &env, &["--plugins", "ok", "-"], jsonl));
+    let jsonl = crawl_id(&add(daemon, env, &["--plugins", "ok", "-"], jsonl));
     for id in [bookmarks, stdin, rss, atom, jsonl] {
         daemon.wait_sealed(id, PARSE_WAIT);
     }
     assert_eq!(
-        pages(&daemon, jsonl),
+        pages(daemon, jsonl),
         ["j1.html", "j2.html"].map(|p| format!("http://127.0.0.1:9/{p}"))
     );
     let at = |path: &str| format!("http://127.0.0.1:9/{path}");
     assert_eq!(
-        pages(&daemon, bookmarks),
+        pages(daemon, bookmarks),
         ["one.html", "three.html", "two.html"].map(at)
     );
-    assert_eq!(pages(&daemon, stdin), ["a.html", "b.html"].map(at));
+    assert_eq!(pages(daemon, stdin), ["a.html", "b.html"].map(at));
     // A feed's entries, found by the feed parser; the other parsers see every URL of its text
     // (the channel's link, the Atom namespace) and report those too, as under ArchiveBox.
     let store = daemon.store();
@@ -184,7 +232,7 @@ fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
         (rss, vec!["posts/1.html", "posts/2.html"]),
         (atom, vec!["posts/3.html"]),
     ] {
-        let found = pages(&daemon, id);
+        let found = pages(daemon, id);
         for entry in entries {
             assert!(found.contains(&at(entry)), "{entry} not in {found:?}");
         }

@@ -113,6 +113,17 @@ assert {"orchestrator", "crawl_worker", "snapshot_worker", "hook"} <= kinds, kin
 live = [r for r in rows if r["status"] in ("starting", "running", "stopping") and r["kind"] != "orchestrator"]
 assert not live, live
 '
+say "importing a browser's bookmarks with the packaged plugins alone"
+printf '%s\n' '<!DOCTYPE NETSCAPE-Bookmark-file-1>' '<DL><p>' \
+    "    <DT><A HREF=\"http://127.0.0.1:$port/\" ADD_DATE=\"1700000001\" TAGS=\"check\">The site</A>" \
+    '</DL><p>' > "$site/bookmarks.html"
+timeout 300 abxctl --config "$config" add --plugins title --wait - < "$site/bookmarks.html" \
+    || fail "the bookmarks could not be imported with the packaged plugins"
+seeds=$(abxctl --config "$config" crawls --json | python3 -c '
+import json, sys
+crawls = json.load(sys.stdin)["crawls"]
+print(" ".join(max(crawls, key=lambda c: c["id"])["urls"]))')
+[ "$seeds" = "http://127.0.0.1:$port/" ] || fail "the bookmarks became the seeds [$seeds]"
 kill -TERM "$daemon"
 wait "$daemon" || fail "abxd did not exit 0 on SIGTERM: $(tail -n 20 "$site/abxd.log")"
 if [ -n "$delegated" ]; then

@@ -161,7 +161,7 @@ impl HookRunner {
             self.paused = match store.crawls().is_paused(self.scope.crawl.id) {
                 Ok(paused) => paused,
                 Err(err) if err.is_busy() => {
-                    log::warn!("the next hook is not started yet: {err}");
+                    log::debug!("the next hook is not started yet: {err}");
                     return Ok(());
                 }
                 Err(err) => return Err(err),
@@ -183,7 +183,7 @@ impl HookRunner {
                 }
                 Ok(None) => {}
                 Err(err) if err.is_busy() => {
-                    log::warn!("{}: not started yet: {err}", prepared.hook.file_name);
+                    log::debug!("{}: not started yet: {err}", prepared.hook.file_name);
                     self.pending.push_front(prepared);
                     return Ok(());
                 }
@@ -293,7 +293,7 @@ impl HookRunner {
                     Ok(None) => {}
                     // (It still starts without waiting again: at a later turn.)
                     Err(err) if err.is_busy() => {
-                        log::warn!("{}: not started yet: {err}", prepared.hook.file_name);
+                        log::debug!("{}: not started yet: {err}", prepared.hook.file_name);
                         self.pending.push_front(prepared);
                         self.waiting = Waiting::Others {
                             until: store.outbox().next_try(),

@@ -252,7 +252,8 @@ impl<O: RunsHooks> Context<O> {
         match result {
             Err(err) if err.is_busy() => {
                 if self.deferred.is_empty() {
-                    log::warn!("row {}: its end is recorded later: {err}", exit.row);
+                    // (Routine: the loop never waits for the lock; see `store::busy`.)
+                    log::debug!("row {}: its end is recorded later: {err}", exit.row);
                 }
                 self.deferred.push(exit);
                 Ok(())

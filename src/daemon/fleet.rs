@@ -104,7 +104,7 @@ impl Fleet {
         self.retry_at = None;
         if let Err(err) = lent.fill(config, supervisor, store) {
             log::warn!("cannot borrow snapshots of other machines' crawls yet: {err}");
-            self.retry_at = Some(store.outbox().next_try());
+            self.retry_at = Some(store.outbox().when_to_retry(err.is_busy()));
         }
     }
 

@@ -44,7 +44,7 @@ impl Heartbeat {
             Ok(()) => now + every,
             Err(err) => {
                 log::warn!("cannot write this machine's heartbeat: {err}");
-                store.outbox().next_try().min(now + every)
+                store.outbox().when_to_retry(err.is_busy()).min(now + every)
             }
         });
         Some(beat.is_ok())

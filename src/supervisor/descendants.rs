@@ -165,7 +165,7 @@ fn scan<O>(store: &Store, pid: i32, child: &mut Child<O>) -> bool {
             Some(found) if !descendant.pinned.has_ended() => {
                 known.insert(*pid, descendant.row);
                 if found.ppid == me && !descendant.escaped {
-                    flag_escaped(store, descendant.row);
+                    crate::teardown::flag_escaped(store, descendant.row);
                     descendant.escaped = true;
                 }
             }
@@ -204,7 +204,7 @@ fn scan<O>(store: &Store, pid: i32, child: &mut Child<O>) -> bool {
                 // was re-parented here), though its cgroup may still hold it.
                 let escaped = found.ppid == me;
                 if escaped {
-                    flag_escaped(store, row);
+                    crate::teardown::flag_escaped(store, row);
                 }
                 let identity = found.identity;
                 let descendant = Descendant {
@@ -238,14 +238,6 @@ fn still_running<O>(child: &Child<O>, pid: i32) -> Option<Found> {
         state: 'S',
         uid: None,
     })
-}
-
-pub(super) fn flag_escaped(store: &Store, row: i64) {
-    store
-        .outbox()
-        .write(format!("row {row}'s escaped flag"), move |store| {
-            store.processes().set_escaped(row)
-        });
 }
 
 /// After `child` exited: makes final the rows below it whose process is gone unobserved, and

@@ -94,7 +94,7 @@ impl<O: Owner> Supervisor<O> {
                     continue;
                 }
             };
-            super::descendants::flag_escaped(store, row);
+            crate::teardown::flag_escaped(store, row);
             log::warn!(
                 "pid {pid} ({}) escaped its hook's tree: adopted as row {row}",
                 found.argv.join(" ")

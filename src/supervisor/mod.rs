@@ -329,15 +329,7 @@ impl<O: Owner> Supervisor<O> {
             self.next_scan,
             self.unrecorded.next_deadline(),
             store.outbox().retry_at(),
-            // (Records refused by the lock when the store tries again; failed otherwise — a
-            // full disk — a little later, not in a spin.)
-            self.teardown.has_unwritten().then(|| {
-                let outbox = store.outbox();
-                match outbox.busy_since() {
-                    Some(_) => outbox.next_try(),
-                    None => Instant::now() + Duration::from_millis(100),
-                }
-            }),
+            self.teardown.retry_at(store),
         ]
         .into_iter()
         .flatten()

@@ -80,11 +80,7 @@ pub(super) fn add_member(
     let is_descendant = kind.is_none_or(|kind| kind == Kind::Child);
     if let Some(row) = row_id.filter(|_| is_descendant && process.ppid == std::process::id() as i32)
     {
-        store
-            .outbox()
-            .write(format!("row {row}'s escaped flag"), move |store| {
-                store.processes().set_escaped(row)
-            });
+        flag_escaped(store, row);
     }
     if row_id.is_some() && !tree.rows.contains(&row_id.unwrap_or_default()) {
         tree.rows.push(row_id.unwrap_or_default());
@@ -170,6 +166,16 @@ pub(super) fn end_unobserved(
         recording,
         detail,
     });
+}
+
+/// Flags row `row` escaped (it left its hook's process tree), now or, if the database is busy,
+/// through the store's outbox.
+pub fn flag_escaped(store: &Store, row: i64) {
+    store
+        .outbox()
+        .write(format!("row {row}'s escaped flag"), move |store| {
+            store.processes().set_escaped(row)
+        });
 }
 
 /// Writes `records` in one transaction, keeping in it what was not written (all of it when the

@@ -38,6 +38,7 @@ mod member;
 mod scan;
 
 pub use expire::{Fate, Report};
+pub use member::flag_escaped;
 use member::Unwritten;
 
 use crate::cgroup::{Cgroup, EventsWatch};
@@ -227,10 +228,13 @@ impl DeadlineMap {
         })
     }
 
-    /// Whether records the database refused wait to be written (tried again when the store's
-    /// back-off ends: see `Supervisor::wait`).
-    pub fn has_unwritten(&self) -> bool {
-        self.trees.values().any(|t| !t.unwritten.is_empty())
+    /// When records the database refused are to be tried again (written at every turn: see
+    /// `write_records`): when the store's back-off ends if the lock held them back, else a little
+    /// later — a full disk is not tried in a spin. None: nothing waits.
+    pub fn retry_at(&self, store: &Store) -> Option<Instant> {
+        let waiting = self.trees.values().any(|t| !t.unwritten.is_empty());
+        let outbox = store.outbox();
+        waiting.then(|| outbox.when_to_retry(outbox.busy_since().is_some()))
     }
 
     /// The earliest moment something is due: a SIGKILL, a survivor check.

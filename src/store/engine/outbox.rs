@@ -4,7 +4,7 @@
 //! never waits for the lock (`busy`) and loses nothing because it did not.
 //!
 //! It takes the writes nothing waits for: what is noted of a row (escaped, leaking,
-//! unkillable), a descendant's row, an export's end, a binary a hook reported. A write whose
+//! unkillable), the row of an escapee found below a row. A write whose
 //! result the loop needs at once (a claim, the row of a process about to start, a hook's end
 //! before the next hook) is retried by its own concern, which knows what else waits for it.
 //!
@@ -16,6 +16,9 @@
 use crate::store::{Outbox, Store, StoreError};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+/// How long after a write that failed other than for the lock a loop tries it again.
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(100);
 
 /// A write, tried again until the database takes it.
 type Write = Box<dyn FnMut(&Store) -> Result<(), StoreError> + Send>;
@@ -98,15 +101,20 @@ impl Outbox<'_> {
     }
 
     /// When a write that found the database busy may try again: the store's back-off (see
-    /// `busy`), or at once if it does not back off.
+    /// `busy`), or at once if it does not back off (its last write went through).
     pub fn next_try(self) -> Instant {
         let now = Instant::now();
-        self.store
-            .backoff
-            .get()
-            .retry_at()
-            .unwrap_or(now + Duration::from_millis(1))
-            .max(now)
+        self.store.backoff.get().retry_at().unwrap_or(now).max(now)
+    }
+
+    /// When to try again a write that failed: `busy` (another process held the lock), when the
+    /// back-off ends; otherwise (a full disk, a server out of reach) [`RETRY_AFTER_FAILURE`]
+    /// from now, so a write that keeps failing is not tried in a spin.
+    pub fn when_to_retry(self, busy: bool) -> Instant {
+        match busy {
+            true => self.next_try(),
+            false => Instant::now() + RETRY_AFTER_FAILURE,
+        }
     }
 }
 

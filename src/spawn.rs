@@ -1,8 +1,8 @@
 //! Spawning: the one way abxd starts a process.
 //!
-//! Invariants: every child gets its own process group, stdin from `/dev/null`, stdout and stderr
-//! appended to its own log files (made safely by `logs`), `ABXD_PROCESS_ID` set to its row id and `ABXD_INSTANCE` to the
-//! database's id (together, the marker its descendants inherit), and none of the service
+//! Invariants: every child gets its own process group, stdin from `/dev/null` (or from a file
+//! abxd opened, never through a link), stdout and stderr appended to its own log files (made
+//! safely by `logs`), `ABXD_PROCESS_ID` set to its row id and `ABXD_INSTANCE` to the database's id (together, the marker its descendants inherit), and none of the service
 //! manager's variables; its row exists (`starting`) before the process does and carries its
 //! identity (`running`) before this function returns — before anyone can reap it, since only the
 //! event loop reaps and it is not running while we are here. Under cgroup containment the child
@@ -47,6 +47,11 @@ pub enum SpawnError {
     Log(#[from] crate::logs::LogError),
     #[error("nothing to run: empty command")]
     EmptyArgv,
+    #[error("cannot open {} for its input: {cause}", path.display())]
+    Input {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
     #[error("cannot make the cgroup of row {row} below {parent}: {cause}")]
     Cgroup {
         row: i64,
@@ -76,6 +81,9 @@ pub struct SpawnRequest {
     pub limits: cgroup::Limits,
     /// The user and group it runs as (a hook of a root abxd: `hook_user`), if not abxd's own.
     pub run_as: Option<(u32, u32)>,
+    /// The file its stdin reads, opened by abxd (before the child drops to `run_as`) without
+    /// following a link; else `/dev/null`.
+    pub stdin: Option<PathBuf>,
 }
 
 /// A started child: its row and its identity.
@@ -248,11 +256,22 @@ fn start(
 ) -> Result<(std::process::Child, PathBuf, PathBuf), SpawnError> {
     let (stdout_path, stderr_path) = request.logs.paths(row_id);
     let (stdout, stderr) = open_logs(request.logs.beneath(), &stdout_path, &stderr_path)?;
+    let stdin = match &request.stdin {
+        Some(path) => {
+            Stdio::from(
+                crate::logs::read_log(path).map_err(|cause| SpawnError::Input {
+                    path: path.clone(),
+                    cause,
+                })?,
+            )
+        }
+        None => Stdio::null(),
+    };
     let mut command = crate::own_exe::command_for(program);
     command
         .args(&request.process.argv[1..])
         .current_dir(&request.process.cwd)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);

@@ -10,18 +10,27 @@
 
 mod common;
 
+use common::abx::{launch, plugins_of, serve_test_site, Tools};
 use common::archivebox::{
     archivebox, collection_dir, export_and_wait, listed_results, new_collection, records,
     run_archivebox,
 };
 use common::{fixtures, hook_user, plugins_config, wait_until, TestDaemon, WAIT};
+use rusqlite::types::ValueRef;
+use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+use std::time::Duration;
 
 /// A daemon whose crawls run the `leaky` fixture plugin, not started; `extra` is more config.
 fn prepared(extra: &str) -> TestDaemon {
     let config = plugins_config(&[&fixtures().join("export")]);
-    let daemon = TestDaemon::prepare(&format!("{config}{extra}"));
+    prepared_with(&format!("{config}{extra}"))
+}
+
+/// A daemon with `config`, not started, whose dir the collection's owner may enter.
+fn prepared_with(config: &str) -> TestDaemon {
+    let daemon = TestDaemon::prepare(config);
     // (Its dir is 0700: the collection's owner must reach the collection inside it.)
     std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     daemon
@@ -219,4 +228,195 @@ fn abxctl_export_refuses_what_is_not_an_archivebox_collection_naming_it() {
     assert!(String::from_utf8_lossy(&bad_user.stderr).contains("--user"));
     // Nothing was queued.
     assert!(daemon.store().exports().of_crawl(crawl).unwrap().is_empty());
+}
+
+/// The plugins both crawls of [`archivebox_fills_for_abxds_crawl_every_column_it_fills_for_its_own`]
+/// run: ArchiveBox's own, from its virtualenv, none needing a browser.
+const SAME_PLUGINS: &str = "favicon,wget,hashes";
+
+/// Each row of `sql` in ArchiveBox's index, as column → value (`None`: NULL or empty).
+fn archivebox_rows(collection: &Path, sql: &str) -> Vec<BTreeMap<String, Option<String>>> {
+    let db = rusqlite::Connection::open_with_flags(
+        collection.join("index.sqlite3"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut statement = db.prepare(sql).unwrap();
+    let names: Vec<String> = statement
+        .column_names()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let rows = statement.query_map([], |row| {
+        let mut values = BTreeMap::new();
+        for (n, name) in names.iter().enumerate() {
+            let value = match row.get_ref(n)? {
+                ValueRef::Null => None,
+                ValueRef::Integer(i) => Some(i.to_string()),
+                ValueRef::Real(r) => Some(r.to_string()),
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    Some(String::from_utf8_lossy(t).to_string()).filter(|t| !t.is_empty())
+                }
+            };
+            values.insert(name.clone(), value);
+        }
+        Ok(values)
+    });
+    rows.unwrap().map(Result::unwrap).collect()
+}
+
+/// The columns `own` fills that `ours` leaves empty.
+fn left_empty(
+    own: &BTreeMap<String, Option<String>>,
+    ours: &BTreeMap<String, Option<String>>,
+) -> Vec<String> {
+    (own.iter())
+        .filter(|(name, value)| value.is_some() && ours.get(*name).is_none_or(Option::is_none))
+        .map(|(name, value)| {
+            format!(
+                "{name} (ArchiveBox's own: {})",
+                value.as_deref().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+/// ArchiveBox cannot tell abxd's crawl of a page from its own: in one collection ArchiveBox
+/// 0.9.73 crawls a local page with three of its plugins, abxd crawls the same page with the same
+/// plugins and exports into it, and every Snapshot and ArchiveResult column ArchiveBox filled for
+/// its crawl — and the command and directory of each hook's Process — is filled for abxd's, with
+/// abxd's times; `archivebox status` lists both among the recent changes, `archivebox snapshot
+/// list` both.
+#[test]
+fn archivebox_fills_for_abxds_crawl_every_column_it_fills_for_its_own() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let venv = archivebox.parent().unwrap().parent().unwrap().to_path_buf();
+    let Some(tools) = Tools::with_venv(Some(venv.clone())) else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let plugins_dir = plugins_of(&venv);
+    let mut daemon = prepared_with(&format!(
+        "{}[archivebox]\ncommand = \"{}\"\n",
+        plugins_config(&[&plugins_dir]),
+        archivebox.display()
+    ));
+    let collection = new_collection(&archivebox, &daemon);
+
+    // ArchiveBox's own crawl of the page, as its user runs one.
+    let plugins = format!("--plugins={SAME_PLUGINS}");
+    run_archivebox(&archivebox, &collection, &["add", &plugins, &url]);
+
+    // abxd's, exported into the same collection.
+    launch(&mut daemon, &tools.env(&[]));
+    let crawl = daemon.add(&["--plugins", SAME_PLUGINS, &url]);
+    daemon.wait_sealed(crawl, Duration::from_secs(120));
+    let (ok, said, stderr) = export_and_wait(&daemon, &collection, crawl);
+    assert!(ok && said.contains("imported"), "{said}{stderr}");
+    let store = daemon.store();
+    let snapshot = store.crawls().snapshots(crawl).unwrap().remove(0);
+    let ours_id = snapshot.uuid.clone().unwrap().replace('-', "");
+
+    let snapshots = archivebox_rows(&collection, "SELECT * FROM core_snapshot");
+    assert_eq!(snapshots.len(), 2, "{snapshots:#?}");
+    let is_ours = |row: &BTreeMap<String, Option<String>>| row["id"].as_deref() == Some(&ours_id);
+    let (ours, own): (Vec<_>, Vec<_>) = snapshots.iter().partition(|row| is_ours(row));
+    let (ours, own) = (ours[0], own[0]);
+    assert_eq!(
+        left_empty(own, ours),
+        Vec::<String>::new(),
+        "the Snapshot: {ours:#?}"
+    );
+    let downloaded = jiff::Timestamp::from_millisecond(snapshot.sealed_at.unwrap()).unwrap();
+    let said_downloaded: jiff::Timestamp = format!(
+        "{}Z",
+        ours["downloaded_at"].as_deref().unwrap().replace(' ', "T")
+    )
+    .parse()
+    .unwrap();
+    assert_eq!(
+        said_downloaded, downloaded,
+        "downloaded_at is when abxd sealed it"
+    );
+
+    let results_of = |snapshot: &str| {
+        let sql = format!(
+            "SELECT r.*, p.cmd AS process_cmd, p.pwd AS process_pwd FROM core_archiveresult r \
+             LEFT JOIN machine_process p ON p.id = r.process_id WHERE r.snapshot_id = '{snapshot}' \
+             ORDER BY r.hook_name"
+        );
+        archivebox_rows(&collection, &sql)
+    };
+    let (own_results, our_results) = (
+        results_of(own["id"].as_deref().unwrap()),
+        results_of(&ours_id),
+    );
+    let hooks = |rows: &[BTreeMap<String, Option<String>>]| -> Vec<String> {
+        rows.iter()
+            .map(|r| r["hook_name"].clone().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        hooks(&our_results),
+        hooks(&own_results),
+        "the same hooks ran"
+    );
+    assert!(own_results.len() >= 3, "{own_results:#?}");
+    let abxd_results = store.results().of_crawl(crawl).unwrap();
+    for (own, ours) in own_results.iter().zip(&our_results) {
+        let hook = ours["hook_name"].as_deref().unwrap();
+        assert_eq!(
+            left_empty(own, ours),
+            Vec::<String>::new(),
+            "{hook}: {ours:#?}"
+        );
+        assert_eq!(ours["status"], own["status"], "{hook}");
+        // With abxd's values: the hook abxd ran, where it ran it, within the snapshot's run.
+        let abxd = (abxd_results.iter())
+            .find(|r| Path::new(&r.hook).file_stem().unwrap().to_string_lossy() == hook)
+            .unwrap_or_else(|| panic!("{hook}: not among abxd's results {abxd_results:?}"));
+        let cmd = ours["process_cmd"].as_deref().unwrap();
+        assert!(
+            cmd.contains(&plugins_dir.display().to_string()),
+            "{hook}: {cmd}"
+        );
+        let pwd = ours["process_pwd"].as_deref().unwrap();
+        assert!(
+            pwd.starts_with(&daemon.path("data").display().to_string()),
+            "{hook}: {pwd}"
+        );
+        let start = ours["start_ts"].as_deref().unwrap();
+        assert!(
+            *start < *ours["end_ts"].as_deref().unwrap(),
+            "{hook}: {ours:#?}"
+        );
+        assert_eq!(
+            ours["status"].as_deref(),
+            Some(abxd.status.as_str()),
+            "{hook}"
+        );
+    }
+
+    // ArchiveBox's own commands show both crawls alike.
+    let status = run_archivebox(&archivebox, &collection, &["status"]);
+    let recent = (status.lines())
+        .filter(|line| line.contains("   > ") && line.contains(&url))
+        .count();
+    assert_eq!(
+        recent, 2,
+        "both snapshots among the recent changes:\n{status}"
+    );
+    let listed = records(&run_archivebox(
+        &archivebox,
+        &collection,
+        &["snapshot", "list"],
+    ));
+    let ids: Vec<&str> = (listed.iter())
+        .filter(|r| r["type"] == "Snapshot")
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 2, "{listed:#?}");
+    daemon.assert_nothing_survives();
 }

@@ -1,7 +1,9 @@
 //! Exports: sealed crawls copied into ArchiveBox collections and imported by ArchiveBox itself,
 //! each step a process row under the orchestrator, like an install — `abxd worker export` (the
 //! copy, `export`), `archivebox version` (one that imports portable directories?), then
-//! `archivebox update --rescan` in the collection, as its owner (ArchiveBox's own import).
+//! `archivebox update --rescan` in the collection, as its owner (ArchiveBox's own import), then
+//! `archivebox snapshot create --status sealed` reading when each snapshot was downloaded (a
+//! column the import leaves empty; `export::downloaded_file`).
 //!
 //! Invariants: one export runs at a time, taken only once its crawl is sealed (`store`); abxd
 //! never writes ArchiveBox's database; an export that cannot be done — no collection there, no
@@ -27,6 +29,7 @@ enum Step {
     Copy,
     Version,
     Import,
+    Dates,
 }
 
 /// The export under way.
@@ -151,11 +154,22 @@ impl State {
                 STEP_TIMEOUT,
                 archivebox_env(collection),
             ),
+            Step::Dates => (
+                [&archivebox, "snapshot", "create", "--status", "sealed"]
+                    .map(String::from)
+                    .to_vec(),
+                target,
+                STEP_TIMEOUT,
+                archivebox_env(collection),
+            ),
         };
         let mut request = self.errand(argv, cwd, timeout, "export");
         request.env = env;
         request.inherit_env = step == Step::Copy;
         request.run_as = (step != Step::Copy).then_some(collection.run_as).flatten();
+        if step == Step::Dates {
+            request.stdin = Some(self.downloaded_file(export));
+        }
         request
     }
 
@@ -204,17 +218,28 @@ impl State {
             )),
             (Step::Import, true) => {
                 let said = import_counts(&stdout).unwrap_or_default();
-                self.end_export(
-                    &export,
-                    ExportStatus::Imported,
-                    &format!("{copied}; {said}"),
-                );
-                self.export_next(supervisor);
-                return true;
+                let copied = format!("{copied}; {said}");
+                match self.has_dates(&export) {
+                    true => Ok((Step::Dates, copied)),
+                    false => {
+                        self.end_export(&export, ExportStatus::Imported, &copied);
+                        self.export_next(supervisor);
+                        return true;
+                    }
+                }
             }
             (Step::Import, false) => Err(format!(
                 "{copied}; ArchiveBox's import failed: {}",
                 unresolved(&stdout).unwrap_or_else(|| failed("`archivebox update --rescan`"))
+            )),
+            (Step::Dates, true) => {
+                self.end_export(&export, ExportStatus::Imported, &copied);
+                self.export_next(supervisor);
+                return true;
+            }
+            (Step::Dates, false) => Err(format!(
+                "{copied}; but ArchiveBox did not take when they were downloaded: {}",
+                failed("`archivebox snapshot create --status sealed`")
             )),
         };
         match next {
@@ -225,6 +250,17 @@ impl State {
             }
         }
         true
+    }
+
+    fn downloaded_file(&self, export: &Export) -> PathBuf {
+        crate::export::downloaded_file(&self.config.data_dir, export.crawl_id)
+    }
+
+    /// Whether the copy left records of when snapshots were downloaded for ArchiveBox to take.
+    fn has_dates(&self, export: &Export) -> bool {
+        crate::logs::read_log(&self.downloaded_file(export))
+            .and_then(|file| file.metadata())
+            .is_ok_and(|meta| meta.len() > 0)
     }
 
     fn end_export(&mut self, export: &Export, status: ExportStatus, detail: &str) {

@@ -177,6 +177,7 @@ impl State {
             logs: Logs::InDir(self.config.data_dir.join("logs").join(what)),
             limits: Default::default(),
             run_as: None,
+            stdin: None,
         }
     }
 

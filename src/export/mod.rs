@@ -145,6 +145,28 @@ pub struct Exported {
     pub bytes: u64,
     /// What was left out, relative to abxd's data dir, and why.
     pub left_out: Vec<(PathBuf, &'static str)>,
+    /// For each snapshot in the collection now (copied or there already), ArchiveBox's record
+    /// of when it was downloaded — a column its import leaves empty: see [`downloaded_file`].
+    pub downloaded: Vec<serde_json::Value>,
+}
+
+/// Where `abxd worker export` leaves, for the daemon, the records that tell ArchiveBox when
+/// each snapshot of crawl `crawl_id` was downloaded (its sealing): given to
+/// `archivebox snapshot create --status sealed` on its stdin after the import, they patch the
+/// snapshots by id (nothing is created or queued), as ArchiveBox's own crawl fills that column.
+pub fn downloaded_file(data_dir: &Path, crawl_id: i64) -> PathBuf {
+    data_dir.join(format!("exports/crawl-{crawl_id}.downloaded.jsonl"))
+}
+
+/// ArchiveBox's patch of `snapshot` (by its id): when it was downloaded.
+fn downloaded(snapshot: &crate::store::Snapshot, uuid: &str) -> serde_json::Value {
+    let at = snapshot.sealed_at.unwrap_or_else(crate::store::now_ms);
+    serde_json::json!({
+        "type": "Snapshot",
+        "id": uuid,
+        "depth": snapshot.depth,
+        "downloaded_at": index::iso(at),
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -220,6 +242,7 @@ pub fn export_crawl(
             &snapshot.url,
             uuid,
         ));
+        exported.downloaded.push(downloaded(&snapshot, uuid));
         if place.symlink_metadata().is_ok() {
             exported.already_there += 1;
             continue;
@@ -273,6 +296,26 @@ pub fn run_export_worker(config: &Config, crawl_id: i64, target: &Path, user: &s
     let exported = Store::open_existing_at(&config.database)
         .map_err(ExportError::from)
         .and_then(|store| export_crawl(config, &store, crawl_id, target, user));
+    let exported = exported.and_then(|exported| {
+        let path = downloaded_file(&config.data_dir, crawl_id);
+        let mut text = String::new();
+        for record in &exported.downloaded {
+            text.push_str(&format!("{record}\n"));
+        }
+        crate::logs::enter_dirs(&config.data_dir, path.parent().unwrap(), 0o755, &mut |_| {
+            Ok(())
+        })
+        .and_then(|_| {
+            crate::logs::replace(&config.data_dir, &path, text.as_bytes()).map_err(|e| e.cause)
+        })
+        .map_err(|cause| ExportError::Io {
+            snapshot: 0,
+            what: "cannot write",
+            path,
+            cause,
+        })?;
+        Ok(exported)
+    });
     match exported {
         Ok(exported) => {
             for (path, why) in &exported.left_out {

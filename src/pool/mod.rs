@@ -374,6 +374,7 @@ impl<O: Owner> WorkerPool<O> {
             logs: Logs::InDir(config.data_dir.join("logs")),
             limits: Default::default(),
             run_as: None,
+            stdin: None,
         }
     }
 }

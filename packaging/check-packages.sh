@@ -35,8 +35,11 @@ say "building both packages"
 cargo build --release --locked
 mkdir -p target/packaging/man
 for page in man/*.[1578]; do gzip -9nc "$page" > "target/packaging/man/$(basename "$page").gz"; done
+rm -rf target/packaging/*.deb target/packaging/higher
 cargo deb --no-build --locked --output target/packaging/ >/dev/null
 deb=$(ls target/packaging/abxd_*.deb)
+# The same at a higher revision, for the upgrade of packaging/check-service.sh.
+cargo deb --no-build --locked --deb-revision 2 --output target/packaging/higher/ >/dev/null
 cargo generate-rpm --output target/packaging/ >/dev/null
 rpm=$(ls target/packaging/abxd-*.rpm)
 echo "$deb"

@@ -133,8 +133,12 @@ fn the_installed_config_checks_clean_and_points_at_the_system_paths() {
         config.control.socket,
         std::path::Path::new("/run/abxd/abxd.sock")
     );
+    // The plugins are found as abx-dl finds them (ArchiveBox's, where pip put them), else the
+    // bundled ones (`config::discover`); the line that pins them is there, valid.
+    assert!(!text.contains("\nplugins_dirs"), "{text}");
+    let pinned = text.replace("# plugins_dirs = ", "plugins_dirs = ");
     assert_eq!(
-        config.plugins_dirs,
+        abxd::config::Config::parse(&path, &pinned).unwrap().plugins_dirs,
         vec![std::path::PathBuf::from("/usr/share/abxd/plugins")]
     );
     // The web view is off until the operator turns it on; the line that would is there, valid.

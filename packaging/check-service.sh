@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# The package under a real systemd, along the operator's path: a Debian 12 booted with
+# systemd-nspawn (a fresh copy of a root made once by debootstrap and kept under the CI cache),
+# the .deb built from this tree installed with dpkg -i, then, each an assertion that prints the
+# unit's journal when it fails:
+#   - the unit is active through READY=1 (Type=notify); `systemctl reload` rereads the config;
+#     `journalctl -u abxd -p err` shows errors and nothing else;
+#   - abxctl works for root and for a member of group abxd, and is refused to anyone else;
+#   - a crawl of a local page with the bundled plugins (Chromium among them) runs under the
+#     unit's sandbox, every hook and browser in the service's cgroup, as user abxd;
+#   - `systemctl stop` mid-crawl ends the whole tree before TimeoutStopSec (nothing left for
+#     systemd's SIGKILL); `systemctl start` resumes the crawl and seals it;
+#   - the watchdog: a daemon stopped with SIGSTOP is restarted by systemd and seals its crawl;
+#   - an upgrade mid-crawl (dpkg -i of a higher version: maintainer scripts and
+#     restart-after-upgrade): no snapshot lost, no finished hook run twice;
+#   - every process dying at once (the container's init killed with SIGKILL mid-crawl), then a
+#     boot: the service starts by itself and seals the crawl, no finished hook run twice;
+#   - apt-get remove keeps /var/lib/abxd; purge removes it and the user.
+# Usage: packaging/check-service.sh DEB HIGHER_DEB (both built by packaging/check-packages.sh).
+# Needs root, debootstrap and systemd-nspawn (.ci/run installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deb=$(realpath "$1")
+higher_deb=$(realpath "$2")
+cache=/var/cache/abxd-ci
+base="$cache/debian12-root"
+machine="abxd-ci-$$"
+root=""
+nspawn=""
+
+say() { printf '\n== check-service: %s\n' "$*"; }
+fail() {
+    printf 'check-service: FAILED: %s\n' "$*" >&2
+    if [ -n "$(leader)" ]; then
+        echo "--- journalctl -u abxd (in the container):" >&2
+        in_ct journalctl -u abxd --no-pager -n 200 >&2 || true
+    fi
+    exit 1
+}
+
+[ "$(id -u)" = 0 ] || fail "must run as root"
+for tool in debootstrap systemd-nspawn nsenter python3; do
+    command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
+done
+
+# The root, made once: Debian 12 with systemd, and what the package and its plugins use.
+if [ ! -x "$base/usr/bin/chromium" ]; then
+    say "making a Debian 12 root in $base (once)"
+    rm -rf "$base.partial"
+    debootstrap --variant=minbase \
+        --include=systemd,systemd-sysv,dbus,adduser,python3,ca-certificates,procps,libpam-systemd \
+        bookworm "$base.partial" http://deb.debian.org/debian
+    chroot "$base.partial" /bin/sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends chromium wget fonts-liberation' >/dev/null
+    chroot "$base.partial" apt-get clean
+    mv "$base.partial" "$base"
+fi
+
+cleanup() {
+    stop_container
+    [ -n "$root" ] && rm -rf "$root"
+    return 0
+}
+trap cleanup EXIT
+
+# The container's init (its PID 1), or nothing while it is not running.
+leader() {
+    [ -n "$nspawn" ] && kill -0 "$nspawn" 2>/dev/null || return 0
+    ps -o pid= --ppid "$nspawn" | head -1 | tr -d ' '
+}
+in_ct() { nsenter --target "$(leader)" --all -- "$@"; }
+boot() {
+    mountpoint -q /run/systemd/nspawn \
+        || { mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn; }
+    setsid systemd-nspawn --quiet --directory="$root" --boot --register=no --keep-unit \
+        --machine="$machine" --console=pipe </dev/null >"$root.console" 2>&1 &
+    nspawn=$!
+    for _ in $(seq 100); do
+        [ -n "$(leader)" ] && in_ct true 2>/dev/null && break
+        sleep 0.2
+    done
+    [ -n "$(leader)" ] || fail "the container did not start: $(cat "$root.console")"
+    # (Until its bus is up, systemctl says "offline".)
+    local state=offline
+    for _ in $(seq 120); do
+        state=$(in_ct timeout 120 systemctl is-system-running --wait 2>/dev/null || true)
+        [ "$state" = offline ] || break
+        sleep 0.5
+    done
+    [ "$state" = running ] || fail "the container's system is $state: $(in_ct systemctl --failed --no-pager)"
+}
+stop_container() {
+    [ -n "$nspawn" ] || return 0
+    kill -KILL "$nspawn" 2>/dev/null || true
+    wait "$nspawn" 2>/dev/null || true
+    nspawn=""
+}
+# Waits up to $1 seconds for the shell condition $2 (run on the host).
+wait_for() {
+    local seconds=$1 condition=$2
+    for _ in $(seq $((seconds * 5))); do
+        eval "$condition" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+ctl() { in_ct abxctl "$@"; }
+# The crawl's JSON (abxctl show --json), read by python3 on the host.
+crawl_is() { # ID STATUS
+    ctl show --json "$1" 2>/dev/null | python3 -c \
+        'import json, sys; sys.exit(json.load(sys.stdin)["crawl"]["status"] != sys.argv[1])' "$2"
+}
+# Every snapshot of crawl $1 sealed with every result final, and no hook that ended by itself
+# run again: at most one process row per result that exited.
+assert_whole() { # ID TOTAL
+    ctl show --json "$1" >"$root.show.json"
+    ctl ps --all --json >"$root.ps.json"
+    python3 - "$root.show.json" "$root.ps.json" "$2" "$1" <<'EOF' || fail "crawl $1 is not whole"
+import collections, json, sys
+show, ps, total = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+crawl = int(sys.argv[4])
+snapshots = show["snapshots"]
+assert len(snapshots) == total, f"{len(snapshots)} snapshots, not {total}"
+assert all(s["status"] == "sealed" for s in snapshots), [s["status"] for s in snapshots]
+exited = collections.Counter(
+    p["result_id"] for p in ps["processes"]
+    if p["kind"] == "hook" and p["crawl_id"] == crawl and p["result_id"] is not None
+    and p["end_reason"] == "exited")
+twice = {r: n for r, n in exited.items() if n > 1}
+assert not twice, f"results whose hook ended by itself more than once: {twice}"
+print(f"{total} snapshots sealed; {len(exited)} hook runs ended by themselves, none twice")
+EOF
+}
+
+say "booting a fresh copy of the root"
+root=$(mktemp -d /var/tmp/abxd-service.XXXXXX)
+cp -a "$base/." "$root/"
+mkdir -p "$root/root/abxd-ci"
+cp "$deb" "$root/root/abxd-ci/abxd.deb"
+cp "$higher_deb" "$root/root/abxd-ci/abxd-higher.deb"
+# A local site, served in the container: a page linking to six pages that each answer after
+# two seconds (so a crawl lasts long enough to be interrupted).
+cat >"$root/root/abxd-ci/site.py" <<'EOF'
+import http.server, time
+class Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.startswith("/p"):
+            time.sleep(2)
+            body = f"<html><head><title>Page {self.path}</title></head><body>{self.path}</body></html>"
+        else:
+            links = "".join(f'<a href="/p{n}">page {n}</a> ' for n in range(6))
+            body = f"<html><head><title>The index</title></head><body>{links}</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(body.encode())
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", 8080), Page).serve_forever()
+EOF
+cat >"$root/etc/systemd/system/abxd-ci-site.service" <<'EOF'
+[Unit]
+Description=a local site for abxd's service check
+[Service]
+ExecStart=/usr/bin/python3 /root/abxd-ci/site.py
+[Install]
+WantedBy=multi-user.target
+EOF
+ln -s /etc/systemd/system/abxd-ci-site.service \
+    "$root/etc/systemd/system/multi-user.target.wants/abxd-ci-site.service"
+boot
+
+say "dpkg -i: the unit is active through READY=1"
+in_ct dpkg -i /root/abxd-ci/abxd.deb >/dev/null || fail "dpkg -i failed"
+wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd is not active"
+[ "$(in_ct systemctl show abxd -p Type --value)" = notify ] || fail "the unit is not Type=notify"
+status=$(in_ct systemctl show abxd -p StatusText --value)
+[ -n "$status" ] || fail "no STATUS= from abxd"
+echo "active; its status: $status"
+
+say "systemctl reload rereads the config"
+in_ct sed -i 's/^max_snapshot_workers = 2$/max_snapshot_workers = 3/' /etc/abxd/supervisor.toml
+in_ct systemctl reload abxd
+wait_for 20 'in_ct journalctl -u abxd --no-pager -o cat | grep -q "reload: .*max_snapshot_workers"' \
+    || fail "the reload did not take max_snapshot_workers"
+in_ct sed -i 's/^max_snapshot_workers = 3$/max_snapshot_workers = 2/' /etc/abxd/supervisor.toml
+in_ct systemctl reload abxd
+echo "reloaded: $(in_ct journalctl -u abxd --no-pager -o cat | grep 'reload: ' | tail -1)"
+
+say "the journal keeps each line's priority: -p err shows the errors alone"
+in_ct cp /etc/abxd/supervisor.toml /root/abxd-ci/supervisor.toml
+echo "[limits" | in_ct tee -a /etc/abxd/supervisor.toml >/dev/null
+in_ct systemctl reload abxd
+wait_for 20 'in_ct journalctl -u abxd -p err --no-pager -o cat | grep -q "reload refused"' \
+    || fail "the refused reload is not among the errors"
+if in_ct journalctl -u abxd -p err --no-pager -o cat | grep -E "reload: |migrated"; then
+    fail "lines below err priority are among the errors"
+fi
+in_ct cp /root/abxd-ci/supervisor.toml /etc/abxd/supervisor.toml
+in_ct systemctl reload abxd
+[ "$(in_ct systemctl is-active abxd)" = active ] || fail "abxd is not active after a bad reload"
+
+say "abxctl: root and group abxd may, anyone else may not"
+in_ct useradd --create-home --groups abxd alice
+in_ct useradd --create-home bob
+ctl status >/dev/null || fail "abxctl status as root"
+in_ct runuser -u alice -- abxctl status >/dev/null || fail "abxctl status as a member of abxd"
+if said=$(in_ct runuser -u bob -- abxctl status 2>&1); then
+    fail "abxctl status as bob (not in group abxd) succeeded: $said"
+fi
+echo "bob is refused: $said"
+
+say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as abxd"
+crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/ | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+wait_for 60 'in_ct pgrep -u abxd chromium >/dev/null' || fail "no Chromium of user abxd ran"
+cgroups=$(in_ct systemd-cgls --no-pager -u abxd.service)
+for pid in $(in_ct pgrep -u abxd -f 'chromium|on_Snapshot' || true); do
+    grep -qw "$pid" <<<"$cgroups" || fail "process $pid is not in abxd.service's cgroup: $cgroups"
+done
+[ -z "$(in_ct pgrep -f 'chromium|on_Snapshot' -U root || true)" ] || fail "a hook runs as root"
+echo "hooks and Chromium run as abxd, inside abxd.service"
+
+say "systemctl stop mid-crawl: the whole tree ends before TimeoutStopSec; start resumes"
+crawl_is "$crawl" sealed && fail "the crawl ended before it could be interrupted"
+in_ct systemctl stop abxd
+[ -z "$(in_ct pgrep -u abxd || true)" ] || fail "processes of abxd outlived the stop"
+if in_ct journalctl -u abxd --no-pager | grep -E "Killing process|timed out|SIGKILL"; then
+    fail "systemd had to kill what abxd left"
+fi
+in_ct systemctl start abxd
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the restart"
+assert_whole "$crawl" 7
+
+say "the watchdog restarts a stopped daemon, and the crawl seals"
+crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/?watchdog | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+restarts=$(in_ct systemctl show abxd -p NRestarts --value)
+in_ct kill -STOP "$(in_ct systemctl show abxd -p MainPID --value)"
+wait_for 90 '[ "$(in_ct systemctl show abxd -p NRestarts --value)" -gt "$restarts" ]' \
+    || fail "systemd did not restart the stopped daemon"
+in_ct journalctl -u abxd --no-pager | grep -q "Watchdog timeout" || fail "no watchdog timeout"
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the watchdog"
+assert_whole "$crawl" 7
+
+say "an upgrade mid-crawl: nothing lost, nothing run twice"
+crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/?upgrade | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+before=$(in_ct systemctl show abxd -p MainPID --value)
+in_ct dpkg -i /root/abxd-ci/abxd-higher.deb >/dev/null || fail "the upgrade failed"
+wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd is not active after the upgrade"
+[ "$(in_ct systemctl show abxd -p MainPID --value)" != "$before" ] || fail "the upgrade did not restart abxd"
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the upgrade"
+assert_whole "$crawl" 7
+
+say "every process dies at once (the container's init SIGKILLed), then a boot"
+crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/?power | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+kill -KILL "$(leader)"
+wait "$nspawn" 2>/dev/null || true
+nspawn=""
+boot
+wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd did not start at boot"
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the power cut"
+assert_whole "$crawl" 7
+
+say "apt-get remove keeps /var/lib/abxd; purge removes it and the user"
+in_ct apt-get remove -y -q abxd >/dev/null
+in_ct test -d /var/lib/abxd || fail "remove deleted /var/lib/abxd"
+in_ct apt-get purge -y -q abxd >/dev/null
+in_ct test ! -e /var/lib/abxd || fail "purge left /var/lib/abxd"
+if in_ct getent passwd abxd >/dev/null; then fail "purge left the user abxd"; fi
+
+say "passed"

@@ -8,6 +8,8 @@
 #   - abxctl works for root and for a member of group abxd, and is refused to anyone else;
 #   - a crawl of a local page with the bundled plugins (Chromium among them) runs under the
 #     unit's sandbox, every hook and browser in the service's cgroup, as user abxd;
+#   - ArchiveBox 0.9.73's plugins (abx-plugins 1.13.162, its virtualenv bound in from the CI
+#     cache), given to the service by the drop-in of docs/service.md, archive a page;
 #   - `systemctl stop` mid-crawl ends the whole tree before TimeoutStopSec (nothing left for
 #     systemd's SIGKILL); `systemctl start` resumes the crawl and seals it;
 #   - the watchdog: a daemon stopped with SIGSTOP is restarted by systemd and seals its crawl;
@@ -25,6 +27,9 @@ deb=$(realpath "$1")
 higher_deb=$(realpath "$2")
 cache=/var/cache/abxd-ci
 base="$cache/debian12-root"
+# ArchiveBox 0.9.73 as .ci/run installs it (its Python beside it), bound into the container.
+ab_venv="$cache/archivebox-0.9.73"
+ab_python=$(dirname "$(dirname "$(readlink -f "$ab_venv/bin/python")")")
 machine="abxd-ci-$$"
 root=""
 nspawn=""
@@ -43,6 +48,7 @@ fail() {
 for tool in debootstrap systemd-nspawn nsenter python3; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
 done
+[ -x "$ab_venv/bin/archivebox" ] || fail "no ArchiveBox at $ab_venv (.ci/run installs it)"
 
 # The root, made once: Debian 12 with systemd, and what the package and its plugins use.
 if [ ! -x "$base/usr/bin/chromium" ]; then
@@ -74,7 +80,9 @@ boot() {
     mountpoint -q /run/systemd/nspawn \
         || { mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn; }
     setsid systemd-nspawn --quiet --directory="$root" --boot --register=no --keep-unit \
-        --machine="$machine" --console=pipe </dev/null >"$root.console" 2>&1 &
+        --machine="$machine" --console=pipe --private-network --bind-ro="$ab_venv" \
+        --bind-ro="$ab_python" \
+        </dev/null >"$root.console" 2>&1 &
     nspawn=$!
     for _ in $(seq 100); do
         [ -n "$(leader)" ] && in_ct true 2>/dev/null && break
@@ -231,6 +239,30 @@ fi
 in_ct systemctl start abxd
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the restart"
 assert_whole "$crawl" 7
+
+say "ArchiveBox's plugins, given to the service by the drop-in docs/service.md shows"
+# (ArchiveBox 0.9.73's virtualenv from the CI cache, at the same path in the container.)
+in_ct mkdir -p /etc/systemd/system/abxd.service.d
+cat >"$root/etc/systemd/system/abxd.service.d/archivebox.conf" <<DROPIN
+[Service]
+Environment=PATH=$ab_venv/bin:/usr/local/bin:/usr/bin:/bin
+Environment=CHROME_BINARY=/usr/bin/chromium
+EnvironmentFile=-/etc/abxd/environment
+DROPIN
+in_ct systemctl daemon-reload
+in_ct systemctl restart abxd
+ctl plugins | grep -q "$ab_venv/lib/python3.*/site-packages/abx_plugins/plugins/wget" \
+    || fail "the service does not run ArchiveBox's plugins: $(ctl plugins)"
+crawl=$(ctl add --json --plugins favicon,wget,hashes http://127.0.0.1:8080/ | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal"
+ctl show --json "$crawl" | python3 -c '
+import json, sys
+results = json.load(sys.stdin)["crawl"]["results"]
+assert results["succeeded"] >= 3 and results["failed"] == 0, results
+print("ArchiveBox hooks under the service:", results)' || fail "ArchiveBox's hooks failed"
+rm "$root/etc/systemd/system/abxd.service.d/archivebox.conf"
+in_ct systemctl daemon-reload
+in_ct systemctl restart abxd
 
 say "the watchdog restarts a stopped daemon, and the crawl seals"
 crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/?watchdog | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')

@@ -138,7 +138,9 @@ fn the_installed_config_checks_clean_and_points_at_the_system_paths() {
     assert!(!text.contains("\nplugins_dirs"), "{text}");
     let pinned = text.replace("# plugins_dirs = ", "plugins_dirs = ");
     assert_eq!(
-        abxd::config::Config::parse(&path, &pinned).unwrap().plugins_dirs,
+        abxd::config::Config::parse(&path, &pinned)
+            .unwrap()
+            .plugins_dirs,
         vec![std::path::PathBuf::from("/usr/share/abxd/plugins")]
     );
     // The web view is off until the operator turns it on; the line that would is there, valid.

@@ -256,13 +256,14 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // The Snapshot record first — sealed, as ArchiveBox 0.9.73 leaves it — then a Process and an
-    // ArchiveResult per hook, as they ended, then the crawl's Crawl record.
+    // ArchiveResult per hook, as they ended, then the crawl's Crawl record, then ArchiveBox's own
+    // ArchiveResult record of each hook (times, command, files keyed by path; no id).
     assert_eq!(records[0]["type"], "Snapshot", "{text}");
     assert_eq!(records[0]["status"], "sealed", "{text}");
     assert_eq!(records[0]["fs_version"], "0.9.4");
     assert_eq!(records[0]["schema_version"], "0.9.73");
     assert!(records[0]["timestamp"].as_str().unwrap().contains('.'));
-    let crawl_record = records.last().unwrap();
+    let crawl_record = &records[5];
     assert_eq!(crawl_record["type"], "Crawl", "{text}");
     assert_eq!(crawl_record["id"], crawl_uuid.as_str());
     assert_eq!(records[0]["id"], snapshot_uuid.as_str());
@@ -280,12 +281,27 @@ fn each_snapshot_dir_holds_an_index_jsonl_as_abx_dl_writes_it_with_uuid7_ids() {
             "ArchiveResult",
             "Process",
             "ArchiveResult",
-            "Crawl"
+            "Crawl",
+            "ArchiveResult",
+            "ArchiveResult"
         ],
         "{text}"
     );
+    for archivebox in &records[6..] {
+        let run = (records.iter())
+            .find(|r| r["type"] == "Process" && r["hook_name"] == archivebox["hook_name"])
+            .unwrap();
+        assert!(archivebox.get("id").is_none(), "{archivebox}");
+        assert_eq!(archivebox["start_ts"], run["started_at"], "{archivebox}");
+        assert_eq!(archivebox["end_ts"], run["ended_at"], "{archivebox}");
+        assert_eq!(archivebox["cmd"], run["cmd"], "{archivebox}");
+    }
+    let ok = (records[6..].iter()).find(|r| r["plugin"] == "ok").unwrap();
+    assert_eq!(ok["output_files"]["ok.txt"]["size"], 5, "{ok}");
+    assert_eq!(ok["output_size"], 5, "{ok}");
+    assert_eq!(ok["output_mimetypes"], "text/plain", "{ok}");
     for result in store.results().of_crawl(crawl).unwrap() {
-        let record = records
+        let record = records[..5]
             .iter()
             .find(|r| r["type"] == "ArchiveResult" && r["plugin"] == result.plugin.as_str())
             .unwrap_or_else(|| panic!("no record of {}: {text}", result.plugin));

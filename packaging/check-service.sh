@@ -9,7 +9,9 @@
 #   - a crawl of a local page with the bundled plugins (Chromium among them) runs under the
 #     unit's sandbox, every hook and browser in the service's cgroup, as user abxd;
 #   - ArchiveBox 0.9.73's plugins (abx-plugins 1.13.162, its virtualenv bound in from the CI
-#     cache), given to the service by the drop-in of docs/service.md, archive a page;
+#     cache), given to the service by the drop-in of docs/service.md, archive a page, and
+#     the export of that crawl into a collection of another user's (the drop-in that makes the
+#     daemon root, its hooks still abxd) is imported by that user's ArchiveBox;
 #   - `systemctl stop` mid-crawl ends the whole tree before TimeoutStopSec (nothing left for
 #     systemd's SIGKILL); `systemctl start` resumes the crawl and seals it;
 #   - the watchdog: a daemon stopped with SIGSTOP is restarted by systemd and seals its crawl;
@@ -260,6 +262,48 @@ import json, sys
 results = json.load(sys.stdin)["crawl"]["results"]
 assert results["succeeded"] >= 3 and results["failed"] == 0, results
 print("ArchiveBox hooks under the service:", results)' || fail "ArchiveBox's hooks failed"
+
+say "an export into a collection of another user's, from the service (docs/service.md)"
+in_ct useradd --create-home carol
+in_ct install -d -o carol -g carol /srv/archivebox
+as_carol() { in_ct runuser -u carol -- env HOME=/srv/archivebox sh -c "cd /srv/archivebox && $*"; }
+as_carol "$ab_venv/bin/archivebox init >/dev/null 2>&1" || fail "archivebox init failed"
+as_carol "$ab_venv/bin/archivebox config --set SEARCH_BACKEND_ENGINE=ripgrep >/dev/null"
+as_carol "$ab_venv/bin/archivebox config --set SEARCH_BACKEND_SONIC_ENABLED=False >/dev/null"
+cat >"$root/etc/systemd/system/abxd.service.d/export.conf" <<DROPIN
+[Service]
+User=root
+Group=root
+ReadWritePaths=/srv/archivebox
+DROPIN
+in_ct sed -i "s|^\[hooks\]|[archivebox]\ncommand = \"$ab_venv/bin/archivebox\"\n\n[hooks]|" \
+    /etc/abxd/supervisor.toml
+in_ct systemctl daemon-reload
+in_ct systemctl restart abxd
+[ "$(in_ct ps -o user= -p "$(in_ct systemctl show abxd -p MainPID --value)")" = root ] \
+    || fail "the drop-in did not make abxd root"
+timeout 600 nsenter --target "$(leader)" --all -- \
+    abxctl export --archivebox /srv/archivebox --wait "$crawl" \
+    || fail "the export failed: $(ctl show "$crawl")"
+listed=$(as_carol "$ab_venv/bin/archivebox snapshot list")
+grep -q '"status": "sealed"' <<<"$listed" || fail "ArchiveBox lists no sealed snapshot: $listed"
+[ -z "$(in_ct find /srv/archivebox -not -user carol)" ] \
+    || fail "files of the collection's are not carol's: $(in_ct find /srv/archivebox -not -user carol | head)"
+echo "carol's ArchiveBox lists abxd's snapshot, every file hers"
+# A root daemon still crawls, its hooks as abxd.
+crawl=$(ctl add --json --plugins favicon,wget,hashes http://127.0.0.1:8080/p1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl of the root daemon did not seal"
+ctl show --json "$crawl" | python3 -c '
+import json, sys
+shown = json.load(sys.stdin)
+results = shown["crawl"]["results"]
+assert results["succeeded"] >= 3 and results["failed"] == 0, shown
+print("the root daemon crawls:", results)' || fail "the root daemon's hooks failed"
+[ -z "$(ctl ps --all --json | python3 -c '
+import json, sys
+print(*[p["id"] for p in json.load(sys.stdin)["processes"] if p["kind"] == "hook" and p["uid"] == 0])')" ] \
+    || fail "a hook of the root daemon ran as root"
+rm "$root/etc/systemd/system/abxd.service.d/export.conf"
 rm "$root/etc/systemd/system/abxd.service.d/archivebox.conf"
 in_ct systemctl daemon-reload
 in_ct systemctl restart abxd

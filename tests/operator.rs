@@ -1069,3 +1069,30 @@ fn abxd_run_stopped_by_sigterm_leaves_its_crawl_for_the_daemon_and_exits_143() {
     );
     assert!(common::tagged_pids(&daemon.tag).is_empty());
 }
+
+/// `abxctl plugins` lists the plugins the running daemon's crawls take, found in the daemon's
+/// environment — a service's is systemd's, not the operator's shell's (here the daemon alone has
+/// `ABX_PLUGINS_DIR`) —, and with the daemon stopped, those of its own.
+#[test]
+fn abxctl_plugins_lists_what_the_daemon_found_in_its_environment_not_in_abxctls() {
+    let mut daemon = TestDaemon::prepare("");
+    let dir = fixtures().join("plugins");
+    daemon.launch_with_env(&[("ABX_PLUGINS_DIR", dir.to_str().unwrap())]);
+    let plugins = |daemon: &TestDaemon| {
+        let output = (daemon.ctl_command(&["plugins"]))
+            .env_remove("ABX_PLUGINS_DIR")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    let listed = plugins(&daemon);
+    assert!(
+        listed.contains(&dir.join("ok").display().to_string()),
+        "{listed}"
+    );
+    daemon.signal(Signal::SIGTERM);
+    assert!(daemon.wait_exit().success());
+    let listed = plugins(&daemon);
+    assert!(!listed.contains(&dir.display().to_string()), "{listed}");
+}

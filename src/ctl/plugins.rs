@@ -1,8 +1,12 @@
 //! `abxctl plugins`: what the plugins dirs hold, as a crawl would run it, with the binaries each
 //! plugin declares as this host resolved them; `abxctl binaries`: those binaries alone.
+//!
+//! Invariant: the plugins dirs listed are the running daemon's (found in its environment, which
+//! for a service is systemd's, not the operator's shell's); with no daemon, this config's.
 
 use super::Result;
 use crate::config::Config;
+use crate::control::protocol::{Request, Response};
 use crate::plugins::{env, install, Catalog, Phase};
 use crate::printable;
 use crate::render::binaries::{binaries_json, binaries_table, binary_json, not_found};
@@ -40,8 +44,19 @@ fn declared<'a>(
         .collect()
 }
 
+/// The plugins dirs the running daemon's crawls run, or none when no daemon answers.
+fn daemons_plugins_dirs(config: &Config) -> Option<Vec<std::path::PathBuf>> {
+    match super::client(config).request(&Request::Status) {
+        Ok(Response::Status(info)) if !info.plugins_dirs.is_empty() => {
+            Some(info.plugins_dirs.iter().map(Into::into).collect())
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
-    let catalog = Catalog::load(&config.plugins_dirs);
+    let plugins_dirs = daemons_plugins_dirs(config).unwrap_or_else(|| config.plugins_dirs.clone());
+    let catalog = Catalog::load(&plugins_dirs);
     // (No database yet is no binary resolved yet.)
     let resolved = Store::open_read_only_at(&config.database)
         .and_then(|store| store.results().binaries())

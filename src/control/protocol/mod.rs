@@ -228,6 +228,10 @@ pub struct StatusInfo {
     /// admission measured.
     #[serde(default)]
     pub admission: String,
+    /// The plugins dirs its crawls run, as found in its own environment (a service's is not the
+    /// operator's shell's: `abxctl plugins` lists these).
+    #[serde(default)]
+    pub plugins_dirs: Vec<String>,
 }
 
 /// One machine of a fleet, as `status` shows it.

@@ -29,6 +29,9 @@ pub(super) fn handle(state: &mut State) -> Response {
         machines: machines(state),
         hooks: crate::hook_user::describe(&state.hooks),
         admission: admission(state),
+        plugins_dirs: (state.config.plugins_dirs.iter())
+            .map(|dir| dir.display().to_string())
+            .collect(),
     }))
 }
 

@@ -20,13 +20,16 @@
 #   - every process dying at once (the container's init killed with SIGKILL mid-crawl), then a
 #     boot: the service starts by itself and seals the crawl, no finished hook run twice;
 #   - apt-get remove keeps /var/lib/abxd; purge removes it and the user.
-# Usage: packaging/check-service.sh DEB HIGHER_DEB (both built by packaging/check-packages.sh).
+#   - the .rpm in the same container: its scriptlets make the user and enable the unit, which
+#     starts; rpm -e disables it and keeps /var/lib/abxd.
+# Usage: packaging/check-service.sh DEB HIGHER_DEB RPM (built by packaging/check-packages.sh).
 # Needs root, debootstrap and systemd-nspawn (.ci/run installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 deb=$(realpath "$1")
 higher_deb=$(realpath "$2")
+rpm_package=$(realpath "$3")
 cache=/var/cache/abxd-ci
 base="$cache/debian12-root"
 # ArchiveBox 0.9.73 as .ci/run installs it (its Python beside it), bound into the container.
@@ -52,17 +55,23 @@ for tool in debootstrap systemd-nspawn nsenter python3; do
 done
 [ -x "$ab_venv/bin/archivebox" ] || fail "no ArchiveBox at $ab_venv (.ci/run installs it)"
 
-# The root, made once: Debian 12 with systemd, and what the package and its plugins use.
-if [ ! -x "$base/usr/bin/chromium" ]; then
+# The root, made once: Debian 12 with systemd; then what the package, its plugins and this
+# check use, installed again whenever that list changes.
+packages="chromium wget fonts-liberation rpm"
+if [ ! -x "$base/bin/systemctl" ]; then
     say "making a Debian 12 root in $base (once)"
     rm -rf "$base.partial"
     debootstrap --variant=minbase \
         --include=systemd,systemd-sysv,dbus,adduser,python3,ca-certificates,procps,libpam-systemd \
         bookworm "$base.partial" http://deb.debian.org/debian
-    chroot "$base.partial" /bin/sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-        --no-install-recommends chromium wget fonts-liberation' >/dev/null
-    chroot "$base.partial" apt-get clean
     mv "$base.partial" "$base"
+fi
+if [ "$(cat "$base/.abxd-ci-packages" 2>/dev/null)" != "$packages" ]; then
+    say "installing $packages in $base"
+    chroot "$base" /bin/sh -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends $packages >/dev/null && apt-get clean" \
+        || fail "cannot install $packages in $base"
+    echo "$packages" >"$base/.abxd-ci-packages"
 fi
 
 cleanup() {
@@ -149,6 +158,7 @@ cp -a "$base/." "$root/"
 mkdir -p "$root/root/abxd-ci"
 cp "$deb" "$root/root/abxd-ci/abxd.deb"
 cp "$higher_deb" "$root/root/abxd-ci/abxd-higher.deb"
+cp "$rpm_package" "$root/root/abxd-ci/abxd.rpm"
 # A local site, served in the container: a page linking to six pages that each answer after
 # two seconds (so a crawl lasts long enough to be interrupted).
 cat >"$root/root/abxd-ci/site.py" <<'EOF'
@@ -224,11 +234,15 @@ echo "bob is refused: $said"
 say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as abxd"
 crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/ | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
 wait_for 60 'in_ct pgrep -u abxd chromium >/dev/null' || fail "no Chromium of user abxd ran"
-cgroups=$(in_ct systemd-cgls --no-pager -u abxd.service)
-for pid in $(in_ct pgrep -u abxd -f 'chromium|on_Snapshot' || true); do
-    grep -qw "$pid" <<<"$cgroups" || fail "process $pid is not in abxd.service's cgroup: $cgroups"
-done
-[ -z "$(in_ct pgrep -f 'chromium|on_Snapshot' -U root || true)" ] || fail "a hook runs as root"
+cgls=$(in_ct systemd-cgls --no-pager -u abxd.service)
+grep -q chromium <<<"$cgls" || fail "systemd-cgls shows no Chromium in abxd.service: $cgls"
+# (Each process read once, by its own /proc entry: they come and go.)
+outside=$(in_ct sh -c 'for pid in $(pgrep -f "[c]hromium|[o]n_Snapshot|[o]n_Crawl"); do
+    unified=$(grep "^0::" /proc/$pid/cgroup 2>/dev/null) || continue
+    case "$unified" in *system.slice/abxd.service/*) ;; *) echo "$pid $unified" ;; esac
+done')
+[ -z "$outside" ] || fail "processes outside abxd.service's cgroup: $outside"
+[ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U root || true)" ] || fail "a hook runs as root"
 echo "hooks and Chromium run as abxd, inside abxd.service"
 
 say "systemctl stop mid-crawl: the whole tree ends before TimeoutStopSec; start resumes"
@@ -301,7 +315,8 @@ assert results["succeeded"] >= 3 and results["failed"] == 0, shown
 print("the root daemon crawls:", results)' || fail "the root daemon's hooks failed"
 [ -z "$(ctl ps --all --json | python3 -c '
 import json, sys
-print(*[p["id"] for p in json.load(sys.stdin)["processes"] if p["kind"] == "hook" and p["uid"] == 0])')" ] \
+print(*[p["argv"] for p in json.load(sys.stdin)["processes"]
+        if p["kind"] == "hook" and p["crawl_id"] is not None and p["uid"] == 0])')" ] \
     || fail "a hook of the root daemon ran as root"
 rm "$root/etc/systemd/system/abxd.service.d/export.conf"
 rm "$root/etc/systemd/system/abxd.service.d/archivebox.conf"
@@ -346,5 +361,17 @@ in_ct test -d /var/lib/abxd || fail "remove deleted /var/lib/abxd"
 in_ct apt-get purge -y -q abxd >/dev/null
 in_ct test ! -e /var/lib/abxd || fail "purge left /var/lib/abxd"
 if in_ct getent passwd abxd >/dev/null; then fail "purge left the user abxd"; fi
+
+say "the .rpm: its scriptlets and unit under the same systemd"
+# (rpm's database here knows none of Debian's packages: their dependencies are not checked.)
+in_ct rpm -i --nodeps /root/abxd-ci/abxd.rpm || fail "rpm -i failed"
+in_ct getent passwd abxd >/dev/null || fail "the .rpm's pre-install script made no user abxd"
+[ "$(in_ct systemctl is-enabled abxd)" = enabled ] || fail "the .rpm did not enable abxd.service"
+in_ct systemctl start abxd
+wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "the .rpm's abxd is not active"
+ctl status >/dev/null || fail "abxctl status with the .rpm's abxd"
+in_ct rpm -e abxd || fail "rpm -e failed"
+[ "$(in_ct systemctl is-active abxd || true)" != active ] || fail "rpm -e left abxd running"
+in_ct test -d /var/lib/abxd || fail "rpm -e deleted /var/lib/abxd"
 
 say "passed"

@@ -125,6 +125,13 @@ wait_for() {
     return 1
 }
 ctl() { in_ct abxctl "$@"; }
+# Whether stdin, read to its end, has a line matching $1 (`| grep -q` would end the writer
+# with SIGPIPE on a match, which pipefail takes for a failure).
+contains() {
+    local text
+    text=$(cat)
+    grep -q -- "$1" <<<"$text"
+}
 # The crawl's JSON (abxctl show --json), read by python3 on the host.
 crawl_is() { # ID STATUS
     ctl show --json "$1" 2>/dev/null | python3 -c \
@@ -160,13 +167,13 @@ cp "$deb" "$root/root/abxd-ci/abxd.deb"
 cp "$higher_deb" "$root/root/abxd-ci/abxd-higher.deb"
 cp "$rpm_package" "$root/root/abxd-ci/abxd.rpm"
 # A local site, served in the container: a page linking to six pages that each answer after
-# two seconds (so a crawl lasts long enough to be interrupted).
+# a second (so a crawl lasts long enough to be interrupted).
 cat >"$root/root/abxd-ci/site.py" <<'EOF'
 import http.server, time
 class Page(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path.startswith("/p"):
-            time.sleep(2)
+            time.sleep(1)
             body = f"<html><head><title>Page {self.path}</title></head><body>{self.path}</body></html>"
         else:
             links = "".join(f'<a href="/p{n}">page {n}</a> ' for n in range(6))
@@ -202,7 +209,7 @@ echo "active; its status: $status"
 say "systemctl reload rereads the config"
 in_ct sed -i 's/^max_snapshot_workers = 2$/max_snapshot_workers = 3/' /etc/abxd/supervisor.toml
 in_ct systemctl reload abxd
-wait_for 20 'in_ct journalctl -u abxd --no-pager -o cat | grep -q "reload: .*max_snapshot_workers"' \
+wait_for 20 'in_ct journalctl -u abxd --no-pager -o cat | contains "reload: .*max_snapshot_workers"' \
     || fail "the reload did not take max_snapshot_workers"
 in_ct sed -i 's/^max_snapshot_workers = 3$/max_snapshot_workers = 2/' /etc/abxd/supervisor.toml
 in_ct systemctl reload abxd
@@ -212,7 +219,7 @@ say "the journal keeps each line's priority: -p err shows the errors alone"
 in_ct cp /etc/abxd/supervisor.toml /root/abxd-ci/supervisor.toml
 echo "[limits" | in_ct tee -a /etc/abxd/supervisor.toml >/dev/null
 in_ct systemctl reload abxd
-wait_for 20 'in_ct journalctl -u abxd -p err --no-pager -o cat | grep -q "reload refused"' \
+wait_for 20 'in_ct journalctl -u abxd -p err --no-pager -o cat | contains "reload refused"' \
     || fail "the refused reload is not among the errors"
 if in_ct journalctl -u abxd -p err --no-pager -o cat | grep -E "reload: |migrated"; then
     fail "lines below err priority are among the errors"
@@ -267,7 +274,7 @@ EnvironmentFile=-/etc/abxd/environment
 DROPIN
 in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
-ctl plugins | grep -q "$ab_venv/lib/python3.*/site-packages/abx_plugins/plugins/wget" \
+ctl plugins | contains "$ab_venv/lib/python3.*/site-packages/abx_plugins/plugins/wget" \
     || fail "the service does not run ArchiveBox's plugins: $(ctl plugins)"
 crawl=$(ctl add --json --plugins favicon,wget,hashes http://127.0.0.1:8080/ | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal"
@@ -330,7 +337,7 @@ restarts=$(in_ct systemctl show abxd -p NRestarts --value)
 in_ct kill -STOP "$(in_ct systemctl show abxd -p MainPID --value)"
 wait_for 90 '[ "$(in_ct systemctl show abxd -p NRestarts --value)" -gt "$restarts" ]' \
     || fail "systemd did not restart the stopped daemon"
-in_ct journalctl -u abxd --no-pager | grep -q "Watchdog timeout" || fail "no watchdog timeout"
+in_ct journalctl -u abxd --no-pager | contains "Watchdog timeout" || fail "no watchdog timeout"
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the watchdog"
 assert_whole "$crawl" 7
 

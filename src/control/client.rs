@@ -16,6 +16,8 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 pub enum ClientError {
     #[error("abxd is not running: nothing listens on {socket} ({reason})")]
     NotRunning { socket: PathBuf, reason: String },
+    #[error("may not talk to abxd on {socket}: only {who} may")]
+    Refused { socket: PathBuf, who: String },
     #[error("talking to abxd on {socket}: {cause}")]
     Io {
         socket: PathBuf,
@@ -52,6 +54,10 @@ impl Client {
                     socket: self.socket.clone(),
                     reason: err.to_string(),
                 },
+                PermissionDenied => ClientError::Refused {
+                    socket: self.socket.clone(),
+                    who: who_may_talk(&self.socket),
+                },
                 _ => io_err(err),
             }
         })?;
@@ -72,5 +78,27 @@ impl Client {
                 FrameError::Io(cause) => io_err(cause),
             })?;
         protocol::decode_response(&frame).map_err(|err| ClientError::Protocol(err.message))
+    }
+}
+
+/// Who may talk through `socket`, by its group: root and that group's members (how to join it),
+/// or — a socket of group root — root and the socket's owner (how to let others).
+fn who_may_talk(socket: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let group = std::fs::metadata(socket).ok().map(|meta| meta.gid());
+    let name = group.and_then(|gid| {
+        nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+            .ok()
+            .flatten()
+            .map(|group| group.name)
+    });
+    match (group, name) {
+        (Some(0), _) | (None, _) => "root and the socket's owner (control.group in \
+             supervisor.toml(5) names a group whose members may too)"
+            .into(),
+        (Some(_), Some(name)) => format!(
+            "root and the members of group {name} (`adduser USER {name}`, then log in again)"
+        ),
+        (Some(gid), None) => format!("root and the members of group {gid}"),
     }
 }

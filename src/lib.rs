@@ -101,6 +101,7 @@ pub(crate) mod control;
 pub mod ctl;
 pub mod daemon;
 pub mod domain;
+pub mod egress;
 pub mod exit;
 pub mod export;
 pub mod hook_user;

@@ -5,13 +5,15 @@
 //! Invariants: what is admitted is http or https, normalized as a browser would (scheme and host
 //! lower-cased, IDN as punycode, the default port dropped, the fragment dropped), with a host
 //! that is neither a cloud metadata address (never) nor — unless the crawl's own seeds were on
-//! one — a loopback, link-local, private or unspecified address; everything else is a
+//! one — a loopback, link-local, private or unspecified address (`egress::ranges`, the table
+//! the kernel's egress policy reads too); everything else is a
 //! [`Refusal`] with its reason. Past that rule, a [`CrawlFilter`] applies the crawl's own rules
 //! (`domain::CrawlRules`): its scope, then its denylist, then its allowlist. Pure functions of
 //! their inputs: no DNS (a public name that resolves to a private address is not caught here).
 
 use crate::domain::{CrawlRules, Pattern, Refusal, UrlScope};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use crate::egress::ranges::{classify, Reach};
+use std::net::IpAddr;
 use url::{Host, Url};
 
 /// Where a crawl's seeds are: whether any of them is itself on a non-public address (a site
@@ -138,13 +140,12 @@ impl CrawlFilter {
 
 /// The cloud metadata endpoints (AWS, GCP, Azure, … share the IPv4 one; AWS's IPv6 one).
 fn is_metadata(host: &Host<&str>) -> bool {
-    const IPV4: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
-    const IPV6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
-    match host {
-        Host::Ipv4(ip) => *ip == IPV4,
-        Host::Ipv6(ip) => *ip == IPV6 || ip.to_ipv4_mapped() == Some(IPV4),
-        Host::Domain(name) => *name == "metadata.google.internal",
-    }
+    let reach = match host {
+        Host::Ipv4(ip) => classify(IpAddr::V4(*ip)),
+        Host::Ipv6(ip) => classify(IpAddr::V6(*ip)),
+        Host::Domain(name) => return *name == "metadata.google.internal",
+    };
+    reach == Some(Reach::Metadata)
 }
 
 /// Whether `host` may be a public address: not loopback, link-local, private, unspecified (or
@@ -158,28 +159,7 @@ fn is_public(host: &Host<&str>) -> bool {
 }
 
 fn is_public_ip(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(ip) => {
-            !(ip.is_loopback()
-            || ip.is_private()
-            || ip.is_link_local()
-            || ip.is_unspecified()
-            || ip.is_broadcast()
-            // 100.64.0.0/10, carrier-grade NAT: not reachable from the internet either.
-            || (ip.octets()[0] == 100 && (ip.octets()[1] & 0xc0) == 64))
-        }
-        IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
-            Some(v4) => is_public_ip(IpAddr::V4(v4)),
-            None => {
-                let first = ip.segments()[0];
-                !(ip.is_loopback()
-                    || ip.is_unspecified()
-                    // fc00::/7, unique local; fe80::/10, link-local.
-                    || (first & 0xfe00) == 0xfc00
-                    || (first & 0xffc0) == 0xfe80)
-            }
-        },
-    }
+    classify(ip).is_none()
 }
 
 #[cfg(test)]

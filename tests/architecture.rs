@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "serve",
         "printable",
         "trust",
+        "egress",
         "url_rule",
         "hook_user",
         "uuid7",

@@ -5,4 +5,6 @@
 //!
 //! Invariant: one table of non-public networks, read by every check of an address.
 
+pub mod kernel;
+pub mod program;
 pub mod ranges;

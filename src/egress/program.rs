@@ -1,0 +1,295 @@
+//! The egress policy as the kernel runs it: cgroup BPF programs (`CGROUP_SOCK_ADDR`, on IPv4 and
+//! IPv6 connect and UDP sendmsg) written as BPF instructions, as systemd writes its IP firewall
+//! (src/core/bpf-firewall.c) — no compiler, no object file. A program reads the destination of
+//! the connect or send (`struct bpf_sock_addr`), lets it through if an allowed network (and
+//! port) holds it, refuses it (`EPERM` to the caller) if a refused network does, and lets it
+//! through otherwise; an IPv4-mapped IPv6 destination is judged by the IPv4 rules.
+//!
+//! Invariants: pure — a [`Policy`] in, instructions out (`egress::kernel` loads them); allowed
+//! rules are tried before refused ones; every jump lands inside the program, forward only (the
+//! verifier's rule), and every path ends in an exit with 0 (refuse) or 1 (let through).
+
+use super::ranges::{mask_v4, mask_v6, Net, Reach};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// What a crawl's hooks may reach: allowed networks first (each on any port, or one), then the
+/// networks refused, each with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub allowed_v4: Vec<(Net<Ipv4Addr>, Option<u16>)>,
+    pub allowed_v6: Vec<(Net<Ipv6Addr>, Option<u16>)>,
+    pub refused_v4: Vec<(Net<Ipv4Addr>, Reach)>,
+    pub refused_v6: Vec<(Net<Ipv6Addr>, Reach)>,
+}
+
+/// One BPF instruction, as the kernel reads it (`struct bpf_insn`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Insn {
+    pub code: u8,
+    /// The destination register (low four bits) and the source register (high four bits).
+    pub regs: u8,
+    pub off: i16,
+    pub imm: i32,
+}
+
+// Opcodes (linux/bpf_common.h, linux/bpf.h).
+const LDX_MEM_W: u8 = 0x61;
+const MOV64_X: u8 = 0xbf;
+const MOV64_K: u8 = 0xb7;
+const MOV32_X: u8 = 0xbc;
+const AND32_K: u8 = 0x54;
+const JNE32_K: u8 = 0x56;
+const EXIT: u8 = 0x95;
+
+// Registers: the context on entry, kept in a callee-saved one; the destination's words; scratch.
+const R0: u8 = 0;
+const CTX_IN: u8 = 1;
+const CTX: u8 = 6;
+const PORT: u8 = 7;
+const SCRATCH: u8 = 8;
+/// The IPv6 destination's four words (the IPv4 one in the first).
+const WORDS: [u8; 4] = [2, 3, 4, 5];
+
+// Offsets in `struct bpf_sock_addr`.
+const USER_IP4: i16 = 4;
+const USER_IP6: i16 = 8;
+const USER_PORT: i16 = 24;
+
+fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn {
+        code,
+        regs: dst | (src << 4),
+        off,
+        imm,
+    }
+}
+
+/// A 32-bit word as `struct bpf_sock_addr` holds it (network order) and a 4-byte load reads it.
+fn wire_word(bytes: [u8; 4]) -> i32 {
+    i32::from_ne_bytes(bytes)
+}
+
+/// `port` as the 4-byte load of `user_port` reads it.
+fn wire_port(port: u16) -> i32 {
+    let [high, low] = port.to_be_bytes();
+    wire_word([high, low, 0, 0])
+}
+
+/// A network's words and masks as the program compares them: (mask, masked address) per word.
+fn words_v4(net: &Net<Ipv4Addr>) -> Vec<(i32, i32)> {
+    let mask = mask_v4(net.prefix);
+    vec![(
+        wire_word(mask.to_be_bytes()),
+        wire_word((u32::from(net.addr) & mask).to_be_bytes()),
+    )]
+}
+
+fn words_v6(net: &Net<Ipv6Addr>) -> Vec<(i32, i32)> {
+    let mask = mask_v6(net.prefix).to_be_bytes();
+    let addr = (u128::from(net.addr) & mask_v6(net.prefix)).to_be_bytes();
+    (0..4)
+        .map(|i| {
+            let word =
+                |b: &[u8; 16]| wire_word([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+            (word(&mask), word(&addr))
+        })
+        .collect()
+}
+
+/// A rule's test: if every word (of `registers`) masked is the network's, and the port is
+/// `port` (if one is named), the program exits with `verdict`; else it goes on after the rule.
+fn rule(registers: &[u8], words: &[(i32, i32)], port: Option<u16>, verdict: i32) -> Vec<Insn> {
+    let mut tests: Vec<Vec<Insn>> = Vec::new();
+    for (&register, &(mask, addr)) in registers.iter().zip(words) {
+        if mask == 0 {
+            continue;
+        }
+        tests.push(vec![
+            insn(MOV32_X, SCRATCH, register, 0, 0),
+            insn(AND32_K, SCRATCH, 0, 0, mask),
+            insn(JNE32_K, SCRATCH, 0, 0, addr),
+        ]);
+    }
+    if let Some(port) = port {
+        tests.push(vec![insn(JNE32_K, PORT, 0, 0, wire_port(port))]);
+    }
+    let verdict = [insn(MOV64_K, R0, 0, 0, verdict), insn(EXIT, 0, 0, 0, 0)];
+    let length: usize = tests.iter().map(Vec::len).sum::<usize>() + verdict.len();
+    let mut code = Vec::with_capacity(length);
+    for test in tests {
+        code.extend(test);
+        // (Each test ends in its jump past the rule: to after the verdict.)
+        let jump = code.len() - 1;
+        code[jump].off = (length - code.len()) as i16;
+    }
+    code.extend(verdict);
+    code
+}
+
+/// The program for IPv4 destinations (connect4, sendmsg4).
+pub fn program_v4(policy: &Policy) -> Vec<Insn> {
+    let mut code = vec![
+        insn(MOV64_X, CTX, CTX_IN, 0, 0),
+        insn(LDX_MEM_W, WORDS[0], CTX, USER_IP4, 0),
+        insn(LDX_MEM_W, PORT, CTX, USER_PORT, 0),
+    ];
+    code.extend(rules_v4(policy, WORDS[0]));
+    code.extend(let_through());
+    code
+}
+
+/// The IPv4 rules, on the destination in `register`.
+fn rules_v4(policy: &Policy, register: u8) -> Vec<Insn> {
+    let mut code = Vec::new();
+    for (net, port) in &policy.allowed_v4 {
+        code.extend(rule(&[register], &words_v4(net), *port, 1));
+    }
+    for (net, _) in &policy.refused_v4 {
+        code.extend(rule(&[register], &words_v4(net), None, 0));
+    }
+    code
+}
+
+fn let_through() -> [Insn; 2] {
+    [insn(MOV64_K, R0, 0, 0, 1), insn(EXIT, 0, 0, 0, 0)]
+}
+
+/// The program for IPv6 destinations (connect6, sendmsg6): an IPv4-mapped one is judged by the
+/// IPv4 rules, on its last word.
+pub fn program_v6(policy: &Policy) -> Vec<Insn> {
+    let mut code = vec![insn(MOV64_X, CTX, CTX_IN, 0, 0)];
+    for (i, &register) in WORDS.iter().enumerate() {
+        code.push(insn(LDX_MEM_W, register, CTX, USER_IP6 + 4 * i as i16, 0));
+    }
+    code.push(insn(LDX_MEM_W, PORT, CTX, USER_PORT, 0));
+    // IPv4-mapped (::ffff:0:0/96): its own rules, then let through.
+    let mapped = words_v6(&super::ranges::V4_MAPPED);
+    let mut as_v4 = rules_v4(policy, WORDS[3]);
+    as_v4.extend(let_through());
+    let mut guard: Vec<Insn> = Vec::new();
+    for (&register, &(_, addr)) in WORDS[..3].iter().zip(&mapped) {
+        guard.push(insn(JNE32_K, register, 0, 0, addr));
+    }
+    let guard_length = guard.len();
+    for (i, test) in guard.iter_mut().enumerate() {
+        test.off = (guard_length - 1 - i + as_v4.len()) as i16;
+    }
+    code.extend(guard);
+    code.extend(as_v4);
+    for (net, port) in &policy.allowed_v6 {
+        code.extend(rule(&WORDS, &words_v6(net), *port, 1));
+    }
+    for (net, _) in &policy.refused_v6 {
+        code.extend(rule(&WORDS, &words_v6(net), None, 0));
+    }
+    code.extend(let_through());
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `code` on a destination as the kernel would (only the instructions it emits).
+    fn run(code: &[Insn], ip6: [u8; 16], ip4: [u8; 4], port: u16) -> i64 {
+        let mut context = [0u8; 28];
+        context[4..8].copy_from_slice(&ip4);
+        context[8..24].copy_from_slice(&ip6);
+        context[24..26].copy_from_slice(&port.to_be_bytes());
+        let mut regs = [0u64; 11];
+        let mut pc = 0usize;
+        for _ in 0..10_000 {
+            let op = code[pc];
+            let (dst, src) = ((op.regs & 0xf) as usize, (op.regs >> 4) as usize);
+            let imm32 = op.imm as u32;
+            pc += 1;
+            match op.code {
+                MOV64_X => regs[dst] = regs[src],
+                MOV64_K => regs[dst] = op.imm as i64 as u64,
+                MOV32_X => regs[dst] = regs[src] & 0xffff_ffff,
+                AND32_K => regs[dst] = (regs[dst] as u32 & imm32) as u64,
+                LDX_MEM_W => {
+                    assert_eq!(src, CTX as usize, "loads read the context");
+                    let at = op.off as usize;
+                    let word = u32::from_ne_bytes(context[at..at + 4].try_into().unwrap());
+                    regs[dst] = word as u64;
+                }
+                JNE32_K => {
+                    if regs[dst] as u32 != imm32 {
+                        assert!(op.off >= 0, "forward jumps only");
+                        pc += op.off as usize;
+                    }
+                }
+                EXIT => return regs[0] as i64,
+                other => panic!("unexpected opcode {other:#x}"),
+            }
+            assert!(pc < code.len(), "a path runs off the end");
+        }
+        panic!("no exit");
+    }
+
+    fn policy() -> Policy {
+        let refused_v4 = super::super::ranges::V4.to_vec();
+        let refused_v6 = super::super::ranges::V6.to_vec();
+        Policy {
+            allowed_v4: vec![
+                (
+                    Net {
+                        addr: Ipv4Addr::new(127, 0, 0, 53),
+                        prefix: 32,
+                    },
+                    Some(53),
+                ),
+                (
+                    Net {
+                        addr: Ipv4Addr::new(10, 1, 0, 0),
+                        prefix: 16,
+                    },
+                    None,
+                ),
+            ],
+            allowed_v6: vec![],
+            refused_v4,
+            refused_v6,
+        }
+    }
+
+    fn v4(ip: &str, port: u16) -> i64 {
+        let ip: Ipv4Addr = ip.parse().unwrap();
+        run(&program_v4(&policy()), [0; 16], ip.octets(), port)
+    }
+
+    fn v6(ip: &str, port: u16) -> i64 {
+        let ip: Ipv6Addr = ip.parse().unwrap();
+        run(&program_v6(&policy()), ip.octets(), [0; 4], port)
+    }
+
+    #[test]
+    fn refused_networks_are_refused_allowed_ones_and_the_rest_let_through() {
+        assert_eq!(v4("127.0.0.1", 80), 0);
+        assert_eq!(v4("169.254.169.254", 80), 0);
+        assert_eq!(v4("192.168.1.10", 443), 0);
+        assert_eq!(v4("100.64.3.4", 443), 0);
+        assert_eq!(v4("93.184.216.34", 443), 1);
+        // The resolver on loopback, on port 53 only; an allowed network on any port.
+        assert_eq!(v4("127.0.0.53", 53), 1);
+        assert_eq!(v4("127.0.0.53", 80), 0);
+        assert_eq!(v4("10.1.200.3", 8080), 1);
+        assert_eq!(v4("10.2.0.1", 8080), 0);
+    }
+
+    #[test]
+    fn ipv6_destinations_and_ipv4_mapped_ones_are_judged_by_their_rules() {
+        assert_eq!(v6("::1", 80), 0);
+        assert_eq!(v6("fd00:ec2::254", 80), 0);
+        assert_eq!(v6("fe80::1", 80), 0);
+        assert_eq!(v6("fd12:3456::1", 80), 0);
+        assert_eq!(v6("2606:2800:220:1::1", 443), 1);
+        assert_eq!(v6("::ffff:127.0.0.1", 80), 0);
+        assert_eq!(v6("::ffff:169.254.169.254", 80), 0);
+        assert_eq!(v6("::ffff:127.0.0.53", 53), 1);
+        assert_eq!(v6("::ffff:93.184.216.34", 443), 1);
+        assert_eq!(v6("::ffff:10.1.0.9", 443), 1);
+    }
+}

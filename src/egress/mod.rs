@@ -6,5 +6,6 @@
 //! Invariant: one table of non-public networks, read by every check of an address.
 
 pub mod kernel;
+pub mod policy;
 pub mod program;
 pub mod ranges;

@@ -5,8 +5,9 @@
 //! port) holds it, refuses it (`EPERM` to the caller) if a refused network does, and lets it
 //! through otherwise; an IPv4-mapped IPv6 destination is judged by the IPv4 rules.
 //!
-//! Invariants: pure — a [`Policy`] in, instructions out (`egress::kernel` loads them); allowed
-//! rules are tried before refused ones; every jump lands inside the program, forward only (the
+//! Invariants: pure — a [`Policy`] in, instructions out (`egress::kernel` loads them); the
+//! metadata addresses are refused first, whatever is allowed; then allowed rules are tried
+//! before the other refused ones; every jump lands inside the program, forward only (the
 //! verifier's rule), and every path ends in an exit with 0 (refuse) or 1 (let through).
 
 use super::ranges::{mask_v4, mask_v6, Net, Reach};
@@ -141,11 +142,16 @@ pub fn program_v4(policy: &Policy) -> Vec<Insn> {
 
 /// The IPv4 rules, on the destination in `register`.
 fn rules_v4(policy: &Policy, register: u8) -> Vec<Insn> {
+    let (never, refused): (Vec<_>, Vec<_>) =
+        (policy.refused_v4.iter()).partition(|(_, reach)| *reach == Reach::Metadata);
     let mut code = Vec::new();
+    for (net, _) in &never {
+        code.extend(rule(&[register], &words_v4(net), None, 0));
+    }
     for (net, port) in &policy.allowed_v4 {
         code.extend(rule(&[register], &words_v4(net), *port, 1));
     }
-    for (net, _) in &policy.refused_v4 {
+    for (net, _) in &refused {
         code.extend(rule(&[register], &words_v4(net), None, 0));
     }
     code
@@ -177,10 +183,15 @@ pub fn program_v6(policy: &Policy) -> Vec<Insn> {
     }
     code.extend(guard);
     code.extend(as_v4);
+    let (never, refused): (Vec<_>, Vec<_>) =
+        (policy.refused_v6.iter()).partition(|(_, reach)| *reach == Reach::Metadata);
+    for (net, _) in &never {
+        code.extend(rule(&WORDS, &words_v6(net), None, 0));
+    }
     for (net, port) in &policy.allowed_v6 {
         code.extend(rule(&WORDS, &words_v6(net), *port, 1));
     }
-    for (net, _) in &policy.refused_v6 {
+    for (net, _) in &refused {
         code.extend(rule(&WORDS, &words_v6(net), None, 0));
     }
     code.extend(let_through());
@@ -277,6 +288,22 @@ mod tests {
         assert_eq!(v4("127.0.0.53", 80), 0);
         assert_eq!(v4("10.1.200.3", 8080), 1);
         assert_eq!(v4("10.2.0.1", 8080), 0);
+    }
+
+    #[test]
+    fn the_metadata_address_is_refused_even_inside_an_allowed_network() {
+        let mut policy = policy();
+        policy.allowed_v4.push((
+            Net {
+                addr: Ipv4Addr::new(169, 254, 0, 0),
+                prefix: 16,
+            },
+            None,
+        ));
+        let code = program_v4(&policy);
+        let at = |ip: [u8; 4]| run(&code, [0; 16], ip, 80);
+        assert_eq!(at([169, 254, 169, 254]), 0);
+        assert_eq!(at([169, 254, 1, 1]), 1);
     }
 
     #[test]

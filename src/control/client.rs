@@ -81,11 +81,14 @@ impl Client {
     }
 }
 
-/// Who may talk through `socket`, by its group: root and that group's members (how to join it),
-/// or — a socket of group root — root and the socket's owner (how to let others).
+/// Who may talk through `socket`, by its group (or, where the caller may not look at it, its
+/// directory's): root and that group's members (how to join it), or — group root — root and the
+/// socket's owner (how to let others).
 fn who_may_talk(socket: &Path) -> String {
     use std::os::unix::fs::MetadataExt;
-    let group = std::fs::metadata(socket).ok().map(|meta| meta.gid());
+    let group = (std::fs::metadata(socket).ok())
+        .or_else(|| std::fs::metadata(socket.parent()?).ok())
+        .map(|meta| meta.gid());
     let name = group.and_then(|gid| {
         nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
             .ok()
@@ -93,12 +96,13 @@ fn who_may_talk(socket: &Path) -> String {
             .map(|group| group.name)
     });
     match (group, name) {
-        (Some(0), _) | (None, _) => "root and the socket's owner (control.group in \
-             supervisor.toml(5) names a group whose members may too)"
+        (Some(0), _) => "root and the socket's owner (control.group in supervisor.toml(5) names \
+             a group whose members may too)"
             .into(),
         (Some(_), Some(name)) => format!(
             "root and the members of group {name} (`adduser USER {name}`, then log in again)"
         ),
         (Some(gid), None) => format!("root and the members of group {gid}"),
+        (None, _) => "root and the members of the group control.group names".into(),
     }
 }

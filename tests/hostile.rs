@@ -86,7 +86,7 @@ fn a_stranger_cannot_connect_to_the_socket_at_all() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("may not talk to abxd on")
-            && stderr.contains("only root and the socket's owner (control.group"),
+            && stderr.contains("only root and the socket's owner may (control.group"),
         "{stderr}"
     );
     still_answers(&daemon);

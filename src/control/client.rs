@@ -16,8 +16,8 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 pub enum ClientError {
     #[error("abxd is not running: nothing listens on {socket} ({reason})")]
     NotRunning { socket: PathBuf, reason: String },
-    #[error("may not talk to abxd on {socket}: only {who} may")]
-    Refused { socket: PathBuf, who: String },
+    #[error("may not talk to abxd on {socket}: {rule}")]
+    Refused { socket: PathBuf, rule: String },
     #[error("talking to abxd on {socket}: {cause}")]
     Io {
         socket: PathBuf,
@@ -56,7 +56,7 @@ impl Client {
                 },
                 PermissionDenied => ClientError::Refused {
                     socket: self.socket.clone(),
-                    who: who_may_talk(&self.socket),
+                    rule: who_may_talk(&self.socket),
                 },
                 _ => io_err(err),
             }
@@ -96,13 +96,14 @@ fn who_may_talk(socket: &Path) -> String {
             .map(|group| group.name)
     });
     match (group, name) {
-        (Some(0), _) => "root and the socket's owner (control.group in supervisor.toml(5) names \
-             a group whose members may too)"
+        (Some(0), _) => "only root and the socket's owner may (control.group in \
+             supervisor.toml(5) names a group whose members may too)"
             .into(),
         (Some(_), Some(name)) => format!(
-            "root and the members of group {name} (`adduser USER {name}`, then log in again)"
+            "only root and the members of group {name} may (`adduser USER {name}`, then log in \
+             again)"
         ),
-        (Some(gid), None) => format!("root and the members of group {gid}"),
-        (None, _) => "root and the members of the group control.group names".into(),
+        (Some(gid), None) => format!("only root and the members of group {gid} may"),
+        (None, _) => "only root and the members of the group control.group names may".into(),
     }
 }

@@ -4,8 +4,8 @@
 #   benches/peers.sh            full run (3 rounds of each workload, 10 s idle measurement)
 #   ROUNDS=1 IDLE_SECONDS=3 benches/peers.sh    a quick look
 #
-# Installs what is missing under target/peers/ (supervisor from PyPI in a virtualenv, pueue
-# from crates.io), builds abxd in release mode, then runs, for each supervisor:
+# Installs what is missing under ~/.cache/abxd-ci/ (supervisor 4.3.0 from PyPI in a virtualenv,
+# pueue 4.0.4 from crates.io), builds abxd in release mode, then runs, for each supervisor:
 #   start   50 long-running programs (which ignore SIGTERM): time until all 50 run (each writes
 #           its pid file as it starts, so "running" means the program itself runs)
 #   status  latency of one status call (abxctl ps / supervisorctl status / pueue status) with the
@@ -23,7 +23,10 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PEERS=$ROOT/target/peers
+# Pinned, and kept where the machine keeps caches: a clean clone does not build pueue again.
+SUPERVISOR_VERSION=4.3.0
+PUEUE_VERSION=4.0.4
+PEERS=${XDG_CACHE_HOME:-$HOME/.cache}/abxd-ci/peers-supervisor-$SUPERVISOR_VERSION-pueue-$PUEUE_VERSION
 ROUNDS=${ROUNDS:-3}
 IDLE_SECONDS=${IDLE_SECONDS:-10}
 BUSY_SECONDS=${BUSY_SECONDS:-20}
@@ -64,11 +67,13 @@ install_peers() {
     if [ ! -x "$PEERS/venv/bin/supervisord" ]; then
         echo "installing supervisor from PyPI into $PEERS/venv" >&2
         python3 -m venv "$PEERS/venv" || die "python3 -m venv failed (apt install python3-venv)"
-        "$PEERS/venv/bin/pip" install --quiet supervisor || die "pip install supervisor failed"
+        "$PEERS/venv/bin/pip" install --quiet "supervisor==$SUPERVISOR_VERSION" \
+            || die "pip install supervisor==$SUPERVISOR_VERSION failed"
     fi
     if [ ! -x "$PEERS/bin/pueued" ]; then
         echo "installing pueue from crates.io into $PEERS (takes a few minutes)" >&2
-        cargo install --quiet --locked pueue --root "$PEERS" || die "cargo install pueue failed"
+        cargo install --quiet --locked pueue --version "$PUEUE_VERSION" --root "$PEERS" \
+            || die "cargo install pueue $PUEUE_VERSION failed"
     fi
     (cd "$ROOT" && cargo build --quiet --release) || die "cargo build --release failed"
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 struct TestCgroup(PathBuf);
 
 impl TestCgroup {
-    fn new() -> Option<TestCgroup> {
+    fn new(name: &str) -> Option<TestCgroup> {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         let mount = mountinfo.lines().find_map(|line| {
             let fields: Vec<&str> = line.split(' ').collect();
@@ -39,7 +39,7 @@ impl TestCgroup {
         }
         let dir = mount
             .unwrap()
-            .join(format!("abxd-egress-test-{}", std::process::id()));
+            .join(format!("abxd-egress-{name}-{}", std::process::id()));
         std::fs::create_dir(&dir).unwrap();
         Some(TestCgroup(dir))
     }
@@ -93,7 +93,7 @@ print(attempt(socket.AF_INET6, socket.SOCK_DGRAM, ("fd00:ec2::254", 80)))
 
 #[test]
 fn a_process_in_the_cgroup_reaches_only_what_the_policy_lets_through() {
-    let Some(cgroup) = TestCgroup::new() else {
+    let Some(cgroup) = TestCgroup::new("policy") else {
         return;
     };
     let (refused_port, refused_accepted) = counting_server();
@@ -110,7 +110,7 @@ fn a_process_in_the_cgroup_reaches_only_what_the_policy_lets_through() {
         refused_v4: V4.to_vec(),
         refused_v6: V6.to_vec(),
     };
-    kernel::attach(&policy, &cgroup.0).unwrap_or_else(|err| panic!("{err}"));
+    kernel::attach(&policy, &cgroup.0, None).unwrap_or_else(|err| panic!("{err}"));
 
     // The child enters the cgroup before it runs the attempts (as a hook enters its row's).
     let procs = cgroup.0.join("cgroup.procs");
@@ -148,4 +148,71 @@ fn a_process_in_the_cgroup_reaches_only_what_the_policy_lets_through() {
         (allowed_accepted.load(Ordering::SeqCst) == 1).then_some(())
     });
     assert_eq!(refused_accepted.load(Ordering::SeqCst), 0);
+}
+
+/// Runs the Python `script` with `ports` as its arguments in `cgroup` (entered before the script
+/// runs, as a hook enters its row's); returns what it printed.
+fn run_in(cgroup: &TestCgroup, script: &str, ports: &[u16]) -> String {
+    let procs = cgroup.0.join("cgroup.procs");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("echo $$ > \"$1\" && shift && exec python3 -c \"$@\"")
+        .args(["sh", procs.to_str().unwrap(), script])
+        .args(ports.iter().map(u16::to_string))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{said}");
+    said
+}
+
+/// A process of the crawl that listens on loopback (its browser's DevTools port), then what the
+/// crawl's hooks make of connecting to it and to a loopback server outside the crawl.
+const OWN_LISTENER: &str = r#"
+import socket, sys
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+def attempt(port):
+    s = socket.socket()
+    try:
+        s.connect(("127.0.0.1", port))
+        return "ok"
+    except OSError as err:
+        return type(err).__name__
+    finally:
+        s.close()
+print(attempt(listener.getsockname()[1]))
+print(attempt(int(sys.argv[1])))
+"#;
+
+#[test]
+fn loopback_is_open_to_what_the_crawls_own_processes_listen_on_and_to_nothing_else() {
+    let Some(cgroup) = TestCgroup::new("listeners") else {
+        return;
+    };
+    let (outside_port, outside_accepted) = counting_server();
+    let policy = Policy {
+        refused_v4: V4.to_vec(),
+        refused_v6: V6.to_vec(),
+        ..Policy::default()
+    };
+    let listeners = kernel::Listeners::new().unwrap_or_else(|err| panic!("{err}"));
+    kernel::record_listeners(&listeners, &cgroup.0).unwrap_or_else(|err| panic!("{err}"));
+    kernel::attach(&policy, &cgroup.0, Some(&listeners)).unwrap_or_else(|err| panic!("{err}"));
+    let said = run_in(&cgroup, OWN_LISTENER, &[outside_port]);
+    let results: Vec<&str> = said.lines().collect();
+    assert_eq!(
+        results,
+        ["ok", "PermissionError"],
+        "its own listener reached, the host's refused"
+    );
+    assert_eq!(outside_accepted.load(Ordering::SeqCst), 0);
 }

@@ -6,13 +6,19 @@
 //! Invariants: a program attached stays attached while its cgroup lives (the kernel holds it;
 //! the descriptors here may close); a failure says which step and the kernel's reason.
 
-use super::program::{program_v4, program_v6, Insn, Policy};
+use super::program::{program_listeners, program_v4, program_v6, Insn, Policy};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
+const BPF_MAP_CREATE: i64 = 0;
 const BPF_PROG_LOAD: i64 = 5;
 const BPF_PROG_ATTACH: i64 = 8;
 const BPF_PROG_TYPE_CGROUP_SOCK_ADDR: u32 = 18;
+const BPF_PROG_TYPE_SOCK_OPS: u32 = 13;
+const BPF_CGROUP_SOCK_OPS: u32 = 3;
+const BPF_MAP_TYPE_HASH: u32 = 1;
+/// How many ports a crawl's own processes may listen on, and be reached at, on loopback.
+const MAX_LISTENERS: u32 = 1024;
 const BPF_F_ALLOW_MULTI: u32 = 2;
 
 /// Where a program hooks in (`enum bpf_attach_type`).
@@ -48,6 +54,15 @@ impl Hook {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EgressError {
+    #[error("cannot make the map of a crawl's own listeners: {0}")]
+    Map(std::io::Error),
+    #[error("the kernel refused the program that records a crawl's own listeners: {cause}{log}")]
+    LoadListeners { cause: std::io::Error, log: String },
+    #[error("cannot attach the program that records a crawl's own listeners to {}: {cause}", cgroup.display())]
+    AttachListeners {
+        cgroup: std::path::PathBuf,
+        cause: std::io::Error,
+    },
     #[error("the kernel refused the egress program for {}: {cause}{log}", hook.as_str())]
     Load {
         hook: Hook,
@@ -85,6 +100,18 @@ struct LoadAttr {
     rest: [u64; 8],
 }
 
+/// `union bpf_attr` for `BPF_MAP_CREATE`.
+#[repr(C)]
+#[derive(Default)]
+struct MapAttr {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+    rest: [u32; 27],
+}
+
 /// `union bpf_attr` for `BPF_PROG_ATTACH`.
 #[repr(C)]
 #[derive(Default)]
@@ -114,23 +141,47 @@ fn bpf<T>(command: i64, attr: &mut T) -> std::io::Result<i64> {
     }
 }
 
-/// Loads the program of `policy` for `hook`.
-pub fn load(policy: &Policy, hook: Hook) -> Result<OwnedFd, EgressError> {
-    let code: Vec<Insn> = match hook.is_v4() {
-        true => program_v4(policy),
-        false => program_v6(policy),
-    };
+/// The ports a crawl's own processes listen on (a hash map of the kernel's, port to 1): its
+/// cgroup's `SOCK_OPS` program fills it, its connect programs read it. Dropped with the crawl.
+pub struct Listeners(OwnedFd);
+
+impl Listeners {
+    pub fn new() -> Result<Listeners, EgressError> {
+        let mut attr = MapAttr {
+            map_type: BPF_MAP_TYPE_HASH,
+            key_size: 4,
+            value_size: 4,
+            max_entries: MAX_LISTENERS,
+            ..Default::default()
+        };
+        let fd = bpf(BPF_MAP_CREATE, &mut attr).map_err(EgressError::Map)?;
+        // SAFETY: a successful BPF_MAP_CREATE returns a new descriptor that we own.
+        Ok(Listeners(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
+    }
+
+    fn fd(&self) -> i32 {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Loads `code` as a program of `prog_type` for `expected_attach_type`; on a refusal, the
+/// kernel's reason and the verifier's log.
+fn load_code(
+    code: &[Insn],
+    prog_type: u32,
+    expected_attach_type: u32,
+) -> Result<OwnedFd, (std::io::Error, String)> {
     let license = c"GPL";
     let mut log = vec![0u8; 64 * 1024];
     let mut name = [0u8; 16];
     name[..10].copy_from_slice(b"abxd_egres");
     let mut attr = LoadAttr {
-        prog_type: BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
+        prog_type,
         insn_cnt: code.len() as u32,
         insns: code.as_ptr() as u64,
         license: license.as_ptr() as u64,
         prog_name: name,
-        expected_attach_type: hook as u32,
+        expected_attach_type,
         ..Default::default()
     };
     let loaded = bpf(BPF_PROG_LOAD, &mut attr).or_else(|_| {
@@ -150,33 +201,70 @@ pub fn load(policy: &Policy, hook: Hook) -> Result<OwnedFd, EgressError> {
                 true => String::new(),
                 false => format!("\n{said}"),
             };
-            Err(EgressError::Load { hook, cause, log })
+            Err((cause, log))
         }
     }
 }
 
-/// Attaches the programs of `policy` to the cgroup at `cgroup` (a cgroup v2 directory), one for
-/// each of [`Hook::ALL`].
-pub fn attach(policy: &Policy, cgroup: &Path) -> Result<(), EgressError> {
-    let dir = std::fs::File::open(cgroup).map_err(|cause| EgressError::Attach {
-        hook: Hook::Connect4,
+/// Loads the program of `policy` for `hook` (loopback ports in `listeners` let through).
+pub fn load(
+    policy: &Policy,
+    hook: Hook,
+    listeners: Option<&Listeners>,
+) -> Result<OwnedFd, EgressError> {
+    let map = listeners.map(Listeners::fd);
+    let code: Vec<Insn> = match hook.is_v4() {
+        true => program_v4(policy, map),
+        false => program_v6(policy, map),
+    };
+    load_code(&code, BPF_PROG_TYPE_CGROUP_SOCK_ADDR, hook as u32)
+        .map_err(|(cause, log)| EgressError::Load { hook, cause, log })
+}
+
+fn attach_one(dir: &std::fs::File, program: &OwnedFd, attach_type: u32) -> std::io::Result<()> {
+    let mut attr = AttachAttr {
+        target_fd: dir.as_raw_fd() as u32,
+        attach_bpf_fd: program.as_raw_fd() as u32,
+        attach_type,
+        attach_flags: BPF_F_ALLOW_MULTI,
+        ..Default::default()
+    };
+    bpf(BPF_PROG_ATTACH, &mut attr).map(drop)
+}
+
+/// Attaches to the cgroup at `cgroup` the program that records in `listeners` each port a
+/// process there starts listening on (a crawl's cgroup: every hook of the crawl is below it).
+pub fn record_listeners(listeners: &Listeners, cgroup: &Path) -> Result<(), EgressError> {
+    let failed = |cause| EgressError::AttachListeners {
         cgroup: cgroup.to_path_buf(),
         cause,
-    })?;
+    };
+    let dir = std::fs::File::open(cgroup).map_err(failed)?;
+    let program = load_code(
+        &program_listeners(listeners.fd()),
+        BPF_PROG_TYPE_SOCK_OPS,
+        0,
+    )
+    .map_err(|(cause, log)| EgressError::LoadListeners { cause, log })?;
+    attach_one(&dir, &program, BPF_CGROUP_SOCK_OPS).map_err(failed)
+}
+
+/// Attaches the programs of `policy` to the cgroup at `cgroup` (a cgroup v2 directory), one for
+/// each of [`Hook::ALL`]; loopback ports in `listeners` are let through.
+pub fn attach(
+    policy: &Policy,
+    cgroup: &Path,
+    listeners: Option<&Listeners>,
+) -> Result<(), EgressError> {
+    let failed = |hook, cause| EgressError::Attach {
+        hook,
+        cgroup: cgroup.to_path_buf(),
+        cause,
+    };
+    let dir = std::fs::File::open(cgroup).map_err(|cause| failed(Hook::Connect4, cause))?;
     for hook in Hook::ALL {
-        let program = load(policy, hook)?;
-        let mut attr = AttachAttr {
-            target_fd: dir.as_raw_fd() as u32,
-            attach_bpf_fd: program.as_raw_fd() as u32,
-            attach_type: hook as u32,
-            attach_flags: BPF_F_ALLOW_MULTI,
-            ..Default::default()
-        };
-        bpf(BPF_PROG_ATTACH, &mut attr).map_err(|cause| EgressError::Attach {
-            hook,
-            cgroup: cgroup.to_path_buf(),
-            cause,
-        })?;
+        let program = load(policy, hook, listeners)?;
+        attach_one(&dir, &program, hook as u32).map_err(|cause| failed(hook, cause))?;
     }
     Ok(())
 }

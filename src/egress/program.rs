@@ -36,6 +36,13 @@ pub struct Insn {
 
 // Opcodes (linux/bpf_common.h, linux/bpf.h).
 const LDX_MEM_W: u8 = 0x61;
+const STX_MEM_W: u8 = 0x63;
+const ST_MEM_W: u8 = 0x62;
+const LD_IMM64: u8 = 0x18;
+const ADD64_K: u8 = 0x07;
+const END_TO_BE: u8 = 0xdc;
+const JEQ64_K: u8 = 0x15;
+const CALL: u8 = 0x85;
 const MOV64_X: u8 = 0xbf;
 const MOV64_K: u8 = 0xb7;
 const MOV32_X: u8 = 0xbc;
@@ -56,6 +63,18 @@ const WORDS: [u8; 4] = [2, 3, 4, 5];
 const USER_IP4: i16 = 4;
 const USER_IP6: i16 = 8;
 const USER_PORT: i16 = 24;
+// In `struct bpf_sock_ops`: the callback, and a socket's own port (host order).
+const SOCK_OPS_OP: i16 = 0;
+const SOCK_OPS_LOCAL_PORT: i16 = 68;
+const SOCK_OPS_TCP_LISTEN_CB: i32 = 11;
+// The frame pointer, helpers, and how an instruction names a map (by its descriptor).
+const FP: u8 = 10;
+const MAP_LOOKUP_ELEM: i32 = 1;
+const MAP_UPDATE_ELEM: i32 = 2;
+const PSEUDO_MAP_FD: u8 = 1;
+
+/// A map of the kernel's, named by its descriptor in the program that uses it.
+pub type MapFd = i32;
 
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn {
@@ -128,25 +147,108 @@ fn rule(registers: &[u8], words: &[(i32, i32)], port: Option<u16>, verdict: i32)
     code
 }
 
-/// The program for IPv4 destinations (connect4, sendmsg4).
-pub fn program_v4(policy: &Policy) -> Vec<Insn> {
+/// `r1 = map`: the two instructions of a 64-bit load of a map's descriptor.
+fn load_map(map: MapFd) -> [Insn; 2] {
+    [
+        insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map),
+        insn(0, 0, 0, 0, 0),
+    ]
+}
+
+/// If the destination (in `registers`) is loopback (`loopback`'s words) and its port is in the
+/// map of the crawl's own listeners, the program exits with 1 (a crawl's hooks reach what its
+/// own processes listen on: its browser's DevTools port). The helper call clobbers r1–r5, so
+/// `reload` loads the destination again after it.
+fn own_listener(
+    registers: &[u8],
+    loopback: &[(i32, i32)],
+    map: MapFd,
+    reload: &[Insn],
+) -> Vec<Insn> {
+    let mut tests = rule(registers, loopback, None, 1);
+    tests.truncate(tests.len() - 2);
+    let mut body = vec![
+        insn(MOV32_X, SCRATCH, PORT, 0, 0),
+        insn(END_TO_BE, SCRATCH, 0, 0, 16),
+        insn(STX_MEM_W, FP, SCRATCH, -4, 0),
+    ];
+    body.extend(load_map(map));
+    body.extend([
+        insn(MOV64_X, 2, FP, 0, 0),
+        insn(ADD64_K, 2, 0, 0, -4),
+        insn(CALL, 0, 0, 0, MAP_LOOKUP_ELEM),
+    ]);
+    body.extend_from_slice(reload);
+    body.extend([
+        insn(JEQ64_K, R0, 0, 2, 0),
+        insn(MOV64_K, R0, 0, 0, 1),
+        insn(EXIT, 0, 0, 0, 0),
+    ]);
+    // (The tests jumped past their rule's two-instruction verdict: now past the body.)
+    for test in tests.iter_mut().filter(|t| t.code == JNE32_K) {
+        test.off += body.len() as i16 - 2;
+    }
+    tests.extend(body);
+    tests
+}
+
+/// The `SOCK_OPS` program of a crawl's cgroup: each socket that starts listening there puts its
+/// port in `map`, the crawl's own listeners.
+pub fn program_listeners(map: MapFd) -> Vec<Insn> {
+    let mut code = vec![
+        insn(LDX_MEM_W, 2, CTX_IN, SOCK_OPS_OP, 0),
+        insn(JNE32_K, 2, 0, 0, SOCK_OPS_TCP_LISTEN_CB),
+        insn(LDX_MEM_W, 2, CTX_IN, SOCK_OPS_LOCAL_PORT, 0),
+        insn(STX_MEM_W, FP, 2, -4, 0),
+        insn(ST_MEM_W, FP, 0, -8, 1),
+    ];
+    code.extend(load_map(map));
+    code.extend([
+        insn(MOV64_X, 2, FP, 0, 0),
+        insn(ADD64_K, 2, 0, 0, -4),
+        insn(MOV64_X, 3, FP, 0, 0),
+        insn(ADD64_K, 3, 0, 0, -8),
+        insn(MOV64_K, 4, 0, 0, 0),
+        insn(CALL, 0, 0, 0, MAP_UPDATE_ELEM),
+    ]);
+    code.extend(let_through());
+    // (Not a listen: straight to the end.)
+    code[1].off = (code.len() - 2 - 2) as i16;
+    code
+}
+
+/// The program for IPv4 destinations (connect4, sendmsg4); with `listeners`, the map of the
+/// crawl's own listeners, loopback ports in it are let through.
+pub fn program_v4(policy: &Policy, listeners: Option<MapFd>) -> Vec<Insn> {
+    let load = insn(LDX_MEM_W, WORDS[0], CTX, USER_IP4, 0);
     let mut code = vec![
         insn(MOV64_X, CTX, CTX_IN, 0, 0),
-        insn(LDX_MEM_W, WORDS[0], CTX, USER_IP4, 0),
+        load,
         insn(LDX_MEM_W, PORT, CTX, USER_PORT, 0),
     ];
-    code.extend(rules_v4(policy, WORDS[0]));
+    code.extend(rules_v4(policy, WORDS[0], listeners, &[load]));
     code.extend(let_through());
     code
 }
 
-/// The IPv4 rules, on the destination in `register`.
-fn rules_v4(policy: &Policy, register: u8) -> Vec<Insn> {
+/// 127.0.0.0/8, as the rules compare it.
+fn loopback_v4() -> Vec<(i32, i32)> {
+    words_v4(&Net {
+        addr: Ipv4Addr::new(127, 0, 0, 0),
+        prefix: 8,
+    })
+}
+
+/// The IPv4 rules, on the destination in `register` (`reload` loads it again).
+fn rules_v4(policy: &Policy, register: u8, listeners: Option<MapFd>, reload: &[Insn]) -> Vec<Insn> {
     let (never, refused): (Vec<_>, Vec<_>) =
         (policy.refused_v4.iter()).partition(|(_, reach)| *reach == Reach::Metadata);
     let mut code = Vec::new();
     for (net, _) in &never {
         code.extend(rule(&[register], &words_v4(net), None, 0));
+    }
+    if let Some(map) = listeners {
+        code.extend(own_listener(&[register], &loopback_v4(), map, reload));
     }
     for (net, port) in &policy.allowed_v4 {
         code.extend(rule(&[register], &words_v4(net), *port, 1));
@@ -162,16 +264,17 @@ fn let_through() -> [Insn; 2] {
 }
 
 /// The program for IPv6 destinations (connect6, sendmsg6): an IPv4-mapped one is judged by the
-/// IPv4 rules, on its last word.
-pub fn program_v6(policy: &Policy) -> Vec<Insn> {
+/// IPv4 rules, on its last word; with `listeners`, loopback ports in it are let through.
+pub fn program_v6(policy: &Policy, listeners: Option<MapFd>) -> Vec<Insn> {
+    let loads: Vec<Insn> = (WORDS.iter().enumerate())
+        .map(|(i, &register)| insn(LDX_MEM_W, register, CTX, USER_IP6 + 4 * i as i16, 0))
+        .collect();
     let mut code = vec![insn(MOV64_X, CTX, CTX_IN, 0, 0)];
-    for (i, &register) in WORDS.iter().enumerate() {
-        code.push(insn(LDX_MEM_W, register, CTX, USER_IP6 + 4 * i as i16, 0));
-    }
+    code.extend_from_slice(&loads);
     code.push(insn(LDX_MEM_W, PORT, CTX, USER_PORT, 0));
     // IPv4-mapped (::ffff:0:0/96): its own rules, then let through.
     let mapped = words_v6(&super::ranges::V4_MAPPED);
-    let mut as_v4 = rules_v4(policy, WORDS[3]);
+    let mut as_v4 = rules_v4(policy, WORDS[3], listeners, &loads);
     as_v4.extend(let_through());
     let mut guard: Vec<Insn> = Vec::new();
     for (&register, &(_, addr)) in WORDS[..3].iter().zip(&mapped) {
@@ -187,6 +290,13 @@ pub fn program_v6(policy: &Policy) -> Vec<Insn> {
         (policy.refused_v6.iter()).partition(|(_, reach)| *reach == Reach::Metadata);
     for (net, _) in &never {
         code.extend(rule(&WORDS, &words_v6(net), None, 0));
+    }
+    if let Some(map) = listeners {
+        let loopback = words_v6(&Net {
+            addr: Ipv6Addr::LOCALHOST,
+            prefix: 128,
+        });
+        code.extend(own_listener(&WORDS, &loopback, map, &loads));
     }
     for (net, port) in &policy.allowed_v6 {
         code.extend(rule(&WORDS, &words_v6(net), *port, 1));
@@ -268,12 +378,12 @@ mod tests {
 
     fn v4(ip: &str, port: u16) -> i64 {
         let ip: Ipv4Addr = ip.parse().unwrap();
-        run(&program_v4(&policy()), [0; 16], ip.octets(), port)
+        run(&program_v4(&policy(), None), [0; 16], ip.octets(), port)
     }
 
     fn v6(ip: &str, port: u16) -> i64 {
         let ip: Ipv6Addr = ip.parse().unwrap();
-        run(&program_v6(&policy()), ip.octets(), [0; 4], port)
+        run(&program_v6(&policy(), None), ip.octets(), [0; 4], port)
     }
 
     #[test]
@@ -300,7 +410,7 @@ mod tests {
             },
             None,
         ));
-        let code = program_v4(&policy);
+        let code = program_v4(&policy, None);
         let at = |ip: [u8; 4]| run(&code, [0; 16], ip, 80);
         assert_eq!(at([169, 254, 169, 254]), 0);
         assert_eq!(at([169, 254, 1, 1]), 1);

@@ -3,7 +3,7 @@
 //! in it to the networks refused — IPv4, IPv6 and IPv4-mapped forms — and let through what an
 //! allowed rule names (a network and port); servers outside the cgroup count what reaches them.
 //!
-//! Needs root and a cgroup v2 mount with BPF (CI has both); elsewhere the test says it skips.
+//! Needs root and a writable cgroup v2 with BPF (CI has both); elsewhere the test says it skips.
 
 mod common;
 
@@ -17,31 +17,27 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// A cgroup of this test's own below the cgroup v2 mount, removed when dropped.
+/// A cgroup of this test's own below this process's (where abxd makes its own), removed when
+/// dropped.
 struct TestCgroup(PathBuf);
 
 impl TestCgroup {
     fn new(name: &str) -> Option<TestCgroup> {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        let mount = mountinfo.lines().find_map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            let dash = fields.iter().position(|f| *f == "-")?;
-            (fields.get(dash + 1) == Some(&"cgroup2")).then(|| PathBuf::from(fields[4]))
-        });
-        let usable = rustix::process::geteuid().is_root() && mount.is_some();
-        if !usable {
+        let made = (abxd::cgroup::own_cgroup().ok())
+            .filter(|_| rustix::process::geteuid().is_root())
+            .map(|own| {
+                own.dir
+                    .join(format!("abxd-egress-{name}-{}", std::process::id()))
+            })
+            .filter(|dir| std::fs::create_dir(dir).is_ok());
+        if made.is_none() {
             assert!(
                 std::env::var_os("CI").is_none(),
-                "CI runs as root with a cgroup v2 mount"
+                "CI runs as root with a writable cgroup v2"
             );
-            eprintln!("skipped: needs root and a cgroup v2 mount");
-            return None;
+            eprintln!("skipped: needs root and a writable cgroup v2");
         }
-        let dir = mount
-            .unwrap()
-            .join(format!("abxd-egress-{name}-{}", std::process::id()));
-        std::fs::create_dir(&dir).unwrap();
-        Some(TestCgroup(dir))
+        made.map(TestCgroup)
     }
 }
 
@@ -112,24 +108,7 @@ fn a_process_in_the_cgroup_reaches_only_what_the_policy_lets_through() {
     };
     kernel::attach(&policy, &cgroup.0, None).unwrap_or_else(|err| panic!("{err}"));
 
-    // The child enters the cgroup before it runs the attempts (as a hook enters its row's).
-    let procs = cgroup.0.join("cgroup.procs");
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("echo $$ > \"$1\" && exec python3 -c \"$2\" \"$3\" \"$4\"")
-        .args(["sh", procs.to_str().unwrap(), ATTEMPTS])
-        .args([refused_port.to_string(), allowed_port.to_string()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut said)
-        .unwrap();
-    assert!(child.wait().unwrap().success(), "{said}");
+    let said = run_in(&cgroup, ATTEMPTS, &[refused_port, allowed_port]);
     let results: Vec<&str> = said.lines().collect();
     assert_eq!(
         results,

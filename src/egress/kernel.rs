@@ -54,6 +54,11 @@ impl Hook {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EgressError {
+    #[error("cannot open cgroup {}: {cause}", cgroup.display())]
+    Cgroup {
+        cgroup: std::path::PathBuf,
+        cause: std::io::Error,
+    },
     #[error("cannot make the map of a crawl's own listeners: {0}")]
     Map(std::io::Error),
     #[error("the kernel refused the program that records a crawl's own listeners: {cause}{log}")]
@@ -207,7 +212,7 @@ fn load_code(
 }
 
 /// Loads the program of `policy` for `hook` (loopback ports in `listeners` let through).
-pub fn load(
+fn load(
     policy: &Policy,
     hook: Hook,
     listeners: Option<&Listeners>,
@@ -232,6 +237,13 @@ fn attach_one(dir: &std::fs::File, program: &OwnedFd, attach_type: u32) -> std::
     bpf(BPF_PROG_ATTACH, &mut attr).map(drop)
 }
 
+fn open_cgroup(cgroup: &Path) -> Result<std::fs::File, EgressError> {
+    std::fs::File::open(cgroup).map_err(|cause| EgressError::Cgroup {
+        cgroup: cgroup.to_path_buf(),
+        cause,
+    })
+}
+
 /// Attaches to the cgroup at `cgroup` the program that records in `listeners` each port a
 /// process there starts listening on (a crawl's cgroup: every hook of the crawl is below it).
 pub fn record_listeners(listeners: &Listeners, cgroup: &Path) -> Result<(), EgressError> {
@@ -239,7 +251,7 @@ pub fn record_listeners(listeners: &Listeners, cgroup: &Path) -> Result<(), Egre
         cgroup: cgroup.to_path_buf(),
         cause,
     };
-    let dir = std::fs::File::open(cgroup).map_err(failed)?;
+    let dir = open_cgroup(cgroup)?;
     let program = load_code(
         &program_listeners(listeners.fd()),
         BPF_PROG_TYPE_SOCK_OPS,
@@ -261,7 +273,7 @@ pub fn attach(
         cgroup: cgroup.to_path_buf(),
         cause,
     };
-    let dir = std::fs::File::open(cgroup).map_err(|cause| failed(Hook::Connect4, cause))?;
+    let dir = open_cgroup(cgroup)?;
     for hook in Hook::ALL {
         let program = load(policy, hook, listeners)?;
         attach_one(&dir, &program, hook as u32).map_err(|cause| failed(hook, cause))?;

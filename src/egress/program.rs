@@ -117,34 +117,47 @@ fn words_v6(net: &Net<Ipv6Addr>) -> Vec<(i32, i32)> {
         .collect()
 }
 
-/// A rule's test: if every word (of `registers`) masked is the network's, and the port is
-/// `port` (if one is named), the program exits with `verdict`; else it goes on after the rule.
-fn rule(registers: &[u8], words: &[(i32, i32)], port: Option<u16>, verdict: i32) -> Vec<Insn> {
-    let mut tests: Vec<Vec<Insn>> = Vec::new();
+/// The tests of a rule: whether every word (of `registers`) masked is the network's, and the
+/// port is `port` (if one is named). Each test that fails jumps to the end of them; [`then`]
+/// puts what runs when all pass there.
+fn matching(registers: &[u8], words: &[(i32, i32)], port: Option<u16>) -> Vec<Insn> {
+    let mut code = Vec::new();
     for (&register, &(mask, addr)) in registers.iter().zip(words) {
-        if mask == 0 {
-            continue;
+        if mask != 0 {
+            code.extend([
+                insn(MOV32_X, SCRATCH, register, 0, 0),
+                insn(AND32_K, SCRATCH, 0, 0, mask),
+                insn(JNE32_K, SCRATCH, 0, 0, addr),
+            ]);
         }
-        tests.push(vec![
-            insn(MOV32_X, SCRATCH, register, 0, 0),
-            insn(AND32_K, SCRATCH, 0, 0, mask),
-            insn(JNE32_K, SCRATCH, 0, 0, addr),
-        ]);
     }
     if let Some(port) = port {
-        tests.push(vec![insn(JNE32_K, PORT, 0, 0, wire_port(port))]);
+        code.push(insn(JNE32_K, PORT, 0, 0, wire_port(port)));
     }
-    let verdict = [insn(MOV64_K, R0, 0, 0, verdict), insn(EXIT, 0, 0, 0, 0)];
-    let length: usize = tests.iter().map(Vec::len).sum::<usize>() + verdict.len();
-    let mut code = Vec::with_capacity(length);
-    for test in tests {
-        code.extend(test);
-        // (Each test ends in its jump past the rule: to after the verdict.)
-        let jump = code.len() - 1;
-        code[jump].off = (length - code.len()) as i16;
+    let length = code.len();
+    for (at, test) in code.iter_mut().enumerate() {
+        if test.code == JNE32_K {
+            test.off = (length - at - 1) as i16;
+        }
     }
-    code.extend(verdict);
     code
+}
+
+/// The `tests` of [`matching`], then `body`, run when they all pass: a failed test jumps past
+/// the body.
+fn then(mut tests: Vec<Insn>, body: &[Insn]) -> Vec<Insn> {
+    for test in tests.iter_mut().filter(|t| t.code == JNE32_K) {
+        test.off += body.len() as i16;
+    }
+    tests.extend_from_slice(body);
+    tests
+}
+
+/// A rule: if the destination is in the network (and on the port), the program exits with
+/// `verdict`; else it goes on after the rule.
+fn rule(registers: &[u8], words: &[(i32, i32)], port: Option<u16>, verdict: i32) -> Vec<Insn> {
+    let verdict = [insn(MOV64_K, R0, 0, 0, verdict), insn(EXIT, 0, 0, 0, 0)];
+    then(matching(registers, words, port), &verdict)
 }
 
 /// `r1 = map`: the two instructions of a 64-bit load of a map's descriptor.
@@ -165,8 +178,6 @@ fn own_listener(
     map: MapFd,
     reload: &[Insn],
 ) -> Vec<Insn> {
-    let mut tests = rule(registers, loopback, None, 1);
-    tests.truncate(tests.len() - 2);
     let mut body = vec![
         insn(MOV32_X, SCRATCH, PORT, 0, 0),
         insn(END_TO_BE, SCRATCH, 0, 0, 16),
@@ -184,12 +195,7 @@ fn own_listener(
         insn(MOV64_K, R0, 0, 0, 1),
         insn(EXIT, 0, 0, 0, 0),
     ]);
-    // (The tests jumped past their rule's two-instruction verdict: now past the body.)
-    for test in tests.iter_mut().filter(|t| t.code == JNE32_K) {
-        test.off += body.len() as i16 - 2;
-    }
-    tests.extend(body);
-    tests
+    then(matching(registers, loopback, None), &body)
 }
 
 /// The `SOCK_OPS` program of a crawl's cgroup: each socket that starts listening there puts its

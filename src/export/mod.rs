@@ -298,10 +298,7 @@ pub fn run_export_worker(config: &Config, crawl_id: i64, target: &Path, user: &s
         .and_then(|store| export_crawl(config, &store, crawl_id, target, user));
     let exported = exported.and_then(|exported| {
         let path = downloaded_file(&config.data_dir, crawl_id);
-        let mut text = String::new();
-        for record in &exported.downloaded {
-            text.push_str(&format!("{record}\n"));
-        }
+        let text = index::jsonl(&exported.downloaded);
         crate::logs::enter_dirs(&config.data_dir, path.parent().unwrap(), 0o755, &mut |_| {
             Ok(())
         })

@@ -89,12 +89,7 @@ pub fn seal(
         },
         &records,
     );
-    let mut sealed_text = String::new();
-    for record in sealed {
-        sealed_text.push_str(&record.to_string());
-        sealed_text.push('\n');
-    }
-    crate::logs::replace(beneath, &path, sealed_text.as_bytes()).map_err(|e| e.cause)
+    crate::logs::replace(beneath, &path, jsonl(&sealed).as_bytes()).map_err(|e| e.cause)
 }
 
 /// Whether the index in `dir` begins with a sealed Snapshot record (read never through a link).
@@ -113,13 +108,18 @@ pub fn is_sealed(dir: &Path) -> bool {
 
 /// Appends `records` to the index in `dir`, one line each, in one write.
 pub fn append(beneath: &Path, dir: &Path, records: &[Value]) -> std::io::Result<()> {
+    let mut file = crate::logs::open_append(beneath, &dir.join(FILE)).map_err(|e| e.cause)?;
+    file.write_all(jsonl(records).as_bytes())
+}
+
+/// `records` as JSON lines: one a line, each line ended.
+pub fn jsonl(records: &[Value]) -> String {
     let mut text = String::new();
     for record in records {
         text.push_str(&record.to_string());
         text.push('\n');
     }
-    let mut file = crate::logs::open_append(beneath, &dir.join(FILE)).map_err(|e| e.cause)?;
-    file.write_all(text.as_bytes())
+    text
 }
 
 #[cfg(test)]

@@ -136,6 +136,22 @@ contains() {
     text=$(cat)
     grep -q -- "$1" <<<"$text"
 }
+# Queues a crawl (abxctl add ARGS…); prints its id.
+add_crawl() {
+    ctl add --json "$@" | python3 -c 'import json, sys; print(json.load(sys.stdin)["crawl_id"])'
+}
+# Waits until a snapshot hook of user abxd runs: a crawl under way.
+wait_for_a_hook() {
+    wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+}
+# Crawl $1 has at least $2 results succeeded and none failed; $3 says whose.
+assert_succeeded() {
+    ctl show --json "$1" | python3 -c '
+import json, sys
+results = json.load(sys.stdin)["crawl"]["results"]
+assert results["succeeded"] >= int(sys.argv[1]) and results["failed"] == 0, results
+print(sys.argv[2] + ":", results)' "$2" "$3" || fail "$3 failed"
+}
 # The crawl's JSON (abxctl show --json), read by python3 on the host.
 crawl_is() { # ID STATUS
     ctl show --json "$1" 2>/dev/null | python3 -c \
@@ -244,7 +260,7 @@ grep -q "members of group abxd" <<<"$said" || fail "bob is not told who may: $sa
 echo "bob is refused: $said"
 
 say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as abxd"
-crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/ | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/)
 wait_for 60 'in_ct pgrep -u abxd chromium >/dev/null' || fail "no Chromium of user abxd ran"
 cgls=$(in_ct systemd-cgls --no-pager -u abxd.service)
 grep -q chromium <<<"$cgls" || fail "systemd-cgls shows no Chromium in abxd.service: $cgls"
@@ -281,13 +297,9 @@ in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
 ctl plugins | contains "$ab_venv/lib/python3.*/site-packages/abx_plugins/plugins/wget" \
     || fail "the service does not run ArchiveBox's plugins: $(ctl plugins)"
-crawl=$(ctl add --json --plugins favicon,wget,hashes http://127.0.0.1:8080/ | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+crawl=$(add_crawl --plugins favicon,wget,hashes http://127.0.0.1:8080/)
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal"
-ctl show --json "$crawl" | python3 -c '
-import json, sys
-results = json.load(sys.stdin)["crawl"]["results"]
-assert results["succeeded"] >= 3 and results["failed"] == 0, results
-print("ArchiveBox hooks under the service:", results)' || fail "ArchiveBox's hooks failed"
+assert_succeeded "$crawl" 3 "ArchiveBox's hooks under the service"
 
 say "an export into a collection of another user's, from the service (docs/service.md)"
 in_ct useradd --create-home carol
@@ -317,14 +329,9 @@ grep -q '"status": "sealed"' <<<"$listed" || fail "ArchiveBox lists no sealed sn
     || fail "files of the collection's are not carol's: $(in_ct find /srv/archivebox -not -user carol | head)"
 echo "carol's ArchiveBox lists abxd's snapshot, every file hers"
 # A root daemon still crawls, its hooks as abxd.
-crawl=$(ctl add --json --plugins favicon,wget,hashes http://127.0.0.1:8080/p1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
+crawl=$(add_crawl --plugins favicon,wget,hashes http://127.0.0.1:8080/p1)
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl of the root daemon did not seal"
-ctl show --json "$crawl" | python3 -c '
-import json, sys
-shown = json.load(sys.stdin)
-results = shown["crawl"]["results"]
-assert results["succeeded"] >= 3 and results["failed"] == 0, shown
-print("the root daemon crawls:", results)' || fail "the root daemon's hooks failed"
+assert_succeeded "$crawl" 3 "the root daemon's hooks"
 [ -z "$(ctl ps --all --json | python3 -c '
 import json, sys
 print(*[p["argv"] for p in json.load(sys.stdin)["processes"]
@@ -336,8 +343,8 @@ in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
 
 say "the watchdog restarts a stopped daemon, and the crawl seals"
-crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/?watchdog | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
-wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/?watchdog)
+wait_for_a_hook
 restarts=$(in_ct systemctl show abxd -p NRestarts --value)
 in_ct kill -STOP "$(in_ct systemctl show abxd -p MainPID --value)"
 wait_for 90 '[ "$(in_ct systemctl show abxd -p NRestarts --value)" -gt "$restarts" ]' \
@@ -347,8 +354,8 @@ wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after
 assert_whole "$crawl" 7
 
 say "an upgrade mid-crawl: nothing lost, nothing run twice"
-crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/?upgrade | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
-wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/?upgrade)
+wait_for_a_hook
 before=$(in_ct systemctl show abxd -p MainPID --value)
 in_ct dpkg -i /root/abxd-ci/abxd-higher.deb >/dev/null || fail "the upgrade failed"
 wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd is not active after the upgrade"
@@ -357,8 +364,8 @@ wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after
 assert_whole "$crawl" 7
 
 say "every process dies at once (the container's init SIGKILLed), then a boot"
-crawl=$(ctl add --json --depth 1 http://127.0.0.1:8080/?power | python3 -c 'import json,sys; print(json.load(sys.stdin)["crawl_id"])')
-wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/?power)
+wait_for_a_hook
 stop_container
 boot
 wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd did not start at boot"

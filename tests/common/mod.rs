@@ -553,11 +553,22 @@ impl TestDaemon {
             if sealed && live.is_empty() {
                 return;
             }
-            assert!(
-                Instant::now() < deadline,
-                "crawl {id}: sealed {sealed}, live rows: {live:#?}\n{}",
-                self.log()
-            );
+            if Instant::now() >= deadline {
+                // What its workers said, to tell why.
+                let workers: String = (rows.iter())
+                    .filter(|r| r.crawl_id == Some(id) && r.kind.is_worker())
+                    .map(|r| {
+                        let log = (r.stderr_path.as_ref())
+                            .and_then(|p| std::fs::read_to_string(p).ok())
+                            .unwrap_or_default();
+                        format!("--- row {} {} {} ---\n{log}\n", r.id, r.kind, r.status)
+                    })
+                    .collect();
+                panic!(
+                    "crawl {id}: sealed {sealed}, live rows: {live:#?}\n{workers}\n{}",
+                    self.log()
+                );
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
     }

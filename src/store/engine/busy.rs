@@ -93,10 +93,12 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// Whether a write may try now; if not, the error to return instead.
-    pub fn check(&self, now: Instant) -> Result<(), StoreError> {
-        match (self.since, self.retry_at) {
-            (Some(since_ms), Some(until)) if now < until => {
+    /// Whether a write of a store of `patience` may try now; if not, the error to return
+    /// instead. A patient store always tries (SQLite waits for it), also one that backed off
+    /// as a loop's a moment ago: a worker's last writes after its loop ended wait for the lock.
+    pub fn check(&self, patience: Patience, now: Instant) -> Result<(), StoreError> {
+        match (patience, self.since, self.retry_at) {
+            (Patience::Loop, Some(since_ms), Some(until)) if now < until => {
                 REFUSED_WRITES.fetch_add(1, Ordering::Relaxed);
                 Err(StoreError::Busy { since_ms })
             }
@@ -153,14 +155,17 @@ mod tests {
     fn a_loop_store_fails_at_once_after_a_busy_write_until_it_tries_again() {
         let mut backoff = Backoff::default();
         let t0 = Instant::now();
-        assert!(backoff.check(t0).is_ok());
+        assert!(backoff.check(Patience::Loop, t0).is_ok());
         assert_eq!(backoff.retry_at(), None);
         backoff.after_write(true, Patience::Loop, t0);
         let again = backoff.retry_at().expect("backs off");
         assert!(again > t0 && again <= t0 + MAX_BACKOFF);
-        let refused = backoff.check(t0).unwrap_err();
+        let refused = backoff.check(Patience::Loop, t0).unwrap_err();
         assert!(refused.is_busy());
-        assert!(backoff.check(again).is_ok(), "a try is let through");
+        assert!(
+            backoff.check(Patience::Loop, again).is_ok(),
+            "a try is let through"
+        );
         let since = backoff.busy_since().unwrap();
         backoff.after_write(true, Patience::Loop, again);
         assert_eq!(
@@ -171,7 +176,7 @@ mod tests {
         backoff.after_write(false, Patience::Loop, again);
         assert_eq!(backoff.busy_since(), None);
         assert_eq!(backoff.retry_at(), None);
-        assert!(backoff.check(again).is_ok());
+        assert!(backoff.check(Patience::Loop, again).is_ok());
     }
 
     #[test]
@@ -192,7 +197,18 @@ mod tests {
         let mut backoff = Backoff::default();
         let t0 = Instant::now();
         backoff.after_write(true, Patience::Patient, t0);
-        assert!(backoff.check(t0).is_ok());
+        assert!(backoff.check(Patience::Patient, t0).is_ok());
         assert!(backoff.busy_since().is_some());
+    }
+
+    #[test]
+    fn a_store_made_patient_while_backing_off_tries_at_once() {
+        // (A worker's loop ended while it backed off; its last writes must wait for the lock,
+        // not fail at once — an end left unwritten would stay "stopping" for ever.)
+        let mut backoff = Backoff::default();
+        let t0 = Instant::now();
+        backoff.after_write(true, Patience::Loop, t0);
+        assert!(backoff.check(Patience::Loop, t0).is_err());
+        assert!(backoff.check(Patience::Patient, t0).is_ok());
     }
 }

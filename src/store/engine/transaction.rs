@@ -18,7 +18,7 @@ impl Store {
         f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let now = Instant::now();
-        self.backoff.get().check(now)?;
+        self.backoff.get().check(self.patience.get(), now)?;
         let written = if self.batch_depth.get() > 0 {
             self.write_in_batch(f)
         } else {

@@ -172,7 +172,7 @@ assert all(s["status"] == "sealed" for s in snapshots), [s["status"] for s in sn
 exited = collections.Counter(
     p["result_id"] for p in ps["processes"]
     if p["kind"] == "hook" and p["crawl_id"] == crawl and p["result_id"] is not None
-    and p["end_reason"] == "exited")
+    and p["end_reason"] == "exited" and p["sigterm_at"] is None and p["sigkill_at"] is None)
 twice = {r: n for r, n in exited.items() if n > 1}
 assert not twice, f"results whose hook ended by itself more than once: {twice}"
 print(f"{total} snapshots sealed; {len(exited)} hook runs ended by themselves, none twice")

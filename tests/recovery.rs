@@ -311,6 +311,86 @@ fn a_crawl_worker_killed_at_run_time_is_recovered_without_a_restart() {
     }
 }
 
+/// The database as a worker leaves it when it dies between the two writes of a hook's end —
+/// its supervisor's (the row ended `exited`) and its own (the result) — made from a finished
+/// crawl: `hook`'s result back to `started`, its snapshot and crawl started by their (dead)
+/// workers. (SQLite: the moment itself is a few microseconds wide; no test can aim a SIGKILL
+/// at it.)
+fn unrecord_result_of(daemon: &TestDaemon, crawl: i64, hook: &str) -> (i64, i64) {
+    let abxd::store::Location::File(path) = daemon.location() else {
+        unreachable!("an SQLite daemon")
+    };
+    let db = rusqlite::Connection::open(path).unwrap();
+    let (result, row): (i64, i64) = db
+        .query_row(
+            "SELECT id, process_id FROM results WHERE crawl_id = ?1 AND hook = ?2",
+            rusqlite::params![crawl, hook],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    db.execute_batch(&format!(
+        "UPDATE results SET status = 'started', ended_at = NULL, output = NULL WHERE id = {result};
+         UPDATE snapshots SET status = 'started', sealed_at = NULL, epoch = epoch + 1
+             WHERE crawl_id = {crawl};
+         UPDATE crawls SET status = 'started', sealed_at = NULL, outcome = NULL,
+             epoch = epoch + 1 WHERE id = {crawl};"
+    ))
+    .unwrap();
+    (result, row)
+}
+
+#[test]
+fn a_hook_run_that_ended_before_its_worker_recorded_it_is_recorded_not_run_again() {
+    let hook = "on_Snapshot__20_count_again.sh";
+    let mut daemon = TestDaemon::prepare_on("sqlite", "");
+    daemon.write_config(&format!(
+        "{}[plugins.tally]\nenv = {{ LEDGER = {:?} }}\n",
+        plugins_config(&[&fixtures().join("unrecorded")]),
+        daemon.path("ledger.txt").display().to_string()
+    ));
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/a", "--plugins", "tally"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    daemon.crash();
+    let (result, row) = unrecord_result_of(&daemon, crawl, hook);
+    let row_end = daemon.store().processes().get(row).unwrap().unwrap();
+    assert_eq!(row_end.end_reason, Some(EndReason::Exited));
+
+    daemon.launch();
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let store = daemon.store();
+    let recorded = (store.results().of_crawl(crawl).unwrap())
+        .into_iter()
+        .find(|r| r.id == result)
+        .unwrap();
+    assert_eq!(recorded.status, "succeeded", "{recorded:?}");
+    assert_eq!(recorded.process_id, Some(row), "its one run");
+    let runs: Vec<(String, String)> = (ledger(&daemon).into_iter())
+        .filter(|(_, _, h, _)| h == hook)
+        .map(|(event, _, h, _)| (event, h))
+        .collect();
+    assert_eq!(
+        runs,
+        [("start".into(), hook.into()), ("done".into(), hook.into())],
+        "{hook} ran once"
+    );
+    let hook_rows = rows(&daemon)
+        .into_iter()
+        .filter(|r| r.result_id == Some(result))
+        .count();
+    assert_eq!(hook_rows, 1, "no second process was started for it");
+    let said: String = (rows(&daemon).into_iter())
+        .filter(|r| r.kind == Kind::SnapshotWorker)
+        .filter_map(|r| std::fs::read_to_string(r.stderr_path?).ok())
+        .collect();
+    assert!(
+        said.contains(&format!("{hook}: its run (row {row}) ended unrecorded")),
+        "{said}"
+    );
+    // (Nor does the hook before it run again: its success stands.)
+    assert_eq!(ledger(&daemon).len(), 4, "{:?}", ledger(&daemon));
+}
+
 #[test]
 fn a_running_row_whose_pid_was_reused_is_marked_lost_and_the_process_left_alone() {
     for backend in common::backends() {

@@ -16,6 +16,8 @@
 //!
 //! Invariants: a hook whose result is already final (succeeded, noresults, failed or skipped) is
 //! never started again — only interrupted ones are, and the sessions a run needs (`sessions`);
+//! a run that ended by itself is never started again either, also when its worker died before
+//! recording its result (`unrecorded`);
 //! every run that ends gets its result recorded from its exit, its records and its deadline, by
 //! the rules of [`interpret`]; a database that is busy or out of reach (a server restarting)
 //! fails no step of the lifecycle — what could not be read or written is tried again at a later
@@ -31,6 +33,7 @@ mod result;
 mod scope_end;
 mod sessions;
 mod start;
+mod unrecorded;
 
 pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
 pub use result::{bytes_below, interpret, last_line_of, output_files, Outcome};
@@ -109,6 +112,12 @@ pub struct HookRunner {
     fatal: Option<String>,
     /// When the memory of its hooks with a limit was last looked at (`memory`).
     memory_checked_at: Option<Instant>,
+    /// Runs that ended before this worker with their results unrecorded, taken over
+    /// (`unrecorded`): their exits, for the worker's next turn.
+    ended_unrecorded: Vec<unrecorded::Ended>,
+    /// The hooks (file names) that run after a session of their plugin that starts again in
+    /// this run (`sessions`): an earlier run of theirs is never taken over.
+    in_new_session: HashSet<String>,
 }
 
 impl HookRunner {
@@ -132,7 +141,7 @@ impl HookRunner {
                 &hook.file_name,
             )?);
         }
-        sessions::start_again(store, &hooks, &results, dependants_wait)?;
+        let in_new_session = sessions::start_again(store, &hooks, &results, dependants_wait)?;
         Ok(HookRunner {
             has_foreground: hooks.iter().any(|p| !p.hook.background),
             scope,
@@ -144,6 +153,8 @@ impl HookRunner {
             paused: false,
             fatal: None,
             memory_checked_at: None,
+            ended_unrecorded: Vec::new(),
+            in_new_session,
         })
     }
 
@@ -241,10 +252,14 @@ impl HookRunner {
     /// the memory of hooks with a limit, or to start a hook the busy database held back.
     pub fn next_timer(&self, store: &Store) -> Option<Instant> {
         let order = self.next_order_timer(store);
-        [order, self.next_memory_check()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            order,
+            self.next_memory_check(),
+            self.next_unrecorded_timer(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn next_order_timer(&self, store: &Store) -> Option<Instant> {

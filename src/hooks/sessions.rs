@@ -33,21 +33,34 @@ pub struct Past<'a> {
     pub session: bool,
 }
 
-/// The positions in `hooks` (run order) of the successes this run starts again;
-/// `dependants_wait`: work beyond the scope needs its sessions (a crawl's unsealed snapshots).
-pub fn to_start_again(hooks: &[Past<'_>], dependants_wait: bool) -> Vec<usize> {
+/// What a run starts again, by position in its hooks (run order).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Again {
+    /// The successes it starts again.
+    pub reopened: Vec<usize>,
+    /// The hooks after a session of their plugin that runs (again) in this run: what they did
+    /// in an earlier session is not this run's (`unrecorded` takes none of their runs over).
+    pub in_new_session: Vec<usize>,
+}
+
+/// What this run starts again of `hooks`; `dependants_wait`: work beyond the scope needs its
+/// sessions (a crawl's unsealed snapshots).
+pub fn to_start_again(hooks: &[Past<'_>], dependants_wait: bool) -> Again {
     let has_work = dependants_wait || hooks.iter().any(|h| !h.status.is_final());
     if !has_work {
-        return Vec::new();
+        return Again::default();
     }
     let mut sessions: HashSet<&str> = HashSet::new();
-    let mut again = Vec::new();
+    let mut again = Again::default();
     for (at, hook) in hooks.iter().enumerate() {
+        if sessions.contains(hook.plugin) {
+            again.in_new_session.push(at);
+        }
         let succeeded = hook.status == ResultStatus::Succeeded;
         let reopened =
             succeeded && ((hook.background && hook.session) || sessions.contains(hook.plugin));
         if reopened {
-            again.push(at);
+            again.reopened.push(at);
         }
         if hook.background && (reopened || !hook.status.is_final()) {
             sessions.insert(hook.plugin);
@@ -57,13 +70,14 @@ pub fn to_start_again(hooks: &[Past<'_>], dependants_wait: bool) -> Vec<usize> {
 }
 
 /// Queues again the successes of `hooks` (with their `results`, in run order) that this run
-/// starts again.
+/// starts again; returns the file names of the hooks that run after a session of their plugin
+/// that runs again (see [`Again::in_new_session`]).
 pub(super) fn start_again(
     store: &Store,
     hooks: &[Prepared],
     results: &[HookResult],
     dependants_wait: bool,
-) -> Result<(), StoreError> {
+) -> Result<HashSet<String>, StoreError> {
     let past: Vec<Past<'_>> = (hooks.iter().zip(results))
         .map(|(prepared, result)| Past {
             plugin: &prepared.hook.plugin,
@@ -73,18 +87,22 @@ pub(super) fn start_again(
         })
         .collect();
     let again = to_start_again(&past, dependants_wait);
-    if again.is_empty() {
-        return Ok(());
+    let in_new_session = (again.in_new_session.iter())
+        .map(|&at| hooks[at].hook.file_name.clone())
+        .collect();
+    if again.reopened.is_empty() {
+        return Ok(in_new_session);
     }
-    let names: Vec<&str> = (again.iter())
+    let names: Vec<&str> = (again.reopened.iter())
         .map(|&at| hooks[at].hook.file_name.as_str())
         .collect();
     log::info!(
         "started again for this run (the sessions it needs): {}",
         names.join(", ")
     );
-    let ids: Vec<i64> = again.iter().map(|&at| results[at].id).collect();
-    store.results().reopen_successes(&ids)
+    let ids: Vec<i64> = again.reopened.iter().map(|&at| results[at].id).collect();
+    store.results().reopen_successes(&ids)?;
+    Ok(in_new_session)
 }
 
 #[cfg(test)]
@@ -121,7 +139,10 @@ mod tests {
             ended_by_itself("wget"),
             past("dom", false, Queued),
         ];
-        assert_eq!(to_start_again(&hooks, false), vec![2]);
+        let again = to_start_again(&hooks, false);
+        assert_eq!(again.reopened, vec![2]);
+        // (A run of navigate that ended unrecorded was in the old tab: it runs again.)
+        assert_eq!(again.in_new_session, vec![2]);
     }
 
     #[test]
@@ -134,7 +155,7 @@ mod tests {
             ended_by_itself("favicon"),
             past("pdf", false, Queued),
         ];
-        assert_eq!(to_start_again(&hooks, false), vec![0, 1, 2]);
+        assert_eq!(to_start_again(&hooks, false).reopened, vec![0, 1, 2]);
     }
 
     #[test]
@@ -144,9 +165,9 @@ mod tests {
             past("chrome", false, Succeeded),
             past("pdf", false, Failed),
         ];
-        assert!(to_start_again(&hooks, false).is_empty());
+        assert_eq!(to_start_again(&hooks, false), Again::default());
         // A crawl whose snapshots still run needs its browser again.
-        assert_eq!(to_start_again(&hooks, true), vec![0, 1]);
+        assert_eq!(to_start_again(&hooks, true).reopened, vec![0, 1]);
     }
 
     #[test]
@@ -161,6 +182,6 @@ mod tests {
         ];
         // The hook before the session, every one after a session that does not run, and the
         // work of a background hook that ended by itself, stay.
-        assert!(to_start_again(&hooks, false).is_empty());
+        assert!(to_start_again(&hooks, false).reopened.is_empty());
     }
 }

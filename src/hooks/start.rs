@@ -75,6 +75,10 @@ impl HookRunner {
             }
             return Ok(None);
         }
+        if let Some(ended) = self.take_over_ended(store, prepared, &result)? {
+            return Ok(Some(ended));
+        }
+        let scope = &self.scope;
         let request = request::spawn_request(prepared, scope, result.id);
         if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
             log::error!("{}: cannot create its dir: {err}", hook.file_name);

@@ -31,7 +31,9 @@ pub fn describe(reconciliation: &Reconciliation, work: &WorkPlan) -> Vec<String>
         });
     }
     for id in &work.retry_results {
-        lines.push(format!("run interrupted result {id} again"));
+        lines.push(format!(
+            "requeue result {id}: its worker ended before recording it"
+        ));
     }
     for (id, attempts) in &work.fail_results {
         lines.push(format!("fail result {id}: interrupted {attempts} times"));

@@ -142,7 +142,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         .min();
         // Exits first: a teardown reported in the same batch may be of a worker that just
         // exited leaving processes behind.
-        for exit in cx.next_exits(timer)? {
+        for exit in cx.next_exits_of(&mut runner, timer)? {
             let handled = record(&mut cx, &mut runner, &mut pool, exit);
             cx.handled(exit, handled)?;
         }

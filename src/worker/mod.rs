@@ -190,6 +190,26 @@ impl<O: RunsHooks> Context<O> {
         Ok(exits)
     }
 
+    /// [`Context::next_exits`], with the exits of the runs `runner` took over from a worker that
+    /// died before recording them (`hooks::unrecorded`).
+    fn next_exits_of(
+        &mut self,
+        runner: &mut HookRunner,
+        timer: Option<Instant>,
+    ) -> Result<Vec<Exit<O>>, WorkerError> {
+        let mut exits = self.next_exits(timer)?;
+        exits.extend(
+            (runner.take_ended_unrecorded().into_iter()).map(|(row, outcome, reason)| Exit {
+                row,
+                owner: O::HOOKS,
+                outcome,
+                reason,
+                leaked: false,
+            }),
+        );
+        Ok(exits)
+    }
+
     /// `limit` was reached: what runs is torn down as a cancel would, and the work is sealed
     /// naming it once the children are gone.
     fn end_by(&mut self, limit: Limit, what: &str) {
@@ -338,7 +358,8 @@ impl<O: RunsHooks> Context<O> {
         mut on_exit: impl FnMut(&mut Context<O>, &mut HookRunner, Exit<O>) -> Result<(), StoreError>,
     ) -> Result<(), WorkerError> {
         while !self.interrupted && self.ended_by.is_none() && !done(runner) {
-            for exit in self.next_exits(runner.next_timer(&self.store))? {
+            let timer = runner.next_timer(&self.store);
+            for exit in self.next_exits_of(runner, timer)? {
                 let handled = on_exit(self, runner, exit);
                 self.handled(exit, handled)?;
             }

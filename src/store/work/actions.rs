@@ -53,8 +53,8 @@ impl Crawls<'_> {
             let retried = tx.execute(
                 &format!(
                     "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
-                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL \
-                     WHERE crawl_id = ?1 AND status IN {statuses} \
+                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
+                     process_id = NULL WHERE crawl_id = ?1 AND status IN {statuses} \
                      AND (CAST(?2 AS TEXT) IS NULL OR hook = ?2)"
                 ),
                 &args![crawl_id, hook],

@@ -70,7 +70,7 @@ impl Results<'_> {
                 tx.execute(
                     "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
                      output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
-                     session = 0 WHERE id = ?1 AND status = 'succeeded'",
+                     session = 0, process_id = NULL WHERE id = ?1 AND status = 'succeeded'",
                     &args![id],
                 )?;
             }

@@ -59,6 +59,8 @@ pub enum SpawnError {
         cause: std::io::Error,
     },
     #[error(transparent)]
+    Egress(crate::egress::kernel::EgressError),
+    #[error(transparent)]
     Store(#[from] StoreError),
 }
 
@@ -124,7 +126,7 @@ pub fn nothing_more(_: &Store, _: i64) -> Result<(), StoreError> {
 pub fn spawn(
     store: &Store,
     request: &SpawnRequest,
-    cgroups: Option<&Cgroup>,
+    cgroups: Option<Below<'_>>,
     with_row: WithRow<'_>,
 ) -> Result<Spawned, SpawnError> {
     let argv = &request.process.argv;
@@ -213,6 +215,14 @@ pub fn record_start(
     )
 }
 
+/// Where children go under cgroup containment: below `cgroup`, a worker in a leaf that
+/// `exempt_workers` exempts (before it enters) from the egress policy of a crawl's cgroup.
+#[derive(Debug, Clone, Copy)]
+pub struct Below<'a> {
+    pub cgroup: &'a Cgroup,
+    pub exempt_workers: Option<&'a crate::egress::kernel::Exemption>,
+}
+
 /// A child's place under cgroup containment: its row's cgroup, and the open `cgroup.procs` of
 /// the one it enters (the row's, or its `supervisor` leaf for a worker).
 struct Placement {
@@ -224,9 +234,10 @@ struct Placement {
 fn place(
     store: &Store,
     row_id: i64,
-    parent: &Cgroup,
+    below: Below<'_>,
     request: &SpawnRequest,
 ) -> Result<Placement, SpawnError> {
+    let parent = below.cgroup;
     let failed = |cause| SpawnError::Cgroup {
         row: row_id,
         parent: parent.dir.clone(),
@@ -234,6 +245,9 @@ fn place(
     };
     let supervising = request.process.kind.is_worker();
     let (cgroup, entered) = parent.for_row(row_id, supervising).map_err(failed)?;
+    if let (true, Some(exemption)) = (supervising, below.exempt_workers) {
+        exemption.apply(&entered.dir).map_err(SpawnError::Egress)?;
+    }
     let entry = entered.procs_for_entry().map_err(failed)?;
     for key in cgroup.apply(&request.limits) {
         log::warn!(

@@ -17,10 +17,11 @@ const KILL_GRACE_MS: i64 = 800;
 /// An escape-matrix daemon whose containment is `mode` ("procfs", "cgroup", "auto").
 fn contained_escape_daemon(mode: &str, extra: &str) -> TestDaemon {
     TestDaemon::start_with(&format!(
-        "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"1s\"\n\
+        "{}{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"1s\"\n\
          kill_grace = \"{KILL_GRACE_MS}ms\"\nmin_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n\
          {extra}",
-        plugins_config(&[&fixtures().join("escape")])
+        plugins_config(&[&fixtures().join("escape")]),
+        common::egress_for(mode)
     ))
 }
 
@@ -580,11 +581,12 @@ fn crawl_leaving_an_escapee(mode: &str) -> (Escapees, TestDaemon, i64) {
     // (The escapee ignores SIGTERM: a teardown of its tree from the top — recovery's, a
     // cancel's — kills it at kill_grace, which is 1 s here, not the default 5 s.)
     let daemon = TestDaemon::start_with(&format!(
-        "{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"300s\"\n\
+        "{}{}[limits]\ncontainment = \"{mode}\"\n[timeouts]\nhook_timeout = \"300s\"\n\
          kill_grace = \"1s\"\nmin_grace = \"300ms\"\ndescendant_scan = \"100ms\"\n\
          [plugins.escapee_then_wait]\n\
          env = {{ ESCAPE_NAME = {:?} }}\n",
         plugins_config(&[&fixtures().join("escape")]),
+        common::egress_for(mode),
         escapees.0
     ));
     let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "escapee_then_wait"]);
@@ -676,9 +678,11 @@ fn the_status_says_procfs_and_why_when_cgroups_are_not_used() {
 fn an_unprivileged_daemon_finds_a_non_dumpable_descendant_left_by_a_crash_and_kills_it() {
     let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
     let mut daemon = TestDaemon::prepare(&format!(
-        "{}[timeouts]\nhook_timeout = \"300s\"\nmin_grace = \"300ms\"\n\
+        "{}{}[timeouts]\nhook_timeout = \"300s\"\nmin_grace = \"300ms\"\n\
          [plugins.nondumpable]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
         plugins_config(&[&fixtures().join("escape")]),
+        // (Its own user has no cgroup here: procfs.)
+        common::egress_for("procfs"),
         escapees.0
     ));
     daemon.give_to_nobody();

@@ -1,7 +1,7 @@
 //! How to crawl: the flags `abxd run` and `abxctl add` share — depth, plugins, and the crawl's
 //! rules (`supervisor.toml(5)`'s `[crawl]` holds their defaults), named as ArchiveBox names them.
 
-use crate::domain::{CrawlRules, CrawlSpec, Pattern, UrlScope};
+use crate::domain::{CrawlRules, CrawlSpec, Egress, Pattern, UrlScope};
 use clap::Args;
 
 /// How to crawl: shared by `abxd run` and `abxctl add`.
@@ -39,6 +39,14 @@ pub struct CrawlArgs {
     /// again: a feed, to find what is new in it).
     #[arg(long)]
     pub only_new: bool,
+    /// Let its hooks reach this network although it is not public: an address or
+    /// ADDRESS/PREFIX ("10.1.0.0/16"; repeat the flag for more). The metadata address never.
+    #[arg(long, value_name = "NETWORK", value_parser = network)]
+    pub allow_network: Vec<String>,
+    /// Hold its hooks to its egress policy (restricted), or let them reach whatever the host
+    /// reaches (unrestricted).
+    #[arg(long, value_name = "restricted|unrestricted")]
+    pub egress: Option<Egress>,
 }
 
 impl CrawlArgs {
@@ -65,12 +73,18 @@ impl CrawlArgs {
             timeout: self.timeout,
             snapshot_max_size: self.snapshot_max_size,
             only_new: self.only_new,
+            allow_networks: self.allow_network.clone(),
+            egress: self.egress,
         }
     }
 }
 
 fn pattern(text: &str) -> Result<String, String> {
     Pattern::new(text).map(|_| text.to_string())
+}
+
+fn network(text: &str) -> Result<String, String> {
+    (text.parse::<crate::egress::policy::Network>()).map(|_| text.to_string())
 }
 
 fn size(text: &str) -> Result<u64, String> {

@@ -86,9 +86,13 @@ impl Config {
             }
         }
         if let Some(why) = self.crawl.rules().problem() {
-            // (The flag's name, as `add` says it, is the key's: `--url-denylist` is `url_denylist`.)
+            // (The flag's name, as `add` says it, is the key's: `--url-denylist` is `url_denylist`;
+            // `--allow-network`, given once per network, is `allow_networks`.)
             let (flag, why) = why.split_once(' ').unwrap_or((&why, ""));
-            let key = format!("crawl.{}", flag.trim_start_matches("--").replace('-', "_"));
+            let key = match flag {
+                "--allow-network" => "crawl.allow_networks".to_string(),
+                flag => format!("crawl.{}", flag.trim_start_matches("--").replace('-', "_")),
+            };
             return Err(self.invalid(&key, why.to_string()));
         }
         if let Some(user) = &self.hooks.user {

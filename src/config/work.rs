@@ -4,7 +4,7 @@
 
 use super::bytes;
 use super::file::{duration, duration_text};
-use crate::domain::{CrawlRules, UrlScope};
+use crate::domain::{CrawlRules, Egress, UrlScope};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,6 +24,11 @@ pub struct CrawlDefaults {
     pub timeout: Duration,
     #[serde(deserialize_with = "bytes::size", serialize_with = "bytes::size_text")]
     pub snapshot_max_size: u64,
+    /// Networks hooks may reach although they are not public ("10.1.0.0/16", "fd00::/8", or
+    /// one address).
+    pub allow_networks: Vec<String>,
+    /// Whether the kernel holds hooks to the crawl's egress policy.
+    pub egress: Egress,
 }
 
 impl Default for CrawlDefaults {
@@ -36,6 +41,8 @@ impl Default for CrawlDefaults {
             max_size: 0,
             timeout: Duration::ZERO,
             snapshot_max_size: 0,
+            allow_networks: Vec::new(),
+            egress: Egress::Restricted,
         }
     }
 }
@@ -52,6 +59,8 @@ impl CrawlDefaults {
             timeout: Some(self.timeout.as_secs()),
             snapshot_max_size: Some(self.snapshot_max_size),
             only_new: false,
+            allow_networks: self.allow_networks.clone(),
+            egress: Some(self.egress),
         }
         .over(&CrawlRules::default())
     }

@@ -42,6 +42,9 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
             if !info.hooks.is_empty() {
                 println!("hooks:    {}", info.hooks);
             }
+            if !info.egress.is_empty() {
+                println!("egress:   {}", info.egress);
+            }
             if !info.admission.is_empty() {
                 println!("admit:    {}", info.admission);
             }

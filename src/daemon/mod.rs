@@ -16,6 +16,7 @@
 //! `add` request, a worker's exit, a timer.
 
 mod database;
+mod egress;
 use database::Retry;
 mod error;
 pub use error::DaemonError;
@@ -53,6 +54,9 @@ struct State {
     config: Config,
     /// How processes are contained (cgroup v2 or procfs), as the start-up settled it.
     containment: crate::cgroup::Containment,
+    /// Whether the kernel can hold a crawl's hooks to its egress policy here (a cgroup of
+    /// abxd's own, and the right to load cgroup BPF programs), or why not.
+    egress: Result<(), String>,
     store: Store,
     orchestrator_id: i64,
     started_at_ms: i64,

@@ -46,6 +46,7 @@ impl Daemon {
         let containment = cgroup::establish(config.limits.containment, &instance)
             .map_err(DaemonError::Containment)?;
         log::info!("containment: {}", containment.describe());
+        let egress = super::egress::can_restrict(&containment);
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, instance.clone(), Some(orchestrator_id))?;
         if let Some(scope) = containment.scope() {
@@ -97,6 +98,7 @@ impl Daemon {
             started_at_ms: now_ms(),
             config,
             containment,
+            egress,
             store,
             orchestrator_id,
             stopping: false,

@@ -18,7 +18,7 @@ mod work;
 pub use crawl::{Added, Crawl, HookResult, Snapshot, WorkCounts};
 pub use machine::Machine;
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, ProcessRow, Pruned, Status};
-pub use rules::{CrawlRules, Limit, Pattern, UrlScope};
+pub use rules::{CrawlRules, Egress, Limit, Pattern, UrlScope};
 pub use schedule::{Cadence, Cron, Schedule};
 pub use spec::CrawlSpec;
 pub use words::Word;
@@ -65,6 +65,7 @@ mod tests {
         words_agree::<ResultStatus>();
         words_agree::<Refusal>();
         words_agree::<UrlScope>();
+        words_agree::<Egress>();
         words_agree::<Limit>();
     }
 

@@ -22,6 +22,17 @@ words!(
 );
 
 words!(
+    /// Whether the kernel holds a crawl's hooks to its egress policy (`[crawl] egress`).
+    Egress {
+        /// No connect or send to a network the crawl may not reach (the default); a crawl the
+        /// kernel cannot hold to it is refused.
+        Restricted => "restricted",
+        /// Hooks reach whatever the host reaches.
+        Unrestricted => "unrestricted",
+    }
+);
+
+words!(
     /// Which of a crawl's limits ended it (or one of its snapshots).
     Limit {
         /// `--max-urls`: no more snapshots than this in the crawl.
@@ -75,6 +86,12 @@ pub struct CrawlRules {
     /// always crawled: a feed is fetched again to find what is new in it).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub only_new: bool,
+    /// Networks its hooks may reach although they are not public (`--allow-network`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_networks: Vec<String>,
+    /// Whether its hooks are held to its egress policy (unset: restricted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Egress>,
 }
 
 impl CrawlRules {
@@ -101,23 +118,36 @@ impl CrawlRules {
             timeout: limit(self.timeout, defaults.timeout),
             snapshot_max_size: limit(self.snapshot_max_size, defaults.snapshot_max_size),
             only_new: self.only_new || defaults.only_new,
+            allow_networks: list(&self.allow_networks, &defaults.allow_networks),
+            egress: self.egress.or(defaults.egress),
         }
     }
 
+    /// Whether its hooks are held to its egress policy.
+    pub fn restricted(&self) -> bool {
+        self.egress != Some(Egress::Unrestricted)
+    }
+
     /// What is wrong with these rules, naming the flag: a pattern that is neither a domain nor
-    /// a regular expression.
+    /// a regular expression, or a network that is not one.
     pub fn problem(&self) -> Option<String> {
         let lists = [
             ("--url-allowlist", &self.url_allowlist),
             ("--url-denylist", &self.url_denylist),
         ];
-        lists.into_iter().find_map(|(flag, patterns)| {
+        let pattern = lists.into_iter().find_map(|(flag, patterns)| {
             patterns.iter().find_map(|p| {
                 Pattern::new(p)
                     .err()
                     .map(|why| format!("{flag} {p:?}: {why}"))
             })
-        })
+        });
+        let network = || {
+            (self.allow_networks.iter())
+                .find_map(|n| n.parse::<crate::egress::policy::Network>().err())
+                .map(|why| format!("--allow-network {why}"))
+        };
+        pattern.or_else(network)
     }
 
     /// The limit of `limit`, if it has one.

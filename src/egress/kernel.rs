@@ -1,12 +1,19 @@
 //! The egress programs handed to the kernel: loaded through `bpf(2)` (`BPF_PROG_LOAD`, with the
-//! verifier's log when it refuses one) and attached to a cgroup (`BPF_PROG_ATTACH`, with
-//! `BPF_F_ALLOW_MULTI`, so a program attached below runs too), where they judge every connect
-//! and UDP send of every process in it and below it — a hook's whole tree, whatever it forks.
+//! verifier's log when it refuses one) and attached to a crawl's cgroup (`BPF_PROG_ATTACH`),
+//! where they judge every connect and UDP send of every process below it — every hook's whole
+//! tree, whatever it forks. The policy is attached with `BPF_F_ALLOW_OVERRIDE`: the cgroup of a
+//! worker below (its `supervisor` leaf) gets a program that lets everything through
+//! ([`Exemption`]), which the kernel then runs there instead — abxd's own processes reach their
+//! database wherever it is — while what systemd attached above (`IPAddressDeny=`, with
+//! `BPF_F_ALLOW_MULTI`) still runs for all.
 //!
 //! Invariants: a program attached stays attached while its cgroup lives (the kernel holds it;
-//! the descriptors here may close); a failure says which step and the kernel's reason.
+//! the descriptors here may close); a failure says which step and the kernel's reason; a
+//! worker's leaf is exempted before the worker enters it.
 
-use super::program::{program_listeners, program_v4, program_v6, Insn, Policy};
+use super::program::{
+    program_let_through, program_listeners, program_v4, program_v6, Insn, Policy,
+};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
@@ -19,7 +26,7 @@ const BPF_CGROUP_SOCK_OPS: u32 = 3;
 const BPF_MAP_TYPE_HASH: u32 = 1;
 /// How many ports a crawl's own processes may listen on, and be reached at, on loopback.
 const MAX_LISTENERS: u32 = 1024;
-const BPF_F_ALLOW_MULTI: u32 = 2;
+const BPF_F_ALLOW_OVERRIDE: u32 = 1;
 
 /// Where a program hooks in (`enum bpf_attach_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +72,11 @@ pub enum EgressError {
     LoadListeners { cause: std::io::Error, log: String },
     #[error("cannot attach the program that records a crawl's own listeners to {}: {cause}", cgroup.display())]
     AttachListeners {
+        cgroup: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("cannot exempt a worker's cgroup {} from its crawl's egress policy: {cause}", cgroup.display())]
+    Exempt {
         cgroup: std::path::PathBuf,
         cause: std::io::Error,
     },
@@ -148,6 +160,7 @@ fn bpf<T>(command: i64, attr: &mut T) -> std::io::Result<i64> {
 
 /// The ports a crawl's own processes listen on (a hash map of the kernel's, port to 1): its
 /// cgroup's `SOCK_OPS` program fills it, its connect programs read it. Dropped with the crawl.
+#[derive(Debug)]
 pub struct Listeners(OwnedFd);
 
 impl Listeners {
@@ -231,7 +244,7 @@ fn attach_one(dir: &std::fs::File, program: &OwnedFd, attach_type: u32) -> std::
         target_fd: dir.as_raw_fd() as u32,
         attach_bpf_fd: program.as_raw_fd() as u32,
         attach_type,
-        attach_flags: BPF_F_ALLOW_MULTI,
+        attach_flags: BPF_F_ALLOW_OVERRIDE,
         ..Default::default()
     };
     bpf(BPF_PROG_ATTACH, &mut attr).map(drop)
@@ -279,4 +292,41 @@ pub fn attach(
         attach_one(&dir, &program, hook as u32).map_err(|cause| failed(hook, cause))?;
     }
     Ok(())
+}
+
+/// The programs that let everything through, one for each of [`Hook::ALL`], loaded once by a
+/// crawl worker and attached to the cgroup of each worker below its crawl's.
+#[derive(Debug)]
+pub struct Exemption(Vec<(Hook, OwnedFd)>);
+
+impl Exemption {
+    pub fn load() -> Result<Exemption, EgressError> {
+        let code = program_let_through();
+        let programs = (Hook::ALL.into_iter())
+            .map(|hook| {
+                load_code(&code, BPF_PROG_TYPE_CGROUP_SOCK_ADDR, hook as u32)
+                    .map(|fd| (hook, fd))
+                    .map_err(|(cause, log)| EgressError::Load { hook, cause, log })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Exemption(programs))
+    }
+
+    /// Exempts the cgroup at `cgroup` (a worker's leaf, before the worker enters it).
+    pub fn apply(&self, cgroup: &Path) -> Result<(), EgressError> {
+        let dir = open_cgroup(cgroup)?;
+        for (hook, program) in &self.0 {
+            attach_one(&dir, program, *hook as u32).map_err(|cause| EgressError::Exempt {
+                cgroup: cgroup.to_path_buf(),
+                cause,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether this process may load egress programs (the capabilities, and a kernel with cgroup
+/// BPF): what `abxctl status` says, and what a crawl that must be protected needs.
+pub fn probe() -> Result<(), EgressError> {
+    Exemption::load().map(drop)
 }

@@ -1,11 +1,146 @@
-//! What a hook's end means beyond what it reported: an exit from the SIGTERM of its scope's end
-//! is a polite one, and a kill its supervisor noted (its memory limit, unkillable) decides its
-//! result.
+//! A hook's end: its result recorded from its exit, its records and its deadline (with what
+//! the worker writes of it, in one transaction), its run appended to the snapshot's index; and
+//! what that end means beyond what the hook reported: an exit from the SIGTERM of its scope's
+//! end is a polite one, and a kill its supervisor noted (its memory limit, unkillable) decides
+//! its result.
 
-use super::result;
-use crate::domain::{EndDetail, ExitOutcome};
+use super::{
+    index, interpret, output_files, resource, result, HookRunner, Outcome, Running, Waiting,
+};
+use crate::domain::{EndDetail, EndReason, ExitOutcome, ResultStatus};
 use crate::signal::Signal;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
+use crate::supervisor::{RunsHooks, Supervisor};
+use std::path::Path;
+
+impl HookRunner {
+    /// Records the result of hook row `row_id` if it is one of ours, and what `also` writes of
+    /// it, in one transaction; returns what it reported (discovered URLs, tags). Starts the next
+    /// hook when the one waited for ended. If the transaction fails (e.g. the database is busy)
+    /// nothing changed: the same exit may be given again.
+    pub fn on_exit<O: RunsHooks>(
+        &mut self,
+        supervisor: &mut Supervisor<O>,
+        store: &Store,
+        exit: (i64, ExitOutcome, EndReason),
+        also: impl FnOnce(&Store, &Outcome) -> Result<(), StoreError>,
+    ) -> Result<Option<Outcome>, StoreError> {
+        let (row_id, outcome, reason) = exit;
+        let Some(run) = self.running.get(&row_id) else {
+            return Ok(None);
+        };
+        let stopped_at_end = self.stopped_at_end.contains(&row_id);
+        let (outcome, reason) = if stopped_at_end && polite_exit(outcome) {
+            // abx-dl: a background hook that exits from the scope-end SIGTERM completed its
+            // intended lifecycle.
+            (ExitOutcome::Code(0), EndReason::Exited)
+        } else {
+            (outcome, reason)
+        };
+        let ending = result::Ending {
+            outcome,
+            reason,
+            timeout: run.prepared.timeout,
+            // (Killed, and not by its own scope's end: an operator's `abxctl kill`.)
+            stopped: reason == EndReason::Killed && !stopped_at_end,
+            crawl_hook: self.scope.snapshot.is_none(),
+        };
+        let mut result = interpret(&run.stdout, &run.stderr, &ending);
+        if let Some(overridden) = by_its_limits(store, row_id, outcome) {
+            result = overridden;
+        }
+        let hook_end = resource::HookEnd {
+            crawl_hook: ending.crawl_hook,
+            background: run.prepared.hook.background,
+            ready: !matches!(self.waiting, Waiting::FirstOutput { row, .. } if row == row_id),
+            required: run.prepared.required,
+            failed: result.status == ResultStatus::Failed,
+            stopped: stopped_at_end || ending.stopped,
+        };
+        if let Some(why) = resource::fatal_to_crawl(hook_end, &run.prepared.hook.file_name) {
+            log::error!("{why}");
+            self.fatal.get_or_insert(why);
+            // (No crawl hook starts after it: their results are cancelled when the crawl seals.)
+            self.pending.clear();
+        }
+        let files = output_files(Path::new(&run.cwd));
+        let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+        let size = files.iter().map(|(_, size)| size).sum();
+        store.all_or_nothing(|store| {
+            let output = result.output.as_deref();
+            store
+                .results()
+                .finish(run.result_id, result.status, output, &names, size)?;
+            if stopped_at_end && run.prepared.hook.background {
+                store.results().note_session(run.result_id)?;
+            }
+            also(store, &result)
+        })?;
+        self.stopped_at_end.remove(&row_id);
+        let run = self.running.remove(&row_id).expect("looked up above");
+        self.index_run(&run, &ending, &result, &files);
+        log::info!(
+            "{} {}: {}",
+            run.prepared.hook.file_name,
+            result.status,
+            result.output.as_deref().unwrap_or("")
+        );
+        let waited_for = match self.waiting {
+            Waiting::Foreground(row) | Waiting::FirstOutput { row, .. } => row == row_id,
+            // (Whether the next hook may start now is decided again.)
+            Waiting::Others { .. } => true,
+            Waiting::Nothing => false,
+        };
+        if waited_for {
+            self.waiting = Waiting::Nothing;
+            self.start_next(supervisor, store)?;
+        }
+        Ok(Some(result))
+    }
+
+    /// Appends the Process and ArchiveResult records of `run` to its snapshot's `index.jsonl`
+    /// (crawl hooks have none); a write that fails is logged, never the run's failure.
+    fn index_run(
+        &self,
+        run: &Running,
+        ending: &result::Ending,
+        result: &Outcome,
+        files: &[(String, u64)],
+    ) {
+        let Some(snapshot) = &self.scope.snapshot else {
+            return;
+        };
+        let hook = &run.prepared.hook;
+        let process = index::process_record(&index::Run {
+            uuid: run.process_uuid.as_deref(),
+            argv: &run.argv,
+            plugin: &hook.plugin,
+            hook_name: &hook.stem,
+            pwd: &run.cwd.to_string_lossy(),
+            timeout_secs: run.prepared.timeout.as_secs(),
+            started_at: run.started_at,
+            ended_at: crate::store::now_ms(),
+            outcome: ending.outcome,
+        });
+        let reported = index::result_record(&index::Reported {
+            uuid: run.result_uuid.as_deref(),
+            process_uuid: run.process_uuid.as_deref(),
+            snapshot_uuid: snapshot.uuid.as_deref(),
+            plugin: &hook.plugin,
+            hook_name: &hook.stem,
+            status: result.status,
+            output: result.output.as_deref(),
+            files,
+        });
+        if let Err(err) = index::append(
+            &self.scope.data_dir,
+            &self.scope.dir(),
+            &[process, reported],
+        ) {
+            log::warn!("{}: not in {}: {err}", hook.file_name, index::FILE);
+        }
+    }
+}
 
 /// An exit from SIGTERM or SIGINT, as a signal or as a shell reports it (128 + n).
 pub(super) fn polite_exit(outcome: ExitOutcome) -> bool {

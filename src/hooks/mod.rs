@@ -38,12 +38,11 @@ mod unrecorded;
 pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
 pub use result::{bytes_below, interpret, last_line_of, output_files, Outcome};
 
-use crate::domain::{EndReason, ExitOutcome, ResultStatus};
 use crate::plugins::Prepared;
 use crate::store::{Store, StoreError};
 use crate::supervisor::{RunsHooks, Supervisor};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// How often the first output of a background hook is looked for (abx-dl looks every 50 ms).
@@ -204,49 +203,6 @@ impl HookRunner {
         Ok(())
     }
 
-    /// Appends the Process and ArchiveResult records of `run` to its snapshot's `index.jsonl`
-    /// (crawl hooks have none); a write that fails is logged, never the run's failure.
-    fn index_run(
-        &self,
-        run: &Running,
-        ending: &result::Ending,
-        result: &Outcome,
-        files: &[(String, u64)],
-    ) {
-        let Some(snapshot) = &self.scope.snapshot else {
-            return;
-        };
-        let hook = &run.prepared.hook;
-        let process = index::process_record(&index::Run {
-            uuid: run.process_uuid.as_deref(),
-            argv: &run.argv,
-            plugin: &hook.plugin,
-            hook_name: &hook.stem,
-            pwd: &run.cwd.to_string_lossy(),
-            timeout_secs: run.prepared.timeout.as_secs(),
-            started_at: run.started_at,
-            ended_at: crate::store::now_ms(),
-            outcome: ending.outcome,
-        });
-        let reported = index::result_record(&index::Reported {
-            uuid: run.result_uuid.as_deref(),
-            process_uuid: run.process_uuid.as_deref(),
-            snapshot_uuid: snapshot.uuid.as_deref(),
-            plugin: &hook.plugin,
-            hook_name: &hook.stem,
-            status: result.status,
-            output: result.output.as_deref(),
-            files,
-        });
-        if let Err(err) = index::append(
-            &self.scope.data_dir,
-            &self.scope.dir(),
-            &[process, reported],
-        ) {
-            log::warn!("{}: not in {}: {err}", hook.file_name, index::FILE);
-        }
-    }
-
     /// When the loop must wake for this runner: to look for a background hook's first output,
     /// to stop background hooks at the end of a scope of background hooks only, or to look at
     /// the memory of hooks with a limit, or to start a hook the busy database held back.
@@ -343,89 +299,5 @@ impl HookRunner {
     /// Whether the scope is over: every hook started and ended, the background ones stopped.
     pub fn done(&self) -> bool {
         self.foreground_done() && self.ending == Ending::Stopped && self.running.is_empty()
-    }
-
-    /// Records the result of hook row `row_id` if it is one of ours, and what `also` writes of
-    /// it, in one transaction; returns what it reported (discovered URLs, tags). Starts the next
-    /// hook when the one waited for ended. If the transaction fails (e.g. the database is busy)
-    /// nothing changed: the same exit may be given again.
-    pub fn on_exit<O: RunsHooks>(
-        &mut self,
-        supervisor: &mut Supervisor<O>,
-        store: &Store,
-        exit: (i64, ExitOutcome, EndReason),
-        also: impl FnOnce(&Store, &Outcome) -> Result<(), StoreError>,
-    ) -> Result<Option<Outcome>, StoreError> {
-        let (row_id, outcome, reason) = exit;
-        let Some(run) = self.running.get(&row_id) else {
-            return Ok(None);
-        };
-        let stopped_at_end = self.stopped_at_end.contains(&row_id);
-        let (outcome, reason) = if stopped_at_end && ended::polite_exit(outcome) {
-            // abx-dl: a background hook that exits from the scope-end SIGTERM completed its
-            // intended lifecycle.
-            (ExitOutcome::Code(0), EndReason::Exited)
-        } else {
-            (outcome, reason)
-        };
-        let ending = result::Ending {
-            outcome,
-            reason,
-            timeout: run.prepared.timeout,
-            // (Killed, and not by its own scope's end: an operator's `abxctl kill`.)
-            stopped: reason == EndReason::Killed && !stopped_at_end,
-            crawl_hook: self.scope.snapshot.is_none(),
-        };
-        let mut result = interpret(&run.stdout, &run.stderr, &ending);
-        if let Some(overridden) = ended::by_its_limits(store, row_id, outcome) {
-            result = overridden;
-        }
-        let hook_end = resource::HookEnd {
-            crawl_hook: ending.crawl_hook,
-            background: run.prepared.hook.background,
-            ready: !matches!(self.waiting, Waiting::FirstOutput { row, .. } if row == row_id),
-            required: run.prepared.required,
-            failed: result.status == ResultStatus::Failed,
-            stopped: stopped_at_end || ending.stopped,
-        };
-        if let Some(why) = resource::fatal_to_crawl(hook_end, &run.prepared.hook.file_name) {
-            log::error!("{why}");
-            self.fatal.get_or_insert(why);
-            // (No crawl hook starts after it: their results are cancelled when the crawl seals.)
-            self.pending.clear();
-        }
-        let files = output_files(Path::new(&run.cwd));
-        let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
-        let size = files.iter().map(|(_, size)| size).sum();
-        store.all_or_nothing(|store| {
-            let output = result.output.as_deref();
-            store
-                .results()
-                .finish(run.result_id, result.status, output, &names, size)?;
-            if stopped_at_end && run.prepared.hook.background {
-                store.results().note_session(run.result_id)?;
-            }
-            also(store, &result)
-        })?;
-        self.stopped_at_end.remove(&row_id);
-        let run = self.running.remove(&row_id).expect("looked up above");
-        self.index_run(&run, &ending, &result, &files);
-        log::info!(
-            "{} {}: {}",
-            run.prepared.hook.file_name,
-            result.status,
-            result.output.as_deref().unwrap_or("")
-        );
-        let waited_for = match self.waiting {
-            Waiting::Foreground(row) | Waiting::FirstOutput { row, .. } => row == row_id,
-            // (Whether the next hook may start now is decided again.)
-            Waiting::Others { .. } => true,
-            Waiting::Nothing => false,
-        };
-        if waited_for {
-            self.waiting = Waiting::Nothing;
-            self.start_next(supervisor, store)?;
-        }
-        Ok(Some(result))
     }
 }

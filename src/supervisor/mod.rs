@@ -84,6 +84,9 @@ pub struct Supervisor<O> {
     /// Under cgroup containment: the cgroup of this process's row, below which each child gets
     /// its own.
     cgroup: Option<Cgroup>,
+    /// Under a crawl's egress policy (a crawl worker's): what exempts each worker it starts
+    /// (`egress::crawl`).
+    exempt_workers: Option<crate::egress::kernel::Exemption>,
     /// This process is a child subreaper: what its children leave alive is re-parented to it.
     subreaper: bool,
     /// The owner of each child whose teardown is under way: its report goes to that owner, as
@@ -123,6 +126,7 @@ impl<O: Owner> Supervisor<O> {
             ending: false,
             above: None,
             cgroup: None,
+            exempt_workers: None,
             subreaper,
             stopping: HashMap::new(),
         })
@@ -136,6 +140,12 @@ impl<O: Owner> Supervisor<O> {
     /// row's cgroup).
     pub fn contain_in(&mut self, cgroup: Cgroup) {
         self.cgroup = Some(cgroup);
+    }
+
+    /// Exempts each worker it starts from now on from the egress policy of the cgroup its
+    /// children are contained in (a crawl worker's, once its crawl's policy is in force).
+    pub fn exempt_workers(&mut self, exemption: crate::egress::kernel::Exemption) {
+        self.exempt_workers = Some(exemption);
     }
 
     /// The cgroup children are contained in, under cgroup containment.
@@ -163,7 +173,11 @@ impl<O: Owner> Supervisor<O> {
         (owner, policy): (O, ChildPolicy),
         with_row: spawn::WithRow<'_>,
     ) -> Result<Spawned, SpawnError> {
-        let spawned = spawn::spawn(store, request, self.cgroup.as_ref(), with_row)?;
+        let below = (self.cgroup.as_ref()).map(|cgroup| spawn::Below {
+            cgroup,
+            exempt_workers: self.exempt_workers.as_ref(),
+        });
+        let spawned = spawn::spawn(store, request, below, with_row)?;
         if !spawned.recorded {
             self.unrecorded.start_failed(&spawned);
         }

@@ -26,6 +26,12 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         .crawls()
         .get(crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {crawl_id}")))?;
+    if let Err(why) = super::egress::hold_to_policy(&mut cx, &crawl) {
+        // (Nothing of it runs: it ends failed, saying why.)
+        log::error!("crawl {crawl_id} not run: {why}");
+        cx.failed = true;
+        return cx.finish(Queue::Crawls, crawl_id);
+    }
     let hooks = hooks_for(&cx.store, &cx.config, Phase::Crawl, &crawl, None, false)?;
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();

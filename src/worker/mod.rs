@@ -15,6 +15,7 @@
 //! really finished.
 
 mod crawl;
+mod egress;
 mod end;
 mod input;
 mod limits;

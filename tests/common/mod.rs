@@ -653,6 +653,15 @@ pub fn exists(path: &Path) -> Option<()> {
     path.exists().then_some(())
 }
 
+/// What a daemon of containment `mode` needs to run crawls: under procfs the kernel cannot hold
+/// hooks to an egress policy, and a crawl must be let run unprotected.
+pub fn egress_for(mode: &str) -> &'static str {
+    match mode {
+        "procfs" => "[crawl]\negress = \"unrestricted\"\n",
+        _ => "",
+    }
+}
+
 /// The containments the escape matrix runs under here: `procfs` always, and `cgroup` where this
 /// machine lets abxd make cgroups (a writable cgroup2 mount; CI's machines have one, and there
 /// it is required). Says which ran.

@@ -232,6 +232,9 @@ pub struct StatusInfo {
     /// operator's shell's: `abxctl plugins` lists these).
     #[serde(default)]
     pub plugins_dirs: Vec<String>,
+    /// Whether crawls' hooks are held to their egress policy, or why not.
+    #[serde(default)]
+    pub egress: String,
 }
 
 /// One machine of a fleet, as `status` shows it.

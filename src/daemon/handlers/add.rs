@@ -22,6 +22,9 @@ pub(super) fn handle(state: &mut State, spec: CrawlSpec) -> Response {
         Ok(crawl) => crawl,
         Err(refusal) => return refused(refusal.code, refusal.message),
     };
+    if let Some(why) = crate::daemon::egress::refusal(&crawl.spec().rules, &state.egress) {
+        return refused(ErrorCode::NotAllowed, why);
+    }
     let added = verbs::crawl::enqueue(&state.store, &state.config, &crawl);
     state.wake |= added.is_ok();
     answer_of(added, &crawl)

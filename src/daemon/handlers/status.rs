@@ -32,6 +32,7 @@ pub(super) fn handle(state: &mut State) -> Response {
         plugins_dirs: (state.config.plugins_dirs.iter())
             .map(|dir| dir.display().to_string())
             .collect(),
+        egress: crate::daemon::egress::describe(&state.config, &state.egress),
     }))
 }
 

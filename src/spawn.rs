@@ -10,7 +10,8 @@
 //! `cgroup.procs` opened before the fork — before it runs any code of its own, so nothing it
 //! forks can start outside. Without containment spawning never forks a copy of the caller: std's
 //! `Command` without `pre_exec` (or a user to switch to) takes the `posix_spawn` path. A child
-//! with a `run_as` runs as that user and group, with no supplementary group.
+//! with a `run_as` runs as that user and group, with no supplementary group. Only workers keep
+//! the ambient capabilities a service granted abxd: anything else starts without them.
 
 use crate::cgroup::{self, Cgroup, CGROUP_ENV};
 use crate::identity::{self, Identity};
@@ -223,6 +224,19 @@ pub struct Below<'a> {
     pub exempt_workers: Option<&'a crate::egress::kernel::Exemption>,
 }
 
+impl<'a> Below<'a> {
+    /// Below `cgroup`, if children are contained.
+    pub fn of(
+        cgroup: Option<&'a Cgroup>,
+        exempt_workers: Option<&'a crate::egress::kernel::Exemption>,
+    ) -> Option<Below<'a>> {
+        cgroup.map(|cgroup| Below {
+            cgroup,
+            exempt_workers,
+        })
+    }
+}
+
 /// A child's place under cgroup containment: its row's cgroup, and the open `cgroup.procs` of
 /// the one it enters (the row's, or its `supervisor` leaf for a worker).
 struct Placement {
@@ -327,11 +341,45 @@ fn start(
             });
         }
     }
+    if !request.process.kind.is_worker() && holds_ambient_capabilities() {
+        // SAFETY: between fork and exec only one prctl(2) runs: a system call, async-signal-safe,
+        // no allocation, no lock.
+        unsafe {
+            command.pre_exec(|| {
+                let cleared = nix::libc::prctl(
+                    nix::libc::PR_CAP_AMBIENT,
+                    nix::libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                    0,
+                    0,
+                    0,
+                );
+                match cleared {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+    }
     let child = command.spawn().map_err(|cause| SpawnError::Exec {
         program: program.to_string(),
         cause,
     })?;
     Ok((child, stdout_path, stderr_path))
+}
+
+/// Whether this process holds ambient capabilities — a service's unit granted them
+/// (`AmbientCapabilities=CAP_BPF CAP_NET_ADMIN`: the egress programs) — which its workers keep
+/// and nothing else it starts may: a hook with `CAP_NET_ADMIN` could take its crawl's egress
+/// programs off. (Read once: they never change while abxd runs.)
+fn holds_ambient_capabilities() -> bool {
+    static HOLDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HOLDS.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        (status.lines())
+            .find_map(|line| line.strip_prefix("CapAmb:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask != 0)
+    })
 }
 
 /// write(2) on a raw descriptor, for the moment between fork and exec (where nothing may

@@ -204,7 +204,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__add)
-            opts="-c -h --from --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --wait --json --config --help"
+            opts="-c -h --from --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --allow-network --egress --wait --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,6 +247,14 @@ _abxctl() {
                     return 0
                     ;;
                 --snapshot-max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --egress)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -948,7 +956,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__schedule__subcmd__add)
-            opts="-c -h --from --every --cron --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --json --config --help"
+            opts="-c -h --from --every --cron --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --allow-network --egress --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -999,6 +1007,14 @@ _abxctl() {
                     return 0
                     ;;
                 --snapshot-max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --egress)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

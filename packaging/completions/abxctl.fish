@@ -72,6 +72,8 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l max-urls -d 'Start
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l allow-network -d 'Let its hooks reach this network although it is not public: an address or ADDRESS/PREFIX ("10.1.0.0/16"; repeat the flag for more). The metadata address never' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l egress -d 'Hold its hooks to its egress policy (restricted), or let them reach whatever the host reaches (unrestricted)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l only-new -d 'Follow no discovered URL that another crawl archived already (seeds are crawled again: a feed, to find what is new in it)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand add" -l wait -d 'Follow the crawl until it is sealed and print its results'
@@ -97,6 +99,8 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l allow-network -d 'Let its hooks reach this network although it is not public: an address or ADDRESS/PREFIX ("10.1.0.0/16"; repeat the flag for more). The metadata address never' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l egress -d 'Hold its hooks to its egress policy (restricted), or let them reach whatever the host reaches (unrestricted)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l only-new -d 'Follow no discovered URL that another crawl archived already (seeds are crawled again: a feed, to find what is new in it)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_subcommand_from add" -l json -d 'Print the documented JSON shape (docs/json.md) instead'

@@ -433,7 +433,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__run)
-            opts="-c -h --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --hooks-user --config --help"
+            opts="-c -h --depth --plugins --url-allowlist --url-denylist --scope --max-urls --max-size --timeout --snapshot-max-size --only-new --allow-network --egress --hooks-user --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -472,6 +472,14 @@ _abxd() {
                     return 0
                     ;;
                 --snapshot-max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --egress)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -49,6 +49,8 @@ complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-urls -d 'Start no 
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l allow-network -d 'Let its hooks reach this network although it is not public: an address or ADDRESS/PREFIX ("10.1.0.0/16"; repeat the flag for more). The metadata address never' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l egress -d 'Hold its hooks to its egress policy (restricted), or let them reach whatever the host reaches (unrestricted)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l hooks-user -d 'Run the hooks as this user, instead of `hooks.user` (abxd as root only)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l only-new -d 'Follow no discovered URL that another crawl archived already (seeds are crawled again: a feed, to find what is new in it)'

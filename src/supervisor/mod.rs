@@ -84,8 +84,7 @@ pub struct Supervisor<O> {
     /// Under cgroup containment: the cgroup of this process's row, below which each child gets
     /// its own.
     cgroup: Option<Cgroup>,
-    /// Under a crawl's egress policy (a crawl worker's): what exempts each worker it starts
-    /// (`egress::crawl`).
+    /// What exempts each worker it starts from its crawl's egress policy (`egress::crawl`).
     exempt_workers: Option<crate::egress::kernel::Exemption>,
     /// This process is a child subreaper: what its children leave alive is re-parented to it.
     subreaper: bool,
@@ -142,8 +141,7 @@ impl<O: Owner> Supervisor<O> {
         self.cgroup = Some(cgroup);
     }
 
-    /// Exempts each worker it starts from now on from the egress policy of the cgroup its
-    /// children are contained in (a crawl worker's, once its crawl's policy is in force).
+    /// Exempts each worker it starts from now on from its crawl's egress policy.
     pub fn exempt_workers(&mut self, exemption: crate::egress::kernel::Exemption) {
         self.exempt_workers = Some(exemption);
     }
@@ -173,10 +171,7 @@ impl<O: Owner> Supervisor<O> {
         (owner, policy): (O, ChildPolicy),
         with_row: spawn::WithRow<'_>,
     ) -> Result<Spawned, SpawnError> {
-        let below = (self.cgroup.as_ref()).map(|cgroup| spawn::Below {
-            cgroup,
-            exempt_workers: self.exempt_workers.as_ref(),
-        });
+        let below = spawn::Below::of(self.cgroup.as_ref(), self.exempt_workers.as_ref());
         let spawned = spawn::spawn(store, request, below, with_row)?;
         if !spawned.recorded {
             self.unrecorded.start_failed(&spawned);

@@ -92,7 +92,8 @@ boot() {
     mountpoint -q /run/systemd/nspawn \
         || { mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn; }
     setsid systemd-nspawn --quiet --directory="$root" --boot --register=no --keep-unit \
-        --machine="$machine" --console=pipe --private-network --bind-ro="$ab_venv" \
+        --machine="$machine" --console=pipe --private-network --capability=CAP_BPF \
+        --system-call-filter=bpf --bind-ro="$ab_venv" \
         --bind-ro="$ab_python" \
         </dev/null >"$root.console" 2>&1 &
     nspawn=$!
@@ -272,6 +273,13 @@ done')
 [ -z "$outside" ] || fail "processes outside abxd.service's cgroup: $outside"
 [ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U root || true)" ] || fail "a hook runs as root"
 echo "hooks and Chromium run as abxd, inside abxd.service"
+ctl status | contains "egress:   restricted" || fail "egress is not in force under the service: $(ctl status)"
+# (The unit's CAP_BPF and CAP_NET_ADMIN are the workers': a hook could take the egress programs off.)
+held=$(in_ct sh -c 'for pid in $(pgrep -f "[o]n_Snapshot|[o]n_Crawl"); do
+    grep -E "^Cap(Prm|Eff|Amb):" /proc/$pid/status 2>/dev/null | grep -v "0000000000000000" | sed "s/^/$pid /"
+done')
+[ -z "$held" ] || fail "hooks hold capabilities: $held"
+echo "egress is restricted, and hooks hold no capability"
 
 say "systemctl stop mid-crawl: the whole tree ends before TimeoutStopSec; start resumes"
 crawl_is "$crawl" sealed && fail "the crawl ended before it could be interrupted"

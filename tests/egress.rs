@@ -106,7 +106,7 @@ fn a_process_in_the_cgroup_reaches_only_what_the_policy_lets_through() {
         refused_v4: V4.to_vec(),
         refused_v6: V6.to_vec(),
     };
-    kernel::attach(&policy, &cgroup.0, None).unwrap_or_else(|err| panic!("{err}"));
+    kernel::attach(&policy, &cgroup.0, None, None).unwrap_or_else(|err| panic!("{err}"));
 
     let said = run_in(&cgroup, ATTEMPTS, &[refused_port, allowed_port]);
     let results: Vec<&str> = said.lines().collect();
@@ -185,7 +185,8 @@ fn loopback_is_open_to_what_the_crawls_own_processes_listen_on_and_to_nothing_el
     };
     let listeners = kernel::Listeners::new().unwrap_or_else(|err| panic!("{err}"));
     kernel::record_listeners(&listeners, &cgroup.0).unwrap_or_else(|err| panic!("{err}"));
-    kernel::attach(&policy, &cgroup.0, Some(&listeners)).unwrap_or_else(|err| panic!("{err}"));
+    kernel::attach(&policy, &cgroup.0, Some(&listeners), None)
+        .unwrap_or_else(|err| panic!("{err}"));
     let said = run_in(&cgroup, OWN_LISTENER, &[outside_port]);
     let results: Vec<&str> = said.lines().collect();
     assert_eq!(

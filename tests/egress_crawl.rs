@@ -240,6 +240,16 @@ fn a_crawled_page_steers_no_hook_at_loopback_the_metadata_address_or_a_name_reso
         Vec::<String>::new(),
         "intranet reached"
     );
+    // Each refusal is counted on the crawl, by reason.
+    let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    for reason in ["connect_loopback", "connect_metadata", "connect_private"] {
+        assert!(shown.contains(reason), "{reason} not counted:\n{shown}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&daemon.ctl_ok(&["show", "--json", &crawl.to_string()])).unwrap();
+    // (curl and wget each tried the metadata address once, at least.)
+    let metadata_count = json["crawl"]["refused"]["connect_metadata"]["count"].as_u64();
+    assert!(metadata_count.is_some_and(|n| n >= 2), "{json}");
 
     // A network the operator allowed is reached; the metadata address never.
     let crawl = daemon.add(&[

@@ -129,6 +129,21 @@ words!(
         MaxUrls => "max_urls",
         /// `--only-new`: another crawl archived it already.
         Archived => "archived",
+        /// Egress (not a URL: a connect or send of a hook's tree the kernel refused): to a
+        /// cloud metadata address.
+        ConnectMetadata => "connect_metadata",
+        /// … to a loopback address none of the crawl's own processes listens on.
+        ConnectLoopback => "connect_loopback",
+        /// … to a private address (RFC 1918, IPv6 ULA).
+        ConnectPrivate => "connect_private",
+        /// … to a link-local address.
+        ConnectLinkLocal => "connect_link_local",
+        /// … to a carrier-grade NAT address.
+        ConnectCarrierNat => "connect_carrier_nat",
+        /// … to an unspecified address.
+        ConnectUnspecified => "connect_unspecified",
+        /// … to a broadcast address.
+        ConnectBroadcast => "connect_broadcast",
     }
 );
 

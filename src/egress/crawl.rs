@@ -7,7 +7,7 @@
 //! host's resolvers (`policy::for_crawl`); nothing of a crawl runs under a half-attached one
 //! (the worker refuses the crawl if any step fails).
 
-use super::kernel::{attach, record_listeners, EgressError, Exemption, Listeners};
+use super::kernel::{attach, record_listeners, EgressError, Exemption, Listeners, Refusals};
 use super::policy::{for_crawl, resolvers_of, Network};
 use std::path::Path;
 
@@ -23,17 +23,19 @@ pub fn policy_of(seeds_local: bool, allowed: &[String]) -> super::program::Polic
 }
 
 /// Puts `policy` in force on the crawl's cgroup `crawl_cgroup`, whose leaf `own_leaf` (the
-/// crawl worker's) is exempted first; returns the exemption for the workers it starts. (The map
-/// of the crawl's own listeners lives as long as the programs that read and fill it.)
+/// crawl worker's) is exempted first; returns the exemption for the workers it starts and the
+/// counts of what it refuses. (The map of the crawl's own listeners lives as long as the
+/// programs that read and fill it.)
 pub fn put_in_force(
     policy: &super::program::Policy,
     crawl_cgroup: &Path,
     own_leaf: &Path,
-) -> Result<Exemption, EgressError> {
+) -> Result<(Exemption, Refusals), EgressError> {
     let exemption = Exemption::load()?;
     exemption.apply(own_leaf)?;
     let listeners = Listeners::new()?;
+    let refusals = Refusals::new()?;
     record_listeners(&listeners, crawl_cgroup)?;
-    attach(policy, crawl_cgroup, Some(&listeners))?;
-    Ok(exemption)
+    attach(policy, crawl_cgroup, Some(&listeners), Some(&refusals))?;
+    Ok((exemption, refusals))
 }

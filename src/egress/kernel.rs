@@ -12,18 +12,21 @@
 //! worker's leaf is exempted before the worker enters it.
 
 use super::program::{
-    program_let_through, program_listeners, program_v4, program_v6, Insn, Policy,
+    program_let_through, program_listeners, program_v4, program_v6, Insn, Maps, Policy,
 };
+use super::ranges::Reach;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 const BPF_MAP_CREATE: i64 = 0;
+const BPF_MAP_LOOKUP_ELEM: i64 = 1;
 const BPF_PROG_LOAD: i64 = 5;
 const BPF_PROG_ATTACH: i64 = 8;
 const BPF_PROG_TYPE_CGROUP_SOCK_ADDR: u32 = 18;
 const BPF_PROG_TYPE_SOCK_OPS: u32 = 13;
 const BPF_CGROUP_SOCK_OPS: u32 = 3;
 const BPF_MAP_TYPE_HASH: u32 = 1;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
 /// How many ports a crawl's own processes may listen on, and be reached at, on loopback.
 const MAX_LISTENERS: u32 = 1024;
 const BPF_F_ALLOW_OVERRIDE: u32 = 1;
@@ -68,6 +71,8 @@ pub enum EgressError {
     },
     #[error("cannot make the map of a crawl's own listeners: {0}")]
     Map(std::io::Error),
+    #[error("cannot make the map of a crawl's refused connects: {0}")]
+    RefusalsMap(std::io::Error),
     #[error("the kernel refused the program that records a crawl's own listeners: {cause}{log}")]
     LoadListeners { cause: std::io::Error, log: String },
     #[error("cannot attach the program that records a crawl's own listeners to {}: {cause}", cgroup.display())]
@@ -129,6 +134,17 @@ struct MapAttr {
     rest: [u32; 27],
 }
 
+/// `union bpf_attr` for `BPF_MAP_LOOKUP_ELEM`.
+#[repr(C)]
+#[derive(Default)]
+struct ElemAttr {
+    map_fd: u32,
+    pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
 /// `union bpf_attr` for `BPF_PROG_ATTACH`.
 #[repr(C)]
 #[derive(Default)]
@@ -182,6 +198,44 @@ impl Listeners {
     }
 }
 
+/// How many connects and sends a crawl's programs refused, by [`Reach`] (an array map of the
+/// kernel's, one count for each of [`Reach::ALL`]): read by its crawl worker as it goes.
+#[derive(Debug)]
+pub struct Refusals(OwnedFd);
+
+impl Refusals {
+    pub fn new() -> Result<Refusals, EgressError> {
+        let mut attr = MapAttr {
+            map_type: BPF_MAP_TYPE_ARRAY,
+            key_size: 4,
+            value_size: 8,
+            max_entries: Reach::ALL.len() as u32,
+            ..Default::default()
+        };
+        let fd = bpf(BPF_MAP_CREATE, &mut attr).map_err(EgressError::RefusalsMap)?;
+        // SAFETY: a successful BPF_MAP_CREATE returns a new descriptor that we own.
+        Ok(Refusals(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
+    }
+
+    /// The counts so far, in the order of [`Reach::ALL`] (a count that cannot be read is 0).
+    pub fn counts(&self) -> [u64; Reach::ALL.len()] {
+        let mut counts = [0u64; Reach::ALL.len()];
+        for (index, count) in counts.iter_mut().enumerate() {
+            let key = index as u32;
+            let mut attr = ElemAttr {
+                map_fd: self.0.as_raw_fd() as u32,
+                key: &key as *const u32 as u64,
+                value: count as *mut u64 as u64,
+                ..Default::default()
+            };
+            if bpf(BPF_MAP_LOOKUP_ELEM, &mut attr).is_err() {
+                *count = 0;
+            }
+        }
+        counts
+    }
+}
+
 /// Loads `code` as a program of `prog_type` for `expected_attach_type`; on a refusal, the
 /// kernel's reason and the verifier's log.
 fn load_code(
@@ -224,16 +278,21 @@ fn load_code(
     }
 }
 
-/// Loads the program of `policy` for `hook` (loopback ports in `listeners` let through).
+/// Loads the program of `policy` for `hook` (loopback ports in `listeners` let through, each
+/// refusal counted in `refusals`).
 fn load(
     policy: &Policy,
     hook: Hook,
     listeners: Option<&Listeners>,
+    refusals: Option<&Refusals>,
 ) -> Result<OwnedFd, EgressError> {
-    let map = listeners.map(Listeners::fd);
+    let maps = Maps {
+        listeners: listeners.map(Listeners::fd),
+        refusals: refusals.map(|r| r.0.as_raw_fd()),
+    };
     let code: Vec<Insn> = match hook.is_v4() {
-        true => program_v4(policy, map),
-        false => program_v6(policy, map),
+        true => program_v4(policy, maps),
+        false => program_v6(policy, maps),
     };
     load_code(&code, BPF_PROG_TYPE_CGROUP_SOCK_ADDR, hook as u32)
         .map_err(|(cause, log)| EgressError::Load { hook, cause, log })
@@ -275,11 +334,13 @@ pub fn record_listeners(listeners: &Listeners, cgroup: &Path) -> Result<(), Egre
 }
 
 /// Attaches the programs of `policy` to the cgroup at `cgroup` (a cgroup v2 directory), one for
-/// each of [`Hook::ALL`]; loopback ports in `listeners` are let through.
+/// each of [`Hook::ALL`]; loopback ports in `listeners` are let through, and each refusal is
+/// counted in `refusals`.
 pub fn attach(
     policy: &Policy,
     cgroup: &Path,
     listeners: Option<&Listeners>,
+    refusals: Option<&Refusals>,
 ) -> Result<(), EgressError> {
     let failed = |hook, cause| EgressError::Attach {
         hook,
@@ -288,7 +349,7 @@ pub fn attach(
     };
     let dir = open_cgroup(cgroup)?;
     for hook in Hook::ALL {
-        let program = load(policy, hook, listeners)?;
+        let program = load(policy, hook, listeners, refusals)?;
         attach_one(&dir, &program, hook as u32).map_err(|cause| failed(hook, cause))?;
     }
     Ok(())

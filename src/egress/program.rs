@@ -48,6 +48,8 @@ const MOV64_K: u8 = 0xb7;
 const MOV32_X: u8 = 0xbc;
 const AND32_K: u8 = 0x54;
 const JNE32_K: u8 = 0x56;
+/// `lock *(u64 *)(dst + off) += src` (BPF_STX | BPF_ATOMIC | BPF_DW, imm BPF_ADD).
+const ATOMIC_ADD64: u8 = 0xdb;
 const EXIT: u8 = 0x95;
 
 // Registers: the context on entry, kept in a callee-saved one; the destination's words; scratch.
@@ -75,6 +77,15 @@ const PSEUDO_MAP_FD: u8 = 1;
 
 /// A map of the kernel's, named by its descriptor in the program that uses it.
 pub type MapFd = i32;
+
+/// The maps a crawl's connect programs use: the ports its own processes listen on (let through
+/// on loopback), and the counts of what was refused, one per [`Reach`] (its index in
+/// [`Reach::ALL`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Maps {
+    pub listeners: Option<MapFd>,
+    pub refusals: Option<MapFd>,
+}
 
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn {
@@ -160,6 +171,32 @@ fn rule(registers: &[u8], words: &[(i32, i32)], port: Option<u16>, verdict: i32)
     then(matching(registers, words, port), &verdict)
 }
 
+/// A refused network: if the destination is in it, the count of `reach` goes up by one (in the
+/// `refusals` map, if there is one) and the program exits with 0 (refused).
+fn refused(
+    registers: &[u8],
+    words: &[(i32, i32)],
+    reach: Reach,
+    refusals: Option<MapFd>,
+) -> Vec<Insn> {
+    let mut body = Vec::new();
+    if let Some(map) = refusals {
+        body.push(insn(ST_MEM_W, FP, 0, -4, reach.index() as i32));
+        body.extend(load_map(map));
+        body.extend([
+            insn(MOV64_X, 2, FP, 0, 0),
+            insn(ADD64_K, 2, 0, 0, -4),
+            insn(CALL, 0, 0, 0, MAP_LOOKUP_ELEM),
+            // (No count there: refused all the same.)
+            insn(JEQ64_K, R0, 0, 2, 0),
+            insn(MOV64_K, 1, 0, 0, 1),
+            insn(ATOMIC_ADD64, R0, 1, 0, 0),
+        ]);
+    }
+    body.extend([insn(MOV64_K, R0, 0, 0, 0), insn(EXIT, 0, 0, 0, 0)]);
+    then(matching(registers, words, None), &body)
+}
+
 /// `r1 = map`: the two instructions of a 64-bit load of a map's descriptor.
 fn load_map(map: MapFd) -> [Insn; 2] {
     [
@@ -223,16 +260,16 @@ pub fn program_listeners(map: MapFd) -> Vec<Insn> {
     code
 }
 
-/// The program for IPv4 destinations (connect4, sendmsg4); with `listeners`, the map of the
-/// crawl's own listeners, loopback ports in it are let through.
-pub fn program_v4(policy: &Policy, listeners: Option<MapFd>) -> Vec<Insn> {
+/// The program for IPv4 destinations (connect4, sendmsg4); with the map of the crawl's own
+/// listeners, loopback ports in it are let through; with its refusals map, each refusal counted.
+pub fn program_v4(policy: &Policy, maps: Maps) -> Vec<Insn> {
     let load = insn(LDX_MEM_W, WORDS[0], CTX, USER_IP4, 0);
     let mut code = vec![
         insn(MOV64_X, CTX, CTX_IN, 0, 0),
         load,
         insn(LDX_MEM_W, PORT, CTX, USER_PORT, 0),
     ];
-    code.extend(rules_v4(policy, WORDS[0], listeners, &[load]));
+    code.extend(rules_v4(policy, WORDS[0], maps, &[load]));
     code.extend(let_through());
     code
 }
@@ -246,21 +283,21 @@ fn loopback_v4() -> Vec<(i32, i32)> {
 }
 
 /// The IPv4 rules, on the destination in `register` (`reload` loads it again).
-fn rules_v4(policy: &Policy, register: u8, listeners: Option<MapFd>, reload: &[Insn]) -> Vec<Insn> {
-    let (never, refused): (Vec<_>, Vec<_>) =
+fn rules_v4(policy: &Policy, register: u8, maps: Maps, reload: &[Insn]) -> Vec<Insn> {
+    let (never, others): (Vec<_>, Vec<_>) =
         (policy.refused_v4.iter()).partition(|(_, reach)| *reach == Reach::Metadata);
     let mut code = Vec::new();
-    for (net, _) in &never {
-        code.extend(rule(&[register], &words_v4(net), None, 0));
+    for (net, reach) in &never {
+        code.extend(refused(&[register], &words_v4(net), *reach, maps.refusals));
     }
-    if let Some(map) = listeners {
+    if let Some(map) = maps.listeners {
         code.extend(own_listener(&[register], &loopback_v4(), map, reload));
     }
     for (net, port) in &policy.allowed_v4 {
         code.extend(rule(&[register], &words_v4(net), *port, 1));
     }
-    for (net, _) in &refused {
-        code.extend(rule(&[register], &words_v4(net), None, 0));
+    for (net, reach) in &others {
+        code.extend(refused(&[register], &words_v4(net), *reach, maps.refusals));
     }
     code
 }
@@ -270,8 +307,8 @@ fn let_through() -> [Insn; 2] {
 }
 
 /// The program for IPv6 destinations (connect6, sendmsg6): an IPv4-mapped one is judged by the
-/// IPv4 rules, on its last word; with `listeners`, loopback ports in it are let through.
-pub fn program_v6(policy: &Policy, listeners: Option<MapFd>) -> Vec<Insn> {
+/// IPv4 rules, on its last word; the maps as for [`program_v4`].
+pub fn program_v6(policy: &Policy, maps: Maps) -> Vec<Insn> {
     let loads: Vec<Insn> = (WORDS.iter().enumerate())
         .map(|(i, &register)| insn(LDX_MEM_W, register, CTX, USER_IP6 + 4 * i as i16, 0))
         .collect();
@@ -280,7 +317,7 @@ pub fn program_v6(policy: &Policy, listeners: Option<MapFd>) -> Vec<Insn> {
     code.push(insn(LDX_MEM_W, PORT, CTX, USER_PORT, 0));
     // IPv4-mapped (::ffff:0:0/96): its own rules, then let through.
     let mapped = words_v6(&super::ranges::V4_MAPPED);
-    let mut as_v4 = rules_v4(policy, WORDS[3], listeners, &loads);
+    let mut as_v4 = rules_v4(policy, WORDS[3], maps, &loads);
     as_v4.extend(let_through());
     let mut guard: Vec<Insn> = Vec::new();
     for (&register, &(_, addr)) in WORDS[..3].iter().zip(&mapped) {
@@ -292,12 +329,12 @@ pub fn program_v6(policy: &Policy, listeners: Option<MapFd>) -> Vec<Insn> {
     }
     code.extend(guard);
     code.extend(as_v4);
-    let (never, refused): (Vec<_>, Vec<_>) =
+    let (never, others): (Vec<_>, Vec<_>) =
         (policy.refused_v6.iter()).partition(|(_, reach)| *reach == Reach::Metadata);
-    for (net, _) in &never {
-        code.extend(rule(&WORDS, &words_v6(net), None, 0));
+    for (net, reach) in &never {
+        code.extend(refused(&WORDS, &words_v6(net), *reach, maps.refusals));
     }
-    if let Some(map) = listeners {
+    if let Some(map) = maps.listeners {
         let loopback = words_v6(&Net {
             addr: Ipv6Addr::LOCALHOST,
             prefix: 128,
@@ -307,8 +344,8 @@ pub fn program_v6(policy: &Policy, listeners: Option<MapFd>) -> Vec<Insn> {
     for (net, port) in &policy.allowed_v6 {
         code.extend(rule(&WORDS, &words_v6(net), *port, 1));
     }
-    for (net, _) in &refused {
-        code.extend(rule(&WORDS, &words_v6(net), None, 0));
+    for (net, reach) in &others {
+        code.extend(refused(&WORDS, &words_v6(net), *reach, maps.refusals));
     }
     code.extend(let_through());
     code
@@ -391,12 +428,22 @@ mod tests {
 
     fn v4(ip: &str, port: u16) -> i64 {
         let ip: Ipv4Addr = ip.parse().unwrap();
-        run(&program_v4(&policy(), None), [0; 16], ip.octets(), port)
+        run(
+            &program_v4(&policy(), Maps::default()),
+            [0; 16],
+            ip.octets(),
+            port,
+        )
     }
 
     fn v6(ip: &str, port: u16) -> i64 {
         let ip: Ipv6Addr = ip.parse().unwrap();
-        run(&program_v6(&policy(), None), ip.octets(), [0; 4], port)
+        run(
+            &program_v6(&policy(), Maps::default()),
+            ip.octets(),
+            [0; 4],
+            port,
+        )
     }
 
     #[test]
@@ -423,7 +470,7 @@ mod tests {
             },
             None,
         ));
-        let code = program_v4(&policy, None);
+        let code = program_v4(&policy, Maps::default());
         let at = |ip: [u8; 4]| run(&code, [0; 16], ip, 80);
         assert_eq!(at([169, 254, 169, 254]), 0);
         assert_eq!(at([169, 254, 1, 1]), 1);

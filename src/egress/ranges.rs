@@ -36,6 +36,11 @@ impl Reach {
         Reach::Broadcast,
     ];
 
+    /// Its place in [`Reach::ALL`] (where a program counts its refusals).
+    pub fn index(self) -> usize {
+        Reach::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reach::Metadata => "metadata_address",

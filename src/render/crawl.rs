@@ -321,9 +321,17 @@ pub fn crawl_report(
 }
 
 /// The links the crawl's hooks discovered and the URL rule refused: a line per reason, with the
-/// first ones refused (shown escaped: they come from pages).
+/// first ones refused (shown escaped: they come from pages); and what its egress policy refused.
 fn refused_lines(refused: &BTreeMap<Refusal, RefusedUrls>, out: &mut String) {
     for (reason, urls) in refused {
+        if urls.first.is_empty() {
+            // (Its egress policy's: connects and sends the kernel refused, no URL named.)
+            out.push_str(&format!(
+                "  refused: {} {reason} (connects or sends of its hooks)\n",
+                urls.count
+            ));
+            continue;
+        }
         let more = if urls.count > urls.first.len() as u64 {
             ", …"
         } else {

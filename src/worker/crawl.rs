@@ -26,12 +26,15 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         .crawls()
         .get(crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {crawl_id}")))?;
-    if let Err(why) = super::egress::hold_to_policy(&mut cx, &crawl) {
-        // (Nothing of it runs: it ends failed, saying why.)
-        log::error!("crawl {crawl_id} not run: {why}");
-        cx.failed = true;
-        return cx.finish(Queue::Crawls, crawl_id);
-    }
+    let mut egress_refused = match super::egress::hold_to_policy(&mut cx, &crawl) {
+        Ok(refused) => refused,
+        Err(why) => {
+            // (Nothing of it runs: it ends failed, saying why.)
+            log::error!("crawl {crawl_id} not run: {why}");
+            cx.failed = true;
+            return cx.finish(Queue::Crawls, crawl_id);
+        }
+    };
     let hooks = hooks_for(&cx.store, &cx.config, Phase::Crawl, &crawl, None, false)?;
     log::info!("crawl {crawl_id}: {} crawl hooks", hooks.len());
     let urls = crawl.urls.clone();
@@ -153,6 +156,13 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             cx.handled(exit, handled)?;
         }
         runner.after_turn(&mut cx.supervisor, &cx.store)?;
+        if let Some(counts) = &mut egress_refused {
+            match counts.record(&cx.store, crawl_id) {
+                // (A busy database: counted at a later turn.)
+                Err(err) if !err.is_busy() => return Err(err.into()),
+                _ => {}
+            }
+        }
         for row in std::mem::take(&mut cx.torn_down) {
             let recovered = pool.on_torn_down(&cx.config, &cx.store, row);
             match cx.unless_lost(recovered) {
@@ -168,6 +178,9 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         record(cx, runner, &mut pool, exit)
     })?;
     cx.drain(|cx, exit| record(cx, &mut runner, &mut pool, exit))?;
+    if let Some(counts) = &mut egress_refused {
+        cx.persist(|store| counts.record(store, crawl_id))?;
+    }
     if !cx.interrupted {
         let dir = crate::hooks::crawl_dir(&cx.config.data_dir, crawl_id);
         crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);

@@ -2,25 +2,69 @@
 //! (`egress::crawl`): from then on the kernel refuses every connect or send of its hooks — and
 //! of everything they start — to a network the crawl may not reach.
 //!
+//! What the policy refused is counted by the kernel (`egress::kernel::Refusals`) and added to
+//! the crawl's refusals by reason as the worker goes (`abxctl show`, `/metrics`).
+//!
 //! Invariant: a restricted crawl (the default) whose policy the kernel cannot hold does not run
 //! at all; the worker says why and the crawl ends failed.
 
 use super::Context;
-use crate::store::Crawl;
+use crate::domain::Refusal;
+use crate::egress::kernel::Refusals;
+use crate::egress::ranges::Reach;
+use crate::store::{Crawl, Store, StoreError};
 use crate::supervisor::CrawlWorkerChild;
 
-/// Holds the crawl's hooks to its egress policy, unless its rules say unrestricted; `Err`: why
-/// the kernel cannot.
+/// The kernel's counts of what the crawl's policy refused, and how much of them the crawl's
+/// refusals hold already.
+pub(super) struct Refused {
+    counts: Refusals,
+    recorded: [u64; Reach::ALL.len()],
+}
+
+impl Refused {
+    /// Adds what the kernel refused since the last call to the crawl's refusals; a write the
+    /// database refused is tried again at the next call.
+    pub(super) fn record(&mut self, store: &Store, crawl_id: i64) -> Result<(), StoreError> {
+        let now = self.counts.counts();
+        for (index, reach) in Reach::ALL.into_iter().enumerate() {
+            let new = now[index].saturating_sub(self.recorded[index]);
+            if new > 0 {
+                store
+                    .crawls()
+                    .add_refusals(crawl_id, refusal_of(reach), new)?;
+                self.recorded[index] = now[index];
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The reason a connect refused for `reach` is counted under.
+fn refusal_of(reach: Reach) -> Refusal {
+    match reach {
+        Reach::Metadata => Refusal::ConnectMetadata,
+        Reach::Loopback => Refusal::ConnectLoopback,
+        Reach::Private => Refusal::ConnectPrivate,
+        Reach::LinkLocal => Refusal::ConnectLinkLocal,
+        Reach::CarrierNat => Refusal::ConnectCarrierNat,
+        Reach::Unspecified => Refusal::ConnectUnspecified,
+        Reach::Broadcast => Refusal::ConnectBroadcast,
+    }
+}
+
+/// Holds the crawl's hooks to its egress policy, unless its rules say unrestricted; returns
+/// what counts its refusals (none: unrestricted); `Err`: why the kernel cannot.
 pub(super) fn hold_to_policy(
     cx: &mut Context<CrawlWorkerChild>,
     crawl: &Crawl,
-) -> Result<(), String> {
+) -> Result<Option<Refused>, String> {
     if !crawl.rules.restricted() {
         log::warn!(
             "crawl {}: egress unrestricted: its hooks reach whatever the host reaches",
             crawl.id
         );
-        return Ok(());
+        return Ok(None);
     }
     let Some(cgroup) = cx.supervisor.cgroup() else {
         return Err(format!(
@@ -33,7 +77,7 @@ pub(super) fn hold_to_policy(
     let seeds_local = crate::url_rule::Seeds::of(&crawl.urls).local;
     let policy = crate::egress::crawl::policy_of(seeds_local, &crawl.rules.allow_networks);
     let own_leaf = cgroup.dir.join(crate::cgroup::SUPERVISOR_LEAF);
-    let exemption = crate::egress::crawl::put_in_force(&policy, &cgroup.dir, &own_leaf)
+    let (exemption, counts) = crate::egress::crawl::put_in_force(&policy, &cgroup.dir, &own_leaf)
         .map_err(|err| format!("its egress cannot be restricted: {err}"))?;
     log::info!(
         "crawl {}: egress restricted ({} seeds; {} networks allowed)",
@@ -42,5 +86,8 @@ pub(super) fn hold_to_policy(
         crawl.rules.allow_networks.len()
     );
     cx.supervisor.exempt_workers(exemption);
-    Ok(())
+    Ok(Some(Refused {
+        counts,
+        recorded: [0; Reach::ALL.len()],
+    }))
 }

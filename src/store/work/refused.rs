@@ -1,6 +1,7 @@
 //! URLs the crawl's hooks discovered and `url_rule` refused: counted per crawl and reason, the
 //! first [`FIRST_SHOWN`] of each reason kept in words, so that `abxctl show` says what a crawl
-//! did not follow and why — never dropped in silence.
+//! did not follow and why — never dropped in silence. Connects and sends its egress policy
+//! refused are counted beside them, by reason (the kernel names no URL).
 //!
 //! Invariant: one row per (crawl, reason), its count raised in the same transaction as the
 //! result that discovered the URL (a write of work: fenced like the result's own).
@@ -33,6 +34,25 @@ impl Crawls<'_> {
                  first_urls = CASE WHEN refused_urls.count < ?5 \
                      THEN refused_urls.first_urls || ?4 ELSE refused_urls.first_urls END",
                 &args![crawl_id, reason, url, format!("\n{url}"), FIRST_SHOWN],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Counts `count` more connects or sends of crawl `crawl_id` refused for `reason` (no URL:
+    /// the kernel's count).
+    pub fn add_refusals(
+        &self,
+        crawl_id: i64,
+        reason: Refusal,
+        count: u64,
+    ) -> Result<(), StoreError> {
+        self.store.write_work(|tx| {
+            tx.execute(
+                "INSERT INTO refused_urls (crawl_id, reason, count, first_urls) \
+                 VALUES (?1, ?2, ?3, '') ON CONFLICT (crawl_id, reason) DO UPDATE SET \
+                 count = refused_urls.count + ?3",
+                &args![crawl_id, reason, count as i64],
             )?;
             Ok(())
         })

@@ -287,3 +287,101 @@ fn a_crawled_page_steers_no_hook_at_loopback_the_metadata_address_or_a_name_reso
         "metadata reached"
     );
 }
+
+/// The public page Chromium loads: its subresources steer at loopback (directly, through a
+/// redirect of the public site, and through a name that resolves there), at the metadata
+/// address and at the intranet.
+fn hostile_page(private_port: u16) -> String {
+    format!(
+        "<html><head><title>A public page</title></head><body><h1>public</h1>\
+         <img src=\"http://{METADATA}/latest/meta-data/\">\
+         <iframe src=\"http://{PUBLIC}/redirect\"></iframe>\
+         <iframe src=\"http://127.0.0.1:{private_port}/direct\"></iframe>\
+         <img src=\"http://rebind.test:{private_port}/rebound.png\">\
+         <img src=\"http://{INTRANET}/intranet.png\"></body></html>"
+    )
+}
+
+#[test]
+fn chromium_through_archiveboxs_plugins_archives_a_public_page_and_reaches_nothing_it_steers_at() {
+    let Some(tools) = common::abx::Tools::find() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    if isolated_network(scratch.path()).is_none() {
+        return;
+    }
+    let _dns = rebinding_resolver(RESOLVER);
+    let (private_port, private) = http_server((Ipv4Addr::LOCALHOST, 0), |_, _| Ok("secret".into()));
+    let (_, metadata) = http_server((METADATA, 80), |_, _| Ok("credentials".into()));
+    let (_, intranet) = http_server((INTRANET, 80), |_, _| Ok("intranet".into()));
+    std::env::set_var("ABXD_TEST_PRIVATE_PORT", private_port.to_string());
+    let (_, public) = http_server((PUBLIC, 80), |path, _| {
+        let port: u16 = std::env::var("ABXD_TEST_PRIVATE_PORT")
+            .unwrap()
+            .parse()
+            .unwrap();
+        match path {
+            "/redirect" => Err(format!("http://127.0.0.1:{port}/redirected")),
+            _ => Ok(hostile_page(port)),
+        }
+    });
+    let root = common::abx::plugins_of(&tools.venv);
+    let mut daemon = TestDaemon::prepare(&plugins_config(&[&root]));
+    let env = tools.env(&[]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    daemon.launch_with_env(&env);
+    let plugins = "chrome,title";
+    let installed = daemon
+        .abxd_command(&["install", "--plugins", plugins])
+        .env("PATH", tools.path())
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "abxd install: {installed:?}\n{}",
+        daemon.log()
+    );
+
+    let seed = format!("http://{PUBLIC}/");
+    let crawl = daemon.add(&["--plugins", plugins, &seed]);
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(240));
+    let store = daemon.store();
+    let results = store.results().of_crawl(crawl).unwrap();
+    // The browser ran, its tab navigated (through its DevTools port on loopback: the crawl's
+    // own listener), and the page was archived.
+    for hook in ["chrome_launch", "chrome_tab", "chrome_navigate", "title"] {
+        let result = (results.iter())
+            .find(|r| r.hook.contains(hook))
+            .unwrap_or_else(|| panic!("no {hook} result: {results:#?}"));
+        assert_eq!(result.status, "succeeded", "{result:?}\n{}", daemon.log());
+    }
+    let snapshot = store.crawls().snapshots(crawl).unwrap()[0].id;
+    let title_dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{snapshot}/title"));
+    let title = std::fs::read_to_string(title_dir.join("title.txt")).unwrap_or_default();
+    assert_eq!(title.trim(), "A public page");
+    assert!(public
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.starts_with("GET / ")));
+    assert_eq!(
+        *private.lock().unwrap(),
+        Vec::<String>::new(),
+        "loopback reached"
+    );
+    assert_eq!(
+        *metadata.lock().unwrap(),
+        Vec::<String>::new(),
+        "metadata reached"
+    );
+    assert_eq!(
+        *intranet.lock().unwrap(),
+        Vec::<String>::new(),
+        "intranet reached"
+    );
+    let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(shown.contains("connect_metadata"), "{shown}");
+}

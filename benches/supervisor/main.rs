@@ -6,11 +6,11 @@
 //! only (to profile one). See BENCHMARKS.md.
 //!
 //! One file per benchmark (`hooks` 1, `teardown` 2, `ps` 3, `recovery` 4, `idle` 5, `database`
-//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10); `harness` what they share, `procfs` what they read of
-//! processes; the daemon they run is the test suite's fixture (`tests/common`). Those that run
-//! snapshots at once set `memory_floor = 0`: they measure supervision, and admission would run
-//! each crawl's first snapshot alone to learn what one costs (`benches/realsite_budget.py`
-//! measures admission).
+//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10, `egress` 11); `harness` what they share,
+//! `procfs` what they read of processes; the daemon they run is the test suite's fixture
+//! (`tests/common`). Those that run snapshots at once set `memory_floor = 0`: they measure
+//! supervision, and admission would run each crawl's first snapshot alone to learn what one
+//! costs (`benches/realsite_budget.py` measures admission).
 
 /// The test suite's fixtures: its daemon, and its throwaway PostgreSQL cluster (benchmark 9).
 #[path = "../../tests/common/mod.rs"]
@@ -18,6 +18,7 @@ mod common;
 
 mod busy_host;
 mod database;
+mod egress;
 mod fleet;
 mod harness;
 mod hooks;
@@ -31,6 +32,7 @@ mod web;
 
 use busy_host::busy_host;
 use database::database_under_load;
+use egress::egress_cost;
 use fleet::fleet;
 use harness::{sizes, Figures, Sizes, SCRATCH};
 use hooks::hook_throughput;
@@ -74,6 +76,9 @@ fn main() {
         }
         if only.as_ref().is_none_or(|only| only.contains(&10)) {
             web_view(&s, &mut figures);
+        }
+        if only.as_ref().is_none_or(|only| only.contains(&11)) {
+            egress_cost(&s, &mut figures);
         }
     }
     // (Once: it runs for minutes.)

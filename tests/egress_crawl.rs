@@ -250,6 +250,10 @@ fn a_crawled_page_steers_no_hook_at_loopback_the_metadata_address_or_a_name_reso
     // (curl and wget each tried the metadata address once, at least.)
     let metadata_count = json["crawl"]["refused"]["connect_metadata"]["count"].as_u64();
     assert!(metadata_count.is_some_and(|n| n >= 2), "{json}");
+    // (What `/metrics` reports: every crawl's, by reason.)
+    let totals = daemon.store().crawls().refusal_totals().unwrap();
+    let metadata_total = totals.get(&abxd::domain::Refusal::ConnectMetadata).copied();
+    assert_eq!(metadata_total, metadata_count, "{totals:?}");
 
     // A network the operator allowed is reached; the metadata address never.
     let crawl = daemon.add(&[

@@ -195,6 +195,9 @@ pub struct Gauges {
     /// daemon's since it started, and those of this machine's workers that exited.
     pub daemon_writes: (u64, u64),
     pub worker_writes: (u64, u64),
+    /// What the crawls in the table refused, by reason: URLs (the URL rule, the crawls' rules)
+    /// and connects (their egress policies).
+    pub refused: BTreeMap<String, u64>,
 }
 
 /// `text` as a label value: `\`, `"` and newlines escaped.
@@ -349,6 +352,20 @@ pub fn render(tally: &Tally, gauges: &Gauges) -> String {
             let count = if refused { refused_count } else { busy };
             let _ = writeln!(out, "{name}{{process=\"{process}\"}} {count}");
         }
+    }
+    family(
+        &mut out,
+        "abxd_crawl_refusals",
+        "gauge",
+        "What the crawls in the table refused, by reason: discovered URLs (the URL rule, the \
+         crawls' rules) and connects of their hooks (connect_*: their egress policies).",
+    );
+    for (reason, count) in &gauges.refused {
+        let _ = writeln!(
+            out,
+            "abxd_crawl_refusals{{reason=\"{}\"}} {count}",
+            label(reason)
+        );
     }
     family(
         &mut out,
@@ -509,5 +526,30 @@ mod tests {
         };
         let text = render(&Tally::default(), &gauges);
         assert!(text.contains(r#"hostname="a\"b\\c\nd"} 1"#), "{text}");
+    }
+
+    #[test]
+    fn what_the_crawls_refused_is_a_gauge_by_reason() {
+        let gauges = Gauges {
+            refused: [
+                ("connect_loopback".to_string(), 3),
+                ("scheme".to_string(), 2),
+            ]
+            .into(),
+            ..Gauges::default()
+        };
+        let text = render(&Tally::default(), &gauges);
+        assert!(
+            text.contains("# TYPE abxd_crawl_refusals gauge\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("abxd_crawl_refusals{reason=\"connect_loopback\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("abxd_crawl_refusals{reason=\"scheme\"} 2\n"),
+            "{text}"
+        );
     }
 }

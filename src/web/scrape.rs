@@ -71,5 +71,8 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
         .collect();
     gauges.daemon_writes = crate::store::write_counts();
     gauges.worker_writes = store.machines().worker_write_counts(&gauges.info.1)?;
+    gauges.refused = (store.crawls().refusal_totals()?.into_iter())
+        .map(|(reason, count)| (reason.to_string(), count))
+        .collect();
     Ok(metrics::render(&tally, &gauges))
 }

@@ -58,6 +58,20 @@ impl Crawls<'_> {
         })
     }
 
+    /// What every crawl in the table refused, by reason (`/metrics`).
+    pub fn refusal_totals(&self) -> Result<BTreeMap<Refusal, u64>, StoreError> {
+        let rows = self.store.db().query_map(
+            "SELECT reason, CAST(sum(count) AS BIGINT) FROM refused_urls GROUP BY reason",
+            &args![],
+            |row| {
+                let reason: Refusal = row.get(0)?;
+                let count: i64 = row.get(1)?;
+                Ok((reason, count.max(0) as u64))
+            },
+        )?;
+        Ok(rows.into_iter().collect())
+    }
+
     /// What was refused for crawl `crawl_id`, by reason.
     pub fn refused_urls(
         &self,

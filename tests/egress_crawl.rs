@@ -5,7 +5,10 @@
 //! crawl's hook fetches what a hostile page steers it at with curl and wget: every server that
 //! must not be reached logs what it gets — nothing.
 //!
-//! Needs root, cgroup v2 and cgroup BPF (CI has them); elsewhere the test says it skips.
+//! Where the kernel cannot hold a crawl to its policy (procfs containment), a restricted crawl is
+//! refused, and one queued before runs nothing.
+//!
+//! The crawls need root, cgroup v2 and cgroup BPF (CI has them); elsewhere they say they skip.
 
 mod common;
 
@@ -388,4 +391,49 @@ fn chromium_through_archiveboxs_plugins_archives_a_public_page_and_reaches_nothi
     );
     let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
     assert!(shown.contains("connect_metadata"), "{shown}");
+}
+
+#[test]
+fn where_the_kernel_cannot_restrict_egress_a_restricted_crawl_is_refused_saying_why() {
+    // (procfs containment: no cgroup of abxd's own to attach the policy to.)
+    let mut daemon = TestDaemon::prepare(&format!(
+        "{}[limits]\ncontainment = \"procfs\"\n",
+        plugins_config(&[&fixtures().join("egress")])
+    ));
+    // A crawl queued while the daemon is down is judged when its worker starts.
+    daemon.create_database();
+    let queued = daemon.add(&["http://127.0.0.1:9/", "--plugins", "fetch"]);
+    daemon.launch();
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("egress:   NOT IN FORCE"), "{status}");
+    assert!(status.contains("no cgroup of its own"), "{status}");
+
+    let refused = daemon.ctl(&["add", "http://127.0.0.1:9/", "--plugins", "fetch"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("egress cannot be restricted"), "{said}");
+    assert!(said.contains("egress = \"unrestricted\""), "{said}");
+    assert!(said.contains("nothing was queued"), "{said}");
+
+    daemon.wait_sealed(queued, WAIT);
+    let store = daemon.store();
+    let crawl = store.crawls().get(queued).unwrap().unwrap();
+    assert_eq!(crawl.outcome.map(|o| o.as_str()), Some("failed"));
+    let hooks = (store.processes().list(&Default::default()).unwrap())
+        .into_iter()
+        .filter(|r| r.crawl_id == Some(queued) && r.kind == abxd::domain::Kind::Hook)
+        .count();
+    assert_eq!(hooks, 0, "a hook of an unprotected crawl ran");
+
+    // Unrestricted on purpose, it runs.
+    let unprotected = daemon.add(&[
+        "http://127.0.0.1:9/",
+        "--plugins",
+        "fetch",
+        "--egress",
+        "unrestricted",
+    ]);
+    daemon.wait_sealed(unprotected, WAIT);
+    let crawl = daemon.store().crawls().get(unprotected).unwrap().unwrap();
+    assert_eq!(crawl.outcome.map(|o| o.as_str()), Some("finished"));
 }

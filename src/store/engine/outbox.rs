@@ -101,10 +101,17 @@ impl Outbox<'_> {
     }
 
     /// When a write that found the database busy may try again: the store's back-off (see
-    /// `busy`), or at once if it does not back off (its last write went through).
+    /// `busy`), or at once if it does not back off (its last write went through) — but not
+    /// before the next attempt to reach a server out of reach (a read that failed for that
+    /// leaves no back-off: without this, a loop would spin until the server is back).
     pub fn next_try(self) -> Instant {
         let now = Instant::now();
-        self.store.backoff.get().retry_at().unwrap_or(now).max(now)
+        let backoff = self.store.backoff.get().retry_at();
+        let reconnect = self.store.db.reconnect_at();
+        [backoff, reconnect]
+            .into_iter()
+            .flatten()
+            .fold(now, Instant::max)
     }
 
     /// When to try again a write that failed: `busy` (another process held the lock), when the

@@ -224,6 +224,15 @@ impl Db {
             Db::Postgres(conn) => conn.in_transaction(),
         }
     }
+
+    /// While the server is out of reach: when the next attempt to connect again is due (no
+    /// statement can succeed before then).
+    pub fn reconnect_at(&self) -> Option<std::time::Instant> {
+        match self {
+            Db::Sqlite(_) => None,
+            Db::Postgres(conn) => conn.reconnect_at(),
+        }
+    }
 }
 
 /// `Value`s from a list of expressions: `args![id, name, None::<i64>]`.

@@ -63,6 +63,13 @@ impl Connection {
         self.sessions_made_again.get()
     }
 
+    /// While the connection is lost: when the next attempt to connect again is due.
+    pub fn reconnect_at(&self) -> Option<Instant> {
+        (self.client.borrow().is_closed())
+            .then(|| self.next_attempt.get())
+            .flatten()
+    }
+
     /// Runs `sql` first thing in every session made again after this one is lost.
     pub fn on_new_session(&self, sql: &str) {
         self.session.borrow_mut().push(sql.to_string());

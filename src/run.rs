@@ -78,6 +78,9 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     let admitted = crate::verbs::crawl::admit(&config, crawl.spec(urls.clone()))
         .map_err(|refusal| RunError::BadInput(refusal.message))?;
     let mut daemon = Daemon::start(config)?;
+    if let Some(why) = daemon.egress_refusal(&admitted) {
+        return Err(RunError::BadInput(format!("crawl not run: {why}")));
+    }
     let data_dir = daemon.config().data_dir.clone();
     let database = daemon.config().database.clone();
     let crawl_id = daemon.add_own_crawl(&admitted)?;

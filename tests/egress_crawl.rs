@@ -403,6 +403,22 @@ fn where_the_kernel_cannot_restrict_egress_a_restricted_crawl_is_refused_saying_
     // A crawl queued while the daemon is down is judged when its worker starts.
     daemon.create_database();
     let queued = daemon.add(&["http://127.0.0.1:9/", "--plugins", "fetch"]);
+    // `abxd run` refuses it before it runs anything.
+    let run = daemon
+        .abxd_command(&["run", "--plugins", "fetch", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    // (Its stderr is the daemon's log.)
+    let said = daemon.log();
+    assert_eq!(run.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("crawl not run: its hooks' egress cannot be restricted"),
+        "{said}"
+    );
+    assert!(
+        common::tagged_pids(&daemon.tag).is_empty(),
+        "abxd run left something running"
+    );
     daemon.launch();
     let status = daemon.ctl_ok(&["status"]);
     assert!(status.contains("egress:   NOT IN FORCE"), "{status}");

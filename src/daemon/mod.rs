@@ -135,6 +135,12 @@ impl Daemon {
         &self.state.config
     }
 
+    /// Why `crawl` may not run here, if it may not: it must be restricted and the kernel cannot
+    /// (`abxd run` asks before it enqueues, as `add` does).
+    pub fn egress_refusal(&self, crawl: &Admitted) -> Option<String> {
+        egress::refusal(&crawl.spec().rules, &self.state.egress)
+    }
+
     /// Enqueues a crawl from inside the daemon's process and claims no other (`abxd run`).
     pub fn add_own_crawl(&mut self, crawl: &Admitted) -> Result<i64, StoreError> {
         let id = crate::verbs::crawl::enqueue(&self.state.store, &self.state.config, crawl)?;

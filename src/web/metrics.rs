@@ -12,6 +12,7 @@
 //! counted once (rows that end late — a commit that lands after a scrape with an older
 //! `ended_at` — are caught by reading again [`OVERLAP_MS`] back and skipping the ids seen).
 
+use super::histogram::Histogram;
 use crate::domain::Kind;
 use crate::store::{EndedRow, StartedHook};
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,57 +28,6 @@ const HOOK_SECONDS: &[f64] = &[
 
 /// The bucket bounds (seconds) of a teardown: SIGTERM sent to the tree gone.
 const TEARDOWN_SECONDS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
-
-/// A histogram: counts per bucket (not cumulative), their sum and count.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Histogram {
-    bounds: &'static [f64],
-    buckets: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
-
-impl Histogram {
-    fn new(bounds: &'static [f64]) -> Histogram {
-        Histogram {
-            bounds,
-            buckets: vec![0; bounds.len()],
-            sum: 0.0,
-            count: 0,
-        }
-    }
-
-    fn observe(&mut self, value: f64) {
-        if let Some(at) = self.bounds.iter().position(|&bound| value <= bound) {
-            self.buckets[at] += 1;
-        }
-        self.sum += value;
-        self.count += 1;
-    }
-
-    fn write(&self, out: &mut String, name: &str, labels: &str) {
-        let mut cumulative = 0;
-        let sep = if labels.is_empty() { "" } else { "," };
-        for (bound, count) in self.bounds.iter().zip(&self.buckets) {
-            cumulative += count;
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
-            self.count
-        );
-        let braces = |labels: &str| match labels {
-            "" => String::new(),
-            _ => format!("{{{labels}}}"),
-        };
-        let _ = writeln!(out, "{name}_sum{} {}", braces(labels), self.sum);
-        let _ = writeln!(out, "{name}_count{} {}", braces(labels), self.count);
-    }
-}
 
 /// What ended and started, counted once each, since the first scrape read the whole table.
 #[derive(Debug, Clone, Default)]

@@ -13,6 +13,7 @@
 //!   symbolic link out), and with a policy that lets no archived page run a script here.
 
 mod events;
+mod histogram;
 mod http;
 mod listener;
 mod metrics;

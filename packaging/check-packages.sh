@@ -85,10 +85,12 @@ if [ -n "$cgroup2" ] && mkdir "$cgroup2/abxd-check.$$" 2>/dev/null; then
     chown abxd:abxd "$delegated" "$delegated"/cgroup.procs "$delegated"/cgroup.subtree_control \
         "$delegated"/cgroup.threads
 fi
-# (Moved there as root, as systemd would: then it drops to abxd and becomes the daemon.)
+# (Moved there as root, as systemd would: then it drops to abxd, keeping the two capabilities
+# the unit grants it for the egress policy — AmbientCapabilities= — and becomes the daemon.)
 # shellcheck disable=SC2016
 HOME=/var/lib/abxd sh -c 'if [ -n "$1" ]; then echo $$ > "$1/cgroup.procs"; fi; shift; exec "$@"' \
     sh "$delegated" setpriv --reuid=abxd --regid=abxd --init-groups \
+    --inh-caps=+bpf,+net_admin --ambient-caps=+bpf,+net_admin \
     /usr/bin/abxd --config "$config" > "$site/abxd.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 300); do

@@ -453,3 +453,63 @@ fn where_the_kernel_cannot_restrict_egress_a_restricted_crawl_is_refused_saying_
     let crawl = daemon.store().crawls().get(unprotected).unwrap().unwrap();
     assert_eq!(crawl.outcome.map(|o| o.as_str()), Some("finished"));
 }
+
+#[test]
+fn an_import_of_bookmarks_on_loopback_fetches_them_and_nothing_else_local() {
+    let scratch = tempfile::tempdir().unwrap();
+    if isolated_network(scratch.path()).is_none() {
+        return;
+    }
+    let (private_port, private) = http_server((Ipv4Addr::LOCALHOST, 0), |_, _| Ok("mine".into()));
+    let (_, metadata) = http_server((METADATA, 80), |_, _| Ok("credentials".into()));
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let meta = format!("http://{METADATA}/latest/meta-data/");
+    let mut daemon = TestDaemon::prepare(&format!(
+        "{}[plugins.fetch]\nenv = {{ TARGETS = {meta:?} }}\n",
+        plugins_config(&[&fixtures().join("egress"), &manifest.join("plugins")])
+    ));
+    daemon.launch();
+    // The operator's bookmarks: a page of their own, on loopback. Its import has no seeds
+    // until it is parsed; then it is a local crawl, as the URL rule says.
+    let bookmark = format!("http://127.0.0.1:{private_port}/bookmarked");
+    let bookmarks = scratch.path().join("bookmarks.html");
+    std::fs::write(
+        &bookmarks,
+        format!(
+            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><A HREF=\"{bookmark}\">mine</A>\n\
+             </DL><p>\n"
+        ),
+    )
+    .unwrap();
+    let crawl = daemon.add(&[
+        "--plugins",
+        "fetch,parse_netscape_urls",
+        "--from",
+        &bookmarks.display().to_string(),
+    ]);
+    daemon.wait_sealed(crawl, WAIT);
+    let rows = (daemon.store().processes())
+        .list(&abxd::store::ProcessFilter::default())
+        .unwrap();
+    let fetch = (rows.iter())
+        .find(|r| {
+            r.crawl_id == Some(crawl)
+                && r.argv[0].ends_with("on_Snapshot__10_fetch.sh")
+                && r.argv.iter().any(|a| a.contains("bookmarked"))
+        })
+        .unwrap_or_else(|| panic!("no fetch of the bookmark\n{}", daemon.log()));
+    let lines = std::fs::read_to_string(fetch.stdout_path.clone().unwrap()).unwrap();
+    let lines: Vec<String> = lines.lines().map(str::to_string).collect();
+    assert_eq!(exit_of(&lines, "curl", &bookmark), "0", "{lines:#?}");
+    assert!(private
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.starts_with("GET /bookmarked")));
+    assert_ne!(exit_of(&lines, "curl", &meta), "0", "{lines:#?}");
+    assert_eq!(
+        *metadata.lock().unwrap(),
+        Vec::<String>::new(),
+        "metadata reached"
+    );
+}

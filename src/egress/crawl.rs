@@ -22,20 +22,41 @@ pub fn policy_of(seeds_local: bool, allowed: &[String]) -> super::program::Polic
     for_crawl(seeds_local, &allowed, &resolvers)
 }
 
+/// A crawl's policy in force: what exempts the workers its worker starts, the counts of what
+/// it refuses, and the map of its own listeners (for a policy put in force again).
+#[derive(Debug)]
+pub struct InForce {
+    pub exemption: Exemption,
+    pub refusals: Refusals,
+    pub listeners: Listeners,
+}
+
 /// Puts `policy` in force on the crawl's cgroup `crawl_cgroup`, whose leaf `own_leaf` (the
-/// crawl worker's) is exempted first; returns the exemption for the workers it starts and the
-/// counts of what it refuses. (The map of the crawl's own listeners lives as long as the
-/// programs that read and fill it.)
+/// crawl worker's) is exempted first.
 pub fn put_in_force(
     policy: &super::program::Policy,
     crawl_cgroup: &Path,
     own_leaf: &Path,
-) -> Result<(Exemption, Refusals), EgressError> {
+) -> Result<InForce, EgressError> {
     let exemption = Exemption::load()?;
     exemption.apply(own_leaf)?;
     let listeners = Listeners::new()?;
     let refusals = Refusals::new()?;
     record_listeners(&listeners, crawl_cgroup)?;
     attach(policy, crawl_cgroup, Some(&listeners), Some(&refusals))?;
-    Ok((exemption, refusals))
+    Ok(InForce {
+        exemption,
+        refusals,
+        listeners,
+    })
+}
+
+/// Replaces the policy in force on `crawl_cgroup` by `policy` (an attach over one made with
+/// `BPF_F_ALLOW_OVERRIDE` replaces it), with the same maps.
+pub fn put_in_force_again(
+    policy: &super::program::Policy,
+    crawl_cgroup: &Path,
+    in_force: (&Listeners, &Refusals),
+) -> Result<(), EgressError> {
+    attach(policy, crawl_cgroup, Some(in_force.0), Some(in_force.1))
 }

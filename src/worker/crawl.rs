@@ -107,14 +107,23 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             Err(err) if err.is_busy() => true,
             Err(err) => return Err(err.into()),
         };
-        let refused = match (!paused && !cx.failed).then(|| {
-            let filled = cx.fill(&mut pool);
-            cx.unless_lost(filled)
-        }) {
-            None | Some(Ok(())) => false,
+        // (An imported crawl's seeds, unread: asked again soon; meanwhile nothing is claimed.)
+        let seeds_unread = match (egress_refused.as_mut())
+            .map(|held| held.widen_to_local_seeds(&cx.store, crawl_id))
+        {
             Some(Err(err)) if err.is_busy() => true,
             Some(Err(err)) => return Err(err.into()),
+            _ => false,
         };
+        let refused = seeds_unread
+            || match (!paused && !cx.failed && !seeds_unread).then(|| {
+                let filled = cx.fill(&mut pool);
+                cx.unless_lost(filled)
+            }) {
+                None | Some(Ok(())) => false,
+                Some(Err(err)) if err.is_busy() => true,
+                Some(Err(err)) => return Err(err.into()),
+            };
         say_what_waits(&mut cx, crawl_id, pool.waiting(), &mut said);
         // (Unread while the database is out of reach: read again soon.)
         let all_sealed = match cx.store.crawls().snapshots(crawl_id) {

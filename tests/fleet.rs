@@ -217,7 +217,70 @@ fn a_crawl_spreads_over_three_hosts_in_their_own_pid_namespaces_and_every_hook_r
     common::assert_every_row_final(&store.processes().crawl_processes(crawl).unwrap());
 }
 
-/// One line of the ledger the fleet's hooks write.
+/// A TCP server on the test's loopback (the hosts share its network) that counts connections.
+fn counting_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (port, count)
+}
+
+#[test]
+fn a_snapshot_lent_to_another_host_is_held_to_its_crawls_egress_policy_there() {
+    let Some(server) = fleet_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let (port, reached) = counting_server();
+    let extra = format!("[plugins.reach]\nenv = {{ REACH_PORT = \"{port}\" }}\n");
+    let setup = Setup {
+        extra: &extra,
+        ..DEFAULT
+    };
+    let hosts = three_hosts(&server, &ledger, &setup);
+    // Seeded on a public address: loopback is not its to reach, on any host.
+    let urls: Vec<String> = (0..24)
+        .map(|i| format!("http://93.184.216.34/{i}"))
+        .collect();
+    let mut add: Vec<&str> = urls.iter().map(String::as_str).collect();
+    add.extend(["--plugins", "reach"]);
+    let crawl = hosts[0].add(&add);
+    let store = shared_store(&server);
+    wait_sealed(&store, crawl);
+    let rows = store.processes().crawl_processes(crawl).unwrap();
+    let hooks: Vec<_> = (rows.iter())
+        .filter(|r| r.kind == abxd::domain::Kind::Hook)
+        .collect();
+    let lent = (hooks.iter())
+        .filter(|r| r.machine_id.as_deref() != Some("host-a"))
+        .count();
+    assert!(lent > 0, "no snapshot was lent to another host: {hooks:#?}");
+    for hook in &hooks {
+        let said = std::fs::read_to_string(hook.stdout_path.clone().unwrap()).unwrap_or_default();
+        assert!(
+            said.contains("curl 7"),
+            "{:?} on {:?}: {said}",
+            hook.argv,
+            hook.machine_id
+        );
+    }
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "loopback reached"
+    );
+    wait_settled(&store);
+}
+
+/// One line of the ledger the fleet's hooks write./// One line of the ledger the fleet's hooks write.
 #[derive(Debug)]
 struct Entry {
     /// `start` or `done`.

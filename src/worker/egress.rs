@@ -8,15 +8,19 @@
 //! non-public address, the policy is put in force again as a local crawl's (what the URL rule
 //! lets such seeds be, their fetch is let through too) — before any of them is claimed.
 //!
+//! A snapshot lent to this host by another machine's crawl (a fleet) has no crawl worker here:
+//! its snapshot worker puts the crawl's policy in force on its own cgroup the same way.
+//!
 //! Invariant: a restricted crawl (the default) whose policy the kernel cannot hold does not run
-//! at all; the worker says why and the crawl ends failed.
+//! at all; the worker says why and the crawl ends failed (a lent snapshot: its worker fails,
+//! running no hook).
 
 use super::Context;
 use crate::domain::Refusal;
 use crate::egress::kernel::{Listeners, Refusals};
 use crate::egress::ranges::Reach;
 use crate::store::{Crawl, Store, StoreError};
-use crate::supervisor::CrawlWorkerChild;
+use crate::supervisor::RunsHooks;
 
 /// The kernel's counts of what the crawl's policy refused, and how much of them the crawl's
 /// refusals hold already; for an imported crawl whose seeds are not known yet, what puts its
@@ -94,10 +98,23 @@ fn refusal_of(reach: Reach) -> Refusal {
     }
 }
 
+/// Whether this snapshot worker works on a snapshot lent to this host: its parent is the daemon,
+/// not a crawl worker (whose policy would hold its hooks already).
+pub(super) fn is_lent(
+    cx: &Context<crate::supervisor::SnapshotWorkerChild>,
+) -> Result<bool, StoreError> {
+    let parent = (cx.store.processes().get(cx.row_id)?).and_then(|row| row.parent_id);
+    let parent = match parent {
+        Some(parent) => cx.store.processes().get(parent)?,
+        None => None,
+    };
+    Ok(parent.is_some_and(|row| row.kind == crate::domain::Kind::Orchestrator))
+}
+
 /// Holds the crawl's hooks to its egress policy, unless its rules say unrestricted; returns
 /// what counts its refusals (none: unrestricted); `Err`: why the kernel cannot.
-pub(super) fn hold_to_policy(
-    cx: &mut Context<CrawlWorkerChild>,
+pub(super) fn hold_to_policy<O: RunsHooks>(
+    cx: &mut Context<O>,
     crawl: &Crawl,
 ) -> Result<Option<Refused>, String> {
     if !crawl.rules.restricted() {

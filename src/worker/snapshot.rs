@@ -28,6 +28,13 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         .crawls()
         .get(snapshot.crawl_id)?
         .ok_or_else(|| WorkerError::Setup(format!("no crawl {}", snapshot.crawl_id)))?;
+    // Lent by another machine's crawl: no crawl worker here holds its hooks to the crawl's
+    // egress policy, so this worker does.
+    let mut egress_refused = match super::egress::is_lent(&cx)? {
+        true => super::egress::hold_to_policy(&mut cx, &crawl)
+            .map_err(|why| WorkerError::Setup(format!("snapshot {snapshot_id} not run: {why}")))?,
+        false => None,
+    };
     let input = super::input::is_input(&cx.config.data_dir, &crawl, &snapshot);
     let hooks = hooks_for(
         &cx.store,
@@ -143,6 +150,9 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     cx.run_foreground(&mut runner, record)?;
     cx.run_scope(&mut runner, record)?;
     cx.drain(|cx, exit| record(cx, &mut runner, exit))?;
+    if let Some(counts) = &mut egress_refused {
+        cx.persist(|store| counts.record(store, crawl_id))?;
+    }
     if !cx.interrupted {
         crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
     }

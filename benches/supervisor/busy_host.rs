@@ -67,8 +67,10 @@ pub(crate) fn busy_host(s: &Sizes, figures: &mut Figures) {
                 dir.path(),
                 &format!(
                     "[paths]\nplugins_dirs = [{:?}]\n[limits]\nmax_snapshot_workers = 8\nmemory_floor = 0\n\
-                     containment = {containment:?}\n[plugins.sleeper]\ntimeout = \"600s\"\n",
-                    dir.path().join("bench-plugins").display().to_string()
+                     containment = {containment:?}\n[plugins.sleeper]\ntimeout = \"600s\"\n{}",
+                    dir.path().join("bench-plugins").display().to_string(),
+                    // (Under procfs the kernel cannot hold hooks to an egress policy.)
+                    crate::common::egress_for(containment),
                 ),
             );
             let mut args = vec!["add".to_string(), "--plugins".into(), "sleeper".into()];

@@ -106,6 +106,37 @@ fn rebinding_resolver(addr: Ipv4Addr) -> Log {
     log
 }
 
+/// The servers a hostile page steers a hook at — loopback (its port also in
+/// `ABXD_TEST_PRIVATE_PORT`, for a route to redirect to), the metadata address, the intranet —
+/// each logging what reaches it.
+struct SteeredAt {
+    private_port: u16,
+    private: Log,
+    metadata: Log,
+    intranet: Log,
+}
+
+fn steered_at() -> SteeredAt {
+    let (private_port, private) = http_server((Ipv4Addr::LOCALHOST, 0), |_, _| Ok("secret".into()));
+    let (_, metadata) = http_server((METADATA, 80), |_, _| Ok("credentials".into()));
+    let (_, intranet) = http_server((INTRANET, 80), |_, _| Ok("intranet".into()));
+    // (A route cannot capture: the private port comes through an environment variable.)
+    std::env::set_var("ABXD_TEST_PRIVATE_PORT", private_port.to_string());
+    SteeredAt {
+        private_port,
+        private,
+        metadata,
+        intranet,
+    }
+}
+
+/// Asserts that none of `servers` (a log, and what it stands for) got a request.
+fn assert_unreached(servers: &[(&Log, &str)]) {
+    for (log, what) in servers {
+        assert_eq!(*log.lock().unwrap(), Vec::<String>::new(), "{what} reached");
+    }
+}
+
 /// Moves this test's thread (and all it starts from now on) into a network namespace of its own
 /// whose loopback also holds the public, metadata and intranet addresses, and a mount namespace
 /// whose resolv.conf names [`RESOLVER`]. `None` where it cannot (not root).
@@ -178,11 +209,12 @@ fn a_crawled_page_steers_no_hook_at_loopback_the_metadata_address_or_a_name_reso
         return;
     }
     let dns = rebinding_resolver(RESOLVER);
-    let (private_port, private) = http_server((Ipv4Addr::LOCALHOST, 0), |_, _| Ok("secret".into()));
-    let (_, metadata) = http_server((METADATA, 80), |_, _| Ok("credentials".into()));
-    let (_, intranet) = http_server((INTRANET, 80), |_, _| Ok("intranet".into()));
-    // (The route cannot capture: the private port comes through an environment variable.)
-    std::env::set_var("ABXD_TEST_PRIVATE_PORT", private_port.to_string());
+    let SteeredAt {
+        private_port,
+        private,
+        metadata,
+        intranet,
+    } = steered_at();
     let (_, public) = http_server((PUBLIC, 80), |path, _| match path {
         "/redirect" => {
             let port = std::env::var("ABXD_TEST_PRIVATE_PORT").unwrap();
@@ -228,21 +260,11 @@ fn a_crawled_page_steers_no_hook_at_loopback_the_metadata_address_or_a_name_reso
         .unwrap()
         .iter()
         .any(|l| l.starts_with("GET /redirect")));
-    assert_eq!(
-        *private.lock().unwrap(),
-        Vec::<String>::new(),
-        "loopback reached"
-    );
-    assert_eq!(
-        *metadata.lock().unwrap(),
-        Vec::<String>::new(),
-        "metadata reached"
-    );
-    assert_eq!(
-        *intranet.lock().unwrap(),
-        Vec::<String>::new(),
-        "intranet reached"
-    );
+    assert_unreached(&[
+        (&private, "loopback"),
+        (&metadata, "metadata"),
+        (&intranet, "intranet"),
+    ]);
     // Each refusal is counted on the crawl, by reason.
     let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
     for reason in ["connect_loopback", "connect_metadata", "connect_private"] {
@@ -270,11 +292,7 @@ fn a_crawled_page_steers_no_hook_at_loopback_the_metadata_address_or_a_name_reso
     let lines = fetched(&daemon, crawl);
     assert_eq!(exit_of(&lines, "curl", &allowed), "0", "{lines:#?}");
     assert!(!intranet.lock().unwrap().is_empty());
-    assert_eq!(
-        *metadata.lock().unwrap(),
-        Vec::<String>::new(),
-        "metadata reached"
-    );
+    assert_unreached(&[(&metadata, "metadata")]);
 
     // A crawl seeded on loopback archives loopback pages (and still not the metadata).
     let local_seed = format!("http://127.0.0.1:{private_port}/page");
@@ -288,11 +306,7 @@ fn a_crawled_page_steers_no_hook_at_loopback_the_metadata_address_or_a_name_reso
         .iter()
         .any(|l| l.starts_with("GET /page")));
     assert_ne!(exit_of(&lines, "curl", &meta), "0", "{lines:#?}");
-    assert_eq!(
-        *metadata.lock().unwrap(),
-        Vec::<String>::new(),
-        "metadata reached"
-    );
+    assert_unreached(&[(&metadata, "metadata")]);
 }
 
 /// The public page Chromium loads: its subresources steer at loopback (directly, through a
@@ -319,10 +333,12 @@ fn chromium_through_archiveboxs_plugins_archives_a_public_page_and_reaches_nothi
         return;
     }
     let _dns = rebinding_resolver(RESOLVER);
-    let (private_port, private) = http_server((Ipv4Addr::LOCALHOST, 0), |_, _| Ok("secret".into()));
-    let (_, metadata) = http_server((METADATA, 80), |_, _| Ok("credentials".into()));
-    let (_, intranet) = http_server((INTRANET, 80), |_, _| Ok("intranet".into()));
-    std::env::set_var("ABXD_TEST_PRIVATE_PORT", private_port.to_string());
+    let SteeredAt {
+        private,
+        metadata,
+        intranet,
+        ..
+    } = steered_at();
     let (_, public) = http_server((PUBLIC, 80), |path, _| {
         let port: u16 = std::env::var("ABXD_TEST_PRIVATE_PORT")
             .unwrap()
@@ -374,21 +390,11 @@ fn chromium_through_archiveboxs_plugins_archives_a_public_page_and_reaches_nothi
         .unwrap()
         .iter()
         .any(|l| l.starts_with("GET / ")));
-    assert_eq!(
-        *private.lock().unwrap(),
-        Vec::<String>::new(),
-        "loopback reached"
-    );
-    assert_eq!(
-        *metadata.lock().unwrap(),
-        Vec::<String>::new(),
-        "metadata reached"
-    );
-    assert_eq!(
-        *intranet.lock().unwrap(),
-        Vec::<String>::new(),
-        "intranet reached"
-    );
+    assert_unreached(&[
+        (&private, "loopback"),
+        (&metadata, "metadata"),
+        (&intranet, "intranet"),
+    ]);
     let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
     assert!(shown.contains("connect_metadata"), "{shown}");
 }
@@ -507,9 +513,5 @@ fn an_import_of_bookmarks_on_loopback_fetches_them_and_nothing_else_local() {
         .iter()
         .any(|l| l.starts_with("GET /bookmarked")));
     assert_ne!(exit_of(&lines, "curl", &meta), "0", "{lines:#?}");
-    assert_eq!(
-        *metadata.lock().unwrap(),
-        Vec::<String>::new(),
-        "metadata reached"
-    );
+    assert_unreached(&[(&metadata, "metadata")]);
 }

@@ -160,12 +160,15 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         .min();
         // Exits first: a teardown reported in the same batch may be of a worker that just
         // exited leaving processes behind.
-        for exit in cx.next_exits_of(&mut runner, timer)? {
+        let exits = cx.next_exits_of(&mut runner, timer)?;
+        // (What its egress policy refused is read when a hook or a snapshot worker ended.)
+        let ended = !exits.is_empty();
+        for exit in exits {
             let handled = record(&mut cx, &mut runner, &mut pool, exit);
             cx.handled(exit, handled)?;
         }
         runner.after_turn(&mut cx.supervisor, &cx.store)?;
-        if let Some(counts) = &mut egress_refused {
+        if let Some(counts) = egress_refused.as_mut().filter(|_| ended) {
             match counts.record(&cx.store, crawl_id) {
                 // (A busy database: counted at a later turn.)
                 Err(err) if !err.is_busy() => return Err(err.into()),

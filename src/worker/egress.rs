@@ -3,7 +3,8 @@
 //! of everything they start — to a network the crawl may not reach.
 //!
 //! What the policy refused is counted by the kernel (`egress::kernel::Refusals`) and added to
-//! the crawl's refusals by reason as the worker goes (`abxctl show`, `/metrics`). An imported
+//! the crawl's refusals by reason as the worker goes — when one of its children ended, and at
+//! its end (`abxctl show`, `/metrics`). An imported
 //! crawl has no seeds when its policy is put in force: once its input is parsed into seeds on a
 //! non-public address, the policy is put in force again as a local crawl's (what the URL rule
 //! lets such seeds be, their fetch is let through too) — before any of them is claimed.

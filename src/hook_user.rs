@@ -183,6 +183,18 @@ impl HookUser {
         Ok(())
     }
 
+    /// Gives it `dir` and everything below it, never through a symbolic link (a link itself is
+    /// given, not what it points at).
+    pub fn own_tree(&self, dir: &Path) -> std::io::Result<()> {
+        self.chown(dir)?;
+        if std::fs::symlink_metadata(dir)?.is_dir() {
+            for entry in std::fs::read_dir(dir)? {
+                self.own_tree(&entry?.path())?;
+            }
+        }
+        Ok(())
+    }
+
     fn chown(&self, path: &Path) -> std::io::Result<()> {
         nix::unistd::fchownat(
             nix::fcntl::AT_FDCWD,

@@ -305,13 +305,13 @@ fn archivebox_fills_for_abxds_crawl_every_column_it_fills_for_its_own() {
     ));
     let collection = new_collection(&archivebox, &daemon);
 
-    // ArchiveBox's own crawl of the page, as its user runs one.
-    let plugins = format!("--plugins={SAME_PLUGINS}");
-    run_archivebox(&archivebox, &collection, &["add", &plugins, &url]);
-
-    // abxd's, exported into the same collection.
+    // ArchiveBox's own crawl of the page, as its user runs one — and abxd's, from the same
+    // `add` line (ArchiveBox's short flags, its tags), exported into the same collection.
+    let plugins = format!("-p{SAME_PLUGINS}");
+    let line = ["add", "-d", "0", "-t", "news, Tech,news", &plugins, &url];
+    run_archivebox(&archivebox, &collection, &line);
     launch(&mut daemon, &tools.env(&[]));
-    let crawl = daemon.add(&["--plugins", SAME_PLUGINS, &url]);
+    let crawl = daemon.add(&line[1..]);
     daemon.wait_sealed(crawl, Duration::from_secs(120));
     let (ok, said, stderr) = export_and_wait(&daemon, &collection, crawl);
     assert!(ok && said.contains("imported"), "{said}{stderr}");
@@ -398,6 +398,21 @@ fn archivebox_fills_for_abxds_crawl_every_column_it_fills_for_its_own() {
             "{hook}"
         );
     }
+
+    // Tagged alike: each snapshot, and each crawl.
+    let tags_of = |snapshot: &str| -> Vec<String> {
+        let sql = format!(
+            "SELECT t.name FROM core_snapshot_tags st JOIN core_tag t ON t.id = st.tag_id \
+             WHERE st.snapshot_id = '{snapshot}' ORDER BY t.name"
+        );
+        (archivebox_rows(&collection, &sql).iter())
+            .map(|row| row["name"].clone().unwrap())
+            .collect()
+    };
+    assert_eq!(tags_of(own["id"].as_deref().unwrap()), ["Tech", "news"]);
+    assert_eq!(tags_of(&ours_id), ["Tech", "news"], "abxd's snapshot's tags");
+    let crawl_tags = archivebox_rows(&collection, "SELECT tags_str FROM crawls_crawl ORDER BY id");
+    assert_eq!(crawl_tags[0], crawl_tags[1], "{crawl_tags:#?}");
 
     // ArchiveBox's own commands show both crawls alike.
     let status = run_archivebox(&archivebox, &collection, &["status"]);

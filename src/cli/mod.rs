@@ -114,9 +114,17 @@ pub enum AbxctlCommand {
         from: Option<std::path::PathBuf>,
         #[command(flatten)]
         crawl: CrawlArgs,
-        /// Follow the crawl until it is sealed and print its results.
-        #[arg(long)]
+        /// Follow the crawl until it is sealed and print its results (what `archivebox add`
+        /// does without --bg).
+        #[arg(long, conflicts_with_all = ["bg", "index_only"])]
         wait: bool,
+        /// Queue the crawl and return at once (the default; ArchiveBox's --bg).
+        #[arg(long)]
+        bg: bool,
+        /// Record the crawl without running it: it is added paused, and runs once resumed
+        /// (`abxctl resume CRAWL`).
+        #[arg(long)]
+        index_only: bool,
         /// Print the documented JSON shape (docs/json.md) instead: the crawl's id, and with
         /// --wait, no progress but the crawl as `show --json` prints it.
         #[arg(long)]

@@ -2,30 +2,38 @@
 
 use serde::{Deserialize, Deserializer, Serializer};
 
-/// Parses "4096", "512K", "512M", "2G" (powers of 1024; "KiB"-style and lower case too).
+/// Parses "4096", "512K", "512M", "2G", "1.5G" (powers of 1024; "KiB"-style, "bytes" and lower
+/// case too, as ArchiveBox reads sizes).
 pub fn parse(text: &str) -> Result<u64, String> {
     let text = text.trim();
+    let invalid = || format!("invalid size {text:?}: write it like \"512M\" or \"2G\"");
     let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let suffix = text[digits.len()..].to_ascii_uppercase();
     let scale: u64 = match suffix.trim_end_matches("IB").trim_end_matches('B') {
-        "" => 1,
+        "" | "BYTE" | "BYTES" => 1,
         "K" => 1 << 10,
         "M" => 1 << 20,
         "G" => 1 << 30,
         "T" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "invalid size {text:?}: write it like \"512M\" or \"2G\""
-            ))
-        }
+        _ => return Err(invalid()),
     };
-    let number: u64 = digits
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid size {text:?}: write it like \"512M\" or \"2G\""))?;
-    number
-        .checked_mul(scale)
-        .ok_or_else(|| format!("size {text:?} is too large"))
+    let digits = digits.trim();
+    if let Ok(number) = digits.parse::<u64>() {
+        return (number.checked_mul(scale)).ok_or_else(|| format!("size {text:?} is too large"));
+    }
+    // ("1.5G", as ArchiveBox takes it: a fraction that comes to whole bytes.)
+    let fraction: f64 = match digits.parse() {
+        Ok(n) if digits.bytes().all(|b| b.is_ascii_digit() || b == b'.') => n,
+        _ => return Err(invalid()),
+    };
+    let bytes = fraction * scale as f64;
+    if bytes.fract() != 0.0 {
+        return Err(format!("size {text:?} is not a whole number of bytes"));
+    }
+    match bytes < u64::MAX as f64 {
+        true => Ok(bytes as u64),
+        false => Err(format!("size {text:?} is too large")),
+    }
 }
 
 #[derive(Deserialize)]
@@ -70,5 +78,11 @@ mod tests {
         assert_eq!(parse("1GiB"), Ok(1 << 30));
         assert!(parse("12X").unwrap_err().contains("\"12X\""));
         assert!(parse("M").is_err());
+        // As ArchiveBox reads its sizes: "45 mb", "1.5gb", "100 bytes".
+        assert_eq!(parse("45 mb"), Ok(45 << 20));
+        assert_eq!(parse("1.5gb"), Ok(3 << 29));
+        assert_eq!(parse("100 bytes"), Ok(100));
+        assert!(parse("0.3b").unwrap_err().contains("whole number"));
+        assert!(parse("1.2.3M").is_err());
     }
 }

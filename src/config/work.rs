@@ -58,7 +58,8 @@ impl CrawlDefaults {
             max_size: Some(self.max_size),
             timeout: Some(self.timeout.as_secs()),
             snapshot_max_size: Some(self.snapshot_max_size),
-            only_new: false,
+            only_new: None,
+            max_concurrent_snapshots: None,
             allow_networks: self.allow_networks.clone(),
             egress: Some(self.egress),
         }
@@ -113,6 +114,15 @@ impl Default for ArchiveBox {
             user: "system".into(),
             command: PathBuf::from("archivebox"),
         }
+    }
+}
+
+impl super::Config {
+    /// Where the ArchiveBox personas a crawl names are (`--persona`): the collection's
+    /// `personas/` with `[archivebox] data_dir`, else the data dir's.
+    pub fn personas_root(&self) -> PathBuf {
+        let collection = self.archivebox.data_dir.as_ref();
+        collection.unwrap_or(&self.data_dir).join("personas")
     }
 }
 

@@ -15,19 +15,42 @@ use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-pub(super) fn run(
-    config: &Config,
-    urls: &[String],
-    crawl: &CrawlArgs,
-    wait: bool,
-    out: Out,
-) -> Result<i32> {
+/// How `add` waits, and whether it runs the crawl at all.
+pub(super) struct How {
+    /// Follow the crawl until it is sealed.
+    pub wait: bool,
+    /// Record it paused (`--index-only`).
+    pub index_only: bool,
+    pub out: Out,
+}
+
+impl How {
+    /// The crawl `crawl`'s flags ask for, of `urls`, recorded paused if asked.
+    fn spec(&self, crawl: &CrawlArgs, urls: Vec<String>) -> CrawlSpec {
+        CrawlSpec {
+            index_only: self.index_only,
+            ..crawl.spec(urls)
+        }
+    }
+}
+
+/// What `add` says of a crawl it recorded paused (`--index-only`).
+fn recorded_paused(id: i64, running: bool, out: Out) -> Result<i32> {
+    out.answer(
+        || println!("crawl {id} recorded, paused: `abxctl resume {id}` runs it"),
+        || json!({"crawl_id": id, "paused": true, "daemon_running": running}),
+    );
+    Ok(exit::OK)
+}
+
+pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, how: How) -> Result<i32> {
+    let (wait, out) = (how.wait, how.out);
     for url in urls {
         validate_url(url)?;
     }
     // Through the daemon when it runs (it owns the database: members of control.group may add
     // without write access to it); written here when it does not, to run when it starts.
-    let spec = crawl.spec(urls.to_vec());
+    let spec = how.spec(crawl, urls.to_vec());
     let (id, running) = match client(config).request(&Request::Add(spec.clone())) {
         Ok(Response::Added { crawl_id }) => (crawl_id, true),
         Ok(Response::Error { code, message }) => {
@@ -37,6 +60,9 @@ pub(super) fn run(
         Err(ClientError::NotRunning { .. }) => (add_while_down(config, spec)?, false),
         Err(err) => return Err(err.into()),
     };
+    if how.index_only {
+        return recorded_paused(id, running, out);
+    }
     let human = || {
         println!("crawl {id} queued");
         if !running {
@@ -92,13 +118,8 @@ pub(super) fn source(urls: &[String], from: Option<&std::path::Path>) -> Result<
 /// `add --from FILE` (or `-`): queues a crawl of what `import` holds, waits until its input
 /// snapshot has parsed it, and says how many URLs it found — or fails naming the import and the
 /// parsers that found nothing; with `--wait`, then follows the crawl.
-pub(super) fn import(
-    config: &Config,
-    import: &Import,
-    crawl: &CrawlArgs,
-    wait: bool,
-    out: Out,
-) -> Result<i32> {
+pub(super) fn import(config: &Config, import: &Import, crawl: &CrawlArgs, how: How) -> Result<i32> {
+    let (wait, out) = (how.wait, how.out);
     if import.text.trim().is_empty() {
         return Err(CtlError::BadInput(format!(
             "{} is empty: nothing to import",
@@ -107,7 +128,7 @@ pub(super) fn import(
     }
     let spec = CrawlSpec {
         input: Some(import.text.clone()),
-        ..crawl.spec(Vec::new())
+        ..how.spec(crawl, Vec::new())
     };
     let request = Request::Add(spec.clone());
     // (The input travels on the control socket, whose frames are bounded: say so naming the
@@ -150,6 +171,10 @@ pub(super) fn import(
         }
         Err(err) => return Err(err.into()),
     };
+    // (Paused, it parses nothing until resumed: nothing to wait for.)
+    if how.index_only {
+        return recorded_paused(id, true, out);
+    }
     let seeds = parsed_seeds(config, id)?;
     if seeds.urls == 0 {
         return Err(CtlError::BadInput(format!(

@@ -97,11 +97,20 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             from,
             crawl,
             wait,
+            bg: _,
+            index_only,
             json,
-        } => match add::source(&urls, from.as_deref())? {
-            Some(import) => add::import(config, &import, &crawl, wait, Out { json }),
-            None => add::run(config, &urls, &crawl, wait, Out { json }),
-        },
+        } => {
+            let how = add::How {
+                wait,
+                index_only,
+                out: Out { json },
+            };
+            match add::source(&urls, from.as_deref())? {
+                Some(import) => add::import(config, &import, &crawl, how),
+                None => add::run(config, &urls, &crawl, how),
+            }
+        }
         AbxctlCommand::Export {
             archivebox,
             user,

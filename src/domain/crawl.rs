@@ -5,6 +5,7 @@
 //! decide from the values alone; reading and writing them is the store's.
 
 use super::rules::{CrawlRules, Limit};
+use super::spec::CrawlOptions;
 use super::work::{CrawlOutcome, ResultStatus, RetryScope, WorkStatus};
 use serde::Serialize;
 
@@ -42,6 +43,9 @@ pub struct Crawl {
     /// Where its import is, when its parser hooks read it themselves (a schedule's `--from`).
     #[serde(skip)]
     pub import_url: Option<String>,
+    /// Its tags, persona and parser (`--tag`, `--persona`, `--parser`).
+    #[serde(flatten)]
+    pub options: CrawlOptions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -175,7 +179,7 @@ impl CrawlRules {
                 return Ok(Some(Added::Full));
             }
         }
-        if self.only_new && archived_elsewhere()? {
+        if self.only_new() && archived_elsewhere()? {
             return Ok(Some(Added::Archived));
         }
         Ok(None)
@@ -220,6 +224,7 @@ mod tests {
             schedule_id: None,
             has_input: false,
             import_url: None,
+            options: Default::default(),
         }
     }
 
@@ -230,7 +235,7 @@ mod tests {
         let never_archived = || -> Result<bool, ()> { panic!("asked") };
         let rules = CrawlRules {
             max_urls: Some(2),
-            only_new: true,
+            only_new: Some(true),
             ..CrawlRules::default()
         };
         assert_eq!(

@@ -83,9 +83,14 @@ pub struct CrawlRules {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_max_size: Option<u64>,
     /// Add no discovered URL that another crawl archived already (`--only-new`; seeds are
-    /// always crawled: a feed is fetched again to find what is new in it).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub only_new: bool,
+    /// always crawled: a feed is fetched again to find what is new in it). `Some(false)`:
+    /// asked not to (`--no-only-new`, `--overwrite`), whatever `[crawl]` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only_new: Option<bool>,
+    /// How many of its snapshots run at once (`--crawl-max-concurrent-snapshots`), in place of
+    /// `[limits] max_snapshot_workers`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_snapshots: Option<u64>,
     /// Networks its hooks may reach although they are not public (`--allow-network`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_networks: Vec<String>,
@@ -117,7 +122,11 @@ impl CrawlRules {
             max_size: limit(self.max_size, defaults.max_size),
             timeout: limit(self.timeout, defaults.timeout),
             snapshot_max_size: limit(self.snapshot_max_size, defaults.snapshot_max_size),
-            only_new: self.only_new || defaults.only_new,
+            only_new: self.only_new.or(defaults.only_new).filter(|&only| only),
+            max_concurrent_snapshots: limit(
+                self.max_concurrent_snapshots,
+                defaults.max_concurrent_snapshots,
+            ),
             allow_networks: list(&self.allow_networks, &defaults.allow_networks),
             egress: self.egress.or(defaults.egress),
         }
@@ -159,6 +168,11 @@ impl CrawlRules {
             Limit::SnapshotMaxSize => self.snapshot_max_size,
         }
         .filter(|&n| n > 0)
+    }
+
+    /// Whether it follows only URLs no other crawl archived (`--only-new`).
+    pub fn only_new(&self) -> bool {
+        self.only_new == Some(true)
     }
 
     /// Whether these rules say anything (a crawl without rules shows none).

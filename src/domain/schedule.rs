@@ -9,7 +9,7 @@
 //! refused naming the field.
 
 use super::rules::CrawlRules;
-use super::spec::CrawlSpec;
+use super::spec::{CrawlOptions, CrawlSpec};
 use super::work::WorkStatus;
 use jiff::civil::{Date, DateTime, Time};
 use jiff::tz::TimeZone;
@@ -278,6 +278,9 @@ pub struct Schedule {
     pub import: bool,
     /// Its latest crawl and where that stands.
     pub last_crawl: Option<(i64, WorkStatus)>,
+    /// Its crawls' tags, persona and parser.
+    #[serde(flatten)]
+    pub options: CrawlOptions,
 }
 
 impl Schedule {
@@ -314,6 +317,8 @@ impl Schedule {
             plugins: self.plugins.clone(),
             rules: self.rules.clone(),
             input: None,
+            options: self.options.clone(),
+            index_only: false,
         }
     }
 
@@ -354,6 +359,7 @@ mod tests {
             last_note: None,
             import,
             last_crawl: None,
+            options: Default::default(),
         };
         let s = schedule(false);
         assert_eq!(s.skips(None), None);

@@ -25,6 +25,80 @@ pub struct CrawlSpec {
     /// What to import instead of `urls` (bookmarks, a feed, JSONL, text): the crawl's first
     /// snapshot parses it into its seeds.
     pub input: Option<String>,
+    /// What ArchiveBox's `add` also says of a crawl: its tags, its persona, its parser.
+    #[serde(skip_serializing_if = "CrawlOptions::is_empty")]
+    pub options: CrawlOptions,
+    /// Record the crawl without running it (`--index-only`): it is added paused, and runs once
+    /// resumed (`abxctl resume`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub index_only: bool,
+}
+
+/// What a crawl carries besides its seeds and rules, as ArchiveBox's `add` takes it: stored with
+/// the crawl (and a schedule) whole, read where each takes effect.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlOptions {
+    /// Tags of each of its snapshots (`--tag`), as ArchiveBox tags them: shown, and written to
+    /// each snapshot's `index.jsonl`, from which ArchiveBox's import tags its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The ArchiveBox persona its hooks archive as (`--persona`): the directory of that name
+    /// under the personas directory — its browser profile, `cookies.txt` and `auth.json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persona: Option<String>,
+    /// The one parser that reads what it imports (`--parser netscape`: the plugin
+    /// `parse_netscape_urls`), instead of every one that accepts imports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parser: Option<String>,
+}
+
+impl CrawlOptions {
+    pub fn is_empty(&self) -> bool {
+        *self == CrawlOptions::default()
+    }
+
+    /// The plugin `--parser NAME` names: `parse_NAME_urls` (a plugin's own name is taken as it
+    /// is). `auto` names none: every parser that accepts imports runs.
+    pub fn parser_plugin(&self) -> Option<String> {
+        let name = self.parser.as_deref()?.trim();
+        match name {
+            "" | "auto" => None,
+            name if name.starts_with("parse_") => Some(name.to_string()),
+            name => Some(format!("parse_{name}_urls")),
+        }
+    }
+
+    /// Why these options make no crawl, if they do not (naming the flag).
+    pub fn problem(&self) -> Option<String> {
+        if let Some(tag) = self.tags.iter().find(|t| t.contains(',')) {
+            return Some(format!("--tag {tag:?}: a tag holds no comma"));
+        }
+        let persona = self.persona.as_deref()?;
+        let bad = persona.is_empty()
+            || persona.starts_with('.')
+            || persona.contains('/')
+            || persona.chars().any(char::is_control);
+        bad.then(|| {
+            format!(
+                "--persona {persona:?}: a persona is the name of a directory (no '/', not \
+                 starting with '.')"
+            )
+        })
+    }
+}
+
+/// Tags as ArchiveBox's `--tag` takes them: comma-separated, each trimmed, empty ones dropped,
+/// each once (told apart as ArchiveBox tells them: not by case), in the order given.
+pub fn split_tags<'a>(given: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut tags: Vec<String> = Vec::new();
+    for tag in given.into_iter().flat_map(|text| text.split(',')) {
+        let tag = tag.trim();
+        if !tag.is_empty() && !tags.iter().any(|t| t.to_lowercase() == tag.to_lowercase()) {
+            tags.push(tag.to_string());
+        }
+    }
+    tags
 }
 
 impl CrawlSpec {
@@ -56,7 +130,7 @@ impl CrawlSpec {
             (Some(text), true) if text.trim().is_empty() => {
                 Some("the input to import is empty".into())
             }
-            _ => self.rules.problem(),
+            _ => self.rules.problem().or_else(|| self.options.problem()),
         }
     }
 }
@@ -117,6 +191,46 @@ mod tests {
         assert_eq!(merged.rules.max_urls, Some(5));
         assert_eq!(merged.rules.timeout, Some(60));
         assert_eq!((merged.urls, merged.depth), (asked.urls, asked.depth));
+    }
+
+    #[test]
+    fn tags_are_split_on_commas_trimmed_and_kept_once() {
+        assert_eq!(
+            split_tags(["news, tech,,News", " a b "]),
+            vec!["news", "tech", "a b"]
+        );
+    }
+
+    #[test]
+    fn a_parser_names_its_plugin_and_auto_names_none() {
+        let parser = |name: &str| CrawlOptions {
+            parser: Some(name.into()),
+            ..CrawlOptions::default()
+        };
+        assert_eq!(
+            parser("netscape").parser_plugin().as_deref(),
+            Some("parse_netscape_urls")
+        );
+        assert_eq!(
+            parser("parse_rss_urls").parser_plugin().as_deref(),
+            Some("parse_rss_urls")
+        );
+        assert_eq!(parser("auto").parser_plugin(), None);
+    }
+
+    #[test]
+    fn a_persona_is_a_plain_directory_name() {
+        let persona = |name: &str| CrawlOptions {
+            persona: Some(name.into()),
+            ..CrawlOptions::default()
+        };
+        assert_eq!(persona("Work").problem(), None);
+        for bad in ["", "../x", "a/b", ".hidden"] {
+            assert!(
+                persona(bad).problem().unwrap().starts_with("--persona"),
+                "{bad}"
+            );
+        }
     }
 
     /// On the wire a spec is the fields of an `add` request as they always were.

@@ -223,18 +223,14 @@ pub fn export_crawl(
             }
         };
         if !index::is_sealed(&source) {
-            let size = crate::hooks::bytes_below(&source);
-            let now = crate::store::now_ms();
-            let title = index::title_of(&results, snapshot.id);
-            index::seal(
-                &config.data_dir,
-                &source,
-                (&crawl, &snapshot),
-                title,
-                now,
-                size,
-            )
-            .map_err(io("cannot seal the index in", &source))?;
+            let seal = index::Seal {
+                title: index::title_of(&results, snapshot.id),
+                sealed_at: crate::store::now_ms(),
+                size: crate::hooks::bytes_below(&source),
+                tags: index::tags_of(&crawl, &store.results().tags(snapshot.id)?),
+            };
+            index::seal(&config.data_dir, &source, (&crawl, &snapshot), &seal)
+                .map_err(io("cannot seal the index in", &source))?;
         }
         let place = target.join(crate::portable::snapshot_dir(
             user,

@@ -27,6 +27,7 @@ mod ended;
 pub mod index;
 mod memory;
 mod order;
+pub mod persona;
 mod request;
 mod resource;
 mod result;

@@ -35,6 +35,8 @@ pub struct Scope {
     pub parent_row: i64,
     /// The user the hooks run as, if not abxd's own (`hook_user`).
     pub run_as: Option<HookUser>,
+    /// Where the ArchiveBox personas are, the crawl's `--persona` among them (`persona`).
+    pub personas: PathBuf,
 }
 
 impl Scope {

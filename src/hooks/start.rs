@@ -79,7 +79,15 @@ impl HookRunner {
             return Ok(Some(ended));
         }
         let scope = &self.scope;
-        let request = request::spawn_request(prepared, scope, result.id);
+        let mut request = request::spawn_request(prepared, scope, result.id);
+        if let Err(why) = with_persona(scope, &mut request.env) {
+            let message = format!("could not start: {why}");
+            log::error!("{}: {message}", hook.file_name);
+            store
+                .results()
+                .finish(result.id, ResultStatus::Failed, Some(&message), &[], 0)?;
+            return Ok(None);
+        }
         if let Err(err) = std::fs::create_dir_all(&request.process.cwd) {
             log::error!("{}: cannot create its dir: {err}", hook.file_name);
         }
@@ -148,4 +156,25 @@ impl HookRunner {
         };
         Ok(Some((spawned.row_id, running)))
     }
+}
+
+/// Gives a hook of `scope` whose variables are `env` its crawl's persona (`--persona`), copied
+/// into its runtime personas dir first (`persona`); nothing for a crawl that names none.
+fn with_persona(scope: &super::Scope, env: &mut Vec<(String, String)>) -> Result<(), String> {
+    let Some(name) = &scope.crawl.options.persona else {
+        return Ok(());
+    };
+    // (Configured in abxd's own environment, it is not among the hook's variables.)
+    let runtime = (env.iter().rev())
+        .find(|(key, _)| key == "PERSONAS_DIR")
+        .map(|(_, dir)| dir.clone())
+        .or_else(|| crate::plugins::env::process_environ("PERSONAS_DIR"));
+    let Some(runtime) = runtime.filter(|dir| !dir.is_empty()).map(PathBuf::from) else {
+        return Ok(());
+    };
+    let user = scope.run_as.as_ref();
+    super::persona::prepare(&scope.personas, name, &runtime, user)
+        .map_err(|err| format!("cannot give it persona {name:?}: {err}"))?;
+    super::persona::env_for(name, &runtime, env);
+    Ok(())
 }

@@ -69,6 +69,9 @@ pub struct WorkerPool<O> {
     unstarted: Vec<Held>,
     /// What admission looks at before a start (`gate`), and why it last held starts back.
     gate: gate::Gate,
+    /// How many workers run at once, in place of `[limits]`'s (a crawl's
+    /// `--crawl-max-concurrent-snapshots`).
+    most: Option<usize>,
 }
 
 /// A piece of work the pool claimed: the claim, and the crawl it belongs to (a crawl's is
@@ -113,7 +116,14 @@ impl<O: Owner> WorkerPool<O> {
             awaiting_teardown: HashMap::new(),
             unstarted: Vec::new(),
             gate: gate::Gate::new(gate::Launches::Nothing),
+            most: None,
         }
+    }
+
+    /// Runs at most `most` workers at once (none: `[limits]` says), whatever `[limits]` says.
+    pub fn at_most(self, most: Option<u64>) -> WorkerPool<O> {
+        let most = most.map(|n| usize::try_from(n).unwrap_or(usize::MAX).max(1));
+        WorkerPool { most, ..self }
     }
 
     /// Claims only crawl `id` from now on (a crawl pool: `abxd run`).
@@ -138,6 +148,9 @@ impl<O: Owner> WorkerPool<O> {
     }
 
     fn limit(&self, config: &Config) -> usize {
+        if let Some(most) = self.most {
+            return most;
+        }
         (match self.queue {
             Queue::Crawls => config.limits.max_crawl_workers,
             Queue::Snapshots => config.limits.max_snapshot_workers,

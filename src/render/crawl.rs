@@ -7,7 +7,7 @@
 use super::paint::{paint, Colour};
 use super::table::Table;
 use super::{short_duration, signal_name};
-use crate::domain::{CrawlRules, Kind, Limit, Refusal, ResultStatus, WorkStatus};
+use crate::domain::{CrawlOptions, CrawlRules, Kind, Limit, Refusal, ResultStatus, WorkStatus};
 use crate::printable;
 use crate::store::{now_ms, Crawl, HookResult, ProcessRow, RefusedUrls, Store, StoreError};
 use std::collections::{BTreeMap, HashMap};
@@ -258,6 +258,7 @@ pub fn crawl_report(
     if let Some(rules) = rules_line(&crawl.rules) {
         out.push_str(&format!("  rules: {rules}\n"));
     }
+    options_lines(&crawl.options, &mut out);
     refused_lines(&store.crawls().refused_urls(crawl_id)?, &mut out);
     for export in store.exports().of_crawl(crawl_id)? {
         out.push_str(&format!(
@@ -287,7 +288,7 @@ pub fn crawl_report(
             snapshot.depth,
             printable::line(&snapshot.url)
         ));
-        let tags = store.results().tags(snapshot.id)?;
+        let tags = crate::hooks::index::tags_of(&crawl, &store.results().tags(snapshot.id)?);
         if !tags.is_empty() {
             out.push_str(&format!(
                 "    tags: {}\n",
@@ -359,6 +360,12 @@ fn rules_line(rules: &CrawlRules) -> Option<String> {
             parts.push(format!("{name} {}", printable::line(&list.join(" "))));
         }
     }
+    if rules.only_new() {
+        parts.push("only_new".into());
+    }
+    if let Some(most) = rules.max_concurrent_snapshots {
+        parts.push(format!("max_concurrent_snapshots {most}"));
+    }
     for limit in Limit::ALL {
         if let Some(value) = rules.limit(*limit) {
             let shown = match limit {
@@ -372,6 +379,20 @@ fn rules_line(rules: &CrawlRules) -> Option<String> {
         }
     }
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// A crawl's tags, persona and parser, a line each that it has.
+fn options_lines(options: &CrawlOptions, out: &mut String) {
+    if !options.tags.is_empty() {
+        let tags = options.tags.join(", ");
+        out.push_str(&format!("  tags: {}\n", printable::line(&tags)));
+    }
+    if let Some(persona) = &options.persona {
+        out.push_str(&format!("  persona: {}\n", printable::line(persona)));
+    }
+    if let Some(parser) = &options.parser {
+        out.push_str(&format!("  parser: {}\n", printable::line(parser)));
+    }
 }
 
 /// `, ended by max_urls` when a limit ended a crawl or a snapshot, else nothing.

@@ -117,7 +117,8 @@ pub fn crawl(store: &Store, id: i64) -> Result<Option<String>, StoreError> {
     let mut snapshots = Vec::new();
     for snapshot in store.crawls().snapshots(id)? {
         let mut value = json!(snapshot);
-        value["tags"] = json!(store.results().tags(snapshot.id)?);
+        let reported = store.results().tags(snapshot.id)?;
+        value["tags"] = json!(crate::hooks::index::tags_of(&crawl, &reported));
         value["results"] = results
             .iter()
             .filter(|r| r.snapshot_id == Some(snapshot.id))

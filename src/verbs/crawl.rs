@@ -1,6 +1,6 @@
 //! `add`: a crawl enqueued from its spec.
 
-use super::{check_plugins, check_seeds, with_defaults, Refusal};
+use super::{check_persona, check_plugins, check_seeds, with_defaults, Refusal};
 use crate::config::Config;
 use crate::domain::CrawlSpec;
 use crate::store::{Store, StoreError};
@@ -22,7 +22,8 @@ pub fn admit(config: &Config, spec: CrawlSpec) -> Result<Admitted, Refusal> {
         return Err(Refusal::malformed(why));
     }
     check_seeds(&spec.urls)?;
-    check_plugins(&config.plugins_dirs, spec.plugins.as_deref())?;
+    check_plugins(&config.plugins_dirs, &spec)?;
+    check_persona(config, &spec)?;
     Ok(Admitted(spec))
 }
 

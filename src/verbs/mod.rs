@@ -73,16 +73,45 @@ fn with_defaults(config: &Config, spec: CrawlSpec) -> Result<CrawlSpec, Refusal>
 }
 
 /// Refuses a plugin list naming plugins that `plugins_dirs` do not hold.
-fn check_plugins(
-    plugins_dirs: &[std::path::PathBuf],
-    names: Option<&[String]>,
-) -> Result<(), Refusal> {
-    let Some(names) = names else {
+fn check_plugins(plugins_dirs: &[std::path::PathBuf], spec: &CrawlSpec) -> Result<(), Refusal> {
+    let parser = spec.options.parser_plugin();
+    if spec.plugins.is_none() && parser.is_none() {
+        return Ok(());
+    }
+    let catalog = crate::plugins::Catalog::load(plugins_dirs);
+    if let Some(names) = &spec.plugins {
+        (catalog.check_names(names)).map_err(|unknown| Refusal::not_found(unknown.to_string()))?;
+    }
+    match parser {
+        Some(parser) if !catalog.import_parsers().contains(&parser) => {
+            let known = catalog.import_parsers();
+            Err(Refusal::not_found(format!(
+                "--parser: no plugin {parser} that accepts imports runs here; {}",
+                match known.is_empty() {
+                    true => "none does (see abxctl plugins)".to_string(),
+                    false => format!("parsers: {}", known.join(", ")),
+                }
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a persona that is not there to archive as (`--persona`), naming where it was looked
+/// for.
+fn check_persona(config: &Config, spec: &CrawlSpec) -> Result<(), Refusal> {
+    let Some(name) = &spec.options.persona else {
         return Ok(());
     };
-    crate::plugins::Catalog::load(plugins_dirs)
-        .check_names(names)
-        .map_err(|unknown| Refusal::not_found(unknown.to_string()))
+    let dir = config.personas_root().join(name);
+    match dir.is_dir() {
+        true => Ok(()),
+        false => Err(Refusal::not_found(format!(
+            "--persona {name}: no such persona ({} is not a directory: make it, or import a \
+             browser profile into it with `archivebox persona`)",
+            dir.display()
+        ))),
+    }
 }
 
 /// Refuses seeds the URL rule refuses (naming the first).

@@ -1,6 +1,6 @@
 //! `schedule add` and `schedule remove|pause|resume`: a crawl made again at each occurrence.
 
-use super::{check_plugins, check_seeds, with_defaults, Refusal, VerbError};
+use super::{check_persona, check_plugins, check_seeds, with_defaults, Refusal, VerbError};
 use crate::config::Config;
 use crate::control::protocol::ScheduleAction;
 use crate::domain::{Cadence, CrawlSpec};
@@ -47,11 +47,12 @@ pub fn admit(
             "a schedule that imports has one file:// URL: the file",
         ));
     }
-    if let Some(why) = spec.rules.problem() {
+    if let Some(why) = spec.rules.problem().or_else(|| spec.options.problem()) {
         return Err(Refusal::malformed(why));
     }
     let cadence = Cadence::named(every_ms, cron).map_err(Refusal::malformed)?;
-    check_plugins(&config.plugins_dirs, spec.plugins.as_deref())?;
+    check_plugins(&config.plugins_dirs, &spec)?;
+    check_persona(config, &spec)?;
     Ok(Admitted {
         spec,
         cadence,

@@ -44,7 +44,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     // (A seed is crawled whatever `--only-new` says: it is what was asked for — a feed fetched
     // again to find what is new in it.)
     let seed_rules = crate::domain::CrawlRules {
-        only_new: false,
+        only_new: None,
         ..crawl.rules.clone()
     };
     let launches = match snapshots_launch_browsers(&cx.config, &crawl) {
@@ -58,12 +58,15 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         snapshot: None,
         parent_row: cx.row_id,
         run_as: cx.run_as.clone(),
+        personas: cx.config.personas_root(),
     };
     // (Snapshots still to run — retried, or left by a crash — need the crawl's sessions.)
     let snapshots_wait =
         (cx.store.crawls().snapshots(crawl_id)?.iter()).any(|s| s.status != WorkStatus::Sealed);
     let mut runner = HookRunner::new(&cx.store, scope, hooks, snapshots_wait)?;
-    let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id).with_gate(gate);
+    let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id)
+        .with_gate(gate)
+        .at_most(input_crawl.rules.max_concurrent_snapshots);
     cx.run_foreground(&mut runner, |cx, runner, exit| {
         record(cx, runner, &mut pool, exit)
     })?;

@@ -23,9 +23,12 @@ pub(super) fn hooks_for(
     input: bool,
 ) -> Result<Vec<Prepared>, StoreError> {
     let catalog = Catalog::load(&config.plugins_dirs);
-    // An input snapshot runs the plugins that parse imports (`worker::input`), whatever the
-    // crawl names: those run on the pages its import lists.
-    let parsers = input.then(|| catalog.import_parsers());
+    // An input snapshot runs the plugins that parse imports (`worker::input`) — or the one its
+    // `--parser` names — whatever the crawl names: those run on the pages its import lists.
+    let parsers = input.then(|| match crawl.options.parser_plugin() {
+        Some(parser) => vec![parser],
+        None => catalog.import_parsers(),
+    });
     let wanted = parsers.or_else(|| crawl.plugins.clone()).map(|names| {
         let (known, unknown): (Vec<String>, Vec<String>) = names
             .iter()

@@ -88,6 +88,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         snapshot: Some(snapshot),
         parent_row: cx.row_id,
         run_as: cx.run_as.clone(),
+        personas: cx.config.personas_root(),
     };
     let mut runner = HookRunner::new(&cx.store, scope, hooks, false)?;
     // What an input snapshot finds are the crawl's seeds; what another finds is one level
@@ -158,18 +159,23 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     }
     let data_dir = cx.config.data_dir.clone();
     // (Its hooks are over: what the title hook said is final.)
-    let results = cx
-        .persist(|store| store.results().snapshot_results(snapshot_id))?
+    let (results, reported_tags) = cx
+        .persist(|store| {
+            let results = store.results().snapshot_results(snapshot_id)?;
+            Ok((results, store.results().tags(snapshot_id)?))
+        })?
         .unwrap_or_default();
     let code = cx.finish(Queue::Snapshots, snapshot_id)?;
     if code == super::EXIT_DONE {
         // (Its index says sealed once the database does.)
         let (crawl, snapshot) = indexed;
-        let size = crate::hooks::bytes_below(&dir);
-        let now = crate::store::now_ms();
-        let title = crate::hooks::index::title_of(&results, snapshot_id);
-        let both = (&crawl, &snapshot);
-        if let Err(err) = crate::hooks::index::seal(&data_dir, &dir, both, title, now, size) {
+        let seal = crate::hooks::index::Seal {
+            title: crate::hooks::index::title_of(&results, snapshot_id),
+            sealed_at: crate::store::now_ms(),
+            size: crate::hooks::bytes_below(&dir),
+            tags: crate::hooks::index::tags_of(&crawl, &reported_tags),
+        };
+        if let Err(err) = crate::hooks::index::seal(&data_dir, &dir, (&crawl, &snapshot), &seal) {
             log::warn!("snapshot {snapshot_id}: its index is not sealed: {err}");
         }
     }

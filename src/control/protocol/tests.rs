@@ -83,6 +83,11 @@ fn the_decoder_survives_any_bytes() {
                 ..Default::default()
             },
             input: None,
+            options: crate::domain::CrawlOptions {
+                tags: vec!["news".into()],
+                ..Default::default()
+            },
+            index_only: false,
         }),
         Request::Cancel { crawl_id: 3 },
         Request::Retry {

@@ -25,6 +25,15 @@ pub struct Seal<'a> {
     pub sealed_at: i64,
     /// The bytes below its directory.
     pub size: u64,
+    /// Its tags: its crawl's (`--tag`) and those its hooks reported ([`tags_of`]).
+    pub tags: Vec<String>,
+}
+
+/// The tags of a snapshot of `crawl` whose hooks reported `reported`: the crawl's first, each
+/// once.
+pub fn tags_of(crawl: &Crawl, reported: &[String]) -> Vec<String> {
+    let given = crawl.options.tags.iter().chain(reported);
+    crate::domain::split_tags(given.map(String::as_str))
 }
 
 /// The records of the sealed index, in order, from the `records` the file holds now.
@@ -54,7 +63,7 @@ fn snapshot_record(crawl: &Crawl, snapshot: &Snapshot, seal: &Seal<'_>) -> Value
         "crawl_id": crawl.uuid,
         "url": snapshot.url,
         "title": seal.title,
-        "tags": "",
+        "tags": seal.tags.join(","),
         "bookmarked_at": iso(created),
         "created_at": iso(created),
         "modified_at": iso(seal.sealed_at),
@@ -78,7 +87,7 @@ fn crawl_record(crawl: &Crawl, sealed_at: i64) -> Value {
         "status": crawl.status,
         "max_depth": crawl.max_depth,
         "config": {},
-        "tags_str": "",
+        "tags_str": crawl.options.tags.join(","),
         "label": "",
         "created_at": iso(crawl.created_at),
         "modified_at": iso(sealed_at),

@@ -14,6 +14,7 @@ mod abx_dl;
 mod archivebox;
 
 pub use abx_dl::{iso, process_record, result_record, Reported, Run};
+pub use archivebox::{tags_of, Seal};
 
 use crate::domain::ResultStatus;
 use crate::store::{Crawl, HookResult, Snapshot};
@@ -67,9 +68,7 @@ pub fn seal(
     beneath: &Path,
     dir: &Path,
     crawl_and_snapshot: (&Crawl, &Snapshot),
-    title: Option<&str>,
-    sealed_at: i64,
-    size: u64,
+    seal: &Seal<'_>,
 ) -> std::io::Result<()> {
     let path = dir.join(FILE);
     let mut text = String::new();
@@ -80,15 +79,7 @@ pub fn seal(
     let records: Vec<Value> = (text.lines())
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
-    let sealed = archivebox::sealed(
-        crawl_and_snapshot,
-        &archivebox::Seal {
-            title,
-            sealed_at,
-            size,
-        },
-        &records,
-    );
+    let sealed = archivebox::sealed(crawl_and_snapshot, seal, &records);
     crate::logs::replace(beneath, &path, jsonl(&sealed).as_bytes()).map_err(|e| e.cause)
 }
 
@@ -138,27 +129,29 @@ mod tests {
         ];
         append(dir.path(), &snap, &run).unwrap();
         assert!(!is_sealed(&snap));
-        seal(
-            dir.path(),
-            &snap,
-            (&crawl, &snapshot),
-            None,
-            1_700_000_000_123,
-            42,
-        )
-        .unwrap();
+        let first = Seal {
+            title: None,
+            sealed_at: 1_700_000_000_123,
+            size: 42,
+            tags: Vec::new(),
+        };
+        seal(dir.path(), &snap, (&crawl, &snapshot), &first).unwrap();
         assert!(is_sealed(&snap));
         // Sealing again (a retried seal) changes nothing but the moment.
-        let title = Some("A page");
-        seal(
-            dir.path(),
-            &snap,
-            (&crawl, &snapshot),
-            title,
-            1_700_000_000_456,
-            42,
-        )
-        .unwrap();
+        let crawl = Crawl {
+            options: crate::domain::CrawlOptions {
+                tags: vec!["news".into(), "tech".into()],
+                ..Default::default()
+            },
+            ..crawl
+        };
+        let again = Seal {
+            title: Some("A page"),
+            sealed_at: 1_700_000_000_456,
+            tags: tags_of(&crawl, &["found".into(), "news".into()]),
+            ..first
+        };
+        seal(dir.path(), &snap, (&crawl, &snapshot), &again).unwrap();
         let text = std::fs::read_to_string(snap.join(FILE)).unwrap();
         let records: Vec<Value> = text
             .lines()
@@ -187,6 +180,9 @@ mod tests {
         assert_eq!(records[0]["archive_size"], 42);
         assert_eq!(records[0]["timestamp"], "1699999999.999000");
         assert_eq!(records[0]["title"], "A page");
+        // Its crawl's tags and its hooks', as ArchiveBox's import reads them.
+        assert_eq!(records[0]["tags"], "news,tech,found");
+        assert_eq!(records[3]["tags_str"], "news,tech");
     }
 
     fn crawl_fixture() -> Crawl {
@@ -210,6 +206,7 @@ mod tests {
             schedule_id: None,
             has_input: false,
             import_url: None,
+            options: Default::default(),
         }
     }
 

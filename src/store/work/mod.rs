@@ -54,12 +54,15 @@ pub(in crate::store) fn insert_crawl(
     let plugins =
         (spec.plugins.as_ref()).map(|p| serde_json::to_string(p).expect("strings serialize"));
     let rules = serde_json::to_string(&spec.rules).expect("rules serialize");
+    let options = serde_json::to_string(&spec.options).expect("options serialize");
     let now = now_ms();
+    // (`--index-only`: recorded paused, run once resumed.)
+    let paused_at = spec.index_only.then_some(now);
     let id: i64 = tx
         .query_one(
             "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
-             rules, uuid, schedule_id, input, import_url) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, \
-             ?6, ?7, ?8, ?9, ?10) RETURNING id",
+             rules, uuid, schedule_id, input, import_url, options, paused_at) VALUES (?1, ?2, \
+             ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
             &args![
                 urls,
                 spec.depth,
@@ -70,7 +73,9 @@ pub(in crate::store) fn insert_crawl(
                 crate::uuid7::new(),
                 crawl.schedule_id,
                 spec.input.as_deref(),
-                crawl.import_url
+                crawl.import_url,
+                options,
+                paused_at
             ],
         )?
         .get(0)?;
@@ -110,7 +115,7 @@ columns! {
         id, urls, max_depth, plugins, status, outcome, retry_at, owner_id, created_at, started_at,
         sealed_at, restarts, paused_at, rules, ended_by, uuid, schedule_id,
         has_input = "CASE WHEN input IS NULL AND import_url IS NULL THEN 0 ELSE 1 END",
-        import_url,
+        import_url, options,
     }
 }
 
@@ -138,6 +143,7 @@ pub(in crate::store) fn crawl_from_row(row: &Row) -> Result<Crawl, SqlError> {
         schedule_id: row.get(C::schedule_id)?,
         has_input: row.get(C::has_input)?,
         import_url: row.get(C::import_url)?,
+        options: json_column(row, C::options)?,
     })
 }
 

@@ -35,7 +35,7 @@ columns! {
         anchor_at = "s.anchor_at", next_at = "s.next_at", paused_at = "s.paused_at",
         created_at = "s.created_at", fired = "s.fired", skipped = "s.skipped",
         last_note = "s.last_note", last_crawl_id = "c.id", last_crawl_status = "c.status",
-        import = "s.import",
+        import = "s.import", options = "s.options",
     }
 }
 
@@ -71,6 +71,7 @@ fn schedule_from_row(row: &Row) -> Result<Schedule, SqlError> {
             _ => None,
         },
         import: row.get(C::import)?,
+        options: json_column(row, C::options)?,
     })
 }
 
@@ -113,12 +114,13 @@ impl Schedules<'_> {
         let plugins =
             (spec.plugins.as_ref()).map(|p| serde_json::to_string(p).expect("strings serialize"));
         let rules = serde_json::to_string(&spec.rules).expect("rules serialize");
+        let options = serde_json::to_string(&spec.options).expect("options serialize");
         let id = self.store.write(|tx| {
             Ok(tx
                 .query_one(
                     "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
-                     anchor_at, next_at, created_at, uuid, import) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9, ?10) RETURNING id",
+                     anchor_at, next_at, created_at, uuid, import, options) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9, ?10, ?11) RETURNING id",
                     &args![
                         urls,
                         spec.depth,
@@ -129,7 +131,8 @@ impl Schedules<'_> {
                         now,
                         next_at,
                         crate::uuid7::new(),
-                        i64::from(new.import)
+                        i64::from(new.import),
+                        options
                     ],
                 )?
                 .get(0)?)

@@ -315,6 +315,13 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
         ON schedules FOR EACH ROW EXECUTE FUNCTION abxd_work_changed();
     "#,
     ),
+    (
+        29,
+        r#"
+    ALTER TABLE crawls ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE schedules ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    "#,
+    ),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -399,4 +399,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     -- nothing
     "#,
+    // 29: what ArchiveBox's `add` also says of a crawl — its tags, persona, parser — as JSON
+    // (`CrawlOptions`), on a crawl and on the schedule that makes crawls.
+    r#"
+    ALTER TABLE crawls ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE schedules ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    "#,
 ];

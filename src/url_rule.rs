@@ -74,6 +74,16 @@ pub fn admit(url: &str, seeds: Seeds) -> Result<String, Refusal> {
     Ok(parsed.into())
 }
 
+/// The domain a crawl of `host` stays in under `--scope domain`: its registrable domain, by the
+/// Public Suffix List (`blog.example.co.uk` → `example.co.uk`, never `co.uk`; `a.github.io` →
+/// itself, since `github.io` is a suffix anyone registers below) — or, for an address or a name
+/// the list makes nothing of (`localhost`), the host without a leading `www.`.
+pub fn registrable_domain(host: &str) -> &str {
+    let address = host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[');
+    let listed = (!address).then(|| psl::domain_str(host)).flatten();
+    listed.unwrap_or_else(|| host.strip_prefix("www.").unwrap_or(host))
+}
+
 /// The rule of one crawl: [`admit`] for its seeds, then its own rules.
 #[derive(Debug, Clone)]
 pub struct CrawlFilter {
@@ -118,7 +128,7 @@ impl CrawlFilter {
                 .iter()
                 .any(|(seed, seed_port)| seed == host && *seed_port == port),
             Some(UrlScope::Domain) => self.seed_hosts.iter().any(|(seed, _)| {
-                let domain = seed.strip_prefix("www.").unwrap_or(seed);
+                let domain = registrable_domain(seed);
                 host == domain
                     || host
                         .strip_suffix(domain)
@@ -296,6 +306,35 @@ mod tests {
         }
         for url in ["https://notexample.com/", "https://example.org/"] {
             assert_eq!(domain.admit(url), Err(Refusal::Scope), "{url}");
+        }
+        // A registrable domain, by the Public Suffix List.
+        let uk = filter(
+            "https://blog.example.co.uk/",
+            CrawlRules {
+                scope: Some(UrlScope::Domain),
+                ..CrawlRules::default()
+            },
+        );
+        for url in ["https://example.co.uk/", "https://shop.example.co.uk/"] {
+            assert!(uk.admit(url).is_ok(), "{url}");
+        }
+        for url in ["https://other.co.uk/", "https://co.uk/"] {
+            assert_eq!(uk.admit(url), Err(Refusal::Scope), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_registrable_domain_comes_from_the_public_suffix_list() {
+        for (host, domain) in [
+            ("blog.example.co.uk", "example.co.uk"),
+            ("www.example.com", "example.com"),
+            ("a.b.example.com", "example.com"),
+            ("someone.github.io", "someone.github.io"),
+            ("localhost", "localhost"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("[::1]", "[::1]"),
+        ] {
+            assert_eq!(registrable_domain(host), domain, "{host}");
         }
     }
 

@@ -410,7 +410,11 @@ fn archivebox_fills_for_abxds_crawl_every_column_it_fills_for_its_own() {
             .collect()
     };
     assert_eq!(tags_of(own["id"].as_deref().unwrap()), ["Tech", "news"]);
-    assert_eq!(tags_of(&ours_id), ["Tech", "news"], "abxd's snapshot's tags");
+    assert_eq!(
+        tags_of(&ours_id),
+        ["Tech", "news"],
+        "abxd's snapshot's tags"
+    );
     let crawl_tags = archivebox_rows(&collection, "SELECT tags_str FROM crawls_crawl ORDER BY id");
     assert_eq!(crawl_tags[0], crawl_tags[1], "{crawl_tags:#?}");
 

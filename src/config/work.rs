@@ -29,6 +29,9 @@ pub struct CrawlDefaults {
     pub allow_networks: Vec<String>,
     /// Whether the kernel holds hooks to the crawl's egress policy.
     pub egress: Egress,
+    /// Follow no discovered URL another crawl archived already (ArchiveBox's `ONLY_NEW`), unless
+    /// a crawl says `--no-only-new`.
+    pub only_new: bool,
 }
 
 impl Default for CrawlDefaults {
@@ -43,6 +46,7 @@ impl Default for CrawlDefaults {
             snapshot_max_size: 0,
             allow_networks: Vec::new(),
             egress: Egress::Restricted,
+            only_new: false,
         }
     }
 }
@@ -58,7 +62,7 @@ impl CrawlDefaults {
             max_size: Some(self.max_size),
             timeout: Some(self.timeout.as_secs()),
             snapshot_max_size: Some(self.snapshot_max_size),
-            only_new: None,
+            only_new: Some(self.only_new),
             max_concurrent_snapshots: None,
             allow_networks: self.allow_networks.clone(),
             egress: Some(self.egress),

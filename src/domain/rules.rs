@@ -16,7 +16,7 @@ words!(
         Any => "any",
         /// Only a seed's own host (and port).
         Host => "host",
-        /// A seed's host without a leading `www.`, and every host below it.
+        /// A seed's registrable domain (by the Public Suffix List), and every host below it.
         Domain => "domain",
     }
 );

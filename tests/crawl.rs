@@ -358,6 +358,43 @@ fn no_more_snapshot_workers_run_at_once_than_the_limit() {
     }
 }
 
+/// ArchiveBox's `add --crawl-max-concurrent-snapshots N`: the crawl's own limit, in place of
+/// `[limits] max_snapshot_workers` — above it or below.
+#[test]
+fn a_crawls_max_concurrent_snapshots_is_its_limit_in_place_of_the_configured_one() {
+    // (Each snapshot long enough that three started together still run together.)
+    let config = "[limits]\nmax_snapshot_workers = 2\n\
+                  [plugins.sleepy]\nenv = { SLEEPY_SECONDS = \"1\" }\n";
+    let daemon = fixture_daemon("sqlite", config);
+    for (most, expected) in [("3", 3), ("1", 1)] {
+        let urls: Vec<String> = (0..6)
+            .map(|i| format!("http://127.0.0.1:9/{most}/{i}"))
+            .collect();
+        let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+        args.extend([
+            "--plugins",
+            "sleepy",
+            "--crawl-max-concurrent-snapshots",
+            most,
+        ]);
+        let crawl = daemon.add(&args);
+        daemon.wait_sealed(crawl, CRAWL_WAIT);
+        let workers: Vec<(i64, i64)> = all_rows(&daemon)
+            .into_iter()
+            .filter(|r| r.kind == Kind::SnapshotWorker && r.crawl_id == Some(crawl))
+            .map(|r| (r.started_at.unwrap(), r.ended_at.unwrap()))
+            .collect();
+        assert_eq!(workers.len(), 6);
+        assert_eq!(
+            max_overlap(&workers),
+            expected,
+            "--crawl-max-concurrent-snapshots {most}"
+        );
+    }
+    let shown = daemon.ctl_ok(&["show", "1"]);
+    assert!(shown.contains("max_concurrent_snapshots 3"), "{shown}");
+}
+
 #[test]
 fn a_crawl_added_while_the_daemon_is_down_runs_when_it_starts() {
     for backend in common::backends() {

@@ -436,3 +436,75 @@ fn a_schedule_imports_a_file_anew_at_each_occurrence() {
         format!("file://{}", file.canonicalize().unwrap().display())
     );
 }
+
+/// ArchiveBox's `add --parser NAME` and `--index-only`, with the parsers the package installs:
+/// the one parser named reads the import (`netscape`: `parse_netscape_urls`), a name that is no
+/// parser here is refused naming those that are, and an index-only crawl is recorded paused —
+/// nothing of it runs — until it is resumed.
+#[test]
+fn parser_names_the_one_parser_that_reads_an_import_and_index_only_records_a_crawl_paused() {
+    let mut daemon = TestDaemon::prepare("");
+    daemon.write_config(&format!(
+        "[paths]\nplugins_dirs = [{:?}, {:?}]\n[limits]\nmemory_floor = 0\n",
+        bundled(),
+        fixtures().join("plugins").display().to_string()
+    ));
+    daemon.launch();
+    let file = daemon.path("bookmarks.html");
+    std::fs::write(&file, BOOKMARKS).unwrap();
+    let file = file.display().to_string();
+
+    let args = ["--plugins", "ok", "--parser", "netscape", "--from", &file];
+    let id = crawl_id(&add(&daemon, &[], &args, ""));
+    daemon.wait_sealed(id, PARSE_WAIT);
+    let at = |path: &str| format!("http://127.0.0.1:9/{path}");
+    assert_eq!(
+        pages(&daemon, id),
+        ["one.html", "three.html", "two.html"].map(at)
+    );
+    let store = daemon.store();
+    let input = &store.crawls().snapshots(id).unwrap()[0];
+    let parsers: Vec<String> = (store.results().snapshot_results(input.id).unwrap())
+        .into_iter()
+        .map(|r| r.plugin)
+        .collect();
+    assert_eq!(parsers, ["parse_netscape_urls"]);
+    let shown = daemon.ctl_ok(&["show", &id.to_string()]);
+    assert!(shown.contains("  parser: netscape"), "{shown}");
+
+    let out = add(&daemon, &[], &["--parser", "nosuch", "--from", &file], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        stderr.contains("--parser: no plugin parse_nosuch_urls"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("parse_netscape_urls"), "{stderr}");
+
+    let out = add(
+        &daemon,
+        &[],
+        &["--plugins", "ok", "--index-only", &at("x.html")],
+        "",
+    );
+    let paused = crawl_id(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("recorded, paused"),
+        "{out:?}"
+    );
+    let crawl = daemon.store().crawls().get(paused).unwrap().unwrap();
+    assert!(crawl.paused_at.is_some(), "{crawl:?}");
+    // (The daemon claims due crawls at once: a crawl it ran would have a worker row by now.)
+    let other = daemon.add(&["--plugins", "ok", &at("y.html")]);
+    daemon.wait_sealed(other, PARSE_WAIT);
+    let store = daemon.store();
+    assert!(store.crawls().snapshots(paused).unwrap().is_empty());
+    assert!(store
+        .processes()
+        .crawl_processes(paused)
+        .unwrap()
+        .is_empty());
+    daemon.ctl_ok(&["resume", &paused.to_string()]);
+    daemon.wait_sealed(paused, PARSE_WAIT);
+    assert_eq!(pages(&daemon, paused), [at("x.html")]);
+}

@@ -333,6 +333,81 @@ fn a_root_abxd_runs_hooks_and_their_children_as_the_hook_user_with_a_home_it_can
     assert_eq!(database.mode() & 0o007, 0, "{:o}", database.mode());
 }
 
+/// ArchiveBox's `add --persona NAME`, as a root abxd runs it: the hooks (as the hook user) get
+/// a copy of the persona ArchiveBox keeps under `personas/NAME` — its browser profile where
+/// Chrome's hooks look for it, its cookies — never the persona itself; a persona that is not
+/// there is refused at `add`, naming where it was looked for.
+#[test]
+fn a_crawl_archives_as_the_archivebox_persona_it_names_through_a_copy_the_hook_user_owns() {
+    let user = hook_user();
+    let mut daemon = daemon_with_hook_user();
+    copy_dir(
+        &fixtures().join("persona/persona"),
+        &daemon.path("plugins/persona"),
+    );
+    let persona = daemon.data_dir().join("personas/Work");
+    std::fs::create_dir_all(persona.join("chrome_profile/Default")).unwrap();
+    std::fs::write(
+        persona.join("chrome_profile/Default/Preferences"),
+        "as left",
+    )
+    .unwrap();
+    let cookies = "# Netscape HTTP Cookie File\n.example.com\tTRUE\t/\tFALSE\t0\tsid\tabc\n";
+    std::fs::write(persona.join("cookies.txt"), cookies).unwrap();
+    daemon.launch();
+
+    let crawl = daemon.add(&["--persona", "Work", "-p", "persona", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let store = daemon.store();
+    let result = &store.results().of_crawl(crawl).unwrap()[0];
+    assert_eq!(
+        result.status.as_str(),
+        "succeeded",
+        "{result:?}\n{}",
+        daemon.log()
+    );
+    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
+    let said = std::fs::read_to_string(daemon.data_dir().join(format!(
+        "crawls/{crawl}/snapshots/{}/persona/persona.txt",
+        snapshot.id
+    )))
+    .unwrap();
+    assert!(said.contains("ACTIVE_PERSONA=Work\n"), "{said}");
+    assert!(said.contains("\tsid\tabc"), "its cookies: {said}");
+    assert!(said.contains("profile=as left\n"), "its profile: {said}");
+    let cookies_file = (said.lines())
+        .find_map(|l| l.strip_prefix("COOKIES_FILE="))
+        .unwrap();
+    assert!(
+        !cookies_file.starts_with(&persona.display().to_string()),
+        "{said}"
+    );
+    // What the hook wrote (as its user: it succeeded) was its copy's, gone with its crawl; the
+    // persona is as it was.
+    assert_eq!(
+        std::fs::read_to_string(persona.join("chrome_profile/Default/Preferences")).unwrap(),
+        "as left"
+    );
+    assert!(!std::path::Path::new(cookies_file).exists(), "{said}");
+    let hook = (store.processes().crawl_processes(crawl).unwrap())
+        .into_iter()
+        .find(|row| row.kind == abxd::domain::Kind::Hook)
+        .unwrap();
+    assert_eq!(hook.uid, Some(user.uid.as_raw()), "{hook:?}");
+    let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(shown.contains("  persona: Work"), "{shown}");
+
+    let output = daemon.ctl(&["add", "--persona", "Nobody", "http://127.0.0.1:9/"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    let looked = daemon.data_dir().join("personas/Nobody");
+    assert!(
+        stderr.contains("--persona Nobody: no such persona")
+            && stderr.contains(&looked.display().to_string()),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn abxd_run_as_root_runs_its_hooks_as_the_user_it_is_given() {
     let user = hook_user();
@@ -411,5 +486,33 @@ fn a_hook_user_who_cannot_reach_the_plugins_starts_no_crawl_naming_the_directory
     assert!(
         status.contains(&format!("cannot enter {}", daemon.dir.path().display())),
         "{status}"
+    );
+}
+
+/// ArchiveBox's `ONLY_NEW` as `[crawl] only_new`: a crawl follows no discovered URL another
+/// crawl archived — unless it says `--no-only-new`, or ArchiveBox's `--overwrite` or `--update`.
+#[test]
+fn only_new_by_default_and_overwrite_update_or_no_only_new_follow_what_is_archived() {
+    let daemon = TestDaemon::start_with(&rules_config("[crawl]\nonly_new = true\n"));
+    let crawl = |flags: &[&str]| {
+        let mut args = vec!["-p", "links", "-d", "1", "http://127.0.0.1:9/docs/"];
+        args.extend_from_slice(flags);
+        let id = daemon.add(&args);
+        daemon.wait_sealed(id, WAIT);
+        daemon.store().crawls().snapshots(id).unwrap().len()
+    };
+    assert_eq!(
+        crawl(&[]),
+        7,
+        "the first crawl archives the page and the six it links"
+    );
+    assert_eq!(crawl(&[]), 1, "the next, only the page again");
+    for flag in ["--overwrite", "--update", "--no-only-new"] {
+        assert_eq!(crawl(&[flag]), 7, "{flag}");
+    }
+    assert_eq!(
+        crawl(&["--overwrite", "--only-new"]),
+        1,
+        "the last flag given wins"
     );
 }

@@ -83,11 +83,18 @@ pub fn prepare(
             ),
         ));
     }
-    if !runtime.exists() {
-        std::fs::create_dir_all(runtime)?;
-        // (The runtime personas dir is its hooks' to write in: other plugins keep state there.)
+    // (The runtime personas dir, and each dir made on the way to it, is its hooks' to write in:
+    // other plugins keep state there, as they do when they make it themselves.)
+    let mut missing = Vec::new();
+    let mut dir = runtime;
+    while dir.symlink_metadata().is_err() {
+        missing.push(dir);
+        dir = dir.parent().unwrap_or(Path::new("/"));
+    }
+    for dir in missing.into_iter().rev() {
+        std::fs::create_dir(dir)?;
         if let Some(user) = user {
-            user.own_tree(runtime)?;
+            user.own_tree(dir)?;
         }
     }
     // (Copied beside, then renamed: a copy cut short is never taken for a whole one.)

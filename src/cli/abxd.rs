@@ -56,7 +56,7 @@ pub enum AbxdCommand {
         #[arg(required = true, value_name = "URL|PATH")]
         urls: Vec<String>,
         #[command(flatten)]
-        crawl: CrawlArgs,
+        crawl: Box<CrawlArgs>,
         /// Run the hooks as this user, instead of `hooks.user` (abxd as root only).
         #[arg(long, value_name = "USER")]
         hooks_user: Option<String>,

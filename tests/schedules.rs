@@ -101,6 +101,58 @@ fn a_schedule_makes_a_crawl_at_each_occurrence_and_list_says_so() {
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no schedule {id}")));
 }
 
+/// ArchiveBox's `schedule --every daily -t TAGS -d N`: its names for a schedule are the cron
+/// expressions it takes them for, and each occurrence's crawl carries the schedule's tags.
+#[test]
+fn a_schedule_takes_archiveboxs_every_and_tags_each_occurrence() {
+    let daemon = schedule_daemon("sqlite", "");
+    let daily = add(
+        &daemon,
+        &[
+            "--every",
+            "daily",
+            "-t",
+            "feed",
+            "-d",
+            "1",
+            "http://127.0.0.1:9/a",
+        ],
+    );
+    let list: serde_json::Value =
+        serde_json::from_str(&daemon.ctl_ok(&["schedule", "list", "--json"])).unwrap();
+    let listed = &list["schedules"][0];
+    assert_eq!(listed["id"], daily);
+    assert_eq!(listed["cron"], "0 0 * * *", "{listed}");
+    assert_eq!(listed["tags"], serde_json::json!(["feed"]), "{listed}");
+    daemon.ctl_ok(&["schedule", "pause", &daily.to_string()]);
+
+    let id = add(
+        &daemon,
+        &[
+            "--every",
+            "1s",
+            "-t",
+            "feed,news",
+            "-p",
+            "ok",
+            "http://127.0.0.1:9/b",
+        ],
+    );
+    let crawl = wait_until("the schedule's first crawl", WAIT, || {
+        crawls_of(&daemon, id).first().map(|c| c.0)
+    });
+    daemon.ctl_ok(&["schedule", "pause", &id.to_string()]);
+    let tags = daemon
+        .store()
+        .crawls()
+        .get(crawl)
+        .unwrap()
+        .unwrap()
+        .options
+        .tags;
+    assert_eq!(tags, ["feed", "news"]);
+}
+
 #[test]
 fn an_occurrence_whose_previous_crawl_still_runs_is_skipped_saying_so() {
     let daemon = schedule_daemon("sqlite", "");

@@ -40,20 +40,26 @@ complete -c abxd -n "__fish_abxd_using_subcommand serve" -s h -l help -d 'Print 
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxd -n "__fish_abxd_using_subcommand check-config" -s h -l help -d 'Print help'
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l depth -d 'Follow discovered links this many levels deep' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l url-allowlist -d 'Follow only discovered URLs that match one of these: a domain (that host and those below it; `*.example.com` only below it) or a regular expression (repeat the flag for more)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -s d -l depth -d 'Follow discovered links this many levels deep' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -s p -l plugins -d 'Only these plugins (comma-separated), instead of every enabled one' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l extract -d 'More plugins to run (comma-separated), added to --plugins (ArchiveBox\'s --extract; its output types, such as text/html, are not matched: name the plugins)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -s t -l tag -d 'Tag each of its snapshots (comma-separated; repeat the flag for more): shown, and written to each snapshot\'s index.jsonl, whence ArchiveBox\'s import tags them' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l parser -d 'Read what it imports with this parser only ("netscape": the plugin parse_netscape_urls; "auto", the default: every parser that accepts imports)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l persona -d 'Archive as this ArchiveBox persona: its directory under the personas directory ([archivebox] data_dir\'s personas/, else the data dir\'s) gives the hooks its browser profile, cookies.txt and auth.json' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l url-allowlist -d 'Follow only discovered URLs that match one of these: a domain (that host and those below it; `*.example.com` only below it) or a regular expression (one per line, as ArchiveBox reads them, or repeat the flag)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l url-denylist -d 'Never follow discovered URLs that match one of these (as `--url-allowlist`)' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l scope -d 'Follow discovered URLs only on a seed\'s host, or its domain (and below), or anywhere' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l scope -d 'Follow discovered URLs only on a seed\'s host, or its registrable domain (and below), or anywhere' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-urls -d 'Start no more snapshots than this in the crawl (0: no limit)' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-max-concurrent-snapshots -d 'Run at most this many of its snapshots at once, in place of the limit [limits] sets for every crawl' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l allow-network -d 'Let its hooks reach this network although it is not public: an address or ADDRESS/PREFIX ("10.1.0.0/16"; repeat the flag for more). The metadata address never' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l egress -d 'Hold its hooks to its egress policy (restricted), or let them reach whatever the host reaches (unrestricted)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l hooks-user -d 'Run the hooks as this user, instead of `hooks.user` (abxd as root only)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l only-new -d 'Follow no discovered URL that another crawl archived already (seeds are crawled again: a feed, to find what is new in it)'
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l no-only-new -d 'Follow discovered URLs whether or not another crawl archived them, whatever [crawl] says (--overwrite and --update say the same, as in ArchiveBox)'
 complete -c abxd -n "__fish_abxd_using_subcommand run" -s h -l help -d 'Print help'
 complete -c abxd -n "__fish_abxd_using_subcommand install" -l plugins -d 'Only these plugins (and those they require), instead of every enabled one' -r
 complete -c abxd -n "__fish_abxd_using_subcommand install" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F

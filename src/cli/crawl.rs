@@ -54,8 +54,8 @@ pub struct CrawlArgs {
     /// Stop a snapshot once it archived this much ("50M"; 0: no limit).
     #[arg(long, value_name = "SIZE", value_parser = size)]
     pub snapshot_max_size: Option<u64>,
-    /// Run at most this many of its snapshots at once, in place of [limits]
-    /// max_snapshot_workers.
+    /// Run at most this many of its snapshots at once, in place of the limit [limits] sets for
+    /// every crawl.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub crawl_max_concurrent_snapshots: Option<u64>,
     /// Follow no discovered URL that another crawl archived already (seeds are crawled

@@ -13,7 +13,7 @@ mod schedule;
 pub use abxd::{AbxdCli, AbxdCommand};
 pub use crawl::CrawlArgs;
 pub use groups::{MachineCommand, StoreCommand, WorkerCommand};
-pub use schedule::ScheduleCommand;
+pub use schedule::{Every, ScheduleCommand};
 
 /// Where to find the config; shared by both binaries.
 #[derive(Debug, Args)]

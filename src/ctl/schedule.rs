@@ -2,7 +2,7 @@
 //! runs (it recomputes when it must next wake), in the database when it does not.
 
 use super::{add, ask_or_do_locally, refused_here, Out, Result};
-use crate::cli::{CrawlArgs, ScheduleCommand};
+use crate::cli::{CrawlArgs, Every, ScheduleCommand};
 use crate::config::Config;
 use crate::control::protocol::{Request, Response, ScheduleAction};
 use crate::exit;
@@ -57,7 +57,7 @@ fn add_schedule(
     config: &Config,
     urls: &[String],
     import: bool,
-    every: Option<std::time::Duration>,
+    every: Option<Every>,
     cron: Option<String>,
     crawl: &CrawlArgs,
     out: Out,
@@ -65,7 +65,11 @@ fn add_schedule(
     for url in urls {
         add::validate_url(url)?;
     }
-    let every_ms = every.map(|d| d.as_millis() as u64);
+    let (every_ms, cron) = match every {
+        Some(Every::Period(period)) => (Some(period.as_millis() as u64), cron),
+        Some(Every::Cron(expression)) => (None, Some(expression)),
+        None => (None, cron),
+    };
     let spec = crawl.spec(urls.to_vec());
     let request = Request::ScheduleAdd {
         spec: spec.clone(),

@@ -439,3 +439,119 @@ fn archivebox_fills_for_abxds_crawl_every_column_it_fills_for_its_own() {
     assert_eq!(ids.len(), 2, "{listed:#?}");
     daemon.assert_nothing_survives();
 }
+
+/// The User-Agent of each request a page was asked with: (path, agent).
+type Agents = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+/// A page on loopback that remembers the User-Agent of each request, by path.
+fn serve_remembering_agents() -> (std::net::SocketAddr, Agents) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let agents = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let remembered = std::sync::Arc::clone(&agents);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                if let Some(agent) = line.trim_end().strip_prefix("User-Agent: ") {
+                    remembered
+                        .lock()
+                        .unwrap()
+                        .push((path.clone(), agent.to_string()));
+                }
+                line.clear();
+            }
+            let body = "<html><head><title>agents</title></head><body>hi</body></html>";
+            let head = format!(
+                "HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n",
+                body.len()
+            );
+            let mut stream = &stream;
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    (addr, agents)
+}
+
+/// An ArchiveBox user's settings carried: what `archivebox config --set` wrote to their
+/// collection's `ArchiveBox.conf` reaches abxd's hooks as it reaches ArchiveBox's own — wget
+/// sends the same User-Agent under both — and `abxctl plugins --env wget` says where each value
+/// came from.
+#[test]
+fn the_collections_archivebox_conf_reaches_abxds_hooks_as_it_reaches_archiveboxs() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let venv = archivebox.parent().unwrap().parent().unwrap().to_path_buf();
+    let Some(tools) = Tools::with_venv(Some(venv.clone())) else {
+        return;
+    };
+    let (addr, agents) = serve_remembering_agents();
+    let mut daemon = prepared_with("");
+    let collection = new_collection(&archivebox, &daemon);
+    let agent = "conf-agent/1.0 (set in ArchiveBox.conf)";
+    let setting = format!("USER_AGENT={agent}");
+    run_archivebox(&archivebox, &collection, &["config", "--set", &setting]);
+    let conf = std::fs::read_to_string(collection.join("ArchiveBox.conf")).unwrap();
+    assert!(conf.contains(agent), "ArchiveBox wrote it there: {conf}");
+    daemon.write_config(&format!(
+        "{}[archivebox]\ncommand = \"{}\"\ndata_dir = \"{}\"\n",
+        plugins_config(&[&plugins_of(&venv)]),
+        archivebox.display(),
+        collection.display()
+    ));
+
+    // ArchiveBox's own crawl of one page, then abxd's of another, in the same collection.
+    let own = format!("http://{addr}/archivebox.html");
+    run_archivebox(&archivebox, &collection, &["add", "-p", "wget", &own]);
+    launch(&mut daemon, &tools.env(&[]));
+    let ours = format!("http://{addr}/abxd.html");
+    let crawl = daemon.add(&["-p", "wget", &ours]);
+    daemon.wait_sealed(crawl, Duration::from_secs(120));
+    let agents = agents.lock().unwrap().clone();
+    let agent_of = |path: &str| -> Vec<&str> {
+        (agents.iter())
+            .filter(|(p, _)| p == path)
+            .map(|(_, a)| a.as_str())
+            .collect()
+    };
+    assert!(!agent_of("/archivebox.html").is_empty(), "{agents:?}");
+    assert_eq!(
+        agent_of("/archivebox.html"),
+        [agent],
+        "ArchiveBox's own wget"
+    );
+    assert_eq!(agent_of("/abxd.html"), [agent], "abxd's wget");
+
+    let shown = daemon.ctl_ok(&["plugins", "--env", "wget"]);
+    let line = (shown.lines())
+        .find(|line| line.trim_start().starts_with("WGET_USER_AGENT "))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        line.contains(agent) && line.contains("ArchiveBox.conf (USER_AGENT) through USER_AGENT"),
+        "{shown}"
+    );
+    assert!(shown.contains("its default"), "{shown}");
+    let json: serde_json::Value =
+        serde_json::from_str(&daemon.ctl_ok(&["plugins", "--env", "wget", "--json"])).unwrap();
+    assert_eq!(json["daemon_running"], true);
+    assert_eq!(
+        json["collection"],
+        collection.join("ArchiveBox.conf").display().to_string()
+    );
+    let unknown = daemon.ctl(&["plugins", "--env", "wgett"]);
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        !unknown.status.success() && stderr.contains("no plugin named wgett"),
+        "{stderr}"
+    );
+}

@@ -832,12 +832,16 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__plugins)
-            opts="-c -h --json --config --help"
+            opts="-c -h --env --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

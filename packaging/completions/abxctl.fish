@@ -140,6 +140,7 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand schedule; and __fish_seen_
 complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand crawls" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -l env -d 'Show instead what the hooks of PLUGIN get from its config — each variable, its value and where it came from: abxd\'s environment, supervisor.toml, the collection\'s ArchiveBox.conf, or the plugin\'s default (as the daemon resolves them when it runs)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -l json -d 'Machine-readable output'
 complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s h -l help -d 'Print help'

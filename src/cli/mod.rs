@@ -148,9 +148,14 @@ pub enum AbxctlCommand {
     /// The plugins of the plugins dirs: whether each runs, what it requires, its hooks by phase
     /// in run order, the hooks of other events (listed, not crawled) and files that cannot run.
     #[command(
-        after_help = "Examples:\n  abxctl plugins                what a crawl would run, in order\n  abxctl plugins --json"
+        after_help = "Examples:\n  abxctl plugins                what a crawl would run, in order\n  abxctl plugins --env wget     what wget's hooks get, and from where\n  abxctl plugins --json"
     )]
     Plugins {
+        /// Show instead what the hooks of PLUGIN get from its config — each variable, its
+        /// value and where it came from: abxd's environment, supervisor.toml, the collection's
+        /// ArchiveBox.conf, or the plugin's default (as the daemon resolves them when it runs).
+        #[arg(long, value_name = "PLUGIN")]
+        env: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,

@@ -11,6 +11,7 @@
 //! `environment` what it needs of the machine; `web` where the web view listens.
 
 mod bytes;
+mod collection;
 mod discover;
 mod environment;
 mod file;
@@ -23,6 +24,7 @@ mod validate;
 mod web;
 mod work;
 
+pub use collection::CollectionSettings;
 pub use load::Found;
 pub(crate) use location::Client;
 pub use location::{redacted, Location, Server};
@@ -105,6 +107,9 @@ pub struct Config {
     pub install: Install,
     /// `[archivebox]`: the ArchiveBox collection sealed crawls are imported into.
     pub archivebox: ArchiveBox,
+    /// The ArchiveBox collection's own settings (`ArchiveBox.conf` in `[archivebox] data_dir`),
+    /// read with the config: what its hooks get below abxd's own (see `plugins::env`).
+    pub collection: CollectionSettings,
     /// Per-plugin settings, by plugin (folder) name.
     pub plugins: BTreeMap<String, PluginConfig>,
     /// `[web]`: where the web view and metrics are served (`None`: nowhere, the default).

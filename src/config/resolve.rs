@@ -5,7 +5,9 @@
 //! Invariant: the only ways to make a [`Config`] are here, and each ends in `validate`.
 
 use super::file::{parse_file, FileConfig};
-use super::{ArchiveBox, Config, ConfigError, Control, Location, CONFIG_TEXT_ENV};
+use super::{
+    ArchiveBox, CollectionSettings, Config, ConfigError, Control, Location, CONFIG_TEXT_ENV,
+};
 use std::path::{Path, PathBuf};
 
 impl Config {
@@ -97,11 +99,16 @@ impl Config {
                 data_dir: file.archivebox.data_dir.as_deref().map(resolve),
                 ..file.archivebox
             },
+            collection: CollectionSettings::default(),
             plugins: file.plugins,
             read_partly: None,
             web,
         };
         config.validate()?;
-        Ok(config)
+        let collection = CollectionSettings::read(config.archivebox.data_dir.as_deref());
+        Ok(Config {
+            collection,
+            ..config
+        })
     }
 }

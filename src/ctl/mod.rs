@@ -126,7 +126,11 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             Out { json },
         ),
         AbxctlCommand::Crawls { json } => show::crawls(config, Out { json }),
-        AbxctlCommand::Plugins { json } => plugins::run(config, json),
+        AbxctlCommand::Plugins {
+            env: Some(plugin),
+            json,
+        } => plugins::env_of(config, &plugin, Out { json }),
+        AbxctlCommand::Plugins { env: None, json } => plugins::run(config, json),
         AbxctlCommand::Binaries { json } => plugins::binaries(config, json),
         AbxctlCommand::Show { id, json } => show::run(config, id, Out { json }),
         AbxctlCommand::Logs {

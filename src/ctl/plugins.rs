@@ -4,9 +4,11 @@
 //! Invariant: the plugins dirs listed are the running daemon's (found in its environment, which
 //! for a service is systemd's, not the operator's shell's); with no daemon, this config's.
 
-use super::Result;
+use super::{CtlError, Out, Result};
 use crate::config::Config;
+use crate::control::client::ClientError;
 use crate::control::protocol::{Request, Response};
+use crate::exit;
 use crate::plugins::{env, install, Catalog, Phase};
 use crate::printable;
 use crate::render::binaries::{binaries_json, binaries_table, binary_json, not_found};
@@ -52,6 +54,32 @@ fn daemons_plugins_dirs(config: &Config) -> Option<Vec<std::path::PathBuf>> {
         }
         _ => None,
     }
+}
+
+/// `abxctl plugins --env PLUGIN`: what its hooks get from its config, as the daemon resolves
+/// it — or, with the daemon down, as abxctl does in its own environment, saying so.
+pub(super) fn env_of(config: &Config, plugin: &str, out: Out) -> Result<i32> {
+    let request = Request::PluginEnv {
+        plugin: plugin.to_string(),
+    };
+    let (report, running) = match super::client(config).request(&request) {
+        Ok(Response::PluginEnv(report)) => (report, true),
+        Ok(Response::Error { code, message }) => return Err(CtlError::Refused { code, message }),
+        Ok(other) => return Err(super::unexpected(other)),
+        Err(ClientError::NotRunning { .. }) => {
+            let report = crate::verbs::plugin_env::report(config, plugin, &env::process_environ)
+                .map_err(super::refused_here)?;
+            (report, false)
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let human = || print!("{}", crate::render::plugin_env_table(&report, running));
+    out.answer(human, || {
+        let mut value = serde_json::to_value(&report).expect("a report serializes");
+        value["daemon_running"] = json!(running);
+        value
+    });
+    Ok(exit::OK)
 }
 
 pub(super) fn run(config: &Config, json: bool) -> Result<i32> {

@@ -5,10 +5,13 @@
 //! schema (its own `config.json`, the shared `base` plugin's, and those of the plugins it
 //! requires) takes, first found: abxd's environment (the key, then its `x-aliases`), then
 //! `supervisor.toml` (`[plugins.X] env`, and `timeout` as `<PLUGIN>_TIMEOUT`; `timeouts
-//! .hook_timeout` as `TIMEOUT` when set), then — if it has an `x-fallback` — the fallback key's
-//! value from the same explicit sources, then its schema default. Invariant: a value abxd decides
-//! (`SNAP_DIR`, `CRAWL_DIR`, `DATA_DIR`, `EXTRA_CONTEXT`) or an empty default never overrides
-//! the environment a hook inherits (an empty `PATH` default would break every hook).
+//! .hook_timeout` as `TIMEOUT` when set), then the ArchiveBox collection's `ArchiveBox.conf`
+//! (below abxd's own settings, as ArchiveBox puts its environment above that file), then — if it
+//! has an `x-fallback` — the fallback key's value from the same explicit sources, then its
+//! schema default. Only schema keys are taken from the collection: what ArchiveBox keeps for
+//! itself there (its `SECRET_KEY`) reaches no hook. Invariant: a value abxd decides (`SNAP_DIR`,
+//! `CRAWL_DIR`, `DATA_DIR`, `EXTRA_CONTEXT`) or an empty default never overrides the environment
+//! a hook inherits (an empty `PATH` default would break every hook).
 
 use super::manifest::{env_text, is_false, Property};
 use super::{Catalog, Plugin};
@@ -49,6 +52,41 @@ fn properties<'a>(plugin: &'a Plugin, catalog: &'a Catalog) -> BTreeMap<&'a str,
     properties
 }
 
+/// Where a resolved value came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "source", content = "name")]
+pub enum Source {
+    /// abxd's environment, under this name (the key or an alias).
+    Environment(String),
+    /// `supervisor.toml`, at this key.
+    Config(String),
+    /// The collection's `ArchiveBox.conf`, under this name.
+    Collection(String),
+    /// The schema's default.
+    Default,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Environment(name) => write!(f, "abxd's environment ({name})"),
+            Source::Config(key) => write!(f, "supervisor.toml {key}"),
+            Source::Collection(name) => write!(f, "ArchiveBox.conf ({name})"),
+            Source::Default => f.write_str("its default"),
+        }
+    }
+}
+
+/// A resolved value and where it came from (through the fallback key named, if it did).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Resolved {
+    pub value: String,
+    #[serde(flatten)]
+    pub source: Source,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+}
+
 /// The value of `key` (or one of its aliases) from an explicit source, if any.
 fn explicit(
     key: &str,
@@ -56,25 +94,36 @@ fn explicit(
     plugin: &Plugin,
     config: &Config,
     environ: Environ<'_>,
-) -> Option<String> {
+) -> Option<(String, Source)> {
     let names = || std::iter::once(key).chain(aliases.iter().map(String::as_str));
-    if let Some(value) = names().find_map(environ) {
-        return Some(value);
+    let found = |get: &dyn Fn(&str) -> Option<String>| {
+        names().find_map(|name| Some((get(name)?, name.to_string())))
+    };
+    if let Some((value, name)) = found(&|name| environ(name)) {
+        return Some((value, Source::Environment(name)));
     }
     let settings = config.plugins.get(&plugin.name);
-    if let Some(value) = settings.and_then(|s| names().find_map(|n| s.env.get(n).cloned())) {
-        return Some(value);
+    let table = format!("[plugins.{}]", plugin.name);
+    if let Some((value, name)) = found(&|name| settings?.env.get(name).cloned()) {
+        return Some((value, Source::Config(format!("{table} env {name}"))));
     }
     let prefix = key_prefix(&plugin.name);
-    match key {
+    let configured = match key {
         k if k == format!("{prefix}_TIMEOUT") => settings
             .and_then(|s| s.timeout)
-            .map(|t| whole_seconds(t).to_string()),
-        "TIMEOUT" if config.timeouts.hook_timeout != Timeouts::default().hook_timeout => {
-            Some(whole_seconds(config.timeouts.hook_timeout).to_string())
-        }
+            .map(|t| (whole_seconds(t), format!("{table} timeout"))),
+        "TIMEOUT" if config.timeouts.hook_timeout != Timeouts::default().hook_timeout => Some((
+            whole_seconds(config.timeouts.hook_timeout),
+            "[timeouts] hook_timeout".to_string(),
+        )),
         _ => None,
+    };
+    if let Some((seconds, key)) = configured {
+        return Some((seconds.to_string(), Source::Config(key)));
     }
+    let collection = &config.collection;
+    found(&|name| collection.get(name).map(str::to_string))
+        .map(|(value, name)| (value, Source::Collection(name)))
 }
 
 fn whole_seconds(duration: Duration) -> u64 {
@@ -88,19 +137,42 @@ pub fn resolve(
     config: &Config,
     environ: Environ<'_>,
 ) -> BTreeMap<String, String> {
+    (resolve_with_sources(plugin, catalog, config, environ).into_iter())
+        .map(|(key, resolved)| (key, resolved.value))
+        .collect()
+}
+
+/// [`resolve`], each value with where it came from.
+pub fn resolve_with_sources(
+    plugin: &Plugin,
+    catalog: &Catalog,
+    config: &Config,
+    environ: Environ<'_>,
+) -> BTreeMap<String, Resolved> {
     let mut values = BTreeMap::new();
     for (key, property) in properties(plugin, catalog) {
         if DECIDED_BY_ABXD.contains(&key) {
             continue;
         }
-        let value = explicit(key, &property.aliases, plugin, config, environ)
-            .or_else(|| {
-                let fallback = property.fallback.as_deref()?;
-                explicit(fallback, &[], plugin, config, environ)
-            })
-            .or_else(|| property.default.as_ref().map(env_text));
-        if let Some(value) = value.filter(|v| !v.is_empty()) {
-            values.insert(key.to_string(), value);
+        let resolved = match explicit(key, &property.aliases, plugin, config, environ) {
+            Some((value, source)) => Some((value, source, None)),
+            None => (property.fallback.as_deref())
+                .and_then(|fallback| {
+                    let (value, source) = explicit(fallback, &[], plugin, config, environ)?;
+                    Some((value, source, Some(fallback.to_string())))
+                })
+                .or_else(|| {
+                    let value = property.default.as_ref().map(env_text)?;
+                    Some((value, Source::Default, None))
+                }),
+        };
+        if let Some((value, source, fallback)) = resolved.filter(|(v, _, _)| !v.is_empty()) {
+            let resolved = Resolved {
+                value,
+                source,
+                fallback,
+            };
+            values.insert(key.to_string(), resolved);
         }
     }
     values
@@ -126,10 +198,12 @@ pub fn enabled_with(
         .get(key.as_str())
         .map(|p| p.aliases.clone())
         .unwrap_or_default();
-    let value = explicit(&key, &aliases, plugin, config, environ).or_else(|| {
-        let property = plugin.manifest.properties.get(&key)?;
-        property.default.as_ref().map(env_text)
-    });
+    let value = explicit(&key, &aliases, plugin, config, environ)
+        .map(|(value, _)| value)
+        .or_else(|| {
+            let property = plugin.manifest.properties.get(&key)?;
+            property.default.as_ref().map(env_text)
+        });
     !value.is_some_and(|v| is_false(&v))
 }
 

@@ -1,6 +1,6 @@
 //! The catalog and the selection, on plugin folders made for each test.
 
-use super::env::{enabled_with, resolve, timeout};
+use super::env::{enabled_with, resolve, resolve_with_sources, timeout, Source};
 use super::*;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -209,4 +209,54 @@ fn a_plugin_is_disabled_by_its_key_an_alias_or_the_toml() {
     assert!(!enabled_with(title, &catalog, &toml, &no_environ));
     let toml = config("[plugins.title]\nenabled = false\n");
     assert!(!enabled_with(title, &catalog, &toml, &no_environ));
+}
+
+/// The collection's `ArchiveBox.conf` comes below abxd's own settings and above the fallback
+/// and the defaults, as ArchiveBox puts its environment above that file; only schema keys reach
+/// a hook, each shown with where it came from.
+#[test]
+fn archiveboxs_conf_stands_below_abxds_settings_and_above_the_defaults() {
+    let (_dir, catalog) = title_catalog();
+    let title = &catalog.plugins["title"];
+    let collection = tempfile::tempdir().unwrap();
+    std::fs::write(
+        collection.path().join("ArchiveBox.conf"),
+        "[SERVER_CONFIG]\nSECRET_KEY = s3cret\n[ARCHIVING_CONFIG]\nTIMEOUT = 90\nSAVE_TITLE = False\n",
+    )
+    .unwrap();
+    let at = format!("[archivebox]\ndata_dir = {:?}\n", collection.path());
+    let with_collection = config(&at);
+    let resolved = resolve_with_sources(title, &catalog, &with_collection, &no_environ);
+    assert_eq!(resolved["TITLE_TIMEOUT"].value, "90");
+    assert_eq!(
+        resolved["TITLE_TIMEOUT"].source,
+        Source::Collection("TIMEOUT".into())
+    );
+    assert_eq!(
+        resolved["TITLE_TIMEOUT"].fallback.as_deref(),
+        Some("TIMEOUT")
+    );
+    assert_eq!(resolved["TITLE_ENABLED"].value, "False");
+    assert!(!enabled_with(
+        title,
+        &catalog,
+        &with_collection,
+        &no_environ
+    ));
+    assert!(
+        !resolved.contains_key("SECRET_KEY"),
+        "ArchiveBox's own keys reach no hook"
+    );
+    assert_eq!(resolved["TITLE_LIST"].source, Source::Default);
+    // abxd's settings stand over it, and its environment over those.
+    let toml = config(&format!("{at}[plugins.title]\ntimeout = \"5s\"\n"));
+    let resolved = resolve_with_sources(title, &catalog, &toml, &no_environ);
+    assert_eq!(resolved["TITLE_TIMEOUT"].value, "5");
+    assert_eq!(
+        resolved["TITLE_TIMEOUT"].source,
+        Source::Config("[plugins.title] timeout".into())
+    );
+    let environ = HashMap::from([("SAVE_TITLE", "True")]);
+    let lookup = |k: &str| environ.get(k).map(|v| v.to_string());
+    assert!(enabled_with(title, &catalog, &toml, &lookup));
 }

@@ -25,12 +25,14 @@ mod crawl;
 mod follow;
 pub mod json;
 pub mod paint;
+mod plugin_env;
 mod progress;
 mod schedule;
 mod table;
 
 pub use crawl::{bytes, crawl_report, crawl_status, crawls_table, log_tail, CrawlCounts};
 pub use follow::{say, Follow};
+pub use plugin_env::plugin_env_table;
 pub use progress::{Progress, Standing};
 pub use schedule::{local_moment, schedules_table};
 

@@ -1,4 +1,4 @@
-//! The verbs that change the work, each written once: what `add`, `schedule`, `retry`, `pause`,
+//! The verbs, each written once — and `plugin_env`, a read answered alike both ways: what `add`, `schedule`, `retry`, `pause`,
 //! `resume`, `cancel`, `prune` and `export` judge and write, called by the daemon's handler when
 //! it runs, by `abxctl` itself when it does not, and (`add`) by `abxd run`.
 //!
@@ -9,6 +9,7 @@
 //! and nowhere else.
 
 pub mod crawl;
+pub mod plugin_env;
 pub mod schedule;
 pub mod work;
 

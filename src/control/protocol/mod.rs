@@ -81,6 +81,10 @@ pub enum Request {
         #[serde(default)]
         crawls: Vec<i64>,
     },
+    /// The variables a hook of `plugin` gets from its plugin's config, each with where it came
+    /// from, as the daemon resolves them (its environment, its config, the collection's
+    /// `ArchiveBox.conf`, the plugin's defaults).
+    PluginEnv { plugin: String },
     /// Add a schedule: a crawl of `urls` made again every `every_ms`, or at the minutes of the
     /// cron expression `cron` (one of the two).
     ScheduleAdd {
@@ -159,10 +163,36 @@ pub enum Response {
     ExportQueued {
         crawls: Vec<i64>,
     },
+    /// What a plugin's hooks get from its config.
+    PluginEnv(PluginEnvReport),
     Error {
         code: ErrorCode,
         message: String,
     },
+}
+
+/// The variables a plugin's hooks get from its config (`plugin_env`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginEnvReport {
+    pub plugin: String,
+    /// Each variable, by name.
+    pub values: Vec<EnvValue>,
+    /// The collection's `ArchiveBox.conf` read for it, if a collection is configured.
+    #[serde(default)]
+    pub collection: Option<String>,
+    /// Why that file could not be used, if it could not.
+    #[serde(default)]
+    pub collection_problem: Option<String>,
+}
+
+/// One variable a hook gets, and where its value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvValue {
+    pub key: String,
+    /// Its value (`None`: a secret, whose value is not shown).
+    pub value: Option<String>,
+    /// Where it came from, in words ("ArchiveBox.conf (TIMEOUT)", "its default", …).
+    pub from: String,
 }
 
 /// What `schedule_set` does to a schedule.

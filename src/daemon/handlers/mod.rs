@@ -144,6 +144,15 @@ fn dispatch(
             import,
         } => Some(schedule::add(state, spec, every_ms, cron, import)),
         Request::ScheduleSet { id, action } => Some(schedule::set(state, id, action)),
+        Request::PluginEnv { plugin } => {
+            let environ = crate::plugins::env::process_environ;
+            Some(
+                match crate::verbs::plugin_env::report(&state.config, &plugin, &environ) {
+                    Ok(report) => Response::PluginEnv(report),
+                    Err(refusal) => refused(refusal.code, refusal.message),
+                },
+            )
+        }
     }
 }
 

@@ -111,6 +111,50 @@ fn archivebox_imports_an_exported_crawl_with_every_snapshot_sealed_and_every_sta
     assert!(again.contains("1 there already"), "{again}");
 }
 
+/// Exports into one collection are imported together: three sealed crawls exported at once
+/// cost ArchiveBox one import (which reads the whole collection), and each says so.
+#[test]
+fn exports_into_one_collection_are_imported_by_one_run_of_archiveboxs_import() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let config = format!("[archivebox]\ncommand = \"{}\"\n", archivebox.display());
+    let daemon = daemon(&config);
+    let collection = new_collection(&archivebox, &daemon);
+    let crawls: Vec<i64> = (1..=3)
+        .map(|n| daemon.add(&["-p", "leaky,title", &format!("http://127.0.0.1:9/{n}")]))
+        .collect();
+    for &crawl in &crawls {
+        daemon.wait_sealed(crawl, WAIT);
+    }
+    let target = collection.display().to_string();
+    let said = daemon.ctl_ok(&["export", "--archivebox", &target, "--wait"]);
+    let rows = daemon.ps_json(true);
+    let imports = (rows["processes"].as_array().unwrap().iter())
+        .filter(|row| {
+            row["argv"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a == "--rescan")
+        })
+        .count();
+    assert_eq!(imports, 1, "one import for the three: {said}");
+    for &crawl in &crawls {
+        let export = export_of(&daemon, crawl);
+        assert_eq!(export["status"], "imported", "{export}");
+        let detail = export["detail"].as_str().unwrap();
+        assert!(detail.contains("one import for 3 crawls"), "{detail}");
+    }
+    let listed = records(&run_archivebox(
+        &archivebox,
+        &collection,
+        &["snapshot", "list"],
+    ));
+    let snapshots = listed.iter().filter(|r| r["type"] == "Snapshot").count();
+    assert_eq!(snapshots, 3, "{listed:?}");
+}
+
 #[test]
 fn an_export_carries_nothing_out_of_a_snapshot_and_without_archivebox_fails_saying_so() {
     let mut daemon = prepared("");

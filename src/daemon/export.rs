@@ -5,7 +5,12 @@
 //! `archivebox snapshot create --status sealed` reading when each snapshot was downloaded (a
 //! column the import leaves empty; `export::downloaded_file`).
 //!
-//! Invariants: one export runs at a time, taken only once its crawl is sealed (`store`); abxd
+//! Exports queued for one collection are taken together (a batch) and imported by one run of
+//! ArchiveBox's import, which reads the whole collection whatever it imports: many small crawls
+//! into a large collection cost one scan, not one each.
+//!
+//! Invariants: one batch runs at a time, each export taken only once its crawl is sealed
+//! (`store`); a copy that fails ends its own export, not the batch's others; abxd
 //! never writes ArchiveBox's database; an export that cannot be done — no collection there, no
 //! ArchiveBox, the wrong version, an import that fails — ends `failed` saying why, the crawl and
 //! its files untouched, and `abxctl export` asks again.
@@ -16,9 +21,12 @@ use crate::export::Collection;
 use crate::spawn::SpawnRequest;
 use crate::store::Export;
 use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The most exports into one collection taken together (one import for them all).
+const BATCH: usize = 100;
 /// The most `archivebox version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most the copy, or ArchiveBox's import of the whole collection, may take.
@@ -26,22 +34,35 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
+    /// One crawl of the batch copied (`abxd worker export`).
     Copy,
     Version,
     Import,
     Dates,
 }
 
-/// The export under way.
+/// Exports into one collection, taken together so that ArchiveBox's import — which reads the
+/// whole collection — runs once for all of them: each crawl is copied in turn, then one
+/// import, then one patch of when the snapshots were downloaded.
+struct Batch {
+    collection: Collection,
+    /// Exports whose copy is still to run, next first.
+    to_copy: VecDeque<Export>,
+    /// The export being copied.
+    copying: Option<Export>,
+    /// Exports copied, each with what its copy said.
+    copied: Vec<(Export, String)>,
+    /// What the import said of them all.
+    imported: String,
+}
+
+/// The step under way.
 struct Running {
     row: i64,
     step: Step,
-    export: Export,
-    collection: Collection,
+    batch: Batch,
     /// Its log files (stdout, stderr).
     logs: (PathBuf, PathBuf),
-    /// What the copy said it did.
-    copied: String,
 }
 
 #[derive(Default)]
@@ -50,36 +71,49 @@ pub(super) struct Exporter {
 }
 
 impl State {
-    /// Starts the next export of a sealed crawl, unless one runs.
+    /// Starts the next batch of exports of sealed crawls into one collection, unless one runs.
     pub(super) fn export_next(&mut self, supervisor: &mut Supervisor<DaemonChild>) {
         while self.exporter.running.is_none() && !self.stopping {
-            let export = match self.store.exports().take() {
-                Ok(Some(export)) => export,
-                Ok(None) => return,
+            let batch = match self.store.exports().take_batch(BATCH) {
+                Ok(batch) if batch.is_empty() => return,
+                Ok(batch) => batch,
                 Err(err) => {
                     log::warn!("cannot look for exports to run: {err}");
                     return;
                 }
             };
-            match crate::export::collection(&export.target) {
+            match crate::export::collection(&batch[0].target) {
                 Ok(collection) => {
-                    self.export_step(supervisor, export, collection, Step::Copy, String::new())
+                    let batch = Batch {
+                        collection,
+                        to_copy: batch.into(),
+                        copying: None,
+                        copied: Vec::new(),
+                        imported: String::new(),
+                    };
+                    self.export_step(supervisor, batch, Step::Copy);
                 }
-                Err(why) => self.end_export(&export, ExportStatus::Failed, &why),
+                Err(why) => {
+                    for export in &batch {
+                        self.end_export(export, ExportStatus::Failed, &why);
+                    }
+                }
             }
         }
     }
 
-    /// Starts `step` of `export`; one that cannot start ends the export.
+    /// Starts `step` of `batch` (a copy: of its next crawl); one that cannot start ends the
+    /// exports it was for.
     fn export_step(
         &mut self,
         supervisor: &mut Supervisor<DaemonChild>,
-        export: Export,
-        collection: Collection,
+        mut batch: Batch,
         step: Step,
-        copied: String,
     ) {
-        let request = self.export_request(&export, &collection, step);
+        if step == Step::Copy {
+            batch.copying = batch.to_copy.pop_front();
+        }
+        let request = self.export_request(&batch, step);
         let spawned = supervisor.spawn(
             &self.store,
             &request,
@@ -88,50 +122,52 @@ impl State {
         );
         match spawned {
             Ok(spawned) => {
-                log::info!(
-                    "export of crawl {} into {}: {} (row {})",
-                    export.crawl_id,
-                    export.target.display(),
-                    request.process.argv[1..].join(" "),
-                    spawned.row_id
-                );
                 let said = format!("{step:?}").to_lowercase();
-                if let Err(err) =
-                    self.store
-                        .exports()
-                        .export_step(&export, Some(spawned.row_id), &said)
-                {
-                    log::warn!("export of crawl {}: {err}", export.crawl_id);
+                for export in batch.exports_in(step) {
+                    log::info!(
+                        "export of crawl {} into {}: {} (row {})",
+                        export.crawl_id,
+                        export.target.display(),
+                        request.process.argv[1..].join(" "),
+                        spawned.row_id
+                    );
+                    let recorded =
+                        self.store
+                            .exports()
+                            .export_step(export, Some(spawned.row_id), &said);
+                    if let Err(err) = recorded {
+                        log::warn!("export of crawl {}: {err}", export.crawl_id);
+                    }
                 }
                 self.exporter.running = Some(Running {
                     row: spawned.row_id,
                     step,
-                    export,
-                    collection,
+                    batch,
                     logs: spawned.logs,
-                    copied,
                 });
             }
             Err(err) => {
                 let why = match step {
                     Step::Copy => format!("cannot start the copy: {err}"),
                     _ => format!(
-                        "{copied}; not imported: cannot run ArchiveBox ({err}): install \
-                         ArchiveBox {} or newer, or name its program in archivebox.command",
+                        "not imported: cannot run ArchiveBox ({err}): install ArchiveBox {} or \
+                         newer, or name its program in archivebox.command",
                         crate::export::OLDEST_ARCHIVEBOX
                     ),
                 };
-                self.end_export(&export, ExportStatus::Failed, &why);
+                self.export_failed(supervisor, batch, step, &why);
             }
         }
     }
 
-    fn export_request(&self, export: &Export, collection: &Collection, step: Step) -> SpawnRequest {
+    fn export_request(&self, batch: &Batch, step: Step) -> SpawnRequest {
         let archivebox = self.config.archivebox.command.display().to_string();
-        let target = export.target.display().to_string();
-        let (argv, cwd, timeout, env) = match step {
-            Step::Copy => {
+        let collection = &batch.collection;
+        let target = collection.dir.display().to_string();
+        let (argv, cwd, timeout, env) = match (step, &batch.copying) {
+            (Step::Copy, Some(export)) => {
                 let crawl = export.crawl_id.to_string();
+                let target = export.target.display().to_string();
                 let args = ["export", &crawl, "--to", &target, "--user", &export.owner];
                 let argv = crate::pool::worker_argv(&self.config, &args);
                 let cwd = self.config.data_dir.display().to_string();
@@ -142,22 +178,22 @@ impl State {
                     crate::pool::worker_env(&self.config),
                 )
             }
-            Step::Version => (
+            (Step::Version, _) => (
                 vec![archivebox, "version".into()],
                 "/".into(),
                 VERSION_TIMEOUT,
                 archivebox_env(collection),
             ),
-            Step::Import => (
-                vec![archivebox, "update".into(), "--rescan".into()],
+            (Step::Dates, _) => (
+                [&archivebox, "snapshot", "create", "--status", "sealed"]
+                    .map(String::from)
+                    .to_vec(),
                 target,
                 STEP_TIMEOUT,
                 archivebox_env(collection),
             ),
-            Step::Dates => (
-                [&archivebox, "snapshot", "create", "--status", "sealed"]
-                    .map(String::from)
-                    .to_vec(),
+            (Step::Import | Step::Copy, _) => (
+                vec![archivebox, "update".into(), "--rescan".into()],
                 target,
                 STEP_TIMEOUT,
                 archivebox_env(collection),
@@ -168,13 +204,13 @@ impl State {
         request.inherit_env = step == Step::Copy;
         request.run_as = (step != Step::Copy).then_some(collection.run_as).flatten();
         if step == Step::Dates {
-            request.stdin = Some(self.downloaded_file(export));
+            request.stdin = Some(self.batch_downloaded_file(batch));
         }
         request
     }
 
     /// A child exited: if it was the running export's step, goes on to the next step or ends
-    /// the export. Returns whether it was.
+    /// the exports. Returns whether it was.
     pub(super) fn export_ended(
         &mut self,
         supervisor: &mut Supervisor<DaemonChild>,
@@ -190,10 +226,8 @@ impl State {
         };
         let Running {
             step,
-            export,
-            collection,
+            mut batch,
             logs: (stdout, stderr),
-            copied,
             ..
         } = running;
         let failed = |what: &str| {
@@ -202,65 +236,146 @@ impl State {
                 .unwrap_or_default();
             format!("{what} {outcome}: {said}")
         };
-        let next = match (step, outcome == ExitOutcome::Code(0)) {
-            (Step::Copy, true) => Ok((
-                Step::Version,
-                crate::hooks::last_line_of(&stdout).unwrap_or_default(),
-            )),
-            (Step::Copy, false) => Err(failed("the copy")),
+        let ok = outcome == ExitOutcome::Code(0);
+        match (step, ok) {
+            (Step::Copy, true) => {
+                let said = crate::hooks::last_line_of(&stdout).unwrap_or_default();
+                if let Some(export) = batch.copying.take() {
+                    batch.copied.push((export, said));
+                }
+                self.after_copy(supervisor, batch);
+            }
+            (Step::Copy, false) => {
+                if let Some(export) = batch.copying.take() {
+                    self.end_export(&export, ExportStatus::Failed, &failed("the copy"));
+                }
+                self.after_copy(supervisor, batch);
+            }
             (Step::Version, true) => match crate::export::version_problem(&lines_of(&stdout)) {
-                None => Ok((Step::Import, copied)),
-                Some(why) => Err(format!("{copied}; not imported: {why}")),
+                None => self.export_step(supervisor, batch, Step::Import),
+                Some(why) => {
+                    self.export_failed(supervisor, batch, step, &format!("not imported: {why}"))
+                }
             },
-            (Step::Version, false) => Err(format!(
-                "{copied}; not imported: {}",
-                failed("`archivebox version`")
-            )),
+            (Step::Version, false) => {
+                let why = format!("not imported: {}", failed("`archivebox version`"));
+                self.export_failed(supervisor, batch, step, &why);
+            }
             (Step::Import, true) => {
-                let said = import_counts(&stdout).unwrap_or_default();
-                let copied = format!("{copied}; {said}");
-                match self.has_dates(&export) {
-                    true => Ok((Step::Dates, copied)),
-                    false => {
-                        self.end_export(&export, ExportStatus::Imported, &copied);
-                        self.export_next(supervisor);
-                        return true;
-                    }
+                batch.imported = import_counts(&stdout).unwrap_or_default();
+                match self.write_batch_dates(&batch) {
+                    true => self.export_step(supervisor, batch, Step::Dates),
+                    false => self.export_done(supervisor, batch),
                 }
             }
-            (Step::Import, false) => Err(format!(
-                "{copied}; ArchiveBox's import failed: {}",
-                unresolved(&stdout).unwrap_or_else(|| failed("`archivebox update --rescan`"))
-            )),
-            (Step::Dates, true) => {
-                self.end_export(&export, ExportStatus::Imported, &copied);
-                self.export_next(supervisor);
-                return true;
+            (Step::Import, false) => {
+                let why =
+                    unresolved(&stdout).unwrap_or_else(|| failed("`archivebox update --rescan`"));
+                let why = format!("ArchiveBox's import failed: {why}");
+                self.export_failed(supervisor, batch, step, &why);
             }
-            (Step::Dates, false) => Err(format!(
-                "{copied}; but ArchiveBox did not take when they were downloaded: {}",
-                failed("`archivebox snapshot create --status sealed`")
-            )),
-        };
-        match next {
-            Ok((step, copied)) => self.export_step(supervisor, export, collection, step, copied),
-            Err(why) => {
-                self.end_export(&export, ExportStatus::Failed, &why);
-                self.export_next(supervisor);
+            (Step::Dates, true) => self.export_done(supervisor, batch),
+            (Step::Dates, false) => {
+                let why = format!(
+                    "but ArchiveBox did not take when they were downloaded: {}",
+                    failed("`archivebox snapshot create --status sealed`")
+                );
+                self.export_failed(supervisor, batch, step, &why);
             }
         }
         true
     }
 
-    fn downloaded_file(&self, export: &Export) -> PathBuf {
-        crate::export::downloaded_file(&self.config.data_dir, export.crawl_id)
+    /// After a copy: the next crawl's, or — once all are copied — ArchiveBox's import of those
+    /// that were.
+    fn after_copy(&mut self, supervisor: &mut Supervisor<DaemonChild>, batch: Batch) {
+        match (batch.to_copy.is_empty(), batch.copied.is_empty()) {
+            (false, _) => self.export_step(supervisor, batch, Step::Copy),
+            (true, false) => self.export_step(supervisor, batch, Step::Version),
+            (true, true) => self.export_next(supervisor),
+        }
     }
 
-    /// Whether the copy left records of when snapshots were downloaded for ArchiveBox to take.
-    fn has_dates(&self, export: &Export) -> bool {
-        crate::logs::read_log(&self.downloaded_file(export))
-            .and_then(|file| file.metadata())
-            .is_ok_and(|meta| meta.len() > 0)
+    /// Every export of `batch` that `step` was for ends failed, saying what each copy did and
+    /// `why`; the next batch starts.
+    fn export_failed(
+        &mut self,
+        supervisor: &mut Supervisor<DaemonChild>,
+        batch: Batch,
+        step: Step,
+        why: &str,
+    ) {
+        for export in batch.exports_in(step) {
+            let copied = batch.copy_of(export);
+            let detail = match copied {
+                Some(copied) => format!("{copied}; {why}"),
+                None => why.to_string(),
+            };
+            self.end_export(export, ExportStatus::Failed, &detail);
+        }
+        match step {
+            // (A copy that could not start: the batch's other crawls go on.)
+            Step::Copy => self.after_copy(
+                supervisor,
+                Batch {
+                    copying: None,
+                    ..batch
+                },
+            ),
+            _ => self.export_next(supervisor),
+        }
+    }
+
+    /// Every copied export of `batch` ends imported, saying what its copy and the import did.
+    fn export_done(&mut self, supervisor: &mut Supervisor<DaemonChild>, batch: Batch) {
+        let together = match batch.copied.len() {
+            1 => String::new(),
+            n => format!(" (one import for {n} crawls)"),
+        };
+        for (export, copied) in &batch.copied {
+            let detail = format!("{copied}; {}{together}", batch.imported);
+            self.end_export(export, ExportStatus::Imported, &detail);
+        }
+        if let Err(err) = std::fs::remove_file(self.batch_downloaded_file(&batch)) {
+            if err.kind() != std::io::ErrorKind::NotFound {
+                log::warn!("exports: {err}");
+            }
+        }
+        self.export_next(supervisor);
+    }
+
+    /// Where the records of when the batch's snapshots were downloaded are gathered for
+    /// ArchiveBox (see `export::downloaded_file`).
+    fn batch_downloaded_file(&self, batch: &Batch) -> PathBuf {
+        let first = batch
+            .copied
+            .first()
+            .map_or(0, |(export, _)| export.crawl_id);
+        crate::export::downloaded_file(&self.config.data_dir, first).with_extension("batch.jsonl")
+    }
+
+    /// Gathers the records the batch's copies left of when their snapshots were downloaded, for
+    /// ArchiveBox to take in one run; whether there were any.
+    fn write_batch_dates(&self, batch: &Batch) -> bool {
+        use std::io::Read;
+        let mut records = Vec::new();
+        for (export, _) in &batch.copied {
+            let path = crate::export::downloaded_file(&self.config.data_dir, export.crawl_id);
+            if let Ok(mut file) = crate::logs::read_log(&path) {
+                let _ = file.read_to_end(&mut records);
+            }
+        }
+        if records.is_empty() {
+            return false;
+        }
+        let path = self.batch_downloaded_file(batch);
+        match std::fs::write(&path, &records) {
+            Ok(()) => true,
+            Err(err) => {
+                log::warn!("exports: cannot write {}: {err}", path.display());
+                false
+            }
+        }
     }
 
     fn end_export(&mut self, export: &Export, status: ExportStatus, detail: &str) {
@@ -272,6 +387,23 @@ impl State {
         if let Err(err) = self.store.exports().end(export, status, detail) {
             log::error!("export of crawl {crawl}: cannot record its end: {err}");
         }
+    }
+}
+
+impl Batch {
+    /// The exports `step` is for: the one being copied, or every one copied.
+    fn exports_in(&self, step: Step) -> Vec<&Export> {
+        match step {
+            Step::Copy => self.copying.iter().collect(),
+            _ => self.copied.iter().map(|(export, _)| export).collect(),
+        }
+    }
+
+    /// What the copy of `export` said, if it was copied.
+    fn copy_of(&self, export: &Export) -> Option<&str> {
+        (self.copied.iter())
+            .find(|(copied, _)| copied.crawl_id == export.crawl_id)
+            .map(|(_, said)| said.as_str())
     }
 }
 

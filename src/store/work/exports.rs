@@ -101,6 +101,42 @@ impl Exports<'_> {
         }))
     }
 
+    /// Takes the queued exports of sealed crawls into one collection — that of the first in
+    /// line — up to `most`, in crawl order: each is `running` from now. (Of two hosts sharing
+    /// the database, each export is taken by one.)
+    pub fn take_batch(&self, most: usize) -> Result<Vec<Export>, StoreError> {
+        let Some(first) = self.take()? else {
+            return Ok(Vec::new());
+        };
+        let target = first.target.display().to_string();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM exports WHERE status = 'queued' AND target = ?1 AND crawl_id \
+             IN (SELECT id FROM crawls WHERE status = 'sealed') ORDER BY crawl_id LIMIT ?2"
+        );
+        let more = most.saturating_sub(1) as i64;
+        let rows = self
+            .store
+            .db()
+            .query_map(&sql, &args![target.as_str(), more], from_row)?;
+        let mut batch = vec![first];
+        for export in rows {
+            let taken = self.store.write_work(|tx| {
+                Ok(tx.execute(
+                    "UPDATE exports SET status = 'running', updated_at = ?3 \
+                     WHERE crawl_id = ?1 AND target = ?2 AND status = 'queued'",
+                    &args![export.crawl_id, target.as_str(), now_ms()],
+                )?)
+            })?;
+            if taken == 1 {
+                batch.push(Export {
+                    status: ExportStatus::Running,
+                    ..export
+                });
+            }
+        }
+        Ok(batch)
+    }
+
     /// Records the latest step of a running export: its process row, and what it did so far.
     pub fn export_step(
         &self,

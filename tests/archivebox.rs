@@ -155,6 +155,62 @@ fn exports_into_one_collection_are_imported_by_one_run_of_archiveboxs_import() {
     assert_eq!(snapshots, 3, "{listed:?}");
 }
 
+/// A result run again (`abxctl retry`) leaves two runs of one result in its snapshot's index;
+/// ArchiveBox's own import keeps the latest: one ArchiveResult for the hook, succeeded, with the
+/// second run's output.
+#[test]
+fn a_result_run_again_leaves_archivebox_with_its_latest_run() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let config = format!("[archivebox]\ncommand = \"{}\"\n", archivebox.display());
+    let daemon = daemon(&config);
+    let collection = new_collection(&archivebox, &daemon);
+    let crawl = daemon.add(&["-p", "flaky,title", "http://127.0.0.1:9/"]);
+    daemon.wait_sealed(crawl, WAIT);
+    daemon.ctl_ok(&[
+        "retry",
+        &crawl.to_string(),
+        "--hook",
+        "on_Snapshot__20_flaky.sh",
+    ]);
+    wait_until("the result run again", WAIT, || {
+        let results = daemon.store().results().of_crawl(crawl).unwrap();
+        let flaky = results.iter().find(|r| r.plugin == "flaky")?.clone();
+        (flaky.status.as_str() == "succeeded").then_some(())
+    });
+    daemon.wait_sealed(crawl, WAIT);
+    let store = daemon.store();
+    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
+    let index = std::fs::read_to_string(daemon.data_dir().join(format!(
+        "crawls/{crawl}/snapshots/{}/index.jsonl",
+        snapshot.id
+    )))
+    .unwrap();
+    let runs = (index.lines())
+        .filter(|l| l.contains("\"ArchiveResult\"") && l.contains("on_Snapshot__20_flaky"))
+        .filter(|l| !l.contains("schema_version"))
+        .count();
+    assert_eq!(runs, 2, "both runs in the index: {index}");
+
+    let (ok, said, stderr) = export_and_wait(&daemon, &collection, crawl);
+    assert!(ok, "{said}{stderr}");
+    let flaky: Vec<_> = listed_results(&archivebox, &collection)
+        .into_iter()
+        .filter(|(hook, _)| hook.contains("flaky"))
+        .collect();
+    assert_eq!(
+        flaky,
+        [("on_Snapshot__20_flaky".to_string(), "succeeded".to_string())]
+    );
+    let rows = archivebox_rows(
+        &collection,
+        "SELECT output_str FROM core_archiveresult WHERE hook_name LIKE '%flaky%'",
+    );
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["output_str"].as_deref(), Some("on the second try"));
+}
+
 #[test]
 fn an_export_carries_nothing_out_of_a_snapshot_and_without_archivebox_fails_saying_so() {
     let mut daemon = prepared("");

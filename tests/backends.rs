@@ -525,6 +525,45 @@ fn concurrent_claims_on_postgres_never_take_one_row_twice() {
     assert_eq!(all.len(), 200, "none claimed twice");
 }
 
+/// Hosts of a fleet adding discovered URLs to one crawl at once (its own host, and those its
+/// snapshots were lent to) never take its last `--max-urls` place twice.
+#[test]
+fn concurrent_adds_on_postgres_never_pass_a_crawls_max_urls() {
+    let Some(server) = Postgres::start() else {
+        return;
+    };
+    let store = Store::open_postgres(&server.url()).unwrap();
+    let rules = abxd::domain::CrawlRules {
+        max_urls: Some(10),
+        ..Default::default()
+    };
+    let spec = abxd::domain::CrawlSpec {
+        rules: rules.clone(),
+        ..abxd::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 1)
+    };
+    let crawl = store.crawls().add(&spec, None).unwrap();
+    let hosts: Vec<_> = (0..4)
+        .map(|host| {
+            let (url, rules) = (server.url(), rules.clone());
+            std::thread::spawn(move || {
+                let store = Store::open_postgres(&url).unwrap();
+                for i in 0..25 {
+                    let url = format!("http://a/{host}/{i}");
+                    store
+                        .crawls()
+                        .add_snapshot_within(crawl, &url, 1, &rules)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for host in hosts {
+        host.join().unwrap();
+    }
+    let snapshots = store.crawls().snapshots(crawl).unwrap();
+    assert_eq!(snapshots.len(), 10, "{} snapshots", snapshots.len());
+}
+
 /// One daemon per machine and PostgreSQL database: a second one of the same machine (another
 /// data dir) is refused while the first runs, saying why, and starts once it stopped; a daemon
 /// of another machine shares the database meanwhile (a fleet). A server is never shown with its

@@ -2,9 +2,9 @@
 //! (`--max-urls`), which limit ended a crawl or a snapshot, and the seal of work cut short — by
 //! a limit, or (a crawl) by the failure of a crawl hook it needs.
 //!
-//! Invariants: the room check and the insert are one transaction (on SQLite, where writes are
-//! serial, a crawl never exceeds its `max_urls`; on PostgreSQL two hosts adding at once may each
-//! take the last place); a crawl remembers the first limit that turned something away or ended
+//! Invariants: the room check and the insert are one transaction, and the adds to a crawl with a
+//! `max_urls` take turns on its row (SQLite's writes are serial; PostgreSQL locks the row), so a
+//! crawl never exceeds its `max_urls`, however many hosts add to it at once; a crawl remembers the first limit that turned something away or ended
 //! it; work cut short is sealed with its open results `cancelled`, in the same transaction — as
 //! `abxctl cancel` leaves them.
 
@@ -25,6 +25,15 @@ impl Crawls<'_> {
     ) -> Result<Added, StoreError> {
         let (due, now) = (self.store.queue_now(), now_ms());
         self.store.write_work(|tx| {
+            // (Adds to a crawl with a limit take turns on its row: of two hosts adding at once,
+            // the second counts the first's snapshot.)
+            if rules.limit(Limit::MaxUrls).is_some() {
+                let sql = format!(
+                    "SELECT id FROM crawls WHERE id = ?1{}",
+                    tx.dialect().for_update()
+                );
+                tx.query_opt(&sql, &args![crawl_id])?;
+            }
             let known: Option<i64> = tx.query_value(
                 "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
                 &args![crawl_id, url],

@@ -51,6 +51,16 @@ impl Dialect {
         }
     }
 
+    /// What ends a `SELECT` of a row that stands for a count the transaction checks before it
+    /// writes, so that transactions checking it take turns: nothing on SQLite (one writer at a
+    /// time), `FOR UPDATE` on PostgreSQL.
+    pub fn for_update(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE",
+        }
+    }
+
     /// What ends a `SELECT` that reads a row a transaction's writes depend on, so that no other
     /// transaction changes it before this one ends: nothing on SQLite (one writer at a time),
     /// `FOR SHARE` on PostgreSQL.

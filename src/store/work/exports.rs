@@ -4,7 +4,7 @@
 //!
 //! Invariants: a crawl is exported into one collection by one export at a time — taking it is
 //! one conditional update from `queued` to `running`, so of two hosts sharing the database one
-//! takes it; asking again for an export that ended queues it again (copying and importing are
+//! takes it, and only a host that ran its snapshots (whose directories are there); asking again for an export that ended queues it again (copying and importing are
 //! both idempotent); an export whose daemon died while it ran is queued again when a daemon
 //! starts, never lost.
 
@@ -13,6 +13,13 @@ use crate::store::engine::sql::{args, columns, Row, SqlError};
 use crate::store::Exports;
 use crate::store::{now_ms, StoreError};
 use std::path::PathBuf;
+
+/// The exports this host (`?1`, its machine id) may take: of crawls whose snapshots ran here —
+/// a snapshot's directory is on the host that ran it (docs/fleet.md) — or of which no
+/// snapshot's run is recorded (none ran, or their rows were pruned).
+const HELD_HERE: &str = "(crawl_id IN (SELECT crawl_id FROM processes WHERE \
+    kind = 'snapshot_worker' AND machine_id = ?1) OR crawl_id NOT IN (SELECT crawl_id FROM \
+    processes WHERE kind = 'snapshot_worker' AND crawl_id IS NOT NULL))";
 
 /// One crawl's export into one collection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +87,11 @@ impl Exports<'_> {
     pub fn take(&self) -> Result<Option<Export>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM exports WHERE status = 'queued' AND crawl_id IN \
-             (SELECT id FROM crawls WHERE status = 'sealed') ORDER BY crawl_id LIMIT 1"
+             (SELECT id FROM crawls WHERE status = 'sealed') AND {HELD_HERE} \
+             ORDER BY crawl_id LIMIT 1"
         );
-        let Some(row) = self.store.db().query_opt(&sql, &[])? else {
+        let here = crate::identity::machine_id();
+        let Some(row) = self.store.db().query_opt(&sql, &args![here])? else {
             return Ok(None);
         };
         let export = from_row(&row)?;
@@ -110,14 +119,13 @@ impl Exports<'_> {
         };
         let target = first.target.display().to_string();
         let sql = format!(
-            "SELECT {COLUMNS} FROM exports WHERE status = 'queued' AND target = ?1 AND crawl_id \
-             IN (SELECT id FROM crawls WHERE status = 'sealed') ORDER BY crawl_id LIMIT ?2"
+            "SELECT {COLUMNS} FROM exports WHERE {HELD_HERE} AND status = 'queued' AND \
+             target = ?2 AND crawl_id IN (SELECT id FROM crawls WHERE status = 'sealed') \
+             ORDER BY crawl_id LIMIT ?3"
         );
-        let more = most.saturating_sub(1) as i64;
-        let rows = self
-            .store
-            .db()
-            .query_map(&sql, &args![target.as_str(), more], from_row)?;
+        let (here, more) = (crate::identity::machine_id(), most.saturating_sub(1) as i64);
+        let rows =
+            (self.store.db()).query_map(&sql, &args![here, target.as_str(), more], from_row)?;
         let mut batch = vec![first];
         for export in rows {
             let taken = self.store.write_work(|tx| {
@@ -255,6 +263,45 @@ mod tests {
         assert_eq!(
             store.exports().of_crawl(crawl).unwrap()[0].status,
             ExportStatus::Queued
+        );
+    }
+
+    /// In a fleet, a crawl's export is taken by a host that ran its snapshots (their
+    /// directories are there), never by one that holds none of them.
+    #[test]
+    fn an_export_is_taken_where_its_snapshots_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let spec = crate::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 0);
+        let (elsewhere, here) = (
+            store.crawls().add(&spec, None).unwrap(),
+            store.crawls().add(&spec, None).unwrap(),
+        );
+        let target = dir.path().join("ab");
+        for (crawl, machine) in [
+            (elsewhere, "another-host"),
+            (here, crate::identity::machine_id()),
+        ] {
+            store.crawls().cancel(crawl).unwrap();
+            store.exports().queue(crawl, &target, "system").unwrap();
+            store
+                .write(|tx| {
+                    tx.execute(
+                        "INSERT INTO processes (kind, crawl_id, argv, cwd, status, created_at, \
+                         ended_at, machine_id) \
+                         VALUES ('snapshot_worker', ?1, '[]', '/', 'exited', 0, 1, ?2)",
+                        &args![crawl, machine],
+                    )?;
+                    Ok(())
+                })
+                .unwrap();
+        }
+        let batch = store.exports().take_batch(10).unwrap();
+        let taken: Vec<i64> = batch.iter().map(|e| e.crawl_id).collect();
+        assert_eq!(
+            taken,
+            [here],
+            "not {elsewhere}, whose snapshots are on another host"
         );
     }
 }

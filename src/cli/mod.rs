@@ -136,6 +136,18 @@ pub enum AbxctlCommand {
         after_help = "Examples:\n  abxctl schedule add --every 1d --depth 1 https://example.com/feed.xml\n  abxctl schedule list"
     )]
     Schedule(ScheduleCommand),
+    /// Follow a crawl until it is sealed: a line for each result that starts or ends, then its
+    /// report. Ctrl-C stops the following, not the crawl.
+    #[command(
+        after_help = "Examples:\n  abxctl follow                the newest crawl that is not sealed\n  abxctl follow 12 --json      crawl 12, a JSON document a line (docs/json.md)"
+    )]
+    Follow {
+        /// The crawl id (default: the newest crawl that is not sealed).
+        id: Option<i64>,
+        /// A JSON document a line instead: each result that starts or ends, then the seal.
+        #[arg(long)]
+        json: bool,
+    },
     /// List crawls with their status and counts.
     #[command(
         after_help = "Examples:\n  abxctl crawls\n  abxctl crawls --json | jq '.crawls[] | select(.results.failed > 0) | .id'"

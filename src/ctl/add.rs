@@ -8,12 +8,9 @@ use crate::control::client::ClientError;
 use crate::control::protocol::{Request, Response};
 use crate::domain::{CrawlSpec, WorkStatus};
 use crate::exit;
-use crate::render;
 use crate::store::Store;
 use crate::verbs;
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 /// How `add` waits, and whether it runs the crawl at all.
 pub(super) struct How {
@@ -76,7 +73,7 @@ pub(super) fn run(config: &Config, urls: &[String], crawl: &CrawlArgs, how: How)
     if !out.json {
         human();
     }
-    follow_crawl(config, id, out)
+    super::follow::follow_crawl(config, id, super::follow::Shown::of_add(out))
 }
 
 /// What `add` imports, read whole: from a file, or standard input (`-`).
@@ -203,7 +200,7 @@ pub(super) fn import(config: &Config, import: &Import, crawl: &CrawlArgs, how: H
     if !out.json {
         human();
     }
-    follow_crawl(config, id, out)
+    super::follow::follow_crawl(config, id, super::follow::Shown::of_add(out))
 }
 
 /// What a crawl's input snapshot parsed: how many seeds, and which parsers ran (each with what
@@ -257,55 +254,6 @@ fn add_while_down(config: &Config, spec: CrawlSpec) -> Result<i64> {
     let crawl = verbs::crawl::admit(config, spec).map_err(super::refused_here)?;
     let store = Store::open_existing_at(&config.database)?;
     Ok(verbs::crawl::enqueue(&store, config, &crawl)?)
-}
-
-/// Prints a crawl's progress until it is sealed, then its report; exits as [`exit::of_crawl`]
-/// says, or with [`exit::INTERRUPTED`] at Ctrl-C (the crawl goes on: only the following stops).
-fn follow_crawl(config: &Config, id: i64, out: Out) -> Result<i32> {
-    let interrupted = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
-        .map_err(|err| CtlError::Unexpected(format!("cannot catch SIGINT: {err}")))?;
-    let mut follow = (!out.json).then(render::Follow::new);
-    loop {
-        let store = Store::open_read_only_at(&config.database)?;
-        if let Some(follow) = &mut follow {
-            follow.update(&store, id)?;
-        }
-        let crawl = store.crawls().get(id)?;
-        if let Some(crawl) = crawl.filter(|c| c.status == WorkStatus::Sealed) {
-            if let Some(follow) = &mut follow {
-                follow.finish();
-            }
-            if out.json {
-                println!("{}", render::json::crawl(&store, id)?.unwrap_or_default());
-            } else {
-                println!();
-                print!(
-                    "{}",
-                    render::crawl_report(
-                        &store,
-                        &config.data_dir,
-                        id,
-                        render::paint::for_stdout()
-                    )?
-                    .unwrap_or_default()
-                );
-            }
-            return Ok(exit::of_crawl(&crawl, &store.results().of_crawl(id)?));
-        }
-        drop(store);
-        if interrupted.load(Ordering::Relaxed) {
-            if let Some(follow) = &mut follow {
-                follow.finish();
-            }
-            eprintln!(
-                "abxctl: interrupted: no longer following crawl {id}, which goes on \
-                 (abxctl cancel {id} stops it)"
-            );
-            return Ok(exit::INTERRUPTED);
-        }
-        std::thread::sleep(FOLLOW_INTERVAL);
-    }
 }
 
 /// Refuses what cannot be a URL to crawl, before anything is written.

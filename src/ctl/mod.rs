@@ -10,6 +10,7 @@
 mod actions;
 mod add;
 mod export;
+mod follow;
 mod kill;
 mod logs;
 mod plugins;
@@ -125,6 +126,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             wait,
             Out { json },
         ),
+        AbxctlCommand::Follow { id, json } => follow::run(config, id, Out { json }),
         AbxctlCommand::Crawls { json } => show::crawls(config, Out { json }),
         AbxctlCommand::Plugins {
             env: Some(plugin),

@@ -148,13 +148,11 @@ impl<O: Owner> WorkerPool<O> {
     }
 
     fn limit(&self, config: &Config) -> usize {
-        if let Some(most) = self.most {
-            return most;
-        }
-        (match self.queue {
+        let configured = match self.queue {
             Queue::Crawls => config.limits.max_crawl_workers,
             Queue::Snapshots => config.limits.max_snapshot_workers,
-        }) as usize
+        };
+        self.most.unwrap_or(configured as usize)
     }
 
     pub fn len(&self) -> usize {

@@ -33,7 +33,7 @@ mod table;
 pub use crawl::{bytes, crawl_report, crawl_status, crawls_table, log_tail, CrawlCounts};
 pub use follow::{say, Follow};
 pub use plugin_env::plugin_env_table;
-pub use progress::{Progress, Standing};
+pub use progress::{Change, Progress, Standing};
 pub use schedule::{local_moment, schedules_table};
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.

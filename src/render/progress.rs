@@ -38,6 +38,43 @@ pub struct Standing {
     pub running: Vec<String>,
 }
 
+/// One result that started or ended since the last look: what a line says, and what
+/// `abxctl follow --json` prints of it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    pub result_id: i64,
+    pub plugin: String,
+    pub hook: String,
+    pub status: ResultStatus,
+    /// The URL of its snapshot (none: a crawl hook's).
+    pub url: Option<String>,
+    pub output_size: u64,
+    pub output: Option<String>,
+}
+
+impl Change {
+    /// The change as a line: its status (a failure's in red with `colour`), hook, place and,
+    /// once it ended, its size and output — escaped.
+    pub fn line(&self, colour: bool) -> String {
+        let place = self.url.as_deref().unwrap_or("crawl");
+        let detail = match self.status {
+            ResultStatus::Started => String::new(),
+            _ => format!(
+                " {} {}",
+                bytes(self.output_size),
+                one_line(self.output.as_deref().unwrap_or(""), 60)
+            ),
+        };
+        let rest = format!(" {:<36} {place}{detail}", self.hook);
+        let status = format!("{:<9}", self.status.to_string());
+        let status = match self.status {
+            ResultStatus::Failed => paint(&status, Colour::Red, colour),
+            _ => status,
+        };
+        format!("{status}{}", printable::line(&rest))
+    }
+}
+
 impl Progress {
     /// Lines for what changed since the last call (a failure's status in red with `colour`),
     /// and where the crawl stands.
@@ -47,6 +84,16 @@ impl Progress {
         crawl_id: i64,
         colour: bool,
     ) -> Result<(Vec<String>, Standing), StoreError> {
+        let (changes, standing) = self.changes(store, crawl_id)?;
+        Ok((changes.iter().map(|c| c.line(colour)).collect(), standing))
+    }
+
+    /// What changed since the last call, and where the crawl stands.
+    pub fn changes(
+        &mut self,
+        store: &Store,
+        crawl_id: i64,
+    ) -> Result<(Vec<Change>, Standing), StoreError> {
         // (Not skipped when SQLite's `data_version` is unchanged: that shortcut missed commits
         // now and then — a status line stuck at "0/0 hooks done" in tests/operator.rs — and a
         // look that reads only what changed is cheap enough.)
@@ -65,7 +112,7 @@ impl Progress {
                 .collect(),
         };
         let standing = self.standing.clone();
-        let mut lines = Vec::new();
+        let mut changes = Vec::new();
         for result in results {
             if self.reported.get(&result.id) == Some(&result.status)
                 || result.status == ResultStatus::Queued
@@ -73,27 +120,21 @@ impl Progress {
                 continue;
             }
             self.reported.insert(result.id, result.status);
-            let place = match result.snapshot_id {
-                Some(id) => self.url_of(store, id)?,
-                None => "crawl".into(),
+            let url = match result.snapshot_id {
+                Some(id) => Some(self.url_of(store, id)?),
+                None => None,
             };
-            let detail = match result.status {
-                ResultStatus::Started => String::new(),
-                _ => format!(
-                    " {} {}",
-                    bytes(result.output_size),
-                    one_line(result.output.as_deref().unwrap_or(""), 60)
-                ),
-            };
-            let rest = format!(" {:<36} {place}{detail}", result.hook);
-            let status = format!("{:<9}", result.status.to_string());
-            let status = match result.status {
-                ResultStatus::Failed => paint(&status, Colour::Red, colour),
-                _ => status,
-            };
-            lines.push(format!("{status}{}", printable::line(&rest)));
+            changes.push(Change {
+                result_id: result.id,
+                plugin: result.plugin,
+                hook: result.hook,
+                status: result.status,
+                url,
+                output_size: result.output_size,
+                output: result.output,
+            });
         }
-        Ok((lines, standing))
+        Ok((changes, standing))
     }
 
     /// The URL of snapshot `id`, read once.

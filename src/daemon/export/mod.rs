@@ -15,14 +15,17 @@
 //! ArchiveBox, the wrong version, an import that fails — ends `failed` saying why, the crawl and
 //! its files untouched, and `abxctl export` asks again.
 
+mod batch;
+mod said;
+
 use super::State;
 use crate::domain::{ExitOutcome, ExportStatus};
-use crate::export::Collection;
 use crate::spawn::SpawnRequest;
 use crate::store::Export;
 use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
-use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use batch::Batch;
+use said::{archivebox_env, import_counts, lines_of, unresolved};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The most exports into one collection taken together (one import for them all).
@@ -39,21 +42,6 @@ enum Step {
     Version,
     Import,
     Dates,
-}
-
-/// Exports into one collection, taken together so that ArchiveBox's import — which reads the
-/// whole collection — runs once for all of them: each crawl is copied in turn, then one
-/// import, then one patch of when the snapshots were downloaded.
-struct Batch {
-    collection: Collection,
-    /// Exports whose copy is still to run, next first.
-    to_copy: VecDeque<Export>,
-    /// The export being copied.
-    copying: Option<Export>,
-    /// Exports copied, each with what its copy said.
-    copied: Vec<(Export, String)>,
-    /// What the import said of them all.
-    imported: String,
 }
 
 /// The step under way.
@@ -344,40 +332,6 @@ impl State {
         self.export_next(supervisor);
     }
 
-    /// Where the records of when the batch's snapshots were downloaded are gathered for
-    /// ArchiveBox (see `export::downloaded_file`).
-    fn batch_downloaded_file(&self, batch: &Batch) -> PathBuf {
-        let first = batch
-            .copied
-            .first()
-            .map_or(0, |(export, _)| export.crawl_id);
-        crate::export::downloaded_file(&self.config.data_dir, first).with_extension("batch.jsonl")
-    }
-
-    /// Gathers the records the batch's copies left of when their snapshots were downloaded, for
-    /// ArchiveBox to take in one run; whether there were any.
-    fn write_batch_dates(&self, batch: &Batch) -> bool {
-        use std::io::Read;
-        let mut records = Vec::new();
-        for (export, _) in &batch.copied {
-            let path = crate::export::downloaded_file(&self.config.data_dir, export.crawl_id);
-            if let Ok(mut file) = crate::logs::read_log(&path) {
-                let _ = file.read_to_end(&mut records);
-            }
-        }
-        if records.is_empty() {
-            return false;
-        }
-        let path = self.batch_downloaded_file(batch);
-        match std::fs::write(&path, &records) {
-            Ok(()) => true,
-            Err(err) => {
-                log::warn!("exports: cannot write {}: {err}", path.display());
-                false
-            }
-        }
-    }
-
     fn end_export(&mut self, export: &Export, status: ExportStatus, detail: &str) {
         let crawl = export.crawl_id;
         match status {
@@ -388,66 +342,4 @@ impl State {
             log::error!("export of crawl {crawl}: cannot record its end: {err}");
         }
     }
-}
-
-impl Batch {
-    /// The exports `step` is for: the one being copied, or every one copied.
-    fn exports_in(&self, step: Step) -> Vec<&Export> {
-        match step {
-            Step::Copy => self.copying.iter().collect(),
-            _ => self.copied.iter().map(|(export, _)| export).collect(),
-        }
-    }
-
-    /// What the copy of `export` said, if it was copied.
-    fn copy_of(&self, export: &Export) -> Option<&str> {
-        (self.copied.iter())
-            .find(|(copied, _)| copied.crawl_id == export.crawl_id)
-            .map(|(_, said)| said.as_str())
-    }
-}
-
-/// What ArchiveBox runs with besides `PATH` and the locale (none of abxd's environment: what
-/// configures abxd's hooks is not ArchiveBox's config): a `HOME` of its user's own (ArchiveBox
-/// keeps its binaries' state below it) — its home directory when it owns one, else the
-/// collection; abxd's own when ArchiveBox runs as abxd's user.
-fn archivebox_env(collection: &Collection) -> Vec<(String, String)> {
-    let Some((uid, _)) = collection.run_as else {
-        let home = std::env::var("HOME").unwrap_or_else(|_| collection.dir.display().to_string());
-        return vec![("HOME".into(), home)];
-    };
-    use std::os::unix::fs::MetadataExt;
-    let home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map(|user| user.dir)
-        .filter(|dir| std::fs::metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == uid))
-        .unwrap_or_else(|| collection.dir.clone());
-    vec![("HOME".into(), home.display().to_string())]
-}
-
-/// The counts ArchiveBox's rescan ends with ("Imported: 2, Repaired: 0, Unchanged: 0, Errors:
-/// 0"), from its stdout.
-fn import_counts(stdout: &Path) -> Option<String> {
-    lines_of(stdout)
-        .into_iter()
-        .rev()
-        .find(|line| line.starts_with("Imported:"))
-        .map(|line| format!("ArchiveBox {line}"))
-}
-
-/// The first snapshot directory ArchiveBox's rescan could not import, and why.
-fn unresolved(stdout: &Path) -> Option<String> {
-    lines_of(stdout)
-        .into_iter()
-        .find(|line| line.starts_with("Unresolved:"))
-}
-
-fn lines_of(path: &Path) -> Vec<String> {
-    let mut text = String::new();
-    if let Ok(mut file) = crate::logs::read_log(path) {
-        use std::io::Read;
-        let _ = file.read_to_string(&mut text);
-    }
-    text.lines().map(|l| l.trim().to_string()).collect()
 }

@@ -1096,3 +1096,106 @@ fn abxctl_plugins_lists_what_the_daemon_found_in_its_environment_not_in_abxctls(
     let listed = plugins(&daemon);
     assert!(!listed.contains(&dir.display().to_string()), "{listed}");
 }
+
+/// The commands an operator reaches for: `follow` a crawl already running to its seal (as JSON
+/// lines too), `crawls --status`/`--limit`, `find URL` across crawls, and `status` counting the
+/// work.
+#[test]
+fn an_operator_follows_lists_finds_and_counts_the_work() {
+    let daemon = TestDaemon::start_with(&fixture_config(
+        "[plugins.sleepy]\nenv = { SLEEPY_SECONDS = \"2\" }\n",
+    ));
+    let out = daemon.ctl(&["follow"]);
+    assert_eq!(code(&out), Some(exit::USAGE), "{}", text(&out));
+    assert!(text(&out).contains("no crawl runs"), "{}", text(&out));
+
+    let page = "http://127.0.0.1:9/page";
+    let first = daemon.add(&["-p", "sleepy,failer", page]);
+    wait_started(&daemon, first);
+    // Followed while it runs: a JSON document a line, each result, then its seal.
+    let out = daemon.ctl(&["follow", "--json"]);
+    assert_eq!(code(&out), Some(exit::HOOKS_FAILED), "{}", text(&out));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ended = |hook: &str, status: &str| {
+        lines.iter().any(|l| {
+            l["event"] == "result"
+                && l["hook"].as_str().unwrap().contains(hook)
+                && l["status"] == status
+                && l["url"] == page
+        })
+    };
+    assert!(
+        ended("sleepy", "succeeded") && ended("failer", "failed"),
+        "{lines:#?}"
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "sealed", "{lines:#?}");
+    assert_eq!(
+        (last["crawl_id"].as_i64(), &last["outcome"]),
+        (Some(first), &"finished".into())
+    );
+    assert_eq!(last["results"]["failed"], 1, "{last}");
+
+    let second = daemon.add(&["-p", "sleepy", page, "http://127.0.0.1:9/other"]);
+    wait_started(&daemon, second);
+    daemon.ctl_ok(&["cancel", &second.to_string()]);
+    daemon.wait_sealed(second, CRAWL_WAIT);
+    let third = daemon.add(&["-p", "ok", "http://127.0.0.1:9/third"]);
+    daemon.wait_sealed(third, CRAWL_WAIT);
+    let listed = |args: &[&str]| -> Vec<i64> {
+        let mut all = vec!["crawls", "--json"];
+        all.extend_from_slice(args);
+        let json: serde_json::Value = serde_json::from_str(&daemon.ctl_ok(&all)).unwrap();
+        (json["crawls"].as_array().unwrap().iter())
+            .map(|c| c["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(listed(&[]), [first, second, third]);
+    assert_eq!(listed(&["--status", "cancelled"]), [second]);
+    assert_eq!(listed(&["--status", "finished"]), [first, third]);
+    assert_eq!(
+        listed(&["--status", "sealed", "--limit", "2"]),
+        [second, third]
+    );
+    assert!(listed(&["--status", "queued"]).is_empty());
+    let out = daemon.ctl(&["crawls", "--status", "done"]);
+    assert_eq!(code(&out), Some(exit::USAGE));
+    assert!(text(&out).contains("finished"), "{}", text(&out));
+
+    // Every snapshot of the page, in both crawls that had it, with where its files are.
+    let found: serde_json::Value =
+        serde_json::from_str(&daemon.ctl_ok(&["find", &format!("{page}#top"), "--json"])).unwrap();
+    let snapshots = found["snapshots"].as_array().unwrap();
+    let crawls: Vec<i64> = snapshots
+        .iter()
+        .map(|s| s["crawl_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(crawls, [first, second], "{found}");
+    assert!(std::path::Path::new(snapshots[0]["dir"].as_str().unwrap()).is_dir());
+    let table = daemon.ctl_ok(&["find", page]);
+    assert!(
+        table.starts_with("CRAWL") && table.lines().count() == 3,
+        "{table}"
+    );
+    let none = daemon.ctl_ok(&["find", "http://127.0.0.1:9/never"]);
+    assert!(none.starts_with("no snapshot of"), "{none}");
+
+    // What ran today, counted.
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(
+        status.contains("work:     crawls 0 queued, 0 running, 0 paused"),
+        "{status}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&daemon.ctl_ok(&["status", "--json"])).unwrap();
+    assert_eq!(json["running"], true);
+    assert_eq!(json["work"]["last_day"]["crawls_sealed"], 3, "{json}");
+    assert_eq!(json["work"]["last_day"]["results_failed"], 1, "{json}");
+    assert!(
+        json["pid"].as_u64().is_some() && json["abxd_version"].is_string(),
+        "{json}"
+    );
+}

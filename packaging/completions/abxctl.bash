@@ -31,6 +31,12 @@ _abxctl() {
             abxctl,export)
                 cmd="abxctl__subcmd__export"
                 ;;
+            abxctl,find)
+                cmd="abxctl__subcmd__find"
+                ;;
+            abxctl,follow)
+                cmd="abxctl__subcmd__follow"
+                ;;
             abxctl,help)
                 cmd="abxctl__subcmd__help"
                 ;;
@@ -84,6 +90,12 @@ _abxctl() {
                 ;;
             abxctl__subcmd__help,export)
                 cmd="abxctl__subcmd__help__subcmd__export"
+                ;;
+            abxctl__subcmd__help,find)
+                cmd="abxctl__subcmd__help__subcmd__find"
+                ;;
+            abxctl__subcmd__help,follow)
+                cmd="abxctl__subcmd__help__subcmd__follow"
                 ;;
             abxctl__subcmd__help,help)
                 cmd="abxctl__subcmd__help__subcmd__help"
@@ -182,7 +194,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add schedule crawls plugins binaries show logs kill cancel pause resume web-url prune retry export help"
+            opts="-c -h -V --config --help --version status ps add schedule follow crawls find plugins binaries show logs kill cancel pause resume web-url prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -350,12 +362,20 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__crawls)
-            opts="-c -h --json --config --help"
+            opts="-c -h --status --limit --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --status)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -401,8 +421,52 @@ _abxctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        abxctl__subcmd__find)
+            opts="-c -h --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__follow)
+            opts="-c -h --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         abxctl__subcmd__help)
-            opts="status ps add schedule crawls plugins binaries show logs kill cancel pause resume web-url prune retry export help"
+            opts="status ps add schedule follow crawls find plugins binaries show logs kill cancel pause resume web-url prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -472,6 +536,34 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__help__subcmd__find)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__help__subcmd__follow)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -150,9 +150,28 @@ pub enum AbxctlCommand {
     },
     /// List crawls with their status and counts.
     #[command(
-        after_help = "Examples:\n  abxctl crawls\n  abxctl crawls --json | jq '.crawls[] | select(.results.failed > 0) | .id'"
+        after_help = "Examples:\n  abxctl crawls\n  abxctl crawls --status failed --limit 10\n  abxctl crawls --json | jq '.crawls[] | select(.results.failed > 0) | .id'"
     )]
     Crawls {
+        /// Only the crawls that are queued, started, paused or sealed — or, sealed, that
+        /// finished, were cancelled or failed.
+        #[arg(long, value_name = "STATUS")]
+        status: Option<crate::domain::CrawlState>,
+        /// Only the newest N of them.
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every snapshot of a URL, in any crawl: its crawl, its status, when it was archived and
+    /// where its files are.
+    #[command(
+        after_help = "Examples:\n  abxctl find https://example.com/\n  abxctl find https://example.com/ --json | jq -r '.snapshots[-1].dir'"
+    )]
+    Find {
+        /// The URL, as it was crawled (a #fragment is not part of it).
+        url: String,
         /// Print the documented JSON shape (docs/json.md) instead.
         #[arg(long)]
         json: bool,

@@ -127,7 +127,12 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             Out { json },
         ),
         AbxctlCommand::Follow { id, json } => follow::run(config, id, Out { json }),
-        AbxctlCommand::Crawls { json } => show::crawls(config, Out { json }),
+        AbxctlCommand::Crawls {
+            status,
+            limit,
+            json,
+        } => show::crawls(config, status, limit, Out { json }),
+        AbxctlCommand::Find { url, json } => show::find(config, &url, Out { json }),
         AbxctlCommand::Plugins {
             env: Some(plugin),
             json,

@@ -2,15 +2,44 @@
 
 use super::{CtlError, Out, Result};
 use crate::config::Config;
+use crate::domain::CrawlState;
 use crate::render;
 use crate::store::Store;
 
-pub(super) fn crawls(config: &Config, out: Out) -> Result<i32> {
+pub(super) fn crawls(
+    config: &Config,
+    status: Option<CrawlState>,
+    limit: Option<u32>,
+    out: Out,
+) -> Result<i32> {
     let store = Store::open_read_only_at(&config.database)?;
+    let crawls = store.crawls().listed(status, limit)?;
     if out.json {
-        println!("{}", render::json::crawls(&store)?);
+        println!("{}", render::json::crawls(&store, &crawls)?);
     } else {
-        print!("{}", render::crawls_table(&store)?);
+        print!("{}", render::crawls_table(&store, &crawls)?);
+    }
+    Ok(0)
+}
+
+/// `abxctl find URL`: every snapshot of the URL, as it was crawled (without its fragment).
+pub(super) fn find(config: &Config, url: &str, out: Out) -> Result<i32> {
+    let url = match url::Url::parse(url.trim()) {
+        Ok(mut parsed) => {
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => url.trim().to_string(),
+    };
+    let store = Store::open_read_only_at(&config.database)?;
+    let snapshots = store.crawls().snapshots_of_url(&url)?;
+    if out.json {
+        println!("{}", render::json::found(&config.data_dir, &snapshots));
+    } else {
+        print!(
+            "{}",
+            render::found_table(&config.data_dir, &url, &snapshots)
+        );
     }
     Ok(0)
 }

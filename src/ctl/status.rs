@@ -9,15 +9,20 @@ use crate::render;
 pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
     match client(config).request(&Request::Status) {
         Err(err @ ClientError::NotRunning { .. }) => {
-            println!("{err}");
+            match json {
+                true => println!(
+                    "{}",
+                    render::json::document(
+                        serde_json::json!({"running": false, "message": err.to_string()})
+                    )
+                ),
+                false => println!("{err}"),
+            }
             Ok(crate::exit::NOT_RUNNING)
         }
         Err(err) => Err(err.into()),
         Ok(Response::Status(info)) if json => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&info).expect("status serializes")
-            );
+            println!("{}", render::json::status(&info));
             Ok(0)
         }
         Ok(Response::Status(info)) => {
@@ -75,6 +80,21 @@ pub(super) fn run(config: &Config, json: bool) -> Result<i32> {
                 println!("live:     unknown while the database does not answer");
             } else {
                 println!("live:     {}", live.join(", "));
+            }
+            if let Some(work) = &info.work {
+                println!(
+                    "work:     crawls {} queued, {} running, {} paused; snapshots {} queued, {} \
+                     running",
+                    work.crawls_queued,
+                    work.crawls_running,
+                    work.crawls_paused,
+                    work.snapshots_queued,
+                    work.snapshots_running
+                );
+                println!(
+                    "last day: {} crawls and {} snapshots sealed, {} results failed",
+                    work.crawls_sealed, work.snapshots_sealed, work.results_failed
+                );
             }
             if !info.machines.is_empty() {
                 let now = info.started_at_ms + info.uptime_ms;

@@ -9,6 +9,20 @@ use super::spec::CrawlOptions;
 use super::work::{CrawlOutcome, ResultStatus, RetryScope, WorkStatus};
 use serde::Serialize;
 
+/// What `abxctl status` counts: the work waiting, running and paused now, and what sealed and
+/// failed since a moment (the last day).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct WorkTally {
+    pub crawls_queued: u64,
+    pub crawls_running: u64,
+    pub crawls_paused: u64,
+    pub snapshots_queued: u64,
+    pub snapshots_running: u64,
+    pub crawls_sealed: u64,
+    pub snapshots_sealed: u64,
+    pub results_failed: u64,
+}
+
 /// How many of a crawl's snapshots are in each state, and of its results in each status.
 pub type WorkCounts = (Vec<(WorkStatus, u64)>, Vec<(ResultStatus, u64)>);
 

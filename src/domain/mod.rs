@@ -15,7 +15,7 @@ mod spec;
 mod words;
 mod work;
 
-pub use crawl::{Added, Crawl, HookResult, Snapshot, WorkCounts};
+pub use crawl::{Added, Crawl, HookResult, Snapshot, WorkCounts, WorkTally};
 pub use machine::Machine;
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, ProcessRow, Pruned, Status};
 pub use rules::{CrawlRules, Egress, Limit, Pattern, UrlScope};
@@ -23,7 +23,8 @@ pub use schedule::{Cadence, Cron, Schedule};
 pub use spec::{split_tags, CrawlOptions, CrawlSpec};
 pub use words::Word;
 pub use work::{
-    Claim, CrawlOutcome, ExportStatus, Lease, Queue, Refusal, ResultStatus, RetryScope, WorkStatus,
+    Claim, CrawlOutcome, CrawlState, ExportStatus, Lease, Queue, Refusal, ResultStatus, RetryScope,
+    WorkStatus,
 };
 
 #[cfg(test)]
@@ -58,6 +59,7 @@ mod tests {
     fn every_word_is_the_same_in_display_json_and_parsing() {
         words_agree::<Kind>();
         words_agree::<Status>();
+        words_agree::<CrawlState>();
         words_agree::<EndReason>();
         words_agree::<Queue>();
         words_agree::<WorkStatus>();

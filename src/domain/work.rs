@@ -47,6 +47,20 @@ words!(
     }
 );
 
+words!(
+    /// Which crawls a listing shows (`abxctl crawls --status`): where they are — waiting,
+    /// running, paused by an operator, sealed — or how a sealed one ended.
+    CrawlState {
+        Queued => "queued",
+        Started => "started",
+        Paused => "paused",
+        Sealed => "sealed",
+        Finished => "finished",
+        Cancelled => "cancelled",
+        Failed => "failed",
+    }
+);
+
 impl ExportStatus {
     /// Whether the export is over (imported, or failed until it is asked again).
     pub fn is_final(self) -> bool {

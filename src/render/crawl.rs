@@ -40,8 +40,7 @@ pub(super) fn one_line(text: &str, max: usize) -> String {
 }
 
 /// `abxctl crawls`: one line per crawl.
-pub fn crawls_table(store: &Store) -> Result<String, StoreError> {
-    let crawls = store.crawls().all()?;
+pub fn crawls_table(store: &Store, crawls: &[Crawl]) -> Result<String, StoreError> {
     if crawls.is_empty() {
         return Ok("no crawls\n".into());
     }

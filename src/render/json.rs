@@ -6,7 +6,7 @@
 //! anything else bumps the version. Times are Unix milliseconds, ids are the database's.
 
 use crate::domain::{ResultStatus, WorkStatus};
-use crate::store::{Crawl, HookResult, ProcessRow, Store, StoreError};
+use crate::store::{Crawl, HookResult, ProcessRow, Snapshot, Store, StoreError};
 use serde_json::{json, Map, Value};
 
 /// The version of every `--json` shape but `ps --json`'s (see `PS_JSON_VERSION`).
@@ -65,14 +65,24 @@ fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
 }
 
 /// `abxctl crawls --json`: `{"version":1,"crawls":[…]}`, oldest first.
-pub fn crawls(store: &Store) -> Result<String, StoreError> {
-    let crawls = store
-        .crawls()
-        .all()?
-        .iter()
+pub fn crawls(store: &Store, crawls: &[Crawl]) -> Result<String, StoreError> {
+    let crawls = (crawls.iter())
         .map(|crawl| crawl_summary(store, crawl))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(document(json!({ "crawls": crawls })))
+}
+
+/// `abxctl find --json URL`: each snapshot of the URL with its directory.
+pub fn found(data_dir: &std::path::Path, snapshots: &[Snapshot]) -> String {
+    let found: Vec<Value> = (snapshots.iter())
+        .map(|snapshot| {
+            let mut value = json!(snapshot);
+            let dir = crate::hooks::snapshot_dir(data_dir, snapshot.crawl_id, snapshot.id);
+            value["dir"] = json!(dir);
+            value
+        })
+        .collect();
+    document(json!({ "snapshots": found }))
 }
 
 /// What a result's latest run says of itself: its row, exit, logs and usage.
@@ -131,4 +141,39 @@ pub fn crawl(store: &Store, id: i64) -> Result<Option<String>, StoreError> {
         "crawl_results": crawl_results,
         "snapshots": snapshots,
     }))))
+}
+
+/// `abxctl status --json`: the daemon that answered, what it runs, and the work (docs/json.md).
+pub fn status(info: &crate::control::protocol::StatusInfo) -> String {
+    let work = info.work.as_ref().map(|w| {
+        json!({
+            "crawls": {"queued": w.crawls_queued, "running": w.crawls_running, "paused": w.crawls_paused},
+            "snapshots": {"queued": w.snapshots_queued, "running": w.snapshots_running},
+            "last_day": {
+                "crawls_sealed": w.crawls_sealed,
+                "snapshots_sealed": w.snapshots_sealed,
+                "results_failed": w.results_failed,
+            },
+        })
+    });
+    document(json!({
+        "running": true,
+        "pid": info.pid,
+        "abxd_version": info.version,
+        "started_at_ms": info.started_at_ms,
+        "uptime_ms": info.uptime_ms,
+        "database": info.database,
+        "database_lost": info.database_lost,
+        "database_busy_since_ms": info.database_busy_since_ms,
+        "socket": info.socket,
+        "containment": info.containment,
+        "hooks": info.hooks,
+        "egress": info.egress,
+        "admission": info.admission,
+        "plugins_dirs": info.plugins_dirs,
+        "recovering": info.recovering,
+        "live": info.live,
+        "work": work,
+        "machines": info.machines,
+    }))
 }

@@ -22,6 +22,7 @@ pub mod admin;
 pub mod binaries;
 mod clock;
 mod crawl;
+mod find;
 mod follow;
 pub mod json;
 pub mod paint;
@@ -31,6 +32,7 @@ mod schedule;
 mod table;
 
 pub use crawl::{bytes, crawl_report, crawl_status, crawls_table, log_tail, CrawlCounts};
+pub use find::found_table;
 pub use follow::{say, Follow};
 pub use plugin_env::plugin_env_table;
 pub use progress::{Change, Progress, Standing};

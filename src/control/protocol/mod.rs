@@ -265,6 +265,10 @@ pub struct StatusInfo {
     /// Whether crawls' hooks are held to their egress policy, or why not.
     #[serde(default)]
     pub egress: String,
+    /// The work waiting, running and paused, and what sealed and failed in the last day (none
+    /// while the database does not answer).
+    #[serde(default)]
+    pub work: Option<crate::domain::WorkTally>,
 }
 
 /// One machine of a fleet, as `status` shows it.

@@ -4,6 +4,9 @@ use super::{failed, State};
 use crate::control::protocol::{MachineInfo, Response, StatusInfo};
 use crate::store::now_ms;
 
+/// What `status` counts as the last day.
+const LAST_DAY_MS: i64 = 24 * 3600 * 1000;
+
 pub(super) fn handle(state: &mut State) -> Response {
     let live = match state.store.processes().live_counts_by_kind() {
         Ok(counts) => counts
@@ -33,6 +36,10 @@ pub(super) fn handle(state: &mut State) -> Response {
             .map(|dir| dir.display().to_string())
             .collect(),
         egress: crate::daemon::egress::describe(&state.config, &state.egress),
+        work: (state.store.crawls())
+            .tally(now_ms() - LAST_DAY_MS)
+            .map_err(|err| log::debug!("status: work not counted: {err}"))
+            .ok(),
     }))
 }
 

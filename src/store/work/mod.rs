@@ -12,6 +12,7 @@ mod exports;
 mod fence;
 mod inputs;
 mod limits;
+mod listing;
 mod queue;
 mod refused;
 mod results;

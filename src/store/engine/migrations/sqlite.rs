@@ -400,9 +400,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- nothing
     "#,
     // 29: what ArchiveBox's `add` also says of a crawl — its tags, persona, parser — as JSON
-    // (`CrawlOptions`), on a crawl and on the schedule that makes crawls.
+    // (`CrawlOptions`), on a crawl and on the schedule that makes crawls; and what `abxctl
+    // status` counts of the last day, indexed.
     r#"
     ALTER TABLE crawls ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE schedules ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    -- (`abxctl status` counts what sealed and failed in the last day.)
+    CREATE INDEX snapshots_by_sealed_at ON snapshots(sealed_at) WHERE sealed_at IS NOT NULL;
+    CREATE INDEX results_failed_by_end ON results(ended_at) WHERE status = 'failed';
     "#,
 ];

@@ -58,7 +58,7 @@ pub fn crawls_table(store: &Store, crawls: &[Crawl]) -> Result<String, StoreErro
         let counts = CrawlCounts::of(store, crawl.id)?;
         table.add_row([
             crawl.id.to_string(),
-            crawl_status(&crawl),
+            crawl_status(crawl),
             crawl.max_depth.to_string(),
             format!("{}/{}", counts.sealed_snapshots, counts.snapshots),
             counts.results_text(),

@@ -826,3 +826,45 @@ fn retry_of_a_hook_that_needs_the_browser_starts_the_browser_and_tab_again() {
         (ResultStatus::Succeeded, ledger_of(2, 2))
     );
 }
+
+/// `abxctl retry --hook` of a hook that needs the crawl's browser, after the browser failed: the
+/// run that retries it starts the browser again — without it, the crawl would refuse to start
+/// any snapshot, the hook failing again — and what succeeded that needs no session is not run
+/// again.
+#[test]
+fn retry_of_one_hook_after_its_browser_failed_starts_the_browser_again() {
+    use abxd::domain::ResultStatus;
+    let mut daemon = sessions_daemon();
+    for file in ["fail", "browser-dies"] {
+        std::fs::write(daemon.path(&format!("sessions/{file}")), "").unwrap();
+    }
+    daemon.launch();
+    let crawl = add_sessions_crawl(&daemon);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    let browser = |daemon: &TestDaemon| {
+        (daemon
+            .store()
+            .results()
+            .of_crawl(crawl)
+            .unwrap()
+            .into_iter())
+        .find(|r| r.plugin == "browser")
+        .unwrap()
+        .status
+    };
+    assert_eq!(browser(&daemon), ResultStatus::Failed);
+    assert_eq!(sessions_outcome(&daemon, crawl).0, ResultStatus::Failed);
+    for file in ["fail", "browser-dies"] {
+        std::fs::remove_file(daemon.path(&format!("sessions/{file}"))).unwrap();
+    }
+    let id = crawl.to_string();
+    daemon.ctl_ok(&["retry", &id, "--hook", "on_Snapshot__50_reader.sh"]);
+    daemon.wait_sealed(crawl, CRAWL_WAIT);
+    assert_eq!(
+        sessions_outcome(&daemon, crawl),
+        (ResultStatus::Succeeded, ledger_of(2, 2)),
+        "{}",
+        daemon.log()
+    );
+    assert_eq!(browser(&daemon), ResultStatus::Succeeded);
+}

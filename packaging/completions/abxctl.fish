@@ -191,7 +191,7 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -s c -l config -d '
 complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -l dry-run -d 'Count the rows; delete nothing'
 complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand prune" -s h -l help -d 'Print help'
-complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l hook -d 'Only the results of this hook (its file name)' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l hook -d 'Only the results of this hook (its file name) — and a session of the crawl that failed, such as Chrome\'s launch, without which it would fail again' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l failed -d 'Failed and cancelled results (the default)'
 complete -c abxctl -n "__fish_abxctl_using_subcommand retry" -l all -d 'Every result that did not succeed: also noresults and skipped'

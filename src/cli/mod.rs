@@ -339,7 +339,8 @@ pub enum AbxctlCommand {
         /// Every result that did not succeed: also noresults and skipped.
         #[arg(long)]
         all: bool,
-        /// Only the results of this hook (its file name).
+        /// Only the results of this hook (its file name) — and a session of the crawl that
+        /// failed, such as Chrome's launch, without which it would fail again.
         #[arg(long, value_name = "NAME")]
         hook: Option<String>,
         /// Print the documented JSON shape (docs/json.md) instead.

@@ -11,6 +11,12 @@ use crate::store::engine::sql::args;
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
 
+/// The results a retry of one hook runs again with it: the crawl's sessions that failed — a
+/// background crawl hook such as Chrome's launch — without which no snapshot of the crawl
+/// starts (`hooks::resource::failed_before`), so the hook would fail again.
+const FAILED_SESSION: &str = "snapshot_id IS NULL AND hook LIKE '%.bg.%' \
+    AND status IN ('failed', 'cancelled')";
+
 impl Crawls<'_> {
     /// Seals a crawl as cancelled, with every snapshot it has not finished; its open results
     /// (queued, started) become `cancelled`.
@@ -32,7 +38,8 @@ impl Crawls<'_> {
     }
 
     /// Runs results of sealed crawl `crawl` again (judged by the caller: `verbs::work::retry`):
-    /// those `which` names (of `hook` only, if given) go back to `queued` with no attempt counted
+    /// those `which` names (of `hook` only, if given — with the crawl's failed sessions,
+    /// [`FAILED_SESSION`]) go back to `queued` with no attempt counted
     /// (their interruption count reset); if that reopens the crawl
     /// ([`Crawl::retry_reopens`]), the snapshots they belong to — and those a cancel sealed
     /// before they ran — and the crawl are unsealed, due now, their restart counts reset.
@@ -55,7 +62,7 @@ impl Crawls<'_> {
                     "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
                      output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
                      process_id = NULL WHERE crawl_id = ?1 AND status IN {statuses} \
-                     AND (CAST(?2 AS TEXT) IS NULL OR hook = ?2)"
+                     AND (CAST(?2 AS TEXT) IS NULL OR hook = ?2 OR ({FAILED_SESSION}))"
                 ),
                 &args![crawl_id, hook],
             )?;

@@ -397,3 +397,39 @@ fn only_new_skips_discovered_urls_another_crawl_archived_but_crawls_the_seed_aga
     daemon.wait_sealed(again, WAIT);
     assert_eq!(daemon.store().crawls().snapshots(again).unwrap().len(), 7);
 }
+
+/// A schedule's cron is read in the time zone it was added in — the operator's — not in the
+/// zone of whichever daemon fires it: added at UTC+14 to a daemon at UTC, `0 3 * * *` is next
+/// at 03:00 at UTC+14; `schedule list` says which zone.
+#[test]
+fn a_schedules_cron_is_read_in_the_zone_it_was_added_in() {
+    let plugins = fixtures().join("plugins");
+    let mut daemon = TestDaemon::prepare(&plugins_config(&[&plugins]));
+    daemon.launch_with_env(&[("TZ", "UTC")]);
+    let zone = "Pacific/Kiritimati";
+    let out = daemon
+        .ctl_command(&[
+            "schedule",
+            "add",
+            "--json",
+            "--cron",
+            "0 3 * * *",
+            "-p",
+            "ok",
+        ])
+        .arg("http://127.0.0.1:9/")
+        .env("TZ", zone)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let added: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = added["schedule_id"].as_i64().unwrap();
+    let made = schedule(&daemon, id);
+    assert_eq!(made.zone.as_deref(), Some(zone));
+    let next = jiff::Timestamp::from_millisecond(made.next_at)
+        .unwrap()
+        .to_zoned(jiff::tz::TimeZone::get(zone).unwrap());
+    assert_eq!((next.hour(), next.minute()), (3, 0), "{next}");
+    let list = daemon.ctl_ok(&["schedule", "list"]);
+    assert!(list.contains(&format!("cron 0 3 * * * {zone}")), "{list}");
+}

@@ -7,8 +7,8 @@ use clap::Subcommand;
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {
-    /// Crawl URL… again every DURATION, or at the minutes of a cron expression (in the host's
-    /// time zone): each occurrence is a crawl of its own, linked to the schedule. An occurrence
+    /// Crawl URL… again every DURATION, or at the minutes of a cron expression (read in the time
+    /// zone it is added in — $TZ, else the host's — whichever host fires it): each occurrence is a crawl of its own, linked to the schedule. An occurrence
     /// whose previous crawl still runs is skipped, saying so; one that came while abxd was down
     /// fires once when it starts (not once per occurrence missed).
     #[command(

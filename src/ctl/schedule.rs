@@ -71,11 +71,14 @@ fn add_schedule(
         None => (None, cron),
     };
     let spec = crawl.spec(urls.to_vec());
+    // (Its cron is read in the zone it is added in: the operator's, wherever it fires.)
+    let zone = jiff::tz::TimeZone::system().iana_name().map(str::to_owned);
     let request = Request::ScheduleAdd {
         spec: spec.clone(),
         every_ms,
         cron: cron.clone(),
         import,
+        zone: zone.clone(),
     };
     let ((id, next_at), running) = ask_or_do_locally(
         config,
@@ -85,7 +88,8 @@ fn add_schedule(
             other => Err(other),
         },
         |store| {
-            let schedule = verbs::schedule::admit(config, spec, every_ms, cron.as_deref(), import)
+            let when = (every_ms, cron.as_deref());
+            let schedule = verbs::schedule::admit(config, spec, when, zone.as_deref(), import)
                 .map_err(refused_here)?;
             Ok(verbs::schedule::add(store, &schedule)?)
         },

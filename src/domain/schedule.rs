@@ -281,6 +281,9 @@ pub struct Schedule {
     /// Its crawls' tags, persona and parser.
     #[serde(flatten)]
     pub options: CrawlOptions,
+    /// The time zone its cron is read in: the one it was added in (an IANA name; none: the
+    /// host's, for a schedule added before zones were kept).
+    pub zone: Option<String>,
 }
 
 impl Schedule {
@@ -322,6 +325,14 @@ impl Schedule {
         }
     }
 
+    /// The zone its occurrences are counted in: its own, else `fallback` (one added before zones
+    /// were kept, or whose zone this host does not know).
+    pub fn zone_or(&self, fallback: &TimeZone) -> TimeZone {
+        (self.zone.as_deref())
+            .and_then(|name| TimeZone::get(name).ok())
+            .unwrap_or_else(|| fallback.clone())
+    }
+
     /// How often it fires, as stored (a cron expression that no longer parses fires no more).
     pub fn cadence(&self) -> Option<Cadence> {
         match (&self.every_ms, &self.cron) {
@@ -360,6 +371,7 @@ mod tests {
             import,
             last_crawl: None,
             options: Default::default(),
+            zone: None,
         };
         let s = schedule(false);
         assert_eq!(s.skips(None), None);

@@ -20,14 +20,18 @@ pub fn local_moment(at_ms: i64) -> String {
         .unwrap_or_else(|_| "-".into())
 }
 
-/// How often it fires, in words: `every 1day`, `cron 0 3 * * *`.
+/// How often it fires, in words: `every 1day`, `cron 0 3 * * * Europe/Paris` (the zone it is
+/// read in, when known).
 fn cadence(schedule: &Schedule) -> String {
     match (&schedule.every_ms, &schedule.cron) {
         (Some(ms), _) => format!(
             "every {}",
             humantime::format_duration(std::time::Duration::from_millis(*ms as u64))
         ),
-        (None, Some(cron)) => format!("cron {cron}"),
+        (None, Some(cron)) => match &schedule.zone {
+            Some(zone) => format!("cron {cron} {zone}"),
+            None => format!("cron {cron}"),
+        },
         (None, None) => "-".into(),
     }
 }

@@ -14,6 +14,8 @@ pub struct Admitted {
     spec: CrawlSpec,
     cadence: Cadence,
     import: bool,
+    /// The zone its cron is read in: the one it was added in.
+    zone: TimeZone,
 }
 
 impl Admitted {
@@ -24,12 +26,13 @@ impl Admitted {
 }
 
 /// Judges a schedule of `spec`'s crawl, every `every_ms` or at the minutes of `cron` (one of
-/// the two); with `import`, its one URL is a `file://` to import at each occurrence.
+/// the two) read in time zone `zone` (an IANA name; none: this host's); with `import`, its one
+/// URL is a `file://` to import at each occurrence.
 pub fn admit(
     config: &Config,
     spec: CrawlSpec,
-    every_ms: Option<u64>,
-    cron: Option<&str>,
+    (every_ms, cron): (Option<u64>, Option<&str>),
+    zone: Option<&str>,
     import: bool,
 ) -> Result<Admitted, Refusal> {
     let spec = with_defaults(config, spec)?;
@@ -53,22 +56,31 @@ pub fn admit(
     let cadence = Cadence::named(every_ms, cron).map_err(Refusal::malformed)?;
     check_plugins(&config.plugins_dirs, &spec)?;
     check_persona(config, &spec)?;
+    let zone = match zone {
+        Some(name) => TimeZone::get(name).map_err(|_| {
+            Refusal::malformed(format!(
+                "no time zone {name:?} here (an IANA name: Europe/Paris)"
+            ))
+        })?,
+        None => TimeZone::system(),
+    };
     Ok(Admitted {
         spec,
         cadence,
+        zone,
         import,
     })
 }
 
 /// Adds the schedule `admitted` describes; returns its id and its first occurrence (unix ms),
-/// the first after now in this host's time zone.
+/// the first after now in its time zone.
 pub fn add(store: &Store, admitted: &Admitted) -> Result<(i64, i64), StoreError> {
     let new = NewSchedule {
         spec: &admitted.spec,
         cadence: &admitted.cadence,
         import: admitted.import,
     };
-    store.schedules().add(&new, &TimeZone::system())
+    store.schedules().add(&new, &admitted.zone)
 }
 
 /// Removes, pauses or resumes schedule `id`; refused if there is none.

@@ -97,6 +97,10 @@ pub enum Request {
         /// `spec`'s one URL is a `file://` URL of a file to import at each occurrence.
         #[serde(default)]
         import: bool,
+        /// The time zone `cron` is read in (an IANA name): the client's; the daemon's when
+        /// absent.
+        #[serde(default)]
+        zone: Option<String>,
     },
     /// Remove, pause or resume a schedule.
     ScheduleSet { id: i64, action: ScheduleAction },

@@ -142,7 +142,8 @@ fn dispatch(
             every_ms,
             cron,
             import,
-        } => Some(schedule::add(state, spec, every_ms, cron, import)),
+            zone,
+        } => Some(schedule::add(state, spec, (every_ms, cron), zone, import)),
         Request::ScheduleSet { id, action } => Some(schedule::set(state, id, action)),
         Request::PluginEnv { plugin } => {
             let environ = crate::plugins::env::process_environ;

@@ -9,15 +9,16 @@ use crate::verbs::{self, VerbError};
 pub(super) fn add(
     state: &mut State,
     spec: CrawlSpec,
-    every_ms: Option<u64>,
-    cron: Option<String>,
+    (every_ms, cron): (Option<u64>, Option<String>),
+    zone: Option<String>,
     import: bool,
 ) -> Response {
-    let schedule =
-        match verbs::schedule::admit(&state.config, spec, every_ms, cron.as_deref(), import) {
-            Ok(schedule) => schedule,
-            Err(refusal) => return refused(refusal.code, refusal.message),
-        };
+    let when = (every_ms, cron.as_deref());
+    let admitted = verbs::schedule::admit(&state.config, spec, when, zone.as_deref(), import);
+    let schedule = match admitted {
+        Ok(schedule) => schedule,
+        Err(refusal) => return refused(refusal.code, refusal.message),
+    };
     match verbs::schedule::add(&state.store, &schedule) {
         Ok((id, next_at_ms)) => {
             log::info!("schedule {id} added: {} URLs", schedule.spec().urls.len());

@@ -35,7 +35,7 @@ columns! {
         anchor_at = "s.anchor_at", next_at = "s.next_at", paused_at = "s.paused_at",
         created_at = "s.created_at", fired = "s.fired", skipped = "s.skipped",
         last_note = "s.last_note", last_crawl_id = "c.id", last_crawl_status = "c.status",
-        import = "s.import", options = "s.options",
+        import = "s.import", options = "s.options", zone = "s.zone",
     }
 }
 
@@ -72,6 +72,7 @@ fn schedule_from_row(row: &Row) -> Result<Schedule, SqlError> {
         },
         import: row.get(C::import)?,
         options: json_column(row, C::options)?,
+        zone: row.get(C::zone)?,
     })
 }
 
@@ -92,8 +93,8 @@ fn crawl_status(tx: &Db, id: i64) -> Result<Option<WorkStatus>, StoreError> {
 }
 
 impl Schedules<'_> {
-    /// Adds a schedule; its first occurrence is the first after now. Returns its id and when
-    /// that occurrence is (unix ms).
+    /// Adds a schedule, its cron read in `zone` (kept with it); its first occurrence is the first
+    /// after now. Returns its id and when that occurrence is (unix ms).
     pub fn add(&self, new: &NewSchedule<'_>, zone: &TimeZone) -> Result<(i64, i64), StoreError> {
         let now = self.store.shared_now();
         let (every_ms, cron) = match new.cadence {
@@ -119,8 +120,8 @@ impl Schedules<'_> {
             Ok(tx
                 .query_one(
                     "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
-                     anchor_at, next_at, created_at, uuid, import, options) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9, ?10, ?11) RETURNING id",
+                     anchor_at, next_at, created_at, uuid, import, options, zone) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9, ?10, ?11, ?12) RETURNING id",
                     &args![
                         urls,
                         spec.depth,
@@ -132,7 +133,8 @@ impl Schedules<'_> {
                         next_at,
                         crate::uuid7::new(),
                         i64::from(new.import),
-                        options
+                        options,
+                        zone.iana_name()
                     ],
                 )?
                 .get(0)?)
@@ -180,7 +182,10 @@ impl Schedules<'_> {
             return Ok(false);
         };
         let next_at = match (paused, schedule.cadence()) {
-            (false, Some(cadence)) => cadence.next_after(now, zone).unwrap_or(i64::MAX),
+            (false, Some(cadence)) => {
+                let zone = schedule.zone_or(zone);
+                cadence.next_after(now, &zone).unwrap_or(i64::MAX)
+            }
             _ => schedule.next_at,
         };
         let paused_at = paused.then_some(now);
@@ -211,7 +216,8 @@ impl Schedules<'_> {
         let due = self.schedules_where("s.paused_at IS NULL AND s.next_at <= ?1", &args![now])?;
         let mut fired = Vec::new();
         for schedule in due {
-            let next = schedule.cadence().and_then(|c| c.next_after(now, zone));
+            let zone = schedule.zone_or(zone);
+            let next = schedule.cadence().and_then(|c| c.next_after(now, &zone));
             let queue_now = self.store.queue_now();
             let taken = self.store.write(|tx| {
                 let moved = tx.execute(

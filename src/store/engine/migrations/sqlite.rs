@@ -405,6 +405,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE crawls ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE schedules ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    -- The time zone a schedule's cron is read in: the one it was added in (an IANA name).
+    ALTER TABLE schedules ADD COLUMN zone TEXT;
     -- (`abxctl status` counts what sealed and failed in the last day.)
     CREATE INDEX snapshots_by_sealed_at ON snapshots(sealed_at) WHERE sealed_at IS NOT NULL;
     CREATE INDEX results_failed_by_end ON results(ended_at) WHERE status = 'failed';

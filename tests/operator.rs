@@ -724,9 +724,12 @@ fn every_listing_and_action_has_a_versioned_json_shape() {
     let crawl = added["crawl_id"].as_i64().unwrap();
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     let id = crawl.to_string();
+    // (Before anything else runs: its live rows are the orchestrator's alone.)
+    let status = json_of(daemon.ctl(&["status", "--json"]));
     let (row, _) = daemon.spawn(&["sleep", "300"]);
     let mut shapes = vec![
         ("add", added),
+        ("status", status),
         ("crawls", json_of(daemon.ctl(&["crawls", "--json"]))),
         ("show", json_of(daemon.ctl(&["show", "--json", &id]))),
         (
@@ -734,6 +737,14 @@ fn every_listing_and_action_has_a_versioned_json_shape() {
             json_of(daemon.ctl(&["kill", "--json", &row.to_string()])),
         ),
         ("retry", json_of(daemon.ctl(&["retry", "--json", &id]))),
+        (
+            "find",
+            json_of(daemon.ctl(&["find", "--json", "http://127.0.0.1:9/"])),
+        ),
+        (
+            "plugins-env",
+            json_of(daemon.ctl(&["plugins", "--env", "ok", "--json"])),
+        ),
     ];
     daemon.wait_sealed(crawl, CRAWL_WAIT);
     daemon.signal(Signal::SIGTERM);

@@ -206,9 +206,17 @@ fn invalid_rules_are_refused_at_add_naming_the_flag_and_nothing_is_queued() {
     for (args, flag) in [
         (&["--url-denylist", "(unclosed"][..], "--url-denylist"),
         (&["--url-allowlist", "[z-a]"][..], "--url-allowlist"),
-        (&["--max-size=-5"][..], "--max-size"),
+        (&["--crawl-max-size=-5"][..], "--crawl-max-size"),
         (&["--snapshot-max-size", "lots"][..], "--snapshot-max-size"),
-        (&["--timeout", "soon"][..], "--timeout"),
+        (&["--crawl-timeout", "soon"][..], "--crawl-timeout"),
+        // (abxd's earlier names for them, still taken, are named as ArchiveBox names them.)
+        (&["--max-size=-5"][..], "--crawl-max-size"),
+        (&["--timeout", "soon"][..], "--crawl-timeout"),
+        (
+            &["--crawl-max-concurrent-snapshots", "0"][..],
+            "--crawl-max-concurrent-snapshots",
+        ),
+        (&["--tag", "a,b", "--persona", "../x"][..], "--persona"),
         (&["--max-urls=-1"][..], "--max-urls"),
         (&["--scope", "street"][..], "--scope"),
     ] {

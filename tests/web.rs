@@ -613,3 +613,111 @@ fn a_workers_writes_that_found_the_database_busy_are_counted_in_metrics() {
         println!("busy writes: daemon {daemon_busy}");
     }
 }
+
+/// The first screen is for a person: the crawls come first — how far each is, what failed,
+/// linked to the crawl's page and from there to each snapshot's outputs — then the live tree,
+/// its ended processes folded away (as `abxctl ps` folds them without `--all`) until asked for,
+/// each command on one line and whole when opened.
+#[test]
+fn the_first_screen_shows_the_crawls_and_folds_what_ended() {
+    let Some(chromium) = needs_chromium() else {
+        return;
+    };
+    let (daemon, port, gate) = web_daemon("sqlite");
+    std::fs::write(&gate, "").unwrap();
+    let plugins = daemon.path("web-plugins");
+    plugin(
+        &plugins,
+        "broken",
+        "on_Snapshot__20_broken.sh",
+        "echo 'the page would not load' >&2\nexit 1\n",
+    );
+    let crawl = daemon.add(&[
+        "http://127.0.0.1:9/a",
+        "http://127.0.0.1:9/b",
+        "-p",
+        "gate,broken",
+    ]);
+    daemon.wait_sealed(crawl, WAIT);
+    let url = daemon.ctl_ok(&["web-url"]).trim().to_string();
+    let mut browser = Browser::open(&chromium, &daemon.tag, &url);
+    wait_until("the page to load", WAIT, || {
+        let loaded =
+            "document.readyState === 'complete' && document.getElementById('crawls') !== null";
+        (browser.eval(loaded) == true).then_some(())
+    });
+    browser.screenshot(&kept("web-view-first-screen.png"));
+    eprintln!(
+        "screenshot: {}",
+        kept("web-view-first-screen.png").display()
+    );
+
+    // The crawls first, within the first screen: its progress and its failures, linked.
+    let first = browser.eval(
+        "document.getElementById('crawls').getBoundingClientRect().top < \
+         document.getElementById('tree').getBoundingClientRect().top && \
+         document.getElementById('crawls').getBoundingClientRect().bottom < window.innerHeight",
+    );
+    assert_eq!(first, true, "the crawls are the first thing on the screen");
+    let progress = browser.eval(&format!(
+        "[document.querySelector('#crawl-{crawl} progress').value, \
+          document.querySelector('#crawl-{crawl} progress').max]"
+    ));
+    assert_eq!(progress, serde_json::json!([2, 2]));
+    let failed = browser.eval(&format!(
+        "document.querySelector('#crawl-{crawl} a.bad').getAttribute('href') + ' ' + \
+         document.querySelector('#crawl-{crawl} a.bad').textContent"
+    ));
+    assert_eq!(failed, format!("/crawl/{crawl}#failed 2 failed").as_str());
+
+    // What ended is folded away: there, but not shown until asked for.
+    let shown = |browser: &mut Browser| {
+        browser.eval(
+            "[...document.querySelectorAll('#tree tr.ended')]
+                .map(tr => getComputedStyle(tr).display !== 'none')",
+        )
+    };
+    let ended = shown(&mut browser);
+    let ended = ended.as_array().unwrap();
+    assert!(
+        ended.len() >= 4,
+        "the workers and hooks that ran: {ended:?}"
+    );
+    assert!(
+        ended.iter().all(|s| s == false),
+        "ended rows shown: {ended:?}"
+    );
+    browser.eval("document.getElementById('show-ended').click()");
+    let ended = shown(&mut browser);
+    assert!(
+        ended.as_array().unwrap().iter().all(|s| s == true),
+        "{ended:?}"
+    );
+
+    // A command on one line, whole when opened.
+    let lines = browser.eval(
+        "[...document.querySelectorAll('#tree tr[data-kind=\"hook\"] td.cmd summary')]
+            .map(s => Math.round(s.getBoundingClientRect().height
+                                 / parseFloat(getComputedStyle(s).lineHeight)))",
+    );
+    let lines = lines.as_array().unwrap();
+    assert!(
+        !lines.is_empty() && lines.iter().all(|n| n == 1),
+        "{lines:?}"
+    );
+    let whole = browser.eval(
+        "(() => { const d = document.querySelector('#tree tr[data-kind=\"hook\"] td.cmd details');
+                  d.open = true; return d.querySelector('.whole').getBoundingClientRect().height
+                  > 0 && d.querySelector('.whole').textContent.includes('--snapshot-id='); })()",
+    );
+    assert_eq!(whole, true);
+    browser.screenshot(&kept("web-view-ended-shown.png"));
+
+    // The crawl's page lists what failed, each linked to its snapshot's page and outputs.
+    browser.navigate(&format!("http://127.0.0.1:{port}/crawl/{crawl}"));
+    wait_until("the crawl's failures", WAIT, || {
+        (browser.eval("document.querySelectorAll('#failures tr.failed').length") == 2).then_some(())
+    });
+    let link = browser.eval("document.querySelector('#failures a').getAttribute('href')");
+    assert!(link.as_str().unwrap().starts_with("/snapshot/"), "{link}");
+}

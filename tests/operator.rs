@@ -726,10 +726,12 @@ fn every_listing_and_action_has_a_versioned_json_shape() {
     let id = crawl.to_string();
     // (Before anything else runs: its live rows are the orchestrator's alone.)
     let status = json_of(daemon.ctl(&["status", "--json"]));
+    let found = json_of(daemon.ctl(&["find", "--json", "http://127.0.0.1:9/"]));
     let (row, _) = daemon.spawn(&["sleep", "300"]);
     let mut shapes = vec![
         ("add", added),
         ("status", status),
+        ("find", found),
         ("crawls", json_of(daemon.ctl(&["crawls", "--json"]))),
         ("show", json_of(daemon.ctl(&["show", "--json", &id]))),
         (
@@ -737,10 +739,6 @@ fn every_listing_and_action_has_a_versioned_json_shape() {
             json_of(daemon.ctl(&["kill", "--json", &row.to_string()])),
         ),
         ("retry", json_of(daemon.ctl(&["retry", "--json", &id]))),
-        (
-            "find",
-            json_of(daemon.ctl(&["find", "--json", "http://127.0.0.1:9/"])),
-        ),
         (
             "plugins-env",
             json_of(daemon.ctl(&["plugins", "--env", "ok", "--json"])),

@@ -48,7 +48,7 @@ pub enum ScheduleCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Fire a schedule no more until it is resumed.
+    /// Pause a schedule: it makes no crawl until it is resumed (its crawls already made go on).
     Pause {
         id: i64,
         #[arg(long)]

@@ -43,7 +43,8 @@ pub fn document(host: &Host, title: &str, view: Option<View>, live: &str) -> Str
          <script src=\"/app.js\" defer></script>\n</head>\n<body>\n\
          <header><a href=\"/\">abxd</a> on <strong id=\"host\">{hostname}</strong> \
          <span class=\"dim\">machine {machine} · abxd {version}</span> \
-         <span id=\"state\" class=\"dim\"></span></header>\n\
+         <span id=\"state\" class=\"dim\"></span> <label class=\"dim\" id=\"ended-toggle\">\
+         <input type=\"checkbox\" id=\"show-ended\"> ended processes</label></header>\n\
          <main id=\"live\"{events}>\n{live}</main>\n</body>\n</html>\n",
         title = escape(title),
         hostname = escape(&host.hostname),
@@ -68,89 +69,115 @@ fn usage_cells(out: &mut String, usage: Option<&Usage>) {
     );
 }
 
-/// The index's live part: the process tree, then the latest crawls.
+/// The index's live part, as a person reads it: the crawls first — how far each is, what failed
+/// — then the process tree, its ended rows folded away as `abxctl ps` folds them without
+/// `--all` (the header's "ended processes" shows them).
 pub fn index_live(data: &IndexData, now_ms: i64) -> String {
-    let mut out = String::from("<h2>Processes</h2>\n");
+    let mut out = String::new();
+    crawls_table(&mut out, data, now_ms);
+    let ended = (data.entries.iter())
+        .filter(|e| !e.row.status.is_live())
+        .count();
+    let _ = writeln!(
+        out,
+        "<h2>Processes</h2>\n<p class=\"dim\" id=\"folded\">{live} running; {ended} ended in the \
+         last minute (shown with \"ended processes\" above)</p>",
+        live = data.entries.len() - ended,
+    );
     if data.entries.is_empty() {
-        out.push_str("<p class=\"dim\">no processes</p>\n");
-    } else {
-        out.push_str(
-            "<table id=\"tree\"><thead><tr><th>ID</th><th>PID</th><th>KIND</th><th>STATE</th>\
-             <th>AGE</th><th>LEFT</th><th>SIGNALS</th><th>CPU</th><th>MEM</th>\
-             <th>COMMAND</th></tr></thead><tbody>\n",
-        );
-        let look = PsLook {
-            daemon_up: true,
-            colour: false,
-        };
-        for line in render::tree_lines(&data.entries) {
-            let entry = line.entry;
-            let row = &entry.row;
-            let mut classes = vec![if row.status.is_live() {
-                "live"
-            } else {
-                "ended"
-            }];
-            for (flag, name) in [
-                (row.escaped, "escaped"),
-                (row.leaking, "leaking"),
-                (row.unkillable, "unkillable"),
-            ] {
-                if flag {
-                    classes.push(name);
-                }
-            }
-            let _ = write!(
-                out,
-                "<tr id=\"row-{id}\" class=\"{classes}\" data-kind=\"{kind}\" data-status=\"{status}\">\
-                 <td class=\"num\">{id}</td><td class=\"num\">{pid}</td>\
-                 <td class=\"kind\">{branch}{kind}</td><td class=\"state\">{state}{flags}</td>",
-                id = row.id,
-                classes = classes.join(" "),
-                kind = row.kind,
-                status = row.status,
-                pid = row.pid.map_or("-".into(), |p| p.to_string()),
-                branch = escape(&line.branch),
-                state = escape(&render::status_text(entry, look, now_ms)),
-                flags = if row.escaped { " <b class=\"flag\">escaped</b>" } else { "" },
-            );
-            let age = row.started_at.map_or("-".into(), |start| {
-                duration(row.ended_at.unwrap_or(now_ms) - start)
-            });
-            let mut left = String::new();
-            render::write_time_left(&mut left, entry, now_ms);
-            let mut signals = String::new();
-            render::write_signals(&mut signals, row);
-            let _ = write!(
-                out,
-                "<td class=\"num\">{age}</td><td class=\"num\">{}</td><td>{}</td>",
-                escape(&left),
-                escape(&signals)
-            );
-            usage_cells(&mut out, data.usage.get(&row.id));
-            let _ = writeln!(out, "<td class=\"cmd\">{}</td></tr>", command_cell(row));
-        }
-        out.push_str("</tbody></table>\n");
-    }
-    out.push_str("<h2>Crawls</h2>\n");
-    if data.crawls.is_empty() {
-        out.push_str("<p class=\"dim\">no crawls</p>\n");
         return out;
     }
     out.push_str(
-        "<table id=\"crawls\"><thead><tr><th>ID</th><th>STATE</th><th>SNAPSHOTS</th>\
-         <th>RESULTS</th><th>AGE</th><th>URLS</th></tr></thead><tbody>\n",
+        "<table id=\"tree\"><thead><tr><th>ID</th><th>PID</th><th>KIND</th><th>STATE</th>\
+         <th>AGE</th><th>LEFT</th><th>SIGNALS</th><th>CPU</th><th>MEM</th>\
+         <th>COMMAND</th></tr></thead><tbody>\n",
+    );
+    let look = PsLook {
+        daemon_up: true,
+        colour: false,
+    };
+    for line in render::tree_lines(&data.entries) {
+        let entry = line.entry;
+        let row = &entry.row;
+        let mut classes = vec![if row.status.is_live() {
+            "live"
+        } else {
+            "ended"
+        }];
+        for (flag, name) in [
+            (row.escaped, "escaped"),
+            (row.leaking, "leaking"),
+            (row.unkillable, "unkillable"),
+        ] {
+            if flag {
+                classes.push(name);
+            }
+        }
+        let _ = write!(
+            out,
+            "<tr id=\"row-{id}\" class=\"{classes}\" data-kind=\"{kind}\" data-status=\"{status}\">\
+             <td class=\"num\">{id}</td><td class=\"num\">{pid}</td>\
+             <td class=\"kind\">{branch}{kind}</td><td class=\"state\">{state}{flags}</td>",
+            id = row.id,
+            classes = classes.join(" "),
+            kind = row.kind,
+            status = row.status,
+            pid = row.pid.map_or("-".into(), |p| p.to_string()),
+            branch = escape(&line.branch),
+            state = escape(&render::status_text(entry, look, now_ms)),
+            flags = if row.escaped { " <b class=\"flag\">escaped</b>" } else { "" },
+        );
+        let age = row.started_at.map_or("-".into(), |start| {
+            duration(row.ended_at.unwrap_or(now_ms) - start)
+        });
+        let mut left = String::new();
+        render::write_time_left(&mut left, entry, now_ms);
+        let mut signals = String::new();
+        render::write_signals(&mut signals, row);
+        let _ = write!(
+            out,
+            "<td class=\"num\">{age}</td><td class=\"num\">{}</td><td>{}</td>",
+            escape(&left),
+            escape(&signals)
+        );
+        usage_cells(&mut out, data.usage.get(&row.id));
+        let _ = writeln!(out, "<td class=\"cmd\">{}</td></tr>", command_cell(row));
+    }
+    out.push_str("</tbody></table>\n");
+    out
+}
+
+/// The latest crawls: each one's state, a bar of its snapshots sealed, what failed (linked to
+/// the crawl's page, which links each snapshot's outputs), its age and seeds.
+fn crawls_table(out: &mut String, data: &IndexData, now_ms: i64) {
+    out.push_str("<h2>Crawls</h2>\n");
+    if data.crawls.is_empty() {
+        out.push_str("<p class=\"dim\">no crawls</p>\n");
+        return;
+    }
+    out.push_str(
+        "<table id=\"crawls\"><thead><tr><th>ID</th><th>STATE</th><th>PROGRESS</th>\
+         <th>FAILED</th><th>RESULTS</th><th>AGE</th><th>URLS</th></tr></thead><tbody>\n",
     );
     for (crawl, counts) in &data.crawls {
+        let failed = match counts.failed {
+            0 => "<span class=\"dim\">none</span>".to_string(),
+            n => format!(
+                "<a class=\"bad\" href=\"/crawl/{}#failed\">{n} failed</a>",
+                crawl.id
+            ),
+        };
         let _ = writeln!(
             out,
             "<tr id=\"crawl-{id}\"><td class=\"num\"><a href=\"/crawl/{id}\">{id}</a></td>\
-             <td>{state}</td><td>{sealed}/{total}</td><td>{results}{pending}</td>\
-             <td class=\"num\">{age}</td><td class=\"url\">{urls}</td></tr>",
+             <td>{state}</td><td class=\"progress\"><progress max=\"{total}\" \
+             value=\"{sealed}\"></progress> {sealed}/{total}</td><td>{failed}</td>\
+             <td>{results}{pending}</td><td class=\"num\">{age}</td>\
+             <td class=\"url\">{urls}</td></tr>",
             id = crawl.id,
             state = escape(&render::crawl_status(crawl)),
             sealed = counts.sealed_snapshots,
-            total = counts.snapshots,
+            total = counts.snapshots.max(counts.sealed_snapshots),
             results = escape(&counts.results_text()),
             pending = match counts.pending {
                 0 => String::new(),
@@ -161,12 +188,16 @@ pub fn index_live(data: &IndexData, now_ms: i64) -> String {
         );
     }
     out.push_str("</tbody></table>\n");
-    out
 }
 
-/// A process's command line, with the links to its logs.
+/// A process's command line on one line (cut where the cell ends), whole when opened, with the
+/// links to its logs.
 fn command_cell(row: &ProcessRow) -> String {
-    let mut cell = escape(&row.argv.join(" "));
+    let whole = escape(&row.argv.join(" "));
+    let mut cell = format!(
+        "<details><summary title=\"{whole}\">{whole}</summary><div class=\"whole\">{whole}</div>\
+         </details>"
+    );
     for (path, stream) in [(&row.stdout_path, "stdout"), (&row.stderr_path, "stderr")] {
         if path.is_some() {
             let _ = write!(
@@ -194,6 +225,26 @@ pub fn crawl_live(data: &CrawlData, now_ms: i64) -> String {
         age = duration(now_ms - crawl.created_at),
         urls = escape(&crawl.urls.join(" ")),
     );
+    if !data.failed.is_empty() {
+        out.push_str(
+            "<h3 id=\"failed\">Failed</h3>\n<table id=\"failures\"><thead><tr><th>HOOK</th>\
+             <th>WHERE</th><th>OUTPUT</th></tr></thead><tbody>\n",
+        );
+        for result in &data.failed {
+            let place = match result.snapshot_id {
+                Some(id) => format!("<a href=\"/snapshot/{id}\">snapshot {id}</a>"),
+                None => "the crawl".into(),
+            };
+            let _ = writeln!(
+                out,
+                "<tr class=\"failed\"><td>{hook}</td><td>{place}</td><td class=\"output\">{output}\
+                 </td></tr>",
+                hook = escape(&result.hook),
+                output = escape(result.output.as_deref().unwrap_or("")),
+            );
+        }
+        out.push_str("</tbody></table>\n<h3>Snapshots</h3>\n");
+    }
     out.push_str(
         "<table id=\"snapshots\"><thead><tr><th>ID</th><th>STATE</th><th>DEPTH</th>\
          <th>URL</th></tr></thead><tbody>\n",

@@ -55,6 +55,8 @@ pub struct CrawlData {
     pub crawl: Crawl,
     pub counts: CrawlCounts,
     pub snapshots: Vec<Snapshot>,
+    /// Its results that failed.
+    pub failed: Vec<HookResult>,
 }
 
 /// A snapshot, its results, and each result's latest run.
@@ -92,9 +94,13 @@ pub fn crawl(store: &Store, id: i64) -> Result<Option<CrawlData>, StoreError> {
     let Some(crawl) = store.crawls().get(id)? else {
         return Ok(None);
     };
+    let results = store.results().of_crawl(id)?;
     Ok(Some(CrawlData {
         counts: CrawlCounts::of(store, id)?,
         snapshots: store.crawls().snapshots(id)?,
+        failed: (results.into_iter())
+            .filter(|r| r.status == crate::domain::ResultStatus::Failed)
+            .collect(),
         crawl,
     }))
 }

@@ -69,13 +69,23 @@ fn snapshot_record(crawl: &Crawl, snapshot: &Snapshot, seal: &Seal<'_>) -> Value
         "modified_at": iso(seal.sealed_at),
         "config": {},
         "notes": "",
-        "timestamp": format!("{}.{:03}000", created / 1000, created % 1000),
+        "timestamp": timestamp(snapshot),
         "depth": snapshot.depth,
         "status": "sealed",
         "fs_version": FS_VERSION,
         "archive_size": seal.size,
         "output_size": seal.size,
     })
+}
+
+/// The snapshot's ArchiveBox timestamp — seconds since the epoch with six decimals, as
+/// ArchiveBox writes its own — which ArchiveBox's import requires unique in the collection: the
+/// millisecond it was added, then its id's last three digits as the microseconds, so that the
+/// snapshots a crawl adds in one millisecond (its seeds, all at once) differ.
+fn timestamp(snapshot: &Snapshot) -> String {
+    let created = snapshot.created_at;
+    let micros = snapshot.id.rem_euclid(1000);
+    format!("{}.{:03}{micros:03}", created / 1000, created % 1000)
 }
 
 fn crawl_record(crawl: &Crawl, sealed_at: i64) -> Value {

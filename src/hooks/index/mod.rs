@@ -178,7 +178,10 @@ mod tests {
         );
         assert_eq!(records[0]["status"], "sealed");
         assert_eq!(records[0]["archive_size"], 42);
-        assert_eq!(records[0]["timestamp"], "1699999999.999000");
+        assert_eq!(
+            records[0]["timestamp"], "1699999999.999002",
+            "its id as microseconds"
+        );
         assert_eq!(records[0]["title"], "A page");
         // Its crawl's tags and its hooks', as ArchiveBox's import reads them.
         assert_eq!(records[0]["tags"], "news,tech,found");

@@ -162,10 +162,9 @@ fn bookmarks_text_and_feeds_become_a_crawls_seeds_through_the_parser_hooks() {
     }
 }
 
-/// What a package installs on a machine without abx-plugins: bookmarks, text, JSONL and feeds
-/// are imported all the same, by abxd's own parsers.
-#[test]
-fn the_bundled_parsers_import_bookmarks_text_jsonl_and_feeds_without_abx_plugins() {
+/// A daemon with the plugins a package installs (abxd's own parsers among them) and the test
+/// fixtures, no abx-plugins.
+fn bundled_daemon() -> TestDaemon {
     let mut daemon = TestDaemon::prepare("");
     daemon.write_config(&format!(
         "[paths]\nplugins_dirs = [{:?}, {:?}]\n[limits]\nmemory_floor = 0\n",
@@ -173,6 +172,14 @@ fn the_bundled_parsers_import_bookmarks_text_jsonl_and_feeds_without_abx_plugins
         fixtures().join("plugins").display().to_string()
     ));
     daemon.launch();
+    daemon
+}
+
+/// What a package installs on a machine without abx-plugins: bookmarks, text, JSONL and feeds
+/// are imported all the same, by abxd's own parsers.
+#[test]
+fn the_bundled_parsers_import_bookmarks_text_jsonl_and_feeds_without_abx_plugins() {
+    let daemon = bundled_daemon();
     each_format_becomes_seeds(&daemon, &[]);
 }
 
@@ -443,13 +450,7 @@ fn a_schedule_imports_a_file_anew_at_each_occurrence() {
 /// nothing of it runs — until it is resumed.
 #[test]
 fn parser_names_the_one_parser_that_reads_an_import_and_index_only_records_a_crawl_paused() {
-    let mut daemon = TestDaemon::prepare("");
-    daemon.write_config(&format!(
-        "[paths]\nplugins_dirs = [{:?}, {:?}]\n[limits]\nmemory_floor = 0\n",
-        bundled(),
-        fixtures().join("plugins").display().to_string()
-    ));
-    daemon.launch();
+    let daemon = bundled_daemon();
     let file = daemon.path("bookmarks.html");
     std::fs::write(&file, BOOKMARKS).unwrap();
     let file = file.display().to_string();

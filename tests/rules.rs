@@ -272,9 +272,15 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// What the whoami hook of crawl `crawl` said, and its dir.
 fn whoami(daemon: &TestDaemon, crawl: i64) -> (String, std::path::PathBuf) {
+    said_by(daemon, crawl, "whoami")
+}
+
+/// What the hook of `plugin` said on crawl `crawl`'s first snapshot, having succeeded, and its
+/// dir.
+fn said_by(daemon: &TestDaemon, crawl: i64, plugin: &str) -> (String, std::path::PathBuf) {
     let store = daemon.store();
     let results = store.results().of_crawl(crawl).unwrap();
-    let result = results.iter().find(|r| r.plugin == "whoami").unwrap();
+    let result = results.iter().find(|r| r.plugin == plugin).unwrap();
     assert_eq!(
         result.status.as_str(),
         "succeeded",
@@ -284,7 +290,7 @@ fn whoami(daemon: &TestDaemon, crawl: i64) -> (String, std::path::PathBuf) {
     let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
     let dir = daemon
         .data_dir()
-        .join(format!("crawls/{crawl}/snapshots/{}/whoami", snapshot.id));
+        .join(format!("crawls/{crawl}/snapshots/{}/{plugin}", snapshot.id));
     (result.output.clone().unwrap(), dir)
 }
 
@@ -366,20 +372,9 @@ fn a_crawl_archives_as_the_archivebox_persona_it_names_through_a_copy_the_hook_u
 
     let crawl = daemon.add(&["--persona", "Work", "-p", "persona", "http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, WAIT);
+    let (_, dir) = said_by(&daemon, crawl, "persona");
+    let said = std::fs::read_to_string(dir.join("persona.txt")).unwrap();
     let store = daemon.store();
-    let result = &store.results().of_crawl(crawl).unwrap()[0];
-    assert_eq!(
-        result.status.as_str(),
-        "succeeded",
-        "{result:?}\n{}",
-        daemon.log()
-    );
-    let snapshot = &store.crawls().snapshots(crawl).unwrap()[0];
-    let said = std::fs::read_to_string(daemon.data_dir().join(format!(
-        "crawls/{crawl}/snapshots/{}/persona/persona.txt",
-        snapshot.id
-    )))
-    .unwrap();
     assert!(said.contains("ACTIVE_PERSONA=Work\n"), "{said}");
     assert!(said.contains("\tsid\tabc"), "its cookies: {said}");
     assert!(said.contains("profile=as left\n"), "its profile: {said}");

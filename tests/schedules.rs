@@ -220,15 +220,12 @@ fn between_occurrences_the_idle_daemon_sleeps_until_the_next_one() {
         &daemon,
         &["--every", "1h", "--plugins", "ok", "http://127.0.0.1:9/"],
     );
+    // (A daily cron two hours on from now, whatever the time of day: never the nearer one.)
+    let hour = (jiff::Zoned::now().hour() + 2) % 24;
+    let cron = format!("0 {hour} * * *");
     add(
         &daemon,
-        &[
-            "--cron",
-            "0 3 * * *",
-            "--plugins",
-            "ok",
-            "http://127.0.0.1:9/",
-        ],
+        &["--cron", &cron, "--plugins", "ok", "http://127.0.0.1:9/"],
     );
     // epoll_wait's timeout is the time to the hour's occurrence: no wake-up before it.
     let timeout = common::sleeping_timeout_ms(daemon.pid());

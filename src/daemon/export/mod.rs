@@ -62,7 +62,8 @@ impl State {
     /// Starts the next batch of exports of sealed crawls into one collection, unless one runs.
     pub(super) fn export_next(&mut self, supervisor: &mut Supervisor<DaemonChild>) {
         while self.exporter.running.is_none() && !self.stopping {
-            let batch = match self.store.exports().take_batch(BATCH) {
+            let here = crate::identity::machine_id();
+            let batch = match self.store.exports().take_batch(here, BATCH) {
                 Ok(batch) if batch.is_empty() => return,
                 Ok(batch) => batch,
                 Err(err) => {
@@ -320,9 +321,23 @@ impl State {
             1 => String::new(),
             n => format!(" (one import for {n} crawls)"),
         };
+        let here = crate::identity::machine_id();
         for (export, copied) in &batch.copied {
             let detail = format!("{copied}; {}{together}", batch.imported);
-            self.end_export(export, ExportStatus::Imported, &detail);
+            // (A fleet's: the snapshots that ran on other hosts are copied there, in turn.)
+            match self.store.exports().parts_left(export, here) {
+                Ok(left) if !left.is_empty() => {
+                    let detail = format!(
+                        "{detail}; the snapshots that ran on {} are exported there next",
+                        left.join(", ")
+                    );
+                    log::info!("export of crawl {}: {detail}", export.crawl_id);
+                    if let Err(err) = self.store.exports().hand_on(export, here, &detail) {
+                        log::error!("export of crawl {}: {err}", export.crawl_id);
+                    }
+                }
+                _ => self.end_export(export, ExportStatus::Imported, &detail),
+            }
         }
         if let Err(err) = std::fs::remove_file(self.batch_downloaded_file(&batch)) {
             if err.kind() != std::io::ErrorKind::NotFound {

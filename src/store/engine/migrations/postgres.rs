@@ -325,6 +325,9 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     -- (`abxctl status` counts what sealed and failed in the last day.)
     CREATE INDEX snapshots_by_sealed_at ON snapshots(sealed_at) WHERE sealed_at IS NOT NULL;
     CREATE INDEX results_failed_by_end ON results(ended_at) WHERE status = 'failed';
+    -- The hosts of a fleet that did their part of an export (JSON array of machine ids): each
+    -- copies the snapshots that ran on it.
+    ALTER TABLE exports ADD COLUMN done_by TEXT NOT NULL DEFAULT '[]';
     "#,
     ),
 ];

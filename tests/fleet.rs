@@ -142,9 +142,15 @@ fn wait_sealed(store: &Store, crawl: i64) {
 /// Waits until no host has a live row but its orchestrator.
 fn wait_settled(store: &Store) {
     for name in NAMES {
-        common::wait_until("the host's workers to end", common::WAIT, || {
-            live_worker_rows(store, name).is_empty().then_some(())
-        });
+        let deadline = std::time::Instant::now() + common::WAIT;
+        while !live_worker_rows(store, name).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}'s workers did not end: {:#?}",
+                live_worker_rows(store, name)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }
 

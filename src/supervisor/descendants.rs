@@ -44,7 +44,13 @@ impl<O: Owner> Supervisor<O> {
         let by_marker = child.policy.scan_descendants
             && child.cgroup.is_none()
             && (!self.subreaper || self.has_unknown_children());
-        let by_rows = count_leftovers(store, &self.instance, child.row_id, by_marker);
+        let (by_rows, all_written) =
+            count_leftovers(store, &self.instance, child.row_id, by_marker);
+        if !all_written {
+            // (The database was out of reach: the rows below it are gone over again once it
+            // answers, before this process exits.)
+            self.unrecorded.look_again(Instant::now());
+        }
         // Contained: whatever is still in its cgroup is left behind, found or not.
         let in_cgroup = child.cgroup.as_ref().map_or(0, |c| c.procs().len());
         let alive = by_rows.max(in_cgroup);
@@ -242,12 +248,18 @@ fn still_running<O>(child: &Child<O>, pid: i32) -> Option<Found> {
 
 /// After `child` exited: makes final the rows below it whose process is gone unobserved, and
 /// counts the processes of its subtree that live on (by row, and by marker for rows whose start
-/// was not recorded and, with `by_marker`, for the child itself).
-fn count_leftovers(store: &Store, instance: &str, child_row: i64, by_marker: bool) -> usize {
-    let below = store
-        .processes()
-        .live_subtree(child_row)
-        .unwrap_or_default();
+/// was not recorded and, with `by_marker`, for the child itself) — and says whether every such
+/// row was read and written (not, while the database is out of reach).
+fn count_leftovers(
+    store: &Store,
+    instance: &str,
+    child_row: i64,
+    by_marker: bool,
+) -> (usize, bool) {
+    let (below, mut all_written) = match store.processes().live_subtree(child_row) {
+        Ok(below) => (below, true),
+        Err(_) => (Vec::new(), false),
+    };
     // A row without identity may be a process whose start could not be recorded (a failed
     // write): its marker tells whether it runs.
     let unidentified: Vec<i64> = below
@@ -269,7 +281,7 @@ fn count_leftovers(store: &Store, instance: &str, child_row: i64, by_marker: boo
         if live {
             alive += 1;
         } else if row.identity.is_some() {
-            let _ = liveness::finish_unobserved(
+            all_written &= liveness::finish_unobserved(
                 store,
                 row.id,
                 row.kind,
@@ -281,7 +293,7 @@ fn count_leftovers(store: &Store, instance: &str, child_row: i64, by_marker: boo
         } else if !running_unidentified.contains_key(&row.id) && !liveness::parent_alive(store, row)
         {
             // Its parent died while starting it: it never ran, and no one else will say so.
-            let _ = liveness::finish_unobserved(
+            all_written &= liveness::finish_unobserved(
                 store,
                 row.id,
                 row.kind,
@@ -298,5 +310,5 @@ fn count_leftovers(store: &Store, instance: &str, child_row: i64, by_marker: boo
             .map(Vec::len)
             .sum::<usize>();
     }
-    alive
+    (alive, all_written)
 }

@@ -15,16 +15,34 @@ use std::time::Instant;
 impl<O: Owner> Supervisor<O> {
     /// For the last moment before this process exits, its loop ended: writes what the outbox
     /// kept and the ends a failed write left unrecorded, each waiting for another process's
-    /// lock as a command does (SQLite's own wait, up to `store::busy::PATIENT`). What is still
+    /// lock as a command does (SQLite's own wait, up to `store::busy::PATIENT`) — and, while the
+    /// database is out of reach (a server restarting), trying again for as long. What is still
     /// not written then — the database is not writable — is left to the daemon's own pass.
     pub fn settle_before_exit(&mut self, store: &Store) {
         if let Err(err) = store.set_patience(crate::store::Patience::Patient) {
             log::warn!("cannot wait for the database's lock: {err}");
         }
-        store.outbox().write_kept();
-        let settled = self.unrecorded.settle_now(store, |_| false);
-        if !settled || !store.outbox().is_empty() {
-            log::error!("exiting with ends still unrecorded: the database is not writable");
+        let give_up_at = Instant::now() + crate::store::PATIENT;
+        loop {
+            store.outbox().write_kept();
+            let settled = self.unrecorded.settle_now(store, |_| false);
+            if settled && store.outbox().is_empty() {
+                return;
+            }
+            // (Only the lock, or a server out of reach, is waited for: a write that failed
+            // otherwise — a full disk, a database gone — would fail again.)
+            let waiting_helps = store.outbox().held_back();
+            if !waiting_helps || Instant::now() >= give_up_at {
+                log::error!("exiting with ends still unrecorded: the database is not writable");
+                return;
+            }
+            // (Waited on the loop's poll, not slept: a signal still ends the wait.)
+            let retry = crate::store::RETRY_AFTER_FAILURE;
+            let wait = store
+                .outbox()
+                .next_try()
+                .saturating_duration_since(Instant::now());
+            let _ = self.poll.poll(&mut self.events, Some(wait.max(retry)));
         }
     }
 

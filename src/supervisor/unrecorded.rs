@@ -173,12 +173,18 @@ impl Unrecorded {
         };
     }
 
-    /// Settles now if a write ever failed; returns whether everything is written.
+    /// Settles now if a write ever failed, or something is kept or due to be gone over; returns
+    /// whether everything is written (then nothing is due any more).
     pub fn settle_now(&mut self, store: &Store, tracked: impl Fn(i64) -> bool) -> bool {
-        if store.failed_writes() == 0 && self.ends.is_empty() && self.starts.is_empty() {
+        let nothing_kept = self.ends.is_empty() && self.starts.is_empty() && self.due.is_none();
+        if store.failed_writes() == 0 && nothing_kept {
             return true;
         }
-        self.settle(store, &tracked)
+        let settled = self.settle(store, &tracked);
+        if settled {
+            self.due = None;
+        }
+        settled
     }
 
     /// Writes the kept exit statuses, then the ends no one saw. Returns whether all is written

@@ -95,6 +95,12 @@ impl Outbox<'_> {
         self.store.backoff.get().busy_since()
     }
 
+    /// Whether the database's writes are held back for a while: another process holds its lock
+    /// (the store backs off), or the server is out of reach (a reconnection is pending).
+    pub fn held_back(self) -> bool {
+        self.busy_since().is_some() || self.store.db.reconnect_at().is_some()
+    }
+
     /// When the loop must wake to write what waits (none: nothing does).
     pub fn retry_at(self) -> Option<Instant> {
         (!self.is_empty()).then(|| self.next_try())

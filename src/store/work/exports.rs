@@ -319,10 +319,7 @@ mod tests {
             store.crawls().add(&spec, None).unwrap(),
         );
         let target = dir.path().join("ab");
-        for (crawl, machine) in [
-            (elsewhere, "another-host"),
-            (here, crate::identity::machine_id()),
-        ] {
+        for (crawl, machine) in [(elsewhere, "another-host"), (here, HERE)] {
             store.crawls().cancel(crawl).unwrap();
             store.exports().queue(crawl, &target, "system").unwrap();
             store

@@ -15,6 +15,12 @@ use crate::plugins::Catalog;
 /// Words in a key that make its value a secret.
 const SECRET_WORDS: &[&str] = &["PASSWORD", "TOKEN", "SECRET", "API_KEY", "APIKEY"];
 
+/// `value` as shown for `key`: none for a secret.
+fn shown(key: &str, value: String) -> Option<String> {
+    let secret = SECRET_WORDS.iter().any(|word| key.contains(word));
+    (!secret).then_some(value)
+}
+
 /// The variables `plugin`'s hooks get under `config` in the environment `environ`; refused
 /// naming the plugins there are when there is no such plugin.
 pub fn report(
@@ -34,9 +40,8 @@ pub fn report(
                 Some(fallback) => format!("{} through {fallback}", resolved.source),
                 None => resolved.source.to_string(),
             };
-            let secret = SECRET_WORDS.iter().any(|word| key.contains(word));
             EnvValue {
-                value: (!secret).then_some(resolved.value),
+                value: shown(&key, resolved.value),
                 key,
                 from,
             }
@@ -46,10 +51,9 @@ pub fn report(
     let extra = config.plugins.get(plugin).map(|p| &p.env);
     for (key, value) in extra.into_iter().flatten() {
         if !values.iter().any(|v| &v.key == key) {
-            let secret = SECRET_WORDS.iter().any(|word| key.contains(word));
             values.push(EnvValue {
                 key: key.clone(),
-                value: (!secret).then(|| value.clone()),
+                value: shown(key, value.clone()),
                 from: format!("supervisor.toml [plugins.{plugin}] env {key}"),
             });
         }

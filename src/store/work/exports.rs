@@ -259,6 +259,21 @@ mod tests {
     /// This host, as the tests name it.
     const HERE: &str = "this-host";
 
+    /// Records that a snapshot worker of crawl `crawl` ran (and ended) on `machine`.
+    fn snapshot_ran_on(store: &Store, crawl: i64, machine: &str) {
+        store
+            .write(|tx| {
+                tx.execute(
+                    "INSERT INTO processes (kind, crawl_id, argv, cwd, status, created_at, \
+                     ended_at, machine_id) \
+                     VALUES ('snapshot_worker', ?1, '[]', '/', 'exited', 0, 1, ?2)",
+                    &args![crawl, machine],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+    }
+
     #[test]
     fn an_export_is_taken_once_its_crawl_is_sealed_and_once_only() {
         let dir = tempfile::tempdir().unwrap();
@@ -322,17 +337,7 @@ mod tests {
         for (crawl, machine) in [(elsewhere, "another-host"), (here, HERE)] {
             store.crawls().cancel(crawl).unwrap();
             store.exports().queue(crawl, &target, "system").unwrap();
-            store
-                .write(|tx| {
-                    tx.execute(
-                        "INSERT INTO processes (kind, crawl_id, argv, cwd, status, created_at, \
-                         ended_at, machine_id) \
-                         VALUES ('snapshot_worker', ?1, '[]', '/', 'exited', 0, 1, ?2)",
-                        &args![crawl, machine],
-                    )?;
-                    Ok(())
-                })
-                .unwrap();
+            snapshot_ran_on(&store, crawl, machine);
         }
         let batch = store.exports().take_batch(HERE, 10).unwrap();
         let taken: Vec<i64> = batch.iter().map(|e| e.crawl_id).collect();
@@ -357,17 +362,7 @@ mod tests {
             .queue(crawl, &dir.path().join("ab"), "system")
             .unwrap();
         for machine in [HERE, "other-host"] {
-            store
-                .write(|tx| {
-                    tx.execute(
-                        "INSERT INTO processes (kind, crawl_id, argv, cwd, status, created_at, \
-                         ended_at, machine_id) \
-                         VALUES ('snapshot_worker', ?1, '[]', '/', 'exited', 0, 1, ?2)",
-                        &args![crawl, machine],
-                    )?;
-                    Ok(())
-                })
-                .unwrap();
+            snapshot_ran_on(&store, crawl, machine);
         }
         let mine = store
             .exports()

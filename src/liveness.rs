@@ -16,7 +16,7 @@ use crate::domain::{EndReason, ExitOutcome, Kind};
 use crate::identity::{self, Identity, Liveness};
 use crate::marker;
 use crate::proctree;
-use crate::store::{ProcessRow, Store, StoreError};
+use crate::store::{OrLater, ProcessRow, Store, StoreError};
 use std::collections::BTreeSet;
 
 /// Why the process of `identity` is not running any more, or `None` if it is.
@@ -157,12 +157,10 @@ pub fn finish_unobserved(
     match store
         .processes()
         .record_end(row_id, None, reason, Some(detail))
+        .or_later()
     {
-        Ok(()) => true,
-        Err(err) if err.is_busy() => {
-            log::debug!("row {row_id}: its end is not written yet: {err}");
-            false
-        }
+        Ok(Some(())) => true,
+        Ok(None) => false,
         Err(err) => {
             log::error!("row {row_id}: cannot record its end (kept to retry): {err}");
             false

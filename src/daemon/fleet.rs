@@ -26,6 +26,8 @@ pub(super) struct Fleet {
     retry_at: Option<Instant>,
     /// Since when this machine's heartbeats have been written without a miss.
     heard_since: Option<Instant>,
+    /// The shared store's wake-ups, delivered while this is kept.
+    _listening: crate::store::listen::Listening,
 }
 
 impl Fleet {
@@ -39,13 +41,15 @@ impl Fleet {
     ) -> std::io::Result<Fleet> {
         let shared = config.database.is_shared();
         let heartbeat = Heartbeat::new(machine_id, shared, config.timeouts.lease);
-        crate::store::listen::wake_on_work_changes(&config.database, supervisor.registry())?;
+        let listening =
+            crate::store::listen::wake_on_work_changes(&config.database, supervisor.registry())?;
         Ok(Fleet {
             heartbeat,
             lent: shared.then(|| WorkerPool::lent_snapshots(orchestrator_row)),
             look: shared,
             retry_at: None,
             heard_since: None,
+            _listening: listening,
         })
     }
 

@@ -9,6 +9,7 @@
 //! store moves its `next_at` only from the value it read).
 
 use super::State;
+use crate::store::OrLater;
 use std::time::{Duration, Instant};
 
 impl State {
@@ -32,14 +33,15 @@ impl State {
             .store
             .schedules()
             .fire_due(&jiff::tz::TimeZone::system())
+            .or_later()
         {
-            Ok(fired) => {
+            Ok(Some(fired)) => {
                 for fired in fired {
                     log::info!("schedule {}: {}", fired.schedule_id, fired.note);
                 }
             }
             // (Tried again when the store's back-off ends: see `next_schedule_due`.)
-            Err(err) if err.is_busy() => return,
+            Ok(None) => return,
             Err(err) => log::warn!("cannot fire the due schedules: {err}"),
         }
         self.look_at_schedules();

@@ -13,7 +13,7 @@ use super::HookRunner;
 use crate::domain::{EndDetail, EndReason};
 use crate::plugins::Prepared;
 use crate::signal::Signal;
-use crate::store::{Store, StoreError};
+use crate::store::{OrLater, Store, StoreError};
 use crate::supervisor::{RunsHooks, Supervisor};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -85,16 +85,12 @@ impl HookRunner {
         for (row, (used, limit)) in over {
             let hook = &self.running[&row].prepared.hook.file_name;
             log::warn!("{hook}: {used} resident bytes, over its memory limit of {limit}: killed");
-            match store
+            let detail = store
                 .processes()
-                .set_end_detail(row, &EndDetail::MemoryLimit)
-            {
-                Ok(()) => {}
+                .set_end_detail(row, &EndDetail::MemoryLimit);
+            if detail.or_later()?.is_none() {
                 // (The limit guards the host: the tree goes all the same, its end said as a kill.)
-                Err(err) if err.is_busy() => {
-                    log::warn!("{hook}: its end is not said to be the memory limit: {err}")
-                }
-                Err(err) => return Err(err),
+                log::warn!("{hook}: its end is not said to be the memory limit (database busy)");
             }
             supervisor.stop(store, row, Signal::KILL, Duration::ZERO, EndReason::Killed);
         }

@@ -40,7 +40,7 @@ pub use request::{crawl_dir, drop_runtime_persona, snapshot_dir, Scope};
 pub use result::{bytes_below, interpret, last_line_of, output_files, Outcome};
 
 use crate::plugins::Prepared;
-use crate::store::{Store, StoreError};
+use crate::store::{OrLater, Store, StoreError};
 use crate::supervisor::{RunsHooks, Supervisor};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -169,14 +169,10 @@ impl HookRunner {
     ) -> Result<(), StoreError> {
         while self.waiting == Waiting::Nothing && !self.pending.is_empty() {
             // A paused crawl starts no hook; those running go on.
-            self.paused = match store.crawls().is_paused(self.scope.crawl.id) {
-                Ok(paused) => paused,
-                Err(err) if err.is_busy() => {
-                    log::debug!("the next hook is not started yet: {err}");
-                    return Ok(());
-                }
-                Err(err) => return Err(err),
+            let Some(paused) = store.crawls().is_paused(self.scope.crawl.id).or_later()? else {
+                return Ok(());
             };
+            self.paused = paused;
             if self.paused {
                 return Ok(());
             }
@@ -188,17 +184,15 @@ impl HookRunner {
                 self.waiting = Waiting::Others { until };
                 return Ok(());
             }
-            match self.start(supervisor, store, &prepared) {
-                Ok(Some(running)) => {
+            match self.start(supervisor, store, &prepared).or_later()? {
+                Some(Some(running)) => {
                     self.running.insert(running.0, running.1);
                 }
-                Ok(None) => {}
-                Err(err) if err.is_busy() => {
-                    log::debug!("{}: not started yet: {err}", prepared.hook.file_name);
+                Some(None) => {}
+                None => {
                     self.pending.push_front(prepared);
                     return Ok(());
                 }
-                Err(err) => return Err(err),
             }
         }
         Ok(())
@@ -258,20 +252,18 @@ impl HookRunner {
             log::warn!("the hooks the next one waits for did not end in time: it starts anyway");
             self.waiting = Waiting::Nothing;
             if let Some(prepared) = self.pending.pop_front() {
-                match self.start(supervisor, store, &prepared) {
-                    Ok(Some((row, running))) => {
+                match self.start(supervisor, store, &prepared).or_later()? {
+                    Some(Some((row, running))) => {
                         self.running.insert(row, running);
                     }
-                    Ok(None) => {}
+                    Some(None) => {}
                     // (It still starts without waiting again: at a later turn.)
-                    Err(err) if err.is_busy() => {
-                        log::debug!("{}: not started yet: {err}", prepared.hook.file_name);
+                    None => {
                         self.pending.push_front(prepared);
                         self.waiting = Waiting::Others {
                             until: store.outbox().next_try(),
                         };
                     }
-                    Err(err) => return Err(err),
                 }
             }
         }

@@ -31,7 +31,7 @@ pub use crate::domain::{
     Claim, CrawlOutcome, EndDetail, EndReason, ExitOutcome, Kind, Lease, Pruned, Queue,
     ResultStatus, RetryScope, Status, WorkStatus,
 };
-pub use engine::busy::{write_counts, Patience, PATIENT};
+pub use engine::busy::{write_counts, OrLater, Patience, PATIENT};
 pub use engine::outbox::RETRY_AFTER_FAILURE;
 pub use error::StoreError;
 pub use fleet::clock::{boot_clock_ms, now_ms};

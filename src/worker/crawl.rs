@@ -9,7 +9,7 @@ use crate::domain::{Limit, Queue, Refusal, WorkStatus};
 use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
 use crate::pool::WorkerPool;
-use crate::store::{now_ms, Added, Crawl, StoreError};
+use crate::store::{now_ms, Added, Crawl, OrLater, StoreError};
 use crate::supervisor::CrawlWorkerChild;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,8 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     };
     // In a fleet, other hosts run some of its snapshots: their ends (and what they discover)
     // wake this loop.
-    crate::store::listen::wake_on_work_changes(&cx.config.database, cx.supervisor.registry())?;
+    let _listening =
+        crate::store::listen::wake_on_work_changes(&cx.config.database, cx.supervisor.registry())?;
     let crawl = cx
         .store
         .crawls()
@@ -105,35 +106,30 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         // Once a crawl hook it needs failed, no new snapshot starts; running ones finish.
         cx.failed = runner.fatal().is_some();
         // A paused crawl claims no snapshot (running snapshot workers go on) and looks again.
-        let paused = match cx.store.crawls().is_paused(crawl_id) {
-            Ok(paused) => paused,
-            Err(err) if err.is_busy() => true,
-            Err(err) => return Err(err.into()),
-        };
+        // (Unread: taken as paused until it is read.)
+        let paused = cx
+            .store
+            .crawls()
+            .is_paused(crawl_id)
+            .or_later()?
+            .unwrap_or(true);
         // (An imported crawl's seeds, unread: asked again soon; meanwhile nothing is claimed.)
-        let seeds_unread = match (egress_refused.as_mut())
-            .map(|held| held.widen_to_local_seeds(&cx.store, crawl_id))
-        {
-            Some(Err(err)) if err.is_busy() => true,
-            Some(Err(err)) => return Err(err.into()),
-            _ => false,
+        let seeds_unread = match egress_refused.as_mut() {
+            Some(held) => held
+                .widen_to_local_seeds(&cx.store, crawl_id)
+                .or_later()?
+                .is_none(),
+            None => false,
         };
         let refused = seeds_unread
-            || match (!paused && !cx.failed && !seeds_unread).then(|| {
+            || (!paused && !cx.failed && {
                 let filled = cx.fill(&mut pool);
-                cx.unless_lost(filled)
-            }) {
-                None | Some(Ok(())) => false,
-                Some(Err(err)) if err.is_busy() => true,
-                Some(Err(err)) => return Err(err.into()),
-            };
+                cx.unless_lost(filled).or_later()?.is_none()
+            });
         say_what_waits(&mut cx, crawl_id, pool.waiting(), &mut said);
         // (Unread while the database is out of reach: read again soon.)
-        let all_sealed = match cx.store.crawls().snapshots(crawl_id) {
-            Ok(snapshots) => Some(snapshots.iter().all(|s| s.status == WorkStatus::Sealed)),
-            Err(err) if err.is_busy() => None,
-            Err(err) => return Err(err.into()),
-        };
+        let all_sealed = (cx.store.crawls().snapshots(crawl_id).or_later()?)
+            .map(|snapshots| snapshots.iter().all(|s| s.status == WorkStatus::Sealed));
         if pool.is_idle() && (all_sealed == Some(true) || cx.failed) {
             break;
         }
@@ -172,19 +168,14 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         }
         runner.after_turn(&mut cx.supervisor, &cx.store)?;
         if let Some(counts) = egress_refused.as_mut().filter(|_| ended) {
-            match counts.record(&cx.store, crawl_id) {
-                // (A busy database: counted at a later turn.)
-                Err(err) if !err.is_busy() => return Err(err.into()),
-                _ => {}
-            }
+            // (A busy database: counted at a later turn.)
+            counts.record(&cx.store, crawl_id).or_later()?;
         }
         for row in std::mem::take(&mut cx.torn_down) {
             let recovered = pool.on_torn_down(&cx.config, &cx.store, row);
-            match cx.unless_lost(recovered) {
-                Ok(_) => {}
+            if cx.unless_lost(recovered).or_later()?.is_none() {
                 // Looked at again after the next turn (nothing changed).
-                Err(err) if err.is_busy() => cx.torn_down.push(row),
-                Err(err) => return Err(err.into()),
+                cx.torn_down.push(row);
             }
         }
     }
@@ -215,9 +206,14 @@ fn say_what_waits(
     if said.as_deref() == waits_for {
         return;
     }
-    match cx.store.crawls().note_admission(crawl_id, waits_for) {
-        Ok(()) => *said = waits_for.map(str::to_owned),
-        Err(err) if err.is_busy() => {}
+    match cx
+        .store
+        .crawls()
+        .note_admission(crawl_id, waits_for)
+        .or_later()
+    {
+        Ok(Some(())) => *said = waits_for.map(str::to_owned),
+        Ok(None) => {}
         Err(err) => log::warn!("crawl {crawl_id}: cannot say what its snapshots wait for: {err}"),
     }
 }

@@ -2,19 +2,17 @@
 
 use super::{failed, State};
 use crate::control::protocol::{MachineInfo, Response, StatusInfo};
-use crate::store::now_ms;
+use crate::store::{now_ms, OrLater};
 
 /// What `status` counts as the last day.
 const LAST_DAY_MS: i64 = 24 * 3600 * 1000;
 
 pub(super) fn handle(state: &mut State) -> Response {
-    let live = match state.store.processes().live_counts_by_kind() {
-        Ok(counts) => counts
-            .into_iter()
+    let live = match state.store.processes().live_counts_by_kind().or_later() {
+        Ok(counts) => (counts.unwrap_or_default().into_iter())
             .map(|(kind, n)| (kind.to_string(), n))
             .collect(),
-        // (Out of reach or locked: the status says so, and since when, below.)
-        Err(err) if err.is_busy() => Default::default(),
+        // (Out of reach or locked, it counts none: the status says so, and since when, below.)
         Err(err) => return failed(err),
     };
     Response::Status(Box::new(StatusInfo {

@@ -147,6 +147,28 @@ impl StoreError {
     }
 }
 
+/// What a loop does with a store call that the database may refuse for a while (another
+/// process holds its lock, or the server is out of reach): the one place that tells such a
+/// refusal from a failure, so that each concern only says what it does meanwhile.
+pub trait OrLater<T> {
+    /// `Ok(Some(value))` when done; `Ok(None)` when the database refused it for now (the loop
+    /// wakes when the store may try again: `Outbox::next_try`); `Err` for any other failure.
+    fn or_later(self) -> Result<Option<T>, StoreError>;
+}
+
+impl<T> OrLater<T> for Result<T, StoreError> {
+    fn or_later(self) -> Result<Option<T>, StoreError> {
+        match self {
+            Ok(value) => Ok(Some(value)),
+            Err(err) if err.is_busy() => {
+                log::debug!("tried again at a later turn: {err}");
+                Ok(None)
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

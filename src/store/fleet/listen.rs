@@ -7,10 +7,12 @@
 //! once per transaction; a listener is a thread
 //! of its own with a connection of its own that only waits and wakes the loop's `mio::Waker`
 //! (never touching the store the loop uses); a lost connection is made again with back-off,
-//! and the loop is woken once it is back (what changed meanwhile was not heard). An SQLite
-//! store has no listener: one host, whose own loops see their own changes.
+//! and the loop is woken once it is back (what changed meanwhile was not heard); the thread
+//! waits out its back-off on its [`Listening`] handle, and ends there once the loop dropped it.
+//! An SQLite store has no listener: one host, whose own loops see their own changes.
 
 use crate::config::{Location, Server};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,29 +25,44 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The token the wake-ups arrive with in the loop (as `Event::Ready`).
 pub const WORK_CHANGED: mio::Token = mio::Token(usize::MAX);
 
+/// A listener's thread, for as long as this is kept: dropped, the thread ends at its next
+/// back-off (or with the process, while it waits on the server).
+pub struct Listening {
+    _stop: Option<Sender<()>>,
+}
+
 /// Wakes the loop of `registry` (with [`WORK_CHANGED`]) whenever work changes on the shared
-/// store at `location`, from a thread of its own, for as long as the process lives. Nothing for
-/// a store of one host.
-pub fn wake_on_work_changes(location: &Location, registry: &mio::Registry) -> std::io::Result<()> {
+/// store at `location`, from a thread of its own, while the loop keeps the returned handle.
+/// Nothing for a store of one host.
+pub fn wake_on_work_changes(
+    location: &Location,
+    registry: &mio::Registry,
+) -> std::io::Result<Listening> {
     let Location::Postgres(server) = location else {
-        return Ok(());
+        return Ok(Listening { _stop: None });
     };
     let waker = Arc::new(mio::Waker::new(registry, WORK_CHANGED)?);
     let server = server.clone();
+    let (stop, stopped) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("abxd-listen".into())
-        .spawn(move || listen(&server, &waker));
-    spawned.map(drop)
+        .spawn(move || listen(&server, &waker, &stopped));
+    spawned.map(|_| Listening { _stop: Some(stop) })
 }
 
-fn listen(server: &Server, waker: &mio::Waker) {
+/// Listens, and after each lost connection waits out the back-off — unless the handle is
+/// dropped meanwhile, which ends it.
+fn listen(server: &Server, waker: &mio::Waker, stopped: &Receiver<()>) {
     let mut backoff = Duration::from_millis(250);
     loop {
         match listen_once(server, waker) {
             Ok(()) => backoff = Duration::from_millis(250),
             Err(why) => log::debug!("listening for work: {why}"),
         }
-        std::thread::sleep(backoff);
+        match stopped.recv_timeout(backoff) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }

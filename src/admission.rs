@@ -9,8 +9,11 @@
 //! A snapshot must also leave room for itself: what one snapshot of the crawl costs is learned
 //! while they run ([`Growth`]: how far the memory left fell below what was left when none ran,
 //! per snapshot running, at its peak), as ArchiveBox 0.9's runner learns it. Until one snapshot
-//! was seen to its end (or for [`WARM_UP`]), snapshots run one at a time; after, one starts only while what is left
-//! covers the floor, its own cost, and what those running may still grow to their cost.
+//! was seen to its end (or for [`WARM_UP`]), a snapshot is taken to cost a prior
+//! ([`Bounds::snapshot_prior`]: `[limits] snapshot_memory`, else the hooks' `MEMORY_LIMIT`, else
+//! abx-plugins' default of 2 GiB), so a host with memory to spare starts a crawl's snapshots
+//! side by side from the first; after, by what was measured. Either way one starts only while
+//! what is left covers the floor, its own cost, and what those running may still grow to it.
 //!
 //! Invariants: a decision is a pure function of what was measured (`decide`); what runs is never
 //! stopped by it, only what starts waits; with nothing of the pool running, a start waits for the
@@ -146,6 +149,20 @@ pub struct Bounds {
     pub memory_floor: u64,
     /// Launch no browser while this many are alive (0: no cap).
     pub max_browsers: u32,
+    /// What a snapshot is taken to cost until one was measured (see the module's text).
+    pub snapshot_prior: u64,
+}
+
+/// abx-plugins' own `MEMORY_LIMIT` for a hook, when nothing sets one: 2 GiB.
+pub const DEFAULT_SNAPSHOT_PRIOR: u64 = 2 << 30;
+
+/// What a snapshot is taken to cost before one was measured: `configured` (`[limits]
+/// snapshot_memory`), else `memory_limit` (the hooks' `MEMORY_LIMIT`, as they get it; 0 or
+/// unreadable: none), else [`DEFAULT_SNAPSHOT_PRIOR`].
+pub fn snapshot_prior(configured: Option<u64>, memory_limit: Option<&str>) -> u64 {
+    configured
+        .or_else(|| memory_limit?.trim().parse::<u64>().ok().filter(|&n| n > 0))
+        .unwrap_or(DEFAULT_SNAPSHOT_PRIOR)
 }
 
 /// Whether to start, or why not, in words an operator reads in `abxctl status`.
@@ -197,17 +214,17 @@ fn no_room_for_one_more(bounds: Bounds, memory: &Memory, load: Load) -> Option<S
     if bounds.memory_floor == 0 || load.running == 0 {
         return None;
     }
-    let Some(cost) = load.cost else {
-        return Some(format!(
-            "memory: what a snapshot costs is being measured on the {} running first",
-            load.running
-        ));
+    let (cost, known) = match load.cost {
+        Some(measured) => (measured, "measured"),
+        None => (bounds.snapshot_prior, "until one is measured"),
     };
-    let still_to_grow = (cost * u64::from(load.running)).saturating_sub(load.grown);
-    let needed = bounds.memory_floor + still_to_grow + cost;
+    let still_to_grow = (cost.saturating_mul(u64::from(load.running))).saturating_sub(load.grown);
+    let needed = (bounds.memory_floor)
+        .saturating_add(still_to_grow)
+        .saturating_add(cost);
     (memory.available < needed).then(|| {
         format!(
-            "memory: {} left, under memory_floor {} + {} a snapshot costs (measured) + {} the {} \
+            "memory: {} left, under memory_floor {} + {} a snapshot costs ({known}) + {} the {} \
              running may still take",
             mib(memory.available),
             mib(bounds.memory_floor),
@@ -396,6 +413,7 @@ mod tests {
     const BOUNDS: Bounds = Bounds {
         memory_floor: 512 << 20,
         max_browsers: 2,
+        snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
     };
 
     fn measured(available_mib: u64, browsers: u32) -> Measured {
@@ -427,6 +445,7 @@ mod tests {
         let open = Bounds {
             memory_floor: 0,
             max_browsers: 0,
+            snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
         };
         assert_eq!(decide(open, &measured(1, 99), true), Decision::Admit);
         let unmeasured = Measured {
@@ -444,6 +463,7 @@ mod tests {
         let bounds = Bounds {
             memory_floor: 256 * MIB,
             max_browsers: 0,
+            snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
         };
         let with = |left: u64, load: Load| Measured {
             memory: Some(Memory {
@@ -458,13 +478,25 @@ mod tests {
         // Nothing runs: the first start waits for the floor alone.
         let load = growth.observe(GIB, 0);
         assert_eq!(decide(bounds, &with(GIB, load), false), Decision::Admit);
-        // One runs and its cost is not known: the next waits, however much is left.
+        // One runs and its cost is not known: the next is taken to cost the prior (2 GiB), which
+        // 1 GiB left does not cover...
         let load = growth.observe(GIB - 100 * MIB, 1);
         assert_eq!(
             decide(bounds, &with(GIB - 100 * MIB, load), false),
             Decision::Wait(
-                "memory: what a snapshot costs is being measured on the 1 running first".into()
+                "memory: 924 MiB left, under memory_floor 256 MiB + 2048 MiB a snapshot costs \
+                 (until one is measured) + 1948 MiB the 1 running may still take"
+                    .into()
             )
+        );
+        // ... and 20 GiB does, for 8 at once: the 8th beside 7 at the prior.
+        let mut roomy = Growth::default();
+        roomy.observe(20 * GIB, 0);
+        let load = roomy.observe(20 * GIB - 70 * MIB, 7);
+        assert_eq!(load.cost, None);
+        assert_eq!(
+            decide(bounds, &with(20 * GIB - 70 * MIB, load), false),
+            Decision::Admit
         );
         // It peaks at 300 MiB and ends: that is the cost.
         growth.observe(GIB - 300 * MIB, 1);
@@ -503,9 +535,19 @@ mod tests {
         let open = Bounds {
             memory_floor: 0,
             max_browsers: 0,
+            snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
         };
         let load = Growth::default().observe(GIB, 3);
         assert_eq!(decide(open, &with(GIB, load), false), Decision::Admit);
+    }
+
+    #[test]
+    fn the_prior_is_the_configured_cost_else_the_hooks_memory_limit_else_two_gib() {
+        assert_eq!(snapshot_prior(Some(300 << 20), Some("1000")), 300 << 20);
+        assert_eq!(snapshot_prior(None, Some(" 1073741824 ")), 1 << 30);
+        assert_eq!(snapshot_prior(None, Some("0")), DEFAULT_SNAPSHOT_PRIOR);
+        assert_eq!(snapshot_prior(None, Some("2G")), DEFAULT_SNAPSHOT_PRIOR);
+        assert_eq!(snapshot_prior(None, None), DEFAULT_SNAPSHOT_PRIOR);
     }
 
     #[test]
@@ -540,6 +582,7 @@ mod tests {
         let open = Bounds {
             memory_floor: 0,
             max_browsers: 0,
+            snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
         };
         assert_eq!(decide(open, &stalled(90_00), false), Decision::Admit);
     }

@@ -136,14 +136,30 @@ pub struct Limits {
     /// Launch no browser (a crawl's or, isolated, a snapshot's) while this many are alive (0:
     /// no cap).
     pub max_browsers: u32,
+    /// What a snapshot is taken to cost in memory until one of its crawl was measured (unset:
+    /// the hooks' `MEMORY_LIMIT`, else 2 GiB; see `admission`).
+    #[serde(
+        deserialize_with = "bytes::optional",
+        serialize_with = "bytes::optional_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub snapshot_memory: Option<u64>,
 }
 
-impl Limits {
-    /// The bounds admission decides by.
+impl Config {
+    /// The bounds admission decides by: `[limits]`, and the hooks' `MEMORY_LIMIT` as they get
+    /// it (abxd's environment, else the collection's `ArchiveBox.conf`).
     pub fn admission(&self) -> crate::admission::Bounds {
+        let memory_limit = std::env::var("MEMORY_LIMIT")
+            .ok()
+            .or_else(|| self.collection.get("MEMORY_LIMIT").map(str::to_owned));
         crate::admission::Bounds {
-            memory_floor: self.memory_floor,
-            max_browsers: self.max_browsers,
+            memory_floor: self.limits.memory_floor,
+            max_browsers: self.limits.max_browsers,
+            snapshot_prior: crate::admission::snapshot_prior(
+                self.limits.snapshot_memory,
+                memory_limit.as_deref(),
+            ),
         }
     }
 }
@@ -158,6 +174,7 @@ impl Default for Limits {
             max_log_bytes: 64 << 20,
             memory_floor: 256 << 20,
             max_browsers: 0,
+            snapshot_memory: None,
         }
     }
 }

@@ -135,7 +135,7 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
 
     /// Whether the next start waits: there is due work, and admission says not now.
     pub(super) fn held_back(&mut self, config: &Config, store: &Store) -> Result<bool, StoreError> {
-        let bounds = config.limits.admission();
+        let bounds = config.admission();
         if bounds.memory_floor == 0 && bounds.max_browsers == 0 {
             self.gate.waiting = None;
             return Ok(false);
@@ -206,7 +206,7 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
     /// is what its cost is), and returns when to look next. `None`: nothing to watch.
     pub fn watch_memory(&mut self, config: &Config) -> Option<Instant> {
         let watching = self.queue == Queue::Snapshots
-            && config.limits.admission().memory_floor > 0
+            && config.admission().memory_floor > 0
             && !self.workers.is_empty();
         if !watching {
             self.gate.observed_at = None;
@@ -249,7 +249,7 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
     /// left is looked at once more (the end of its life is its peak's last chance to be seen)
     /// and, for the first one, its cost learned.
     pub(super) fn learn_from_end(&mut self, config: &Config) {
-        if config.limits.admission().memory_floor == 0 || self.queue != Queue::Snapshots {
+        if config.admission().memory_floor == 0 || self.queue != Queue::Snapshots {
             return;
         }
         self.look_at_memory();

@@ -54,7 +54,7 @@ fn admission(state: &State) -> String {
 /// What admission says now of the daemon's own starts (crawls), and what it measured.
 fn daemon_admission(state: &State) -> String {
     use crate::admission::{decide, describe, Decision};
-    let bounds = state.config.limits.admission();
+    let bounds = state.config.admission();
     let Ok(measured) = crate::pool::measure(&state.store, &state.crawls.gate().cgroups) else {
         return "not measured (the database did not answer)".into();
     };

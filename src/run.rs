@@ -135,10 +135,14 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     };
     let store = Store::open_read_only_at(&database)?;
     say("");
-    say(
-        render::crawl_report(&store, &data_dir, crawl_id, render::paint::for_stdout())?
-            .unwrap_or_default()
-            .trim_end(),
-    );
+    say(render::crawl_report(
+        &store,
+        &data_dir,
+        crawl_id,
+        &Default::default(),
+        render::paint::for_stdout(),
+    )?
+    .unwrap_or_default()
+    .trim_end());
     Ok(code)
 }

@@ -721,3 +721,43 @@ fn the_first_screen_shows_the_crawls_and_folds_what_ended() {
     let link = browser.eval("document.querySelector('#failures a').getAttribute('href')");
     assert!(link.as_str().unwrap().starts_with("/snapshot/"), "{link}");
 }
+
+/// A crawl's page holds a page of its snapshots, says which, and links the pages around it: a
+/// crawl of 100,000 snapshots costs a page, not the crawl.
+#[test]
+fn a_crawls_page_pages_its_snapshots() {
+    let (daemon, port, gate) = web_daemon("sqlite");
+    std::fs::write(&gate, "").unwrap();
+    let seeds: Vec<String> = (1..=105)
+        .map(|n| format!("http://127.0.0.1:9/page-{n}"))
+        .collect();
+    let mut args: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    args.extend(["--plugins", "gate"]);
+    let crawl = daemon.add(&args);
+    daemon.wait_sealed(crawl, std::time::Duration::from_secs(180));
+    let token = daemon.ctl_ok(&["web-url", "--token"]).trim().to_string();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+
+    let first = get(port, "GET", &format!("/crawl/{crawl}"), &bearer);
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(
+        first.body.contains("snapshots 1–100 of 105"),
+        "{}",
+        first.body
+    );
+    let next = format!("href=\"/crawl/{crawl}/page/2\"");
+    assert!(first.body.contains(&next), "{}", first.body);
+    assert!(first.body.contains(">http://127.0.0.1:9/page-100<"));
+    assert!(!first.body.contains(">http://127.0.0.1:9/page-101<"));
+
+    let second = get(port, "GET", &format!("/crawl/{crawl}/page/2"), &bearer);
+    assert_eq!(second.status, 200, "{}", second.body);
+    assert!(
+        second.body.contains("snapshots 101–105 of 105"),
+        "{}",
+        second.body
+    );
+    assert!(second.body.contains(&format!("href=\"/crawl/{crawl}\"")));
+    assert!(second.body.contains(">http://127.0.0.1:9/page-105<"));
+    assert!(!second.body.contains(">http://127.0.0.1:9/page-100<"));
+}

@@ -29,6 +29,11 @@ pub(crate) struct Sizes {
     pub(crate) crawl_snapshots: usize,
     /// Benchmark 9: the snapshots of the fleet's crawl.
     pub(crate) fleet_urls: usize,
+    /// Benchmark 12: links in the bookmarks file, snapshots timed for dispatch with them all
+    /// queued, result rows the listings are timed on.
+    pub(crate) library_links: usize,
+    pub(crate) library_window: usize,
+    pub(crate) library_results: usize,
 }
 
 pub(crate) fn sizes() -> Sizes {
@@ -48,6 +53,9 @@ pub(crate) fn sizes() -> Sizes {
             scale_snapshots: 5,
             crawl_snapshots: 100,
             fleet_urls: 12,
+            library_links: 300,
+            library_window: 100,
+            library_results: 3_000,
         }
     } else {
         Sizes {
@@ -65,6 +73,9 @@ pub(crate) fn sizes() -> Sizes {
             scale_snapshots: 100,
             crawl_snapshots: 10_000,
             fleet_urls: 300,
+            library_links: 100_000,
+            library_window: 2_000,
+            library_results: 1_000_000,
         }
     }
 }

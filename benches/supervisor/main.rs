@@ -6,7 +6,8 @@
 //! only (to profile one). See BENCHMARKS.md.
 //!
 //! One file per benchmark (`hooks` 1, `teardown` 2, `ps` 3, `recovery` 4, `idle` 5, `database`
-//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10, `egress` 11); `harness` what they share,
+//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10, `egress` 11, `library` 12); `harness` what
+//! they share,
 //! `procfs` what they read of processes; the daemon they run is the test suite's fixture
 //! (`tests/common`). Those that run snapshots at once set `memory_floor = 0`: they measure
 //! supervision, and admission would run each crawl's first snapshot alone to learn what one
@@ -23,6 +24,7 @@ mod fleet;
 mod harness;
 mod hooks;
 mod idle;
+mod library;
 mod procfs;
 mod ps;
 mod recovery;
@@ -37,6 +39,7 @@ use fleet::fleet;
 use harness::{sizes, Figures, Sizes, SCRATCH};
 use hooks::hook_throughput;
 use idle::idle_cost;
+use library::library;
 use ps::ps_at_scale;
 use recovery::recovery_at_scale;
 use scale::scale;
@@ -85,8 +88,11 @@ fn main() {
     if only.as_ref().is_none_or(|only| only.contains(&8)) {
         scale(&s, &mut figures);
     }
+    if only.as_ref().is_none_or(|only| only.contains(&12)) {
+        library(&s, &mut figures);
+    }
     println!(
-        "median (min–max, n samples) over {} rounds (benchmark 8: one run):",
+        "median (min–max, n samples) over {} rounds (benchmarks 8 and 12: one run):",
         s.rounds
     );
     figures.print();

@@ -157,6 +157,10 @@ complete -c abxctl -n "__fish_abxctl_using_subcommand plugins" -s h -l help -d '
 complete -c abxctl -n "__fish_abxctl_using_subcommand binaries" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand binaries" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand binaries" -s h -l help -d 'Print help'
+complete -c abxctl -n "__fish_abxctl_using_subcommand show" -l page -d 'Page N of its snapshots (from 1); a crawl with more than a page is summed up first' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand show" -l limit -d 'Snapshots on a page' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand show" -l status -d 'Only its snapshots that are queued, started or sealed — or that have a failed result' -r
+complete -c abxctl -n "__fish_abxctl_using_subcommand show" -l after -d 'The page after snapshot ID (what `--json` gives as `page.next_after`)' -r
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s c -l config -d 'The config file [default: $ABXD_CONFIG, else ./supervisor.toml, else /etc/abxd/supervisor.toml]' -r -F
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -l json -d 'Print the documented JSON shape (docs/json.md) instead'
 complete -c abxctl -n "__fish_abxctl_using_subcommand show" -s h -l help -d 'Print help'

@@ -203,11 +203,23 @@ pub enum AbxctlCommand {
     },
     /// A crawl's snapshots and the result of every hook: status, time, output size.
     #[command(
-        after_help = "Examples:\n  abxctl show 3             crawl 3, each failed hook with its exit and stderr\n  abxctl show 3 --json      the same for a program (docs/json.md)"
+        after_help = "Examples:\n  abxctl show 3                    crawl 3, each failed hook with its exit and stderr\n  abxctl show 3 --page 2           its snapshots 51-100\n  abxctl show 3 --status failed    only its snapshots with a failed result\n  abxctl show 3 --json             the same for a program (docs/json.md); --after ID pages on"
     )]
     Show {
         /// The crawl id.
         id: i64,
+        /// Page N of its snapshots (from 1); a crawl with more than a page is summed up first.
+        #[arg(long, value_name = "N", conflicts_with = "after", value_parser = clap::value_parser!(u64).range(1..))]
+        page: Option<u64>,
+        /// Snapshots on a page.
+        #[arg(long, value_name = "N", default_value_t = crate::render::DEFAULT_PAGE, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Only its snapshots that are queued, started or sealed — or that have a failed result.
+        #[arg(long, value_name = "STATUS")]
+        status: Option<crate::domain::SnapshotState>,
+        /// The page after snapshot ID (what `--json` gives as `page.next_after`).
+        #[arg(long, value_name = "ID")]
+        after: Option<i64>,
         /// Print the documented JSON shape (docs/json.md) instead.
         #[arg(long)]
         json: bool,

@@ -6,7 +6,7 @@ use crate::cli::CrawlArgs;
 use crate::config::Config;
 use crate::control::client::ClientError;
 use crate::control::protocol::{Request, Response};
-use crate::domain::{CrawlSpec, WorkStatus};
+use crate::domain::{CrawlSpec, PageStart, WorkStatus};
 use crate::exit;
 use crate::store::Store;
 use crate::verbs;
@@ -216,8 +216,9 @@ fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
     loop {
         let store = Store::open_read_only_at(&config.database)?;
         let crawl = store.crawls().get(id)?;
-        let snapshots = store.crawls().snapshots(id)?;
-        let input = snapshots.first().filter(|s| s.status == WorkStatus::Sealed);
+        // (Its first snapshot only: a crawl of 100,000 seeds is not read at each look.)
+        let first = (store.crawls()).snapshot_page(id, None, PageStart::Skip(0), 1)?;
+        let input = first.first().filter(|s| s.status == WorkStatus::Sealed);
         let crawl_sealed = crawl
             .as_ref()
             .is_some_and(|c| c.status == WorkStatus::Sealed);

@@ -110,7 +110,10 @@ pub(super) fn follow_crawl(config: &Config, id: i64, shown: Shown) -> Result<i32
 fn print_end(store: &Store, config: &Config, crawl: &Crawl, shown: Shown) -> Result<()> {
     let id = crawl.id;
     match shown {
-        Shown::Report => println!("{}", render::json::crawl(store, id)?.unwrap_or_default()),
+        Shown::Report => println!(
+            "{}",
+            render::json::crawl(store, id, &Default::default())?.unwrap_or_default()
+        ),
         Shown::JsonLines => {
             let (_, results) = store.crawls().work_counts(id)?;
             let counts: serde_json::Map<String, serde_json::Value> = (results.into_iter())
@@ -128,7 +131,8 @@ fn print_end(store: &Store, config: &Config, crawl: &Crawl, shown: Shown) -> Res
         Shown::Lines => {
             println!();
             let paint = render::paint::for_stdout();
-            let report = render::crawl_report(store, &config.data_dir, id, paint)?;
+            let page = Default::default();
+            let report = render::crawl_report(store, &config.data_dir, id, &page, paint)?;
             print!("{}", report.unwrap_or_default());
         }
     }

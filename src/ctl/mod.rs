@@ -139,7 +139,24 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
         } => plugins::env_of(config, &plugin, Out { json }),
         AbxctlCommand::Plugins { env: None, json } => plugins::run(config, json),
         AbxctlCommand::Binaries { json } => plugins::binaries(config, json),
-        AbxctlCommand::Show { id, json } => show::run(config, id, Out { json }),
+        AbxctlCommand::Show {
+            id,
+            page,
+            limit,
+            status,
+            after,
+            json,
+        } => {
+            let shown = match after {
+                Some(after) => crate::render::ShowPage {
+                    state: status,
+                    start: crate::domain::PageStart::After(after),
+                    limit,
+                },
+                None => crate::render::ShowPage::numbered(page.unwrap_or(1), limit, status),
+            };
+            show::run(config, id, &shown, Out { json })
+        }
         AbxctlCommand::Logs {
             id,
             result,

@@ -44,12 +44,14 @@ pub(super) fn find(config: &Config, url: &str, out: Out) -> Result<i32> {
     Ok(0)
 }
 
-pub(super) fn run(config: &Config, id: i64, out: Out) -> Result<i32> {
+/// `abxctl show CRAWL`: `page` of it (see `render::ShowPage`).
+pub(super) fn run(config: &Config, id: i64, page: &render::ShowPage, out: Out) -> Result<i32> {
     let store = Store::open_read_only_at(&config.database)?;
     let shown = if out.json {
-        render::json::crawl(&store, id)?.map(|json| format!("{json}\n"))
+        render::json::crawl(&store, id, page)?.map(|json| format!("{json}\n"))
     } else {
-        render::crawl_report(&store, &config.data_dir, id, render::paint::for_stdout())?
+        let colour = render::paint::for_stdout();
+        render::crawl_report(&store, &config.data_dir, id, page, colour)?
     };
     match shown {
         Some(text) => {

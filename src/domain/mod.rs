@@ -23,8 +23,8 @@ pub use schedule::{Cadence, Cron, Schedule};
 pub use spec::{split_tags, CrawlOptions, CrawlSpec};
 pub use words::Word;
 pub use work::{
-    Claim, CrawlOutcome, CrawlState, ExportStatus, Lease, Queue, Refusal, ResultStatus, RetryScope,
-    WorkStatus,
+    Claim, CrawlOutcome, CrawlState, ExportStatus, Lease, PageStart, Queue, Refusal, ResultStatus,
+    RetryScope, SnapshotState, WorkStatus,
 };
 
 #[cfg(test)]
@@ -60,6 +60,7 @@ mod tests {
         words_agree::<Kind>();
         words_agree::<Status>();
         words_agree::<CrawlState>();
+        words_agree::<SnapshotState>();
         words_agree::<EndReason>();
         words_agree::<Queue>();
         words_agree::<WorkStatus>();

@@ -61,6 +61,25 @@ words!(
     }
 );
 
+words!(
+    /// Which snapshots of a crawl `abxctl show --status` pages through: where they are, or those
+    /// with a failed result.
+    SnapshotState {
+        Queued => "queued",
+        Started => "started",
+        Sealed => "sealed",
+        Failed => "failed",
+    }
+);
+
+/// Where a page of a listing starts: after an id (a cursor a program passes on), or at a number
+/// of rows from the first (a page a person asks for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageStart {
+    After(i64),
+    Skip(u64),
+}
+
 impl ExportStatus {
     /// Whether the export is over (imported, or failed until it is asked again).
     pub fn is_final(self) -> bool {

@@ -170,6 +170,7 @@ impl HookRunner {
         while self.waiting == Waiting::Nothing && !self.pending.is_empty() {
             // A paused crawl starts no hook; those running go on.
             let Some(paused) = store.crawls().is_paused(self.scope.crawl.id).or_later()? else {
+                log::debug!("the next hook is not started yet: the database is held back");
                 return Ok(());
             };
             self.paused = paused;

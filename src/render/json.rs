@@ -5,6 +5,7 @@
 //! Invariant: a field's meaning never changes within a version; a field may be added, and
 //! anything else bumps the version. Times are Unix milliseconds, ids are the database's.
 
+use super::{CrawlPage, ShowPage};
 use crate::domain::{ResultStatus, WorkStatus};
 use crate::store::{Crawl, HookResult, ProcessRow, Snapshot, Store, StoreError};
 use serde_json::{json, Map, Value};
@@ -23,7 +24,7 @@ pub fn document(fields: Value) -> String {
 }
 
 /// How many results of each status, every status named (0 when none).
-fn counts(results: &[HookResult]) -> Value {
+fn counts(results: &[(ResultStatus, u64)]) -> Value {
     let statuses = [
         ResultStatus::Queued,
         ResultStatus::Started,
@@ -36,7 +37,10 @@ fn counts(results: &[HookResult]) -> Value {
     let map: Map<String, Value> = statuses
         .iter()
         .map(|s| {
-            let n = results.iter().filter(|r| r.status == *s).count();
+            let n: u64 = (results.iter())
+                .filter(|(status, _)| status == s)
+                .map(|(_, n)| n)
+                .sum();
             (s.to_string(), json!(n))
         })
         .collect();
@@ -45,14 +49,15 @@ fn counts(results: &[HookResult]) -> Value {
 
 /// A crawl with its snapshots' and results' counts: one entry of `crawls --json`.
 fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
-    let snapshots = store.crawls().snapshots(crawl.id)?;
-    let sealed = snapshots
-        .iter()
-        .filter(|s| s.status == WorkStatus::Sealed)
-        .count();
+    let (snapshots, results) = store.crawls().work_counts(crawl.id)?;
+    let total: u64 = snapshots.iter().map(|(_, n)| n).sum();
+    let sealed: u64 = (snapshots.iter())
+        .filter(|(status, _)| *status == WorkStatus::Sealed)
+        .map(|(_, n)| n)
+        .sum();
     let mut value = json!(crawl);
-    value["snapshots"] = json!({"total": snapshots.len(), "sealed": sealed});
-    value["results"] = counts(&store.results().of_crawl(crawl.id)?);
+    value["snapshots"] = json!({"total": total, "sealed": sealed});
+    value["results"] = counts(&results);
     value["refused"] = json!(store.crawls().refused_urls(crawl.id)?);
     let exports: Vec<Value> = (store.exports().of_crawl(crawl.id)?.iter())
         .map(|e| {
@@ -102,44 +107,37 @@ fn run(row: &ProcessRow) -> Value {
     })
 }
 
-/// `abxctl show --json ID`: the crawl (as in `crawls --json`), its crawl hooks' results and
-/// each snapshot with its tags and results, every result with its latest `run` (or `null`).
-pub fn crawl(store: &Store, id: i64) -> Result<Option<String>, StoreError> {
-    let Some(crawl) = store.crawls().get(id)? else {
+/// `abxctl show ID --json`: a page of the crawl — the crawl with its counts, its crawl hooks'
+/// results, and the page's snapshots, each with its results and each result's latest run — and
+/// where the next page starts (`page.next_after`, for `--after`).
+pub fn crawl(store: &Store, id: i64, page: &ShowPage) -> Result<Option<String>, StoreError> {
+    let Some(shown) = CrawlPage::read(store, id, page)? else {
         return Ok(None);
     };
-    let processes = store.processes().crawl_processes(id)?;
     let result = |result: &HookResult| {
-        let latest = processes
-            .iter()
-            .rev()
-            .find(|row| row.result_id == Some(result.id));
         let mut value = json!(result);
-        value["run"] = latest.map_or(Value::Null, run);
+        value["run"] = shown.runs.get(&result.id).map_or(Value::Null, run);
         value
     };
-    let results = store.results().of_crawl(id)?;
-    let crawl_results: Vec<Value> = results
-        .iter()
-        .filter(|r| r.snapshot_id.is_none())
-        .map(result)
+    let crawl_results: Vec<Value> = shown.crawl_results.iter().map(result).collect();
+    let snapshots: Vec<Value> = (shown.snapshots.iter())
+        .map(|s| {
+            let mut value = json!(s.snapshot);
+            value["tags"] = json!(s.tags);
+            value["results"] = s.results.iter().map(result).collect();
+            value
+        })
         .collect();
-    let mut snapshots = Vec::new();
-    for snapshot in store.crawls().snapshots(id)? {
-        let mut value = json!(snapshot);
-        let reported = store.results().tags(snapshot.id)?;
-        value["tags"] = json!(crate::hooks::index::tags_of(&crawl, &reported));
-        value["results"] = results
-            .iter()
-            .filter(|r| r.snapshot_id == Some(snapshot.id))
-            .map(result)
-            .collect();
-        snapshots.push(value);
-    }
     Ok(Some(document(json!({
-        "crawl": crawl_summary(store, &crawl)?,
+        "crawl": crawl_summary(store, &shown.crawl)?,
         "crawl_results": crawl_results,
         "snapshots": snapshots,
+        "page": {
+            "status": page.state.map(|s| s.to_string()),
+            "limit": page.limit,
+            "snapshots": shown.in_state,
+            "next_after": shown.next_after(),
+        },
     }))))
 }
 

@@ -1,6 +1,6 @@
 //! Rendering for people and machines: the process table (`abxctl ps`, `--json`) here; crawls
-//! and their results (`abxctl crawls`, `show`) and a crawl's progress (`abxd run`, `add --wait`)
-//! in `crawl`; schedules in `schedule`; the plain table they lay out in `table`.
+//! (`abxctl crawls`) in `crawl`, one crawl a page at a time (`show`) with its results
+//! (`results`), a crawl's progress (`abxd run`, `add --wait`) in `progress`; schedules in `schedule`; the plain table they lay out in `table`.
 //!
 //! Invariant: rendering reads, never writes — it checks each live row's identity against procfs
 //! and shows a row whose process is gone or whose pid was reused as unverified ("running?"),
@@ -28,15 +28,18 @@ pub mod json;
 pub mod paint;
 mod plugin_env;
 mod progress;
+mod results;
 mod schedule;
+mod show;
 mod table;
 
-pub use crawl::{bytes, crawl_report, crawl_status, crawls_table, log_tail, CrawlCounts};
+pub use crawl::{bytes, crawl_status, crawls_table, log_tail, seeds_line, CrawlCounts};
 pub use find::found_table;
 pub use follow::{say, Follow};
 pub use plugin_env::plugin_env_table;
 pub use progress::{Change, Progress, Standing};
 pub use schedule::{local_moment, schedules_table};
+pub use show::{crawl_report, CrawlPage, ShowPage, DEFAULT_PAGE};
 
 /// The version of the `ps --json` shape; bumped on any incompatible change.
 pub const PS_JSON_VERSION: u32 = 1;

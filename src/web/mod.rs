@@ -12,6 +12,7 @@
 //!   a file is served only from below its snapshot's directory (`serve::resolve`: no `..`, no
 //!   symbolic link out), and with a policy that lets no archived page run a script here.
 
+mod crawl_page;
 mod events;
 mod histogram;
 mod http;
@@ -245,7 +246,8 @@ fn answer(route: &Route, shared: &Shared) -> Result<Response, StoreError> {
 fn title(view: View) -> String {
     match view {
         View::Index => "processes".into(),
-        View::Crawl(id) => format!("crawl {id}"),
+        View::Crawl(id, 1) => format!("crawl {id}"),
+        View::Crawl(id, page) => format!("crawl {id}, page {page}"),
         View::Snapshot(id) => format!("snapshot {id}"),
     }
 }
@@ -259,7 +261,9 @@ pub(super) fn live(
     let now = crate::store::now_ms();
     Ok(match view {
         View::Index => Some(page::index_live(&view::index(store)?, now)),
-        View::Crawl(id) => view::crawl(store, id)?.map(|data| page::crawl_live(&data, now)),
+        View::Crawl(id, number) => {
+            view::crawl(store, id, number)?.map(|data| crawl_page::crawl_live(&data, now))
+        }
         View::Snapshot(id) => view::snapshot(store, &shared.config.data_dir, id)?.map(|data| {
             page::snapshot_live(&data, &|row| {
                 row.stderr_path

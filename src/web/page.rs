@@ -8,8 +8,8 @@
 
 use super::http::percent_encode;
 use super::route::{Stream, View};
-use super::view::{CrawlData, Host, IndexData, SnapshotData, Usage};
-use crate::domain::{ResultStatus, WorkStatus};
+use super::view::{Host, IndexData, SnapshotData, Usage};
+use crate::domain::ResultStatus;
 use crate::render::{self, PsLook};
 use crate::store::ProcessRow;
 use std::fmt::Write;
@@ -53,7 +53,7 @@ pub fn document(host: &Host, title: &str, view: Option<View>, live: &str) -> Str
     )
 }
 
-fn duration(ms: i64) -> String {
+pub(super) fn duration(ms: i64) -> String {
     render::short_duration(ms)
 }
 
@@ -184,7 +184,7 @@ fn crawls_table(out: &mut String, data: &IndexData, now_ms: i64) {
                 n => format!(", {n} to do"),
             },
             age = duration(now_ms - crawl.created_at),
-            urls = escape(&crawl.urls.join(" ")),
+            urls = escape(&render::seeds_line(&crawl.urls)),
         );
     }
     out.push_str("</tbody></table>\n");
@@ -208,64 +208,6 @@ fn command_cell(row: &ProcessRow) -> String {
         }
     }
     cell
-}
-
-/// A crawl's live part: where it stands and its snapshots.
-pub fn crawl_live(data: &CrawlData, now_ms: i64) -> String {
-    let crawl = &data.crawl;
-    let mut out = format!(
-        "<h2>Crawl {id}</h2>\n<p>{state} · depth {depth} · {sealed}/{total} snapshots sealed · \
-         {results} · {age} old</p>\n<p class=\"url\">{urls}</p>\n",
-        id = crawl.id,
-        state = escape(&render::crawl_status(crawl)),
-        depth = crawl.max_depth,
-        sealed = data.counts.sealed_snapshots,
-        total = data.counts.snapshots,
-        results = escape(&data.counts.results_text()),
-        age = duration(now_ms - crawl.created_at),
-        urls = escape(&crawl.urls.join(" ")),
-    );
-    if !data.failed.is_empty() {
-        out.push_str(
-            "<h3 id=\"failed\">Failed</h3>\n<table id=\"failures\"><thead><tr><th>HOOK</th>\
-             <th>WHERE</th><th>OUTPUT</th></tr></thead><tbody>\n",
-        );
-        for result in &data.failed {
-            let place = match result.snapshot_id {
-                Some(id) => format!("<a href=\"/snapshot/{id}\">snapshot {id}</a>"),
-                None => "the crawl".into(),
-            };
-            let _ = writeln!(
-                out,
-                "<tr class=\"failed\"><td>{hook}</td><td>{place}</td><td class=\"output\">{output}\
-                 </td></tr>",
-                hook = escape(&result.hook),
-                output = escape(result.output.as_deref().unwrap_or("")),
-            );
-        }
-        out.push_str("</tbody></table>\n<h3>Snapshots</h3>\n");
-    }
-    out.push_str(
-        "<table id=\"snapshots\"><thead><tr><th>ID</th><th>STATE</th><th>DEPTH</th>\
-         <th>URL</th></tr></thead><tbody>\n",
-    );
-    for snapshot in &data.snapshots {
-        let state = match (snapshot.status, snapshot.ended_by) {
-            (WorkStatus::Sealed, Some(limit)) => format!("sealed ({limit})"),
-            (status, _) => status.to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "<tr id=\"snapshot-{id}\"><td class=\"num\"><a href=\"/snapshot/{id}\">{id}</a></td>\
-             <td>{state}</td><td class=\"num\">{depth}</td><td class=\"url\">{url}</td></tr>",
-            id = snapshot.id,
-            state = escape(&state),
-            depth = snapshot.depth,
-            url = escape(&snapshot.url),
-        );
-    }
-    out.push_str("</tbody></table>\n");
-    out
 }
 
 /// A snapshot's live part: each result with its output, its files (links into the snapshot's
@@ -396,7 +338,7 @@ mod tests {
             machine_id: "m1".into(),
             version: "0.1.0",
         };
-        let page = document(&host, "crawl 3", Some(View::Crawl(3)), "<p>x</p>\n");
+        let page = document(&host, "crawl 3", Some(View::Crawl(3, 1)), "<p>x</p>\n");
         assert!(
             page.contains("<strong id=\"host\">&lt;b&gt;box&lt;/b&gt;</strong>"),
             "{page}"

@@ -8,8 +8,8 @@
 pub enum View {
     /// `/`: the process tree and the crawls.
     Index,
-    /// `/crawl/ID`: a crawl's snapshots.
-    Crawl(i64),
+    /// `/crawl/ID`: a crawl's snapshots, the first page of them; `/crawl/ID/page/N` page N.
+    Crawl(i64, u64),
     /// `/snapshot/ID`: a snapshot's results, files and logs.
     Snapshot(i64),
 }
@@ -19,7 +19,8 @@ impl View {
     pub fn path(self) -> String {
         match self {
             View::Index => "/".into(),
-            View::Crawl(id) => format!("/crawl/{id}"),
+            View::Crawl(id, 1) => format!("/crawl/{id}"),
+            View::Crawl(id, page) => format!("/crawl/{id}/page/{page}"),
             View::Snapshot(id) => format!("/snapshot/{id}"),
         }
     }
@@ -59,7 +60,8 @@ pub fn route(path: &str) -> Route {
     let id = |text: &str| text.parse::<i64>().ok().filter(|&id| id > 0);
     let view = |parts: &[&str]| match parts {
         [] => Some(View::Index),
-        ["crawl", n] => id(n).map(View::Crawl),
+        ["crawl", n] => id(n).map(|n| View::Crawl(n, 1)),
+        ["crawl", n, "page", page] => Some(View::Crawl(id(n)?, id(page)? as u64)),
         ["snapshot", n] => id(n).map(View::Snapshot),
         _ => None,
     };
@@ -89,7 +91,12 @@ mod tests {
     #[test]
     fn each_path_has_one_route() {
         assert_eq!(route("/"), Route::Page(View::Index));
-        assert_eq!(route("/crawl/3"), Route::Page(View::Crawl(3)));
+        assert_eq!(route("/crawl/3"), Route::Page(View::Crawl(3, 1)));
+        assert_eq!(route("/crawl/3/page/2"), Route::Page(View::Crawl(3, 2)));
+        assert_eq!(
+            route("/events/crawl/3/page/2"),
+            Route::Events(View::Crawl(3, 2))
+        );
         assert_eq!(route("/snapshot/12/"), Route::Page(View::Snapshot(12)));
         assert_eq!(route("/events"), Route::Events(View::Index));
         assert_eq!(
@@ -110,6 +117,8 @@ mod tests {
             "/crawl/x",
             "/crawl/-1",
             "/crawl",
+            "/crawl/3/page/0",
+            "/crawl/3/page",
             "/snapshot/1/2",
             "/log/1/other",
             "/files/x/a",
@@ -122,7 +131,12 @@ mod tests {
 
     #[test]
     fn a_view_names_its_page_and_its_stream() {
-        for view in [View::Index, View::Crawl(2), View::Snapshot(9)] {
+        for view in [
+            View::Index,
+            View::Crawl(2, 1),
+            View::Crawl(2, 3),
+            View::Snapshot(9),
+        ] {
             assert_eq!(route(&view.path()), Route::Page(view));
             assert_eq!(route(&view.events_path()), Route::Events(view));
         }

@@ -54,10 +54,20 @@ pub struct IndexData {
 pub struct CrawlData {
     pub crawl: Crawl,
     pub counts: CrawlCounts,
+    /// The page shown (from 1), and its snapshots.
+    pub page: u64,
     pub snapshots: Vec<Snapshot>,
-    /// Its results that failed.
+    /// Whether snapshots follow this page.
+    pub more: bool,
+    /// Its first results that failed (all of them: `counts.failed`).
     pub failed: Vec<HookResult>,
 }
+
+/// Snapshots a page of the web view's crawl holds.
+pub const CRAWL_PAGE: u32 = 100;
+
+/// Failed results a crawl's page lists.
+pub const FAILED_SHOWN: u32 = 20;
 
 /// A snapshot, its results, and each result's latest run.
 pub struct SnapshotData {
@@ -90,17 +100,22 @@ pub fn index(store: &Store) -> Result<IndexData, StoreError> {
     })
 }
 
-pub fn crawl(store: &Store, id: i64) -> Result<Option<CrawlData>, StoreError> {
+/// Page `page` (from 1) of crawl `id`: what it reads is bounded by the page, not the crawl.
+pub fn crawl(store: &Store, id: i64, page: u64) -> Result<Option<CrawlData>, StoreError> {
     let Some(crawl) = store.crawls().get(id)? else {
         return Ok(None);
     };
-    let results = store.results().of_crawl(id)?;
+    let skip = page.saturating_sub(1).saturating_mul(u64::from(CRAWL_PAGE));
+    let start = crate::domain::PageStart::Skip(skip);
+    let mut snapshots = (store.crawls()).snapshot_page(id, None, start, CRAWL_PAGE + 1)?;
+    let more = snapshots.len() > CRAWL_PAGE as usize;
+    snapshots.truncate(CRAWL_PAGE as usize);
     Ok(Some(CrawlData {
         counts: CrawlCounts::of(store, id)?,
-        snapshots: store.crawls().snapshots(id)?,
-        failed: (results.into_iter())
-            .filter(|r| r.status == crate::domain::ResultStatus::Failed)
-            .collect(),
+        page,
+        snapshots,
+        more,
+        failed: store.results().failed_of_crawl(id, FAILED_SHOWN)?,
         crawl,
     }))
 }

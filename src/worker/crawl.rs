@@ -5,7 +5,7 @@
 use super::selection::{hooks_for, snapshots_launch_browsers};
 use super::{Context, Exit, WorkerError};
 use crate::config::Config;
-use crate::domain::{Limit, Queue, Refusal, WorkStatus};
+use crate::domain::{Limit, Queue, Refusal};
 use crate::hooks::{HookRunner, Scope, PAUSE_POLL};
 use crate::plugins::Phase;
 use crate::pool::WorkerPool;
@@ -62,8 +62,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         personas: cx.config.personas_root(),
     };
     // (Snapshots still to run — retried, or left by a crash — need the crawl's sessions.)
-    let snapshots_wait =
-        (cx.store.crawls().snapshots(crawl_id)?.iter()).any(|s| s.status != WorkStatus::Sealed);
+    let snapshots_wait = !cx.store.crawls().all_sealed(crawl_id)?;
     let mut runner = HookRunner::new(&cx.store, scope, hooks, snapshots_wait)?;
     let mut pool = WorkerPool::snapshots(crawl_id, cx.row_id)
         .with_gate(gate)
@@ -128,8 +127,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
             });
         say_what_waits(&mut cx, crawl_id, pool.waiting(), &mut said);
         // (Unread while the database is out of reach: read again soon.)
-        let all_sealed = (cx.store.crawls().snapshots(crawl_id).or_later()?)
-            .map(|snapshots| snapshots.iter().all(|s| s.status == WorkStatus::Sealed));
+        let all_sealed = cx.store.crawls().all_sealed(crawl_id).or_later()?;
         if pool.is_idle() && (all_sealed == Some(true) || cx.failed) {
             break;
         }

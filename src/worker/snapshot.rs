@@ -107,6 +107,9 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
             let Some(depth) = next_depth else {
                 return Ok(());
             };
+            // (An import's seeds are added to the crawl's once, all of them: a file of 100,000
+            // links is not 100,000 rewrites of a growing list.)
+            let mut seeds = Vec::new();
             for url in &outcome.discovered {
                 let admitted = match input {
                     true => super::input::admit_seed(url, &rules),
@@ -121,9 +124,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
                             log::info!("discovered {url} (snapshot {id}, depth {depth})");
                             if input {
                                 // (A seed: its crawl's scope and local rule count it as one.)
-                                store
-                                    .crawls()
-                                    .add_seeds(crawl_id, std::slice::from_ref(&url))?;
+                                seeds.push(url);
                             }
                             None
                         }
@@ -143,6 +144,9 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
                     );
                     store.crawls().refuse_url(crawl_id, reason, url)?;
                 }
+            }
+            if !seeds.is_empty() {
+                store.crawls().add_seeds(crawl_id, &seeds)?;
             }
             Ok(())
         })

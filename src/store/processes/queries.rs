@@ -217,6 +217,28 @@ impl ProcessTable<'_> {
         )
     }
 
+    /// The latest run of result `result_id`: its last hook row.
+    pub fn latest_run(&self, result_id: i64) -> Result<Option<ProcessRow>, StoreError> {
+        let rows = self.process_rows(
+            &format!(
+                "SELECT {COLUMNS} FROM processes WHERE result_id = ?1 ORDER BY id DESC LIMIT 1"
+            ),
+            &args![result_id],
+        )?;
+        Ok(rows.into_iter().next())
+    }
+
+    /// The live rows of crawl `crawl_id` flagged unkillable (read from the live rows: few).
+    pub fn unkillable_of_crawl(&self, crawl_id: i64) -> Result<Vec<ProcessRow>, StoreError> {
+        self.process_rows(
+            &format!(
+                "SELECT {COLUMNS} FROM processes WHERE status IN {LIVE_STATUSES} \
+                 AND crawl_id = ?1 AND unkillable = 1 ORDER BY id"
+            ),
+            &args![crawl_id],
+        )
+    }
+
     /// How many rows of each kind claim a live process.
     pub fn live_counts_by_kind(&self) -> Result<BTreeMap<Kind, u64>, StoreError> {
         let rows = self.store.db().query(

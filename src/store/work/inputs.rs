@@ -60,8 +60,9 @@ impl Crawls<'_> {
                 .query_one("SELECT urls FROM crawls WHERE id = ?1", &args![crawl_id])?
                 .get(0)?;
             let mut seeds: Vec<String> = serde_json::from_str(&text).unwrap_or_default();
+            let mut known: std::collections::HashSet<String> = seeds.iter().cloned().collect();
             for url in urls {
-                if !seeds.contains(url) {
+                if known.insert(url.clone()) {
                     seeds.push(url.clone());
                 }
             }

@@ -165,6 +165,33 @@ impl Results<'_> {
         Ok((row.get(0)?, row.get(1)?))
     }
 
+    /// The results of crawl `crawl_id`'s crawl hooks, by hook.
+    pub fn of_crawl_hooks(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
+        // (The expression its index `results_per_hook` has: the crawl's other results unread.)
+        let sql = format!(
+            "SELECT {} FROM results WHERE crawl_id = ?1 AND COALESCE(snapshot_id, 0) = 0 \
+             ORDER BY hook",
+            ResultColumn::LIST
+        );
+        let db = self.store.db();
+        Ok(db.query_map(&sql, &args![crawl_id], result_from_row)?)
+    }
+
+    /// The first `limit` failed results of crawl `crawl_id`, in id order.
+    pub fn failed_of_crawl(
+        &self,
+        crawl_id: i64,
+        limit: u32,
+    ) -> Result<Vec<HookResult>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM results WHERE crawl_id = ?1 AND status = 'failed' \
+             ORDER BY id LIMIT ?2",
+            ResultColumn::LIST
+        );
+        let db = self.store.db();
+        Ok(db.query_map(&sql, &args![crawl_id, i64::from(limit)], result_from_row)?)
+    }
+
     /// Every result of a crawl (crawl hooks first, then by snapshot and hook).
     pub fn of_crawl(&self, crawl_id: i64) -> Result<Vec<HookResult>, StoreError> {
         let sql = format!(

@@ -1,0 +1,255 @@
+//! Benchmark 12: a bookmark library — what grows with the work. A Netscape bookmarks file of
+//! `library_links` links through `abxctl add --from` (the bundled `parse_netscape_urls`, then a
+//! trivial hook per seed): the time until every link is a queued snapshot, beside the parser
+//! hook's own run, and the daemon's resident memory meanwhile; snapshots dispatched per second
+//! with all of them queued, beside a crawl of 100 queued; then, with `library_results` result
+//! rows, each listing's first page, the web view's first byte and a `/metrics` scrape, beside
+//! `abxctl --version`; and the database's bytes per snapshot.
+
+use crate::common::TestDaemon;
+use crate::harness::*;
+use crate::procfs::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A Netscape bookmarks file of `links` links, as browsers export them.
+fn bookmarks(dir: &Path, name: &str, links: usize) -> PathBuf {
+    let mut text = String::from(
+        "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<META HTTP-EQUIV=\"Content-Type\" \
+         CONTENT=\"text/html; charset=UTF-8\">\n<TITLE>Bookmarks</TITLE>\n<H1>Bookmarks</H1>\n<DL><p>\n",
+    );
+    for n in 0..links {
+        text.push_str(&format!(
+            "    <DT><A HREF=\"http://127.0.0.1:9/{name}/{n}\" ADD_DATE=\"1700000000\">page {n}</A>\n"
+        ));
+    }
+    text.push_str("</DL><p>\n");
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A read-only look at the daemon's database.
+fn count(daemon: &TestDaemon, sql: &str) -> usize {
+    let conn = rusqlite::Connection::open_with_flags(
+        daemon.database(),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize
+}
+
+/// Adds the bookmarks at `file` and returns the crawl, how long `add` took (it returns once the
+/// import is parsed: every link queued), how long the parser hook itself ran (ms), and the
+/// daemon's highest resident memory meanwhile (MiB, sampled).
+fn add_library(daemon: &TestDaemon, file: &Path) -> (i64, f64, f64, f64) {
+    let pid = daemon.pid();
+    let mut add = daemon.ctl_command(&[
+        "add",
+        "--from",
+        file.to_str().unwrap(),
+        "--parser",
+        "netscape",
+        "-p",
+        "trivial",
+    ]);
+    let started = Instant::now();
+    let mut child = add.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut peak_kib = proc_field(pid, "VmRSS:");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        peak_kib = peak_kib.max(proc_field(pid, "VmRSS:"));
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = started.elapsed().as_secs_f64() * 1000.0;
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(status.success(), "add --from: {out}");
+    let crawl = count(daemon, "SELECT max(id) FROM crawls") as i64;
+    let parser_ms = count(
+        daemon,
+        &format!(
+            "SELECT COALESCE(max(ended_at - started_at), 0) FROM results \
+             WHERE crawl_id = {crawl} AND plugin = 'parse_netscape_urls'"
+        ),
+    );
+    (crawl, took, parser_ms as f64, peak_kib as f64 / 1024.0)
+}
+
+/// Snapshots sealed per second in crawl `crawl` until `window` more than now are sealed.
+fn dispatch_rate(daemon: &TestDaemon, crawl: i64, window: usize) -> f64 {
+    let sealed = || {
+        count(
+            daemon,
+            &format!(
+                "SELECT count(*) FROM snapshots WHERE crawl_id = {crawl} AND status = 'sealed'"
+            ),
+        )
+    };
+    let (from, started) = (sealed(), Instant::now());
+    let deadline = started + Duration::from_secs(1800);
+    loop {
+        let now = sealed();
+        if now >= from + window {
+            return (now - from) as f64 / started.elapsed().as_secs_f64();
+        }
+        assert!(Instant::now() < deadline, "crawl {crawl} stalled at {now}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A result row per hook of `hooks` for each snapshot of `crawl` (written as the workers would,
+/// in one transaction, while the daemon is idle): the table a long-lived host has.
+fn fill_results(daemon: &TestDaemon, crawl: i64, hooks: usize) {
+    let mut conn = rusqlite::Connection::open(daemon.database()).unwrap();
+    conn.busy_timeout(Duration::from_secs(30)).unwrap();
+    let tx = conn.transaction().unwrap();
+    for n in 0..hooks {
+        tx.execute(
+            "INSERT INTO results (crawl_id, snapshot_id, plugin, hook, status, output, \
+             started_at, ended_at, uuid) \
+             SELECT crawl_id, id, 'bench', ?2, CASE WHEN id % 97 = 0 THEN 'failed' \
+             ELSE 'succeeded' END, 'done', created_at, created_at + 5, hex(randomblob(16)) \
+             FROM snapshots WHERE crawl_id = ?1",
+            rusqlite::params![crawl, format!("on_Snapshot__{n:02}_bench.sh")],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+/// The time to the first byte and to the last of `GET path` on `port` (ms).
+fn web_get(port: u16, token: &str, path: &str) -> (f64, f64) {
+    let started = Instant::now();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut first = [0u8; 1];
+    stream.read_exact(&mut first).unwrap();
+    let first_byte = started.elapsed().as_secs_f64() * 1000.0;
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).unwrap();
+    (first_byte, started.elapsed().as_secs_f64() * 1000.0)
+}
+
+pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
+    let dir = scratch_dir();
+    let plugins = dir.path().join("bench-plugins");
+    let trivial = "#!/bin/sh\necho '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'\n";
+    write_plugin(
+        &plugins,
+        "trivial",
+        &[("on_Snapshot__10_true.sh".into(), trivial)],
+    );
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let daemon = quiet_daemon(
+        dir.path(),
+        &format!(
+            "[paths]\nplugins_dirs = [{:?}, {:?}]\n[limits]\nmax_snapshot_workers = 8\n\
+             memory_floor = 0\n[web]\nlisten = \"127.0.0.1:{port}\"\n",
+            bundled.display().to_string(),
+            plugins.display().to_string()
+        ),
+    );
+    let rss_before = proc_field(daemon.pid(), "VmRSS:") as f64 / 1024.0;
+
+    // A library of 100 first: the baseline of dispatch.
+    let small = bookmarks(dir.path(), "small", 100);
+    let (small_crawl, ..) = add_library(&daemon, &small);
+    let small_rate = dispatch_rate(&daemon, small_crawl, 100);
+
+    let links = s.library_links;
+    let file = bookmarks(dir.path(), "library", links);
+    let (crawl, took, parser_ms, peak) = add_library(&daemon, &file);
+    figures.add(
+        &format!("12 {links} links from a bookmarks file, add until all are queued (s)"),
+        took / 1000.0,
+        Some(("the parser hook's own run (s)", parser_ms / 1000.0)),
+    );
+    figures.add(
+        &format!("12 the daemon's resident memory while {links} links were queued, peak (MiB)"),
+        peak,
+        Some(("before (MiB)", rss_before)),
+    );
+    let window = s.library_window;
+    figures.add(
+        &format!("12 snapshots dispatched per second with {links} queued"),
+        dispatch_rate(&daemon, crawl, window),
+        Some(("with 100 queued", small_rate)),
+    );
+    daemon.ctl_ok(&["cancel", &crawl.to_string()]);
+    daemon.wait_sealed(crawl, Duration::from_secs(600));
+
+    let hooks = s.library_results.div_ceil(links);
+    fill_results(&daemon, crawl, hooks);
+    let results = count(&daemon, "SELECT count(*) FROM results");
+    let time = |args: &[&str]| {
+        let started = Instant::now();
+        assert!(daemon.ctl(args).status.success(), "{args:?}");
+        started.elapsed().as_secs_f64() * 1000.0
+    };
+    let baseline = median(&mut (0..5).map(|_| time(&["--version"])).collect::<Vec<_>>());
+    let id = crawl.to_string();
+    for (what, args) in [
+        ("ps", vec!["ps"]),
+        ("crawls", vec!["crawls"]),
+        ("show (first page)", vec!["show", id.as_str()]),
+        (
+            "show --json (first page)",
+            vec!["show", id.as_str(), "--json"],
+        ),
+        ("status", vec!["status"]),
+    ] {
+        for _ in 0..5 {
+            figures.add(
+                &format!("12 abxctl {what} with {results} result rows (ms)"),
+                time(&args),
+                Some(("abxctl --version (ms)", baseline)),
+            );
+        }
+    }
+    let token = std::fs::read_to_string(daemon.data_dir().join("web-token")).unwrap();
+    let token = token.trim();
+    for (what, path) in [
+        ("the web view's index", "/".to_string()),
+        ("the web view's crawl page", format!("/crawl/{crawl}")),
+        ("/metrics", "/metrics".to_string()),
+    ] {
+        for _ in 0..5 {
+            let (first, whole) = web_get(port, token, &path);
+            figures.add(
+                &format!("12 {what} with {results} result rows, first byte (ms)"),
+                first,
+                Some(("the whole answer (ms)", whole)),
+            );
+        }
+    }
+    let conn = rusqlite::Connection::open(daemon.database()).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(conn);
+    let bytes = std::fs::metadata(daemon.database()).unwrap().len();
+    figures.add(
+        &format!("12 database bytes per snapshot with {links} snapshots and {results} results"),
+        bytes as f64 / (links + 100) as f64,
+        None,
+    );
+}

@@ -1,0 +1,390 @@
+//! `abxctl show CRAWL`: a crawl, its crawl hooks' results, and its snapshots with theirs — a
+//! page at a time (`--page`, `--limit`, `--status`, `--after`). A crawl with more snapshots than
+//! a page is summed up first: its snapshots and results counted by status, its first failures,
+//! its last snapshots; and the footer names the next page.
+//!
+//! Invariant: every read is bounded by what is shown — the page's snapshots (`limit`, one
+//! more to know whether more follow), their results and each result's latest run, the first
+//! failures, the last snapshots — never by the crawl, except the counts, which indexes answer
+//! (`snapshots_by_crawl_status`, `results_by_crawl_status`). Rendering reads, never writes;
+//! what came from outside (URLs, hook output) is printed escaped.
+
+use super::crawl::{crawl_status, ended_by, CrawlCounts};
+use super::results::{exit_text, failures, latest_runs, results_table, RunByResult};
+use crate::domain::{CrawlOptions, CrawlRules, Limit, PageStart, Refusal, SnapshotState};
+use crate::printable;
+use crate::store::{Crawl, HookResult, RefusedUrls, Snapshot, Store, StoreError};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Snapshots a page holds unless `--limit` says otherwise.
+pub const DEFAULT_PAGE: u32 = 50;
+
+/// Failed results listed before the page of a crawl larger than a page.
+const FAILURES_SHOWN: u32 = 10;
+
+/// Last snapshots named after the first page of a crawl larger than a page.
+const LAST_SHOWN: u32 = 3;
+
+/// Which part of a crawl `show` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShowPage {
+    /// Only the snapshots in this state (every one without).
+    pub state: Option<SnapshotState>,
+    pub start: PageStart,
+    pub limit: u32,
+}
+
+impl Default for ShowPage {
+    fn default() -> ShowPage {
+        ShowPage {
+            state: None,
+            start: PageStart::Skip(0),
+            limit: DEFAULT_PAGE,
+        }
+    }
+}
+
+impl ShowPage {
+    /// Page `number` (from 1) of `limit` snapshots.
+    pub fn numbered(number: u64, limit: u32, state: Option<SnapshotState>) -> ShowPage {
+        ShowPage {
+            state,
+            start: PageStart::Skip(number.saturating_sub(1).saturating_mul(u64::from(limit))),
+            limit: limit.max(1),
+        }
+    }
+
+    /// Whether this is the first page of every snapshot (the one a crawl is summed up on).
+    fn is_first_of_all(&self) -> bool {
+        self.state.is_none() && self.start == PageStart::Skip(0)
+    }
+}
+
+/// A snapshot as a page shows it: with its results and tags.
+pub struct ShownSnapshot {
+    pub snapshot: Snapshot,
+    pub results: Vec<HookResult>,
+    pub tags: Vec<String>,
+}
+
+/// What one page of a crawl holds, read once for the table and for JSON.
+pub struct CrawlPage {
+    pub crawl: Crawl,
+    pub counts: CrawlCounts,
+    /// Snapshots in the page's state (every snapshot's count is in `counts`).
+    pub in_state: u64,
+    pub crawl_results: Vec<HookResult>,
+    pub snapshots: Vec<ShownSnapshot>,
+    /// Whether snapshots follow this page.
+    pub more: bool,
+    /// The latest run of each result shown.
+    pub runs: RunByResult,
+}
+
+impl CrawlPage {
+    /// Reads `page` of crawl `crawl_id`; `None` if there is no such crawl.
+    pub fn read(
+        store: &Store,
+        crawl_id: i64,
+        page: &ShowPage,
+    ) -> Result<Option<CrawlPage>, StoreError> {
+        let Some(crawl) = store.crawls().get(crawl_id)? else {
+            return Ok(None);
+        };
+        let counts = CrawlCounts::of(store, crawl_id)?;
+        let in_state = match page.state {
+            None => counts.snapshots as u64,
+            state => store.crawls().snapshot_count(crawl_id, state)?,
+        };
+        let crawl_results = store.results().of_crawl_hooks(crawl_id)?;
+        let mut listed =
+            (store.crawls()).snapshot_page(crawl_id, page.state, page.start, page.limit + 1)?;
+        let more = listed.len() > page.limit as usize;
+        listed.truncate(page.limit as usize);
+        let mut snapshots = Vec::with_capacity(listed.len());
+        for snapshot in listed {
+            let results = store.results().snapshot_results(snapshot.id)?;
+            let reported = store.results().tags(snapshot.id)?;
+            let tags = crate::hooks::index::tags_of(&crawl, &reported);
+            snapshots.push(ShownSnapshot {
+                snapshot,
+                results,
+                tags,
+            });
+        }
+        let shown = (crawl_results.iter()).chain(snapshots.iter().flat_map(|s| &s.results));
+        let runs = latest_runs(store, shown)?;
+        Ok(Some(CrawlPage {
+            crawl,
+            counts,
+            in_state,
+            crawl_results,
+            snapshots,
+            more,
+            runs,
+        }))
+    }
+
+    /// The id after which the next page starts, if one follows (the `--after` cursor).
+    pub fn next_after(&self) -> Option<i64> {
+        let last = self.snapshots.last()?;
+        self.more.then_some(last.snapshot.id)
+    }
+}
+
+/// `abxctl show ID`: `page` of a crawl, summed up first when it does not fit in one page.
+pub fn crawl_report(
+    store: &Store,
+    data_dir: &std::path::Path,
+    crawl_id: i64,
+    page: &ShowPage,
+    colour: bool,
+) -> Result<Option<String>, StoreError> {
+    let Some(shown) = CrawlPage::read(store, crawl_id, page)? else {
+        return Ok(None);
+    };
+    let crawl = &shown.crawl;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "crawl {}: {}, depth {}, {} snapshots\n  urls: {}\n  dir:  {}\n",
+        crawl.id,
+        crawl_status(crawl),
+        crawl.max_depth,
+        shown.counts.snapshots,
+        printable::line(&super::crawl::seeds_line(&crawl.urls)),
+        data_dir.join("crawls").join(crawl.id.to_string()).display()
+    ));
+    if let Some(rules) = rules_line(&crawl.rules) {
+        out.push_str(&format!("  rules: {rules}\n"));
+    }
+    options_lines(&crawl.options, &mut out);
+    refused_lines(&store.crawls().refused_urls(crawl_id)?, &mut out);
+    for export in store.exports().of_crawl(crawl_id)? {
+        out.push_str(&format!(
+            "  archivebox {} (user {}): {}{}\n",
+            export.target.display(),
+            export.owner,
+            export.status,
+            (export.detail.as_deref())
+                .filter(|_| export.status.is_final())
+                .map(|d| format!(": {}", printable::line(d)))
+                .unwrap_or_default()
+        ));
+    }
+    let paged = shown.more || !page.is_first_of_all();
+    if paged {
+        out.push_str(&format!("  {}\n", shown.counts.by_status_text()));
+    }
+    if !shown.crawl_results.is_empty() {
+        out.push_str("\n  crawl hooks\n");
+        results_table(&shown.crawl_results, &shown.runs, colour).render_into(&mut out, "    ");
+        failures(&shown.crawl_results, &shown.runs, &mut out);
+    }
+    if paged && page.state != Some(SnapshotState::Failed) && shown.counts.failed > 0 {
+        first_failures(store, &shown, &mut out)?;
+    }
+    for shown_snapshot in &shown.snapshots {
+        snapshot_lines(shown_snapshot, &shown.runs, colour, &mut out);
+    }
+    if paged {
+        page_footer(store, &shown, page, &mut out)?;
+    }
+    for row in store.processes().unkillable_of_crawl(crawl_id)? {
+        out.push_str(&format!(
+            "\n  UNKILLABLE row {} pid {}: {}\n    {}\n",
+            row.id,
+            row.pid.unwrap_or_default(),
+            printable::line(&row.argv.join(" ")),
+            row.end_detail
+                .as_ref()
+                .map(|d| d.to_string())
+                .unwrap_or_default()
+        ));
+    }
+    Ok(Some(out))
+}
+
+/// A snapshot, its tags, and its results with what it takes to see why one failed.
+fn snapshot_lines(shown: &ShownSnapshot, runs: &RunByResult, colour: bool, out: &mut String) {
+    let snapshot = &shown.snapshot;
+    out.push_str(&format!(
+        "\n  snapshot {} ({}, depth {}{}): {}\n",
+        snapshot.id,
+        snapshot.status,
+        snapshot.depth,
+        ended_by(snapshot.ended_by),
+        printable::line(&snapshot.url)
+    ));
+    if !shown.tags.is_empty() {
+        let tags = shown.tags.join(", ");
+        out.push_str(&format!("    tags: {}\n", printable::line(&tags)));
+    }
+    if shown.results.is_empty() {
+        out.push_str("    no results yet\n");
+    } else {
+        results_table(&shown.results, runs, colour).render_into(out, "    ");
+        failures(&shown.results, runs, out);
+    }
+}
+
+/// The crawl's first failed results, one line each, before a page of a crawl larger than it.
+fn first_failures(store: &Store, shown: &CrawlPage, out: &mut String) -> Result<(), StoreError> {
+    let crawl_id = shown.crawl.id;
+    let failed = store.results().failed_of_crawl(crawl_id, FAILURES_SHOWN)?;
+    let total = shown.counts.failed;
+    out.push_str(&match total > failed.len() {
+        true => format!(
+            "\n  failed: the first {} of {total} (all: abxctl show {crawl_id} --status failed)\n",
+            failed.len()
+        ),
+        false => format!("\n  failed: {total}\n"),
+    });
+    let runs = latest_runs(store, &failed)?;
+    for result in &failed {
+        let run = runs.get(&result.id);
+        out.push_str(&format!(
+            "    snapshot {}: {} (result {}, row {}, exit {})\n",
+            result.snapshot_id.map_or("-".into(), |id| id.to_string()),
+            printable::line(&result.hook),
+            result.id,
+            run.map_or("-".into(), |r| r.id.to_string()),
+            run.map_or("-".into(), exit_text)
+        ));
+    }
+    Ok(())
+}
+
+/// Which snapshots the page held, how to get the next, and — after the first page of a crawl
+/// larger than it — the crawl's last snapshots.
+fn page_footer(
+    store: &Store,
+    shown: &CrawlPage,
+    page: &ShowPage,
+    out: &mut String,
+) -> Result<(), StoreError> {
+    let crawl_id = shown.crawl.id;
+    let state = page.state.map(|s| format!(" {s}")).unwrap_or_default();
+    let first = match page.start {
+        PageStart::Skip(skipped) => Some(skipped + 1),
+        PageStart::After(_) => None,
+    };
+    let held = shown.snapshots.len() as u64;
+    out.push('\n');
+    match (first, held) {
+        (_, 0) => out.push_str(&format!("  no{state} snapshots on this page\n")),
+        (Some(first), _) => out.push_str(&format!(
+            "  snapshots {first}–{} of {}{state}\n",
+            first + held - 1,
+            shown.in_state
+        )),
+        (None, _) => out.push_str(&format!(
+            "  {held} of {}{state} snapshots\n",
+            shown.in_state
+        )),
+    }
+    if let Some(after) = shown.next_after() {
+        let mut next = format!("abxctl show {crawl_id}");
+        match page.start {
+            PageStart::Skip(skipped) => {
+                let number = skipped / u64::from(page.limit) + 2;
+                next.push_str(&format!(" --page {number}"));
+            }
+            PageStart::After(_) => next.push_str(&format!(" --after {after}")),
+        }
+        if let Some(state) = page.state {
+            next.push_str(&format!(" --status {state}"));
+        }
+        if page.limit != DEFAULT_PAGE {
+            next.push_str(&format!(" --limit {}", page.limit));
+        }
+        out.push_str(&format!("  next: {next}\n"));
+    }
+    if page.is_first_of_all() && shown.more {
+        out.push_str("  last:\n");
+        for snapshot in store.crawls().last_snapshots(crawl_id, LAST_SHOWN)? {
+            out.push_str(&format!(
+                "    snapshot {} ({}, depth {}): {}\n",
+                snapshot.id,
+                snapshot.status,
+                snapshot.depth,
+                printable::line(&snapshot.url)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The links the crawl's hooks discovered and the URL rule refused: a line per reason, with the
+/// first ones refused (shown escaped: they come from pages); and what its egress policy refused.
+fn refused_lines(refused: &BTreeMap<Refusal, RefusedUrls>, out: &mut String) {
+    for (reason, urls) in refused {
+        if urls.first.is_empty() {
+            // (Its egress policy's: connects and sends the kernel refused, no URL named.)
+            out.push_str(&format!(
+                "  refused: {} {reason} (connects or sends of its hooks)\n",
+                urls.count
+            ));
+            continue;
+        }
+        let more = if urls.count > urls.first.len() as u64 {
+            ", …"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  refused: {} {reason}: {}{more}\n",
+            urls.count,
+            printable::line(&urls.first.join(", "))
+        ));
+    }
+}
+
+/// A crawl's rules as shown, if it has any: `scope host, denylist \.pdf$, max_urls 3`.
+fn rules_line(rules: &CrawlRules) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(scope) = rules.scope {
+        parts.push(format!("scope {scope}"));
+    }
+    for (name, list) in [
+        ("allowlist", &rules.url_allowlist),
+        ("denylist", &rules.url_denylist),
+    ] {
+        if !list.is_empty() {
+            parts.push(format!("{name} {}", printable::line(&list.join(" "))));
+        }
+    }
+    if rules.only_new() {
+        parts.push("only_new".into());
+    }
+    if let Some(most) = rules.max_concurrent_snapshots {
+        parts.push(format!("max_concurrent_snapshots {most}"));
+    }
+    for limit in Limit::ALL {
+        if let Some(value) = rules.limit(*limit) {
+            let shown = match limit {
+                Limit::MaxUrls => value.to_string(),
+                Limit::Timeout => {
+                    humantime::format_duration(Duration::from_secs(value)).to_string()
+                }
+                Limit::MaxSize | Limit::SnapshotMaxSize => format!("{value} bytes"),
+            };
+            parts.push(format!("{limit} {shown}"));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// A crawl's tags, persona and parser, a line each that it has.
+fn options_lines(options: &CrawlOptions, out: &mut String) {
+    if !options.tags.is_empty() {
+        let tags = options.tags.join(", ");
+        out.push_str(&format!("  tags: {}\n", printable::line(&tags)));
+    }
+    if let Some(persona) = &options.persona {
+        out.push_str(&format!("  persona: {}\n", printable::line(persona)));
+    }
+    if let Some(parser) = &options.parser {
+        out.push_str(&format!("  parser: {}\n", printable::line(parser)));
+    }
+}

@@ -1,0 +1,2 @@
+-- 28: a server's alone (a changed schedule wakes every host; a file has one host).
+-- nothing

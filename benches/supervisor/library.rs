@@ -85,21 +85,27 @@ fn add_library(daemon: &TestDaemon, file: &Path) -> (i64, f64, f64, f64) {
     (crawl, took, parser_ms as f64, peak_kib as f64 / 1024.0)
 }
 
-/// Snapshots sealed per second in crawl `crawl` until `window` more than now are sealed.
+/// Seeds of crawl `crawl` sealed per second from now until `window` more are sealed (or every
+/// one is).
 fn dispatch_rate(daemon: &TestDaemon, crawl: i64, window: usize) -> f64 {
-    let sealed = || {
+    let seeds = |status: &str| {
         count(
             daemon,
             &format!(
-                "SELECT count(*) FROM snapshots WHERE crawl_id = {crawl} AND status = 'sealed'"
+                "SELECT count(*) FROM snapshots WHERE crawl_id = {crawl} \
+                 AND url LIKE 'http://%' {status}"
             ),
         )
     };
+    let total = seeds("");
+    let sealed = || seeds("AND status = 'sealed'");
     let (from, started) = (sealed(), Instant::now());
+    let until = (from + window).min(total);
+    assert!(until > from, "crawl {crawl}: {from} of {total} seeds sealed already");
     let deadline = started + Duration::from_secs(1800);
     loop {
         let now = sealed();
-        if now >= from + window {
+        if now >= until {
             return (now - from) as f64 / started.elapsed().as_secs_f64();
         }
         assert!(Instant::now() < deadline, "crawl {crawl} stalled at {now}");

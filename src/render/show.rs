@@ -5,8 +5,8 @@
 //!
 //! Invariant: every read is bounded by what is shown — the page's snapshots (`limit`, one
 //! more to know whether more follow), their results and each result's latest run, the first
-//! failures, the last snapshots — never by the crawl, except the counts, which indexes answer
-//! (`snapshots_by_crawl_status`, `results_by_crawl_status`). Rendering reads, never writes;
+//! failures, the last snapshots — never by the crawl, except the counts, which scan the crawl's
+//! entries of an index (`snapshots_by_crawl_status`, `results_by_crawl_status`). Rendering reads, never writes;
 //! what came from outside (URLs, hook output) is printed escaped.
 
 use super::crawl::{crawl_status, ended_by, CrawlCounts};

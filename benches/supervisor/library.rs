@@ -101,7 +101,10 @@ fn dispatch_rate(daemon: &TestDaemon, crawl: i64, window: usize) -> f64 {
     let sealed = || seeds("AND status = 'sealed'");
     let (from, started) = (sealed(), Instant::now());
     let until = (from + window).min(total);
-    assert!(until > from, "crawl {crawl}: {from} of {total} seeds sealed already");
+    assert!(
+        until > from,
+        "crawl {crawl}: {from} of {total} seeds sealed already"
+    );
     let deadline = started + Duration::from_secs(1800);
     loop {
         let now = sealed();

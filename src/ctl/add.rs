@@ -218,7 +218,7 @@ fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
         let crawl = store.crawls().get(id)?;
         // (Its first snapshot only: a crawl of 100,000 seeds is not read at each look.)
         let first = (store.crawls()).snapshot_page(id, None, PageStart::Skip(0), 1)?;
-        let input = first.first().filter(|s| s.status == WorkStatus::Sealed);
+        let input = (first.snapshots.first()).filter(|s| s.status == WorkStatus::Sealed);
         let crawl_sealed = crawl
             .as_ref()
             .is_some_and(|c| c.status == WorkStatus::Sealed);

@@ -6,7 +6,7 @@
 
 use super::short_duration;
 use super::table::Table;
-use crate::domain::{Limit, ResultStatus, WorkStatus};
+use crate::domain::{Limit, ResultStatus, WorkCounts, WorkStatus};
 use crate::printable;
 use crate::store::{now_ms, Crawl, Store, StoreError};
 
@@ -94,9 +94,15 @@ pub struct CrawlCounts {
 impl CrawlCounts {
     /// Counts crawl `crawl_id`'s snapshots and results.
     pub fn of(store: &Store, crawl_id: i64) -> Result<CrawlCounts, StoreError> {
-        let (snapshots, results) = store.crawls().work_counts(crawl_id)?;
+        Ok(CrawlCounts::from_work(
+            &store.crawls().work_counts(crawl_id)?,
+        ))
+    }
+
+    /// The counts of what `Crawls::work_counts` counted.
+    pub fn from_work((snapshots, results): &WorkCounts) -> CrawlCounts {
         let mut counts = CrawlCounts::default();
-        for (status, n) in snapshots {
+        for &(status, n) in snapshots {
             counts.snapshots += n as usize;
             match status {
                 WorkStatus::Sealed => counts.sealed_snapshots += n as usize,
@@ -104,7 +110,7 @@ impl CrawlCounts {
                 WorkStatus::Queued => {}
             }
         }
-        for (status, n) in results {
+        for &(status, n) in results {
             *match status {
                 ResultStatus::Succeeded => &mut counts.succeeded,
                 ResultStatus::NoResults => &mut counts.noresults,
@@ -114,7 +120,7 @@ impl CrawlCounts {
                 _ => &mut counts.pending,
             } += n as usize;
         }
-        Ok(counts)
+        counts
     }
 
     /// The snapshots and results by status, in words: `snapshots: 10 queued, 2 started, 88

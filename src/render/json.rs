@@ -6,7 +6,7 @@
 //! anything else bumps the version. Times are Unix milliseconds, ids are the database's.
 
 use super::{CrawlPage, ShowPage};
-use crate::domain::{ResultStatus, WorkStatus};
+use crate::domain::{ResultStatus, WorkCounts, WorkStatus};
 use crate::store::{Crawl, HookResult, ProcessRow, Snapshot, Store, StoreError};
 use serde_json::{json, Map, Value};
 
@@ -49,7 +49,15 @@ fn counts(results: &[(ResultStatus, u64)]) -> Value {
 
 /// A crawl with its snapshots' and results' counts: one entry of `crawls --json`.
 fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
-    let (snapshots, results) = store.crawls().work_counts(crawl.id)?;
+    summary_of(store, crawl, &store.crawls().work_counts(crawl.id)?)
+}
+
+/// [`crawl_summary`] with its counts already counted.
+fn summary_of(
+    store: &Store,
+    crawl: &Crawl,
+    (snapshots, results): &WorkCounts,
+) -> Result<Value, StoreError> {
     let total: u64 = snapshots.iter().map(|(_, n)| n).sum();
     let sealed: u64 = (snapshots.iter())
         .filter(|(status, _)| *status == WorkStatus::Sealed)
@@ -57,7 +65,7 @@ fn crawl_summary(store: &Store, crawl: &Crawl) -> Result<Value, StoreError> {
         .sum();
     let mut value = json!(crawl);
     value["snapshots"] = json!({"total": total, "sealed": sealed});
-    value["results"] = counts(&results);
+    value["results"] = counts(results);
     value["refused"] = json!(store.crawls().refused_urls(crawl.id)?);
     let exports: Vec<Value> = (store.exports().of_crawl(crawl.id)?.iter())
         .map(|e| {
@@ -129,7 +137,7 @@ pub fn crawl(store: &Store, id: i64, page: &ShowPage) -> Result<Option<String>, 
         })
         .collect();
     Ok(Some(document(json!({
-        "crawl": crawl_summary(store, &shown.crawl)?,
+        "crawl": summary_of(store, &shown.crawl, &shown.work)?,
         "crawl_results": crawl_results,
         "snapshots": snapshots,
         "page": {

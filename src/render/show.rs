@@ -11,7 +11,9 @@
 
 use super::crawl::{crawl_status, ended_by, CrawlCounts};
 use super::results::{exit_text, failures, latest_runs, results_table, RunByResult};
-use crate::domain::{CrawlOptions, CrawlRules, Limit, PageStart, Refusal, SnapshotState};
+use crate::domain::{
+    CrawlOptions, CrawlRules, Limit, PageStart, Refusal, SnapshotState, WorkCounts,
+};
 use crate::printable;
 use crate::store::{Crawl, HookResult, RefusedUrls, Snapshot, Store, StoreError};
 use std::collections::BTreeMap;
@@ -71,6 +73,8 @@ pub struct ShownSnapshot {
 /// What one page of a crawl holds, read once for the table and for JSON.
 pub struct CrawlPage {
     pub crawl: Crawl,
+    /// The crawl's snapshots and results by status, as counted once for the page.
+    pub work: WorkCounts,
     pub counts: CrawlCounts,
     /// Snapshots in the page's state (every snapshot's count is in `counts`).
     pub in_state: u64,
@@ -92,18 +96,18 @@ impl CrawlPage {
         let Some(crawl) = store.crawls().get(crawl_id)? else {
             return Ok(None);
         };
-        let counts = CrawlCounts::of(store, crawl_id)?;
+        let work = store.crawls().work_counts(crawl_id)?;
+        let counts = CrawlCounts::from_work(&work);
         let in_state = match page.state {
             None => counts.snapshots as u64,
             state => store.crawls().snapshot_count(crawl_id, state)?,
         };
         let crawl_results = store.results().of_crawl_hooks(crawl_id)?;
-        let mut listed =
-            (store.crawls()).snapshot_page(crawl_id, page.state, page.start, page.limit + 1)?;
-        let more = listed.len() > page.limit as usize;
-        listed.truncate(page.limit as usize);
-        let mut snapshots = Vec::with_capacity(listed.len());
-        for snapshot in listed {
+        let listed =
+            (store.crawls()).snapshot_page(crawl_id, page.state, page.start, page.limit)?;
+        let more = listed.more;
+        let mut snapshots = Vec::with_capacity(listed.snapshots.len());
+        for snapshot in listed.snapshots {
             let results = store.results().snapshot_results(snapshot.id)?;
             let reported = store.results().tags(snapshot.id)?;
             let tags = crate::hooks::index::tags_of(&crawl, &reported);
@@ -117,6 +121,7 @@ impl CrawlPage {
         let runs = latest_runs(store, shown)?;
         Ok(Some(CrawlPage {
             crawl,
+            work,
             counts,
             in_state,
             crawl_results,

@@ -42,7 +42,7 @@ pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use processes::{EndedRow, QueueDepth, StartedHook};
 pub use processes::{NewProcess, ProcessRow};
 pub use work::{Added, Binary, Export, RefusedUrls};
-pub use work::{Crawl, HookResult, Snapshot};
+pub use work::{Crawl, HookResult, Snapshot, SnapshotPage};
 pub use work::{Fired, NewSchedule, Schedule};
 
 use engine::busy::Backoff;

@@ -105,16 +105,13 @@ pub fn crawl(store: &Store, id: i64, page: u64) -> Result<Option<CrawlData>, Sto
     let Some(crawl) = store.crawls().get(id)? else {
         return Ok(None);
     };
-    let skip = page.saturating_sub(1).saturating_mul(u64::from(CRAWL_PAGE));
-    let start = crate::domain::PageStart::Skip(skip);
-    let mut snapshots = (store.crawls()).snapshot_page(id, None, start, CRAWL_PAGE + 1)?;
-    let more = snapshots.len() > CRAWL_PAGE as usize;
-    snapshots.truncate(CRAWL_PAGE as usize);
+    let start = crate::render::ShowPage::numbered(page, CRAWL_PAGE, None).start;
+    let listed = (store.crawls()).snapshot_page(id, None, start, CRAWL_PAGE)?;
     Ok(Some(CrawlData {
         counts: CrawlCounts::of(store, id)?,
         page,
-        snapshots,
-        more,
+        snapshots: listed.snapshots,
+        more: listed.more,
         failed: store.results().failed_of_crawl(id, FAILED_SHOWN)?,
         crawl,
     }))

@@ -25,6 +25,13 @@ fn condition(state: CrawlState) -> &'static str {
     }
 }
 
+/// A page of a crawl's snapshots, and whether more follow it.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotPage {
+    pub snapshots: Vec<Snapshot>,
+    pub more: bool,
+}
+
 /// The condition on `snapshots` of those in `state`.
 fn snapshot_condition(state: Option<SnapshotState>) -> &'static str {
     match state {
@@ -41,14 +48,14 @@ fn snapshot_condition(state: Option<SnapshotState>) -> &'static str {
 
 impl Crawls<'_> {
     /// A page of crawl `crawl_id`'s snapshots in `state` (every one without), in id order:
-    /// at most `limit`, from `start`.
+    /// at most `limit`, from `start` (one more is read, to know whether more follow).
     pub fn snapshot_page(
         &self,
         crawl_id: i64,
         state: Option<SnapshotState>,
         start: PageStart,
         limit: u32,
-    ) -> Result<Vec<Snapshot>, StoreError> {
+    ) -> Result<SnapshotPage, StoreError> {
         let (after, skip) = match start {
             PageStart::After(id) => (id, 0),
             PageStart::Skip(n) => (0, i64::try_from(n).unwrap_or(i64::MAX)),
@@ -60,8 +67,11 @@ impl Crawls<'_> {
             snapshot_condition(state)
         );
         let db = self.store.db();
-        let page = args![crawl_id, after, i64::from(limit), skip];
-        Ok(db.query_map(&sql, &page, snapshot_from_row)?)
+        let page = args![crawl_id, after, i64::from(limit) + 1, skip];
+        let mut snapshots = db.query_map(&sql, &page, snapshot_from_row)?;
+        let more = snapshots.len() > limit as usize;
+        snapshots.truncate(limit as usize);
+        Ok(SnapshotPage { snapshots, more })
     }
 
     /// The last `count` snapshots of crawl `crawl_id`, in id order.

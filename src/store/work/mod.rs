@@ -13,6 +13,7 @@ mod fence;
 mod inputs;
 mod limits;
 mod listing;
+pub use listing::SnapshotPage;
 mod queue;
 mod refused;
 mod results;

@@ -11,6 +11,7 @@
 use super::{HookRunner, Running, Waiting};
 use crate::domain::{EndReason, ExitOutcome, HookResult, ProcessRow, Status};
 use crate::plugins::Prepared;
+use crate::signal::Signal;
 use crate::store::{Store, StoreError};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -21,8 +22,9 @@ pub type Ended = (i64, ExitOutcome, EndReason);
 /// The exit of `row`, if it is the end of a run of `result` that ended by itself: its timeout
 /// ended it, or it exited with a code of its own and no signal sent to it. (A teardown from
 /// above signals rows it does not end itself: they are recorded `exited`, with when it
-/// signalled them. A death by a signal, or a shell's report of SIGTERM or SIGINT, may be a
-/// signal from outside — a service stopped — that interrupted its worker too: it runs again.)
+/// signalled them. A death by a signal, or a shell's report of SIGTERM, SIGINT or SIGKILL, may
+/// be a signal from outside — a service stopped, its cgroup killed — that interrupted its worker
+/// too: it runs again.)
 fn ended_by_itself(row: &ProcessRow, result: &HookResult) -> Option<Ended> {
     if row.result_id != Some(result.id) || row.status != Status::Exited {
         return None;
@@ -34,7 +36,12 @@ fn ended_by_itself(row: &ProcessRow, result: &HookResult) -> Option<Ended> {
         (None, None) => return None,
     };
     let signalled = row.sigterm_at.is_some() || row.sigkill_at.is_some();
-    let own_code = matches!(outcome, ExitOutcome::Code(_)) && !super::ended::polite_exit(outcome);
+    let own_code = match outcome {
+        ExitOutcome::Code(code) => {
+            !super::ended::polite_exit(outcome) && code != 128 + Signal::KILL.as_raw()
+        }
+        ExitOutcome::Signal(_) => false,
+    };
     match reason {
         EndReason::Timeout => Some((row.id, outcome, reason)),
         EndReason::Exited if own_code && !signalled => Some((row.id, outcome, reason)),
@@ -164,6 +171,9 @@ mod tests {
         assert_eq!(ended_by_itself(&signalled, &result(7)), None);
         let sigterm_said = row(Status::Exited, Some(EndReason::Exited), Some(143));
         assert_eq!(ended_by_itself(&sigterm_said, &result(7)), None);
+        // (A shell whose child a service's stop SIGKILLed, the shell reaped before its own.)
+        let sigkill_said = row(Status::Exited, Some(EndReason::Exited), Some(137));
+        assert_eq!(ended_by_itself(&sigkill_said, &result(7)), None);
         let mut torn_down_from_above = exited.clone();
         torn_down_from_above.sigterm_at = Some(1);
         assert_eq!(ended_by_itself(&torn_down_from_above, &result(7)), None);

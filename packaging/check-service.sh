@@ -9,7 +9,10 @@
 #   - a crawl of a local page with the bundled plugins (Chromium among them) runs under the
 #     unit's sandbox, every hook and browser in the service's cgroup, as user abxd;
 #   - ArchiveBox 0.9.73's plugins (abx-plugins 1.13.162, its virtualenv bound in from the CI
-#     cache), given to the service by the drop-in of docs/service.md, archive a page, and
+#     cache), given to the service by the drop-in of docs/service.md, archive a page;
+#   - ArchiveBox's own chrome plugin archives a page under the service (Chromium, every hook
+#     and browser in the service's cgroup, as abxd), its binaries the ones `abx-dl install`
+#     put in user abxd's library, found by the service with no network to install them; and
 #     the export of that crawl into a collection of another user's (the drop-in that makes the
 #     daemon root, its hooks still abxd) is imported by that user's ArchiveBox;
 #   - `systemctl stop` mid-crawl ends the whole tree before TimeoutStopSec (nothing left for
@@ -35,6 +38,10 @@ base="$cache/debian12-root"
 # ArchiveBox 0.9.73 as .ci/run installs it (its Python beside it), bound into the container.
 ab_venv="$cache/archivebox-0.9.73"
 ab_python=$(dirname "$(dirname "$(readlink -f "$ab_venv/bin/python")")")
+# Node.js 22 and npm as .ci/run installs them, bound in at /opt (Debian 12's node is 18, too old
+# for the chrome plugin; an operator installs a newer one, e.g. from NodeSource).
+node_prefix=$(dirname "$(dirname "${ABXD_NODE_BIN:-/nonexistent/.bin}")")
+npm_prefix=$(dirname "$(dirname "${ABXD_NPM_BIN:-/nonexistent/.bin}")")
 machine="abxd-ci-$$"
 root=""
 nspawn=""
@@ -54,10 +61,13 @@ for tool in debootstrap systemd-nspawn nsenter python3; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
 done
 [ -x "$ab_venv/bin/archivebox" ] || fail "no ArchiveBox at $ab_venv (.ci/run installs it)"
+[ -x "$node_prefix/node_modules/.bin/node" ] || fail "no node 22 in ABXD_NODE_BIN (.ci/run installs it)"
+[ -x "$npm_prefix/node_modules/.bin/npm" ] || fail "no npm in ABXD_NPM_BIN (.ci/run installs it)"
 
 # The root, made once: Debian 12 with systemd; then what the package, its plugins and this
 # check use, installed again whenever that list changes.
-packages="chromium wget fonts-liberation rpm"
+# (Debian's chromium comes with its security updates: the chrome plugin wants a recent one.)
+packages="chromium wget fonts-liberation rpm (with bookworm-security)"
 if [ ! -x "$base/bin/systemctl" ]; then
     say "making a Debian 12 root in $base (once)"
     rm -rf "$base.partial"
@@ -68,8 +78,11 @@ if [ ! -x "$base/bin/systemctl" ]; then
 fi
 if [ "$(cat "$base/.abxd-ci-packages" 2>/dev/null)" != "$packages" ]; then
     say "installing $packages in $base"
+    grep -q bookworm-security "$base/etc/apt/sources.list" \
+        || echo "deb http://deb.debian.org/debian-security bookworm-security main" >>"$base/etc/apt/sources.list"
     chroot "$base" /bin/sh -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q --no-install-recommends $packages >/dev/null && apt-get clean" \
+        apt-get install -y -q --no-install-recommends ${packages%% (*} >/dev/null \
+        && DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -q >/dev/null && apt-get clean" \
         || fail "cannot install $packages in $base"
     echo "$packages" >"$base/.abxd-ci-packages"
 fi
@@ -94,7 +107,7 @@ boot() {
     setsid systemd-nspawn --quiet --directory="$root" --boot --register=no --keep-unit \
         --machine="$machine" --console=pipe --private-network --capability=CAP_BPF \
         --system-call-filter=bpf --bind-ro="$ab_venv" \
-        --bind-ro="$ab_python" \
+        --bind-ro="$ab_python" --bind-ro="$node_prefix:/opt/node22" --bind-ro="$npm_prefix:/opt/npm10" \
         </dev/null >"$root.console" 2>&1 &
     nspawn=$!
     for _ in $(seq 100); do
@@ -136,6 +149,22 @@ contains() {
     local text
     text=$(cat)
     grep -q -- "$1" <<<"$text"
+}
+# While Chromium runs: it and every hook are in abxd.service's cgroup (systemd-cgls shows it),
+# and none runs as root.
+assert_in_the_unit() {
+    local cgls outside
+    cgls=$(in_ct systemd-cgls --no-pager -u abxd.service)
+    grep -q chromium <<<"$cgls" || fail "systemd-cgls shows no Chromium in abxd.service: $cgls"
+    # (Each process read once, by its own /proc entry: they come and go.)
+    outside=$(in_ct sh -c 'for pid in $(pgrep -f "[c]hromium|[o]n_Snapshot|[o]n_Crawl"); do
+        unified=$(grep "^0::" /proc/$pid/cgroup 2>/dev/null) || continue
+        case "$unified" in *system.slice/abxd.service/*) ;; *) echo "$pid $unified" ;; esac
+    done')
+    [ -z "$outside" ] || fail "processes outside abxd.service's cgroup: $outside"
+    [ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U root || true)" ] \
+        || fail "a hook runs as root"
+    echo "hooks and Chromium run as abxd, inside abxd.service"
 }
 # Queues a crawl (abxctl add ARGS…); prints its id.
 add_crawl() {
@@ -269,16 +298,7 @@ echo "bob is refused: $said"
 say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as abxd"
 crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/)
 wait_for 60 'in_ct pgrep -u abxd chromium >/dev/null' || fail "no Chromium of user abxd ran"
-cgls=$(in_ct systemd-cgls --no-pager -u abxd.service)
-grep -q chromium <<<"$cgls" || fail "systemd-cgls shows no Chromium in abxd.service: $cgls"
-# (Each process read once, by its own /proc entry: they come and go.)
-outside=$(in_ct sh -c 'for pid in $(pgrep -f "[c]hromium|[o]n_Snapshot|[o]n_Crawl"); do
-    unified=$(grep "^0::" /proc/$pid/cgroup 2>/dev/null) || continue
-    case "$unified" in *system.slice/abxd.service/*) ;; *) echo "$pid $unified" ;; esac
-done')
-[ -z "$outside" ] || fail "processes outside abxd.service's cgroup: $outside"
-[ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U root || true)" ] || fail "a hook runs as root"
-echo "hooks and Chromium run as abxd, inside abxd.service"
+assert_in_the_unit
 ctl status | contains "egress:   restricted" || fail "egress is not in force under the service: $(ctl status)"
 # (The unit's CAP_BPF and CAP_NET_ADMIN are the workers': a hook could take the egress programs off.)
 held=$(in_ct sh -c 'for pid in $(pgrep -f "[o]n_Snapshot|[o]n_Crawl"); do
@@ -314,6 +334,59 @@ ctl plugins | contains "$ab_venv/lib/python3.*/site-packages/abx_plugins/plugins
 crawl=$(add_crawl --plugins favicon,wget,hashes http://127.0.0.1:8080/)
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal"
 assert_succeeded "$crawl" 3 "ArchiveBox's hooks under the service"
+ab_crawl=$crawl
+
+say "ArchiveBox's chrome plugin under the service, its binaries from abx-dl install as abxd"
+# (This machine's npm registry lacks abxbus 2.5.74, the chrome plugin's pin at 1.13.162: a copy
+# of the plugins lowers it to 2.5.56 — the override an ArchiveBox user here would write, named
+# by ABX_PLUGINS_DIR as abx-dl reads it. tests/archivebox_pins.rs does the same.)
+mkdir -p "$root/opt/abxd-ci"
+cp -r "$(ls -d "$ab_venv"/lib/python3.*/site-packages/abx_plugins/plugins)" "$root/opt/abxd-ci/abx-plugins"
+python3 - "$root/opt/abxd-ci/abx-plugins/chrome/config.json" <<'EOF'
+import json, sys
+manifest = json.load(open(sys.argv[1]))
+abxbus = next(b for b in manifest["required_binaries"] if b["name"] == "abxbus")
+abxbus["min_version"] = abxbus["overrides"]["pnpm"]["version"] = "2.5.56"
+abxbus["overrides"]["pnpm"]["install_args"] = ["abxbus@2.5.56"]
+json.dump(manifest, open(sys.argv[1], "w"), indent=2)
+EOF
+chrome_path="$ab_venv/bin:/opt/node22/node_modules/.bin:/opt/npm10/node_modules/.bin:/usr/local/bin:/usr/bin:/bin"
+cat >"$root/etc/systemd/system/abxd.service.d/chrome.conf" <<DROPIN
+[Service]
+Environment=PATH=$chrome_path
+Environment=ABX_PLUGINS_DIR=/opt/abxd-ci/abx-plugins
+DROPIN
+# What the operator runs once, as the service's user with the service's environment
+# (docs/service.md). Here with the host's network and its CA bundle (the registry is reached
+# through the host's proxy): the container's own network is private, so the service that
+# crawls next can find these binaries but could not install them.
+cp /etc/ssl/certs/ca-certificates.crt "$root/opt/abxd-ci/host-ca.crt"
+chmod -R a+rX "$root/opt/abxd-ci"
+nsenter --target "$(leader)" --mount --pid --uts --ipc -- runuser -u abxd -- \
+    env HOME=/var/lib/abxd PATH="$chrome_path" CHROME_BINARY=/usr/bin/chromium \
+    ABX_PLUGINS_DIR=/opt/abxd-ci/abx-plugins NODE_EXTRA_CA_CERTS=/opt/abxd-ci/host-ca.crt \
+    npm_config_cafile=/opt/abxd-ci/host-ca.crt \
+    sh -c "cd /var/lib/abxd && abx-dl install chrome title screenshot" >"$root.abx-dl-install" 2>&1 \
+    || fail "abx-dl install as abxd failed: $(tail -20 "$root.abx-dl-install")"
+in_ct systemctl daemon-reload
+in_ct systemctl restart abxd
+ctl plugins | contains "/opt/abxd-ci/abx-plugins/chrome" \
+    || fail "the service does not run ArchiveBox's chrome plugin: $(ctl plugins)"
+crawl=$(add_crawl --plugins chrome,title,screenshot http://127.0.0.1:8080/p2)
+wait_for 120 'in_ct pgrep -u abxd chromium >/dev/null' \
+    || fail "no Chromium of user abxd ran: $(ctl show "$crawl")"
+assert_in_the_unit
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal: $(ctl show "$crawl")"
+# (Its three crawl hooks — zombies, launch, wait — and tab, navigate, screenshot, title.)
+assert_succeeded "$crawl" 7 "ArchiveBox's chrome plugin under the service"
+ctl binaries --json | python3 -c '
+import json, sys
+found = {b["name"]: b for b in json.load(sys.stdin)["binaries"] if b["plugin"] == "chrome"}
+library = "/var/lib/abxd/.config/abx/lib/"
+for name in ("abxbus", "browsers"):
+    assert found[name]["found"] and found[name]["abspath"].startswith(library), found.get(name)
+print("abxbus and browsers found in", library)' || fail "the chrome plugin's binaries are not abxd's library's"
+rm "$root/etc/systemd/system/abxd.service.d/chrome.conf"
 
 say "an export into a collection of another user's, from the service (docs/service.md)"
 in_ct useradd --create-home carol
@@ -335,8 +408,8 @@ in_ct systemctl restart abxd
 [ "$(in_ct ps -o user= -p "$(in_ct systemctl show abxd -p MainPID --value)")" = root ] \
     || fail "the drop-in did not make abxd root"
 timeout 600 nsenter --target "$(leader)" --all -- \
-    abxctl export --archivebox /srv/archivebox --wait "$crawl" \
-    || fail "the export failed: $(ctl show "$crawl")"
+    abxctl export --archivebox /srv/archivebox --wait "$ab_crawl" \
+    || fail "the export failed: $(ctl show "$ab_crawl")"
 listed=$(as_carol "$ab_venv/bin/archivebox snapshot list")
 grep -q '"status": "sealed"' <<<"$listed" || fail "ArchiveBox lists no sealed snapshot: $listed"
 [ -z "$(in_ct find /srv/archivebox -not -user carol)" ] \

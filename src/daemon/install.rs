@@ -17,10 +17,21 @@ use crate::store::{Binary, NewProcess};
 use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
 use mio::Token;
 use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The most one installer run may take.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// An installer run: its row, its step, its log files (stdout, stderr), and where it ran and
+/// its home (what a path it prints relative to is relative to).
+struct InstallRun {
+    row: i64,
+    step: InstallStep,
+    logs: (PathBuf, PathBuf),
+    cwd: PathBuf,
+    home: Option<PathBuf>,
+}
 
 /// Who gets the report when `abxd install` ran the daemon just for the install.
 pub(crate) type ReportTo = Box<dyn FnOnce(&InstallReport)>;
@@ -29,8 +40,8 @@ pub(crate) type ReportTo = Box<dyn FnOnce(&InstallReport)>;
 #[derive(Default)]
 pub(super) struct Installer {
     queue: VecDeque<InstallStep>,
-    /// The installer run under way: its row, its step, its log files (stdout, stderr).
-    running: Option<(i64, InstallStep, (std::path::PathBuf, std::path::PathBuf))>,
+    /// The installer run under way.
+    running: Option<InstallRun>,
     report: Option<InstallReport>,
     /// Connections waiting for the report.
     pub waiting: Vec<Token>,
@@ -219,7 +230,17 @@ impl State {
                 &mut crate::spawn::nothing_more,
             ) {
                 Ok(spawned) => {
-                    self.installer.running = Some((spawned.row_id, step, spawned.logs));
+                    let home = (request.env.iter().rev())
+                        .find(|(key, _)| key == "HOME")
+                        .map(|(_, home)| PathBuf::from(home))
+                        .or_else(|| std::env::var_os("HOME").map(PathBuf::from));
+                    self.installer.running = Some(InstallRun {
+                        row: spawned.row_id,
+                        step,
+                        logs: spawned.logs,
+                        cwd: PathBuf::from(&request.process.cwd),
+                        home,
+                    });
                 }
                 Err(err) => {
                     let why = format!("could not start the installer: {err}");
@@ -235,7 +256,12 @@ impl State {
     /// it was.
     pub(super) fn installer_ended(&mut self, row: i64, outcome: ExitOutcome) -> bool {
         match self.installer.running.take() {
-            Some((running, step, (stdout, stderr))) if running == row => {
+            Some(run) if run.row == row => {
+                let InstallRun {
+                    step,
+                    logs: (stdout, stderr),
+                    ..
+                } = run;
                 let ok = outcome == ExitOutcome::Code(0);
                 let said = |log: &std::path::Path| crate::hooks::last_line_of(log);
                 let last = if ok {
@@ -250,7 +276,8 @@ impl State {
                     install::failure_of(&tail_of(&stderr))
                         .unwrap_or_else(|| format!("{outcome}: {last}"))
                 };
-                match ok.then(|| install::Found::parse(&last)).flatten() {
+                let found = ok.then(|| install::Found::parse(&last)).flatten();
+                match found.map(|f| f.anchored(&run.cwd, run.home.as_deref())) {
                     Some(found) => self.record_binary(&step, Some(found), None),
                     None if ok => self.record_binary(&step, None, None),
                     None => self.record_binary_failure(&step, &detail),

@@ -10,7 +10,7 @@ use super::{env, Catalog};
 use crate::config::Config;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The program that installs binaries (from the abx-plugins virtualenv on the PATH).
 pub const INSTALLER: &str = "abxpkg";
@@ -47,6 +47,23 @@ impl Found {
             abspath: abspath.trim().to_string(),
             provider: provider.to_string(),
         })
+    }
+
+    /// Its path made absolute: the installer prints one below its working directory `cwd` as
+    /// `./lib/…` and one below its `home` as `~/…`, which mean nothing to a reader elsewhere.
+    pub fn anchored(self, cwd: &Path, home: Option<&Path>) -> Found {
+        let path = self.abspath.as_str();
+        let abspath = match (path.strip_prefix("~/"), home) {
+            (Some(below), Some(home)) => home.join(below),
+            _ if Path::new(path).is_relative() && !path.starts_with('~') => {
+                cwd.join(path.strip_prefix("./").unwrap_or(path))
+            }
+            _ => return self,
+        };
+        Found {
+            abspath: abspath.display().to_string(),
+            ..self
+        }
     }
 }
 
@@ -302,6 +319,33 @@ mod parse_tests {
             Some("./lib/env/bin/wget".into())
         );
         assert_eq!(Found::parse("Done!"), None);
+    }
+
+    #[test]
+    fn a_path_the_installer_printed_relative_is_recorded_absolute() {
+        let found = |line: &str| {
+            let home = Path::new("/var/lib/abxd");
+            Found::parse(line)
+                .unwrap()
+                .anchored(home, Some(home))
+                .abspath
+        };
+        assert_eq!(
+            found("2.5.56  ./.config/abx/lib/pnpm/index.js (pnpm) abxbus"),
+            "/var/lib/abxd/.config/abx/lib/pnpm/index.js"
+        );
+        assert_eq!(
+            found("22.23.3  ~/.config/abx/lib/env/bin/node (env) node"),
+            "/var/lib/abxd/.config/abx/lib/env/bin/node"
+        );
+        assert_eq!(
+            found("1.0  lib/env/bin/wget (env) wget"),
+            "/var/lib/abxd/lib/env/bin/wget"
+        );
+        assert_eq!(
+            found("156  /usr/bin/chromium (env) chromium"),
+            "/usr/bin/chromium"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 use crate::domain::{CrawlRules, Pattern, Refusal, UrlScope};
 use crate::egress::ranges::{classify, Reach};
+use std::collections::HashSet;
 use std::net::IpAddr;
 use url::{Host, Url};
 
@@ -32,6 +33,17 @@ impl Seeds {
             Err(_) => false,
         });
         Seeds { local }
+    }
+
+    /// What they say with an import's seeds among them, by their hosts (as a URL writes one).
+    pub fn with_hosts<'a>(self, hosts: impl IntoIterator<Item = &'a str>) -> Seeds {
+        let local_host = |host: &str| {
+            Url::parse(&format!("http://{host}/"))
+                .is_ok_and(|url| url.host().is_some_and(|host| !is_public(&host)))
+        };
+        Seeds {
+            local: self.local || hosts.into_iter().any(local_host),
+        }
     }
 }
 
@@ -88,8 +100,10 @@ pub fn registrable_domain(host: &str) -> &str {
 #[derive(Debug, Clone)]
 pub struct CrawlFilter {
     seeds: Seeds,
-    /// The seeds' hosts and ports (for a scope), lower case.
-    seed_hosts: Vec<(String, Option<u16>)>,
+    /// The seeds' hosts and ports (for `--scope host`), lower case.
+    seed_hosts: HashSet<(String, Option<u16>)>,
+    /// The seeds' registrable domains (for `--scope domain`).
+    seed_domains: HashSet<String>,
     scope: Option<UrlScope>,
     allow: Vec<Pattern>,
     deny: Vec<Pattern>,
@@ -102,18 +116,35 @@ impl CrawlFilter {
         let patterns = |list: &[String]| -> Result<Vec<Pattern>, String> {
             list.iter().map(|p| Pattern::new(p)).collect()
         };
-        let seed_hosts = urls
+        let seed_hosts: Vec<(String, Option<u16>)> = urls
             .iter()
             .filter_map(|url| Url::parse(url).ok())
             .filter_map(|url| Some((url.host_str()?.to_string(), url.port())))
             .collect();
-        Ok(CrawlFilter {
+        let filter = CrawlFilter {
             seeds: Seeds::of(urls),
-            seed_hosts,
+            seed_hosts: HashSet::new(),
+            seed_domains: HashSet::new(),
             scope: rules.scope,
             allow: patterns(&rules.url_allowlist)?,
             deny: patterns(&rules.url_denylist)?,
-        })
+        };
+        Ok(filter.with_imported(seed_hosts))
+    }
+
+    /// The filter with the hosts and ports of an import's seeds among its seeds' (the store
+    /// keeps them apart from the crawl's `urls`: `crawls().seed_hosts`).
+    pub fn with_imported(
+        mut self,
+        hosts: impl IntoIterator<Item = (String, Option<u16>)>,
+    ) -> CrawlFilter {
+        for (host, port) in hosts {
+            self.seeds = self.seeds.with_hosts([host.as_str()]);
+            self.seed_domains
+                .insert(registrable_domain(&host).to_string());
+            self.seed_hosts.insert((host, port));
+        }
+        self
     }
 
     /// `url`, discovered by one of the crawl's hooks: normalized, or why not.
@@ -123,17 +154,12 @@ impl CrawlFilter {
         let (host, port) = (parsed.host_str().unwrap_or_default(), parsed.port());
         let in_scope = match self.scope {
             None | Some(UrlScope::Any) => true,
-            Some(UrlScope::Host) => self
-                .seed_hosts
-                .iter()
-                .any(|(seed, seed_port)| seed == host && *seed_port == port),
-            Some(UrlScope::Domain) => self.seed_hosts.iter().any(|(seed, _)| {
-                let domain = registrable_domain(seed);
-                host == domain
-                    || host
-                        .strip_suffix(domain)
-                        .is_some_and(|below| below.ends_with('.'))
-            }),
+            Some(UrlScope::Host) => self.seed_hosts.contains(&(host.to_string(), port)),
+            // (The host, or a domain it is below, is a seed's.)
+            Some(UrlScope::Domain) => {
+                std::iter::successors(Some(host), |name| name.split_once('.').map(|(_, up)| up))
+                    .any(|name| self.seed_domains.contains(name))
+            }
         };
         if !in_scope {
             return Err(Refusal::Scope);
@@ -321,6 +347,26 @@ mod tests {
         for url in ["https://other.co.uk/", "https://co.uk/"] {
             assert_eq!(uk.admit(url), Err(Refusal::Scope), "{url}");
         }
+    }
+
+    #[test]
+    fn an_imports_seed_hosts_count_as_its_seeds_for_scope_and_reach() {
+        let imported = [("docs.example.org", None), ("127.0.0.1", Some(8080))];
+        let with = |scope| {
+            let rules = CrawlRules {
+                scope,
+                ..CrawlRules::default()
+            };
+            let hosts = imported.map(|(host, port)| (host.to_string(), port));
+            CrawlFilter::new(&[], &rules).unwrap().with_imported(hosts)
+        };
+        let (host, domain) = (with(Some(UrlScope::Host)), with(Some(UrlScope::Domain)));
+        for url in ["https://docs.example.org/a", "http://127.0.0.1:8080/b"] {
+            assert!(host.admit(url).is_ok(), "{url}");
+        }
+        assert_eq!(host.admit("http://127.0.0.1:8081/"), Err(Refusal::Scope));
+        assert!(domain.admit("https://www.example.org/").is_ok());
+        assert_eq!(domain.admit("https://example.com/"), Err(Refusal::Scope));
     }
 
     #[test]

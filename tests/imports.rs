@@ -265,12 +265,29 @@ fn each_format_becomes_seeds(daemon: &TestDaemon, env: &[(String, String)]) {
         .unwrap();
     assert_eq!(netscape.status.as_str(), "succeeded", "{parsers:?}");
     // The seeds are the crawl's: its pages ran the crawl's plugin.
-    let seeds = store.crawls().get(bookmarks).unwrap().unwrap().urls;
-    assert_eq!(seeds.len(), 3, "{seeds:?}");
+    // (Counted on the crawl, which keeps what the operator gave: the file, not its seeds.)
+    let crawl = store.crawls().get(bookmarks).unwrap().unwrap();
+    assert_eq!(
+        (crawl.imported_seeds, crawl.urls.len()),
+        (3, 0),
+        "{crawl:?}"
+    );
     let page = &store.crawls().snapshots(bookmarks).unwrap()[1];
     let results = store.results().snapshot_results(page.id).unwrap();
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0].plugin, "ok");
+    // Each page's index names its crawl as ArchiveBox names an import's: by what was imported
+    // (the input's file), never by the seeds it was parsed into.
+    let index = (daemon.data_dir()).join(format!(
+        "crawls/{bookmarks}/snapshots/{}/index.jsonl",
+        page.id
+    ));
+    let text = std::fs::read_to_string(&index).unwrap();
+    let crawl_record: serde_json::Value = (text.lines())
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|record| record["type"] == "Crawl")
+        .unwrap_or_else(|| panic!("no Crawl record in {}: {text}", index.display()));
+    assert_eq!(crawl_record["urls"], input.url.as_str(), "{crawl_record}");
 }
 
 #[test]
@@ -431,7 +448,7 @@ fn a_schedule_imports_a_file_anew_at_each_occurrence() {
     let later = common::wait_until("an occurrence after the change", PARSE_WAIT, || {
         crawls(&daemon).into_iter().find(|&c| {
             let crawl = daemon.store().crawls().get(c).unwrap().unwrap();
-            crawl.status == "sealed" && crawl.urls.contains(&at("four.html"))
+            crawl.status == "sealed" && pages(&daemon, c).contains(&at("four.html"))
         })
     });
     daemon.ctl_ok(&["schedule", "pause", &id.to_string()]);

@@ -235,7 +235,7 @@ fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
                     )
                 })
                 .collect();
-            let urls = crawl.map_or(0, |c| c.urls.len());
+            let urls = crawl.map_or(0, |c| c.imported_seeds as usize);
             return Ok(Parsed { urls, parsers });
         }
         if crawl_sealed {

@@ -60,6 +60,9 @@ pub struct Crawl {
     /// Its tags, persona and parser (`--tag`, `--persona`, `--parser`).
     #[serde(flatten)]
     pub options: CrawlOptions,
+    /// How many seeds its import was parsed into (its depth-0 snapshots but the input's): an
+    /// import's seeds are not in `urls`, which says what the operator gave.
+    pub imported_seeds: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -239,6 +242,7 @@ mod tests {
             has_input: false,
             import_url: None,
             options: Default::default(),
+            imported_seeds: 0,
         }
     }
 

@@ -36,10 +36,22 @@ pub(super) fn one_line(text: &str, max: usize) -> String {
     printable::line(&line).into_owned()
 }
 
-/// Seeds shown on one line: every one of a few; the first of many, and how many more (a crawl
-/// of an imported bookmark file has 100,000).
-pub fn seeds_line(urls: &[String]) -> String {
+/// A crawl's seeds on one line: every one of a few; the first of many, and how many more; for
+/// an import (whose seeds are its snapshots), how many it was parsed into, and from where when
+/// a schedule's file is read anew each time.
+pub fn seeds_line(crawl: &Crawl) -> String {
     const SHOWN: usize = 3;
+    let urls = &crawl.urls;
+    if crawl.has_input && urls.is_empty() {
+        let seeds = match crawl.imported_seeds {
+            1 => "1 seed".to_string(),
+            n => format!("{n} seeds"),
+        };
+        return match &crawl.import_url {
+            Some(url) => format!("imported from {url}: {seeds}"),
+            None => format!("imported: {seeds}"),
+        };
+    }
     match urls.len() {
         0..=SHOWN => urls.join(" "),
         n => format!("{} … and {} more", urls[..SHOWN].join(" "), n - SHOWN),
@@ -70,7 +82,7 @@ pub fn crawls_table(store: &Store, crawls: &[Crawl]) -> Result<String, StoreErro
             format!("{}/{}", counts.sealed_snapshots, counts.snapshots),
             counts.results_text(),
             short_duration(now - crawl.created_at),
-            printable::line(&seeds_line(&crawl.urls)).into_owned(),
+            printable::line(&seeds_line(crawl)).into_owned(),
         ]);
     }
     Ok(table.to_string())

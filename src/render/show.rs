@@ -157,7 +157,7 @@ pub fn crawl_report(
         crawl_status(crawl),
         crawl.max_depth,
         shown.counts.snapshots,
-        printable::line(&super::crawl::seeds_line(&crawl.urls)),
+        printable::line(&super::crawl::seeds_line(crawl)),
         data_dir.join("crawls").join(crawl.id.to_string()).display()
     ));
     if let Some(rules) = rules_line(&crawl.rules) {

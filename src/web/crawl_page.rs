@@ -24,7 +24,7 @@ pub fn crawl_live(data: &CrawlData, now_ms: i64) -> String {
         total = data.counts.snapshots,
         results = escape(&data.counts.results_text()),
         age = duration(now_ms - crawl.created_at),
-        urls = escape(&render::seeds_line(&crawl.urls)),
+        urls = escape(&render::seeds_line(crawl)),
     );
     if !data.failed.is_empty() {
         out.push_str(

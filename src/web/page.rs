@@ -184,7 +184,7 @@ fn crawls_table(out: &mut String, data: &IndexData, now_ms: i64) {
                 n => format!(", {n} to do"),
             },
             age = duration(now_ms - crawl.created_at),
-            urls = escape(&render::seeds_line(&crawl.urls)),
+            urls = escape(&render::seeds_line(crawl)),
         );
     }
     out.push_str("</tbody></table>\n");

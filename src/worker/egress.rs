@@ -54,7 +54,12 @@ impl Refused {
         let Some(crawl) = store.crawls().get(crawl_id)? else {
             return Ok(());
         };
-        if !crate::url_rule::Seeds::of(&crawl.urls).local {
+        let imported = store.crawls().seed_hosts(crawl_id)?;
+        let seeds = crate::url_rule::Seeds::of(&crawl.urls);
+        if !seeds
+            .with_hosts(imported.iter().map(|(host, _)| host.as_str()))
+            .local
+        {
             return Ok(());
         }
         let policy = crate::egress::crawl::policy_of(true, &widen.allow_networks);

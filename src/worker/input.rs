@@ -47,6 +47,24 @@ pub fn input_url_of(data_dir: &Path, crawl: &Crawl, snapshot_id: i64) -> String 
     }
 }
 
+/// `crawl` as its index tells ArchiveBox of it: its `urls` what was submitted — for an import,
+/// the file (its input snapshot's URL), as ArchiveBox's own Crawl of an import names its
+/// source; never the seeds it was parsed into, which are its snapshots (a 100,000-link import
+/// copied into each snapshot's index would be 3 MB a snapshot).
+pub fn as_submitted(
+    store: &crate::store::Store,
+    data_dir: &Path,
+    crawl: &Crawl,
+) -> Result<Crawl, crate::store::StoreError> {
+    let mut submitted = crawl.clone();
+    if crawl.has_input && crawl.urls.is_empty() {
+        if let Some(first) = store.crawls().first_snapshot(crawl.id)? {
+            submitted.urls = vec![input_url_of(data_dir, crawl, first)];
+        }
+    }
+    Ok(submitted)
+}
+
 /// Writes `input` where the parsers read it, readable by every user (the hooks' may be another
 /// than abxd's; the snapshot's directory is given to it when its first hook starts). Every
 /// directory on the way is entered, and the file made anew, without following a symbolic link

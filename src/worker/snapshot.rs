@@ -73,15 +73,25 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     let filter = CrawlFilter::new(&crawl.urls, &crawl.rules).map_err(|why| {
         WorkerError::Setup(format!("crawl {crawl_id}: its rules are invalid: {why}"))
     })?;
+    // (An import's seed hosts are read only by a snapshot whose finds it keeps.)
+    let can_discover = !input && depth < max_depth;
+    let filter = match can_discover && crawl.imported_seeds > 0 {
+        true => filter.with_imported(cx.store.crawls().seed_hosts(crawl_id)?),
+        false => filter,
+    };
+    // What its index says of its crawl: what was submitted — for an import, the file.
+    let indexed_crawl = super::input::as_submitted(&cx.store, &cx.config.data_dir, &crawl)?;
     let dir = crate::hooks::snapshot_dir(&cx.config.data_dir, crawl_id, snapshot_id);
-    if let Err(err) = crate::hooks::index::begin(&cx.config.data_dir, &dir, &crawl, &snapshot) {
+    if let Err(err) =
+        crate::hooks::index::begin(&cx.config.data_dir, &dir, &indexed_crawl, &snapshot)
+    {
         log::warn!(
             "snapshot {snapshot_id}: cannot begin its {}: {err}",
             crate::hooks::index::FILE
         );
     }
     // (What its index says of it once it is sealed.)
-    let indexed = (crawl.clone(), snapshot.clone());
+    let indexed = (indexed_crawl, snapshot.clone());
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,

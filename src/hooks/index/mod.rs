@@ -210,6 +210,7 @@ mod tests {
             has_input: false,
             import_url: None,
             options: Default::default(),
+            imported_seeds: 0,
         }
     }
 

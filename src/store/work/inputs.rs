@@ -2,7 +2,8 @@
 //! first snapshot — the input snapshot — parses it; the seeds it was parsed into.
 //!
 //! Invariants: an imported crawl's input snapshot is its first snapshot, added once; a seed is
-//! added to the crawl's URLs once, in the transaction that adds its snapshot.
+//! counted once, its host kept once, in the transaction that adds its snapshot; the crawl's
+//! `urls` stay what the operator gave (none, for an import).
 
 use crate::store::engine::sql::args;
 use crate::store::Crawls;
@@ -15,6 +16,18 @@ impl Crawls<'_> {
             .store
             .db()
             .query_value("SELECT input FROM crawls WHERE id = ?1", &args![id])?
+            .flatten())
+    }
+
+    /// Crawl `crawl_id`'s first snapshot (an imported crawl's input snapshot), if it has one.
+    pub fn first_snapshot(&self, crawl_id: i64) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .store
+            .db()
+            .query_value(
+                "SELECT min(id) FROM snapshots WHERE crawl_id = ?1",
+                &args![crawl_id],
+            )?
             .flatten())
     }
 
@@ -53,25 +66,39 @@ impl Crawls<'_> {
         })
     }
 
-    /// Adds `urls` to crawl `crawl_id`'s seeds (what its import was parsed into), each once.
+    /// Counts `urls` — snapshots just added at depth 0, each once — among crawl `crawl_id`'s
+    /// imported seeds, and keeps their hosts and ports for its scope and its reach (each host
+    /// once): the seeds themselves are its snapshots, never copied into its row.
     pub fn add_seeds(&self, crawl_id: i64, urls: &[String]) -> Result<(), StoreError> {
+        let hosts: std::collections::BTreeSet<(String, i64)> = (urls.iter())
+            .filter_map(|url| url::Url::parse(url).ok())
+            .filter_map(|url| Some((url.host_str()?.to_string(), url.port().map_or(0, i64::from))))
+            .collect();
         self.store.write_work(|tx| {
-            let text: String = tx
-                .query_one("SELECT urls FROM crawls WHERE id = ?1", &args![crawl_id])?
-                .get(0)?;
-            let mut seeds: Vec<String> = serde_json::from_str(&text).unwrap_or_default();
-            let mut known: std::collections::HashSet<String> = seeds.iter().cloned().collect();
-            for url in urls {
-                if known.insert(url.clone()) {
-                    seeds.push(url.clone());
-                }
-            }
-            let text = serde_json::to_string(&seeds).expect("strings serialize");
             tx.execute(
-                "UPDATE crawls SET urls = ?2 WHERE id = ?1",
-                &args![crawl_id, text],
+                "UPDATE crawls SET imported_seeds = imported_seeds + ?2 WHERE id = ?1",
+                &args![crawl_id, urls.len() as i64],
             )?;
+            for (host, port) in &hosts {
+                tx.execute(
+                    "INSERT INTO seed_hosts (crawl_id, host, port) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT DO NOTHING",
+                    &args![crawl_id, host.as_str(), *port],
+                )?;
+            }
             Ok(())
         })
+    }
+
+    /// The hosts and ports of crawl `crawl_id`'s imported seeds (`None`: the default port).
+    pub fn seed_hosts(&self, crawl_id: i64) -> Result<Vec<(String, Option<u16>)>, StoreError> {
+        let rows = self.store.db().query_map(
+            "SELECT host, port FROM seed_hosts WHERE crawl_id = ?1",
+            &args![crawl_id],
+            |row| Ok((row.get::<String>(0)?, row.get::<i64>(1)?)),
+        )?;
+        Ok((rows.into_iter())
+            .map(|(host, port)| (host, u16::try_from(port).ok().filter(|&p| p != 0)))
+            .collect())
     }
 }

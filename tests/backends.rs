@@ -473,6 +473,68 @@ fn processes_queues_results_and_actions_behave_alike_on_both_engines() {
     }
 }
 
+/// A crawl's counts by status, kept by the store's triggers as rows change, are what counting
+/// its rows says, on both engines: after adds, finishes, a cancel and a retry.
+#[test]
+fn a_crawls_kept_counts_are_what_counting_its_rows_says_on_both_engines() {
+    let (_dir, _server, stores) = stores();
+    for store in &stores {
+        let engine = store.path().display().to_string();
+        let spec = abxd::domain::CrawlSpec::of_urls(vec!["http://a/".into()], 1);
+        let crawl = store.crawls().add(&spec, None).unwrap();
+        let other = store.crawls().add(&spec, None).unwrap();
+        for (at, url) in ["http://a/", "http://b/", "http://c/"].iter().enumerate() {
+            let snapshot = (store.crawls().add_snapshot(crawl, url, 0).unwrap()).unwrap();
+            store.crawls().add_snapshot(other, url, 0).unwrap();
+            for hook in ["on_Snapshot__10_a.sh", "on_Snapshot__20_b.sh"] {
+                let result = store
+                    .results()
+                    .result_for(crawl, Some(snapshot), "p", hook)
+                    .unwrap();
+                let status = [ResultStatus::Succeeded, ResultStatus::Failed][at % 2];
+                if hook.contains("10") {
+                    store
+                        .results()
+                        .finish(result.id, status, None, &[], 0)
+                        .unwrap();
+                }
+            }
+        }
+        // (What reading every row says, by status name, in order.)
+        let counted = |statuses: Vec<String>| -> Vec<(String, u64)> {
+            let mut counts = std::collections::BTreeMap::new();
+            for status in statuses {
+                *counts.entry(status).or_insert(0) += 1;
+            }
+            counts.into_iter().collect()
+        };
+        let check = |when: &str| {
+            let (snapshots, results) = store.crawls().work_counts(crawl).unwrap();
+            let snapshots: Vec<(String, u64)> = (snapshots.into_iter())
+                .map(|(status, n)| (status.to_string(), n))
+                .collect();
+            let results: Vec<(String, u64)> = (results.into_iter())
+                .map(|(status, n)| (status.as_str().to_string(), n))
+                .collect();
+            let rows = store.crawls().snapshots(crawl).unwrap();
+            let statuses = rows.iter().map(|s| s.status.to_string()).collect();
+            assert_eq!(snapshots, counted(statuses), "{engine}, {when}");
+            let rows = store.results().of_crawl(crawl).unwrap();
+            let statuses = rows.iter().map(|r| r.status.as_str().to_string()).collect();
+            assert_eq!(results, counted(statuses), "{engine}, {when}");
+        };
+        check("after adds and finishes");
+        store.crawls().cancel(crawl).unwrap();
+        check("after a cancel");
+        let sealed = store.crawls().get(crawl).unwrap().unwrap();
+        store
+            .crawls()
+            .retry_results(&sealed, RetryScope::Failed, None)
+            .unwrap();
+        check("after a retry");
+    }
+}
+
 #[test]
 fn concurrent_claims_on_postgres_never_take_one_row_twice() {
     let Some(server) = Postgres::start() else {
@@ -693,6 +755,11 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
         );
     }
     assert_eq!(after.results().of_crawl(first).unwrap(), results);
+    // (Counted again by the target's own triggers as the rows arrived.)
+    assert_eq!(
+        after.crawls().work_counts(first).unwrap(),
+        before.crawls().work_counts(first).unwrap()
+    );
     assert_eq!(
         after.marker_namespace().unwrap(),
         Store::open_read_only(&single.database())

@@ -13,12 +13,14 @@ use crate::store::engine::sql::Value;
 use crate::store::{Store, StoreError};
 
 /// The tables in an order that satisfies every reference (a process's parent row precedes it:
-/// ids grow with time), each with whether its `id` is an identity column.
+/// ids grow with time), each with whether its `id` is an identity column. (Not
+/// `crawl_tallies`: the target's triggers count the snapshots and results as they arrive.)
 const TABLES: &[(&str, bool)] = &[
     ("machines", false),
     ("processes", true),
     ("schedules", true),
     ("crawls", true),
+    ("seed_hosts", false),
     ("refused_urls", false),
     ("snapshots", true),
     ("results", true),

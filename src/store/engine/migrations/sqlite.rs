@@ -35,4 +35,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/29.sql"),
     include_str!("sqlite/30.sql"),
     include_str!("sqlite/31.sql"),
+    include_str!("sqlite/32.sql"),
 ];

@@ -38,14 +38,17 @@ impl Crawls<'_> {
                 "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
                 &args![crawl_id, url],
             )?;
+            // (Its kept count — migration 32 — not a count of its rows: a 100,000-link import
+            // with a limit would count 100,000 times.)
             let snapshots = || -> Result<u64, StoreError> {
-                let count: i64 = tx
-                    .query_one(
-                        "SELECT count(*) FROM snapshots WHERE crawl_id = ?1",
+                let count: Option<i64> = tx
+                    .query_value(
+                        "SELECT CAST(sum(count) AS BIGINT) FROM crawl_tallies \
+                         WHERE crawl_id = ?1 AND kind = 'snapshot'",
                         &args![crawl_id],
                     )?
-                    .get(0)?;
-                Ok(u64::try_from(count).unwrap_or(0))
+                    .flatten();
+                Ok(u64::try_from(count.unwrap_or(0)).unwrap_or(0))
             };
             let archived_elsewhere = || -> Result<bool, StoreError> {
                 let archived: Option<i64> = tx.query_value(

@@ -13,8 +13,6 @@ use std::time::Duration;
 /// The exit code by which a hook says it skipped (e.g. a tool it needs is missing).
 pub const EXIT_SKIPPED: i32 = 10;
 
-/// How much of a hook's stdout is read for records.
-const MAX_STDOUT_SCAN: u64 = 16 << 20;
 /// The longest output text kept on a result.
 const MAX_OUTPUT_TEXT: usize = 4096;
 
@@ -167,7 +165,10 @@ fn scan_stdout(path: &Path) -> Printed {
     let Ok(file) = crate::logs::read_log(path) else {
         return printed;
     };
-    let mut reader = BufReader::new(file.take(MAX_STDOUT_SCAN));
+    // (All of it: its supervisor caps a hook's logs at `limits.max_log_bytes` before its end is
+    // handled. A parser's records of a 100,000-link import are 18 MB; a smaller bound here
+    // dropped the seeds past it, and the result record after them, without a word.)
+    let mut reader = BufReader::new(file);
     let mut line = Vec::new();
     while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
         let text = String::from_utf8_lossy(&line);
@@ -296,6 +297,22 @@ mod tests {
         std::fs::write(&out, stdout).unwrap();
         std::fs::write(&err, stderr).unwrap();
         interpret(&out, &err, &ending(outcome, reason))
+    }
+
+    #[test]
+    fn every_record_of_a_large_stdout_counts_and_the_last_says_the_status() {
+        let mut stdout = String::new();
+        for n in 0..120_000 {
+            stdout.push_str(&format!(
+                "{{\"type\": \"Snapshot\", \"url\": \"http://a.test/{n}\", \"title\": \
+                 \"a page of a bookmarks file, with a title as long as real ones are, or longer: a bookmark's title\"}}\n"
+            ));
+        }
+        stdout.push_str("{\"type\": \"ArchiveResult\", \"status\": \"succeeded\"}\n");
+        assert!(stdout.len() > 16 << 20, "{}", stdout.len());
+        let outcome = run(&stdout, "", ExitOutcome::Code(0), EndReason::Exited);
+        assert_eq!(outcome.discovered.len(), 120_000);
+        assert_eq!(outcome.status, ResultStatus::Succeeded);
     }
 
     fn ending(outcome: ExitOutcome, reason: EndReason) -> Ending {

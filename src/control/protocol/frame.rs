@@ -93,6 +93,9 @@ pub fn read_frame(reader: impl Read, max: usize) -> Result<Vec<u8>, FrameError> 
 #[derive(Debug, Default)]
 pub struct FrameBuffer {
     input: Vec<u8>,
+    /// How much of `input` is known to hold no newline: each byte is looked at once, however
+    /// many reads a large frame (a bookmarks file of 9 MB) arrives in.
+    scanned: usize,
 }
 
 /// One item cut from a [`FrameBuffer`].
@@ -111,8 +114,16 @@ impl FrameBuffer {
 
     /// The next complete frame, if one is there.
     pub fn next_frame(&mut self, max: usize) -> Option<Cut> {
-        let end = self.input.iter().position(|&b| b == b'\n')?;
-        let mut line: Vec<u8> = self.input.drain(..=end).collect();
+        let Some(found) = self.input[self.scanned..].iter().position(|&b| b == b'\n') else {
+            self.scanned = self.input.len();
+            return None;
+        };
+        let end = self.scanned + found;
+        self.scanned = 0;
+        // (The frame keeps the buffer it arrived in, the bytes after it move: a frame of
+        // megabytes is not copied once more.)
+        let rest = self.input.split_off(end + 1);
+        let mut line = std::mem::replace(&mut self.input, rest);
         line.pop();
         Some(if line.len() > max {
             Cut::Oversized
@@ -128,6 +139,7 @@ impl FrameBuffer {
 
     pub fn clear(&mut self) {
         self.input = Vec::new();
+        self.scanned = 0;
     }
 }
 

@@ -160,6 +160,16 @@ fn a_frame_buffer_cuts_frames_and_refuses_oversized_ones() {
     assert_eq!(buffer.next_frame(16), None);
     buffer.push(b":2}\n");
     assert_eq!(buffer.next_frame(3), Some(frame::Cut::Oversized));
+    // A frame in many reads, another after it in the last: each cut whole, in order.
+    for part in [&b"{\"c\""[..], b":", b"3}"] {
+        buffer.push(part);
+        assert_eq!(buffer.next_frame(16), None);
+    }
+    buffer.push(b"\n{\"d\":4}\n");
+    let cut = |line: &[u8]| Some(frame::Cut::Frame(line.to_vec()));
+    assert_eq!(buffer.next_frame(16), cut(b"{\"c\":3}"));
+    assert_eq!(buffer.next_frame(16), cut(b"{\"d\":4}"));
+    assert_eq!(buffer.next_frame(16), None);
     buffer.push(&[b'x'; 20]);
     assert!(buffer.overflowed(16));
 }

@@ -287,19 +287,25 @@ fn answer_complete_frames(
     while let Some(cut) = connection.input.next_frame(max_frame_bytes) {
         let response = match cut {
             Cut::Oversized => Some(too_large(max_frame_bytes)),
-            Cut::Frame(line) => match protocol::decode_request(&line) {
-                Ok(request) if connection.access == Access::Full || request.is_read_only() => {
-                    handle(token, request)
+            Cut::Frame(line) => {
+                let decoded = protocol::decode_request(&line);
+                // (Let go once decoded: an import's file is not held twice while it is
+                // written to the database.)
+                drop(line);
+                match decoded {
+                    Ok(request) if connection.access == Access::Full || request.is_read_only() => {
+                        handle(token, request)
+                    }
+                    Ok(_) => {
+                        log::warn!("control: refused a request from a read-only peer");
+                        Some(denied(policy))
+                    }
+                    Err(err) => {
+                        log::warn!("control: bad request: {}", err.message);
+                        Some(err.into_response())
+                    }
                 }
-                Ok(_) => {
-                    log::warn!("control: refused a request from a read-only peer");
-                    Some(denied(policy))
-                }
-                Err(err) => {
-                    log::warn!("control: bad request: {}", err.message);
-                    Some(err.into_response())
-                }
-            },
+            }
         };
         if let Some(response) = response {
             connection

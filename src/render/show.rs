@@ -5,9 +5,9 @@
 //!
 //! Invariant: every read is bounded by what is shown — the page's snapshots (`limit`, one
 //! more to know whether more follow), their results and each result's latest run, the first
-//! failures, the last snapshots — never by the crawl, except the counts, which scan the crawl's
-//! entries of an index (`snapshots_by_crawl_status`, `results_by_crawl_status`). Rendering reads, never writes;
-//! what came from outside (URLs, hook output) is printed escaped.
+//! failures, the last snapshots — never by the crawl, whose counts by status are kept as its
+//! rows change (`crawl_tallies`). Rendering reads, never writes; what came from outside (URLs,
+//! hook output) is printed escaped.
 
 use super::crawl::{crawl_status, ended_by, CrawlCounts};
 use super::results::{exit_text, failures, latest_runs, results_table, RunByResult};

@@ -117,8 +117,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
             let Some(depth) = next_depth else {
                 return Ok(());
             };
-            // (An import's seeds are added to the crawl's once, all of them: a file of 100,000
-            // links is not 100,000 rewrites of a growing list.)
+            // (An import's seeds are counted, and their hosts kept, once for all of them.)
             let mut seeds = Vec::new();
             for url in &outcome.discovered {
                 let admitted = match input {

@@ -93,16 +93,14 @@ pub(super) fn failures(results: &[HookResult], runs: &RunByResult, out: &mut Str
     }
 }
 
-/// The latest run of each of `results`, by result id (a read per result: the results shown).
+/// The latest run of each of `results`, by result id (one read for the results shown).
 pub(super) fn latest_runs<'a>(
     store: &Store,
     results: impl IntoIterator<Item = &'a HookResult>,
 ) -> Result<RunByResult, StoreError> {
-    let mut runs = RunByResult::new();
-    for result in results {
-        if let Some(run) = store.processes().latest_run(result.id)? {
-            runs.insert(result.id, run);
-        }
-    }
-    Ok(runs)
+    let ids: Vec<i64> = results.into_iter().map(|result| result.id).collect();
+    let runs = store.processes().latest_runs(&ids)?;
+    Ok((runs.into_iter())
+        .filter_map(|run| Some((run.result_id?, run)))
+        .collect())
 }

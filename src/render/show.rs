@@ -16,7 +16,7 @@ use crate::domain::{
 };
 use crate::printable;
 use crate::store::{Crawl, HookResult, RefusedUrls, Snapshot, Store, StoreError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// Snapshots a page holds unless `--limit` says otherwise.
@@ -106,15 +106,24 @@ impl CrawlPage {
         let listed =
             (store.crawls()).snapshot_page(crawl_id, page.state, page.start, page.limit)?;
         let more = listed.more;
+        // (The page's results and tags in one read each, not one per snapshot.)
+        let ids: Vec<i64> = listed.snapshots.iter().map(|s| s.id).collect();
+        let mut results: HashMap<i64, Vec<HookResult>> = HashMap::new();
+        for result in store.results().of_snapshots(&ids)? {
+            let of = result.snapshot_id.unwrap_or_default();
+            results.entry(of).or_default().push(result);
+        }
+        let mut reported: HashMap<i64, Vec<String>> = HashMap::new();
+        for (of, tag) in store.results().tags_of_snapshots(&ids)? {
+            reported.entry(of).or_default().push(tag);
+        }
         let mut snapshots = Vec::with_capacity(listed.snapshots.len());
         for snapshot in listed.snapshots {
-            let results = store.results().snapshot_results(snapshot.id)?;
-            let reported = store.results().tags(snapshot.id)?;
-            let tags = crate::hooks::index::tags_of(&crawl, &reported);
+            let reported = reported.remove(&snapshot.id).unwrap_or_default();
             snapshots.push(ShownSnapshot {
+                tags: crate::hooks::index::tags_of(&crawl, &reported),
+                results: results.remove(&snapshot.id).unwrap_or_default(),
                 snapshot,
-                results,
-                tags,
             });
         }
         let shown = (crawl_results.iter()).chain(snapshots.iter().flat_map(|s| &s.results));

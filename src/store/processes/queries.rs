@@ -217,15 +217,18 @@ impl ProcessTable<'_> {
         )
     }
 
-    /// The latest run of result `result_id`: its last hook row.
-    pub fn latest_run(&self, result_id: i64) -> Result<Option<ProcessRow>, StoreError> {
-        let rows = self.process_rows(
-            &format!(
-                "SELECT {COLUMNS} FROM processes WHERE result_id = ?1 ORDER BY id DESC LIMIT 1"
-            ),
-            &args![result_id],
-        )?;
-        Ok(rows.into_iter().next())
+    /// The latest run of each of the results `ids` that has one: a page's, in one read.
+    pub fn latest_runs(&self, ids: &[i64]) -> Result<Vec<ProcessRow>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {COLUMNS} FROM processes WHERE id IN (SELECT max(id) FROM processes \
+             WHERE result_id IN {} GROUP BY result_id)",
+            self.store.db().dialect().integers_of_json("?1")
+        );
+        let ids = serde_json::to_string(ids).expect("numbers serialize");
+        self.process_rows(&sql, &args![ids])
     }
 
     /// The live rows of crawl `crawl_id` flagged unkillable (read from the live rows: few).

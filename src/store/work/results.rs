@@ -134,6 +134,22 @@ impl Results<'_> {
             .query_map(&sql, &args![snapshot_id], result_from_row)?)
     }
 
+    /// The results of the snapshots `ids`, by snapshot and in hook order: a page's, in one read
+    /// (a read per snapshot is a round trip each to a server).
+    pub fn of_snapshots(&self, ids: &[i64]) -> Result<Vec<HookResult>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let db = self.store.db();
+        let sql = format!(
+            "SELECT {} FROM results WHERE snapshot_id IN {} ORDER BY snapshot_id, hook",
+            ResultColumn::LIST,
+            db.dialect().integers_of_json("?1")
+        );
+        let ids = serde_json::to_string(ids).expect("numbers serialize");
+        Ok(db.query_map(&sql, &args![ids], result_from_row)?)
+    }
+
     /// The results of crawl `crawl_id` that may have changed since `since_ms` (wall clock, as
     /// `started_at` and `ended_at` are written): those running, and those that started or ended
     /// since; ordered as [`Results::of_crawl`]. (A follower's view, read often: what did not
@@ -224,6 +240,21 @@ impl Results<'_> {
     }
 
     /// The tags of a snapshot, sorted.
+    /// The tags the hooks of the snapshots `ids` reported, as (snapshot, name) in name order:
+    /// a page's, in one read.
+    pub fn tags_of_snapshots(&self, ids: &[i64]) -> Result<Vec<(i64, String)>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let db = self.store.db();
+        let sql = format!(
+            "SELECT snapshot_id, name FROM tags WHERE snapshot_id IN {} ORDER BY snapshot_id, name",
+            db.dialect().integers_of_json("?1")
+        );
+        let ids = serde_json::to_string(ids).expect("numbers serialize");
+        Ok(db.query_map(&sql, &args![ids], |r| Ok((r.get(0)?, r.get(1)?)))?)
+    }
+
     pub fn tags(&self, snapshot_id: i64) -> Result<Vec<String>, StoreError> {
         Ok(self.store.db().query_map(
             "SELECT name FROM tags WHERE snapshot_id = ?1 ORDER BY name",

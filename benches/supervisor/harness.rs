@@ -34,6 +34,11 @@ pub(crate) struct Sizes {
     pub(crate) library_links: usize,
     pub(crate) library_window: usize,
     pub(crate) library_results: usize,
+    /// Benchmark 12's soak: snapshots through one daemon, timed and sampled by blocks.
+    pub(crate) soak_snapshots: usize,
+    pub(crate) soak_block: usize,
+    /// Benchmark 12's prune: process rows of a year ago.
+    pub(crate) prune_rows: usize,
 }
 
 pub(crate) fn sizes() -> Sizes {
@@ -56,6 +61,9 @@ pub(crate) fn sizes() -> Sizes {
             library_links: 300,
             library_window: 100,
             library_results: 3_000,
+            soak_snapshots: 100,
+            soak_block: 25,
+            prune_rows: 2_000,
         }
     } else {
         Sizes {
@@ -76,6 +84,9 @@ pub(crate) fn sizes() -> Sizes {
             library_links: 100_000,
             library_window: 2_000,
             library_results: 1_000_000,
+            soak_snapshots: 20_000,
+            soak_block: 1_000,
+            prune_rows: 1_000_000,
         }
     }
 }

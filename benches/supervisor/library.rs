@@ -6,7 +6,7 @@
 //! rows, each listing's first page, the web view's first byte and a `/metrics` scrape, beside
 //! `abxctl --version`; and the database's bytes per snapshot.
 
-use crate::common::TestDaemon;
+use crate::common::{self, TestDaemon};
 use crate::harness::*;
 use crate::procfs::*;
 use std::io::{Read, Write};
@@ -135,6 +135,65 @@ fn dispatch_rate(daemon: &TestDaemon, crawl: i64, window: usize) -> f64 {
     }
 }
 
+/// The open descriptors of process `pid`.
+fn descriptors(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// What a soak of `snapshots` more seeds of `crawl` showed, its first and its last `block`:
+/// seconds each took, and — at each one's end — the RSS (MiB) and open descriptors of the daemon
+/// and of the crawl's worker (the process that lives through the whole crawl).
+struct Soak {
+    seconds: (f64, f64),
+    daemon_rss: (f64, f64),
+    daemon_fds: (usize, usize),
+    worker_rss: (f64, f64),
+    worker_fds: (usize, usize),
+}
+
+fn soak(daemon: &TestDaemon, crawl: i64, snapshots: usize, block: usize) -> Soak {
+    let sealed = || {
+        count(
+            daemon,
+            &format!(
+                "SELECT count(*) FROM snapshots WHERE crawl_id = {crawl} AND depth = 0 \
+                 AND url LIKE 'http://%' AND status = 'sealed'"
+            ),
+        )
+    };
+    let worker = count(
+        daemon,
+        &format!(
+            "SELECT pid FROM processes WHERE kind = 'crawl_worker' AND crawl_id = {crawl} \
+             AND status = 'running'"
+        ),
+    ) as i32;
+    let sample = |pid: i32| (proc_field(pid, "VmRSS:") as f64 / 1024.0, descriptors(pid));
+    let blocks = snapshots / block;
+    let mut ends = Vec::with_capacity(blocks);
+    let from = sealed();
+    let mut started = Instant::now();
+    let deadline = started + Duration::from_secs(3600);
+    while ends.len() < blocks {
+        let target = from + (ends.len() + 1) * block;
+        while sealed() < target {
+            assert!(Instant::now() < deadline, "crawl {crawl}: the soak stalled");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let took = started.elapsed().as_secs_f64();
+        started = Instant::now();
+        ends.push((took, sample(daemon.pid()), sample(worker)));
+    }
+    let (first, last) = (ends[0], ends[blocks - 1]);
+    Soak {
+        seconds: (first.0, last.0),
+        daemon_rss: (first.1 .0, last.1 .0),
+        daemon_fds: (first.1 .1, last.1 .1),
+        worker_rss: (first.2 .0, last.2 .0),
+        worker_fds: (first.2 .1, last.2 .1),
+    }
+}
+
 /// A result row per hook of `hooks` for each snapshot of `crawl` (written as the workers would,
 /// in one transaction, while the daemon is idle): the table a long-lived host has.
 fn fill_results(daemon: &TestDaemon, crawl: i64, hooks: usize) {
@@ -155,6 +214,40 @@ fn fill_results(daemon: &TestDaemon, crawl: i64, hooks: usize) {
     tx.commit().unwrap();
 }
 
+/// `rows` process rows of hooks of the sealed crawl `crawl` that ended a year ago (written in
+/// one transaction): what `prune` takes away.
+fn fill_processes(daemon: &TestDaemon, crawl: i64, rows: usize) {
+    let mut conn = rusqlite::Connection::open(daemon.database()).unwrap();
+    conn.busy_timeout(Duration::from_secs(30)).unwrap();
+    let tx = conn.transaction().unwrap();
+    let year_ago = abxd::store::now_ms() - 365 * 86_400_000;
+    tx.execute(
+        "INSERT INTO processes (kind, crawl_id, argv, cwd, status, created_at, started_at, \
+         ended_at, end_reason, exit_code) \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2) \
+         SELECT 'hook', ?1, '[\"on_Snapshot__10_bench.sh\"]', '/', 'exited', ?3, ?3, ?3 + 5, \
+         'exited', 0 FROM n",
+        rusqlite::params![crawl, rows as i64, year_ago],
+    )
+    .unwrap();
+    tx.commit().unwrap();
+}
+
+/// `abxctl prune` of what `fill_processes` wrote, `rows` rows: milliseconds per 1 000 rows.
+fn prune_per_thousand(daemon: &TestDaemon, crawl: i64, rows: usize) -> f64 {
+    fill_processes(daemon, crawl, rows);
+    let started = Instant::now();
+    let out = daemon.ctl(&["prune", "--older-than", "30d"]);
+    let took = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(out.status.success(), "prune: {out:?}");
+    let left = count(
+        daemon,
+        "SELECT count(*) FROM processes WHERE argv = '[\"on_Snapshot__10_bench.sh\"]'",
+    );
+    assert_eq!(left, 0, "prune left {left} of {rows} rows");
+    took / (rows as f64 / 1000.0)
+}
+
 /// The time to the first byte and to the last of `GET path` on `port` (ms).
 fn web_get(port: u16, token: &str, path: &str) -> (f64, f64) {
     let started = Instant::now();
@@ -173,6 +266,53 @@ fn web_get(port: u16, token: &str, path: &str) -> (f64, f64) {
     (first_byte, started.elapsed().as_secs_f64() * 1000.0)
 }
 
+/// `ps`, `crawls`, `show` (first page, and `--json`), `status` (5 runs each), the web view's
+/// index and crawl page and `/metrics` (first byte and whole, 5 runs each) of `daemon`, its
+/// web view on `port`, with `rows` (what the figures name).
+fn time_listings(daemon: &TestDaemon, crawl: i64, port: u16, rows: &str, figures: &mut Figures) {
+    let time = |args: &[&str]| {
+        let started = Instant::now();
+        assert!(daemon.ctl(args).status.success(), "{args:?}");
+        started.elapsed().as_secs_f64() * 1000.0
+    };
+    let baseline = median(&mut (0..5).map(|_| time(&["--version"])).collect::<Vec<_>>());
+    let id = crawl.to_string();
+    for (what, args) in [
+        ("ps", vec!["ps"]),
+        ("crawls", vec!["crawls"]),
+        ("show (first page)", vec!["show", id.as_str()]),
+        (
+            "show --json (first page)",
+            vec!["show", id.as_str(), "--json"],
+        ),
+        ("status", vec!["status"]),
+    ] {
+        for _ in 0..5 {
+            figures.add(
+                &format!("12 abxctl {what} with {rows} (ms)"),
+                time(&args),
+                Some(("abxctl --version (ms)", baseline)),
+            );
+        }
+    }
+    let token = std::fs::read_to_string(daemon.data_dir().join("web-token")).unwrap();
+    let token = token.trim();
+    for (what, path) in [
+        ("the web view's index", "/".to_string()),
+        ("the web view's crawl page", format!("/crawl/{crawl}")),
+        ("/metrics", "/metrics".to_string()),
+    ] {
+        for _ in 0..5 {
+            let (first, whole) = web_get(port, token, &path);
+            figures.add(
+                &format!("12 {what} with {rows}, first byte (ms)"),
+                first,
+                Some(("the whole answer (ms)", whole)),
+            );
+        }
+    }
+}
+
 pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
     let dir = scratch_dir();
     let plugins = dir.path().join("bench-plugins");
@@ -183,10 +323,7 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
         &[("on_Snapshot__10_true.sh".into(), trivial)],
     );
     let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let port = free_port();
     let daemon = quiet_daemon(
         dir.path(),
         &format!(
@@ -222,53 +359,44 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
         dispatch_rate(&daemon, crawl, window),
         Some(("with 100 queued", small_rate)),
     );
+    // The soak: the same crawl goes on through `soak_snapshots` more; its first block of them
+    // is the baseline of its last.
+    let (snapshots, block) = (s.soak_snapshots, s.soak_block);
+    let soaked = soak(&daemon, crawl, snapshots, block);
+    let per_block = format!("the first {block} of a soak of {snapshots}");
+    figures.add(
+        &format!("12 seconds for the last {block} of a soak of {snapshots} snapshots"),
+        soaked.seconds.1,
+        Some((&format!("{per_block} (s)"), soaked.seconds.0)),
+    );
+    for (whose, rss, fds) in [
+        ("the daemon's", soaked.daemon_rss, soaked.daemon_fds),
+        ("the crawl worker's", soaked.worker_rss, soaked.worker_fds),
+    ] {
+        figures.add(
+            &format!("12 {whose} RSS after the last {block} of the soak (MiB)"),
+            rss.1,
+            Some((&format!("after {per_block} (MiB)"), rss.0)),
+        );
+        figures.add(
+            &format!("12 {whose} open descriptors after the last {block} of the soak"),
+            fds.1 as f64,
+            Some((&format!("after {per_block}"), fds.0 as f64)),
+        );
+    }
     daemon.ctl_ok(&["cancel", &crawl.to_string()]);
     daemon.wait_sealed(crawl, Duration::from_secs(600));
 
     let hooks = s.library_results.div_ceil(links);
     fill_results(&daemon, crawl, hooks);
     let results = count(&daemon, "SELECT count(*) FROM results");
-    let time = |args: &[&str]| {
-        let started = Instant::now();
-        assert!(daemon.ctl(args).status.success(), "{args:?}");
-        started.elapsed().as_secs_f64() * 1000.0
-    };
-    let baseline = median(&mut (0..5).map(|_| time(&["--version"])).collect::<Vec<_>>());
-    let id = crawl.to_string();
-    for (what, args) in [
-        ("ps", vec!["ps"]),
-        ("crawls", vec!["crawls"]),
-        ("show (first page)", vec!["show", id.as_str()]),
-        (
-            "show --json (first page)",
-            vec!["show", id.as_str(), "--json"],
-        ),
-        ("status", vec!["status"]),
-    ] {
-        for _ in 0..5 {
-            figures.add(
-                &format!("12 abxctl {what} with {results} result rows (ms)"),
-                time(&args),
-                Some(("abxctl --version (ms)", baseline)),
-            );
-        }
-    }
-    let token = std::fs::read_to_string(daemon.data_dir().join("web-token")).unwrap();
-    let token = token.trim();
-    for (what, path) in [
-        ("the web view's index", "/".to_string()),
-        ("the web view's crawl page", format!("/crawl/{crawl}")),
-        ("/metrics", "/metrics".to_string()),
-    ] {
-        for _ in 0..5 {
-            let (first, whole) = web_get(port, token, &path);
-            figures.add(
-                &format!("12 {what} with {results} result rows, first byte (ms)"),
-                first,
-                Some(("the whole answer (ms)", whole)),
-            );
-        }
-    }
+    time_listings(
+        &daemon,
+        crawl,
+        port,
+        &format!("{results} result rows"),
+        figures,
+    );
     let conn = rusqlite::Connection::open(daemon.database()).unwrap();
     conn.busy_timeout(Duration::from_secs(10)).unwrap();
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
@@ -280,4 +408,42 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
         bytes as f64 / (links + 100) as f64,
         None,
     );
+    // `prune` of a year-old history: its time per thousand rows, at a hundredth of the size
+    // first (the baseline: a prune that costs more than its rows would show here).
+    let rows = s.prune_rows;
+    let small = prune_per_thousand(&daemon, crawl, rows / 100);
+    figures.add(
+        &format!("12 abxctl prune of {rows} process rows, per 1 000 rows (ms)"),
+        prune_per_thousand(&daemon, crawl, rows),
+        Some((&format!("of {} rows (ms)", rows / 100), small)),
+    );
+
+    // The same listings on PostgreSQL: the database moved there as an operator moves it
+    // (`abxd store copy`), a daemon on it.
+    let Some(server) = common::postgres::Postgres::start_leaving_files_in(scratch_root()) else {
+        println!("12 on PostgreSQL skipped: PostgreSQL is not installed here");
+        return;
+    };
+    let mut daemon = daemon;
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    daemon.wait_exit();
+    let url = server.database_url();
+    let copied = (daemon.abxd_command(&["store", "copy", "--to", &url]))
+        .output()
+        .unwrap();
+    assert!(copied.status.success(), "store copy: {copied:?}");
+    let port = free_port();
+    let on_postgres = scratch_dir();
+    let daemon = quiet_daemon(
+        on_postgres.path(),
+        &format!("[paths]\ndatabase = {url:?}\n[web]\nlisten = \"127.0.0.1:{port}\"\n"),
+    );
+    let rows = format!("{results} result rows on PostgreSQL");
+    time_listings(&daemon, crawl, port, &rows, figures);
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
 }

@@ -100,6 +100,16 @@ impl Crawls<'_> {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    /// Up to `limit` of crawl `crawl_id`'s snapshots not sealed yet, by id.
+    pub fn open_snapshots(&self, crawl_id: i64, limit: usize) -> Result<Vec<i64>, StoreError> {
+        Ok(self.store.db().query_map(
+            "SELECT id FROM snapshots WHERE crawl_id = ?1 AND status != 'sealed' \
+             ORDER BY id LIMIT ?2",
+            &args![crawl_id, limit as i64],
+            |row| row.get(0),
+        )?)
+    }
+
     /// Whether every snapshot of crawl `crawl_id` is sealed (read from those that are not:
     /// what a crawl worker asks at each turn costs what is left, not the crawl).
     pub fn all_sealed(&self, crawl_id: i64) -> Result<bool, StoreError> {

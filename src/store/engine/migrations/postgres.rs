@@ -6,7 +6,8 @@
 //! [`BASELINE`], the SQLite schema of that version, and every later change is an entry in both
 //! lists (a test compares the tables and columns the two engines end up with); migrating holds
 //! a transaction-scoped advisory lock, so two daemons starting at once cannot both apply one; a
-//! database newer than this build is refused, never touched.
+//! database newer than this build is refused, never touched. (From 30 on, each change is a file
+//! of its own, `postgres/NN.sql`, as SQLite's are.)
 
 use super::{TooNew, LATEST};
 use crate::store::sql::{args, Db, SqlError};
@@ -330,88 +331,9 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     ALTER TABLE exports ADD COLUMN done_by TEXT NOT NULL DEFAULT '[]';
     "#,
     ),
-    (
-        30,
-        r#"
-    -- 30: listings that page, and reads that cost the page, not the table: a crawl's snapshots in
-    -- id order, all or in one status (`abxctl show --page`, the web view), and counted by
-    -- status; a snapshot's results (each snapshot worker reads its own at its end); a crawl's
-    -- results counted by status, its failed ones listed; a result's latest run.
-    CREATE INDEX snapshots_by_crawl ON snapshots(crawl_id, id);
-    CREATE INDEX snapshots_by_crawl_status ON snapshots(crawl_id, status, id);
-    CREATE INDEX results_by_snapshot ON results(snapshot_id) WHERE snapshot_id IS NOT NULL;
-    CREATE INDEX results_by_crawl_status ON results(crawl_id, status, id);
-    CREATE INDEX processes_by_result ON processes(result_id) WHERE result_id IS NOT NULL;
-    "#,
-    ),
-    (
-        31,
-        r#"
-    -- 31: an import's seeds are its depth-0 snapshots, not a list rewritten into its crawl's row
-    -- (which every snapshot worker of a 100,000-link import read whole): the crawl counts them,
-    -- and keeps what its scope and its reach need of them — each seed's host and port, once.
-    ALTER TABLE crawls ADD COLUMN imported_seeds BIGINT NOT NULL DEFAULT 0;
-    CREATE TABLE seed_hosts (
-        crawl_id    BIGINT NOT NULL REFERENCES crawls(id),
-        host        TEXT NOT NULL,
-        -- (0: the scheme's default port.)
-        port        INTEGER NOT NULL,
-        PRIMARY KEY (crawl_id, host, port)
-    );
-    "#,
-    ),
-    (
-        32,
-        r#"
-    -- 32: a crawl's snapshots and results counted by status as they change, not at each listing
-    -- (counting a million results took 80 ms): each insert, status change and delete moves one
-    -- count, in the statement's own transaction. A count is split over 16 slots (the row's id
-    -- modulo 16), summed when read, so that workers finishing results of one crawl at once —
-    -- several hosts' — rarely wait for the same row.
-    CREATE TABLE crawl_tallies (
-        crawl_id    BIGINT NOT NULL,
-        kind        TEXT NOT NULL,
-        status      TEXT NOT NULL,
-        slot        INTEGER NOT NULL,
-        count       BIGINT NOT NULL,
-        PRIMARY KEY (crawl_id, kind, status, slot)
-    );
-    INSERT INTO crawl_tallies (crawl_id, kind, status, slot, count)
-        SELECT crawl_id, 'snapshot', status, id % 16, count(*) FROM snapshots
-        GROUP BY crawl_id, status, id % 16;
-    INSERT INTO crawl_tallies (crawl_id, kind, status, slot, count)
-        SELECT crawl_id, 'result', status, id % 16, count(*) FROM results
-        GROUP BY crawl_id, status, id % 16;
-    CREATE FUNCTION crawl_tally() RETURNS trigger LANGUAGE plpgsql AS $tally$
-    DECLARE
-        counted TEXT := CASE TG_TABLE_NAME WHEN 'results' THEN 'result' ELSE 'snapshot' END;
-    BEGIN
-        IF TG_OP IN ('UPDATE', 'DELETE') THEN
-            UPDATE crawl_tallies SET count = count - 1
-                WHERE crawl_id = OLD.crawl_id AND kind = counted AND status = OLD.status
-                  AND slot = OLD.id % 16;
-        END IF;
-        IF TG_OP IN ('INSERT', 'UPDATE') THEN
-            INSERT INTO crawl_tallies (crawl_id, kind, status, slot, count)
-                VALUES (NEW.crawl_id, counted, NEW.status, NEW.id % 16, 1)
-                ON CONFLICT (crawl_id, kind, status, slot)
-                DO UPDATE SET count = crawl_tallies.count + 1;
-        END IF;
-        RETURN NULL;
-    END
-    $tally$;
-    CREATE TRIGGER snapshots_tally_rows AFTER INSERT OR DELETE ON snapshots
-        FOR EACH ROW EXECUTE FUNCTION crawl_tally();
-    CREATE TRIGGER snapshots_tally_update AFTER UPDATE OF status ON snapshots
-        FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
-        EXECUTE FUNCTION crawl_tally();
-    CREATE TRIGGER results_tally_rows AFTER INSERT OR DELETE ON results
-        FOR EACH ROW EXECUTE FUNCTION crawl_tally();
-    CREATE TRIGGER results_tally_update AFTER UPDATE OF status ON results
-        FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
-        EXECUTE FUNCTION crawl_tally();
-    "#,
-    ),
+    (30, include_str!("postgres/30.sql")),
+    (31, include_str!("postgres/31.sql")),
+    (32, include_str!("postgres/32.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -334,6 +334,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (30, include_str!("postgres/30.sql")),
     (31, include_str!("postgres/31.sql")),
     (32, include_str!("postgres/32.sql")),
+    (33, include_str!("postgres/33.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

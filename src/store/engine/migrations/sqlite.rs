@@ -36,4 +36,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/30.sql"),
     include_str!("sqlite/31.sql"),
     include_str!("sqlite/32.sql"),
+    include_str!("sqlite/33.sql"),
 ];

@@ -96,6 +96,12 @@ pub fn registrable_domain(host: &str) -> &str {
     listed.unwrap_or_else(|| host.strip_prefix("www.").unwrap_or(host))
 }
 
+/// The host and port (`None`: the scheme's default) of `url`, as a scope compares them.
+pub fn host_and_port(url: &str) -> Option<(String, Option<u16>)> {
+    let url = Url::parse(url).ok()?;
+    Some((url.host_str()?.to_string(), url.port()))
+}
+
 /// The rule of one crawl: [`admit`] for its seeds, then its own rules.
 #[derive(Debug, Clone)]
 pub struct CrawlFilter {
@@ -116,11 +122,8 @@ impl CrawlFilter {
         let patterns = |list: &[String]| -> Result<Vec<Pattern>, String> {
             list.iter().map(|p| Pattern::new(p)).collect()
         };
-        let seed_hosts: Vec<(String, Option<u16>)> = urls
-            .iter()
-            .filter_map(|url| Url::parse(url).ok())
-            .filter_map(|url| Some((url.host_str()?.to_string(), url.port())))
-            .collect();
+        let seed_hosts: Vec<(String, Option<u16>)> =
+            urls.iter().filter_map(|url| host_and_port(url)).collect();
         let filter = CrawlFilter {
             seeds: Seeds::of(urls),
             seed_hosts: HashSet::new(),

@@ -11,7 +11,7 @@ use crate::plugins::Phase;
 use crate::store::Added;
 use crate::store::StoreError;
 use crate::supervisor::SnapshotWorkerChild;
-use crate::url_rule::CrawlFilter;
+use crate::url_rule::{host_and_port, CrawlFilter};
 
 /// Runs snapshot `snapshot_id`; returns the worker's exit code.
 pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, WorkerError> {
@@ -155,7 +155,8 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
                 }
             }
             if !seeds.is_empty() {
-                store.crawls().add_seeds(crawl_id, &seeds)?;
+                let hosts = seeds.iter().filter_map(|url| host_and_port(url)).collect();
+                store.crawls().add_seeds(crawl_id, seeds.len(), &hosts)?;
             }
             Ok(())
         })

@@ -66,24 +66,26 @@ impl Crawls<'_> {
         })
     }
 
-    /// Counts `urls` — snapshots just added at depth 0, each once — among crawl `crawl_id`'s
-    /// imported seeds, and keeps their hosts and ports for its scope and its reach (each host
-    /// once): the seeds themselves are its snapshots, never copied into its row.
-    pub fn add_seeds(&self, crawl_id: i64, urls: &[String]) -> Result<(), StoreError> {
-        let hosts: std::collections::BTreeSet<(String, i64)> = (urls.iter())
-            .filter_map(|url| url::Url::parse(url).ok())
-            .filter_map(|url| Some((url.host_str()?.to_string(), url.port().map_or(0, i64::from))))
-            .collect();
+    /// Counts `added` seeds — snapshots just added at depth 0, each once — among crawl
+    /// `crawl_id`'s imported seeds, and keeps their `hosts` and ports for its scope and its reach
+    /// (each once): the seeds themselves are its snapshots, never copied into its row.
+    pub fn add_seeds(
+        &self,
+        crawl_id: i64,
+        added: usize,
+        hosts: &std::collections::BTreeSet<(String, Option<u16>)>,
+    ) -> Result<(), StoreError> {
         self.store.write_work(|tx| {
             tx.execute(
                 "UPDATE crawls SET imported_seeds = imported_seeds + ?2 WHERE id = ?1",
-                &args![crawl_id, urls.len() as i64],
+                &args![crawl_id, added as i64],
             )?;
-            for (host, port) in &hosts {
+            for (host, port) in hosts {
+                let port = port.map_or(0, i64::from);
                 tx.execute(
                     "INSERT INTO seed_hosts (crawl_id, host, port) VALUES (?1, ?2, ?3) \
                      ON CONFLICT DO NOTHING",
-                    &args![crawl_id, host.as_str(), *port],
+                    &args![crawl_id, host.as_str(), port],
                 )?;
             }
             Ok(())

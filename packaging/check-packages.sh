@@ -124,10 +124,16 @@ printf '%s\n' '<!DOCTYPE NETSCAPE-Bookmark-file-1>' '<DL><p>' \
     '</DL><p>' > "$site/bookmarks.html"
 timeout 300 abxctl --config "$config" add --plugins title --wait - < "$site/bookmarks.html" \
     || fail "the bookmarks could not be imported with the packaged plugins"
-seeds=$(abxctl --config "$config" crawls --json | python3 -c '
+# An import's seeds are its depth-0 snapshots (docs/json.md): the crawl counts them, and the
+# bookmark's URL is one, beside the file the bookmarks were read from.
+imported=$(abxctl --config "$config" crawls --json | python3 -c '
 import json, sys
-crawls = json.load(sys.stdin)["crawls"]
-print(" ".join(max(crawls, key=lambda c: c["id"])["urls"]))')
+print(max(c["id"] for c in json.load(sys.stdin)["crawls"]))')
+seeds=$(abxctl --config "$config" show --json "$imported" | python3 -c '
+import json, sys
+shown = json.load(sys.stdin)
+assert shown["crawl"]["imported_seeds"] == 1, shown["crawl"]
+print(" ".join(s["url"] for s in shown["snapshots"] if s["depth"] == 0 and not s["url"].startswith("file:")))')
 [ "$seeds" = "http://127.0.0.1:$port/" ] || fail "the bookmarks became the seeds [$seeds]"
 kill -TERM "$daemon"
 wait "$daemon" || fail "abxd did not exit 0 on SIGTERM: $(tail -n 20 "$site/abxd.log")"

@@ -712,6 +712,19 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
 
     single.signal(nix::sys::signal::Signal::SIGTERM);
     single.wait_exit();
+    // A longer history than one page of the copy (500 rows): results of earlier runs, a third
+    // of them failed.
+    let conn = rusqlite::Connection::open(single.database()).unwrap();
+    conn.execute(
+        "INSERT INTO results (crawl_id, snapshot_id, plugin, hook, status, output, uuid) \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) \
+         SELECT crawl_id, id, 'history', 'on_Snapshot__' || i || '_history.sh', \
+         CASE WHEN i % 3 = 0 THEN 'failed' ELSE 'succeeded' END, 'earlier', \
+         lower(hex(randomblob(16))) FROM snapshots, n WHERE crawl_id = ?1",
+        [first],
+    )
+    .unwrap();
+    drop(conn);
     let before = single.store();
     let rows = before.processes().list(&ProcessFilter::default()).unwrap();
     let results = before.results().of_crawl(first).unwrap();
@@ -755,7 +768,7 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
         );
     }
     assert_eq!(after.results().of_crawl(first).unwrap(), results);
-    // (Counted again by the target's own triggers as the rows arrived.)
+    // (Counted again by the target once the rows arrived.)
     assert_eq!(
         after.crawls().work_counts(first).unwrap(),
         before.crawls().work_counts(first).unwrap()
@@ -771,6 +784,13 @@ fn store_copy_moves_a_sqlite_history_into_an_empty_postgres_database_where_abxd_
     let second = fleet.add(&["http://127.0.0.1:9/", "--plugins", "ok"]);
     assert_eq!(second, first + 1);
     fleet.wait_sealed(second, common::WAIT);
+    // (The copy's counting triggers are on again: the new crawl is counted as it runs.)
+    let (snapshots, results) = fleet.store().crawls().work_counts(second).unwrap();
+    assert_eq!(
+        (snapshots.iter().map(|(_, n)| n).sum::<u64>(), results.len()),
+        (1, 1),
+        "crawl {second}: {snapshots:?} {results:?}"
+    );
     let newest = fleet
         .store()
         .processes()

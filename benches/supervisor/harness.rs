@@ -106,7 +106,15 @@ pub(crate) struct Figures {
 }
 
 impl Figures {
+    /// Keeps a sample of figure `name`, and prints it at once: a long run stopped part way
+    /// still says what it measured.
     pub(crate) fn add(&mut self, name: &str, value: f64, baseline: Option<(&str, f64)>) {
+        match baseline {
+            Some((baseline_name, base)) => {
+                println!("  measured {name}: {value:.2} ({baseline_name} {base:.2})")
+            }
+            None => println!("  measured {name}: {value:.2}"),
+        }
         if !self.samples.contains_key(name) {
             self.order.push(name.to_string());
         }

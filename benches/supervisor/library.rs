@@ -353,6 +353,18 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
         peak,
         Some(("before (MiB)", rss_before)),
     );
+    if let Some(archivebox) = archivebox_queues(&file, links) {
+        figures.add(
+            &format!("12 {links} links from a bookmarks file queued by abxd (s)"),
+            took / 1000.0,
+            Some(("by ArchiveBox 0.9.73 (s)", archivebox.0)),
+        );
+        figures.add(
+            &format!("12 abxd's daemon while {links} links were queued, peak (MiB)"),
+            peak,
+            Some(("ArchiveBox 0.9.73's processes, peak (MiB)", archivebox.1)),
+        );
+    }
     let window = s.library_window;
     figures.add(
         &format!("12 snapshots dispatched per second with {links} queued"),
@@ -442,6 +454,47 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
     );
     let rows = format!("{results} result rows on PostgreSQL");
     time_listings(&daemon, crawl, port, &rows, figures);
+}
+
+/// ArchiveBox 0.9.73 queuing the same file (`benches/library_archivebox.py`, as its user would:
+/// `archivebox add --parser netscape`): seconds until its index held every link, and its
+/// processes' peak resident memory (MiB). `None`, saying why, where ArchiveBox is not installed
+/// (outside CI) or this is not root (ArchiveBox runs as another user).
+fn archivebox_queues(file: &Path, links: usize) -> Option<(f64, f64)> {
+    let archivebox = common::archivebox::archivebox()?;
+    if !nix::unistd::geteuid().is_root() {
+        println!("12 beside ArchiveBox skipped: it runs as its own user, which needs root");
+        return None;
+    }
+    // (World-traversable: the collection is the unprivileged user's.)
+    let out = tempfile::Builder::new()
+        .prefix("abxd-bench-archivebox")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/library_archivebox.py");
+    let ran = std::process::Command::new("python3")
+        .arg(script)
+        .args([
+            "--file",
+            file.to_str().unwrap(),
+            "--links",
+            &links.to_string(),
+        ])
+        .args(["--out", out.path().to_str().unwrap()])
+        .env("ABXD_ARCHIVEBOX", archivebox)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success(),
+        "library_archivebox.py: {stdout}{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let figures: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    Some((
+        figures["queued_s"].as_f64().unwrap(),
+        figures["peak_rss_mib"].as_f64().unwrap(),
+    ))
 }
 
 /// A loopback port nothing listens on now.

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""ArchiveBox 0.9.73 queuing a bookmarks file: benchmark 12's other side (benches/supervisor/
+library.rs runs this beside abxd's `abxctl add --from` of the same file, for a ratio in one run).
+
+    benches/library_archivebox.py --file BOOKMARKS --links N [--out DIR]
+
+As an ArchiveBox user imports one: a new collection (`archivebox init`, its search backend set
+to ripgrep — sonic cannot be installed here), then `archivebox add --parser netscape --plugins
+parse_netscape_urls --depth=0 < BOOKMARKS`, timed from its start until the collection's index
+holds N snapshots (ArchiveBox's runner parses the crawl's text into its depth-0 snapshots
+after it claims the crawl: its `--index-only` would record the text and queue nothing). Then the
+add is stopped (SIGTERM, as Ctrl-C; what is left of its session after 60 s is killed, by pid,
+after checking the session is still its own).
+
+Runs as root: ArchiveBox runs as the unprivileged user `abxbench` (made when missing), as it
+must. Prints one JSON line: {"queued_s", "peak_rss_mib", "snapshots"}; the peak is the sum of
+the resident memory of every process of the add's session, sampled every 100 ms.
+"""
+
+import argparse
+import json
+import os
+import pwd
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+USER = "abxbench"
+ARCHIVEBOX = os.environ.get(
+    "ABXD_ARCHIVEBOX", "/var/cache/abxd-ci/archivebox-0.9.73/bin/archivebox")
+
+
+def die(message):
+    sys.exit(f"library_archivebox.py: {message}")
+
+
+def as_user(argv, home):
+    env = {"HOME": home, "LANG": "C.UTF-8",
+           "PATH": f"{os.path.dirname(ARCHIVEBOX)}:/usr/local/bin:/usr/bin:/bin"}
+    return ["/usr/sbin/runuser", "-u", USER, "--", "env",
+            *[f"{k}={v}" for k, v in env.items()], *argv]
+
+
+def session_of(pid):
+    """The session id of `pid`, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def session_pids(sid):
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and session_of(p) == sid]
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def snapshots(index):
+    try:
+        db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=10)
+        try:
+            return db.execute("SELECT count(*) FROM core_snapshot").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.OperationalError:  # (its tables are made as it starts)
+        return 0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--file", required=True)
+    parser.add_argument("--links", type=int, required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--timeout", type=float, default=3600)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        die("run as root (ArchiveBox runs as the user abxbench)")
+    if not os.access(ARCHIVEBOX, os.X_OK):
+        die(f"no ArchiveBox at {ARCHIVEBOX} (.ci/run installs it)")
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--create-home", "--home-dir", f"/var/lib/{USER}",
+                        "--shell", "/usr/sbin/nologin", USER], check=True)
+    out = args.out or tempfile.mkdtemp(prefix="abxd-library-", dir="/var/tmp")
+    os.chmod(out, 0o755)
+    home = os.path.join(out, "archivebox")
+    os.makedirs(home)
+    shutil.chown(home, USER, USER)
+    log = open(os.path.join(out, "archivebox.log"), "w")
+    for argv in (["init"], ["config", "--set", "SEARCH_BACKEND_ENGINE=ripgrep"],
+                 ["config", "--set", "SEARCH_BACKEND_SONIC_ENABLED=False"]):
+        subprocess.run(as_user([ARCHIVEBOX, *argv], home), cwd=home, stdout=log,
+                       stderr=subprocess.STDOUT, check=True)
+    index = os.path.join(home, "index.sqlite3")
+    add = [ARCHIVEBOX, "add", "--parser", "netscape", "--plugins", "parse_netscape_urls",
+           "--depth=0"]
+    with open(args.file, "rb") as bookmarks:
+        started = time.monotonic()
+        process = subprocess.Popen(as_user(add, home), cwd=home, stdin=bookmarks, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    sid = process.pid
+    peak, count, queued_s = 0, 0, None
+    try:
+        while time.monotonic() - started < args.timeout:
+            peak = max(peak, sum(rss_kib(p) for p in session_pids(sid)))
+            count = snapshots(index)
+            if count >= args.links:
+                queued_s = time.monotonic() - started
+                break
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                pass
+        for pid in session_pids(sid):
+            if session_of(pid) == sid:  # (still of its session: not a recycled pid)
+                os.kill(pid, signal.SIGKILL)
+        if process.poll() is None:
+            process.wait()
+    if queued_s is None:
+        die(f"ArchiveBox's index held {count} of {args.links} snapshots when it "
+            f"{'ended' if process.returncode is not None else 'timed out'}: see {log.name}")
+    print(json.dumps({"queued_s": round(queued_s, 2), "peak_rss_mib": round(peak / 1024, 1),
+                      "snapshots": count}))
+
+
+if __name__ == "__main__":
+    main()

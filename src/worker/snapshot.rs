@@ -9,7 +9,7 @@ use crate::domain::{Limit, Refusal};
 use crate::hooks::{HookRunner, Scope};
 use crate::plugins::Phase;
 use crate::store::Added;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use crate::supervisor::SnapshotWorkerChild;
 use crate::url_rule::{host_and_port, CrawlFilter};
 
@@ -117,44 +117,45 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
             let Some(depth) = next_depth else {
                 return Ok(());
             };
-            // (An import's seeds are counted, and their hosts kept, once for all of them.)
-            let mut seeds = Vec::new();
+            // What the rules admit is added in one transaction; what they refuse is counted.
+            let mut admitted = Vec::with_capacity(outcome.discovered.len());
             for url in &outcome.discovered {
-                let admitted = match input {
+                let checked = match input {
                     true => super::input::admit_seed(url, &rules),
                     false => filter.admit(url),
                 };
-                let refused = match admitted {
-                    Ok(url) => match store
-                        .crawls()
-                        .add_snapshot_within(crawl_id, &url, depth, &rules)?
-                    {
-                        Added::New(id) => {
-                            log::info!("discovered {url} (snapshot {id}, depth {depth})");
-                            if input {
-                                // (A seed: its crawl's scope and local rule count it as one.)
-                                seeds.push(url);
-                            }
-                            None
-                        }
-                        Added::Known => None,
-                        Added::Archived => Some(Refusal::Archived),
-                        Added::Full => {
-                            store.crawls().note_limit(crawl_id, Limit::MaxUrls)?;
-                            Some(Refusal::MaxUrls)
-                        }
-                    },
-                    Err(reason) => Some(reason),
-                };
-                if let Some(reason) = refused {
-                    log::info!(
-                        "discovered {}: refused ({reason})",
-                        crate::printable::line(url)
-                    );
-                    store.crawls().refuse_url(crawl_id, reason, url)?;
+                match checked {
+                    Ok(url) => admitted.push(url),
+                    Err(reason) => refuse(store, crawl_id, reason, url)?,
+                }
+            }
+            let added = store
+                .crawls()
+                .add_snapshots_within(crawl_id, &admitted, depth, &rules)?;
+            // (An import's seeds are counted, and their hosts kept, once for all of them; a
+            // line each in the log would be a hundred thousand for a library.)
+            let mut seeds = Vec::new();
+            for (url, added) in admitted.into_iter().zip(added) {
+                match added {
+                    Added::New(id) if input => {
+                        log::debug!("seed {url} (snapshot {id})");
+                        seeds.push(url);
+                    }
+                    Added::New(id) => log::info!("discovered {url} (snapshot {id}, depth {depth})"),
+                    Added::Known => {}
+                    Added::Archived => refuse(store, crawl_id, Refusal::Archived, &url)?,
+                    Added::Full => {
+                        store.crawls().note_limit(crawl_id, Limit::MaxUrls)?;
+                        refuse(store, crawl_id, Refusal::MaxUrls, &url)?;
+                    }
                 }
             }
             if !seeds.is_empty() {
+                log::info!(
+                    "{} seeds queued from the import ({} of its links refused or known)",
+                    seeds.len(),
+                    outcome.discovered.len() - seeds.len()
+                );
                 let hosts = seeds.iter().filter_map(|url| host_and_port(url)).collect();
                 store.crawls().add_seeds(crawl_id, seeds.len(), &hosts)?;
             }
@@ -194,4 +195,14 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         }
     }
     Ok(code)
+}
+
+/// A link the rules or the crawl's limits turned away: logged, and counted among the crawl's
+/// refused links.
+fn refuse(store: &Store, crawl_id: i64, reason: Refusal, url: &str) -> Result<(), StoreError> {
+    log::info!(
+        "discovered {}: refused ({reason})",
+        crate::printable::line(url)
+    );
+    store.crawls().refuse_url(crawl_id, reason, url)
 }

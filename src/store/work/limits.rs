@@ -9,7 +9,7 @@
 //! `abxctl cancel` leaves them.
 
 use crate::domain::{Added, Claim, CrawlOutcome, CrawlRules, Limit, Queue};
-use crate::store::engine::sql::args;
+use crate::store::engine::sql::{args, Db};
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
 
@@ -23,6 +23,20 @@ impl Crawls<'_> {
         depth: u32,
         rules: &CrawlRules,
     ) -> Result<Added, StoreError> {
+        let added = self.add_snapshots_within(crawl_id, &[url], depth, rules)?;
+        Ok(added[0])
+    }
+
+    /// [`Self::add_snapshot_within`] of each of `urls`, in one transaction (what became of each,
+    /// in their order): a page's links, or an import's seeds — a hundred thousand, each its
+    /// own transaction, took seconds.
+    pub fn add_snapshots_within<U: AsRef<str>>(
+        &self,
+        crawl_id: i64,
+        urls: &[U],
+        depth: u32,
+        rules: &CrawlRules,
+    ) -> Result<Vec<Added>, StoreError> {
         let (due, now) = (self.store.queue_now(), now_ms());
         self.store.write_work(|tx| {
             // (Adds to a crawl with a limit take turns on its row: of two hosts adding at once,
@@ -34,44 +48,11 @@ impl Crawls<'_> {
                 );
                 tx.query_opt(&sql, &args![crawl_id])?;
             }
-            let known: Option<i64> = tx.query_value(
-                "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
-                &args![crawl_id, url],
-            )?;
-            // (Its kept count — migration 32 — not a count of its rows: a 100,000-link import
-            // with a limit would count 100,000 times.)
-            let snapshots = || -> Result<u64, StoreError> {
-                let count: Option<i64> = tx
-                    .query_value(
-                        "SELECT CAST(sum(count) AS BIGINT) FROM crawl_tallies \
-                         WHERE crawl_id = ?1 AND kind = 'snapshot'",
-                        &args![crawl_id],
-                    )?
-                    .flatten();
-                Ok(u64::try_from(count.unwrap_or(0)).unwrap_or(0))
-            };
-            let archived_elsewhere = || -> Result<bool, StoreError> {
-                let archived: Option<i64> = tx.query_value(
-                    "SELECT id FROM snapshots WHERE url = ?2 AND crawl_id != ?1 \
-                     AND status = 'sealed' LIMIT 1",
-                    &args![crawl_id, url],
-                )?;
-                Ok(archived.is_some())
-            };
-            if let Some(refused) =
-                rules.turns_away(known.is_some(), snapshots, archived_elsewhere)?
-            {
-                return Ok(refused);
-            }
-            let id: Option<i64> = tx.query_value(
-                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
-                 VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6) ON CONFLICT DO NOTHING RETURNING id",
-                &args![crawl_id, url, depth, due, now, crate::uuid7::new()],
-            )?;
-            Ok(id.map_or(Added::Known, Added::New))
+            urls.iter()
+                .map(|url| add_one(tx, crawl_id, url.as_ref(), depth, rules, (due, now)))
+                .collect()
         })
     }
-
     /// Notes that `limit` turned something of crawl `crawl_id` away (unless another limit did
     /// first): the crawl says so once it seals.
     pub fn note_limit(&self, crawl_id: i64, limit: Limit) -> Result<(), StoreError> {
@@ -136,4 +117,49 @@ impl Crawls<'_> {
             Ok(())
         })
     }
+}
+
+/// One URL of [`Crawls::add_snapshots_within`], inside its transaction `tx`; `(due, now)`: the
+/// queue's clock and the wall clock the adds share.
+fn add_one(
+    tx: &Db,
+    crawl_id: i64,
+    url: &str,
+    depth: u32,
+    rules: &CrawlRules,
+    (due, now): (i64, i64),
+) -> Result<Added, StoreError> {
+    let known: Option<i64> = tx.query_value(
+        "SELECT id FROM snapshots WHERE crawl_id = ?1 AND url = ?2",
+        &args![crawl_id, url],
+    )?;
+    // (Its kept count — migration 32 — not a count of its rows: a 100,000-link import with a
+    // limit would count 100,000 times.)
+    let snapshots = || -> Result<u64, StoreError> {
+        let count: Option<i64> = tx
+            .query_value(
+                "SELECT CAST(sum(count) AS BIGINT) FROM crawl_tallies \
+                 WHERE crawl_id = ?1 AND kind = 'snapshot'",
+                &args![crawl_id],
+            )?
+            .flatten();
+        Ok(u64::try_from(count.unwrap_or(0)).unwrap_or(0))
+    };
+    let archived_elsewhere = || -> Result<bool, StoreError> {
+        let archived: Option<i64> = tx.query_value(
+            "SELECT id FROM snapshots WHERE url = ?2 AND crawl_id != ?1 \
+             AND status = 'sealed' LIMIT 1",
+            &args![crawl_id, url],
+        )?;
+        Ok(archived.is_some())
+    };
+    if let Some(refused) = rules.turns_away(known.is_some(), snapshots, archived_elsewhere)? {
+        return Ok(refused);
+    }
+    let id: Option<i64> = tx.query_value(
+        "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
+         VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6) ON CONFLICT DO NOTHING RETURNING id",
+        &args![crawl_id, url, depth, due, now, crate::uuid7::new()],
+    )?;
+    Ok(id.map_or(Added::Known, Added::New))
 }

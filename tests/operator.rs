@@ -850,6 +850,46 @@ fn prune_dry_run_counts_and_prune_deletes_old_rows_and_shrinks_the_file_leaving_
     );
 }
 
+/// `[retention]` in the daemon: a long history's rows go a share a loop turn (a first prune of
+/// them all at once would hold the loop), and the daemon answers while they do, until none is
+/// left.
+#[test]
+fn retention_prunes_a_long_history_in_shares_and_the_daemon_answers_meanwhile() {
+    let mut daemon = TestDaemon::start_with(&fixture_config("[retention]\nkeep_days = 30\n"));
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit();
+    // Five thousand hook rows of work that ended a year ago, no crawl's.
+    let conn = rusqlite::Connection::open(daemon.database()).unwrap();
+    let year_ago = abxd::store::now_ms() - 365 * 86_400_000;
+    conn.execute(
+        "INSERT INTO processes (kind, argv, cwd, status, created_at, started_at, ended_at, \
+         end_reason, exit_code) \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) \
+         SELECT 'hook', '[\"old.sh\"]', '/', 'exited', ?1, ?1, ?1 + 5, 'exited', 0 FROM n",
+        [year_ago],
+    )
+    .unwrap();
+    drop(conn);
+    let old = |daemon: &TestDaemon| {
+        let rows = daemon
+            .store()
+            .processes()
+            .list(&Default::default())
+            .unwrap();
+        rows.iter().filter(|r| r.argv == ["old.sh"]).count()
+    };
+    assert_eq!(old(&daemon), 5000);
+    daemon.launch();
+    wait_until("retention to prune every old row", WAIT, || {
+        // (Each wait asks the daemon too: it answers between its shares.)
+        daemon.ctl_ok(&["status"]);
+        (old(&daemon) == 0).then_some(())
+    });
+    let log = daemon.log();
+    let shares = log.matches("more at the next turn").count();
+    assert!(shares >= 2, "in shares of 2 000, not at once: {log}");
+}
+
 #[test]
 fn ps_narrows_to_a_crawl_or_a_time_and_shows_when_each_process_started() {
     let daemon = TestDaemon::start_with(&fixture_config(""));

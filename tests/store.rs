@@ -220,6 +220,52 @@ fn rows_found_gone_are_made_lost_each_with_its_own_reason_and_final_rows_stay_as
     }
 }
 
+/// Retention in the daemon's loop prunes a share a turn (`prune_some`): whatever the share, no
+/// row it leaves names a parent it took, and the shares add up to the whole prune.
+#[test]
+fn pruning_a_share_at_a_time_never_leaves_a_row_whose_parent_is_gone() {
+    for backend in common::backends() {
+        eprintln!("backend: {backend}");
+        use abxd::store::{now_ms, Compact};
+        let (store, _server) = common::fresh_store(backend);
+        let row = |parent: Option<i64>| {
+            let mut new = hook(&["true"]);
+            new.parent_id = parent;
+            store.processes().insert(&new).unwrap()
+        };
+        // Three trees three deep, their rows made in turn (as a crawl's rows are).
+        let mut rows = Vec::new();
+        for _ in 0..3 {
+            let root = row(None);
+            let middle = row(Some(root));
+            rows.extend([root, middle, row(Some(middle)), row(Some(root))]);
+        }
+        let ended: Vec<(i64, &str)> = rows.iter().map(|&id| (id, "ended")).collect();
+        store.processes().record_lost(&ended).unwrap();
+        let cutoff = now_ms() + 1000;
+        let mut pruned = 0;
+        for share in [1, 2, 3, 1, 5] {
+            let some = store
+                .processes()
+                .prune_some(cutoff, share, Compact::IfCheap)
+                .unwrap();
+            assert_eq!(some.rows, share.min(rows.len() as u64 - pruned));
+            pruned += some.rows;
+            let left = store.processes().list(&ProcessFilter::default()).unwrap();
+            assert_eq!(left.len() as u64, rows.len() as u64 - pruned);
+            for orphan in left.iter().filter(|r| r.parent_id.is_some()) {
+                let parent = orphan.parent_id.unwrap();
+                assert!(
+                    left.iter().any(|r| r.id == parent),
+                    "row {} names row {parent}, pruned before it",
+                    orphan.id
+                );
+            }
+        }
+        assert_eq!(pruned, rows.len() as u64, "the shares add up to the whole");
+    }
+}
+
 #[test]
 fn pruning_takes_final_rows_of_finished_work_with_their_subtrees_and_nothing_else() {
     for backend in common::backends() {

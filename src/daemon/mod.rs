@@ -75,6 +75,8 @@ struct State {
     parked_requests: Vec<handlers::ParkedRequest>,
     /// A large write-ahead log could not be truncated yet: when to try again (see `database`).
     truncate_wal_at: Option<Instant>,
+    /// `[retention]` left rows to prune at the next turn (see `handlers::apply_retention`).
+    prune_more_at: Option<Instant>,
     /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
     /// they are gone, then ownerless work is recovered.
     orphans: BTreeSet<i64>,
@@ -200,6 +202,7 @@ impl Daemon {
                 self.server.reply(token, &answer);
             }
             self.state.truncate_wal_at = self.state.keep_wal_small();
+            handlers::prune_if_due(&mut self.state);
         }
         for event in self.supervisor.reap_now(&self.state.store) {
             if let Event::Exited {
@@ -292,6 +295,7 @@ impl Daemon {
             state.retry_claims_at,
             parked,
             state.truncate_wal_at,
+            state.prune_more_at,
             state.fleet.next_due(&state.config, &state.store),
         ]
         .into_iter()

@@ -112,6 +112,7 @@ impl Daemon {
             waiting: HashMap::new(),
             parked_requests: Vec::new(),
             truncate_wal_at: None,
+            prune_more_at: None,
             orphans,
             installer: Default::default(),
             exporter: Default::default(),

@@ -155,7 +155,7 @@ impl serde::Serialize for EndDetail {
 }
 
 /// What a prune did (or, dry, would do).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Pruned {
     /// Process rows deleted (or that would be).
     pub rows: u64,

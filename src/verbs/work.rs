@@ -71,8 +71,23 @@ pub fn prune(
                 .into(),
         ));
     };
-    let cutoff = now_ms() - keep.as_millis() as i64;
-    Ok(store.processes().prune(cutoff, dry_run, compact)?)
+    Ok(store.processes().prune(cutoff_of(keep), dry_run, compact)?)
+}
+
+/// `[retention]`'s prune in the daemon's loop: at most `at_most` of the rows it takes (the rest
+/// at later turns); nothing when retention keeps every row.
+pub fn prune_some(store: &Store, config: &Config, at_most: u64) -> Result<Pruned, VerbError> {
+    let Some(keep) = config.retention.keep() else {
+        return Ok(Pruned::default());
+    };
+    Ok(store
+        .processes()
+        .prune_some(cutoff_of(keep), at_most, Compact::IfCheap)?)
+}
+
+/// The end time before which a row is old enough to go, when rows are kept for `keep`.
+fn cutoff_of(keep: Duration) -> i64 {
+    now_ms() - keep.as_millis() as i64
 }
 
 /// Queues the export of `crawls` into the ArchiveBox collection at `target`, their snapshots

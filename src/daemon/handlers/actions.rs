@@ -7,7 +7,7 @@ use super::{not_done, State};
 use crate::control::protocol::Response;
 use crate::store::{Compact, RetryScope};
 use crate::verbs;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(super) fn handle(
     state: &mut State,
@@ -54,19 +54,34 @@ pub(super) fn prune(state: &mut State, older_than_ms: Option<u64>, dry_run: bool
     }
 }
 
-/// Applies `[retention]`: the rows of finished work older than `keep_days` go.
+/// Rows `[retention]` prunes in one turn of the loop: a share small enough that the loop never
+/// waits long on it (a long history's first prune, all at once, could outlast the watchdog).
+const PRUNE_PER_TURN: u64 = 2_000;
+
+/// Applies `[retention]`: the rows of finished work older than `keep_days` go, a share a turn;
+/// while more are left, the next turn prunes on (`prune_more_at`).
 pub(in crate::daemon) fn apply_retention(state: &mut State) {
-    if state.config.retention.keep().is_none() {
-        return;
-    }
-    match verbs::work::prune(&state.store, &state.config, None, false, Compact::IfCheap) {
-        Ok(pruned) if pruned.rows > 0 => log::info!(
-            "retention: {} process rows that ended over {} days ago pruned",
-            pruned.rows,
-            state.config.retention.keep_days
-        ),
+    state.prune_more_at = None;
+    match verbs::work::prune_some(&state.store, &state.config, PRUNE_PER_TURN) {
+        Ok(pruned) if pruned.rows > 0 => {
+            let more = pruned.rows >= PRUNE_PER_TURN;
+            log::info!(
+                "retention: {} process rows that ended over {} days ago pruned{}",
+                pruned.rows,
+                state.config.retention.keep_days,
+                if more { "; more at the next turn" } else { "" }
+            );
+            state.prune_more_at = more.then(Instant::now);
+        }
         Ok(_) => {}
         Err(err) => log::warn!("retention: cannot prune old rows now: {err}"),
+    }
+}
+
+/// Goes on with a prune `apply_retention` left unfinished, once its turn has come.
+pub(in crate::daemon) fn prune_if_due(state: &mut State) {
+    if state.prune_more_at.is_some_and(|at| at <= Instant::now()) {
+        apply_retention(state);
     }
 }
 

@@ -9,7 +9,7 @@
 
 mod add;
 
-pub(super) use actions::apply_retention;
+pub(super) use actions::{apply_retention, prune_if_due};
 mod actions;
 mod cancel;
 mod install;

@@ -56,12 +56,37 @@ impl ProcessTable<'_> {
                 bytes_after: bytes_before,
             });
         }
+        self.delete_and_compact(cutoff_ms, None, compact)
+    }
+
+    /// [`Self::prune`] of at most `at_most` rows, the newest first — a row's children are newer
+    /// than it, so none of them outlives it and no parent link dangles — for the daemon's loop,
+    /// which prunes a long history a share a turn, never all at once.
+    pub fn prune_some(
+        &self,
+        cutoff_ms: i64,
+        at_most: u64,
+        compact: Compact,
+    ) -> Result<Pruned, StoreError> {
+        self.delete_and_compact(cutoff_ms, Some(at_most), compact)
+    }
+
+    /// Deletes the rows [`PRUNABLE`] takes at `cutoff_ms` (at most `at_most`, the newest
+    /// first), clearing what pointed at them, and gives the space back as `compact` allows.
+    fn delete_and_compact(
+        &self,
+        cutoff_ms: i64,
+        at_most: Option<u64>,
+        compact: Compact,
+    ) -> Result<Pruned, StoreError> {
+        let bytes_before = self.file_bytes();
+        let limit = at_most.map_or(String::new(), |n| format!(" ORDER BY id DESC LIMIT {n}"));
         let rows = self.store.write(|tx| {
             // (A temporary table of this connection: only the temporary one is named so.)
             tx.execute("DROP TABLE IF EXISTS pruned", &[])?;
             tx.execute("CREATE TEMP TABLE pruned (id BIGINT PRIMARY KEY)", &[])?;
             tx.execute(
-                &format!("INSERT INTO pruned (id) {PRUNABLE}"),
+                &format!("INSERT INTO pruned (id) {PRUNABLE}{limit}"),
                 &args![cutoff_ms],
             )?;
             for clear in [

@@ -48,6 +48,18 @@ impl Crawls<'_> {
                 );
                 tx.query_opt(&sql, &args![crawl_id])?;
             }
+            // (Without a limit or `--only-new`, nothing but the crawl's own snapshots turns a URL
+            // away, which the insert's conflict rule sees: rows go in many to a statement.)
+            if rules.limit(Limit::MaxUrls).is_none() && !rules.only_new() {
+                let mut added = Vec::with_capacity(urls.len());
+                let mut rest = urls;
+                while !rest.is_empty() {
+                    let (chunk, after) = rest.split_at(rows_per_insert(rest.len()));
+                    added.extend(add_many(tx, crawl_id, chunk, depth, (due, now))?);
+                    rest = after;
+                }
+                return Ok(added);
+            }
             urls.iter()
                 .map(|url| add_one(tx, crawl_id, url.as_ref(), depth, rules, (due, now)))
                 .collect()
@@ -162,4 +174,88 @@ fn add_one(
         &args![crawl_id, url, depth, due, now, crate::uuid7::new()],
     )?;
     Ok(id.map_or(Added::Known, Added::New))
+}
+
+/// How many of `left` URLs one statement of [`add_many`] inserts: 512 (6 values each, well
+/// under either engine's bound on a statement's parameters), else the largest power of two
+/// in `left` — so that a few statements, each prepared once, serve every count.
+fn rows_per_insert(left: usize) -> usize {
+    const MOST: usize = 512;
+    match left >= MOST {
+        true => MOST,
+        false => 1 << left.ilog2(),
+    }
+}
+
+/// `urls` added to crawl `crawl_id` by one `INSERT`, inside `tx`: each new, or known already
+/// (the crawl has it, or an earlier one of `urls` is the same URL).
+fn add_many<U: AsRef<str>>(
+    tx: &Db,
+    crawl_id: i64,
+    urls: &[U],
+    depth: u32,
+    (due, now): (i64, i64),
+) -> Result<Vec<Added>, StoreError> {
+    let mut values = Vec::with_capacity(urls.len() * 6);
+    let mut rows = Vec::with_capacity(urls.len());
+    for url in urls {
+        let at = values.len();
+        rows.push(format!(
+            "(?{}, ?{}, ?{}, 'queued', ?{}, ?{}, ?{})",
+            at + 1,
+            at + 2,
+            at + 3,
+            at + 4,
+            at + 5,
+            at + 6
+        ));
+        values.extend(args![
+            crawl_id,
+            url.as_ref(),
+            depth,
+            due,
+            now,
+            crate::uuid7::new()
+        ]);
+    }
+    let sql = format!(
+        "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
+         VALUES {} ON CONFLICT DO NOTHING RETURNING id, url",
+        rows.join(", ")
+    );
+    let mut inserted = std::collections::HashMap::new();
+    for row in tx.query(&sql, &values)? {
+        inserted.insert(row.get::<String>(1)?, row.get::<i64>(0)?);
+    }
+    // (A URL twice among them: the first is the new one.)
+    Ok(urls
+        .iter()
+        .map(|url| {
+            inserted
+                .remove(url.as_ref())
+                .map_or(Added::Known, Added::New)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_per_insert;
+
+    #[test]
+    fn an_insert_takes_512_rows_or_a_power_of_two_and_they_add_up() {
+        for total in [1, 2, 3, 511, 512, 513, 1_000, 100_000] {
+            let (mut left, mut sizes) = (total, std::collections::BTreeSet::new());
+            while left > 0 {
+                let rows = rows_per_insert(left);
+                assert!(
+                    rows.is_power_of_two() && rows <= 512 && rows <= left,
+                    "{total}: {rows}"
+                );
+                sizes.insert(rows);
+                left -= rows;
+            }
+            assert!(sizes.len() <= 10, "{total}: {sizes:?}");
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! Benchmark 12: a bookmark library — what grows with the work. A Netscape bookmarks file of
 //! `library_links` links through `abxctl add --from` (the bundled `parse_netscape_urls`, then a
 //! trivial hook per seed): the time until every link is a queued snapshot, beside the parser
-//! hook's own run, and the daemon's resident memory meanwhile; snapshots dispatched per second
+//! hook's own run and beside ArchiveBox 0.9.73 queuing the same file
+//! (`benches/library_archivebox.py`), and the daemon's resident memory meanwhile; snapshots dispatched per second
 //! with all of them queued, beside a crawl of 100 queued; then, with `library_results` result
 //! rows, each listing's first page, the web view's first byte and a `/metrics` scrape, beside
 //! `abxctl --version`; and the database's bytes per snapshot.
@@ -353,7 +354,11 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
         peak,
         Some(("before (MiB)", rss_before)),
     );
-    if let Some(archivebox) = archivebox_queues(&file, links) {
+    // (abxd's crawl paused meanwhile: ArchiveBox has the machine to itself.)
+    daemon.ctl_ok(&["pause", &crawl.to_string()]);
+    let beside = archivebox_queues(&file, links);
+    daemon.ctl_ok(&["resume", &crawl.to_string()]);
+    if let Some(archivebox) = beside {
         figures.add(
             &format!("12 {links} links from a bookmarks file queued by abxd (s)"),
             took / 1000.0,

@@ -5,7 +5,9 @@ library.rs runs this beside abxd's `abxctl add --from` of the same file, for a r
     benches/library_archivebox.py --file BOOKMARKS --links N [--out DIR]
 
 As an ArchiveBox user imports one: a new collection (`archivebox init`, its search backend set
-to ripgrep — sonic cannot be installed here), then `archivebox add --parser netscape --plugins
+to ripgrep — sonic cannot be installed here — and its TIMEOUT to the wait's, as a user importing
+a large library must: at the default 60 s ArchiveBox's parse of 100 000 links is cut off with
+nothing queued), then `archivebox add --parser netscape --plugins
 parse_netscape_urls --depth=0 < BOOKMARKS`, timed from its start until the collection's index
 holds N snapshots (ArchiveBox's runner parses the crawl's text into its depth-0 snapshots
 after it claims the crawl: its `--index-only` would record the text and queue nothing). Then the
@@ -102,8 +104,11 @@ def main():
     os.makedirs(home)
     shutil.chown(home, USER, USER)
     log = open(os.path.join(out, "archivebox.log"), "w")
+    # (ArchiveBox's default TIMEOUT, 60 s, ends its own parse of a large library before it has
+    # queued anything: 100 000 links need longer.)
     for argv in (["init"], ["config", "--set", "SEARCH_BACKEND_ENGINE=ripgrep"],
-                 ["config", "--set", "SEARCH_BACKEND_SONIC_ENABLED=False"]):
+                 ["config", "--set", "SEARCH_BACKEND_SONIC_ENABLED=False"],
+                 ["config", "--set", f"TIMEOUT={int(args.timeout)}"]):
         subprocess.run(as_user([ARCHIVEBOX, *argv], home), cwd=home, stdout=log,
                        stderr=subprocess.STDOUT, check=True)
     index = os.path.join(home, "index.sqlite3")

@@ -2,8 +2,8 @@
 //! `library_links` links through `abxctl add --from` (the bundled `parse_netscape_urls`, then a
 //! trivial hook per seed): the time until every link is a queued snapshot, beside the parser
 //! hook's own run and beside ArchiveBox 0.9.73 queuing the same file
-//! (`benches/library_archivebox.py`), and the daemon's resident memory meanwhile; snapshots dispatched per second
-//! with all of them queued, beside a crawl of 100 queued; then, with `library_results` result
+//! (`benches/library_archivebox.py`), and the daemon's resident memory meanwhile; snapshots
+//! dispatched per second with all of them queued, beside a crawl of 100 queued; then, with `library_results` result
 //! rows, each listing's first page, the web view's first byte and a `/metrics` scrape, beside
 //! `abxctl --version`; and the database's bytes per snapshot.
 

@@ -23,15 +23,13 @@ Nothing is asserted: the figures go to BENCHMARKS.md.
 import argparse
 import json
 import os
-import pwd
-import shutil
 import subprocess
 import sys
 import time
 
+from archivebox_user import ARCHIVEBOX, USER, new_collection, prepare
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ARCHIVEBOX = "/var/cache/abxd-ci/archivebox-0.9.73/bin/archivebox"
-USER = "abxbench"
 
 
 def die(message):
@@ -42,27 +40,13 @@ def run(argv, **kwargs):
     return subprocess.run(argv, check=True, **kwargs)
 
 
-def as_user(argv, cwd):
-    """`argv` run as the collection's owner in `cwd` (its HOME the collection)."""
-    return ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--init-groups", "env",
-            f"HOME={cwd}", "PATH=/usr/local/bin:/usr/bin:/bin", *argv]
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--collection", type=int, default=2000)
     parser.add_argument("--crawls", type=int, default=50)
     parser.add_argument("--out")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        die("run as root (ArchiveBox runs as the user abxbench)")
-    if not os.access(ARCHIVEBOX, os.X_OK):
-        die(f"no ArchiveBox at {ARCHIVEBOX} (.ci/run installs it)")
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        run(["useradd", "--system", "--create-home", "--home-dir", f"/var/lib/{USER}",
-             "--shell", "/usr/sbin/nologin", USER])
+    prepare("export_batch.py")
     exe = os.environ.get("ABXD_EXPORT_EXE")
     if not exe:
         run(["cargo", "build", "--quiet", "--bin", "abxd", "--bin", "abxctl"], cwd=ROOT)
@@ -72,12 +56,7 @@ def main():
     os.chmod(out, 0o755)
 
     collection = os.path.join(out, "collection")
-    os.makedirs(collection)
-    shutil.chown(collection, USER, USER)
-    run(as_user([ARCHIVEBOX, "init"], collection), cwd=collection, stdout=subprocess.DEVNULL)
-    for setting in ["SEARCH_BACKEND_ENGINE=ripgrep", "SEARCH_BACKEND_SONIC_ENABLED=False"]:
-        run(as_user([ARCHIVEBOX, "config", "--set", setting], collection), cwd=collection,
-            stdout=subprocess.DEVNULL)
+    new_collection(collection)
 
     home = os.path.join(out, "abxd")
     os.makedirs(home)

@@ -15,15 +15,15 @@ add is stopped (SIGTERM, as Ctrl-C; what is left of its session after 60 s is ki
 after checking the session is still its own).
 
 Runs as root: ArchiveBox runs as the unprivileged user `abxbench` (made when missing), as it
-must. Prints one JSON line: {"queued_s", "peak_rss_mib", "snapshots"}; the peak is the sum of
-the resident memory of every process of the add's session, sampled every 100 ms.
+must. Prints one JSON line: {"queued_s", "peak_rss_mib", "parser_s", "snapshots"}; the peak is
+the sum of the resident memory of every process of the add's session, and `parser_s` how long
+its parser hook (abx-plugins' `parse_netscape_urls`, not abxd's bundled one) was seen running,
+both sampled every 100 ms.
 """
 
 import argparse
 import json
 import os
-import pwd
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -31,20 +31,11 @@ import sys
 import tempfile
 import time
 
-USER = "abxbench"
-ARCHIVEBOX = os.environ.get(
-    "ABXD_ARCHIVEBOX", "/var/cache/abxd-ci/archivebox-0.9.73/bin/archivebox")
+from archivebox_user import ARCHIVEBOX, as_user, new_collection, prepare
 
 
 def die(message):
     sys.exit(f"library_archivebox.py: {message}")
-
-
-def as_user(argv, home):
-    env = {"HOME": home, "LANG": "C.UTF-8",
-           "PATH": f"{os.path.dirname(ARCHIVEBOX)}:/usr/local/bin:/usr/bin:/bin"}
-    return ["/usr/sbin/runuser", "-u", USER, "--", "env",
-            *[f"{k}={v}" for k, v in env.items()], *argv]
 
 
 def session_of(pid):
@@ -71,6 +62,14 @@ def rss_kib(pid):
     return 0
 
 
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def snapshots(index):
     try:
         db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=10)
@@ -89,28 +88,14 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--timeout", type=float, default=3600)
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        die("run as root (ArchiveBox runs as the user abxbench)")
-    if not os.access(ARCHIVEBOX, os.X_OK):
-        die(f"no ArchiveBox at {ARCHIVEBOX} (.ci/run installs it)")
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--create-home", "--home-dir", f"/var/lib/{USER}",
-                        "--shell", "/usr/sbin/nologin", USER], check=True)
+    prepare("library_archivebox.py")
     out = args.out or tempfile.mkdtemp(prefix="abxd-library-", dir="/var/tmp")
     os.chmod(out, 0o755)
     home = os.path.join(out, "archivebox")
-    os.makedirs(home)
-    shutil.chown(home, USER, USER)
     log = open(os.path.join(out, "archivebox.log"), "w")
     # (ArchiveBox's default TIMEOUT, 60 s, ends its own parse of a large library before it has
     # queued anything: 100 000 links need longer.)
-    for argv in (["init"], ["config", "--set", "SEARCH_BACKEND_ENGINE=ripgrep"],
-                 ["config", "--set", "SEARCH_BACKEND_SONIC_ENABLED=False"],
-                 ["config", "--set", f"TIMEOUT={int(args.timeout)}"]):
-        subprocess.run(as_user([ARCHIVEBOX, *argv], home), cwd=home, stdout=log,
-                       stderr=subprocess.STDOUT, check=True)
+    new_collection(home, [f"TIMEOUT={int(args.timeout)}"], log)
     index = os.path.join(home, "index.sqlite3")
     add = [ARCHIVEBOX, "add", "--parser", "netscape", "--plugins", "parse_netscape_urls",
            "--depth=0"]
@@ -120,9 +105,14 @@ def main():
                                    stderr=subprocess.STDOUT, start_new_session=True)
     sid = process.pid
     peak, count, queued_s = 0, 0, None
+    parser_seen = [None, None]  # (when its parser hook was first and last seen running)
     try:
         while time.monotonic() - started < args.timeout:
-            peak = max(peak, sum(rss_kib(p) for p in session_pids(sid)))
+            pids = session_pids(sid)
+            peak = max(peak, sum(rss_kib(p) for p in pids))
+            if any("parse_netscape_urls.py" in cmdline(p) for p in pids):
+                parser_seen[0] = parser_seen[0] or time.monotonic()
+                parser_seen[1] = time.monotonic()
             count = snapshots(index)
             if count >= args.links:
                 queued_s = time.monotonic() - started
@@ -145,8 +135,9 @@ def main():
     if queued_s is None:
         die(f"ArchiveBox's index held {count} of {args.links} snapshots when it "
             f"{'ended' if process.returncode is not None else 'timed out'}: see {log.name}")
+    parser_s = parser_seen[1] - parser_seen[0] if parser_seen[0] else None
     print(json.dumps({"queued_s": round(queued_s, 2), "peak_rss_mib": round(peak / 1024, 1),
-                      "snapshots": count}))
+                      "parser_s": parser_s and round(parser_s, 2), "snapshots": count}))
 
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ a large library must: at the default 60 s ArchiveBox's parse of 100 000 links is
 nothing queued), then `archivebox add --parser netscape --plugins
 parse_netscape_urls --depth=0 < BOOKMARKS`, timed from its start until the collection's index
 holds N snapshots (ArchiveBox's runner parses the crawl's text into its depth-0 snapshots
-after it claims the crawl: its `--index-only` would record the text and queue nothing). Then the
+after it claims the crawl: its `--index-only` would record the text and queue nothing) — or,
+where it stops queuing to archive what it queued (its count unchanged for `--stall` seconds,
+120 by default: at 100 000 links it stopped at 47 383), until its last snapshot queued. Then the
 add is stopped (SIGTERM, as Ctrl-C; what is left of its session after 60 s is killed, by pid,
 after checking the session is still its own).
 
 Runs as root: ArchiveBox runs as the unprivileged user `abxbench` (made when missing), as it
-must. Prints one JSON line: {"queued_s", "peak_rss_mib", "parser_s", "snapshots"}; the peak is
+must. Prints one JSON line: {"queued_s", "peak_rss_mib", "parser_s", "snapshots"} (how many
+it had queued by `queued_s`: N, or fewer where it stopped queuing); the peak is
 the sum of the resident memory of every process of the add's session, and `parser_s` how long
 its parser hook (abx-plugins' `parse_netscape_urls`, not abxd's bundled one) was seen running,
 both sampled every 100 ms.
@@ -87,6 +90,7 @@ def main():
     parser.add_argument("--links", type=int, required=True)
     parser.add_argument("--out")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--stall", type=float, default=120)
     args = parser.parse_args()
     prepare("library_archivebox.py")
     out = args.out or tempfile.mkdtemp(prefix="abxd-library-", dir="/var/tmp")
@@ -113,9 +117,15 @@ def main():
             if any("parse_netscape_urls.py" in cmdline(p) for p in pids):
                 parser_seen[0] = parser_seen[0] or time.monotonic()
                 parser_seen[1] = time.monotonic()
+            now, was = time.monotonic(), count
             count = snapshots(index)
+            if count > was:
+                queued_s = now - started
             if count >= args.links:
-                queued_s = time.monotonic() - started
+                break
+            # (ArchiveBox archives the snapshots it queued before it queues more: once its
+            # count stands still that long, what it queued is what this measures.)
+            if queued_s is not None and now - started - queued_s > args.stall:
                 break
             if process.poll() is not None:
                 break
@@ -133,7 +143,7 @@ def main():
         if process.poll() is None:
             process.wait()
     if queued_s is None:
-        die(f"ArchiveBox's index held {count} of {args.links} snapshots when it "
+        die(f"ArchiveBox's index held no snapshot when it "
             f"{'ended' if process.returncode is not None else 'timed out'}: see {log.name}")
     parser_s = parser_seen[1] - parser_seen[0] if parser_seen[0] else None
     print(json.dumps({"queued_s": round(queued_s, 2), "peak_rss_mib": round(peak / 1024, 1),

@@ -335,6 +335,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (31, include_str!("postgres/31.sql")),
     (32, include_str!("postgres/32.sql")),
     (33, include_str!("postgres/33.sql")),
+    (34, include_str!("postgres/34.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

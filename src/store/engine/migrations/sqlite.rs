@@ -37,4 +37,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/31.sql"),
     include_str!("sqlite/32.sql"),
     include_str!("sqlite/33.sql"),
+    include_str!("sqlite/34.sql"),
 ];

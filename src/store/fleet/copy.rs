@@ -95,6 +95,12 @@ pub fn copy(source: &Store, target: &Store) -> Result<Copied, StoreError> {
         copy_meta(source, target)?;
         db.execute_batch(TALLIES_COUNTED)?;
         db.execute("COMMIT", &[])?;
+        // (The planner's statistics of the tables just filled, as autovacuum would gather them
+        // later: until then a listing may read a million rows where it needs fifty.)
+        // (The copy is whole whatever this says: a failure only leaves it to autovacuum.)
+        if let Err(err) = db.execute_batch("ANALYZE") {
+            log::warn!("store copy: the copied tables' statistics are not gathered yet: {err}");
+        }
         Ok(Copied { rows: copied })
     })();
     if copied.is_err() {

@@ -9,7 +9,7 @@
 use crate::domain::Pruned;
 use crate::store::engine::sql::args;
 use crate::store::ProcessTable;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 /// The rows pruning at a cutoff takes: final, ended before it (`?1`, unix ms), not of an
 /// unsealed crawl, and with no row below them that stays.
@@ -46,7 +46,7 @@ impl ProcessTable<'_> {
         dry_run: bool,
         compact: Compact,
     ) -> Result<Pruned, StoreError> {
-        let bytes_before = self.file_bytes();
+        let bytes_before = file_bytes(self.store);
         if dry_run {
             let sql = format!("SELECT count(*) FROM ({PRUNABLE}) AS prunable");
             let rows: u64 = self.store.db().query_one(&sql, &args![cutoff_ms])?.get(0)?;
@@ -79,7 +79,7 @@ impl ProcessTable<'_> {
         at_most: Option<u64>,
         compact: Compact,
     ) -> Result<Pruned, StoreError> {
-        let bytes_before = self.file_bytes();
+        let bytes_before = file_bytes(self.store);
         let limit = at_most.map_or(String::new(), |n| format!(" ORDER BY id DESC LIMIT {n}"));
         let rows = self.store.write(|tx| {
             // (A temporary table of this connection: only the temporary one is named so.)
@@ -104,43 +104,43 @@ impl ProcessTable<'_> {
             Ok(rows)
         })?;
         if rows > 0 {
-            self.compact(compact)?;
+            give_back_space(self.store, compact)?;
         }
         Ok(Pruned {
             rows,
             bytes_before,
-            bytes_after: self.file_bytes(),
+            bytes_after: file_bytes(self.store),
         })
     }
+}
 
-    /// Gives free pages back to the file system, as `how` allows.
-    /// (SQLite's file only: PostgreSQL's autovacuum manages its own space.)
-    fn compact(&self, how: Compact) -> Result<(), StoreError> {
-        const INCREMENTAL: i64 = 2;
-        let Some(conn) = self.store.sqlite() else {
-            return Ok(());
-        };
-        let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
-        match how {
-            _ if mode == INCREMENTAL => conn.execute_batch("PRAGMA incremental_vacuum;")?,
-            Compact::Rewrite => conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?,
-            Compact::IfCheap => return Ok(()),
-        }
-        // The freed pages leave the file once the write-ahead log is checkpointed into it.
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-        Ok(())
+/// Gives free pages back to the file system, as `how` allows.
+/// (SQLite's file only: PostgreSQL's autovacuum manages its own space.)
+fn give_back_space(store: &Store, how: Compact) -> Result<(), StoreError> {
+    const INCREMENTAL: i64 = 2;
+    let Some(conn) = store.sqlite() else {
+        return Ok(());
+    };
+    let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+    match how {
+        _ if mode == INCREMENTAL => conn.execute_batch("PRAGMA incremental_vacuum;")?,
+        Compact::Rewrite => conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?,
+        Compact::IfCheap => return Ok(()),
     }
+    // The freed pages leave the file once the write-ahead log is checkpointed into it.
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    Ok(())
+}
 
-    /// The database's size in bytes as SQLite counts it (its pages): the file's size once the
-    /// write-ahead log is checkpointed into it.
-    fn file_bytes(&self) -> u64 {
-        let Some(conn) = self.store.sqlite() else {
-            return 0;
-        };
-        let size = |pragma: &str| -> u64 {
-            conn.query_row(pragma, [], |r| r.get::<_, i64>(0))
-                .map_or(0, |n| n.max(0) as u64)
-        };
-        size("PRAGMA page_count") * size("PRAGMA page_size")
-    }
+/// The database's size in bytes as SQLite counts it (its pages): the file's size once the
+/// write-ahead log is checkpointed into it.
+fn file_bytes(store: &Store) -> u64 {
+    let Some(conn) = store.sqlite() else {
+        return 0;
+    };
+    let size = |pragma: &str| -> u64 {
+        conn.query_row(pragma, [], |r| r.get::<_, i64>(0))
+            .map_or(0, |n| n.max(0) as u64)
+    };
+    size("PRAGMA page_count") * size("PRAGMA page_size")
 }

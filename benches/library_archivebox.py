@@ -13,20 +13,22 @@ holds N snapshots (ArchiveBox's runner parses the crawl's text into its depth-0 
 after it claims the crawl: its `--index-only` would record the text and queue nothing) — or,
 where it stops queuing to archive what it queued (its count unchanged for `--stall` seconds,
 120 by default: at 100 000 links it stopped at 47 383), until its last snapshot queued. Then the
-add is stopped (SIGTERM, as Ctrl-C; what is left of its session after 60 s is killed, by pid,
-after checking the session is still its own).
+add is stopped (SIGTERM, as Ctrl-C; what is left of the user's processes after 60 s is killed,
+by pid, after checking each is still the user's).
 
 Runs as root: ArchiveBox runs as the unprivileged user `abxbench` (made when missing), as it
 must. Prints one JSON line: {"queued_s", "peak_rss_mib", "parser_s", "snapshots"} (how many
-it had queued by `queued_s`: N, or fewer where it stopped queuing); the peak is
-the sum of the resident memory of every process of the add's session, and `parser_s` how long
-its parser hook (abx-plugins' `parse_netscape_urls`, not abxd's bundled one) was seen running,
-both sampled every 100 ms.
+it had queued by `queued_s`: N, or fewer where it stopped queuing); the peak is the sum of
+the resident memory of every process of the user (all ArchiveBox's: the user is the
+benchmarks' own, and they run one at a time), and `parser_s` how long its parser hook
+(abx-plugins' `parse_netscape_urls`, not abxd's bundled one) was seen running, both sampled
+every 100 ms.
 """
 
 import argparse
 import json
 import os
+import pwd
 import signal
 import sqlite3
 import subprocess
@@ -34,24 +36,29 @@ import sys
 import tempfile
 import time
 
-from archivebox_user import ARCHIVEBOX, as_user, new_collection, prepare
+from archivebox_user import ARCHIVEBOX, USER, as_user, new_collection, prepare
 
 
 def die(message):
     sys.exit(f"library_archivebox.py: {message}")
 
 
-def session_of(pid):
-    """The session id of `pid`, or None once it is gone."""
+def uid_of(pid):
+    """The real uid of `pid`, or None once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[3])
-    except (OSError, IndexError, ValueError):
-        return None
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
-def session_pids(sid):
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and session_of(p) == sid]
+def users_pids(uid):
+    """Every process of `uid`: ArchiveBox's, the user being the benchmarks' own (its
+    supervisord starts a session of its own, so the add's session would miss its workers)."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and uid_of(p) == uid]
 
 
 def rss_kib(pid):
@@ -107,12 +114,12 @@ def main():
         started = time.monotonic()
         process = subprocess.Popen(as_user(add, home), cwd=home, stdin=bookmarks, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-    sid = process.pid
+    uid = pwd.getpwnam(USER).pw_uid
     peak, count, queued_s = 0, 0, None
     parser_seen = [None, None]  # (when its parser hook was first and last seen running)
     try:
         while time.monotonic() - started < args.timeout:
-            pids = session_pids(sid)
+            pids = users_pids(uid)
             peak = max(peak, sum(rss_kib(p) for p in pids))
             if any("parse_netscape_urls.py" in cmdline(p) for p in pids):
                 parser_seen[0] = parser_seen[0] or time.monotonic()
@@ -137,8 +144,8 @@ def main():
                 process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 pass
-        for pid in session_pids(sid):
-            if session_of(pid) == sid:  # (still of its session: not a recycled pid)
+        for pid in users_pids(uid):
+            if uid_of(pid) == uid:  # (still the user's: not a recycled pid)
                 os.kill(pid, signal.SIGKILL)
         if process.poll() is None:
             process.wait()

@@ -354,36 +354,6 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
         peak,
         Some(("before (MiB)", rss_before)),
     );
-    // (abxd's crawl paused meanwhile: ArchiveBox has the machine to itself.)
-    daemon.ctl_ok(&["pause", &crawl.to_string()]);
-    let beside = archivebox_queues(&file, links);
-    daemon.ctl_ok(&["resume", &crawl.to_string()]);
-    if let Some(archivebox) = beside {
-        // (ArchiveBox stops queuing to archive what it queued: its time is then for fewer.)
-        let whom = match archivebox.3 {
-            queued if queued >= links => "by ArchiveBox 0.9.73 (s)".to_string(),
-            queued => format!("by ArchiveBox 0.9.73, which queued only {queued} of them (s)"),
-        };
-        figures.add(
-            &format!("12 {links} links from a bookmarks file queued by abxd (s)"),
-            took / 1000.0,
-            Some((&whom, archivebox.0)),
-        );
-        figures.add(
-            &format!("12 abxd's daemon while {links} links were queued, peak (MiB)"),
-            peak,
-            Some(("ArchiveBox 0.9.73's processes, peak (MiB)", archivebox.1)),
-        );
-        // (Each tool's time beyond its parser: abxd bundles a parser of its own, ArchiveBox
-        // runs abx-plugins'.)
-        if let Some(parser) = archivebox.2 {
-            figures.add(
-                &format!("12 {links} links queued, beyond the parser hook's run, abxd (s)"),
-                (took - parser_ms) / 1000.0,
-                Some(("ArchiveBox 0.9.73 (s)", archivebox.0 - parser)),
-            );
-        }
-    }
     let window = s.library_window;
     figures.add(
         &format!("12 snapshots dispatched per second with {links} queued"),
@@ -414,6 +384,38 @@ pub(crate) fn library(s: &Sizes, figures: &mut Figures) {
             fds.1 as f64,
             Some((&format!("after {per_block}"), fds.0 as f64)),
         );
+    }
+    // ArchiveBox queuing the same file, once abxd's dispatch and soak are measured (what it
+    // leaves running as it stops must not slow them), abxd's crawl paused: it has the machine
+    // to itself.
+    daemon.ctl_ok(&["pause", &crawl.to_string()]);
+    let beside = archivebox_queues(&file, links);
+    daemon.ctl_ok(&["resume", &crawl.to_string()]);
+    if let Some(archivebox) = beside {
+        // (ArchiveBox stops queuing to archive what it queued: its time is then for fewer.)
+        let whom = match archivebox.3 {
+            queued if queued >= links => "by ArchiveBox 0.9.73 (s)".to_string(),
+            queued => format!("by ArchiveBox 0.9.73, which queued only {queued} of them (s)"),
+        };
+        figures.add(
+            &format!("12 {links} links from a bookmarks file queued by abxd (s)"),
+            took / 1000.0,
+            Some((&whom, archivebox.0)),
+        );
+        figures.add(
+            &format!("12 abxd's daemon while {links} links were queued, peak (MiB)"),
+            peak,
+            Some(("ArchiveBox 0.9.73's processes, peak (MiB)", archivebox.1)),
+        );
+        // (Each tool's time beyond its parser: abxd bundles a parser of its own, ArchiveBox
+        // runs abx-plugins'.)
+        if let Some(parser) = archivebox.2 {
+            figures.add(
+                &format!("12 {links} links queued, beyond the parser hook's run, abxd (s)"),
+                (took - parser_ms) / 1000.0,
+                Some(("ArchiveBox 0.9.73 (s)", archivebox.0 - parser)),
+            );
+        }
     }
     daemon.ctl_ok(&["cancel", &crawl.to_string()]);
     daemon.wait_sealed(crawl, Duration::from_secs(600));

@@ -336,6 +336,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (32, include_str!("postgres/32.sql")),
     (33, include_str!("postgres/33.sql")),
     (34, include_str!("postgres/34.sql")),
+    (35, include_str!("postgres/35.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -38,4 +38,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/32.sql"),
     include_str!("sqlite/33.sql"),
     include_str!("sqlite/34.sql"),
+    include_str!("sqlite/35.sql"),
 ];

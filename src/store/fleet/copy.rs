@@ -9,7 +9,7 @@
 //! marker namespace (`meta.instance_id`) comes along, so leftovers of the old database are
 //! still recognised as its own.
 
-use crate::store::engine::sql::Value;
+use crate::store::engine::sql::{value_rows, Value};
 use crate::store::{Store, StoreError};
 
 /// The tables in an order that satisfies every reference (a process's parent row precedes it:
@@ -95,9 +95,9 @@ pub fn copy(source: &Store, target: &Store) -> Result<Copied, StoreError> {
         copy_meta(source, target)?;
         db.execute_batch(TALLIES_COUNTED)?;
         db.execute("COMMIT", &[])?;
-        // (The planner's statistics of the tables just filled, as autovacuum would gather them
-        // later: until then a listing may read a million rows where it needs fifty.)
-        // (The copy is whole whatever this says: a failure only leaves it to autovacuum.)
+        // The planner's statistics of the tables just filled, as autovacuum would gather them
+        // later (until then a listing may read a million rows where it needs fifty). The copy
+        // is whole whatever this says: a failure only leaves them to autovacuum.
         if let Err(err) = db.execute_batch("ANALYZE") {
             log::warn!("store copy: the copied tables' statistics are not gathered yet: {err}");
         }
@@ -160,24 +160,13 @@ fn copy_table(source: &Store, target: &Store, table: &str) -> Result<u64, StoreE
         for row in rows {
             values.extend(row.into_values().into_iter().skip(1));
         }
-        target
-            .db()
-            .execute(&insert(table, &list, columns.len(), batch), &values)?;
+        let insert = format!(
+            "INSERT INTO {table} ({list}) VALUES {}",
+            value_rows(columns.len(), batch)
+        );
+        target.db().execute(&insert, &values)?;
         count += batch as u64;
     }
-}
-
-/// `INSERT INTO table (list) VALUES (?1, …), (…), …`: `rows` rows of `width` values.
-fn insert(table: &str, list: &str, width: usize, rows: usize) -> String {
-    let tuples: Vec<String> = (0..rows)
-        .map(|row| {
-            let places: Vec<String> = (1..=width)
-                .map(|column| format!("?{}", row * width + column))
-                .collect();
-            format!("({})", places.join(", "))
-        })
-        .collect();
-    format!("INSERT INTO {table} ({list}) VALUES {}", tuples.join(", "))
 }
 
 /// Copies `meta` over the target's own (its schema version stays: the schema is the target's).

@@ -46,8 +46,8 @@ impl ProcessTable<'_> {
         dry_run: bool,
         compact: Compact,
     ) -> Result<Pruned, StoreError> {
-        let bytes_before = file_bytes(self.store);
         if dry_run {
+            let bytes_before = file_bytes(self.store);
             let sql = format!("SELECT count(*) FROM ({PRUNABLE}) AS prunable");
             let rows: u64 = self.store.db().query_one(&sql, &args![cutoff_ms])?.get(0)?;
             return Ok(Pruned {

@@ -9,7 +9,7 @@
 //! `abxctl cancel` leaves them.
 
 use crate::domain::{Added, Claim, CrawlOutcome, CrawlRules, Limit, Queue};
-use crate::store::engine::sql::{args, Db};
+use crate::store::engine::sql::{args, value_rows, Db};
 use crate::store::Crawls;
 use crate::store::{now_ms, StoreError};
 
@@ -176,7 +176,7 @@ fn add_one(
     Ok(id.map_or(Added::Known, Added::New))
 }
 
-/// How many of `left` URLs one statement of [`add_many`] inserts: 512 (6 values each, well
+/// How many of `left` URLs one statement of [`add_many`] inserts: 512 (7 values each, well
 /// under either engine's bound on a statement's parameters), else the largest power of two
 /// in `left` — so that a few statements, each prepared once, serve every count.
 fn rows_per_insert(left: usize) -> usize {
@@ -196,32 +196,23 @@ fn add_many<U: AsRef<str>>(
     depth: u32,
     (due, now): (i64, i64),
 ) -> Result<Vec<Added>, StoreError> {
-    let mut values = Vec::with_capacity(urls.len() * 6);
-    let mut rows = Vec::with_capacity(urls.len());
+    let mut values = Vec::with_capacity(urls.len() * 7);
     for url in urls {
-        let at = values.len();
-        rows.push(format!(
-            "(?{}, ?{}, ?{}, 'queued', ?{}, ?{}, ?{})",
-            at + 1,
-            at + 2,
-            at + 3,
-            at + 4,
-            at + 5,
-            at + 6
-        ));
+        let uuid = crate::uuid7::new();
         values.extend(args![
             crawl_id,
             url.as_ref(),
             depth,
+            "queued",
             due,
             now,
-            crate::uuid7::new()
+            uuid
         ]);
     }
     let sql = format!(
         "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
          VALUES {} ON CONFLICT DO NOTHING RETURNING id, url",
-        rows.join(", ")
+        value_rows(7, urls.len())
     );
     let mut inserted = std::collections::HashMap::new();
     for row in tx.query(&sql, &values)? {

@@ -245,6 +245,20 @@ impl Db {
     }
 }
 
+/// The placeholders of a multi-row `INSERT … VALUES`: `rows` tuples of `width` each, numbered
+/// on — `(?1, ?2), (?3, ?4)` for 2 × 2 — for values given row after row.
+pub fn value_rows(width: usize, rows: usize) -> String {
+    let tuples: Vec<String> = (0..rows)
+        .map(|row| {
+            let places: Vec<String> = (1..=width)
+                .map(|column| format!("?{}", row * width + column))
+                .collect();
+            format!("({})", places.join(", "))
+        })
+        .collect();
+    tuples.join(", ")
+}
+
 /// `Value`s from a list of expressions: `args![id, name, None::<i64>]`.
 #[macro_export]
 macro_rules! args {

@@ -90,3 +90,9 @@ fn a_password_is_never_in_what_may_be_printed() {
         "host=/tmp/pg user=abxd dbname=abxd"
     );
 }
+
+#[test]
+fn value_rows_number_every_place_row_after_row() {
+    assert_eq!(value_rows(2, 2), "(?1, ?2), (?3, ?4)");
+    assert_eq!(value_rows(3, 1), "(?1, ?2, ?3)");
+}

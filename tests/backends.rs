@@ -535,6 +535,92 @@ fn a_crawls_kept_counts_are_what_counting_its_rows_says_on_both_engines() {
     }
 }
 
+/// A host's process rows counted by kind and state as they change (migration 36) say what
+/// counting the rows says — through inserts, starts, ends, losses and a prune — on both engines;
+/// a row written before rows had hosts counts as this host's.
+#[test]
+fn a_hosts_kept_process_counts_are_what_counting_its_rows_says_on_both_engines() {
+    let (_dir, server, stores) = stores();
+    for (n, store) in stores.iter().enumerate() {
+        let engine = store.path().display().to_string();
+        // (Another connection to the same database, for what no abxd verb writes.)
+        let raw = match (n, &server) {
+            (0, _) => Db::Sqlite(rusqlite::Connection::open(store.path()).unwrap()),
+            (_, Some(server)) => Db::connect_postgres(&server.url()).unwrap(),
+            (_, None) => unreachable!("a second store is PostgreSQL's"),
+        };
+        let check = |when: &str| {
+            let kept: Vec<(String, String, u64)> = (store.processes().watched())
+                .counts_by_kind_and_status()
+                .unwrap()
+                .into_iter()
+                .map(|(kind, status, n)| (kind.to_string(), status.to_string(), n))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let mut counted = std::collections::BTreeMap::new();
+            for row in (store.processes()).list(&ProcessFilter::default()).unwrap() {
+                *counted
+                    .entry((row.kind.to_string(), row.status.to_string()))
+                    .or_insert(0) += 1;
+            }
+            let counted: Vec<(String, String, u64)> = (counted.into_iter())
+                .map(|((kind, status), n)| (kind, status, n))
+                .collect();
+            assert_eq!(kept, counted, "{engine}, {when}");
+        };
+        check("when empty");
+        let me = identity::of_pid(std::process::id() as i32).unwrap();
+        let uid = nix::unistd::getuid().as_raw();
+        let worker = (store.processes())
+            .insert(&new_process(Kind::CrawlWorker, None, None))
+            .unwrap();
+        let hooks: Vec<i64> = (0..4)
+            .map(|_| {
+                (store.processes())
+                    .insert(&new_process(Kind::Hook, Some(worker), None))
+                    .unwrap()
+            })
+            .collect();
+        check("after inserts");
+        (store.processes())
+            .record_spawned(hooks[0], &me, me.pid, (None, None), uid)
+            .unwrap();
+        (store.processes())
+            .record_end(
+                hooks[0],
+                Some(ExitOutcome::Code(0)),
+                EndReason::Exited,
+                None,
+            )
+            .unwrap();
+        (store.processes())
+            .record_end(hooks[1], None, EndReason::SpawnFailed, None)
+            .unwrap();
+        store
+            .processes()
+            .record_lost(&[(hooks[2], "gone")])
+            .unwrap();
+        check("after a start, ends and a loss");
+        // A row of before hosts were recorded (migration 16) is this host's.
+        raw.execute(
+            "UPDATE processes SET machine_id = NULL WHERE id = ?1",
+            &args![hooks[3]],
+        )
+        .unwrap();
+        check("with a row of no host");
+        let pruned = (store.processes())
+            .prune(
+                abxd::store::now_ms() + 1,
+                false,
+                abxd::store::Compact::IfCheap,
+            )
+            .unwrap();
+        assert!(pruned.rows >= 3, "{engine}: {pruned:?}");
+        check("after a prune");
+    }
+}
+
 #[test]
 fn concurrent_claims_on_postgres_never_take_one_row_twice() {
     let Some(server) = Postgres::start() else {

@@ -4,11 +4,12 @@
 //!
 //! [`Store`] is the handle: opening, transactions, the busy wait, the clocks and the fence. What
 //! is kept is reached through one repository per aggregate, a view over that handle
-//! (`store.processes()`, `store.crawls()`, `store.queue()`, `store.results()`,
-//! `store.schedules()`, `store.exports()`, `store.machines()`, `store.file()`, and
-//! `store.outbox()` for the writes an event loop could not make yet). The handle's
-//! state (failed writes, batch depth, the back-off, the outbox, the fence) lives in cells, so every repository
-//! works through a shared reference; a store is used by one thread.
+//! (`store.processes()` — and what watchers read of it, `store.processes().watched()` —,
+//! `store.crawls()`, `store.queue()`, `store.results()`, `store.schedules()`, `store.exports()`,
+//! `store.machines()`, `store.file()`, and `store.outbox()` for the writes an event loop could
+//! not make yet). The handle's state (failed writes, batch depth, the back-off, the outbox, the
+//! fence) lives in cells, so every repository works through a shared reference; a store is used
+//! by one thread.
 //!
 //! Invariants: every SQLite connection runs with WAL, a busy wait (`engine::busy`) and
 //! `foreign_keys=ON`; every write that touches more than one statement is one transaction taken
@@ -39,7 +40,7 @@ pub use fleet::copy::{copy, Copied};
 pub use fleet::machines::Machine;
 pub use processes::Compact;
 pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
-pub use processes::{EndedRow, QueueDepth, StartedHook};
+pub use processes::{EndedRow, Moment, QueueDepth, StartedHook};
 pub use processes::{NewProcess, ProcessRow};
 pub use work::{Added, Binary, Export, RefusedUrls};
 pub use work::{Crawl, HookResult, Snapshot, SnapshotPage};
@@ -100,6 +101,12 @@ repository!(
     /// The process table (`processes`): rows of processes, what is noted of them, what watchers
     /// read of them, and pruning.
     ProcessTable
+);
+repository!(
+    /// What the web view and `/metrics` read of the processes and the queues
+    /// (`processes::watched`, reached by `store.processes().watched()`): the rows worth
+    /// showing, kept counts, what ended and started.
+    Watched
 );
 repository!(
     /// Crawls and their snapshots (`work`): adding them within their rules, the operator's

@@ -9,17 +9,15 @@
 //! Invariants: every name has the `abxd_` prefix and its unit in base units (`_seconds`,
 //! `_bytes`), every counter ends in `_total`, histograms have cumulative `le` buckets ending in
 //! `+Inf` with `_sum` and `_count`; label values are escaped (`\\`, `"`, newline); a row is
-//! counted once (rows that end late — a commit that lands after a scrape with an older
-//! `ended_at` — are caught by reading again [`OVERLAP_MS`] back and skipping the ids seen).
+//! counted once, also one that ends late — a commit that lands after a scrape with an older
+//! `ended_at` ([`Seen`]).
 
 use super::histogram::Histogram;
+use super::seen::{Entry, Seen};
 use crate::domain::Kind;
 use crate::store::{EndedRow, StartedHook};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write;
-
-/// How far back each scrape reads again, for rows whose end was committed after a later one's.
-pub const OVERLAP_MS: i64 = 10 * 60 * 1000;
 
 /// The bucket bounds (seconds) of a hook's duration.
 const HOOK_SECONDS: &[f64] = &[
@@ -32,10 +30,10 @@ const TEARDOWN_SECONDS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10
 /// What ended and started, counted once each, since the first scrape read the whole table.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
-    ended_mark: i64,
-    ended_seen: BTreeSet<(i64, i64)>,
-    started_mark: i64,
-    started_seen: BTreeSet<(i64, i64)>,
+    /// The rows whose ends were counted.
+    pub ends: Seen,
+    /// The hook rows whose starts were counted.
+    pub starts: Seen,
     hooks_started: BTreeMap<String, u64>,
     hooks_ended: BTreeMap<(String, String), u64>,
     hook_seconds: BTreeMap<String, Histogram>,
@@ -52,23 +50,13 @@ fn plugin_label(plugin: &Option<String>) -> String {
 }
 
 impl Tally {
-    /// From when the next read of ended rows must start (unix ms).
-    pub fn ended_since(&self) -> i64 {
-        (self.ended_mark - OVERLAP_MS).max(0)
-    }
-
-    /// From when the next read of started hooks must start (unix ms).
-    pub fn started_since(&self) -> i64 {
-        (self.started_mark - OVERLAP_MS).max(0)
-    }
-
-    /// Counts the rows of `ended` not counted before.
-    pub fn add_ended(&mut self, ended: &[EndedRow]) {
+    /// Counts the rows of `ended` not counted before, of a read that returned the entries
+    /// `learnt` ([`Seen::read`]).
+    pub fn add_ended(&mut self, ended: &[EndedRow], learnt: &[Entry]) {
         for row in ended {
-            if !self.ended_seen.insert((row.ended_at, row.id)) {
+            if !self.ends.first_time(row.ended_at, row.id) {
                 continue;
             }
-            self.ended_mark = self.ended_mark.max(row.ended_at);
             if row.kind == Kind::Hook {
                 let plugin = plugin_label(&row.plugin);
                 let status = match (row.result_status, &row.end_reason) {
@@ -100,24 +88,22 @@ impl Tally {
             self.leaked += u64::from(row.leaking);
             self.unkillable += u64::from(row.unkillable);
         }
-        let keep_from = self.ended_since();
-        self.ended_seen.retain(|&(at, _)| at >= keep_from);
+        self.ends.read(learnt);
     }
 
-    /// Counts the hooks of `started` not counted before.
-    pub fn add_started(&mut self, started: &[StartedHook]) {
+    /// Counts the hooks of `started` not counted before, of a read that returned the entries
+    /// `learnt`.
+    pub fn add_started(&mut self, started: &[StartedHook], learnt: &[Entry]) {
         for hook in started {
-            if !self.started_seen.insert((hook.started_at, hook.id)) {
+            if !self.starts.first_time(hook.started_at, hook.id) {
                 continue;
             }
-            self.started_mark = self.started_mark.max(hook.started_at);
             *self
                 .hooks_started
                 .entry(plugin_label(&hook.plugin))
                 .or_default() += 1;
         }
-        let keep_from = self.started_since();
-        self.started_seen.retain(|&(at, _)| at >= keep_from);
+        self.starts.read(learnt);
     }
 }
 
@@ -399,16 +385,20 @@ mod tests {
     #[test]
     fn a_row_read_twice_is_counted_once_and_a_late_one_still_counts() {
         let mut tally = Tally::default();
-        assert_eq!(tally.ended_since(), 0);
-        tally.add_ended(&[ended(1, "wget", 1_000_000), ended(2, "wget", 1_001_000)]);
-        // The next read starts OVERLAP_MS before the newest end, and sees both again, and a
-        // row committed late with an older end.
-        assert_eq!(tally.ended_since(), 1_001_000 - OVERLAP_MS);
-        tally.add_ended(&[
-            ended(1, "wget", 1_000_000),
-            ended(3, "title", 999_000),
-            ended(2, "wget", 1_001_000),
-        ]);
+        tally.add_ended(
+            &[ended(1, "wget", 1_000_000), ended(2, "wget", 1_001_000)],
+            &[],
+        );
+        // The next read takes the rows from the newest end on whole (row 2 again) and a row
+        // committed late with an older end, found among the overlap's entries.
+        assert_eq!(tally.ends.overlap().1, 1_001_000);
+        let overlap = [(999_000, 3), (1_000_000, 1)];
+        let late = tally.ends.unread(&overlap);
+        assert_eq!(late, vec![(999_000, 3)]);
+        tally.add_ended(
+            &[ended(3, "title", 999_000), ended(2, "wget", 1_001_000)],
+            &late,
+        );
         assert_eq!(tally.hooks_ended[&("wget".into(), "succeeded".into())], 2);
         assert_eq!(tally.hooks_ended[&("title".into(), "succeeded".into())], 1);
         assert_eq!(tally.hook_seconds["wget"].count, 2);
@@ -428,7 +418,7 @@ mod tests {
         child.plugin = None;
         child.sigterm_at = Some(9_800);
         child.escaped = true;
-        tally.add_ended(&[killed, child]);
+        tally.add_ended(&[killed, child], &[]);
         assert_eq!(tally.hooks_ended[&("chrome".into(), "timeout".into())], 1);
         assert_eq!(tally.sigkills[&Kind::Hook], 1);
         assert_eq!(tally.teardown_seconds[&Kind::Hook].sum, 0.2);
@@ -462,8 +452,8 @@ mod tests {
             plugin: Some(plugin.into()),
             started_at: 5_000 + id,
         };
-        tally.add_started(&[hook(1, "wget"), hook(2, "wget")]);
-        tally.add_started(&[hook(2, "wget"), hook(3, "dom")]);
+        tally.add_started(&[hook(1, "wget"), hook(2, "wget")], &[]);
+        tally.add_started(&[hook(2, "wget"), hook(3, "dom")], &[]);
         assert_eq!(tally.hooks_started["wget"], 2);
         assert_eq!(tally.hooks_started["dom"], 1);
     }

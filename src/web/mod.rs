@@ -21,6 +21,7 @@ mod metrics;
 mod page;
 mod route;
 mod scrape;
+mod seen;
 pub mod token;
 mod view;
 

@@ -75,14 +75,19 @@ fn usage_cells(out: &mut String, usage: Option<&Usage>) {
 pub fn index_live(data: &IndexData, now_ms: i64) -> String {
     let mut out = String::new();
     crawls_table(&mut out, data, now_ms);
-    let ended = (data.entries.iter())
+    let shown = (data.entries.iter())
         .filter(|e| !e.row.status.is_live())
         .count();
+    let newest = match data.ended {
+        ended if ended > shown as u64 => format!("the newest {shown} "),
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
         "<h2>Processes</h2>\n<p class=\"dim\" id=\"folded\">{live} running; {ended} ended in the \
-         last minute (shown with \"ended processes\" above)</p>",
-        live = data.entries.len() - ended,
+         last minute ({newest}shown with \"ended processes\" above)</p>",
+        live = data.entries.len() - shown,
+        ended = data.ended,
     );
     if data.entries.is_empty() {
         return out;

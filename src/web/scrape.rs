@@ -4,18 +4,21 @@
 //! once never count a row twice.
 
 use super::metrics;
+use super::seen::{Entry, Seen};
 use super::Shared;
-use crate::store::{Store, StoreError};
+use crate::store::{Moment, Store, StoreError, Watched};
 
 /// `/metrics`: the tally brought up to date, and the gauges read now.
 pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreError> {
     let mut tally = shared.tally.lock().unwrap_or_else(|e| e.into_inner());
-    let ended = store.processes().ended_since(tally.ended_since())?;
-    tally.add_ended(&ended);
-    let started = store
-        .processes()
-        .hooks_started_since(tally.started_since())?;
-    tally.add_started(&started);
+    let watched = store.processes().watched();
+    // (Rows from the end of each overlap on are read whole; within it, only those read late.)
+    let (late, learnt) = late_and_learnt(watched, Moment::Ended, &tally.ends)?;
+    let ended = watched.ended(tally.ends.overlap().1, &late)?;
+    tally.add_ended(&ended, &learnt);
+    let (late, learnt) = late_and_learnt(watched, Moment::HookStarted, &tally.starts)?;
+    let started = watched.hooks_started(tally.starts.overlap().1, &late)?;
+    tally.add_started(&started, &learnt);
     let now = crate::store::now_ms();
     let this_machine = crate::store::ProcessFilter {
         live_only: true,
@@ -31,8 +34,7 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
         ),
         ..metrics::Gauges::default()
     };
-    gauges.processes = store
-        .processes()
+    gauges.processes = watched
         .counts_by_kind_and_status()?
         .into_iter()
         .map(|(kind, status, n)| (kind, status.to_string(), n))
@@ -55,7 +57,7 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
             }
         }
     }
-    let (crawls, snapshots) = store.processes().queue_depths()?;
+    let (crawls, snapshots) = watched.queue_depths()?;
     gauges.queued = [
         ("crawls", crawls.queued, crawls.oldest_due_ms),
         ("snapshots", snapshots.queued, snapshots.oldest_due_ms),
@@ -75,4 +77,23 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
         .map(|(reason, count)| (reason.to_string(), count))
         .collect();
     Ok(metrics::render(&tally, &gauges))
+}
+
+/// What a scrape reads of `moment` besides the rows from `seen`'s overlap on: the ids of the
+/// overlap's rows committed late (its entries read only when its count or sum of ids differs
+/// from `seen`'s), and the entries it learnt — those late ones, and every machine's from the
+/// overlap on.
+fn late_and_learnt(
+    watched: Watched<'_>,
+    moment: Moment,
+    seen: &Seen,
+) -> Result<(Vec<i64>, Vec<Entry>), StoreError> {
+    let (from, until) = seen.overlap();
+    let mut learnt = Vec::new();
+    if watched.moments_sum(moment, from, until)? != seen.overlap_sum() {
+        learnt = seen.unread(&watched.moments(moment, from, until)?);
+    }
+    let late = learnt.iter().map(|&(_, id)| id).collect();
+    learnt.extend(watched.moments(moment, until, i64::MAX)?);
+    Ok((late, learnt))
 }

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// How long an ended row stays in the tree: long enough to be seen ending.
 pub const ENDED_SHOWN_MS: i64 = 60_000;
 
+/// How many of those the tree holds at most, the newest: a busy host ends thousands a minute.
+pub const ENDED_SHOWN: u32 = 100;
+
 /// How many crawls the index lists.
 pub const CRAWLS_SHOWN: u32 = 20;
 
@@ -46,6 +49,8 @@ pub struct Usage {
 /// The index: the tree and the latest crawls.
 pub struct IndexData {
     pub entries: Vec<PsEntry>,
+    /// How many rows ended within [`ENDED_SHOWN_MS`] (the tree holds the newest of them).
+    pub ended: u64,
     pub usage: HashMap<i64, Usage>,
     pub crawls: Vec<(Crawl, CrawlCounts)>,
 }
@@ -80,9 +85,8 @@ pub struct SnapshotData {
 
 pub fn index(store: &Store) -> Result<IndexData, StoreError> {
     let now = now_ms();
-    let rows = store
-        .processes()
-        .live_and_ended_since(now - ENDED_SHOWN_MS)?;
+    let (rows, ended) =
+        (store.processes().watched()).live_and_ended_since(now - ENDED_SHOWN_MS, ENDED_SHOWN)?;
     let entries = PsEntry::all(rows, now);
     let usage = entries
         .iter()
@@ -95,6 +99,7 @@ pub fn index(store: &Store) -> Result<IndexData, StoreError> {
     }
     Ok(IndexData {
         entries,
+        ended,
         usage,
         crawls,
     })

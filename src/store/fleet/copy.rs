@@ -13,8 +13,8 @@ use crate::store::engine::sql::{value_rows, Value};
 use crate::store::{Store, StoreError};
 
 /// The tables in an order that satisfies every reference (a process's parent row precedes it:
-/// ids grow with time), each with whether its `id` is an identity column. (Not
-/// `crawl_tallies`: the target counts the copied snapshots and results itself.)
+/// ids grow with time), each with whether its `id` is an identity column. (Not `crawl_tallies`
+/// nor `process_tallies`: the target counts the copied rows itself.)
 const TABLES: &[(&str, bool)] = &[
     ("machines", false),
     ("processes", true),
@@ -29,19 +29,25 @@ const TABLES: &[(&str, bool)] = &[
     ("binaries", false),
 ];
 
-/// The triggers that keep `crawl_tallies` (migration 32), off while the rows arrive.
+/// The triggers that keep `crawl_tallies` (migration 32) and `process_tallies` (migration 36),
+/// off while the rows arrive.
 const TALLIES_OFF: &str = "ALTER TABLE snapshots DISABLE TRIGGER snapshots_tally_rows; \
-     ALTER TABLE results DISABLE TRIGGER results_tally_rows;";
+     ALTER TABLE results DISABLE TRIGGER results_tally_rows; \
+     ALTER TABLE processes DISABLE TRIGGER processes_tally_rows;";
 
-/// The copied rows counted, as migration 32 counted them, and the triggers on again.
+/// The copied rows counted, as migrations 32 and 36 counted them, and the triggers on again.
 const TALLIES_COUNTED: &str = "INSERT INTO crawl_tallies (crawl_id, kind, status, slot, count) \
      SELECT crawl_id, 'snapshot', status, id % 16, count(*) FROM snapshots \
      GROUP BY crawl_id, status, id % 16; \
      INSERT INTO crawl_tallies (crawl_id, kind, status, slot, count) \
      SELECT crawl_id, 'result', status, id % 16, count(*) FROM results \
      GROUP BY crawl_id, status, id % 16; \
+     INSERT INTO process_tallies (machine_id, kind, status, slot, count) \
+     SELECT COALESCE(machine_id, ''), kind, status, id % 16, count(*) FROM processes \
+     GROUP BY COALESCE(machine_id, ''), kind, status, id % 16; \
      ALTER TABLE snapshots ENABLE TRIGGER snapshots_tally_rows; \
-     ALTER TABLE results ENABLE TRIGGER results_tally_rows;";
+     ALTER TABLE results ENABLE TRIGGER results_tally_rows; \
+     ALTER TABLE processes ENABLE TRIGGER processes_tally_rows;";
 
 /// What a copy wrote: rows per table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +82,7 @@ pub fn copy(source: &Store, target: &Store) -> Result<Copied, StoreError> {
     db.execute("BEGIN", &[])?;
     let copied = (|| {
         // (A tally trigger a row would cost a million updates of a few rows: the counts are
-        // made once, at the end, as migration 32 made them. Both within the transaction.)
+        // made once, at the end, as migrations 32 and 36 made them. Both within the transaction.)
         db.execute_batch(TALLIES_OFF)?;
         let mut copied = Vec::new();
         for &(table, identity) in TABLES {

@@ -12,7 +12,7 @@ mod watched;
 
 pub use queries::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use retention::Compact;
-pub use watched::{EndedRow, QueueDepth, StartedHook};
+pub use watched::{EndedRow, Moment, QueueDepth, StartedHook};
 
 pub use crate::domain::ProcessRow;
 

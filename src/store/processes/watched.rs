@@ -1,17 +1,18 @@
 //! What the web view and `/metrics` read of the process table and the queues: the rows worth
-//! showing now, counts by kind and state, rows that ended or started since a moment, and how
+//! showing now, counts by kind and state, rows that ended or started from a moment on, and how
 //! long due work has waited.
 //!
-//! Invariants: read only, each a single query (or two), never a whole-table read of rows that
-//! are not needed: the ends and starts are read from a moment on, so a scrape costs what
-//! changed since the one before. Rows are this machine's only (a fleet's hosts each report their
-//! own, so a sum over hosts counts each process once); the queues are the fleet's.
+//! Invariants: read only, a query or two each, never a read that grows with the history: the
+//! counts are kept as rows change (migration 36); the ends and starts are read from a moment
+//! on, whole only where new — a scrape reads again what it read before only as entries of an
+//! index (moment and id) — so a scrape costs what changed since the one before. Rows are this
+//! machine's only (a fleet's hosts each report their own, so a sum over hosts counts each
+//! process once); the moments and the queues are the fleet's.
 
 use crate::domain::{Kind, ResultStatus, Status};
-use crate::store::engine::sql::{args, columns};
+use crate::store::engine::sql::{args, columns, Dialect, Value};
 use crate::store::processes::{process_from_row, ProcessRow, COLUMNS, LIVE_STATUSES};
-use crate::store::ProcessTable;
-use crate::store::StoreError;
+use crate::store::{ProcessTable, StoreError, Watched};
 
 /// A row that ended, as the metrics count it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,26 +67,97 @@ columns! {
     enum StartedColumn { id = "p.id", plugin = "r.plugin", started_at = "p.started_at" }
 }
 
-impl ProcessTable<'_> {
-    /// The rows of this machine that claim a live process, and those that ended at or after
-    /// `ended_since_ms` (unix ms), by id.
-    pub fn live_and_ended_since(&self, ended_since_ms: i64) -> Result<Vec<ProcessRow>, StoreError> {
-        Ok(self.store.db().query_map(
-            &format!(
-                "SELECT {COLUMNS} FROM processes \
-                 WHERE (status IN {LIVE_STATUSES} OR ended_at >= ?1) \
-                 AND COALESCE(machine_id, ?2) = ?2 ORDER BY id"
-            ),
-            &args![ended_since_ms, crate::identity::machine_id()],
-            process_from_row,
-        )?)
+/// A moment of a process row that the metrics read from a mark on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    /// A final row's `ended_at`.
+    Ended,
+    /// A hook row's `started_at`.
+    HookStarted,
+}
+
+impl Moment {
+    /// The rows of `processes p` that have this moment, and its column: what its index holds
+    /// (migrations 34, 37).
+    fn rows_and_column(self) -> (&'static str, &'static str) {
+        match self {
+            Moment::Ended => ("p.status IN ('exited', 'lost')", "p.ended_at"),
+            Moment::HookStarted => ("p.kind = 'hook'", "p.started_at"),
+        }
     }
 
-    /// How many rows there are of each kind and state.
+    /// The rows of `processes p` of this machine (placeholder 2) whose moment is at or after
+    /// placeholder 1, or whose id is among `ids` (a JSON array in placeholder 3, if any), with
+    /// the arguments: each term one an index answers, so the two are read as a union.
+    fn rows_since_or_among(
+        self,
+        dialect: Dialect,
+        since_ms: i64,
+        ids: &[i64],
+    ) -> (String, Vec<Value>) {
+        let (rows, column) = self.rows_and_column();
+        let from = format!("({rows} AND {column} >= ?1)");
+        let this_machine = "COALESCE(p.machine_id, ?2) = ?2";
+        let mut args = args![since_ms, crate::identity::machine_id()].to_vec();
+        if ids.is_empty() {
+            return (format!("{from} AND {this_machine}"), args);
+        }
+        args.push(Value::from(serde_json::json!(ids).to_string()));
+        let among = dialect.integers_of_json("?3");
+        (
+            format!("({from} OR p.id IN {among}) AND {this_machine}"),
+            args,
+        )
+    }
+}
+
+impl<'s> ProcessTable<'s> {
+    /// What the web view and `/metrics` read of the table and the queues.
+    pub fn watched(self) -> Watched<'s> {
+        Watched { store: self.store }
+    }
+}
+
+impl Watched<'_> {
+    /// The rows of this machine that claim a live process, and the newest `newest` of those
+    /// that ended at or after `ended_since_ms` (unix ms), by id; with how many ended since then.
+    /// (Each term names its statuses, so that it is read from an index — migrations 1 and 34 —
+    /// and what a busy host ended is counted, not read.)
+    pub fn live_and_ended_since(
+        &self,
+        ended_since_ms: i64,
+        newest: u32,
+    ) -> Result<(Vec<ProcessRow>, u64), StoreError> {
+        let this_machine = "COALESCE(machine_id, ?2) = ?2";
+        let ended = format!("status IN ('exited', 'lost') AND ended_at >= ?1 AND {this_machine}");
+        let rows = self.store.db().query_map(
+            &format!(
+                "SELECT {COLUMNS} FROM processes WHERE id IN (\
+                   SELECT id FROM processes WHERE status IN {LIVE_STATUSES} AND {this_machine} \
+                   UNION ALL SELECT id FROM (SELECT id FROM processes WHERE {ended} \
+                                            ORDER BY ended_at DESC LIMIT ?3) AS newest) \
+                 ORDER BY id"
+            ),
+            &args![ended_since_ms, crate::identity::machine_id(), newest],
+            process_from_row,
+        )?;
+        let count: i64 = self
+            .store
+            .db()
+            .query_one(
+                &format!("SELECT count(*) FROM processes WHERE {ended}"),
+                &args![ended_since_ms, crate::identity::machine_id()],
+            )?
+            .get(0)?;
+        Ok((rows, count.max(0) as u64))
+    }
+
+    /// How many rows of this machine there are of each kind and state: their kept counts
+    /// (migration 36), a read of a few rows whatever the history's size.
     pub fn counts_by_kind_and_status(&self) -> Result<Vec<(Kind, Status, u64)>, StoreError> {
         let rows = self.store.db().query(
-            "SELECT kind, status, count(*) FROM processes \
-             WHERE COALESCE(machine_id, ?1) = ?1 GROUP BY kind, status",
+            "SELECT kind, status, CAST(sum(count) AS BIGINT) FROM process_tallies \
+             WHERE machine_id IN ('', ?1) GROUP BY kind, status HAVING sum(count) > 0",
             &args![crate::identity::machine_id()],
         )?;
         let mut counts = Vec::with_capacity(rows.len());
@@ -99,17 +171,56 @@ impl ProcessTable<'_> {
         Ok(counts)
     }
 
-    /// The final rows that ended at or after `since_ms` (unix ms), with their result's plugin
-    /// and status.
-    pub fn ended_since(&self, since_ms: i64) -> Result<Vec<EndedRow>, StoreError> {
-        let rows = self.store.db().query(
+    /// `(moment, id)` of every row of any machine whose `moment` is at or after `from_ms` and
+    /// before `until_ms` (unix ms): entries of its index, no row read.
+    pub fn moments(
+        &self,
+        moment: Moment,
+        from_ms: i64,
+        until_ms: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let (rows, column) = moment.rows_and_column();
+        Ok(self.store.db().query_map(
+            &format!(
+                "SELECT {column}, p.id FROM processes p \
+                 WHERE {rows} AND {column} >= ?1 AND {column} < ?2"
+            ),
+            &args![from_ms, until_ms],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?)
+    }
+
+    /// How many of [`Watched::moments`] there are, and the sum of their ids: what tells whether
+    /// they are those read before without reading them.
+    pub fn moments_sum(
+        &self,
+        moment: Moment,
+        from_ms: i64,
+        until_ms: i64,
+    ) -> Result<(i64, i64), StoreError> {
+        let (rows, column) = moment.rows_and_column();
+        let row = self.store.db().query_one(
+            &format!(
+                "SELECT count(*), CAST(COALESCE(sum(p.id), 0) AS BIGINT) FROM processes p \
+                 WHERE {rows} AND {column} >= ?1 AND {column} < ?2"
+            ),
+            &args![from_ms, until_ms],
+        )?;
+        Ok((row.get(0)?, row.get(1)?))
+    }
+
+    /// This machine's final rows that ended at or after `since_ms` (unix ms), and those of
+    /// `ids` (rows that ended before it, read late), with their result's plugin and status.
+    pub fn ended(&self, since_ms: i64, ids: &[i64]) -> Result<Vec<EndedRow>, StoreError> {
+        let db = self.store.db();
+        let (rows, args) = Moment::Ended.rows_since_or_among(db.dialect(), since_ms, ids);
+        let rows = db.query(
             &format!(
                 "SELECT {} FROM processes p LEFT JOIN results r ON r.id = p.result_id \
-                 WHERE p.ended_at >= ?1 AND p.status IN ('exited', 'lost') \
-                 AND COALESCE(p.machine_id, ?2) = ?2 ORDER BY p.id",
+                 WHERE {rows} ORDER BY p.id",
                 EndedColumn::LIST
             ),
-            &args![since_ms, crate::identity::machine_id()],
+            &args,
         )?;
         let mut ended = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -136,16 +247,22 @@ impl ProcessTable<'_> {
         Ok(ended)
     }
 
-    /// The hook rows that started at or after `since_ms` (unix ms), with their result's plugin.
-    pub fn hooks_started_since(&self, since_ms: i64) -> Result<Vec<StartedHook>, StoreError> {
-        Ok(self.store.db().query_map(
+    /// This machine's hook rows that started at or after `since_ms` (unix ms), and those of
+    /// `ids` (rows that started before it, read late), with their result's plugin.
+    pub fn hooks_started(
+        &self,
+        since_ms: i64,
+        ids: &[i64],
+    ) -> Result<Vec<StartedHook>, StoreError> {
+        let db = self.store.db();
+        let (rows, args) = Moment::HookStarted.rows_since_or_among(db.dialect(), since_ms, ids);
+        Ok(db.query_map(
             &format!(
                 "SELECT {} FROM processes p LEFT JOIN results r ON r.id = p.result_id \
-                 WHERE p.kind = 'hook' AND p.started_at >= ?1 \
-                 AND COALESCE(p.machine_id, ?2) = ?2 ORDER BY p.id",
+                 WHERE {rows} ORDER BY p.id",
                 StartedColumn::LIST
             ),
-            &args![since_ms, crate::identity::machine_id()],
+            &args,
             |row| {
                 use StartedColumn as C;
                 Ok(StartedHook {
@@ -173,9 +290,15 @@ impl ProcessTable<'_> {
                 "SELECT count(*), min(CASE WHEN retry_at <= ?1 AND paused_at IS NULL \
                  THEN retry_at END) FROM crawls WHERE status = 'queued'",
             )?,
+            // (How many: the kept counts of the crawls not sealed — a sealed crawl's snapshots
+            // are sealed. The oldest due: the first entry of the queued snapshots' index.)
             depth(
-                "SELECT count(*), min(CASE WHEN retry_at <= ?1 THEN retry_at END) \
-                 FROM snapshots WHERE status = 'queued'",
+                "SELECT (SELECT COALESCE(CAST(sum(t.count) AS BIGINT), 0) \
+                         FROM crawl_tallies t JOIN crawls c ON c.id = t.crawl_id \
+                         WHERE c.status != 'sealed' AND t.kind = 'snapshot' \
+                         AND t.status = 'queued'), \
+                        (SELECT min(retry_at) FROM snapshots \
+                         WHERE status = 'queued' AND retry_at <= ?1)",
             )?,
         ))
     }

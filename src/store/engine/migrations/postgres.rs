@@ -337,6 +337,8 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (33, include_str!("postgres/33.sql")),
     (34, include_str!("postgres/34.sql")),
     (35, include_str!("postgres/35.sql")),
+    (36, include_str!("postgres/36.sql")),
+    (37, include_str!("postgres/37.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

@@ -39,4 +39,6 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/33.sql"),
     include_str!("sqlite/34.sql"),
     include_str!("sqlite/35.sql"),
+    include_str!("sqlite/36.sql"),
+    include_str!("sqlite/37.sql"),
 ];

@@ -119,7 +119,7 @@ fn values_statements_and_transactions_are_the_same_on_both_engines() {
 
 use abxd::domain::{EndReason, ExitOutcome, Kind, Queue, ResultStatus, WorkStatus};
 use abxd::identity;
-use abxd::store::{migrations, NewProcess, ProcessFilter, RetryScope, Store};
+use abxd::store::{migrations, Moment, NewProcess, ProcessFilter, RetryScope, Store};
 use std::time::Duration;
 
 /// The store on both engines: a new SQLite file, and a new PostgreSQL cluster where one can be
@@ -537,7 +537,8 @@ fn a_crawls_kept_counts_are_what_counting_its_rows_says_on_both_engines() {
 
 /// A host's process rows counted by kind and state as they change (migration 36) say what
 /// counting the rows says — through inserts, starts, ends, losses and a prune — on both engines;
-/// a row written before rows had hosts counts as this host's.
+/// a row written before rows had hosts counts as this host's; how many ever ended and started
+/// only grows.
 #[test]
 fn a_hosts_kept_process_counts_are_what_counting_its_rows_says_on_both_engines() {
     let (_dir, server, stores) = stores();
@@ -602,6 +603,15 @@ fn a_hosts_kept_process_counts_are_what_counting_its_rows_says_on_both_engines()
             .record_lost(&[(hooks[2], "gone")])
             .unwrap();
         check("after a start, ends and a loss");
+        // How many ever ended and started: counts that only grow, a pruned row's too.
+        let moments = || {
+            let watched = store.processes().watched();
+            (
+                watched.moment_total(Moment::Ended).unwrap(),
+                watched.moment_total(Moment::HookStarted).unwrap(),
+            )
+        };
+        assert_eq!(moments(), (3, 1), "{engine}");
         // A row of before hosts were recorded (migration 16) is this host's.
         raw.execute(
             "UPDATE processes SET machine_id = NULL WHERE id = ?1",
@@ -618,6 +628,7 @@ fn a_hosts_kept_process_counts_are_what_counting_its_rows_says_on_both_engines()
             .unwrap();
         assert!(pruned.rows >= 3, "{engine}: {pruned:?}");
         check("after a prune");
+        assert_eq!(moments(), (3, 1), "{engine}, after a prune");
     }
 }
 

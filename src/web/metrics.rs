@@ -13,9 +13,9 @@
 //! `ended_at` ([`Seen`]).
 
 use super::histogram::Histogram;
-use super::seen::{Entry, Seen};
+use super::seen::Seen;
 use crate::domain::Kind;
-use crate::store::{EndedRow, StartedHook};
+use crate::store::{EndedRow, Moment, StartedHook};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -31,9 +31,9 @@ const TEARDOWN_SECONDS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
     /// The rows whose ends were counted.
-    pub ends: Seen,
+    ends: Seen,
     /// The hook rows whose starts were counted.
-    pub starts: Seen,
+    starts: Seen,
     hooks_started: BTreeMap<String, u64>,
     hooks_ended: BTreeMap<(String, String), u64>,
     hook_seconds: BTreeMap<String, Histogram>,
@@ -50,9 +50,16 @@ fn plugin_label(plugin: &Option<String>) -> String {
 }
 
 impl Tally {
-    /// Counts the rows of `ended` not counted before, of a read that returned the entries
-    /// `learnt` ([`Seen::read`]).
-    pub fn add_ended(&mut self, ended: &[EndedRow], learnt: &[Entry]) {
+    /// What it has seen of `moment`.
+    pub fn seen(&mut self, moment: Moment) -> &mut Seen {
+        match moment {
+            Moment::Ended => &mut self.ends,
+            Moment::HookStarted => &mut self.starts,
+        }
+    }
+
+    /// Counts the rows of `ended` not counted before.
+    pub fn add_ended(&mut self, ended: &[EndedRow]) {
         for row in ended {
             if !self.ends.first_time(row.ended_at, row.id) {
                 continue;
@@ -88,12 +95,10 @@ impl Tally {
             self.leaked += u64::from(row.leaking);
             self.unkillable += u64::from(row.unkillable);
         }
-        self.ends.read(learnt);
     }
 
-    /// Counts the hooks of `started` not counted before, of a read that returned the entries
-    /// `learnt`.
-    pub fn add_started(&mut self, started: &[StartedHook], learnt: &[Entry]) {
+    /// Counts the hooks of `started` not counted before.
+    pub fn add_started(&mut self, started: &[StartedHook]) {
         for hook in started {
             if !self.starts.first_time(hook.started_at, hook.id) {
                 continue;
@@ -103,7 +108,6 @@ impl Tally {
                 .entry(plugin_label(&hook.plugin))
                 .or_default() += 1;
         }
-        self.starts.read(learnt);
     }
 }
 
@@ -385,24 +389,14 @@ mod tests {
     #[test]
     fn a_row_read_twice_is_counted_once_and_a_late_one_still_counts() {
         let mut tally = Tally::default();
-        tally.add_ended(
-            &[ended(1, "wget", 1_000_000), ended(2, "wget", 1_001_000)],
-            &[],
-        );
-        // The next read takes the rows from the newest end on whole (row 2 again) and a row
-        // committed late with an older end, found among the overlap's entries.
-        assert_eq!(tally.ends.overlap().1, 1_001_000);
-        let overlap = [(999_000, 3), (1_000_000, 1)];
-        let late = tally.ends.unread(&overlap);
-        assert_eq!(late, vec![(999_000, 3)]);
-        tally.add_ended(
-            &[ended(3, "title", 999_000), ended(2, "wget", 1_001_000)],
-            &late,
-        );
+        tally.add_ended(&[ended(1, "wget", 1_000_000), ended(2, "wget", 1_001_000)]);
+        // A read again of a row counted, and a row committed late with an older end.
+        tally.add_ended(&[ended(2, "wget", 1_001_000), ended(3, "title", 999_000)]);
         assert_eq!(tally.hooks_ended[&("wget".into(), "succeeded".into())], 2);
         assert_eq!(tally.hooks_ended[&("title".into(), "succeeded".into())], 1);
         assert_eq!(tally.hook_seconds["wget"].count, 2);
         assert_eq!(tally.hook_seconds["wget"].sum, 3.0);
+        assert_eq!(tally.seen(Moment::Ended).overlap().1, 1_001_000);
     }
 
     #[test]
@@ -418,7 +412,7 @@ mod tests {
         child.plugin = None;
         child.sigterm_at = Some(9_800);
         child.escaped = true;
-        tally.add_ended(&[killed, child], &[]);
+        tally.add_ended(&[killed, child]);
         assert_eq!(tally.hooks_ended[&("chrome".into(), "timeout".into())], 1);
         assert_eq!(tally.sigkills[&Kind::Hook], 1);
         assert_eq!(tally.teardown_seconds[&Kind::Hook].sum, 0.2);
@@ -452,8 +446,8 @@ mod tests {
             plugin: Some(plugin.into()),
             started_at: 5_000 + id,
         };
-        tally.add_started(&[hook(1, "wget"), hook(2, "wget")], &[]);
-        tally.add_started(&[hook(2, "wget"), hook(3, "dom")], &[]);
+        tally.add_started(&[hook(1, "wget"), hook(2, "wget")]);
+        tally.add_started(&[hook(2, "wget"), hook(3, "dom")]);
         assert_eq!(tally.hooks_started["wget"], 2);
         assert_eq!(tally.hooks_started["dom"], 1);
     }

@@ -4,21 +4,22 @@
 //! once never count a row twice.
 
 use super::metrics;
-use super::seen::{Entry, Seen};
+use super::seen::Entry;
 use super::Shared;
 use crate::store::{Moment, Store, StoreError, Watched};
 
-/// `/metrics`: the tally brought up to date, and the gauges read now.
+/// `/metrics`: the tally brought up to date, and the gauges read now — every read as of one
+/// moment, so that the kept counts and the rows read agree.
 pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreError> {
     let mut tally = shared.tally.lock().unwrap_or_else(|e| e.into_inner());
     let watched = store.processes().watched();
-    // (Rows from the end of each overlap on are read whole; within it, only those read late.)
-    let (late, learnt) = late_and_learnt(watched, Moment::Ended, &tally.ends)?;
-    let ended = watched.ended(tally.ends.overlap().1, &late)?;
-    tally.add_ended(&ended, &learnt);
-    let (late, learnt) = late_and_learnt(watched, Moment::HookStarted, &tally.starts)?;
-    let started = watched.hooks_started(tally.starts.overlap().1, &late)?;
-    tally.add_started(&started, &learnt);
+    watched.as_of_one_moment(|| read(store, shared, &mut tally))
+}
+
+fn read(store: &Store, shared: &Shared, tally: &mut metrics::Tally) -> Result<String, StoreError> {
+    let watched = store.processes().watched();
+    catch_up(watched, tally, Moment::Ended)?;
+    catch_up(watched, tally, Moment::HookStarted)?;
     let now = crate::store::now_ms();
     let this_machine = crate::store::ProcessFilter {
         live_only: true,
@@ -76,24 +77,37 @@ pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreErro
     gauges.refused = (store.crawls().refusal_totals()?.into_iter())
         .map(|(reason, count)| (reason.to_string(), count))
         .collect();
-    Ok(metrics::render(&tally, &gauges))
+    Ok(metrics::render(tally, &gauges))
 }
 
-/// What a scrape reads of `moment` besides the rows from `seen`'s overlap on: the ids of the
-/// overlap's rows committed late (its entries read only when its count or sum of ids differs
-/// from `seen`'s), and the entries it learnt — those late ones, and every machine's from the
-/// overlap on.
-fn late_and_learnt(
+/// Counts what had `moment` since the tally's mark: the rows from the mark on, read whole;
+/// then, when the kept count of rows that ever had it grew by more than those, the rows of the
+/// overlap before the mark not read yet (committed late) — their entries read only then.
+fn catch_up(
     watched: Watched<'_>,
+    tally: &mut metrics::Tally,
     moment: Moment,
-    seen: &Seen,
-) -> Result<(Vec<i64>, Vec<Entry>), StoreError> {
-    let (from, until) = seen.overlap();
-    let mut learnt = Vec::new();
-    if watched.moments_sum(moment, from, until)? != seen.overlap_sum() {
-        learnt = seen.unread(&watched.moments(moment, from, until)?);
+) -> Result<(), StoreError> {
+    let (from, until) = tally.seen(moment).overlap();
+    let total = watched.moment_total(moment)?;
+    let add = |tally: &mut metrics::Tally, since: i64, ids: &[i64]| -> Result<(), StoreError> {
+        match moment {
+            Moment::Ended => tally.add_ended(&watched.ended(since, ids)?),
+            Moment::HookStarted => tally.add_started(&watched.hooks_started(since, ids)?),
+        }
+        Ok(())
+    };
+    add(tally, until, &[])?;
+    let mut late = Vec::new();
+    if tally.seen(moment).missed_some(total) {
+        late = (tally.seen(moment)).unread(&watched.moments(moment, from, until)?);
+        add(tally, i64::MAX, &ids(&late))?;
     }
-    let late = learnt.iter().map(|&(_, id)| id).collect();
-    learnt.extend(watched.moments(moment, until, i64::MAX)?);
-    Ok((late, learnt))
+    tally.seen(moment).read(total, &late);
+    Ok(())
+}
+
+/// The row ids of `entries`.
+fn ids(entries: &[Entry]) -> Vec<i64> {
+    entries.iter().map(|&(_, id)| id).collect()
 }

@@ -14,7 +14,7 @@ use crate::store::{Store, StoreError};
 
 /// The tables in an order that satisfies every reference (a process's parent row precedes it:
 /// ids grow with time), each with whether its `id` is an identity column. (Not `crawl_tallies`
-/// nor `process_tallies`: the target counts the copied rows itself.)
+/// nor the process counts: the target counts the copied rows itself.)
 const TABLES: &[(&str, bool)] = &[
     ("machines", false),
     ("processes", true),
@@ -29,11 +29,12 @@ const TABLES: &[(&str, bool)] = &[
     ("binaries", false),
 ];
 
-/// The triggers that keep `crawl_tallies` (migration 32) and `process_tallies` (migration 36),
-/// off while the rows arrive.
+/// The triggers that keep `crawl_tallies` (migration 32), `process_tallies` and
+/// `process_moments` (migration 36), off while the rows arrive.
 const TALLIES_OFF: &str = "ALTER TABLE snapshots DISABLE TRIGGER snapshots_tally_rows; \
      ALTER TABLE results DISABLE TRIGGER results_tally_rows; \
-     ALTER TABLE processes DISABLE TRIGGER processes_tally_rows;";
+     ALTER TABLE processes DISABLE TRIGGER processes_tally_rows; \
+     ALTER TABLE processes DISABLE TRIGGER processes_moments;";
 
 /// The copied rows counted, as migrations 32 and 36 counted them, and the triggers on again.
 const TALLIES_COUNTED: &str = "INSERT INTO crawl_tallies (crawl_id, kind, status, slot, count) \
@@ -45,9 +46,16 @@ const TALLIES_COUNTED: &str = "INSERT INTO crawl_tallies (crawl_id, kind, status
      INSERT INTO process_tallies (machine_id, kind, status, slot, count) \
      SELECT COALESCE(machine_id, ''), kind, status, id % 16, count(*) FROM processes \
      GROUP BY COALESCE(machine_id, ''), kind, status, id % 16; \
+     INSERT INTO process_moments (machine_id, moment, slot, count) \
+     SELECT COALESCE(machine_id, ''), 'ended', id % 16, count(*) FROM processes \
+     WHERE status IN ('exited', 'lost') GROUP BY COALESCE(machine_id, ''), id % 16; \
+     INSERT INTO process_moments (machine_id, moment, slot, count) \
+     SELECT COALESCE(machine_id, ''), 'hook_started', id % 16, count(*) FROM processes \
+     WHERE kind = 'hook' AND started_at IS NOT NULL GROUP BY COALESCE(machine_id, ''), id % 16; \
      ALTER TABLE snapshots ENABLE TRIGGER snapshots_tally_rows; \
      ALTER TABLE results ENABLE TRIGGER results_tally_rows; \
-     ALTER TABLE processes ENABLE TRIGGER processes_tally_rows;";
+     ALTER TABLE processes ENABLE TRIGGER processes_tally_rows; \
+     ALTER TABLE processes ENABLE TRIGGER processes_moments;";
 
 /// What a copy wrote: rows per table.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,11 +3,11 @@
 //! long due work has waited.
 //!
 //! Invariants: read only, a query or two each, never a read that grows with the history: the
-//! counts are kept as rows change (migration 36); the ends and starts are read from a moment
-//! on, whole only where new — a scrape reads again what it read before only as entries of an
-//! index (moment and id) — so a scrape costs what changed since the one before. Rows are this
+//! counts are kept as rows change (migration 36), as are how many rows ever ended and hooks ever
+//! started, so that a scrape reads whole only the rows from its mark on, and the entries of the
+//! moments' indexes before it only when those counts say a row came late. Rows are this
 //! machine's only (a fleet's hosts each report their own, so a sum over hosts counts each
-//! process once); the moments and the queues are the fleet's.
+//! process once); the moments' entries and the queues are the fleet's.
 
 use crate::domain::{Kind, ResultStatus, Status};
 use crate::store::engine::sql::{args, columns, Dialect, Value};
@@ -77,6 +77,14 @@ pub enum Moment {
 }
 
 impl Moment {
+    /// Its name in `process_moments`.
+    fn name(self) -> &'static str {
+        match self {
+            Moment::Ended => "ended",
+            Moment::HookStarted => "hook_started",
+        }
+    }
+
     /// The rows of `processes p` that have this moment, and its column: what its index holds
     /// (migrations 34, 37).
     fn rows_and_column(self) -> (&'static str, &'static str) {
@@ -84,6 +92,15 @@ impl Moment {
             Moment::Ended => ("p.status IN ('exited', 'lost')", "p.ended_at"),
             Moment::HookStarted => ("p.kind = 'hook'", "p.started_at"),
         }
+    }
+
+    /// The entries of its index (moment, id) from placeholder 1 until placeholder 2.
+    fn entries_between(self) -> String {
+        let (rows, column) = self.rows_and_column();
+        format!(
+            "SELECT {column}, p.id FROM processes p \
+             WHERE {rows} AND {column} >= ?1 AND {column} < ?2"
+        )
     }
 
     /// The rows of `processes p` of this machine (placeholder 2) whose moment is at or after
@@ -111,6 +128,13 @@ impl Moment {
     }
 }
 
+/// `columns` of the rows of `processes p` (with their result, `r`) that `rows` selects.
+fn whole_rows(columns: &str, rows: &str) -> String {
+    format!(
+        "SELECT {columns} FROM processes p LEFT JOIN results r ON r.id = p.result_id WHERE {rows}"
+    )
+}
+
 impl<'s> ProcessTable<'s> {
     /// What the web view and `/metrics` read of the table and the queues.
     pub fn watched(self) -> Watched<'s> {
@@ -119,6 +143,24 @@ impl<'s> ProcessTable<'s> {
 }
 
 impl Watched<'_> {
+    /// Runs `f`, whose reads see the store as of one moment — one read transaction
+    /// ([`Dialect::begin_read`]), ended when `f` returns — so that what one read counts and
+    /// what another lists agree. Inside a transaction already, `f` runs in it.
+    pub fn as_of_one_moment<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let db = self.store.db();
+        if db.in_transaction() {
+            return f();
+        }
+        db.execute(db.dialect().begin_read(), &[])?;
+        let read = f();
+        // (A read has nothing to keep: the end of its transaction can only release it.)
+        let _ = db.execute("COMMIT", &[]);
+        read
+    }
+
     /// The rows of this machine that claim a live process, and the newest `newest` of those
     /// that ended at or after `ended_since_ms` (unix ms), by id; with how many ended since then.
     /// (Each term names its statuses, so that it is read from an index — migrations 1 and 34 —
@@ -179,34 +221,23 @@ impl Watched<'_> {
         from_ms: i64,
         until_ms: i64,
     ) -> Result<Vec<(i64, i64)>, StoreError> {
-        let (rows, column) = moment.rows_and_column();
         Ok(self.store.db().query_map(
-            &format!(
-                "SELECT {column}, p.id FROM processes p \
-                 WHERE {rows} AND {column} >= ?1 AND {column} < ?2"
-            ),
+            &moment.entries_between(),
             &args![from_ms, until_ms],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?)
     }
 
-    /// How many of [`Watched::moments`] there are, and the sum of their ids: what tells whether
-    /// they are those read before without reading them.
-    pub fn moments_sum(
-        &self,
-        moment: Moment,
-        from_ms: i64,
-        until_ms: i64,
-    ) -> Result<(i64, i64), StoreError> {
-        let (rows, column) = moment.rows_and_column();
+    /// How many rows of this machine ever had `moment` (a row without a host counts as this
+    /// machine's), pruned ones too: a count kept as rows change (migration 36), never lower
+    /// than before.
+    pub fn moment_total(&self, moment: Moment) -> Result<i64, StoreError> {
         let row = self.store.db().query_one(
-            &format!(
-                "SELECT count(*), CAST(COALESCE(sum(p.id), 0) AS BIGINT) FROM processes p \
-                 WHERE {rows} AND {column} >= ?1 AND {column} < ?2"
-            ),
-            &args![from_ms, until_ms],
+            "SELECT COALESCE(CAST(sum(count) AS BIGINT), 0) FROM process_moments \
+             WHERE machine_id IN ('', ?1) AND moment = ?2",
+            &args![crate::identity::machine_id(), moment.name()],
         )?;
-        Ok((row.get(0)?, row.get(1)?))
+        Ok(row.get(0)?)
     }
 
     /// This machine's final rows that ended at or after `since_ms` (unix ms), and those of
@@ -214,14 +245,7 @@ impl Watched<'_> {
     pub fn ended(&self, since_ms: i64, ids: &[i64]) -> Result<Vec<EndedRow>, StoreError> {
         let db = self.store.db();
         let (rows, args) = Moment::Ended.rows_since_or_among(db.dialect(), since_ms, ids);
-        let rows = db.query(
-            &format!(
-                "SELECT {} FROM processes p LEFT JOIN results r ON r.id = p.result_id \
-                 WHERE {rows} ORDER BY p.id",
-                EndedColumn::LIST
-            ),
-            &args,
-        )?;
+        let rows = db.query(&whole_rows(EndedColumn::LIST, &rows), &args)?;
         let mut ended = Vec::with_capacity(rows.len());
         for row in &rows {
             use EndedColumn as C;
@@ -256,22 +280,16 @@ impl Watched<'_> {
     ) -> Result<Vec<StartedHook>, StoreError> {
         let db = self.store.db();
         let (rows, args) = Moment::HookStarted.rows_since_or_among(db.dialect(), since_ms, ids);
-        Ok(db.query_map(
-            &format!(
-                "SELECT {} FROM processes p LEFT JOIN results r ON r.id = p.result_id \
-                 WHERE {rows} ORDER BY p.id",
-                StartedColumn::LIST
-            ),
-            &args,
-            |row| {
+        Ok(
+            db.query_map(&whole_rows(StartedColumn::LIST, &rows), &args, |row| {
                 use StartedColumn as C;
                 Ok(StartedHook {
                     id: row.get(C::id)?,
                     plugin: row.get(C::plugin)?,
                     started_at: row.get(C::started_at)?,
                 })
-            },
-        )?)
+            })?,
+        )
     }
 
     /// The crawls and snapshots waiting to be claimed, on the queue clock.
@@ -301,5 +319,40 @@ impl Watched<'_> {
                          WHERE status = 'queued' AND retry_at <= ?1)",
             )?,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    /// On SQLite, without statistics, what a scrape reads of each moment — the rows from a mark
+    /// on (and some by id), the index's entries of a span — is found through an index, never by
+    /// reading every process row.
+    #[test]
+    fn what_a_scrape_reads_is_found_by_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let db = store.sqlite().unwrap();
+        for moment in [Moment::Ended, Moment::HookStarted] {
+            let whole = |ids: &[i64]| {
+                let (rows, args) = moment.rows_since_or_among(Dialect::Sqlite, 0, ids);
+                (whole_rows(EndedColumn::LIST, &rows), args.len())
+            };
+            for (sql, params) in [whole(&[]), whole(&[1, 2]), (moment.entries_between(), 2)] {
+                let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+                let nulls = vec![rusqlite::types::Null; params];
+                let steps: Vec<String> = plan
+                    .query_map(rusqlite::params_from_iter(nulls), |row| row.get(3))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                assert!(
+                    !steps.iter().any(|step| step.starts_with("SCAN p")),
+                    "{moment:?}: {sql}: {steps:?}"
+                );
+            }
+        }
     }
 }

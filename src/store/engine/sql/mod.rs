@@ -42,6 +42,16 @@ impl Dialect {
         }
     }
 
+    /// What begins a transaction that only reads, as of one moment: SQLite's deferred `BEGIN`
+    /// (its snapshot taken at the first read), PostgreSQL's `REPEATABLE READ` (at the first
+    /// statement).
+    pub fn begin_read(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "BEGIN",
+            Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        }
+    }
+
     /// What ends a `SELECT … FOR` a claim, so that two claimers never wait on each other's row:
     /// nothing on SQLite (one writer at a time), `FOR UPDATE SKIP LOCKED` on PostgreSQL.
     pub fn skip_locked(self) -> &'static str {

@@ -42,6 +42,16 @@ fn reader(daemon: &TestDaemon) -> rusqlite::Connection {
     conn
 }
 
+/// How many snapshots of crawl `crawl` are sealed (`is` "=") or not ("!="), by the crawl's kept
+/// counts: a read of a few rows, however many there are.
+fn kept_snapshots(conn: &rusqlite::Connection, crawl: i64, is: &str) -> i64 {
+    let sql = format!(
+        "SELECT COALESCE(sum(count), 0) FROM crawl_tallies \
+         WHERE crawl_id = ?1 AND kind = 'snapshot' AND status {is} 'sealed'"
+    );
+    conn.query_row(&sql, [crawl], |r| r.get(0)).unwrap()
+}
+
 /// A read-only look at the daemon's database.
 fn count(daemon: &TestDaemon, sql: &str) -> usize {
     reader(daemon)
@@ -131,20 +141,10 @@ fn dispatch_rate(daemon: &TestDaemon, crawl: i64, window: usize, since_ms: i64) 
         )
         .unwrap()
     };
-    let unsealed = || -> i64 {
-        conn.query_row(
-            "SELECT COALESCE(sum(count), 0) FROM crawl_tallies \
-             WHERE crawl_id = ?1 AND kind = 'snapshot' AND status != 'sealed'",
-            [crawl],
-            |r| r.get(0),
-        )
-        .unwrap()
-    };
     // (Until the window is sealed, only the kept count is polled: a read of a few rows.)
-    let window = window as i64;
-    let at_start = seeds_sealed().0;
-    let to_seal = (window - at_start).min(unsealed());
-    let target = unsealed() - to_seal;
+    let unsealed = || kept_snapshots(&conn, crawl, "!=");
+    let left = unsealed();
+    let target = left - (window as i64 - seeds_sealed().0).min(left);
     let deadline = Instant::now() + Duration::from_secs(1800);
     while unsealed() > target {
         assert!(Instant::now() < deadline, "crawl {crawl} stalled");
@@ -178,15 +178,7 @@ fn soak(daemon: &TestDaemon, crawl: i64, snapshots: usize, block: usize) -> Soak
     // (The crawl's kept count of sealed snapshots, on one connection: a poll that costs the
     // daemon nothing however many are sealed — its seeds and the file they came from.)
     let conn = reader(daemon);
-    let sealed = || -> usize {
-        conn.query_row(
-            "SELECT COALESCE(sum(count), 0) FROM crawl_tallies \
-             WHERE crawl_id = ?1 AND kind = 'snapshot' AND status = 'sealed'",
-            [crawl],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap() as usize
-    };
+    let sealed = || kept_snapshots(&conn, crawl, "=") as usize;
     let worker = count(
         daemon,
         &format!(

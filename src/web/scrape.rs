@@ -13,11 +13,15 @@ use crate::store::{Moment, Store, StoreError, Watched};
 pub(super) fn scrape(store: &Store, shared: &Shared) -> Result<String, StoreError> {
     let mut tally = shared.tally.lock().unwrap_or_else(|e| e.into_inner());
     let watched = store.processes().watched();
-    watched.as_of_one_moment(|| read(store, shared, &mut tally))
+    watched.as_of_one_moment(|| read(store, watched, shared, &mut tally))
 }
 
-fn read(store: &Store, shared: &Shared, tally: &mut metrics::Tally) -> Result<String, StoreError> {
-    let watched = store.processes().watched();
+fn read(
+    store: &Store,
+    watched: Watched<'_>,
+    shared: &Shared,
+    tally: &mut metrics::Tally,
+) -> Result<String, StoreError> {
     catch_up(watched, tally, Moment::Ended)?;
     catch_up(watched, tally, Moment::HookStarted)?;
     let now = crate::store::now_ms();

@@ -341,13 +341,7 @@ mod tests {
                 (whole_rows(EndedColumn::LIST, &rows), args.len())
             };
             for (sql, params) in [whole(&[]), whole(&[1, 2]), (moment.entries_between(), 2)] {
-                let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-                let nulls = vec![rusqlite::types::Null; params];
-                let steps: Vec<String> = plan
-                    .query_map(rusqlite::params_from_iter(nulls), |row| row.get(3))
-                    .unwrap()
-                    .map(Result::unwrap)
-                    .collect();
+                let steps = crate::store::sql::sqlite_plan(db, &sql, params);
                 assert!(
                     !steps.iter().any(|step| step.starts_with("SCAN p")),
                     "{moment:?}: {sql}: {steps:?}"

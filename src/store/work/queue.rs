@@ -324,12 +324,7 @@ mod tests {
         for queue in [Queue::Crawls, Queue::Snapshots] {
             for crawl_id in [Some(1), None] {
                 let sql = next_due(queue, crawl_id, "?1", "?2", "?3");
-                let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-                let steps: Vec<String> = plan
-                    .query_map([rusqlite::types::Null; 3], |row| row.get(3))
-                    .unwrap()
-                    .map(Result::unwrap)
-                    .collect();
+                let steps = crate::store::sql::sqlite_plan(db, &sql, 3);
                 let table = table(queue);
                 let searched = steps
                     .iter()

@@ -279,5 +279,17 @@ macro_rules! args {
 
 pub use args;
 
+/// The steps of SQLite's plan for `sql`, its `params` placeholders all NULL: what tests read to
+/// hold a query to an index.
+#[cfg(test)]
+pub(crate) fn sqlite_plan(conn: &rusqlite::Connection, sql: &str, params: usize) -> Vec<String> {
+    let mut plan = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let nulls = vec![rusqlite::types::Null; params];
+    plan.query_map(rusqlite::params_from_iter(nulls), |row| row.get(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

@@ -102,8 +102,10 @@ impl CrawlArgs {
                 tags: split_tags(self.tags.iter().map(String::as_str)),
                 persona: self.persona.clone(),
                 parser: self.parser.clone(),
+                archivebox: None,
             },
             index_only: false,
+            env: Default::default(),
         }
     }
 

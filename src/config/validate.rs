@@ -101,6 +101,9 @@ impl Config {
         if let Some(why) = crate::portable::user_problem(&self.archivebox.user) {
             return Err(self.invalid("archivebox.user", why));
         }
+        if let Some(why) = self.archivebox.serve_queue_problem() {
+            return Err(self.invalid("archivebox.serve_queue", why));
+        }
         if let Some(group) = &self.control.group {
             group_id(group).map_err(|message| self.invalid("control.group", message))?;
         }

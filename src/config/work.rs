@@ -109,6 +109,13 @@ pub struct ArchiveBox {
     pub user: String,
     /// The `archivebox` program (its path, or a name looked up on the `PATH`).
     pub command: PathBuf,
+    /// Be the collection's runner: take the Crawls its UI, `add --bg`, REST API and schedules
+    /// queue, and write back their progress as ArchiveBox's own runner does (`docs/plugins.md`).
+    pub serve_queue: bool,
+    /// How often a turn of serving the queue runs (claims, progress written back, leases
+    /// renewed); it must stay well inside ArchiveBox's 60 s lease.
+    #[serde(deserialize_with = "duration", serialize_with = "duration_text")]
+    pub queue_interval: Duration,
 }
 
 impl Default for ArchiveBox {
@@ -117,6 +124,8 @@ impl Default for ArchiveBox {
             data_dir: None,
             user: "system".into(),
             command: PathBuf::from("archivebox"),
+            serve_queue: false,
+            queue_interval: Duration::from_secs(5),
         }
     }
 }
@@ -131,6 +140,31 @@ impl super::Config {
 }
 
 impl ArchiveBox {
+    /// The longest `queue_interval`: a third of ArchiveBox's 60 s lease, so that a lease is
+    /// renewed twice before it could lapse.
+    pub const MAX_QUEUE_INTERVAL: Duration = Duration::from_secs(20);
+
+    /// Why `serve_queue` cannot be as it is set, if it cannot.
+    pub(super) fn serve_queue_problem(&self) -> Option<String> {
+        if !self.serve_queue {
+            return None;
+        }
+        if self.data_dir.is_none() {
+            return Some(
+                "serving a collection's queue needs archivebox.data_dir, the collection".into(),
+            );
+        }
+        let interval = self.queue_interval;
+        (interval.is_zero() || interval > Self::MAX_QUEUE_INTERVAL).then(|| {
+            format!(
+                "archivebox.queue_interval is {}: it must be above 0 and at most {} (ArchiveBox's \
+                 leases last 60 s and are renewed at each turn)",
+                humantime::format_duration(interval),
+                humantime::format_duration(Self::MAX_QUEUE_INTERVAL)
+            )
+        })
+    }
+
     /// Where a new crawl is exported once it seals: the collection's data dir and the user its
     /// snapshots are filed under — `None` without a `data_dir`.
     pub fn export_to(&self) -> Option<(&std::path::Path, &str)> {

@@ -322,6 +322,7 @@ impl Schedule {
             input: None,
             options: self.options.clone(),
             index_only: false,
+            env: Default::default(),
         }
     }
 

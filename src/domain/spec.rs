@@ -9,6 +9,7 @@
 
 use super::rules::CrawlRules;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What one crawl is asked to be.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +33,11 @@ pub struct CrawlSpec {
     /// resumed (`abxctl resume`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub index_only: bool,
+    /// Variables its hooks get above every other setting (environment, `supervisor.toml`,
+    /// `ArchiveBox.conf`): the frozen config of the ArchiveBox Crawl it runs (`[archivebox]
+    /// serve_queue`), as ArchiveBox gives a Crawl's config to its hooks.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 /// What a crawl carries besides its seeds and rules, as ArchiveBox's `add` takes it: stored with
@@ -51,6 +57,20 @@ pub struct CrawlOptions {
     /// `parse_netscape_urls`), instead of every one that accepts imports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parser: Option<String>,
+    /// The ArchiveBox Crawl it runs, when abxd took it from an ArchiveBox collection's queue
+    /// (`[archivebox] serve_queue`): ArchiveBox's rows follow its progress.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archivebox: Option<ArchiveBoxCrawl>,
+}
+
+/// An ArchiveBox Crawl a crawl runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveBoxCrawl {
+    /// Its id (32 hex digits).
+    pub id: String,
+    /// The ArchiveBox user who queued it: its snapshots are filed under that user's directory.
+    pub user: String,
 }
 
 impl CrawlOptions {

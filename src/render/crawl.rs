@@ -75,6 +75,11 @@ pub fn crawls_table(store: &Store, crawls: &[Crawl]) -> Result<String, StoreErro
     let now = now_ms();
     for crawl in crawls {
         let counts = CrawlCounts::of(store, crawl.id)?;
+        // (A crawl queued in an ArchiveBox collection that abxd serves: marked as its.)
+        let seeds = match crawl.options.archivebox {
+            Some(_) => format!("[ArchiveBox] {}", seeds_line(crawl)),
+            None => seeds_line(crawl),
+        };
         table.add_row([
             crawl.id.to_string(),
             crawl_status(crawl),
@@ -82,7 +87,7 @@ pub fn crawls_table(store: &Store, crawls: &[Crawl]) -> Result<String, StoreErro
             format!("{}/{}", counts.sealed_snapshots, counts.snapshots),
             counts.results_text(),
             short_duration(now - crawl.created_at),
-            printable::line(&seeds_line(crawl)).into_owned(),
+            printable::line(&seeds).into_owned(),
         ]);
     }
     Ok(table.to_string())

@@ -389,8 +389,14 @@ fn rules_line(rules: &CrawlRules) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// A crawl's tags, persona and parser, a line each that it has.
+/// A crawl's ArchiveBox Crawl, tags, persona and parser, a line each that it has.
 fn options_lines(options: &CrawlOptions, out: &mut String) {
+    if let Some(served) = &options.archivebox {
+        let (id, user) = (printable::line(&served.id), printable::line(&served.user));
+        out.push_str(&format!(
+            "  ArchiveBox's: its Crawl {id}, queued there by {user}\n"
+        ));
+    }
     if !options.tags.is_empty() {
         let tags = options.tags.join(", ");
         out.push_str(&format!("  tags: {}\n", printable::line(&tags)));

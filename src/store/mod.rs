@@ -45,6 +45,7 @@ pub use processes::{NewProcess, ProcessRow};
 pub use work::{Added, Binary, Export, RefusedUrls};
 pub use work::{Crawl, HookResult, Snapshot, SnapshotPage};
 pub use work::{Fired, NewSchedule, Schedule};
+pub use work::{HeldCrawl, RunningHook, ServedSnapshot};
 
 use engine::busy::Backoff;
 use rusqlite::Connection;
@@ -128,6 +129,11 @@ repository!(
 repository!(
     /// Exports of sealed crawls into ArchiveBox collections (`work::exports`).
     Exports
+);
+repository!(
+    /// Crawls taken from an ArchiveBox collection's queue, and what of them is in ArchiveBox
+    /// (`work::served`, reached by `store.crawls().served()`).
+    Served
 );
 repository!(
     /// The hosts of a fleet, their heartbeats and their counts (`fleet::machines`).

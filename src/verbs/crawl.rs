@@ -28,11 +28,13 @@ pub fn admit(config: &Config, spec: CrawlSpec) -> Result<Admitted, Refusal> {
 }
 
 /// Enqueues the crawl `admitted` asks for, due now (with its export, if `[archivebox]` names a
-/// collection); returns its id. A busy database refuses it whole: it may be tried again.
+/// collection — but for a crawl of ArchiveBox's own queue, whose rows are written as it runs);
+/// returns its id. A busy database refuses it whole: it may be tried again.
 pub fn enqueue(store: &Store, config: &Config, admitted: &Admitted) -> Result<i64, StoreError> {
-    store
-        .crawls()
-        .add(admitted.spec(), config.archivebox.export_to())
+    let spec = admitted.spec();
+    let export_to = config.archivebox.export_to();
+    let export_to = export_to.filter(|_| spec.options.archivebox.is_none());
+    store.crawls().add(spec, export_to)
 }
 
 #[cfg(test)]

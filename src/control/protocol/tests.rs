@@ -88,6 +88,7 @@ fn the_decoder_survives_any_bytes() {
                 ..Default::default()
             },
             index_only: false,
+            env: Default::default(),
         }),
         Request::Cancel { crawl_id: 3 },
         Request::Retry {

@@ -211,6 +211,7 @@ mod tests {
             import_url: None,
             options: Default::default(),
             imported_seeds: 0,
+            env: Default::default(),
         }
     }
 

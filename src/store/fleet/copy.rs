@@ -25,6 +25,8 @@ const TABLES: &[(&str, bool)] = &[
     ("snapshots", true),
     ("results", true),
     ("exports", false),
+    ("archivebox_crawls", false),
+    ("archivebox_mirrored", false),
     ("tags", false),
     ("binaries", false),
 ];

@@ -18,11 +18,13 @@ mod queue;
 mod refused;
 mod results;
 mod schedules;
+mod served;
 
 pub use binaries::Binary;
 pub use exports::Export;
 pub use refused::RefusedUrls;
 pub use schedules::{Fired, NewSchedule, Schedule};
+pub use served::{HeldCrawl, RunningHook, ServedSnapshot};
 
 pub use crate::domain::{Added, Crawl, HookResult, Snapshot, WorkCounts};
 
@@ -57,14 +59,15 @@ pub(in crate::store) fn insert_crawl(
         (spec.plugins.as_ref()).map(|p| serde_json::to_string(p).expect("strings serialize"));
     let rules = serde_json::to_string(&spec.rules).expect("rules serialize");
     let options = serde_json::to_string(&spec.options).expect("options serialize");
+    let env = serde_json::to_string(&spec.env).expect("strings serialize");
     let now = now_ms();
     // (`--index-only`: recorded paused, run once resumed.)
     let paused_at = spec.index_only.then_some(now);
     let id: i64 = tx
         .query_one(
             "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
-             rules, uuid, schedule_id, input, import_url, options, paused_at) VALUES (?1, ?2, \
-             ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+             rules, uuid, schedule_id, input, import_url, options, paused_at, env) VALUES (?1, \
+             ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
             &args![
                 urls,
                 spec.depth,
@@ -77,10 +80,17 @@ pub(in crate::store) fn insert_crawl(
                 spec.input.as_deref(),
                 crawl.import_url,
                 options,
-                paused_at
+                paused_at,
+                env
             ],
         )?
         .get(0)?;
+    if let Some(served) = &spec.options.archivebox {
+        tx.execute(
+            "INSERT INTO archivebox_crawls (archivebox_id, crawl_id, owner) VALUES (?1, ?2, ?3)",
+            &args![served.id.as_str(), id, served.user.as_str()],
+        )?;
+    }
     if let Some((dir, user)) = export_to {
         tx.execute(
             "INSERT INTO exports (crawl_id, target, owner, status, updated_at) \
@@ -117,7 +127,7 @@ columns! {
         id, urls, max_depth, plugins, status, outcome, retry_at, owner_id, created_at, started_at,
         sealed_at, restarts, paused_at, rules, ended_by, uuid, schedule_id,
         has_input = "CASE WHEN input IS NULL AND import_url IS NULL THEN 0 ELSE 1 END",
-        import_url, options, imported_seeds,
+        import_url, options, imported_seeds, env,
     }
 }
 
@@ -147,6 +157,7 @@ pub(in crate::store) fn crawl_from_row(row: &Row) -> Result<Crawl, SqlError> {
         import_url: row.get(C::import_url)?,
         options: json_column(row, C::options)?,
         imported_seeds: row.get::<i64>(C::imported_seeds)?.max(0) as u64,
+        env: json_column(row, C::env)?,
     })
 }
 

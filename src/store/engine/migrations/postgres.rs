@@ -339,6 +339,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (35, include_str!("postgres/35.sql")),
     (36, include_str!("postgres/36.sql")),
     (37, include_str!("postgres/37.sql")),
+    (38, include_str!("postgres/38.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

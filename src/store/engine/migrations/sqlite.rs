@@ -41,4 +41,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/35.sql"),
     include_str!("sqlite/36.sql"),
     include_str!("sqlite/37.sql"),
+    include_str!("sqlite/38.sql"),
 ];

@@ -57,7 +57,7 @@
 //!    and write, written once: the daemon's handlers, `abxctl` with abxd down and `abxd run`
 //!    call the same functions).
 //! 8. `daemon/` — start-up, the orchestrator loop, shutdown, `reload`, one `handlers/` file per
-//!    request.
+//!    request, and `archivebox` (serving an ArchiveBox collection's queue: abxd as its runner).
 //! 9. `render`, `cli`, `ctl/` (one file per abxctl verb), `run` (`abxd run`), `install`
 //!    (`abxd install`), `web` (the daemon's read-only web view and `/metrics`, on threads of
 //!    its own); the binaries on top.

@@ -1,6 +1,8 @@
-//! The daemon: the orchestrator's event loop and shutdown (this file); start-up (`startup`);
-//! telling the host it started (`started`); reloading the config (`reload`); installs of the
-//! plugins' binaries (`install`); one handler per control request (`handlers`).
+//! The daemon: the orchestrator's event loop and shutdown (this file); its state (`state`);
+//! start-up (`startup`); telling the host it started (`started`); reloading the config
+//! (`reload`); installs of the plugins' binaries (`install`); exports into ArchiveBox
+//! collections (`export`); serving an ArchiveBox collection's queue (`archivebox`); one handler
+//! per control request (`handlers`).
 //!
 //! Invariants: one thread runs the [`Supervisor<DaemonChild>`] loop and owns every piece of the daemon's
 //! state; on a shared (PostgreSQL) store a second thread only listens for LISTEN/NOTIFY and wakes
@@ -15,6 +17,7 @@
 //! `limits.max_crawl_workers` at once, whenever something may have made room or work: start, an
 //! `add` request, a worker's exit, a timer.
 
+mod archivebox;
 mod database;
 mod egress;
 use database::Retry;
@@ -30,6 +33,9 @@ mod schedules;
 mod stale;
 mod started;
 mod startup;
+mod state;
+
+use state::State;
 
 use crate::config::Config;
 use crate::control::server::Server;
@@ -37,81 +43,16 @@ use crate::domain::EndReason;
 use crate::liveness;
 use crate::lock::DataDirLock;
 use crate::notify::Notifier;
-use crate::pool::{WorkerEnd, WorkerPool};
+use crate::pool::WorkerEnd;
 use crate::signal::Signal;
 use crate::store::{Store, StoreError};
 use crate::supervisor::{DaemonChild, Event, Supervisor};
 use crate::teardown::Report;
 use crate::verbs::crawl::Admitted;
 use mio::Token;
-use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 const CONTROL: Token = Token(1);
-
-/// The daemon's own state, apart from the loop and the socket: what handlers read and change.
-struct State {
-    config: Config,
-    /// How processes are contained (cgroup v2 or procfs), as the start-up settled it.
-    containment: crate::cgroup::Containment,
-    /// Whether the kernel can hold a crawl's hooks to its egress policy here (a cgroup of
-    /// abxd's own, and the right to load cgroup BPF programs), or why not.
-    egress: Result<(), String>,
-    store: Store,
-    orchestrator_id: i64,
-    started_at_ms: i64,
-    stopping: bool,
-    /// The crawl workers.
-    crawls: WorkerPool<DaemonChild>,
-    /// Look for due crawls at the next turn.
-    wake: bool,
-    /// After the store failed a claim or a recovery: when to try again.
-    retry_claims_at: Option<Instant>,
-    /// A recovery failed: recover all ownerless work at the next retry.
-    retry_recovery: bool,
-    /// Connections waiting for the teardown of a row to finish.
-    waiting: HashMap<i64, Vec<Token>>,
-    /// Crawls to enqueue that the busy database refused so far (see `handlers::add`).
-    parked_requests: Vec<handlers::ParkedRequest>,
-    /// A large write-ahead log could not be truncated yet: when to try again (see `database`).
-    truncate_wal_at: Option<Instant>,
-    /// `[retention]` left rows to prune at the next turn (see `handlers::apply_retention`).
-    prune_more_at: Option<Instant>,
-    /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
-    /// they are gone, then ownerless work is recovered.
-    orphans: BTreeSet<i64>,
-    /// The install under way, if any.
-    installer: install::Installer,
-    /// The export into an ArchiveBox collection under way, if any.
-    exporter: export::Exporter,
-    /// Claim no crawls (`abxd install` runs the daemon only to install).
-    claims_off: bool,
-    /// The database file was deleted or replaced under the daemon (see `database`).
-    database_lost: Option<database::Lost>,
-    /// Its part in a fleet (on a shared store): heartbeat, take-overs, lent snapshot slots.
-    fleet: fleet::Fleet,
-    /// What the daemon exits with after a clean shutdown.
-    exit_code: i32,
-    /// The signal that asked for the shutdown, if one did.
-    stopped_by: Option<Signal>,
-    /// The cgroups a previous incarnation left, being emptied (see `stale`).
-    stale_cgroups: crate::cgroup::Emptying,
-    /// Who crawl hooks run as — or why no crawl may start: they would run as root unasked
-    /// (`hook_user`).
-    hooks: Result<crate::hook_user::RunAs, String>,
-    /// When the next schedule is due, as last read (see `schedules`).
-    schedules_at: Option<i64>,
-}
-
-impl State {
-    /// Whether work may be claimed now (no orphan tree of a previous incarnation left either).
-    fn claiming(&self) -> bool {
-        !self.stopping
-            && self.orphans.is_empty()
-            && !self.claims_off
-            && self.database_lost.is_none()
-    }
-}
 
 /// How a run of the daemon ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +189,10 @@ impl Daemon {
                     self.state
                         .export_ended(&mut self.supervisor, row_id, outcome);
                 }
+                DaemonChild::QueueServer => {
+                    self.state
+                        .queue_turn_ended(&mut self.supervisor, row_id, outcome);
+                }
                 // A child of `abxctl spawn` (debug only): nobody's work.
                 DaemonChild::Operator => {}
             },
@@ -297,6 +242,7 @@ impl Daemon {
             state.truncate_wal_at,
             state.prune_more_at,
             state.fleet.next_due(&state.config, &state.store),
+            state.next_queue_turn(),
         ]
         .into_iter()
         .flatten()
@@ -309,6 +255,7 @@ impl Daemon {
         let state = &mut self.state;
         state.fire_schedules();
         state.export_next(&mut self.supervisor);
+        state.serve_queue(&mut self.supervisor);
         if state.hooks.is_err() || state.provision_due_crawls(&mut self.supervisor) {
             return;
         }
@@ -400,7 +347,12 @@ impl Daemon {
             }
             Some(DaemonChild::LentSnapshotWorkers) => state.lent_torn_down(report.root_row),
             // Installs, exports and `abxctl spawn`: their exits say what became of them.
-            Some(DaemonChild::Installer | DaemonChild::Exporter | DaemonChild::Operator) => {}
+            Some(
+                DaemonChild::Installer
+                | DaemonChild::Exporter
+                | DaemonChild::QueueServer
+                | DaemonChild::Operator,
+            ) => {}
         }
         log::info!(
             "teardown of row {} finished{}",

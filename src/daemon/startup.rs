@@ -116,6 +116,7 @@ impl Daemon {
             orphans,
             installer: Default::default(),
             exporter: Default::default(),
+            queue_server: Default::default(),
             claims_off: false,
             database_lost: None,
             fleet,

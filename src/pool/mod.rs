@@ -10,16 +10,17 @@
 //! recovered only once its teardown finished, so no two workers ever run the same work.
 
 mod gate;
+mod request;
 
 pub use gate::{measure, Gate, Launches};
+pub use request::own_row;
+pub(crate) use request::{worker_argv, worker_env};
 
 use crate::config::Config;
-use crate::domain::{Claim, Kind, Queue, WorkStatus};
-use crate::logs::Logs;
-use crate::marker;
+use crate::domain::{Claim, Queue, WorkStatus};
 use crate::recovery;
-use crate::spawn::{SpawnError, SpawnRequest};
-use crate::store::{NewProcess, Store, StoreError};
+use crate::spawn::SpawnError;
+use crate::store::{Store, StoreError};
 use crate::supervisor::{ChildPolicy, CrawlWorkerChild, DaemonChild, Owner, Supervisor};
 use std::collections::HashMap;
 
@@ -202,7 +203,12 @@ impl<O: Owner> WorkerPool<O> {
                 },
             };
             let (claim, work) = (held.claim, held.claim.id);
-            let request = self.worker_request(config, held);
+            // (A crawl's own variables, above every other setting, reach its hooks through
+            // its workers' environment, which they inherit.)
+            let crawl_env = store.crawls().get(held.crawl)?.map(|c| c.env);
+            let crawl_env = crawl_env.unwrap_or_default();
+            let request =
+                request::worker_request(self.queue, self.parent_row, config, &held, crawl_env);
             // Owned by the worker's row from the moment the row exists.
             let mut own = |store: &Store, row: i64| {
                 if store.queue().set_owner(claim, row)? {
@@ -360,61 +366,4 @@ impl<O: Owner> WorkerPool<O> {
         let due = store.queue_now() + wait.as_millis() as i64;
         store.queue().requeue(claim, due).map(drop)
     }
-
-    /// The spawn request of a worker process: `abxd --config C worker crawl|snapshot ID`, handed
-    /// the running config (see `Config::running_text`).
-    fn worker_request(&self, config: &Config, held: Held) -> SpawnRequest {
-        let work = held.claim.id;
-        let (kind, snapshot_id) = match self.queue {
-            Queue::Crawls => (Kind::CrawlWorker, None),
-            Queue::Snapshots => (Kind::SnapshotWorker, Some(work)),
-        };
-        SpawnRequest {
-            process: NewProcess {
-                parent_id: Some(self.parent_row),
-                kind,
-                crawl_id: Some(held.crawl),
-                snapshot_id,
-                result_id: None,
-                argv: worker_argv(config, &[self.queue.as_str(), &work.to_string()]),
-                cwd: config.data_dir.display().to_string(),
-                timeout_ms: None,
-            },
-            env: worker_env(config),
-            inherit_env: true,
-            logs: Logs::InDir(config.data_dir.join("logs")),
-            limits: Default::default(),
-            run_as: None,
-            stdin: None,
-        }
-    }
-}
-
-/// `abxd --config C worker ARGS…`: the command line of one of this daemon's own worker processes.
-pub(crate) fn worker_argv(config: &Config, args: &[&str]) -> Vec<String> {
-    let exe = crate::own_exe::own_executable()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "abxd".into());
-    let source = config.source.display().to_string();
-    [exe.as_str(), "--config", &source, "worker"]
-        .into_iter()
-        .chain(args.iter().copied())
-        .map(String::from)
-        .collect()
-}
-
-/// What a worker is handed besides the marker: the config its daemon runs with, and the database
-/// password from the environment if that is where it came from (no hook ever gets either).
-pub(crate) fn worker_env(config: &Config) -> Vec<(String, String)> {
-    let mut env = vec![(crate::config::CONFIG_TEXT_ENV.into(), config.running_text())];
-    if let Ok(password) = std::env::var(crate::config::PASSWORD_ENV) {
-        env.push((crate::config::PASSWORD_ENV.into(), password));
-    }
-    env
-}
-
-/// The process row a worker runs as: its `ABXD_PROCESS_ID` marker, set by the pool that
-/// spawned it.
-pub fn own_row() -> Option<i64> {
-    std::env::var(marker::PROCESS_ID_ENV).ok()?.parse().ok()
 }

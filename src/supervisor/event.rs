@@ -60,6 +60,8 @@ pub enum DaemonChild {
     Installer,
     /// Its exports of sealed crawls into ArchiveBox collections (`daemon::export`).
     Exporter,
+    /// Its turns of serving an ArchiveBox collection's queue (`daemon::archivebox`).
+    QueueServer,
     /// A process an operator started with `abxctl spawn` (a debugging aid): nobody's work.
     Operator,
 }
@@ -98,6 +100,7 @@ impl std::fmt::Display for DaemonChild {
             DaemonChild::LentSnapshotWorkers => "lent snapshot workers",
             DaemonChild::Installer => "installer",
             DaemonChild::Exporter => "exporter",
+            DaemonChild::QueueServer => "ArchiveBox's queue",
             DaemonChild::Operator => "operator's processes",
         })
     }

@@ -62,6 +62,29 @@ pub fn run_archivebox(archivebox: &Path, collection: &Path, args: &[&str]) -> St
     stdout
 }
 
+/// Runs `code` with ArchiveBox's Python (`python`) in `collection`, as its owner — what
+/// ArchiveBox's web UI does in its own process (a cancel, a pause) without a browser.
+pub fn run_python(python: &Path, collection: &Path, code: &str) -> String {
+    let user = hook_user();
+    let output = std::process::Command::new(python)
+        .args(["-c", code])
+        .current_dir(collection)
+        .env("HOME", collection)
+        .env("DATA_DIR", collection)
+        .env(super::TAG_ENV, "archivebox-test")
+        .uid(user.uid.as_raw())
+        .gid(user.gid.as_raw())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "python -c {code:?}: {said}");
+    said
+}
+
 /// The JSON records a listing of ArchiveBox's prints, one a line.
 pub fn records(listing: &str) -> Vec<serde_json::Value> {
     (listing.lines())

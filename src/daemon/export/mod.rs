@@ -16,7 +16,7 @@
 //! its files untouched, and `abxctl export` asks again.
 
 mod batch;
-mod said;
+pub(super) mod said;
 
 use super::State;
 use crate::domain::{ExitOutcome, ExportStatus};

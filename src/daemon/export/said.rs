@@ -10,7 +10,7 @@ use std::path::Path;
 /// collection; abxd's own when ArchiveBox runs as abxd's user. And a terminal width no line
 /// reaches: ArchiveBox's output (rich) would otherwise break a long path in two, and what it
 /// could not import would be read as half a line.
-pub(super) fn archivebox_env(collection: &Collection) -> Vec<(String, String)> {
+pub(in crate::daemon) fn archivebox_env(collection: &Collection) -> Vec<(String, String)> {
     let wide = ("COLUMNS".to_string(), "10000".to_string());
     let Some((uid, _)) = collection.run_as else {
         let home = std::env::var("HOME").unwrap_or_else(|_| collection.dir.display().to_string());
@@ -64,7 +64,7 @@ fn first_unresolved(lines: &[String]) -> Option<String> {
     }
 }
 
-pub(super) fn lines_of(path: &Path) -> Vec<String> {
+pub(in crate::daemon) fn lines_of(path: &Path) -> Vec<String> {
     let mut text = String::new();
     if let Ok(mut file) = crate::logs::read_log(path) {
         use std::io::Read;

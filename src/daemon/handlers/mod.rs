@@ -10,6 +10,7 @@
 mod add;
 
 pub(super) use actions::{apply_retention, prune_if_due};
+pub(super) use cancel::cancel_crawl;
 mod actions;
 mod cancel;
 mod install;

@@ -1,0 +1,432 @@
+//! Serving an ArchiveBox collection's queue (`[archivebox] serve_queue`): abxd as the
+//! collection's runner. Every `queue_interval` a turn runs — ArchiveBox's own Python, in the
+//! collection, as its owner, a process row under the orchestrator like an export's steps — that
+//! writes back what abxd's crawls did (Snapshot and ArchiveResult rows, their files, seals),
+//! renews the leases abxd holds, follows what ArchiveBox changed (a pause or cancel in its UI),
+//! keeps abxd's daemon visible as the collection's runner (a RUNNING orchestrator Process row),
+//! dispatches its due schedules and claims its due Crawls with its own compare-and-set. The
+//! daemon then enqueues a crawl for each claimed Crawl (`said`), carrying its frozen config.
+//!
+//! The turn's program is `serve_queue.py` (built into abxd, so that it always matches it); it
+//! reads itself and the turn's facts (`facts`) from its standard input, a file abxd writes and
+//! opens for it: nothing of abxd's is left for the collection's owner to read.
+//!
+//! Invariants: one turn at a time, the next due `queue_interval` after the last one ended (or at
+//! once when work was claimed or changed); a turn is idempotent, so a turn cut off — by a crash,
+//! a timeout, ArchiveBox's database locked — is only late, and the next one writes what it did
+//! not; a claimed Crawl is enqueued with its link in one transaction, or (the store busy) kept
+//! and enqueued at the next turn, never twice (`store::work::served`); a Crawl abxd refuses is
+//! told to ArchiveBox (sealed, saying why) by the next turn.
+
+mod facts;
+mod said;
+
+use super::State;
+use crate::domain::ExitOutcome;
+use crate::export::Collection;
+use crate::spawn::SpawnRequest;
+use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
+use said::{Claimed, Control, Said};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The program of a turn, run by ArchiveBox's Python.
+const PROGRAM: &str = include_str!("serve_queue.py");
+/// The most a turn may take (ArchiveBox's leases last 60 s: a turn that takes longer is late).
+const TURN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A step of a turn: first the copies of what abxd sealed into the collection, a held crawl
+/// each (`abxd worker export`, as abxd's user, the files handed to the collection's owner),
+/// then ArchiveBox's side (`serve_queue.py`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Copy,
+    Python,
+}
+
+/// The step under way.
+struct Turn {
+    row: i64,
+    step: Step,
+    /// Its log files (stdout, stderr).
+    logs: (PathBuf, PathBuf),
+}
+
+#[derive(Default)]
+pub(super) struct QueueServer {
+    running: Option<Turn>,
+    /// The held crawls whose sealed snapshots are copied before this turn's Python step, and
+    /// the ArchiveBox user each is filed under.
+    to_copy: Vec<(i64, String)>,
+    /// When the next turn is due (none yet: at once).
+    next_at: Option<Instant>,
+    /// Claimed Crawls the store refused to enqueue so far (busy): tried at the next turn.
+    unqueued: Vec<Claimed>,
+    /// Claimed Crawls abxd refused, and why: told to ArchiveBox by the next turn.
+    refused: Vec<(String, String)>,
+}
+
+impl State {
+    /// When the next turn is due, if the daemon serves a queue and none runs.
+    pub(super) fn next_queue_turn(&self) -> Option<Instant> {
+        let server = &self.queue_server;
+        (self.config.archivebox.serve_queue && server.running.is_none() && !self.stopping)
+            .then(|| server.next_at.unwrap_or_else(Instant::now))
+    }
+
+    /// Starts a turn if one is due and none runs.
+    pub(super) fn serve_queue(&mut self, supervisor: &mut Supervisor<DaemonChild>) {
+        match self.next_queue_turn() {
+            Some(at) if at <= Instant::now() => {}
+            _ => return,
+        }
+        // (Until this turn ends; then `queue_interval` after its end.)
+        self.queue_server.next_at = Some(Instant::now() + TURN_TIMEOUT);
+        enqueue_unqueued(self);
+        match facts::to_copy(self) {
+            Ok(to_copy) => self.queue_server.to_copy = to_copy,
+            Err(err) => log::warn!("ArchiveBox's queue: cannot look for what to copy now: {err}"),
+        }
+        next_step(self, supervisor);
+    }
+
+    /// A child exited: if it was the running turn, does what it said. Returns whether it was.
+    pub(super) fn queue_turn_ended(
+        &mut self,
+        supervisor: &mut Supervisor<DaemonChild>,
+        row: i64,
+        outcome: ExitOutcome,
+    ) -> bool {
+        let turn = match self.queue_server.running.take() {
+            Some(turn) if turn.row == row => turn,
+            other => {
+                self.queue_server.running = other;
+                return false;
+            }
+        };
+        let (stdout, stderr) = &turn.logs;
+        if outcome != ExitOutcome::Code(0) {
+            let said = (crate::hooks::last_line_of(stderr))
+                .or_else(|| crate::hooks::last_line_of(stdout))
+                .unwrap_or_default();
+            log::warn!(
+                "ArchiveBox's queue: {:?} ended {outcome}: {said}",
+                turn.step
+            );
+        }
+        if turn.step == Step::Copy {
+            next_step(self, supervisor);
+            return true;
+        }
+        let lines = super::export::said::lines_of(stdout);
+        // (The crawls claimed first: what the turn saw of them is noted on their links.)
+        let (claims, rest): (Vec<Said>, Vec<Said>) =
+            (said::records(&lines).into_iter()).partition(|said| matches!(said, Said::Claimed(_)));
+        for said in claims.into_iter().chain(rest) {
+            follow(self, supervisor, said);
+        }
+        turn_over(self, "");
+        true
+    }
+}
+
+/// Starts the turn's next step: a copy, else the Python step; a step that cannot start is
+/// skipped (a copy) or ends the turn (the Python step), logged.
+fn next_step(state: &mut State, supervisor: &mut Supervisor<DaemonChild>) {
+    let collection =
+        match (state.config.archivebox.data_dir.as_deref()).map(crate::export::collection) {
+            Some(Ok(collection)) => collection,
+            Some(Err(why)) => return turn_over(state, &format!("cannot serve its queue: {why}")),
+            None => return turn_over(state, "no collection"),
+        };
+    let (step, request) = match state.queue_server.to_copy.pop() {
+        Some((crawl_id, owner)) => (
+            Step::Copy,
+            Ok(copy_request(state, &collection, crawl_id, &owner)),
+        ),
+        None => {
+            let claim = state.claiming() && state.hooks.is_ok();
+            let claim = claim && state.queue_server.unqueued.is_empty();
+            let request = facts::gather(state, claim)
+                .map_err(|err| err.to_string())
+                .and_then(|facts| {
+                    (turn_request(state, &collection, &facts)).map_err(|err| err.to_string())
+                });
+            (Step::Python, request)
+        }
+    };
+    let request = match request {
+        Ok(request) => request,
+        Err(why) => return turn_over(state, &format!("cannot run a turn now: {why}")),
+    };
+    let spawned = supervisor.spawn(
+        &state.store,
+        &request,
+        (DaemonChild::QueueServer, ChildPolicy::FOREGROUND_HOOK),
+        &mut crate::spawn::nothing_more,
+    );
+    match spawned {
+        Ok(spawned) => {
+            log::debug!("ArchiveBox's queue: {step:?} (row {})", spawned.row_id);
+            if step == Step::Python {
+                state.queue_server.refused.clear();
+            }
+            state.queue_server.running = Some(Turn {
+                row: spawned.row_id,
+                step,
+                logs: spawned.logs,
+            });
+        }
+        Err(err) if step == Step::Copy => {
+            log::warn!("ArchiveBox's queue: cannot start a copy: {err}");
+            next_step(state, supervisor);
+        }
+        Err(err) => turn_over(
+            state,
+            &format!(
+                "cannot run ArchiveBox's Python ({err}): name the archivebox program of \
+             ArchiveBox {} or newer in archivebox.command",
+                crate::export::OLDEST_ARCHIVEBOX
+            ),
+        ),
+    }
+}
+
+/// The turn is over (`why` not: it failed): the next one is due `queue_interval` on.
+fn turn_over(state: &mut State, why: &str) {
+    if !why.is_empty() {
+        log::error!("ArchiveBox's queue: {why}");
+    }
+    state.queue_server.to_copy.clear();
+    state.queue_server.next_at = Some(Instant::now() + state.config.archivebox.queue_interval);
+}
+
+/// The copy of crawl `crawl_id`'s sealed snapshots into the collection, filed under `owner`.
+fn copy_request(
+    state: &State,
+    collection: &Collection,
+    crawl_id: i64,
+    owner: &str,
+) -> SpawnRequest {
+    let (crawl, target) = (crawl_id.to_string(), collection.dir.display().to_string());
+    let args = ["export", &crawl, "--to", &target, "--user", owner];
+    let argv = crate::pool::worker_argv(&state.config, &args);
+    let cwd = state.config.data_dir.display().to_string();
+    let mut request = state.errand(argv, cwd, TURN_TIMEOUT, "archivebox-queue");
+    request.env = crate::pool::worker_env(&state.config);
+    request
+}
+
+/// The turn's process: ArchiveBox's Python reading its program and facts from a file.
+fn turn_request(
+    state: &State,
+    collection: &Collection,
+    facts: &serde_json::Value,
+) -> std::io::Result<SpawnRequest> {
+    let python = archivebox_python(&state.config.archivebox.command)?;
+    let input = (state.config.data_dir.join("tmp")).join("archivebox-queue-turn.py");
+    let encoded = base64(facts.to_string().as_bytes());
+    let program = format!("{PROGRAM}\nrun(\"{encoded}\")\n");
+    crate::logs::replace(&state.config.data_dir, &input, program.as_bytes())
+        .map_err(std::io::Error::other)?;
+    let argv = vec![python.display().to_string(), "-".into()];
+    let cwd = collection.dir.display().to_string();
+    let mut request = state.errand(argv, cwd, TURN_TIMEOUT, "archivebox-queue");
+    request.env = super::export::said::archivebox_env(collection);
+    request.inherit_env = false;
+    request.run_as = collection.run_as;
+    request.stdin = Some(input);
+    Ok(request)
+}
+
+fn follow(state: &mut State, supervisor: &mut Supervisor<DaemonChild>, said: Said) {
+    let served = state.store.crawls().served();
+    let noted = match said {
+        Said::Claimed(claimed) => {
+            state.queue_server.unqueued.push(claimed);
+            enqueue_unqueued(state);
+            Ok(())
+        }
+        Said::Seen {
+            archivebox_crawl,
+            status,
+        } => served.seen(&archivebox_crawl, &status),
+        Said::Mirrored {
+            archivebox_crawl,
+            snapshot,
+        } => served.mirrored(&archivebox_crawl, &snapshot),
+        Said::Released { archivebox_crawl } => {
+            log::info!("ArchiveBox's Crawl {archivebox_crawl} is sealed there: let go");
+            served.release(&archivebox_crawl)
+        }
+        Said::Control {
+            archivebox_crawl,
+            action,
+        } => return follow_control(state, supervisor, &archivebox_crawl, action),
+        Said::Error { message } => {
+            log::warn!("ArchiveBox's queue: {message}");
+            Ok(())
+        }
+    };
+    if let Err(err) = noted {
+        // (The next turn says it again: every record of a turn is idempotent.)
+        log::warn!("ArchiveBox's queue: cannot note what a turn did now: {err}");
+    }
+}
+
+/// A pause, resume or cancel made in ArchiveBox, done here.
+fn follow_control(
+    state: &mut State,
+    supervisor: &mut Supervisor<DaemonChild>,
+    archivebox_crawl: &str,
+    action: Control,
+) {
+    let crawl_id = match state.store.crawls().served().crawl_of(archivebox_crawl) {
+        Ok(Some(crawl_id)) => crawl_id,
+        Ok(None) => return,
+        Err(err) => return log::warn!("ArchiveBox's queue: {err}"),
+    };
+    log::info!("crawl {crawl_id}: {action:?} in ArchiveBox (its Crawl {archivebox_crawl})");
+    let done = match action {
+        Control::Cancel => super::handlers::cancel_crawl(state, supervisor, crawl_id).map(drop),
+        Control::Pause | Control::Resume => {
+            crate::verbs::work::pause(&state.store, crawl_id, action == Control::Pause)
+        }
+    };
+    match done {
+        Ok(()) => state.wake = true,
+        Err(err) => {
+            log::warn!("crawl {crawl_id}: cannot follow ArchiveBox's {action:?}: {err}")
+        }
+    }
+}
+
+/// Enqueues the claimed Crawls not enqueued yet, each with its link; one abxd refuses is
+/// told to ArchiveBox by the next turn.
+fn enqueue_unqueued(state: &mut State) {
+    for claimed in std::mem::take(&mut state.queue_server.unqueued) {
+        let id = claimed.archivebox_crawl.clone();
+        match state.store.crawls().served().crawl_of(&id) {
+            Ok(Some(crawl_id)) => {
+                // (Queued anew in ArchiveBox after abxd let go of it: held again.)
+                log::info!("ArchiveBox's Crawl {id} (crawl {crawl_id}) is queued again");
+                if let Err(err) = state.store.crawls().served().hold_again(&id) {
+                    log::warn!("ArchiveBox's queue: {err}");
+                    state.queue_server.unqueued.push(claimed);
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(err) => {
+                log::warn!("ArchiveBox's queue: {err}");
+                state.queue_server.unqueued.push(claimed);
+                continue;
+            }
+        }
+        let admitted = match crate::verbs::crawl::admit(&state.config, claimed.spec()) {
+            Ok(admitted) => admitted,
+            Err(refusal) => {
+                log::warn!("ArchiveBox's Crawl {id} refused: {}", refusal.message);
+                state.queue_server.refused.push((id, refusal.message));
+                continue;
+            }
+        };
+        match crate::verbs::crawl::enqueue(&state.store, &state.config, &admitted) {
+            Ok(crawl_id) => {
+                log::info!("crawl {crawl_id} added: ArchiveBox's Crawl {id}");
+                state.wake = true;
+            }
+            Err(err) => {
+                log::warn!("ArchiveBox's Crawl {id} not added yet: {err}");
+                state.queue_server.unqueued.push(claimed);
+            }
+        }
+    }
+}
+
+/// The Python that runs `archivebox` (its script's `#!` line), or why there is none.
+fn archivebox_python(command: &std::path::Path) -> std::io::Result<PathBuf> {
+    let program = if command.components().count() > 1 {
+        command.to_path_buf()
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        (std::env::split_paths(&path).map(|dir| dir.join(command)))
+            .find(|candidate| candidate.is_file())
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{} is not on the PATH", command.display()),
+                )
+            })?
+    };
+    let text = std::fs::read(&program)?;
+    let first = text.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(first);
+    python_of_shebang(&line).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is not ArchiveBox's Python script", program.display()),
+        )
+    })
+}
+
+/// The interpreter a `#!` line names, if it names a Python.
+fn python_of_shebang(line: &str) -> Option<PathBuf> {
+    let words: Vec<&str> = line.strip_prefix("#!")?.split_whitespace().collect();
+    let python = match words.as_slice() {
+        [env, python, ..] if env.ends_with("/env") => *python,
+        [python, ..] => *python,
+        [] => return None,
+    };
+    let name = std::path::Path::new(python).file_name()?.to_string_lossy();
+    name.starts_with("python").then(|| PathBuf::from(python))
+}
+
+/// `bytes` in base64 (standard alphabet, padded): how the facts ride in the program's text.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_the_standard_one() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
+    }
+
+    #[test]
+    fn the_python_is_the_one_the_script_names() {
+        let venv = "#!/opt/ab/bin/python3.13";
+        assert_eq!(
+            python_of_shebang(venv),
+            Some("/opt/ab/bin/python3.13".into())
+        );
+        let env = "#!/usr/bin/env python3";
+        assert_eq!(python_of_shebang(env), Some("python3".into()));
+        assert_eq!(python_of_shebang("#!/bin/sh"), None);
+        assert_eq!(python_of_shebang("\u{7f}ELF"), None);
+    }
+}

@@ -1,0 +1,206 @@
+//! What a turn of serving ArchiveBox's queue said (its stdout, a JSON record a line), read into
+//! what the daemon does next; and a claimed Crawl made into the spec of abxd's crawl.
+//!
+//! Invariant: pure — lines in, values out; a line that is not a record the daemon knows is
+//! kept as an error to log, never a panic.
+
+use crate::domain::{split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlSpec};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A Crawl claimed in ArchiveBox, as the turn read it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub(super) struct Claimed {
+    pub archivebox_crawl: String,
+    /// The ArchiveBox user who queued it.
+    pub user: String,
+    pub urls: Vec<String>,
+    pub depth: u32,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub config: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub persona: Option<String>,
+}
+
+/// What ArchiveBox changed of a Crawl, for abxd to follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Control {
+    Pause,
+    Resume,
+    Cancel,
+}
+
+/// One record of a turn's output.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub(super) enum Said {
+    Claimed(Claimed),
+    Seen {
+        archivebox_crawl: String,
+        status: String,
+    },
+    Control {
+        archivebox_crawl: String,
+        action: Control,
+    },
+    Mirrored {
+        archivebox_crawl: String,
+        snapshot: String,
+    },
+    Released {
+        archivebox_crawl: String,
+    },
+    Error {
+        message: String,
+    },
+}
+
+/// The records of a turn's output; a line that is none is an [`Said::Error`] naming it.
+pub(super) fn records(lines: &[String]) -> Vec<Said> {
+    (lines.iter())
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|err| Said::Error {
+                message: format!("a line that is no record ({err}): {}", shortened(line)),
+            })
+        })
+        .collect()
+}
+
+fn shortened(line: &str) -> String {
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// Keys of a Crawl's config that never become a hook's variables: what decides where and as
+/// what a process runs, and abxd's own.
+fn kept_out(key: &str) -> bool {
+    const KEPT_OUT: &[&str] = &[
+        "PATH",
+        "HOME",
+        "USER",
+        "SHELL",
+        "DATA_DIR",
+        "SNAP_DIR",
+        "CRAWL_DIR",
+        "TMP_DIR",
+        "EXTRA_CONTEXT",
+        "PYTHONPATH",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+    ];
+    let well_formed = key.starts_with(|c: char| c.is_ascii_uppercase())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    !well_formed || KEPT_OUT.contains(&key) || key.starts_with("LD_") || key.starts_with("ABXD_")
+}
+
+impl Claimed {
+    /// The spec of the crawl that runs this Crawl: its URLs, depth and tags, its persona, the
+    /// plugins its config's `PLUGINS` names (all enabled ones when it names none), and its
+    /// frozen config as its hooks' variables (as abx-dl writes a config value into one).
+    pub(super) fn spec(&self) -> CrawlSpec {
+        let named = (self.config.get("PLUGINS"))
+            .map(crate::plugins::manifest::env_text)
+            .unwrap_or_default();
+        let plugins: Vec<String> = (named.split(','))
+            .map(|name| name.trim().to_ascii_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect();
+        let env = (self.config.iter())
+            .filter(|(key, _)| !kept_out(key))
+            .map(|(key, value)| (key.clone(), crate::plugins::manifest::env_text(value)))
+            .collect();
+        CrawlSpec {
+            options: CrawlOptions {
+                tags: split_tags(self.tags.iter().map(String::as_str)),
+                persona: self.persona.clone(),
+                archivebox: Some(ArchiveBoxCrawl {
+                    id: self.archivebox_crawl.clone(),
+                    user: self.user.clone(),
+                }),
+                ..CrawlOptions::default()
+            },
+            env,
+            plugins: (!plugins.is_empty()).then_some(plugins),
+            ..CrawlSpec::of_urls(self.urls.clone(), self.depth)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_line_is_a_record_and_a_stray_line_an_error() {
+        let lines = [
+            r#"{"type": "seen", "archivebox_crawl": "ab", "status": "started"}"#,
+            r#"{"type": "control", "archivebox_crawl": "ab", "action": "cancel"}"#,
+            "",
+            "Traceback (most recent call last):",
+        ]
+        .map(String::from);
+        let said = records(&lines);
+        assert_eq!(
+            said[..2],
+            [
+                Said::Seen {
+                    archivebox_crawl: "ab".into(),
+                    status: "started".into()
+                },
+                Said::Control {
+                    archivebox_crawl: "ab".into(),
+                    action: Control::Cancel
+                },
+            ]
+        );
+        assert_eq!(said.len(), 3);
+        assert!(matches!(&said[2], Said::Error { message } if message.contains("Traceback")));
+    }
+
+    #[test]
+    fn a_claimed_crawl_keeps_its_urls_depth_tags_and_config_as_variables() {
+        let line = r#"{"type": "claimed", "archivebox_crawl": "06b0", "user": "admin",
+            "urls": ["http://a/"],
+            "depth": 1, "tags": ["news", "News"], "persona": "Default",
+            "config": {"TIMEOUT": 60, "SAVE_WGET": true, "CHROME_ARGS": ["--a"], "PATH": "/x",
+                       "LD_PRELOAD": "/evil.so", "lower": "1", "ABXD_PROCESS_ID": "1",
+                       "PLUGINS": "title, Wget"}}"#;
+        let [Said::Claimed(claimed)] = &records(&[line.replace('\n', " ")])[..] else {
+            panic!("not one claim");
+        };
+        let spec = claimed.spec();
+        assert_eq!(
+            (spec.urls.clone(), spec.depth),
+            (vec!["http://a/".into()], 1)
+        );
+        assert_eq!(spec.options.tags, ["news"]);
+        let served = spec.options.archivebox.clone().unwrap();
+        assert_eq!(
+            (served.id.as_str(), served.user.as_str()),
+            ("06b0", "admin")
+        );
+        assert_eq!(spec.options.persona.as_deref(), Some("Default"));
+        let env: Vec<(&str, &str)> = (spec.env.iter())
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("CHROME_ARGS", "[\"--a\"]"),
+                ("PLUGINS", "title, Wget"),
+                ("SAVE_WGET", "True"),
+                ("TIMEOUT", "60")
+            ]
+        );
+        assert_eq!(spec.plugins, Some(vec!["title".into(), "wget".into()]));
+    }
+}

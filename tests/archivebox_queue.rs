@@ -1,0 +1,576 @@
+//! abxd as an ArchiveBox collection's runner (`[archivebox] serve_queue`), along an ArchiveBox
+//! user's path: Crawls queued by ArchiveBox itself (`archivebox add --bg`) are claimed, run by
+//! abxd and written back as ArchiveBox's own runner writes them — compared column by column
+//! with a crawl ArchiveBox's runner ran on the same page; ArchiveBox shows them started while
+//! they run; a cancel made in ArchiveBox stops the crawl's processes; a pause from abxctl shows
+//! there; and abxd killed mid-crawl leaves ArchiveBox's rows consistent once it is back.
+//!
+//! ArchiveBox 0.9.73 is found at `$ABXD_ARCHIVEBOX` (default: where `.ci/run` installs it); in
+//! CI it must be there, elsewhere each test says it skips.
+
+mod common;
+
+use common::abx::{launch, plugins_of, serve_test_site, Tools};
+use common::archivebox::{archivebox, new_collection, run_archivebox};
+use common::{plugins_config, wait_until, TestDaemon};
+use rusqlite::types::ValueRef;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a crawl of a few pages may take here, ArchiveBox's turns included.
+const CRAWL: Duration = Duration::from_secs(180);
+
+type Row = BTreeMap<String, Option<String>>;
+
+/// Each row of `sql` in ArchiveBox's index, as column → value (`None`: NULL or empty).
+fn archivebox_rows(collection: &Path, sql: &str) -> Vec<Row> {
+    let db = rusqlite::Connection::open_with_flags(
+        collection.join("index.sqlite3"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    let mut statement = db.prepare(sql).unwrap();
+    let names: Vec<String> = (statement.column_names().into_iter())
+        .map(String::from)
+        .collect();
+    let rows = statement.query_map([], |row| {
+        let mut values = BTreeMap::new();
+        for (n, name) in names.iter().enumerate() {
+            let value = match row.get_ref(n)? {
+                ValueRef::Null => None,
+                ValueRef::Integer(i) => Some(i.to_string()),
+                ValueRef::Real(r) => Some(r.to_string()),
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    Some(String::from_utf8_lossy(t).to_string()).filter(|t| !t.is_empty())
+                }
+            };
+            values.insert(name.clone(), value);
+        }
+        Ok(values)
+    });
+    rows.unwrap().map(Result::unwrap).collect()
+}
+
+/// The columns `own` fills that `ours` leaves empty.
+fn left_empty(own: &Row, ours: &Row) -> Vec<String> {
+    (own.iter())
+        .filter(|(name, value)| value.is_some() && ours.get(*name).is_none_or(Option::is_none))
+        .map(|(name, value)| format!("{name} (ArchiveBox's own: {})", value.as_deref().unwrap()))
+        .collect()
+}
+
+/// The one value of the first row of `sql`.
+fn archivebox_value(collection: &Path, sql: &str) -> Option<String> {
+    let rows = archivebox_rows(collection, sql);
+    rows.first()
+        .and_then(|row| row.values().next().cloned())
+        .flatten()
+}
+
+/// The ids of the Crawls of the collection, oldest first.
+fn crawl_ids(collection: &Path) -> Vec<String> {
+    (archivebox_rows(
+        collection,
+        "SELECT id FROM crawls_crawl ORDER BY created_at",
+    )
+    .iter())
+    .map(|row| row["id"].clone().unwrap())
+    .collect()
+}
+
+/// Where ArchiveBox keeps the snapshot `id`: `archive/users/USER/snapshots/DATE/DOMAIN/ID`.
+fn snapshot_dir(collection: &Path, id: &str) -> PathBuf {
+    let users = collection.join("archive/users");
+    let mut found = Vec::new();
+    for user in std::fs::read_dir(users).unwrap().flatten() {
+        for date in std::fs::read_dir(user.path().join("snapshots"))
+            .into_iter()
+            .flatten()
+        {
+            for domain in std::fs::read_dir(date.unwrap().path()).unwrap().flatten() {
+                found.push(domain.path().join(id));
+            }
+        }
+    }
+    (found.into_iter().find(|dir| dir.is_dir()))
+        .unwrap_or_else(|| panic!("no directory of snapshot {id} in the collection"))
+}
+
+/// A daemon serving `collection`'s queue (its turns a second apart), with `config` besides;
+/// not started. Its dir is one the collection's owner may enter.
+fn serving(
+    archivebox: &Path,
+    collection_in: impl FnOnce(&TestDaemon) -> PathBuf,
+    config: &str,
+) -> (TestDaemon, PathBuf) {
+    let daemon = TestDaemon::prepare(config);
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let collection = collection_in(&daemon);
+    daemon.write_config(&format!(
+        "{config}[archivebox]\ncommand = \"{}\"\ndata_dir = \"{}\"\nserve_queue = true\n\
+         queue_interval = \"1s\"\n",
+        archivebox.display(),
+        collection.display()
+    ));
+    (daemon, collection)
+}
+
+/// Waits until ArchiveBox's Crawl `id` is sealed there, and every one of its snapshots too.
+fn wait_sealed_in_archivebox(daemon: &TestDaemon, collection: &Path, id: &str) {
+    wait_until("ArchiveBox's Crawl to be sealed there", CRAWL, || {
+        let crawl = archivebox_value(
+            collection,
+            &format!("SELECT status FROM crawls_crawl WHERE id = '{id}'"),
+        );
+        let open = archivebox_value(
+            collection,
+            &format!(
+                "SELECT count(*) FROM core_snapshot WHERE crawl_id = '{id}' AND status != 'sealed'"
+            ),
+        );
+        let done = crawl.as_deref() == Some("sealed") && open.as_deref() == Some("0");
+        if daemon.log().contains("panicked") {
+            panic!("{}", daemon.log());
+        }
+        done.then_some(())
+    });
+}
+
+/// ArchiveBox cannot tell a Crawl abxd ran from one its runner ran: ArchiveBox 0.9.73 crawls a
+/// local page with three of its plugins, then the same `add` line is queued with `--bg`, abxd
+/// takes it from ArchiveBox's queue and runs it, and every Snapshot and ArchiveResult column
+/// ArchiveBox's runner filled — with each hook's Process — abxd filled, with its own values;
+/// the Crawl is sealed there, its lease let go; abxd's daemon is the collection's runner (a
+/// RUNNING orchestrator Process row with its pid); `abxctl crawls` marks the crawl ArchiveBox's.
+#[test]
+fn a_crawl_archivebox_queued_is_run_by_abxd_and_written_back_as_archiveboxs_runner_writes_it() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let venv = archivebox.parent().unwrap().parent().unwrap().to_path_buf();
+    let Some(tools) = Tools::with_venv(Some(venv.clone())) else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let plugins_dir = plugins_of(&venv);
+    let config = plugins_config(&[&plugins_dir]);
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+
+    // ArchiveBox's own runner first (a foreground `add`), then the same line queued for a
+    // runner in the background: abxd.
+    let line = [
+        "add",
+        "-d",
+        "0",
+        "-t",
+        "news, Tech,news",
+        "-pfavicon,wget,hashes",
+        &url,
+    ];
+    run_archivebox(&archivebox, &collection, &line);
+    let mut queued = line.to_vec();
+    queued.insert(1, "--bg");
+    run_archivebox(&archivebox, &collection, &queued);
+    let [own_crawl, ours_crawl] = &crawl_ids(&collection)[..] else {
+        panic!("not two crawls: {:?}", crawl_ids(&collection));
+    };
+    launch(&mut daemon, &tools.env(&[]));
+    wait_sealed_in_archivebox(&daemon, &collection, ours_crawl);
+
+    let snapshot_of = |crawl: &str| {
+        let sql = format!("SELECT * FROM core_snapshot WHERE crawl_id = '{crawl}'");
+        archivebox_rows(&collection, &sql).remove(0)
+    };
+    let (own, ours) = (snapshot_of(own_crawl), snapshot_of(ours_crawl));
+    assert_eq!(
+        left_empty(&own, &ours),
+        Vec::<String>::new(),
+        "the Snapshot: {ours:#?}"
+    );
+    for column in ["status", "depth", "fs_version", "url", "title"] {
+        assert_eq!(ours[column], own[column], "{column}");
+    }
+    // Its id is abxd's snapshot's, its files where ArchiveBox looks for them.
+    let store = daemon.store();
+    let crawl = 1; // (abxd's first crawl: the Crawl it claimed)
+    let abxd_snapshot = store.crawls().snapshots(crawl).unwrap().remove(0);
+    assert_eq!(ours["id"].as_deref(), abxd_snapshot.uuid.as_deref());
+
+    let results_of = |snapshot: &str| {
+        let sql = format!(
+            "SELECT r.*, p.cmd AS process_cmd, p.pwd AS process_pwd, p.status AS process_status, \
+             p.exit_code AS process_exit_code, p.started_at AS process_started_at, \
+             p.ended_at AS process_ended_at FROM core_archiveresult r \
+             LEFT JOIN machine_process p ON p.id = r.process_id WHERE r.snapshot_id = '{snapshot}' \
+             ORDER BY r.hook_name"
+        );
+        archivebox_rows(&collection, &sql)
+    };
+    let own_results = results_of(own["id"].as_deref().unwrap());
+    let our_results = results_of(ours["id"].as_deref().unwrap());
+    let hooks = |rows: &[Row]| -> Vec<String> {
+        rows.iter()
+            .map(|r| r["hook_name"].clone().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        hooks(&our_results),
+        hooks(&own_results),
+        "the same hooks ran"
+    );
+    assert!(own_results.len() >= 3, "{own_results:#?}");
+    for (own, ours) in own_results.iter().zip(&our_results) {
+        let hook = ours["hook_name"].as_deref().unwrap();
+        assert_eq!(
+            left_empty(own, ours),
+            Vec::<String>::new(),
+            "{hook}: {ours:#?}"
+        );
+        assert_eq!(ours["status"], own["status"], "{hook}");
+        assert_eq!(ours["process_status"].as_deref(), Some("exited"), "{hook}");
+        let pwd = ours["process_pwd"].as_deref().unwrap();
+        assert!(
+            pwd.starts_with(&collection.display().to_string()),
+            "{hook}: {pwd}"
+        );
+        assert!(
+            pwd.contains(ours["snapshot_id"].as_deref().unwrap()),
+            "{hook}: {pwd}"
+        );
+    }
+    // Tagged alike.
+    let tags_of = |snapshot: &str| -> Vec<String> {
+        let sql = format!(
+            "SELECT t.name FROM core_snapshot_tags st JOIN core_tag t ON t.id = st.tag_id \
+             WHERE st.snapshot_id = '{snapshot}' ORDER BY t.name"
+        );
+        (archivebox_rows(&collection, &sql).iter())
+            .map(|row| row["name"].clone().unwrap())
+            .collect()
+    };
+    assert_eq!(tags_of(ours["id"].as_deref().unwrap()), ["Tech", "news"]);
+    // The Crawl sealed, let go (no lease left), its snapshot's index written there.
+    let ours_crawl_row = &archivebox_rows(
+        &collection,
+        &format!("SELECT status, retry_at FROM crawls_crawl WHERE id = '{ours_crawl}'"),
+    )[0];
+    assert_eq!(ours_crawl_row["status"].as_deref(), Some("sealed"));
+    assert_eq!(ours_crawl_row["retry_at"], None, "{ours_crawl_row:?}");
+    let dir = snapshot_dir(&collection, ours["id"].as_deref().unwrap());
+    assert!(dir.join("index.jsonl").is_file(), "{}", dir.display());
+
+    // abxd's daemon is the collection's runner, as ArchiveBox's gate and UI look for one.
+    let runner = archivebox_rows(
+        &collection,
+        "SELECT pid, status, worker_type FROM machine_process WHERE process_type = 'orchestrator' \
+         AND status = 'running'",
+    );
+    assert_eq!(runner.len(), 1, "{runner:#?}");
+    assert_eq!(
+        runner[0]["pid"].as_deref(),
+        Some(&*daemon.pid().to_string())
+    );
+    assert_eq!(runner[0]["worker_type"].as_deref(), Some("abxd"));
+
+    // abxctl marks it ArchiveBox's.
+    let listed = daemon.ctl_ok(&["crawls"]);
+    assert!(listed.contains("[ArchiveBox]"), "{listed}");
+    let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(
+        shown.contains(&format!("its Crawl {ours_crawl}")),
+        "{shown}"
+    );
+    daemon.assert_nothing_survives();
+}
+
+/// The bundled plugins, and a `gate` plugin whose hook waits until the file `open` appears in
+/// the test's dir: what a test holds a crawl at.
+fn gated_plugins(daemon_dir: &Path) -> PathBuf {
+    let root = daemon_dir.join("gated-plugins");
+    let flag = daemon_dir.join("open");
+    common::plugin(
+        &root,
+        "gate",
+        "on_Snapshot__15_gate.sh",
+        &format!(
+            "until [ -e {flag} ]; do sleep 0.1; done\n\
+             echo '{{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"opened\"}}'\n",
+            flag = flag.display()
+        ),
+    );
+    root
+}
+
+/// A Crawl queued with `archivebox add --bg --depth 1 -t TAG`: ArchiveBox lists its result
+/// `started` while abxd's hook runs, then every page of it (the page and the one it links to)
+/// sealed, tagged, with a title and its results; a pause made with abxctl shows in ArchiveBox,
+/// and a resume too.
+#[test]
+fn archivebox_shows_a_queued_crawl_started_while_abxd_runs_it_and_follows_abxctls_pause() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let placeholder = TestDaemon::prepare("");
+    let gated = gated_plugins(placeholder.dir.path());
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&gated, &bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let flag = placeholder.dir.path().join("open");
+    std::fs::set_permissions(
+        placeholder.dir.path(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &[
+            "add",
+            "--bg",
+            "--depth",
+            "1",
+            "-t",
+            "queued-tag",
+            "--plugins",
+            "gate,title,links",
+            &url,
+        ],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    daemon.launch();
+
+    // Held at the gate: ArchiveBox's own listing shows the hook started, with its process.
+    wait_until("ArchiveBox to list the gate started", CRAWL, || {
+        let rows = archivebox_rows(
+            &collection,
+            "SELECT r.status, p.status AS process FROM core_archiveresult r \
+             JOIN machine_process p ON p.id = r.process_id WHERE r.hook_name LIKE '%gate%'",
+        );
+        (rows.first()?.get("status")?.as_deref() == Some("started")
+            && rows[0]["process"].as_deref() == Some("running"))
+        .then_some(())
+    });
+    let listed = run_archivebox(&archivebox, &collection, &["archiveresult", "list"]);
+    assert!(listed.contains("\"started\""), "{listed}");
+    let crawl = 1;
+
+    // Paused with abxctl: ArchiveBox shows it paused; resumed: queued or started again.
+    daemon.ctl_ok(&["pause", &crawl.to_string()]);
+    let status_sql = format!("SELECT status FROM crawls_crawl WHERE id = '{id}'");
+    wait_until("ArchiveBox to show the pause", CRAWL, || {
+        (archivebox_value(&collection, &status_sql).as_deref() == Some("paused")).then_some(())
+    });
+    daemon.ctl_ok(&["resume", &crawl.to_string()]);
+    wait_until("ArchiveBox to show the resume", CRAWL, || {
+        (archivebox_value(&collection, &status_sql).as_deref() != Some("paused")).then_some(())
+    });
+
+    std::fs::write(&flag, "").unwrap();
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    let snapshots = archivebox_rows(
+        &collection,
+        &format!(
+            "SELECT id, url, depth, title, status FROM core_snapshot WHERE crawl_id = '{id}' \
+             ORDER BY depth"
+        ),
+    );
+    let pages: Vec<(Option<String>, Option<String>)> = (snapshots.iter())
+        .map(|s| (s["depth"].clone(), s["title"].clone()))
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            (Some("0".into()), Some("The abxd test page".into())),
+            (Some("1".into()), Some("Other".into()))
+        ],
+        "{snapshots:#?}"
+    );
+    for snapshot in &snapshots {
+        let snapshot_id = snapshot["id"].as_deref().unwrap();
+        let tags = archivebox_value(
+            &collection,
+            &format!(
+                "SELECT t.name FROM core_snapshot_tags st JOIN core_tag t ON t.id = st.tag_id \
+                 WHERE st.snapshot_id = '{snapshot_id}'"
+            ),
+        );
+        assert_eq!(tags.as_deref(), Some("queued-tag"), "{snapshot:?}");
+        let statuses = archivebox_rows(
+            &collection,
+            &format!(
+                "SELECT hook_name, status FROM core_archiveresult WHERE snapshot_id = \
+                 '{snapshot_id}' ORDER BY hook_name"
+            ),
+        );
+        assert!(
+            statuses
+                .iter()
+                .all(|r| r["status"].as_deref() != Some("started")),
+            "{statuses:#?}"
+        );
+        assert!(statuses.len() >= 3, "{statuses:#?}");
+    }
+    daemon.assert_nothing_survives();
+}
+
+/// A Crawl cancelled in ArchiveBox (as its UI's cancel does: `Crawl.cancel()`, run by
+/// ArchiveBox's own Python) while abxd runs it: abxd cancels its crawl and tears its processes
+/// down within a turn, and ArchiveBox's rows end sealed, none left started.
+#[test]
+fn a_crawl_cancelled_in_archivebox_stops_its_processes_in_abxd() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let placeholder = TestDaemon::prepare("");
+    let gated = gated_plugins(placeholder.dir.path());
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&gated, &bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "--plugins", "gate,title", &url],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    daemon.launch();
+    let gate = wait_until("the gate hook to run", CRAWL, || {
+        let rows = daemon.ps_json(false);
+        (rows["processes"].as_array()?.iter())
+            .find(|row| row["argv"].to_string().contains("gate"))
+            .and_then(|row| row["pid"].as_i64())
+    });
+    let cancel = format!(
+        "from archivebox.config.django import setup_django; setup_django(); \
+         from archivebox.crawls.models import Crawl; Crawl.objects.get(id='{id}').cancel()"
+    );
+    let python = archivebox.parent().unwrap().join("python");
+    common::archivebox::run_python(&python, &collection, &cancel);
+    wait_until("the gate hook to be torn down", CRAWL, || {
+        (!Path::new(&format!("/proc/{gate}")).exists()).then_some(())
+    });
+    let crawl = daemon.store().crawls().get(1).unwrap().unwrap();
+    assert_eq!(
+        crawl.outcome.map(|o| o.to_string()).as_deref(),
+        Some("cancelled")
+    );
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    let started = archivebox_value(
+        &collection,
+        "SELECT count(*) FROM core_archiveresult WHERE status = 'started'",
+    );
+    assert_eq!(started.as_deref(), Some("0"));
+    daemon.assert_nothing_survives();
+}
+
+/// abxd killed (SIGKILL) while a Crawl of ArchiveBox's queue runs, then started again: the
+/// crawl goes on where it was — no finished hook run again, none lost — and ArchiveBox's rows
+/// end consistent: its Crawl and snapshots sealed, no result left started, its lease let go.
+#[test]
+fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let placeholder = TestDaemon::prepare("");
+    let gated = gated_plugins(placeholder.dir.path());
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&gated, &bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let flag = placeholder.dir.path().join("open");
+    std::fs::set_permissions(
+        placeholder.dir.path(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "--plugins", "headers,gate,title", &url],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    daemon.launch();
+    wait_until(
+        "ArchiveBox to list headers succeeded and the gate started",
+        CRAWL,
+        || {
+            let rows = archivebox_rows(
+                &collection,
+                "SELECT hook_name, status FROM core_archiveresult ORDER BY hook_name",
+            );
+            let status = |hook: &str| {
+                (rows.iter())
+                    .find(|r| r["hook_name"].as_deref().is_some_and(|h| h.contains(hook)))
+                    .and_then(|r| r["status"].clone())
+            };
+            (status("gate").as_deref() == Some("started")
+                && status("headers").as_deref() == Some("succeeded"))
+            .then_some(())
+        },
+    );
+    daemon.crash();
+    daemon.launch();
+    std::fs::write(&flag, "").unwrap();
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+
+    let store = daemon.store();
+    let crawl = 1;
+    let headers_runs = (store.processes().list(&Default::default()).unwrap().iter())
+        .filter(|row| row.crawl_id == Some(crawl) && row.argv.iter().any(|a| a.contains("headers")))
+        .count();
+    assert_eq!(headers_runs, 1, "the headers hook ran once");
+    let rows = archivebox_rows(
+        &collection,
+        "SELECT hook_name, status FROM core_archiveresult ORDER BY hook_name",
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["status"].as_deref() != Some("started")),
+        "{rows:#?}"
+    );
+    let gate = (rows.iter())
+        .find(|r| {
+            r["hook_name"]
+                .as_deref()
+                .is_some_and(|h| h.contains("gate"))
+        })
+        .unwrap();
+    assert_eq!(gate["status"].as_deref(), Some("succeeded"), "{rows:#?}");
+    let lease = archivebox_value(
+        &collection,
+        &format!("SELECT retry_at FROM crawls_crawl WHERE id = '{id}'"),
+    );
+    assert_eq!(lease, None, "no lease left on the sealed Crawl");
+    daemon.assert_nothing_survives();
+}
+
+#[test]
+fn serving_a_queue_without_a_collection_is_refused_naming_the_key() {
+    let daemon = TestDaemon::prepare("[archivebox]\nserve_queue = true\n");
+    let output = daemon.abxd_command(&["check-config"]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stderr),
+        daemon.log()
+    );
+    assert!(stderr.contains("archivebox.serve_queue"), "{stderr}");
+    assert!(stderr.contains("archivebox.data_dir"), "{stderr}");
+}

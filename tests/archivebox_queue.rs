@@ -574,3 +574,349 @@ fn serving_a_queue_without_a_collection_is_refused_naming_the_key() {
     assert!(stderr.contains("archivebox.serve_queue"), "{stderr}");
     assert!(stderr.contains("archivebox.data_dir"), "{stderr}");
 }
+
+/// An ArchiveBox runner started beside abxd yields to it: a foreground `archivebox add` (which
+/// would run its Crawl with ArchiveBox's own runner) finds abxd's daemon the collection's
+/// runner — the newest live one, which ArchiveBox's gate elects — stands by while abxd runs its
+/// Crawl, and returns once it is sealed; no ArchiveBox runner entered the gate.
+#[test]
+fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    daemon.launch();
+    wait_until("abxd to be the collection's runner", CRAWL, || {
+        archivebox_value(
+            &collection,
+            "SELECT pid FROM machine_process WHERE worker_type = 'abxd' AND status = 'running'",
+        )
+    });
+    let said = run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--plugins", "title", &url],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    let crawl_sql = format!("SELECT status FROM crawls_crawl WHERE id = '{id}'");
+    assert_eq!(
+        archivebox_value(&collection, &crawl_sql).as_deref(),
+        Some("sealed"),
+        "{said}"
+    );
+    let crawl = daemon.store().crawls().get(1).unwrap();
+    let served = crawl.and_then(|c| c.options.archivebox).map(|a| a.id);
+    assert_eq!(served.as_deref(), Some(id.as_str()), "abxd ran it");
+    let runners = archivebox_value(
+        &collection,
+        "SELECT count(*) FROM machine_process WHERE worker_type IN ('worker_runner', \
+         'runner_waiting')",
+    );
+    assert_eq!(
+        runners.as_deref(),
+        Some("0"),
+        "no ArchiveBox runner ran: {said}"
+    );
+    let title = archivebox_value(
+        &collection,
+        &format!("SELECT title FROM core_snapshot WHERE crawl_id = '{id}'"),
+    );
+    assert_eq!(title.as_deref(), Some("The abxd test page"));
+    daemon.assert_nothing_survives();
+}
+
+/// ArchiveBox's web UI alone, as docs/service.md has an operator run it beside abxd: Daphne
+/// serving `archivebox.core.asgi:application` from the collection, as its owner — no runner of
+/// ArchiveBox's. Killed (its process group) when dropped.
+struct WebUi {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl WebUi {
+    fn start(archivebox: &Path, collection: &Path) -> WebUi {
+        use std::os::unix::process::CommandExt;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let user = common::hook_user();
+        let child = std::process::Command::new(archivebox.parent().unwrap().join("python"))
+            .args([
+                "-m",
+                "daphne",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .arg("archivebox.core.asgi:application")
+            .current_dir(collection)
+            .env("HOME", collection)
+            .env("DATA_DIR", collection)
+            .env(common::TAG_ENV, "archivebox-test")
+            .uid(user.uid.as_raw())
+            .gid(user.gid.as_raw())
+            .process_group(0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let ui = WebUi { child, port };
+        wait_until("ArchiveBox's web UI to answer", CRAWL, || {
+            ui.request("GET", "/api/v1/docs", "", "").ok()
+        });
+        ui
+    }
+
+    /// One HTTP/1.0 request; the response's status line and body.
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &str,
+        body: &str,
+    ) -> std::io::Result<String> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port))?;
+        write!(
+            stream,
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        Ok(response)
+    }
+}
+
+impl Drop for WebUi {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(-(self.child.id() as i32));
+        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// A Crawl created through ArchiveBox's REST API, over HTTP to its web UI running alone (Daphne,
+/// no runner of its own), is archived by abxd: sealed there with its tags and title.
+#[test]
+fn a_crawl_created_through_archiveboxs_rest_api_is_archived_by_abxd() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let python = archivebox.parent().unwrap().join("python");
+    let token = common::archivebox::run_python(
+        &python,
+        &collection,
+        "from archivebox.config.django import setup_django; setup_django(); \
+         from archivebox.api.models import APIToken; print(APIToken.objects.create().token)",
+    );
+    let token = token.lines().last().unwrap().trim().to_string();
+    let ui = WebUi::start(&archivebox, &collection);
+    daemon.launch();
+
+    let body = serde_json::json!({
+        "urls": [url], "max_depth": 0, "tags_str": "from-the-api",
+        "config": {"PLUGINS": "title,headers"},
+    })
+    .to_string();
+    let headers = format!("X-ArchiveBox-API-Key: {token}\r\nContent-Type: application/json\r\n");
+    let created = ui
+        .request("POST", "/api/v1/crawls/crawls", &headers, &body)
+        .unwrap();
+    assert!(
+        created.starts_with("HTTP/1.1 200") || created.starts_with("HTTP/1.0 200"),
+        "{created}"
+    );
+    let id = crawl_ids(&collection).remove(0);
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    let snapshot = &archivebox_rows(
+        &collection,
+        &format!("SELECT id, title FROM core_snapshot WHERE crawl_id = '{id}'"),
+    )[0];
+    assert_eq!(snapshot["title"].as_deref(), Some("The abxd test page"));
+    let results = archivebox_rows(
+        &collection,
+        &format!(
+            "SELECT hook_name, status FROM core_archiveresult WHERE snapshot_id = '{}' \
+             ORDER BY hook_name",
+            snapshot["id"].as_deref().unwrap()
+        ),
+    );
+    let statuses: Vec<(&str, &str)> = (results.iter())
+        .map(|r| {
+            (
+                r["hook_name"].as_deref().unwrap(),
+                r["status"].as_deref().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("on_Snapshot__10_headers", "succeeded"),
+            ("on_Snapshot__20_title", "succeeded")
+        ]
+    );
+    drop(ui);
+    daemon.assert_nothing_survives();
+}
+
+/// A schedule made with ArchiveBox's own `archivebox schedule` comes due with no runner of
+/// ArchiveBox's: abxd dispatches it as ArchiveBox's runner loop does, and archives the Crawl it
+/// queues.
+#[test]
+fn a_schedule_made_in_archivebox_is_dispatched_and_archived_by_abxd() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let every_minute = [
+        "schedule",
+        "--add",
+        "--every",
+        "* * * * *",
+        "-t",
+        "scheduled",
+        &url,
+    ];
+    run_archivebox(&archivebox, &collection, &every_minute);
+    daemon.launch();
+    // (Due at the next minute.)
+    let dispatched = wait_until("abxd to archive a Crawl the schedule queued", CRAWL, || {
+        let rows = archivebox_rows(
+            &collection,
+            "SELECT c.id FROM crawls_crawl c JOIN core_snapshot s ON s.crawl_id = c.id \
+             WHERE c.schedule_id IS NOT NULL AND c.status = 'sealed' AND s.status = 'sealed' \
+             AND s.title IS NOT NULL",
+        );
+        rows.first().and_then(|row| row["id"].clone())
+    });
+    let tags = archivebox_value(
+        &collection,
+        &format!(
+            "SELECT t.name FROM core_snapshot s JOIN core_snapshot_tags st ON st.snapshot_id = \
+             s.id JOIN core_tag t ON t.id = st.tag_id WHERE s.crawl_id = '{dispatched}'"
+        ),
+    );
+    assert_eq!(tags.as_deref(), Some("scheduled"));
+    let ours = daemon.ctl_ok(&["crawls"]);
+    assert!(ours.contains("[ArchiveBox]"), "{ours}");
+    daemon.assert_nothing_survives();
+}
+
+/// ArchiveBox's database locked (as its UI holds it while it writes) while abxd's crawl ends:
+/// ArchiveBox's side of the turn waits for the lock (a separate process: abxd's loop goes on),
+/// and once the lock is gone ArchiveBox holds every result — delayed, none lost. (Held past
+/// ArchiveBox's own 61 s of retries, a turn fails and the next one writes it: every write of a
+/// turn is idempotent.)
+#[test]
+fn a_locked_archivebox_database_delays_what_abxd_writes_back_and_loses_nothing() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let placeholder = TestDaemon::prepare("");
+    let gated = gated_plugins(placeholder.dir.path());
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&gated, &bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let flag = placeholder.dir.path().join("open");
+    std::fs::set_permissions(
+        placeholder.dir.path(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "--plugins", "gate,title,headers", &url],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    daemon.launch();
+    wait_until("ArchiveBox to list the gate started", CRAWL, || {
+        let status = archivebox_value(
+            &collection,
+            "SELECT status FROM core_archiveresult WHERE hook_name LIKE '%gate%'",
+        );
+        (status.as_deref() == Some("started")).then_some(())
+    });
+
+    // The lock, held while abxd's crawl ends and a turn tries to write it back.
+    let lock = rusqlite::Connection::open(collection.join("index.sqlite3")).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    std::fs::write(&flag, "").unwrap();
+    daemon.wait_sealed(1, CRAWL);
+    let turns = |log: &str| log.matches("ArchiveBox's queue: Python").count();
+    let before = turns(&daemon.log());
+    wait_until(
+        "a turn to start while the database is locked",
+        CRAWL,
+        || (turns(&daemon.log()) > before).then_some(()),
+    );
+    let started = archivebox_value(
+        &collection,
+        "SELECT count(*) FROM core_archiveresult WHERE status = 'started'",
+    );
+    assert_eq!(
+        started.as_deref(),
+        Some("1"),
+        "nothing written while locked"
+    );
+    lock.execute_batch("COMMIT").unwrap();
+    drop(lock);
+
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    let statuses: Vec<(String, String)> = (archivebox_rows(
+        &collection,
+        "SELECT hook_name, status FROM core_archiveresult ORDER BY hook_name",
+    )
+    .iter())
+    .map(|r| {
+        (
+            r["hook_name"].clone().unwrap(),
+            r["status"].clone().unwrap(),
+        )
+    })
+    .collect();
+    assert_eq!(
+        statuses,
+        [
+            (
+                "on_Snapshot__10_headers".to_string(),
+                "succeeded".to_string()
+            ),
+            ("on_Snapshot__15_gate".into(), "succeeded".into()),
+            ("on_Snapshot__20_title".into(), "succeeded".into()),
+        ]
+    );
+    daemon.assert_nothing_survives();
+}

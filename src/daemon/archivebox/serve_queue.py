@@ -75,11 +75,15 @@ def setup():
     logging.getLogger("archivebox.workers.models").setLevel(logging.ERROR)
 
 
-def orchestrator_row(pid, data_dir):
+def orchestrator_row(pid, data_dir, lease_until):
     """abxd's daemon as the collection's runner: a RUNNING orchestrator Process row on this
     Machine, which ArchiveBox's runner gate (`core/takeover_util.py`) and its UI's live progress
     (`progressmonitor/views.py`) look for. Its pid, start time and command are the daemon's
-    own, so ArchiveBox's `Process.is_running` proves it alive."""
+    own, so ArchiveBox's `Process.is_running` proves it alive. ArchiveBox elects the newest live
+    runner (`foreground_runner_owner`): the row is kept created a lease ahead of now, so that a
+    runner ArchiveBox starts by mistake -- `archivebox server`'s, a foreground `archivebox add`
+    -- stands by while abxd lives, and takes over once its pid is gone. (Its worker_type is not
+    one `enter_single_runner_gate` kills: a newer ArchiveBox runner never signals abxd.)"""
     import psutil
     from archivebox.machine.models import Machine, Process
 
@@ -101,10 +105,10 @@ def orchestrator_row(pid, data_dir):
     if mine is None:
         mine = Process(machine=machine, pid=pid, started_at=started_at, cmd=proc.cmdline(),
                        pwd=str(data_dir), process_type=Process.TypeChoices.ORCHESTRATOR,
-                       worker_type="abxd", status=Process.StatusChoices.RUNNING)
+                       worker_type="abxd", status=Process.StatusChoices.RUNNING, created_at=lease_until)
         mine.save()
     else:
-        mine.save(update_fields=["modified_at"])
+        Process.objects.filter(id=mine.id).update(created_at=lease_until, modified_at=datetime.now(tz=tz.utc))
     return mine
 
 
@@ -404,7 +408,8 @@ def claim(held, at_most, lease_seconds, now):
         Crawl.objects.filter(id=crawl.id, retry_at=crawl.retry_at).update(
             status=Crawl.StatusChoices.STARTED, modified_at=datetime.now(tz=tz.utc))
         persona = crawl.resolve_persona()
-        say(type="claimed", archivebox_crawl=hexid(crawl.id), user=crawl.created_by.username,
+        user = crawl.created_by.username if crawl.created_by_id else "system"
+        say(type="claimed", archivebox_crawl=hexid(crawl.id), user=user,
             urls=crawl.get_urls_list(), depth=crawl.max_depth, tags=crawl.current_tag_names(),
             config=crawl.config or {}, persona=persona.name if persona else None)
         say(type="seen", archivebox_crawl=hexid(crawl.id), status=Crawl.StatusChoices.STARTED)
@@ -418,7 +423,7 @@ def main(facts):
     lease_until = now + timedelta(seconds=facts["lease_seconds"])
     from archivebox.services.process_service import current_network_interface_with_machine
 
-    orchestrator_row(facts["orchestrator_pid"], CONSTANTS.DATA_DIR)
+    orchestrator_row(facts["orchestrator_pid"], CONSTANTS.DATA_DIR, lease_until)
     iface = current_network_interface_with_machine()
     for fact in facts.get("refused", []):
         refuse(fact)

@@ -139,6 +139,40 @@ fn wait_sealed_in_archivebox(daemon: &TestDaemon, collection: &Path, id: &str) {
     });
 }
 
+/// A URL the collection has a snapshot of is not archived again unless the Crawl says so
+/// (`ONLY_NEW`, on by default, as ArchiveBox's `create_snapshots_from_urls` skips it): a second
+/// `add --bg` of a page is sealed with no snapshot; with `--update` it is archived again.
+#[test]
+fn a_page_the_collection_has_is_archived_again_only_when_the_crawl_says_so() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    daemon.launch();
+    let again = ["add", "--bg", "-ptitle", &url];
+    let update = ["add", "--bg", "--update", "-ptitle", &url];
+    for line in [&again[..], &again, &update] {
+        run_archivebox(&archivebox, &collection, line);
+        let id = crawl_ids(&collection).pop().unwrap();
+        wait_sealed_in_archivebox(&daemon, &collection, &id);
+    }
+    let counts: Vec<String> = (crawl_ids(&collection).iter())
+        .map(|id| {
+            let sql = format!("SELECT count(*) FROM core_snapshot WHERE crawl_id = '{id}'");
+            archivebox_value(&collection, &sql).unwrap()
+        })
+        .collect();
+    assert_eq!(counts, ["1", "0", "1"]);
+    daemon.assert_nothing_survives();
+}
+
 /// ArchiveBox cannot tell a Crawl abxd ran from one its runner ran: ArchiveBox 0.9.73 crawls a
 /// local page with three of its plugins, then the same `add` line is queued with `--bg`, abxd
 /// takes it from ArchiveBox's queue and runs it, and every Snapshot and ArchiveResult column
@@ -161,11 +195,12 @@ fn a_crawl_archivebox_queued_is_run_by_abxd_and_written_back_as_archiveboxs_runn
         serving(&archivebox, |d| new_collection(&archivebox, d), &config);
 
     // ArchiveBox's own runner first (a foreground `add`), then the same line queued for a
-    // runner in the background: abxd.
+    // runner in the background: abxd. (`--update`: the page again, though the collection has it.)
     let line = [
         "add",
         "-d",
         "0",
+        "--update",
         "-t",
         "news, Tech,news",
         "-pfavicon,wget,hashes",

@@ -19,6 +19,7 @@
 //! told to ArchiveBox (sealed, saying why) by the next turn.
 
 mod facts;
+mod peek;
 mod said;
 
 use super::State;
@@ -64,6 +65,8 @@ pub(super) struct QueueServer {
     unqueued: Vec<Claimed>,
     /// Claimed Crawls abxd refused, and why: told to ArchiveBox by the next turn.
     refused: Vec<(String, String)>,
+    /// When ArchiveBox's side last ran (see `peek::IDLE_EVERY`).
+    last_python: Option<Instant>,
 }
 
 impl State {
@@ -144,7 +147,9 @@ fn next_step(state: &mut State, supervisor: &mut Supervisor<DaemonChild>) {
             Step::Copy,
             Ok(copy_request(state, &collection, crawl_id, &owner)),
         ),
+        None if !python_needed(state, &collection) => return turn_over(state, ""),
         None => {
+            state.queue_server.last_python = Some(Instant::now());
             let claim = state.claiming() && state.hooks.is_ok();
             let claim = claim && state.queue_server.unqueued.is_empty();
             let request = facts::gather(state, claim)
@@ -190,6 +195,21 @@ fn next_step(state: &mut State, supervisor: &mut Supervisor<DaemonChild>) {
             ),
         ),
     }
+}
+
+/// Whether ArchiveBox's side of the turn has anything to do: a crawl abxd holds, a claim or a
+/// refusal to tell, a due Crawl there — else it runs every `peek::IDLE_EVERY`.
+fn python_needed(state: &State, collection: &Collection) -> bool {
+    let server = &state.queue_server;
+    if !server.unqueued.is_empty() || !server.refused.is_empty() {
+        return true;
+    }
+    match state.store.crawls().served().held() {
+        Ok(held) if held.is_empty() => {}
+        _ => return true,
+    }
+    let idle_turn_due = (server.last_python).is_none_or(|at| at.elapsed() >= peek::IDLE_EVERY);
+    idle_turn_due || peek::waiting(&collection.dir, crate::store::now_ms()).crawls
 }
 
 /// The turn is over (`why` not: it failed): the next one is due `queue_interval` on.

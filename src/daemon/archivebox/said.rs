@@ -4,7 +4,7 @@
 //! Invariant: pure — lines in, values out; a line that is not a record the daemon knows is
 //! kept as an error to log, never a panic.
 
-use crate::domain::{split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlSpec};
+use crate::domain::{split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlRules, CrawlSpec};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -119,6 +119,7 @@ impl Claimed {
             .map(|(key, value)| (key.clone(), crate::plugins::manifest::env_text(value)))
             .collect();
         CrawlSpec {
+            rules: self.rules(),
             options: CrawlOptions {
                 tags: split_tags(self.tags.iter().map(String::as_str)),
                 persona: self.persona.clone(),
@@ -131,6 +132,44 @@ impl Claimed {
             env,
             plugins: (!plugins.is_empty()).then_some(plugins),
             ..CrawlSpec::of_urls(self.urls.clone(), self.depth)
+        }
+    }
+}
+
+impl Claimed {
+    /// The rules the Crawl's config sets, as ArchiveBox reads them: its allow and deny lists
+    /// (`split_filter_patterns`: a pattern a line, or a list), its limits (0: none) and
+    /// `ONLY_NEW`. What it leaves unset is `[crawl]`'s.
+    fn rules(&self) -> CrawlRules {
+        let text = |key: &str| self.config.get(key).map(crate::plugins::manifest::env_text);
+        let patterns = |key: &str| -> Vec<String> {
+            match self.config.get(key) {
+                Some(Value::Array(items)) => (items.iter())
+                    .map(crate::plugins::manifest::env_text)
+                    .map(|p| p.trim().to_string())
+                    .filter(|p| !p.is_empty())
+                    .collect(),
+                Some(other) => (crate::plugins::manifest::env_text(other).lines())
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(String::from)
+                    .collect(),
+                None => Vec::new(),
+            }
+        };
+        let limit = |key: &str| {
+            let value = text(key)?.trim().parse::<f64>().ok()?;
+            (value >= 1.0).then_some(value as u64)
+        };
+        CrawlRules {
+            url_allowlist: patterns("URL_ALLOWLIST"),
+            url_denylist: patterns("URL_DENYLIST"),
+            max_urls: limit("CRAWL_MAX_URLS"),
+            max_size: limit("CRAWL_MAX_SIZE"),
+            timeout: limit("CRAWL_TIMEOUT"),
+            snapshot_max_size: limit("SNAPSHOT_MAX_SIZE"),
+            only_new: text("ONLY_NEW").map(|v| !crate::plugins::manifest::is_false(&v)),
+            ..CrawlRules::default()
         }
     }
 }
@@ -202,5 +241,24 @@ mod tests {
             ]
         );
         assert_eq!(spec.plugins, Some(vec!["title".into(), "wget".into()]));
+    }
+
+    #[test]
+    fn a_claimed_crawls_config_gives_its_rules_as_archivebox_reads_them() {
+        let line = r#"{"type": "claimed", "archivebox_crawl": "06b0", "user": "system",
+            "urls": ["http://a/"], "depth": 2, "config": {"URL_ALLOWLIST": "a\\.com\n\nb\\.org",
+            "URL_DENYLIST": ["\\.css$"], "CRAWL_MAX_URLS": 7, "CRAWL_MAX_SIZE": 0,
+            "CRAWL_TIMEOUT": 60, "ONLY_NEW": false}}"#;
+        let [Said::Claimed(claimed)] = &records(&[line.replace('\n', " ")])[..] else {
+            panic!("not one claim");
+        };
+        let rules = claimed.spec().rules;
+        assert_eq!(rules.url_allowlist, [r"a\.com", r"b\.org"]);
+        assert_eq!(rules.url_denylist, [r"\.css$"]);
+        assert_eq!(
+            (rules.max_urls, rules.max_size, rules.timeout),
+            (Some(7), None, Some(60))
+        );
+        assert_eq!(rules.only_new, Some(false));
     }
 }

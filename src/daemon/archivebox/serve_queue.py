@@ -75,12 +75,13 @@ def setup():
     logging.getLogger("archivebox.workers.models").setLevel(logging.ERROR)
 
 
-def orchestrator_row(pid, data_dir, lease_until):
+def orchestrator_row(pid, data_dir, ahead):
     """abxd's daemon as the collection's runner: a RUNNING orchestrator Process row on this
     Machine, which ArchiveBox's runner gate (`core/takeover_util.py`) and its UI's live progress
     (`progressmonitor/views.py`) look for. Its pid, start time and command are the daemon's
     own, so ArchiveBox's `Process.is_running` proves it alive. ArchiveBox elects the newest live
-    runner (`foreground_runner_owner`): the row is kept created a lease ahead of now, so that a
+    runner (`foreground_runner_owner`): the row is kept created ten minutes ahead of now (a turn
+    runs at least every minute), so that a
     runner ArchiveBox starts by mistake -- `archivebox server`'s, a foreground `archivebox add`
     -- stands by while abxd lives, and takes over once its pid is gone. (Its worker_type is not
     one `enter_single_runner_gate` kills: a newer ArchiveBox runner never signals abxd.)"""
@@ -105,10 +106,10 @@ def orchestrator_row(pid, data_dir, lease_until):
     if mine is None:
         mine = Process(machine=machine, pid=pid, started_at=started_at, cmd=proc.cmdline(),
                        pwd=str(data_dir), process_type=Process.TypeChoices.ORCHESTRATOR,
-                       worker_type="abxd", status=Process.StatusChoices.RUNNING, created_at=lease_until)
+                       worker_type="abxd", status=Process.StatusChoices.RUNNING, created_at=ahead)
         mine.save()
     else:
-        Process.objects.filter(id=mine.id).update(created_at=lease_until, modified_at=datetime.now(tz=tz.utc))
+        Process.objects.filter(id=mine.id).update(created_at=ahead, modified_at=datetime.now(tz=tz.utc))
     return mine
 
 
@@ -394,6 +395,7 @@ def dispatch_schedules(now):
 def claim(held, at_most, lease_seconds, now):
     """Due Crawls, each claimed by ArchiveBox's compare-and-set and started as its runner
     starts one."""
+    from archivebox.core.models import Snapshot
     from archivebox.crawls.models import Crawl
 
     due = (Crawl.objects.filter(status__in=(Crawl.StatusChoices.QUEUED, Crawl.StatusChoices.STARTED),
@@ -405,12 +407,22 @@ def claim(held, at_most, lease_seconds, now):
         if not crawl.claim_processing_lock(lock_seconds=lease_seconds):
             continue
         crawl.refresh_from_db()
+        urls = crawl.get_urls_list()
+        if Crawl._config_value(crawl.get_current_config(), "ONLY_NEW", True):
+            # As `create_snapshots_from_urls` skips a URL the collection has a snapshot of.
+            urls = [url for url in urls if not Snapshot.objects.filter(url=url).exists()]
+        if not urls:
+            # Nothing left to archive: sealed as ArchiveBox's runner seals a Crawl it made no
+            # Snapshot of.
+            crawl.seal()
+            say(type="seen", archivebox_crawl=hexid(crawl.id), status=crawl.status)
+            continue
         Crawl.objects.filter(id=crawl.id, retry_at=crawl.retry_at).update(
             status=Crawl.StatusChoices.STARTED, modified_at=datetime.now(tz=tz.utc))
         persona = crawl.resolve_persona()
         user = crawl.created_by.username if crawl.created_by_id else "system"
         say(type="claimed", archivebox_crawl=hexid(crawl.id), user=user,
-            urls=crawl.get_urls_list(), depth=crawl.max_depth, tags=crawl.current_tag_names(),
+            urls=urls, depth=crawl.max_depth, tags=crawl.current_tag_names(),
             config=crawl.config or {}, persona=persona.name if persona else None)
         say(type="seen", archivebox_crawl=hexid(crawl.id), status=Crawl.StatusChoices.STARTED)
         claimed += 1
@@ -423,7 +435,7 @@ def main(facts):
     lease_until = now + timedelta(seconds=facts["lease_seconds"])
     from archivebox.services.process_service import current_network_interface_with_machine
 
-    orchestrator_row(facts["orchestrator_pid"], CONSTANTS.DATA_DIR, lease_until)
+    orchestrator_row(facts["orchestrator_pid"], CONSTANTS.DATA_DIR, now + timedelta(minutes=10))
     iface = current_network_interface_with_machine()
     for fact in facts.get("refused", []):
         refuse(fact)

@@ -7,7 +7,11 @@ ArchiveBox's virtualenv) by both tools, one after the other, in one session.
     benches/realsite.py --crawl library               a few hundred pages
     benches/realsite.py --crawl smoke                 a handful of pages (what CI runs)
     options: --concurrency N (snapshots at once, both tools; 0: each tool's default)
-             --tools abxd,archivebox   --out DIR (default /var/tmp/abxd-realsite/<time>)
+             --tools abxd,archivebox,abxd-queue   --out DIR (default /var/tmp/abxd-realsite/<time>)
+    abxd-queue: the same crawl queued in an ArchiveBox collection (`archivebox add --bg`) and run
+    by abxd serving its queue in place of ArchiveBox's runner (`[archivebox] serve_queue`); its
+    peak PSS leaves out ArchiveBox's Python of each turn (a process of ArchiveBox's, which does
+    not inherit the run's tag), its CPU counts it (the daemon reaps it)
     ABXD_REALSITE_EXE=PATH runs that abxd instead of the release build (e.g. one built with
     symbols and frame pointers, to profile it with `perf record -a -g` during the run)
 
@@ -311,6 +315,63 @@ def run_archivebox(work, env, url, max_urls, concurrency, tag):
     return figures
 
 
+# The driver of a run of abxd serving ArchiveBox's queue: the daemon, until every Crawl of the
+# collection is sealed there, then its clean stop. (Not a test: it polls.)
+DRIVE_QUEUE = r"""
+import signal, sqlite3, subprocess, sys, time
+exe, config, collection = sys.argv[1:4]
+daemon = subprocess.Popen([exe, "--config", config])
+def sealed():
+    try:
+        db = sqlite3.connect(f"file:{collection}/index.sqlite3?mode=ro", uri=True, timeout=5)
+        queued, done = db.execute(
+            "SELECT count(*), coalesce(sum(status = 'sealed'), 0) FROM crawls_crawl").fetchone()
+        return queued > 0 and queued == done
+    except sqlite3.Error:
+        return False
+while daemon.poll() is None and not sealed():
+    time.sleep(0.5)
+daemon.send_signal(signal.SIGTERM)
+sys.exit(daemon.wait())
+"""
+
+
+def run_abxd_queue(work, env, url, max_urls, concurrency, tag):
+    """The same crawl queued in an ArchiveBox collection (`archivebox add --bg`, as its UI
+    queues one) and run by abxd serving its queue (`[archivebox] serve_queue`) in place of
+    ArchiveBox's runner; timed from the daemon's start to the Crawl sealed in ArchiveBox."""
+    home = os.path.join(work, "abxd-queue")
+    collection = os.path.join(home, "collection")
+    os.makedirs(collection)
+    os.chmod(home, 0o755)
+    shutil.chown(collection, USER, USER)
+    archivebox = os.path.join(ARCHIVEBOX_VENV, "bin/archivebox")
+    user_env = {**env, "HOME": collection}
+    add = [archivebox, "add", "--bg", "--depth=1", f"--plugins={PLUGINS}"]
+    if concurrency:
+        add.append(f"--crawl-max-concurrent-snapshots={concurrency}")
+    if max_urls:
+        add.append(f"--max-urls={max_urls}")
+    for argv in ([archivebox, "init"],
+                 [archivebox, "config", "--set", "SEARCH_BACKEND_ENGINE=ripgrep"],
+                 [archivebox, "config", "--set", "SEARCH_BACKEND_SONIC_ENABLED=False"],
+                 add + [url]):
+        run(as_user(argv, user_env), cwd=collection, stdout=subprocess.DEVNULL)
+    workers = f"max_snapshot_workers = {concurrency}\n" if concurrency else ""
+    config = os.path.join(home, "supervisor.toml")
+    with open(config, "w") as f:
+        f.write(f"[hooks]\nuser = \"{USER}\"\n[limits]\n{workers}[archivebox]\n"
+                f"data_dir = \"{collection}\"\ncommand = \"{archivebox}\"\n"
+                f"serve_queue = true\nqueue_interval = \"1s\"\n")
+    exe = EXE or os.path.join(ROOT, "target/release/abxd")
+    argv = [sys.executable, "-c", DRIVE_QUEUE, exe, config, collection]
+    figures = measured_run("abxd-queue", argv, {**env, "HOME": home}, home, tag,
+                           own_exe=os.path.realpath(exe))
+    indexes = glob.glob(os.path.join(collection, "archive/users/*/snapshots/*/*/*/index.jsonl"))
+    figures["pages"], figures["hook_statuses"] = pages(indexes), hook_statuses(indexes)
+    return figures
+
+
 def pages(indexes):
     """Per page URL: per plugin, (status, whether it wrote a non-empty output)."""
     out = {}
@@ -381,7 +442,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crawl", choices=CRAWLS, default="tutorial")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--tools", default="abxd,archivebox")
+    parser.add_argument("--tools", default="abxd,archivebox,abxd-queue")
     parser.add_argument("--out")
     args = parser.parse_args()
     out, env, server, base = prepare(args.out)
@@ -390,7 +451,8 @@ def main():
         url = base + seed
         results = {"crawl": args.crawl, "url": url, "concurrency": args.concurrency}
         for tool in args.tools.split(","):
-            runner = {"abxd": run_abxd, "archivebox": run_archivebox}[tool]
+            runner = {"abxd": run_abxd, "archivebox": run_archivebox,
+                      "abxd-queue": run_abxd_queue}[tool]
             print(f"== {tool}: {url} at depth 1, {args.concurrency or 'default'} at once")
             figures = runner(out, env, url, max_urls, args.concurrency, f"{tool}-{os.getpid()}")
             # (A page is its URL without the fragment: ArchiveBox archives `a.html#x` and
@@ -411,7 +473,7 @@ def main():
     keys = ["exit", "snapshots", "distinct_pages", "wall_s", "snapshots_per_min",
             "pages_per_min", "cpu_s", "own_cpu_s", "peak_pss_mib", "peak_browsers",
             "left_after_5s"]
-    tools = [t for t in ("abxd", "archivebox") if t in results]
+    tools = [t for t in ("abxd", "archivebox", "abxd-queue") if t in results]
     print(f"\n{'':18}" + "".join(f"{t:>14}" for t in tools))
     for key in keys:
         print(f"{key:18}" + "".join(f"{str(results[t][key]):>14}" for t in tools))

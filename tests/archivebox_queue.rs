@@ -742,20 +742,30 @@ impl Drop for WebUi {
 }
 
 /// A Crawl created through ArchiveBox's REST API, over HTTP to its web UI running alone (Daphne,
-/// no runner of its own), is archived by abxd: sealed there with its tags and title.
+/// no runner of its own), is archived by abxd: sealed there with its tags and title. Paused and
+/// resumed through the same API (`PATCH /crawl/ID`, the calls its UI makes), abxd's crawl is
+/// paused and resumed within a turn.
 #[test]
-fn a_crawl_created_through_archiveboxs_rest_api_is_archived_by_abxd() {
+fn a_crawl_created_and_paused_through_archiveboxs_rest_api_is_followed_by_abxd() {
     let Some(archivebox) = archivebox() else {
         return;
     };
     let url = format!("http://{}/", serve_test_site());
     let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let placeholder = TestDaemon::prepare("");
+    let gated = gated_plugins(placeholder.dir.path());
     let config = format!(
         "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&bundled])
+        plugins_config(&[&gated, &bundled])
     );
     let (mut daemon, collection) =
         serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let flag = placeholder.dir.path().join("open");
+    std::fs::set_permissions(
+        placeholder.dir.path(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     let python = archivebox.parent().unwrap().join("python");
     let token = common::archivebox::run_python(
         &python,
@@ -769,7 +779,7 @@ fn a_crawl_created_through_archiveboxs_rest_api_is_archived_by_abxd() {
 
     let body = serde_json::json!({
         "urls": [url], "max_depth": 0, "tags_str": "from-the-api",
-        "config": {"PLUGINS": "title,headers"},
+        "config": {"PLUGINS": "gate,title,headers"},
     })
     .to_string();
     let headers = format!("X-ArchiveBox-API-Key: {token}\r\nContent-Type: application/json\r\n");
@@ -781,6 +791,33 @@ fn a_crawl_created_through_archiveboxs_rest_api_is_archived_by_abxd() {
         "{created}"
     );
     let id = crawl_ids(&collection).remove(0);
+    let paused = |daemon: &TestDaemon| {
+        let shown = daemon.ctl_ok(&["show", "--json", "1"]);
+        let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        !shown["crawl"]["paused_at"].is_null()
+    };
+    wait_until("abxd to run the gate", CRAWL, || {
+        let rows = daemon.ps_json(false);
+        (rows["processes"].as_array()?.iter())
+            .any(|row| row["argv"].to_string().contains("gate"))
+            .then_some(())
+    });
+    for (action, want) in [("pause", true), ("resume", false)] {
+        let body = format!("{{\"action\": \"{action}\"}}");
+        let said = ui.request(
+            "PATCH",
+            &format!("/api/v1/crawls/crawl/{id}"),
+            &headers,
+            &body,
+        );
+        assert!(said.as_deref().unwrap().contains(" 200 "), "{said:?}");
+        wait_until(
+            &format!("abxd to follow ArchiveBox's {action}"),
+            CRAWL,
+            || (paused(&daemon) == want).then_some(()),
+        );
+    }
+    std::fs::write(&flag, "").unwrap();
     wait_sealed_in_archivebox(&daemon, &collection, &id);
     let snapshot = &archivebox_rows(
         &collection,

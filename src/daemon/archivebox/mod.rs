@@ -20,6 +20,7 @@
 
 mod facts;
 mod peek;
+mod program;
 mod said;
 
 use super::State;
@@ -31,8 +32,6 @@ use said::{Claimed, Control, Said};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The program of a turn, run by ArchiveBox's Python.
-const PROGRAM: &str = include_str!("serve_queue.py");
 /// The most a turn may take (ArchiveBox's leases last 60 s: a turn that takes longer is late).
 const TURN_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -243,10 +242,9 @@ fn turn_request(
     collection: &Collection,
     facts: &serde_json::Value,
 ) -> std::io::Result<SpawnRequest> {
-    let python = archivebox_python(&state.config.archivebox.command)?;
+    let python = program::archivebox_python(&state.config.archivebox.command)?;
     let input = (state.config.data_dir.join("tmp")).join("archivebox-queue-turn.py");
-    let encoded = base64(facts.to_string().as_bytes());
-    let program = format!("{PROGRAM}\nrun(\"{encoded}\")\n");
+    let program = program::with_facts(facts);
     crate::logs::replace(&state.config.data_dir, &input, program.as_bytes())
         .map_err(std::io::Error::other)?;
     let argv = vec![python.display().to_string(), "-".into()];
@@ -361,92 +359,5 @@ fn enqueue_unqueued(state: &mut State) {
                 state.queue_server.unqueued.push(claimed);
             }
         }
-    }
-}
-
-/// The Python that runs `archivebox` (its script's `#!` line), or why there is none.
-fn archivebox_python(command: &std::path::Path) -> std::io::Result<PathBuf> {
-    let program = if command.components().count() > 1 {
-        command.to_path_buf()
-    } else {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        (std::env::split_paths(&path).map(|dir| dir.join(command)))
-            .find(|candidate| candidate.is_file())
-            .ok_or_else(|| {
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!("{} is not on the PATH", command.display()),
-                )
-            })?
-    };
-    let text = std::fs::read(&program)?;
-    let first = text.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(first);
-    python_of_shebang(&line).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{} is not ArchiveBox's Python script", program.display()),
-        )
-    })
-}
-
-/// The interpreter a `#!` line names, if it names a Python.
-fn python_of_shebang(line: &str) -> Option<PathBuf> {
-    let words: Vec<&str> = line.strip_prefix("#!")?.split_whitespace().collect();
-    let python = match words.as_slice() {
-        [env, python, ..] if env.ends_with("/env") => *python,
-        [python, ..] => *python,
-        [] => return None,
-    };
-    let name = std::path::Path::new(python).file_name()?.to_string_lossy();
-    name.starts_with("python").then(|| PathBuf::from(python))
-}
-
-/// `bytes` in base64 (standard alphabet, padded): how the facts ride in the program's text.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_is_the_standard_one() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
-    }
-
-    #[test]
-    fn the_python_is_the_one_the_script_names() {
-        let venv = "#!/opt/ab/bin/python3.13";
-        assert_eq!(
-            python_of_shebang(venv),
-            Some("/opt/ab/bin/python3.13".into())
-        );
-        let env = "#!/usr/bin/env python3";
-        assert_eq!(python_of_shebang(env), Some("python3".into()));
-        assert_eq!(python_of_shebang("#!/bin/sh"), None);
-        assert_eq!(python_of_shebang("\u{7f}ELF"), None);
     }
 }

@@ -260,9 +260,13 @@ def ensure_snapshot(crawl, fact, lease_until):
     parent = Snapshot.objects.filter(id=fact["parent"]).first() if fact.get("parent") else None
     made = moment(fact["created_at"])
     queued = fact["status"] == "queued"
+    # ArchiveBox's `timestamp` is unique: abxd makes a page's discoveries in one millisecond.
+    stamp = made
+    while Snapshot.objects.filter(timestamp=str(stamp.timestamp())).exists():
+        stamp += timedelta(microseconds=1)
     snapshot = Snapshot(id=uuid.UUID(hex=fact["uuid"]), url=fact["url"], crawl=crawl, depth=fact["depth"],
                         parent_snapshot=parent, created_at=made, bookmarked_at=made,
-                        timestamp=str(made.timestamp()),
+                        timestamp=str(stamp.timestamp()),
                         status=Snapshot.INITIAL_STATE if queued else Snapshot.StatusChoices.STARTED,
                         retry_at=made if queued else lease_until)
     snapshot.save()
@@ -342,7 +346,13 @@ def serve_crawl(fact, iface, lease_until):
         crawl.refresh_from_db()
     mirrored_all = True
     for snapshot_fact in fact.get("snapshots", []):
-        if project_snapshot(crawl, snapshot_fact, iface, lease_until):
+        try:
+            mirrored = project_snapshot(crawl, snapshot_fact, iface, lease_until)
+        except Exception as err:  # one snapshot's failure must not hold its crawl's others
+            traceback.print_exc()
+            say(type="error", message=f"snapshot {snapshot_fact['uuid']}: {type(err).__name__}: {err}")
+            mirrored = False
+        if mirrored:
             say(type="mirrored", archivebox_crawl=crawl_id, snapshot=snapshot_fact["uuid"])
         else:
             mirrored_all = False

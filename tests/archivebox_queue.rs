@@ -844,6 +844,7 @@ fn a_crawl_created_and_paused_through_archiveboxs_rest_api_is_followed_by_abxd()
         statuses,
         [
             ("on_Snapshot__10_headers", "succeeded"),
+            ("on_Snapshot__15_gate", "succeeded"),
             ("on_Snapshot__20_title", "succeeded")
         ]
     );
@@ -990,5 +991,54 @@ fn a_locked_archivebox_database_delays_what_abxd_writes_back_and_loses_nothing()
             ("on_Snapshot__20_title".into(), "succeeded".into()),
         ]
     );
+    daemon.assert_nothing_survives();
+}
+
+/// Pages abxd makes at once — the links one hook reports, added in one transaction — each become
+/// a Snapshot in ArchiveBox, whose `timestamp` must be unique: every page is sealed there.
+#[test]
+fn every_page_one_hook_discovers_at_once_is_a_snapshot_in_archivebox() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let base = format!("http://{}/", serve_test_site());
+    let placeholder = TestDaemon::prepare("");
+    let plugins = placeholder.dir.path().join("many-plugins");
+    common::plugin(
+        &plugins,
+        "many",
+        "on_Snapshot__12_many.sh",
+        &format!(
+            "case \"$*\" in *--depth=0*) for page in a b c d; do\n\
+             echo '{{\"type\":\"Snapshot\",\"url\":\"{base}'$page'.html\"}}'; done;; esac\n\
+             echo '{{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}}'\n"
+        ),
+    );
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&plugins])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "-d", "1", "-pmany", &base],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    daemon.launch();
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    let urls: Vec<String> = archivebox_rows(
+        &collection,
+        &format!("SELECT url FROM core_snapshot WHERE crawl_id = '{id}' ORDER BY url"),
+    )
+    .into_iter()
+    .map(|row| row["url"].clone().unwrap())
+    .collect();
+    let want: Vec<String> = ["", "a.html", "b.html", "c.html", "d.html"]
+        .iter()
+        .map(|page| format!("{base}{page}"))
+        .collect();
+    assert_eq!(urls, want);
     daemon.assert_nothing_survives();
 }

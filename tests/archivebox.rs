@@ -12,11 +12,10 @@ mod common;
 
 use common::abx::{launch, plugins_of, serve_test_site, Tools};
 use common::archivebox::{
-    archivebox, collection_dir, export_and_wait, listed_results, new_collection, records,
-    run_archivebox,
+    archivebox, archivebox_rows, collection_dir, export_and_wait, left_empty, listed_results,
+    new_collection, records, run_archivebox,
 };
 use common::{fixtures, hook_user, plugins_config, wait_until, TestDaemon, WAIT};
-use rusqlite::types::ValueRef;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -341,53 +340,6 @@ fn abxctl_export_refuses_what_is_not_an_archivebox_collection_naming_it() {
 /// The plugins both crawls of [`archivebox_fills_for_abxds_crawl_every_column_it_fills_for_its_own`]
 /// run: ArchiveBox's own, from its virtualenv, none needing a browser.
 const SAME_PLUGINS: &str = "favicon,wget,hashes";
-
-/// Each row of `sql` in ArchiveBox's index, as column → value (`None`: NULL or empty).
-fn archivebox_rows(collection: &Path, sql: &str) -> Vec<BTreeMap<String, Option<String>>> {
-    let db = rusqlite::Connection::open_with_flags(
-        collection.join("index.sqlite3"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    let mut statement = db.prepare(sql).unwrap();
-    let names: Vec<String> = statement
-        .column_names()
-        .into_iter()
-        .map(String::from)
-        .collect();
-    let rows = statement.query_map([], |row| {
-        let mut values = BTreeMap::new();
-        for (n, name) in names.iter().enumerate() {
-            let value = match row.get_ref(n)? {
-                ValueRef::Null => None,
-                ValueRef::Integer(i) => Some(i.to_string()),
-                ValueRef::Real(r) => Some(r.to_string()),
-                ValueRef::Text(t) | ValueRef::Blob(t) => {
-                    Some(String::from_utf8_lossy(t).to_string()).filter(|t| !t.is_empty())
-                }
-            };
-            values.insert(name.clone(), value);
-        }
-        Ok(values)
-    });
-    rows.unwrap().map(Result::unwrap).collect()
-}
-
-/// The columns `own` fills that `ours` leaves empty.
-fn left_empty(
-    own: &BTreeMap<String, Option<String>>,
-    ours: &BTreeMap<String, Option<String>>,
-) -> Vec<String> {
-    (own.iter())
-        .filter(|(name, value)| value.is_some() && ours.get(*name).is_none_or(Option::is_none))
-        .map(|(name, value)| {
-            format!(
-                "{name} (ArchiveBox's own: {})",
-                value.as_deref().unwrap_or("")
-            )
-        })
-        .collect()
-}
 
 /// ArchiveBox cannot tell abxd's crawl of a page from its own: in one collection ArchiveBox
 /// 0.9.73 crawls a local page with three of its plugins, abxd crawls the same page with the same

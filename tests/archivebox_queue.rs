@@ -11,56 +11,16 @@
 mod common;
 
 use common::abx::{launch, plugins_of, serve_test_site, Tools};
-use common::archivebox::{archivebox, new_collection, run_archivebox};
+use common::archivebox::{
+    archivebox, archivebox_rows, left_empty, new_collection, run_archivebox, Row,
+};
 use common::{plugins_config, wait_until, TestDaemon};
-use rusqlite::types::ValueRef;
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long a crawl of a few pages may take here, ArchiveBox's turns included.
 const CRAWL: Duration = Duration::from_secs(180);
-
-type Row = BTreeMap<String, Option<String>>;
-
-/// Each row of `sql` in ArchiveBox's index, as column → value (`None`: NULL or empty).
-fn archivebox_rows(collection: &Path, sql: &str) -> Vec<Row> {
-    let db = rusqlite::Connection::open_with_flags(
-        collection.join("index.sqlite3"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    db.busy_timeout(Duration::from_secs(10)).unwrap();
-    let mut statement = db.prepare(sql).unwrap();
-    let names: Vec<String> = (statement.column_names().into_iter())
-        .map(String::from)
-        .collect();
-    let rows = statement.query_map([], |row| {
-        let mut values = BTreeMap::new();
-        for (n, name) in names.iter().enumerate() {
-            let value = match row.get_ref(n)? {
-                ValueRef::Null => None,
-                ValueRef::Integer(i) => Some(i.to_string()),
-                ValueRef::Real(r) => Some(r.to_string()),
-                ValueRef::Text(t) | ValueRef::Blob(t) => {
-                    Some(String::from_utf8_lossy(t).to_string()).filter(|t| !t.is_empty())
-                }
-            };
-            values.insert(name.clone(), value);
-        }
-        Ok(values)
-    });
-    rows.unwrap().map(Result::unwrap).collect()
-}
-
-/// The columns `own` fills that `ours` leaves empty.
-fn left_empty(own: &Row, ours: &Row) -> Vec<String> {
-    (own.iter())
-        .filter(|(name, value)| value.is_some() && ours.get(*name).is_none_or(Option::is_none))
-        .map(|(name, value)| format!("{name} (ArchiveBox's own: {})", value.as_deref().unwrap()))
-        .collect()
-}
 
 /// The one value of the first row of `sql`.
 fn archivebox_value(collection: &Path, sql: &str) -> Option<String> {
@@ -147,14 +107,12 @@ fn a_page_the_collection_has_is_archived_again_only_when_the_crawl_says_so() {
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        ..
+    } = setup(&archivebox, false);
     daemon.launch();
     let again = ["add", "--bg", "-ptitle", &url];
     let update = ["add", "--bg", "--update", "-ptitle", &url];
@@ -322,6 +280,41 @@ fn a_crawl_archivebox_queued_is_run_by_abxd_and_written_back_as_archiveboxs_runn
     daemon.assert_nothing_survives();
 }
 
+/// What most tests here start from: the test site, a daemon (not started) serving a new
+/// collection's queue with the bundled plugins — and, `gated`, a `gate` plugin before them —,
+/// and the file that opens the gate (in `_gates`' dir, kept while it is held).
+struct Setup {
+    url: String,
+    daemon: TestDaemon,
+    collection: PathBuf,
+    flag: PathBuf,
+    _gates: TestDaemon,
+}
+
+fn setup(archivebox: &Path, gated: bool) -> Setup {
+    let url = format!("http://{}/", serve_test_site());
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let gates = TestDaemon::prepare("");
+    std::fs::set_permissions(gates.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let gate = gated_plugins(gates.dir.path());
+    let dirs: Vec<&Path> = match gated {
+        true => vec![&gate, &bundled],
+        false => vec![&bundled],
+    };
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&dirs)
+    );
+    let (daemon, collection) = serving(archivebox, |d| new_collection(archivebox, d), &config);
+    Setup {
+        url,
+        daemon,
+        collection,
+        flag: gates.dir.path().join("open"),
+        _gates: gates,
+    }
+}
+
 /// The bundled plugins, and a `gate` plugin whose hook waits until the file `open` appears in
 /// the test's dir: what a test holds a crawl at.
 fn gated_plugins(daemon_dir: &Path) -> PathBuf {
@@ -349,22 +342,13 @@ fn archivebox_shows_a_queued_crawl_started_while_abxd_runs_it_and_follows_abxctl
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let placeholder = TestDaemon::prepare("");
-    let gated = gated_plugins(placeholder.dir.path());
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&gated, &bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
-    let flag = placeholder.dir.path().join("open");
-    std::fs::set_permissions(
-        placeholder.dir.path(),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        flag,
+        _gates,
+    } = setup(&archivebox, true);
     run_archivebox(
         &archivebox,
         &collection,
@@ -465,16 +449,13 @@ fn a_crawl_cancelled_in_archivebox_stops_its_processes_in_abxd() {
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let placeholder = TestDaemon::prepare("");
-    let gated = gated_plugins(placeholder.dir.path());
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&gated, &bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        _gates,
+        ..
+    } = setup(&archivebox, true);
     run_archivebox(
         &archivebox,
         &collection,
@@ -519,22 +500,13 @@ fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing(
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let placeholder = TestDaemon::prepare("");
-    let gated = gated_plugins(placeholder.dir.path());
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&gated, &bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
-    let flag = placeholder.dir.path().join("open");
-    std::fs::set_permissions(
-        placeholder.dir.path(),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        flag,
+        _gates,
+    } = setup(&archivebox, true);
     run_archivebox(
         &archivebox,
         &collection,
@@ -619,14 +591,12 @@ fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        ..
+    } = setup(&archivebox, false);
     daemon.launch();
     wait_until("abxd to be the collection's runner", CRAWL, || {
         archivebox_value(
@@ -750,22 +720,13 @@ fn a_crawl_created_and_paused_through_archiveboxs_rest_api_is_followed_by_abxd()
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let placeholder = TestDaemon::prepare("");
-    let gated = gated_plugins(placeholder.dir.path());
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&gated, &bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
-    let flag = placeholder.dir.path().join("open");
-    std::fs::set_permissions(
-        placeholder.dir.path(),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        flag,
+        _gates,
+    } = setup(&archivebox, true);
     let python = archivebox.parent().unwrap().join("python");
     let token = common::archivebox::run_python(
         &python,
@@ -860,14 +821,12 @@ fn a_schedule_made_in_archivebox_is_dispatched_and_archived_by_abxd() {
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        ..
+    } = setup(&archivebox, false);
     let every_minute = [
         "schedule",
         "--add",
@@ -912,22 +871,13 @@ fn a_locked_archivebox_database_delays_what_abxd_writes_back_and_loses_nothing()
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let url = format!("http://{}/", serve_test_site());
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
-    let placeholder = TestDaemon::prepare("");
-    let gated = gated_plugins(placeholder.dir.path());
-    let config = format!(
-        "{}[crawl]\negress = \"unrestricted\"\n",
-        plugins_config(&[&gated, &bundled])
-    );
-    let (mut daemon, collection) =
-        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
-    let flag = placeholder.dir.path().join("open");
-    std::fs::set_permissions(
-        placeholder.dir.path(),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        flag,
+        _gates,
+    } = setup(&archivebox, true);
     run_archivebox(
         &archivebox,
         &collection,

@@ -40,9 +40,26 @@ pub fn collection_dir(daemon: &TestDaemon) -> PathBuf {
 
 /// Runs ArchiveBox in `collection` as its owner, as that user would; returns its stdout.
 pub fn run_archivebox(archivebox: &Path, collection: &Path, args: &[&str]) -> String {
+    let mut command = std::process::Command::new(archivebox);
+    command.args(args);
+    as_owner(command, collection, &format!("archivebox {args:?}")).0
+}
+
+/// Runs `code` with ArchiveBox's Python (`python`) in `collection`, as its owner — what
+/// ArchiveBox's web UI does in its own process (a cancel, a pause) without a browser; returns
+/// what it printed.
+pub fn run_python(python: &Path, collection: &Path, code: &str) -> String {
+    let mut command = std::process::Command::new(python);
+    command.args(["-c", code]).env("DATA_DIR", collection);
+    let (stdout, stderr) = as_owner(command, collection, &format!("python -c {code:?}"));
+    format!("{stdout}{stderr}")
+}
+
+/// Runs `command` in `collection` as the collection's owner ([`HOOK_USER`]), to its end, which
+/// must be a success (`what` names it if not); returns its stdout and stderr.
+fn as_owner(mut command: std::process::Command, collection: &Path, what: &str) -> (String, String) {
     let user = hook_user();
-    let output = std::process::Command::new(archivebox)
-        .args(args)
+    let output = command
         .current_dir(collection)
         .env("HOME", collection)
         .env(super::TAG_ENV, "archivebox-test")
@@ -56,33 +73,10 @@ pub fn run_archivebox(archivebox: &Path, collection: &Path, args: &[&str]) -> St
     );
     assert!(
         output.status.success(),
-        "archivebox {args:?}: {}\n{stdout}\n{stderr}",
+        "{what}: {}\n{stdout}\n{stderr}",
         output.status
     );
-    stdout
-}
-
-/// Runs `code` with ArchiveBox's Python (`python`) in `collection`, as its owner — what
-/// ArchiveBox's web UI does in its own process (a cancel, a pause) without a browser.
-pub fn run_python(python: &Path, collection: &Path, code: &str) -> String {
-    let user = hook_user();
-    let output = std::process::Command::new(python)
-        .args(["-c", code])
-        .current_dir(collection)
-        .env("HOME", collection)
-        .env("DATA_DIR", collection)
-        .env(super::TAG_ENV, "archivebox-test")
-        .uid(user.uid.as_raw())
-        .gid(user.gid.as_raw())
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "python -c {code:?}: {said}");
-    said
+    (stdout, stderr)
 }
 
 /// The JSON records a listing of ArchiveBox's prints, one a line.
@@ -151,4 +145,45 @@ pub fn export_and_wait(
         String::from_utf8_lossy(&output.stdout).to_string(),
         String::from_utf8_lossy(&output.stderr).to_string(),
     )
+}
+
+/// A row of ArchiveBox's index, as column → value (`None`: NULL or empty).
+pub type Row = std::collections::BTreeMap<String, Option<String>>;
+
+/// Each row of `sql` in ArchiveBox's index, as column → value (`None`: NULL or empty).
+pub fn archivebox_rows(collection: &Path, sql: &str) -> Vec<Row> {
+    let db = rusqlite::Connection::open_with_flags(
+        collection.join("index.sqlite3"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+    let mut statement = db.prepare(sql).unwrap();
+    let names: Vec<String> = (statement.column_names().into_iter())
+        .map(String::from)
+        .collect();
+    let rows = statement.query_map([], |row| {
+        let mut values = std::collections::BTreeMap::new();
+        for (n, name) in names.iter().enumerate() {
+            let value = match row.get_ref(n)? {
+                rusqlite::types::ValueRef::Null => None,
+                rusqlite::types::ValueRef::Integer(i) => Some(i.to_string()),
+                rusqlite::types::ValueRef::Real(r) => Some(r.to_string()),
+                rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
+                    Some(String::from_utf8_lossy(t).to_string()).filter(|t| !t.is_empty())
+                }
+            };
+            values.insert(name.clone(), value);
+        }
+        Ok(values)
+    });
+    rows.unwrap().map(Result::unwrap).collect()
+}
+
+/// The columns `own` fills that `ours` leaves empty.
+pub fn left_empty(own: &Row, ours: &Row) -> Vec<String> {
+    (own.iter())
+        .filter(|(name, value)| value.is_some() && ours.get(*name).is_none_or(Option::is_none))
+        .map(|(name, value)| format!("{name} (ArchiveBox's own: {})", value.as_deref().unwrap()))
+        .collect()
 }

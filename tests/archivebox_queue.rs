@@ -101,7 +101,8 @@ fn wait_sealed_in_archivebox(daemon: &TestDaemon, collection: &Path, id: &str) {
 
 /// A URL the collection has a snapshot of is not archived again unless the Crawl says so
 /// (`ONLY_NEW`, on by default, as ArchiveBox's `create_snapshots_from_urls` skips it): a second
-/// `add --bg` of a page is sealed with no snapshot; with `--update` it is archived again.
+/// `add --bg` of a page is sealed with no snapshot; with `--update` it is archived again. A
+/// snapshot deleted in ArchiveBox is then deleted by ArchiveBox's retention, which abxd runs.
 #[test]
 fn a_page_the_collection_has_is_archived_again_only_when_the_crawl_says_so() {
     let Some(archivebox) = archivebox() else {
@@ -128,6 +129,24 @@ fn a_page_the_collection_has_is_archived_again_only_when_the_crawl_says_so() {
         })
         .collect();
     assert_eq!(counts, ["1", "0", "1"]);
+
+    // Deleted in ArchiveBox (`request_delete`, what its admin and API call): ArchiveBox's
+    // retention, run by abxd's turns as by its runner, deletes it.
+    let first = crawl_ids(&collection).remove(0);
+    let python = archivebox.parent().unwrap().join("python");
+    common::archivebox::run_python(
+        &python,
+        &collection,
+        &format!(
+            "from archivebox.config.django import setup_django; setup_django(); \
+             from archivebox.core.models import Snapshot; \
+             Snapshot.objects.filter(crawl_id='{first}').request_delete()"
+        ),
+    );
+    wait_until("ArchiveBox's retention to delete it", CRAWL, || {
+        let sql = format!("SELECT count(*) FROM core_snapshot WHERE crawl_id = '{first}'");
+        (archivebox_value(&collection, &sql).as_deref() == Some("0")).then_some(())
+    });
     daemon.assert_nothing_survives();
 }
 

@@ -12,8 +12,9 @@ use crate::store::{HeldCrawl, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// The facts of the next turn; it claims Crawls only when `claim` (and room is left).
-pub(super) fn gather(state: &State, claim: bool) -> Result<Value, StoreError> {
+/// The facts of the next turn; it claims Crawls only when `claim` (and room is left), and
+/// applies ArchiveBox's retention when `retention`.
+pub(super) fn gather(state: &State, claim: bool, retention: bool) -> Result<Value, StoreError> {
     let served = state.store.crawls().served();
     let held = served.held()?;
     let mut crawls = Vec::with_capacity(held.len());
@@ -32,6 +33,7 @@ pub(super) fn gather(state: &State, claim: bool) -> Result<Value, StoreError> {
         "orchestrator_pid": std::process::id(),
         "lease_seconds": 60,
         "claim": claim && room > 0,
+        "maintenance": retention,
         "max_claims": room,
         "crawls": crawls,
         "refused": refused,

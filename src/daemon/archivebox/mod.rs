@@ -32,6 +32,8 @@ use said::{Claimed, Control, Said};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// How often ArchiveBox's retention is applied (as its runner loop applies it).
+const RETENTION_EVERY: Duration = Duration::from_secs(60);
 /// The most a turn may take (ArchiveBox's leases last 60 s: a turn that takes longer is late).
 const TURN_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -66,6 +68,9 @@ pub(super) struct QueueServer {
     refused: Vec<(String, String)>,
     /// When ArchiveBox's side last ran (see `peek::IDLE_EVERY`).
     last_python: Option<Instant>,
+    /// When ArchiveBox's side last applied ArchiveBox's retention (once a minute, as its
+    /// runner does).
+    last_retention: Option<Instant>,
 }
 
 impl State {
@@ -148,10 +153,16 @@ fn next_step(state: &mut State, supervisor: &mut Supervisor<DaemonChild>) {
         ),
         None if !python_needed(state, &collection) => return turn_over(state, ""),
         None => {
-            state.queue_server.last_python = Some(Instant::now());
+            let server = &mut state.queue_server;
+            server.last_python = Some(Instant::now());
+            let retention =
+                (server.last_retention).is_none_or(|at| at.elapsed() >= RETENTION_EVERY);
+            if retention {
+                server.last_retention = server.last_python;
+            }
             let claim = state.claiming() && state.hooks.is_ok();
             let claim = claim && state.queue_server.unqueued.is_empty();
-            let request = facts::gather(state, claim)
+            let request = facts::gather(state, claim, retention)
                 .map_err(|err| err.to_string())
                 .and_then(|facts| {
                     (turn_request(state, &collection, &facts)).map_err(|err| err.to_string())

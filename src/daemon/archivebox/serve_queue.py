@@ -393,6 +393,19 @@ def refuse(fact):
     say(type="released", archivebox_crawl=fact["archivebox_crawl"])
 
 
+def retention():
+    """What ArchiveBox's runner loop does once a minute (`run_pending_crawls`): the Snapshots
+    asked to be deleted are deleted, and the rows past their `delete_at` (`DELETE_AFTER`) go, a
+    batch of each."""
+    from archivebox.core.models import ArchiveResult, Snapshot
+    from archivebox.crawls.models import Crawl
+    from archivebox.machine.models import Process
+
+    Snapshot.delete_requested(batch_size=100)
+    for model in (ArchiveResult, Snapshot, Crawl, Process):
+        model.delete_expired(batch_size=100, backfill_missing=False)
+
+
 def dispatch_schedules(now):
     """Due CrawlSchedules queue their Crawl, as ArchiveBox's runner loop dispatches them."""
     from archivebox.crawls.models import CrawlSchedule
@@ -455,6 +468,12 @@ def main(facts):
         except Exception as err:  # one crawl's failure must not stop the others' turn
             traceback.print_exc()
             say(type="error", message=f"crawl {fact['archivebox_crawl']}: {type(err).__name__}: {err}")
+    if facts.get("maintenance"):
+        try:
+            retention()
+        except Exception as err:
+            traceback.print_exc()
+            say(type="error", message=f"retention: {type(err).__name__}: {err}")
     if facts.get("claim"):
         dispatch_schedules(now)
         held = [fact["archivebox_crawl"] for fact in facts.get("crawls", [])]

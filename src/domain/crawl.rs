@@ -63,9 +63,6 @@ pub struct Crawl {
     /// How many seeds its import was parsed into (its depth-0 snapshots but the input's): an
     /// import's seeds are not in `urls`, which says what the operator gave.
     pub imported_seeds: u64,
-    /// Variables its hooks get above every other setting (see `CrawlSpec::env`).
-    #[serde(skip)]
-    pub env: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -246,7 +243,6 @@ mod tests {
             import_url: None,
             options: Default::default(),
             imported_seeds: 0,
-            env: Default::default(),
         }
     }
 

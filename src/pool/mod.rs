@@ -203,10 +203,12 @@ impl<O: Owner> WorkerPool<O> {
                 },
             };
             let (claim, work) = (held.claim, held.claim.id);
-            // (A crawl's own variables, above every other setting, reach its hooks through
-            // its workers' environment, which they inherit.)
-            let crawl_env = store.crawls().get(held.crawl)?.map(|c| c.env);
-            let crawl_env = crawl_env.unwrap_or_default();
+            // (A crawl's own variables, above every other setting, reach its hooks through its
+            // workers' environment. A crawl worker's snapshot workers inherit them from it.)
+            let crawl_env = match self.crawl {
+                Some(_) => Default::default(),
+                None => store.crawls().env(held.crawl)?,
+            };
             let request =
                 request::worker_request(self.queue, self.parent_row, config, &held, crawl_env);
             // Owned by the worker's row from the moment the row exists.

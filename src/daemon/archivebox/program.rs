@@ -4,7 +4,7 @@
 //! abxd's is left for the collection's owner to read.
 //!
 //! Invariant: pure but for reading the `archivebox` script's first line; the facts ride in the
-//! program as base64, which no JSON can break out of.
+//! program as hex, which no JSON can break out of.
 
 use std::path::PathBuf;
 
@@ -13,7 +13,7 @@ const PROGRAM: &str = include_str!("serve_queue.py");
 
 /// The program with `facts` for it to act on.
 pub(super) fn with_facts(facts: &serde_json::Value) -> String {
-    let encoded = base64(facts.to_string().as_bytes());
+    let encoded = hex(facts.to_string().as_bytes());
     format!("{PROGRAM}\nrun(\"{encoded}\")\n")
 }
 
@@ -55,26 +55,9 @@ fn python_of_shebang(line: &str) -> Option<PathBuf> {
     name.starts_with("python").then(|| PathBuf::from(python))
 }
 
-/// `bytes` in base64 (standard alphabet, padded): how the facts ride in the program's text.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+/// `bytes` as lower-case hex: how the facts ride in the program's text (`bytes.fromhex`).
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -82,12 +65,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_is_the_standard_one() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
+    fn the_facts_ride_as_hex() {
+        assert_eq!(hex(b""), "");
+        assert_eq!(hex(&[0x00, 0x7f, 0xff]), "007fff");
+        let program = with_facts(&serde_json::json!({"a": 1}));
+        assert!(program.ends_with(&format!("run(\"{}\")\n", hex(br#"{"a":1}"#))));
     }
 
     #[test]

@@ -28,7 +28,6 @@ sealed into the collection before the turn (`abxd worker export`, to the place A
 `Snapshot.output_dir` names, the Snapshot bookmarked when abxd made it), and only then is the
 Snapshot sealed here.
 """
-import base64
 import json
 import logging
 import os
@@ -481,4 +480,4 @@ def main(facts):
 
 
 def run(encoded):
-    main(json.loads(base64.b64decode(encoded)))
+    main(json.loads(bytes.fromhex(encoded)))

@@ -211,7 +211,6 @@ mod tests {
             import_url: None,
             options: Default::default(),
             imported_seeds: 0,
-            env: Default::default(),
         }
     }
 

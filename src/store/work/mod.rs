@@ -127,7 +127,7 @@ columns! {
         id, urls, max_depth, plugins, status, outcome, retry_at, owner_id, created_at, started_at,
         sealed_at, restarts, paused_at, rules, ended_by, uuid, schedule_id,
         has_input = "CASE WHEN input IS NULL AND import_url IS NULL THEN 0 ELSE 1 END",
-        import_url, options, imported_seeds, env,
+        import_url, options, imported_seeds,
     }
 }
 
@@ -157,7 +157,6 @@ pub(in crate::store) fn crawl_from_row(row: &Row) -> Result<Crawl, SqlError> {
         import_url: row.get(C::import_url)?,
         options: json_column(row, C::options)?,
         imported_seeds: row.get::<i64>(C::imported_seeds)?.max(0) as u64,
-        env: json_column(row, C::env)?,
     })
 }
 

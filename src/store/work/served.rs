@@ -12,6 +12,7 @@ use crate::domain::WorkStatus;
 use crate::store::engine::sql::{args, Row, SqlError};
 use crate::store::Served;
 use crate::store::{now_ms, StoreError};
+use std::collections::BTreeMap;
 
 /// A crawl abxd runs for an ArchiveBox Crawl, as a turn needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +72,18 @@ impl<'s> crate::store::Crawls<'s> {
     /// The crawls of them taken from an ArchiveBox collection's queue.
     pub fn served(&self) -> Served<'s> {
         Served { store: self.store }
+    }
+
+    /// The variables crawl `crawl_id`'s hooks get above every other setting (`CrawlSpec::env`;
+    /// none for a crawl that is gone). Read apart from the crawl's row: a Crawl of ArchiveBox's
+    /// carries its whole frozen config, which only the start of its workers needs.
+    pub fn env(&self, crawl_id: i64) -> Result<BTreeMap<String, String>, StoreError> {
+        let row = (self.store.db())
+            .query_opt("SELECT env FROM crawls WHERE id = ?1", &args![crawl_id])?;
+        let Some(row) = row else {
+            return Ok(BTreeMap::new());
+        };
+        Ok(super::json_column(&row, 0)?)
     }
 }
 

@@ -1011,3 +1011,164 @@ fn every_page_one_hook_discovers_at_once_is_a_snapshot_in_archivebox() {
     assert_eq!(urls, want);
     daemon.assert_nothing_survives();
 }
+
+/// Pages re-archived from ArchiveBox's UI are run again by abxd, into the same Snapshot: its
+/// "Redo failed" (`retry_failed_archiveresults`, what the admin action calls) runs again only
+/// the plugins that failed, and their new files replace the old ones in the Snapshot's
+/// directory; its "Redo" (`archive(overwrite=True)`) runs the whole page again; and a Snapshot
+/// ArchiveBox's own runner made before abxd served the queue is redone by abxd the same way.
+/// Each stays one Snapshot, sealed and let go of, its Crawl sealed.
+#[test]
+fn a_snapshot_re_archived_from_archiveboxs_ui_is_run_again_by_abxd_into_the_same_snapshot() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let url = format!("http://{}/", serve_test_site());
+    let other = format!("{url}other.html");
+    let flaky = TestDaemon::prepare("");
+    std::fs::set_permissions(flaky.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fixed = flaky.dir.path().join("fixed");
+    let flaky_root = flaky.dir.path().join("plugins");
+    common::plugin(
+        &flaky_root,
+        "flaky",
+        "on_Snapshot__20_flaky.sh",
+        &format!(
+            "if [ -e {fixed} ]; then echo fixed > ran.txt\n\
+             echo '{{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"fixed\"}}'\n\
+             else echo broken > ran.txt\n\
+             echo '{{\"type\":\"ArchiveResult\",\"status\":\"failed\",\"output_str\":\"not yet\"}}'\n\
+             exit 1; fi\n",
+            fixed = fixed.display()
+        ),
+    );
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    let config = format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&flaky_root, &bundled])
+    );
+    let (mut daemon, collection) =
+        serving(&archivebox, |d| new_collection(&archivebox, d), &config);
+    let python = archivebox.parent().unwrap().join("python");
+    let redo = |snapshot: &str, call: &str| {
+        common::archivebox::run_python(
+            &python,
+            &collection,
+            &format!(
+                "from archivebox.config.django import setup_django; setup_django(); \
+                 from archivebox.core.models import Snapshot; \
+                 Snapshot.objects.get(id='{snapshot}').{call}"
+            ),
+        )
+    };
+    let value = |sql: String| archivebox_value(&collection, &sql);
+    let result_of = |snapshot: &str, plugin: &str| {
+        archivebox_rows(
+            &collection,
+            &format!(
+                "SELECT r.status, r.end_ts, p.cmd FROM core_archiveresult r LEFT JOIN \
+                 machine_process p ON p.id = r.process_id WHERE r.snapshot_id = '{snapshot}' \
+                 AND r.plugin = '{plugin}'"
+            ),
+        )
+        .remove(0)
+    };
+    let settled = |snapshot: &str| {
+        let sql = format!(
+            "SELECT s.status || ' ' || coalesce(s.retry_at, '-') || ' ' || c.status || ' ' || \
+             (s.downloaded_at IS NOT NULL) FROM core_snapshot s JOIN crawls_crawl c \
+             ON c.id = s.crawl_id WHERE s.id = '{snapshot}'"
+        );
+        value(sql).as_deref() == Some("sealed - sealed 1")
+    };
+
+    // A page ArchiveBox's own runner archives (a foreground `add`), before abxd serves.
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "-d", "0", "-pwget", &other],
+    );
+    let own_snapshot = value(format!(
+        "SELECT id FROM core_snapshot WHERE url = '{other}'"
+    ))
+    .unwrap();
+    let own_wget = result_of(&own_snapshot, "wget");
+
+    daemon.launch();
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "-d", "0", "--plugins", "flaky,title", &url],
+    );
+    let crawl = crawl_ids(&collection).pop().unwrap();
+    wait_sealed_in_archivebox(&daemon, &collection, &crawl);
+    let snapshot = value(format!(
+        "SELECT id FROM core_snapshot WHERE crawl_id = '{crawl}'"
+    ))
+    .unwrap();
+    assert_eq!(
+        result_of(&snapshot, "flaky")["status"].as_deref(),
+        Some("failed")
+    );
+    let ran = snapshot_dir(&collection, &snapshot).join("flaky/ran.txt");
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "broken\n");
+    let title = result_of(&snapshot, "title");
+
+    // "Redo failed": only the plugin that failed runs again, its files replacing the old ones.
+    std::fs::write(&fixed, "").unwrap();
+    redo(&snapshot, "retry_failed_archiveresults()");
+    wait_until("the failed plugin to be run again", CRAWL, || {
+        let done = result_of(&snapshot, "flaky")["status"].as_deref() == Some("succeeded");
+        (done && settled(&snapshot)).then_some(())
+    });
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "fixed\n");
+    assert_eq!(result_of(&snapshot, "title"), title, "title ran again");
+    let config = value(format!(
+        "SELECT config FROM core_snapshot WHERE id = '{snapshot}'"
+    ));
+    assert!(
+        !config.clone().unwrap_or_default().contains("RETRY_PLUGINS"),
+        "{config:?}"
+    );
+
+    // "Redo": the whole page again, the same Snapshot.
+    redo(&snapshot, "archive(overwrite=True)");
+    wait_until("the page to be archived again", CRAWL, || {
+        let again = result_of(&snapshot, "title")["end_ts"] > title["end_ts"];
+        (again && settled(&snapshot)).then_some(())
+    });
+
+    // A Snapshot ArchiveBox's runner made: redone by abxd, its hook's process abxd's.
+    redo(&own_snapshot, "archive(overwrite=True)");
+    wait_until(
+        "ArchiveBox's own snapshot to be archived again",
+        CRAWL,
+        || {
+            let again = result_of(&own_snapshot, "wget")["end_ts"] > own_wget["end_ts"];
+            (again && settled(&own_snapshot)).then_some(())
+        },
+    );
+    let wget = result_of(&own_snapshot, "wget");
+    assert_eq!(wget["status"].as_deref(), Some("succeeded"), "{wget:?}");
+    assert!(
+        (wget["cmd"].as_deref().unwrap_or_default()).contains(&bundled.display().to_string()),
+        "not abxd's hook: {wget:?}"
+    );
+    let sql = "SELECT url, count(*) AS n FROM core_snapshot GROUP BY url ORDER BY url";
+    let counts: Vec<(Option<String>, Option<String>)> = (archivebox_rows(&collection, sql).iter())
+        .map(|row| (row["url"].clone(), row["n"].clone()))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            (Some(url.clone()), Some("1".into())),
+            (Some(other.clone()), Some("1".into()))
+        ]
+    );
+    // abxd ran a crawl for each: the first, and a redo of each Snapshot.
+    let crawls = daemon.store().crawls().all().unwrap();
+    assert_eq!(crawls.len(), 4, "{crawls:#?}");
+    let last = daemon.store().crawls().snapshots(crawls[3].id).unwrap();
+    assert_eq!(last[0].uuid.as_deref(), Some(own_snapshot.as_str()));
+    daemon.assert_nothing_survives();
+}

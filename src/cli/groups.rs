@@ -49,5 +49,9 @@ pub enum WorkerCommand {
         /// The ArchiveBox user the snapshots are filed under.
         #[arg(long)]
         user: String,
+        /// What the crawl made replaces the files of snapshots the collection has (a redo of
+        /// ArchiveBox's Snapshots), instead of leaving them as they are.
+        #[arg(long)]
+        replace: bool,
     },
 }

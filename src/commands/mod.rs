@@ -134,9 +134,12 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
             Ok(match worker {
                 WorkerCommand::Crawl { id } => crate::worker::run_crawl_worker(config, id)?,
                 WorkerCommand::Snapshot { id } => crate::worker::run_snapshot_worker(config, id)?,
-                WorkerCommand::Export { crawl, to, user } => {
-                    crate::export::run_export_worker(&config, crawl, &to, &user)
-                }
+                WorkerCommand::Export {
+                    crawl,
+                    to,
+                    user,
+                    replace,
+                } => crate::export::run_export_worker(&config, crawl, &to, (&user, replace)),
             })
         }
     }

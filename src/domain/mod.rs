@@ -20,7 +20,7 @@ pub use machine::Machine;
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, ProcessRow, Pruned, Status};
 pub use rules::{CrawlRules, Egress, Limit, Pattern, UrlScope};
 pub use schedule::{Cadence, Cron, Schedule};
-pub use spec::{split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlSpec};
+pub use spec::{split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlSpec, RedoSnapshot};
 pub use words::Word;
 pub use work::{
     Claim, CrawlOutcome, CrawlState, ExportStatus, Lease, PageStart, Queue, Refusal, ResultStatus,

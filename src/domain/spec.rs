@@ -71,6 +71,22 @@ pub struct ArchiveBoxCrawl {
     pub id: String,
     /// The ArchiveBox user who queued it: its snapshots are filed under that user's directory.
     pub user: String,
+    /// When the crawl runs some of the Crawl's Snapshots again (ArchiveBox queued them anew: a
+    /// redo from its UI), those Snapshots: the crawl's seeds, each with its identity in
+    /// ArchiveBox, so that what it makes replaces what they had. Empty for the Crawl's first run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redo: Vec<RedoSnapshot>,
+}
+
+/// An ArchiveBox Snapshot run again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedoSnapshot {
+    /// Its id (the UUID of abxd's snapshot that runs it).
+    pub uuid: String,
+    pub url: String,
+    /// When it was bookmarked (Unix ms): with its user, URL and id, where its directory lies.
+    pub bookmarked_at: i64,
 }
 
 impl CrawlOptions {

@@ -125,6 +125,31 @@ fn copy_dir(
     Ok(())
 }
 
+/// Moves what lies in directory `staged` into directory `place`, each entry replacing the one
+/// of its name there (moved into `replaced` first, to be removed by the caller) — but `keep`,
+/// which stays as `place` has it. Every move is a rename between descriptors opened without
+/// following a link, so a link swapped into `place` moves as a link, never what it points at.
+pub fn replace_entries(
+    staged: &OwnedFd,
+    place: &OwnedFd,
+    replaced: &OwnedFd,
+    keep: &str,
+) -> std::io::Result<()> {
+    for entry in Dir::read_from(staged)? {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if [&b"."[..], b"..", keep.as_bytes()].contains(&name.as_slice()) {
+            continue;
+        }
+        let name = OsStr::from_bytes(&name);
+        match rustix::fs::renameat(place, name, replaced, name) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(err) => return Err(err.into()),
+        }
+        rustix::fs::renameat(staged, name, place, name)?;
+    }
+    Ok(())
+}
+
 /// Copies regular file `name`; returns its size.
 fn copy_file(
     source: &OwnedFd,

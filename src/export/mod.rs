@@ -8,16 +8,19 @@
 //! then renamed into place — and one already there is left as it is; only what lies in a
 //! snapshot's own directory is copied (`copy`); what is created belongs to the collection's
 //! owner; a snapshot's `index.jsonl` is sealed before it is copied (a cancel seals snapshots that
-//! never ran to their end).
+//! never ran to their end). A redo of snapshots ArchiveBox has (`replace`) is the one exception
+//! to "left as it is": each entry it made replaces the one of its name there, a rename each
+//! (`copy::replace_entries`), the snapshot's `index.jsonl` staying ArchiveBox's.
 
 mod copy;
 
-pub use copy::{copy_confined, Copied};
+pub use copy::{copy_confined, replace_entries, Copied};
 
 use crate::config::Config;
 use crate::domain::WorkStatus;
 use crate::hooks::index;
 use crate::store::{Store, StoreError};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -185,13 +188,14 @@ pub enum ExportError {
 }
 
 /// Copies the sealed snapshots of crawl `crawl_id` into the collection at `target`, filed under
-/// ArchiveBox user `user`.
+/// ArchiveBox user `user`; with `replace`, what they made replaces the files of those already
+/// there (a redo of ArchiveBox's Snapshots).
 pub fn export_crawl(
     config: &Config,
     store: &Store,
     crawl_id: i64,
     target: &Path,
-    user: &str,
+    (user, replace): (&str, bool),
 ) -> Result<Exported, ExportError> {
     let collection = collection(target).map_err(ExportError::Collection)?;
     let Some(crawl) = store.crawls().get(crawl_id)? else {
@@ -239,19 +243,35 @@ pub fn export_crawl(
             uuid,
         ));
         exported.downloaded.push(downloaded(&snapshot, uuid));
-        if place.symlink_metadata().is_ok() {
+        let there = place.symlink_metadata().is_ok();
+        if there && !replace {
             exported.already_there += 1;
             continue;
         }
         let staged = staging.join(uuid);
-        if staged.symlink_metadata().is_ok() {
-            std::fs::remove_dir_all(&staged).map_err(io("cannot clear", &staged))?;
+        let replaced = staging.join(format!("{uuid}.replaced"));
+        for old in [&staged, &replaced] {
+            if old.symlink_metadata().is_ok() {
+                std::fs::remove_dir_all(old).map_err(io("cannot clear", old))?;
+            }
         }
         let copied = copy_confined(&source, &staged, collection.run_as)
             .map_err(io("cannot copy into", &staged))?;
-        let parent = place.parent().expect("a snapshot's place has a parent");
-        make_dirs(target, parent, collection.run_as).map_err(io("cannot make", parent))?;
-        std::fs::rename(&staged, &place).map_err(io("cannot move into", &place))?;
+        if there {
+            let open = |dir: &Path| make_dirs(target, dir, collection.run_as);
+            (open(&staged).and_then(|staged| {
+                let (place, replaced) = (open(&place)?, open(&replaced)?);
+                replace_entries(&staged, &place, &replaced, index::FILE)
+            }))
+            .map_err(io("cannot replace the files in", &place))?;
+            for old in [&staged, &replaced] {
+                std::fs::remove_dir_all(old).map_err(io("cannot clear", old))?;
+            }
+        } else {
+            let parent = place.parent().expect("a snapshot's place has a parent");
+            make_dirs(target, parent, collection.run_as).map_err(io("cannot make", parent))?;
+            std::fs::rename(&staged, &place).map_err(io("cannot move into", &place))?;
+        }
         let rel = source.strip_prefix(&config.data_dir).unwrap_or(&source);
         exported.copied += 1;
         exported.files += copied.files;
@@ -281,17 +301,22 @@ fn make_staging(collection: &Collection) -> Result<PathBuf, ExportError> {
 
 /// Makes the directories from `top` down to `dir` where missing, each entered without following
 /// a symbolic link, the new ones handed to `owner`.
-fn make_dirs(top: &Path, dir: &Path, owner: copy::Owner) -> std::io::Result<()> {
-    crate::logs::enter_dirs(top, dir, 0o755, &mut |made| copy::hand_over(made, owner)).map(drop)
+fn make_dirs(top: &Path, dir: &Path, owner: copy::Owner) -> std::io::Result<OwnedFd> {
+    crate::logs::enter_dirs(top, dir, 0o755, &mut |made| copy::hand_over(made, owner))
 }
 
-/// `abxd worker export`: exports crawl `crawl_id` into `target`; prints what was left out, a
-/// line each, then what was exported (its last line: the daemon records it). Returns the exit
-/// code.
-pub fn run_export_worker(config: &Config, crawl_id: i64, target: &Path, user: &str) -> i32 {
+/// `abxd worker export`: exports crawl `crawl_id` into `target` (`replace`: see
+/// [`export_crawl`]); prints what was left out, a line each, then what was exported (its last
+/// line: the daemon records it). Returns the exit code.
+pub fn run_export_worker(
+    config: &Config,
+    crawl_id: i64,
+    target: &Path,
+    (user, replace): (&str, bool),
+) -> i32 {
     let exported = Store::open_existing_at(&config.database)
         .map_err(ExportError::from)
-        .and_then(|store| export_crawl(config, &store, crawl_id, target, user));
+        .and_then(|store| export_crawl(config, &store, crawl_id, target, (user, replace)));
     let exported = exported.and_then(|exported| {
         let path = downloaded_file(&config.data_dir, crawl_id);
         let text = index::jsonl(&exported.downloaded);

@@ -26,7 +26,10 @@ pub(super) fn gather(state: &State, claim: bool, retention: bool) -> Result<Valu
         .count();
     let room = (state.config.limits.max_crawl_workers as usize).saturating_sub(running);
     let refused: Vec<Value> = (state.queue_server.refused.iter())
-        .map(|(id, why)| json!({"archivebox_crawl": id, "why": why}))
+        .map(|refused| {
+            json!({"archivebox_crawl": refused.archivebox_crawl, "why": refused.why,
+                   "redo": refused.redo})
+        })
         .collect();
     Ok(json!({
         "version": 1,
@@ -41,15 +44,14 @@ pub(super) fn gather(state: &State, claim: bool, retention: bool) -> Result<Valu
 }
 
 /// The held crawls with snapshots abxd sealed that are not whole in ArchiveBox yet — to be
-/// copied into the collection before the turn — each with the ArchiveBox user its snapshots are
-/// filed under.
-pub(super) fn to_copy(state: &State) -> Result<Vec<(i64, String)>, StoreError> {
+/// copied into the collection before the turn.
+pub(super) fn to_copy(state: &State) -> Result<Vec<HeldCrawl>, StoreError> {
     let served = state.store.crawls().served();
     let mut crawls = Vec::new();
     for crawl in served.held()? {
         let snapshots = served.unmirrored(crawl.crawl_id)?;
         if snapshots.iter().any(|s| s.status == WorkStatus::Sealed) {
-            crawls.push((crawl.crawl_id, crawl.owner));
+            crawls.push(crawl);
         }
     }
     Ok(crawls)

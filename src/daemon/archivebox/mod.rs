@@ -27,6 +27,7 @@ use super::State;
 use crate::domain::ExitOutcome;
 use crate::export::Collection;
 use crate::spawn::SpawnRequest;
+use crate::store::HeldCrawl;
 use crate::supervisor::{ChildPolicy, DaemonChild, Supervisor};
 use said::{Claimed, Control, Said};
 use std::path::PathBuf;
@@ -54,18 +55,25 @@ struct Turn {
     logs: (PathBuf, PathBuf),
 }
 
+/// A claimed Crawl (or a redo of some of its Snapshots) abxd refused.
+struct Refused {
+    archivebox_crawl: String,
+    why: String,
+    /// The Snapshots of a redo (their ids): let go of, the Crawl left as it is.
+    redo: Vec<String>,
+}
+
 #[derive(Default)]
 pub(super) struct QueueServer {
     running: Option<Turn>,
-    /// The held crawls whose sealed snapshots are copied before this turn's Python step, and
-    /// the ArchiveBox user each is filed under.
-    to_copy: Vec<(i64, String)>,
+    /// The held crawls whose sealed snapshots are copied before this turn's Python step.
+    to_copy: Vec<HeldCrawl>,
     /// When the next turn is due (none yet: at once).
     next_at: Option<Instant>,
     /// Claimed Crawls the store refused to enqueue so far (busy): tried at the next turn.
     unqueued: Vec<Claimed>,
     /// Claimed Crawls abxd refused, and why: told to ArchiveBox by the next turn.
-    refused: Vec<(String, String)>,
+    refused: Vec<Refused>,
     /// When ArchiveBox's side last ran (see `peek::IDLE_EVERY`).
     last_python: Option<Instant>,
     /// When ArchiveBox's side last applied ArchiveBox's retention (once a minute, as its
@@ -147,10 +155,7 @@ fn next_step(state: &mut State, supervisor: &mut Supervisor<DaemonChild>) {
             None => return turn_over(state, "no collection"),
         };
     let (step, request) = match state.queue_server.to_copy.pop() {
-        Some((crawl_id, owner)) => (
-            Step::Copy,
-            Ok(copy_request(state, &collection, crawl_id, &owner)),
-        ),
+        Some(crawl) => (Step::Copy, Ok(copy_request(state, &collection, &crawl))),
         None if !python_needed(state, &collection) => return turn_over(state, ""),
         None => {
             let server = &mut state.queue_server;
@@ -208,7 +213,7 @@ fn next_step(state: &mut State, supervisor: &mut Supervisor<DaemonChild>) {
 }
 
 /// Whether ArchiveBox's side of the turn has anything to do: a crawl abxd holds, a claim or a
-/// refusal to tell, a due Crawl there — else it runs every `peek::IDLE_EVERY`.
+/// refusal to tell, a due Crawl or Snapshot there — else it runs every `peek::IDLE_EVERY`.
 fn python_needed(state: &State, collection: &Collection) -> bool {
     let server = &state.queue_server;
     if !server.unqueued.is_empty() || !server.refused.is_empty() {
@@ -219,7 +224,7 @@ fn python_needed(state: &State, collection: &Collection) -> bool {
         _ => return true,
     }
     let idle_turn_due = (server.last_python).is_none_or(|at| at.elapsed() >= peek::IDLE_EVERY);
-    idle_turn_due || peek::waiting(&collection.dir, crate::store::now_ms()).crawls
+    idle_turn_due || peek::waiting(&collection.dir, crate::store::now_ms()).due
 }
 
 /// The turn is over (`why` not: it failed): the next one is due `queue_interval` on.
@@ -231,15 +236,17 @@ fn turn_over(state: &mut State, why: &str) {
     state.queue_server.next_at = Some(Instant::now() + state.config.archivebox.queue_interval);
 }
 
-/// The copy of crawl `crawl_id`'s sealed snapshots into the collection, filed under `owner`.
-fn copy_request(
-    state: &State,
-    collection: &Collection,
-    crawl_id: i64,
-    owner: &str,
-) -> SpawnRequest {
-    let (crawl, target) = (crawl_id.to_string(), collection.dir.display().to_string());
-    let args = ["export", &crawl, "--to", &target, "--user", owner];
+/// The copy of `crawl`'s sealed snapshots into the collection, filed under its owner (a redo's
+/// replacing the files of ArchiveBox's Snapshots).
+fn copy_request(state: &State, collection: &Collection, crawl: &HeldCrawl) -> SpawnRequest {
+    let (id, target) = (
+        crawl.crawl_id.to_string(),
+        collection.dir.display().to_string(),
+    );
+    let mut args = vec!["export", &id, "--to", &target, "--user", &crawl.owner];
+    if crawl.redo {
+        args.push("--replace");
+    }
     let argv = crate::pool::worker_argv(&state.config, &args);
     let cwd = state.config.data_dir.display().to_string();
     let mut request = state.errand(argv, cwd, TURN_TIMEOUT, "archivebox-queue");
@@ -337,12 +344,8 @@ fn enqueue_unqueued(state: &mut State) {
         let id = claimed.archivebox_crawl.clone();
         match state.store.crawls().served().crawl_of(&id) {
             Ok(Some(crawl_id)) => {
-                // (Queued anew in ArchiveBox after abxd let go of it: held again.)
-                log::info!("ArchiveBox's Crawl {id} (crawl {crawl_id}) is queued again");
-                if let Err(err) = state.store.crawls().served().hold_again(&id) {
-                    log::warn!("ArchiveBox's queue: {err}");
-                    state.queue_server.unqueued.push(claimed);
-                }
+                // (Held already — claimed again by a turn that did not know it yet.)
+                log::debug!("ArchiveBox's Crawl {id} is held by crawl {crawl_id} already");
                 continue;
             }
             Ok(None) => {}
@@ -356,7 +359,11 @@ fn enqueue_unqueued(state: &mut State) {
             Ok(admitted) => admitted,
             Err(refusal) => {
                 log::warn!("ArchiveBox's Crawl {id} refused: {}", refusal.message);
-                state.queue_server.refused.push((id, refusal.message));
+                state.queue_server.refused.push(Refused {
+                    archivebox_crawl: id,
+                    why: refusal.message,
+                    redo: (claimed.redo.iter()).map(|s| s.uuid.clone()).collect(),
+                });
                 continue;
             }
         };

@@ -4,7 +4,9 @@
 //! Invariant: pure — lines in, values out; a line that is not a record the daemon knows is
 //! kept as an error to log, never a panic.
 
-use crate::domain::{split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlRules, CrawlSpec};
+use crate::domain::{
+    split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlRules, CrawlSpec, RedoSnapshot,
+};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -23,6 +25,13 @@ pub(super) struct Claimed {
     pub config: BTreeMap<String, Value>,
     #[serde(default)]
     pub persona: Option<String>,
+    /// The plugins to run, when not those its config's `PLUGINS` names: a redo of the plugins
+    /// that failed (ArchiveBox's `RETRY_PLUGINS`).
+    #[serde(default)]
+    pub plugins: Option<Vec<String>>,
+    /// Its Snapshots ArchiveBox queued again, when this is a redo of them (`urls` are theirs).
+    #[serde(default)]
+    pub redo: Vec<RedoSnapshot>,
 }
 
 /// What ArchiveBox changed of a Crawl, for abxd to follow.
@@ -103,14 +112,16 @@ fn kept_out(key: &str) -> bool {
 }
 
 impl Claimed {
-    /// The spec of the crawl that runs this Crawl: its URLs, depth and tags, its persona, the
-    /// plugins its config's `PLUGINS` names (all enabled ones when it names none), and its
-    /// frozen config as its hooks' variables (as abx-dl writes a config value into one).
+    /// The spec of the crawl that runs this Crawl (or a redo of some of its Snapshots): its
+    /// URLs, depth and tags, its persona, the plugins asked for or its config's `PLUGINS` names
+    /// (all enabled ones when it names none), and its frozen config as its hooks' variables (as
+    /// abx-dl writes a config value into one).
     pub(super) fn spec(&self) -> CrawlSpec {
         let named = (self.config.get("PLUGINS"))
             .map(crate::plugins::manifest::env_text)
             .unwrap_or_default();
-        let plugins: Vec<String> = (named.split(','))
+        let named = named.split(',').map(str::to_string).collect();
+        let plugins: Vec<String> = (self.plugins.clone().unwrap_or(named).iter())
             .map(|name| name.trim().to_ascii_lowercase())
             .filter(|name| !name.is_empty())
             .collect();
@@ -126,6 +137,7 @@ impl Claimed {
                 archivebox: Some(ArchiveBoxCrawl {
                     id: self.archivebox_crawl.clone(),
                     user: self.user.clone(),
+                    redo: self.redo.clone(),
                 }),
                 ..CrawlOptions::default()
             },
@@ -168,6 +180,7 @@ impl Claimed {
             max_size: limit("CRAWL_MAX_SIZE"),
             timeout: limit("CRAWL_TIMEOUT"),
             snapshot_max_size: limit("SNAPSHOT_MAX_SIZE"),
+            max_concurrent_snapshots: limit("CRAWL_MAX_CONCURRENT_SNAPSHOTS"),
             only_new: text("ONLY_NEW").map(|v| !crate::plugins::manifest::is_false(&v)),
             ..CrawlRules::default()
         }
@@ -248,7 +261,7 @@ mod tests {
         let line = r#"{"type": "claimed", "archivebox_crawl": "06b0", "user": "system",
             "urls": ["http://a/"], "depth": 2, "config": {"URL_ALLOWLIST": "a\\.com\n\nb\\.org",
             "URL_DENYLIST": ["\\.css$"], "CRAWL_MAX_URLS": 7, "CRAWL_MAX_SIZE": 0,
-            "CRAWL_TIMEOUT": 60, "ONLY_NEW": false}}"#;
+            "CRAWL_TIMEOUT": 60, "ONLY_NEW": false, "CRAWL_MAX_CONCURRENT_SNAPSHOTS": 3}}"#;
         let [Said::Claimed(claimed)] = &records(&[line.replace('\n', " ")])[..] else {
             panic!("not one claim");
         };
@@ -260,5 +273,26 @@ mod tests {
             (Some(7), None, Some(60))
         );
         assert_eq!(rules.only_new, Some(false));
+        assert_eq!(rules.max_concurrent_snapshots, Some(3));
+    }
+
+    #[test]
+    fn a_redo_runs_the_plugins_asked_for_on_snapshots_that_keep_their_identity() {
+        let line = r#"{"type": "claimed", "archivebox_crawl": "06b0", "user": "admin",
+            "urls": ["http://a/"], "depth": 0, "config": {"PLUGINS": "title,wget"},
+            "plugins": ["Screenshot"], "redo": [{"uuid": "0196a3c2-0000-7000-8000-000000000001",
+            "url": "http://a/", "bookmarked_at": 1764000000000}]}"#;
+        let [Said::Claimed(claimed)] = &records(&[line.replace('\n', " ")])[..] else {
+            panic!("not one claim");
+        };
+        let spec = claimed.spec();
+        assert_eq!(spec.plugins, Some(vec!["screenshot".into()]));
+        assert_eq!(spec.env["PLUGINS"], "title,wget");
+        let redo = &spec.options.archivebox.unwrap().redo;
+        assert_eq!(redo.len(), 1);
+        assert_eq!(
+            (redo[0].url.as_str(), redo[0].bookmarked_at),
+            ("http://a/", 1764000000000)
+        );
     }
 }

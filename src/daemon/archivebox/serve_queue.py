@@ -8,8 +8,12 @@ ArchiveBox's runner makes (`services/runner.py`, `services/crawl_service.py`,
 and prints what abxd must do as JSON lines on standard output:
 
   {"type": "claimed", "archivebox_crawl": ID, "user": NAME, "urls": [...], "depth": N,
-   "tags": [...], "config": {...}, "persona": NAME|null}
-                                                 a due Crawl claimed for abxd to run
+   "tags": [...], "config": {...}, "persona": NAME|null, "plugins": [...]|null,
+   "redo": [{"uuid": ID, "url": URL, "bookmarked_at": MS}, ...]}
+                                                 a due Crawl claimed for abxd to run -- or,
+                                                 with "redo", its Snapshots queued again (a
+                                                 redo from ArchiveBox's UI: "plugins" those to
+                                                 run again, null for all)
   {"type": "seen", "archivebox_crawl": ID, "status": S}   the Crawl's status after this turn
   {"type": "control", "archivebox_crawl": ID, "action": "pause"|"resume"|"cancel"}
                                                  a change made in ArchiveBox (its UI, its API)
@@ -20,7 +24,10 @@ and prints what abxd must do as JSON lines on standard output:
 
 Invariants: a Crawl is taken only by ArchiveBox's own compare-and-set on `retry_at`
 (`claim_processing_lock`), and the lease of each Crawl and Snapshot abxd holds is renewed every
-turn (turns come well inside `ACTIVE_STATE_LEASE_SECONDS`); every write is idempotent -- a turn
+turn (turns come well inside `ACTIVE_STATE_LEASE_SECONDS`); a Snapshot queued again is claimed
+as ArchiveBox's runner claims one (`_run_due_snapshot_locked`), a Crawl's at a time and one
+set of plugins at a time (its other due Snapshots wait for the next claim), never one of a Crawl
+abxd holds; every write is idempotent -- a turn
 repeated after a crash, or cut off by one, leaves the same rows; a Snapshot's id is abxd's
 snapshot UUID, a result is keyed by (snapshot, plugin, hook_name) as ArchiveBox keys it; nothing
 abxd did not report is written; no snapshot directory is made here: abxd copies each snapshot it
@@ -273,6 +280,28 @@ def ensure_snapshot(crawl, fact, lease_until):
     return snapshot
 
 
+def retry_plugins(snapshot):
+    """The plugins a sealed Snapshot was asked to run again (`schedule_plugin_run`)."""
+    if snapshot.status != "sealed":
+        return []
+    return sorted({str(name).strip() for name in (snapshot.config or {}).get("RETRY_PLUGINS", []) if str(name).strip()})
+
+
+def let_go_of_redo(snapshot):
+    """A redo of a Snapshot is over (done, or refused): sealed, its request to run plugins
+    again dropped and its claim let go of."""
+    from archivebox.core.models import Snapshot
+
+    snapshot.refresh_from_db()
+    if snapshot.status != Snapshot.StatusChoices.SEALED:
+        snapshot.seal()
+        snapshot.refresh_from_db()
+    config = {key: value for key, value in (snapshot.config or {}).items() if key != "RETRY_PLUGINS"}
+    Snapshot.objects.filter(id=snapshot.id, status=Snapshot.StatusChoices.SEALED).update(
+        config=config, retry_at=None, modified_at=datetime.now(tz=tz.utc))
+    snapshot.refresh_from_db()
+
+
 def project_snapshot(crawl, fact, iface, lease_until):
     """One of abxd's snapshots into ArchiveBox: its row, its results, and -- once abxd sealed
     it -- its seal, as `finalize_completed_snapshot` seals one. True once it is whole there."""
@@ -296,9 +325,10 @@ def project_snapshot(crawl, fact, iface, lease_until):
         if snapshot.status == Snapshot.StatusChoices.QUEUED and fact["status"] == "started":
             snapshot.safe_update({"status": Snapshot.StatusChoices.STARTED, "retry_at": lease_until}, refresh=True,
                                  extra_filter={"status": Snapshot.StatusChoices.QUEUED})
-        elif snapshot.status == Snapshot.StatusChoices.STARTED:
-            # The lease renewed, as SnapshotService.renew_lease renews it.
-            Snapshot.objects.filter(id=snapshot.id, status=Snapshot.StatusChoices.STARTED).update(
+        elif snapshot.status == Snapshot.StatusChoices.STARTED or retry_plugins(snapshot):
+            # The lease renewed, as SnapshotService.renew_lease renews it (a sealed Snapshot
+            # whose plugins run again keeps its claim the same way).
+            Snapshot.objects.filter(id=snapshot.id, status=snapshot.status).update(
                 retry_at=lease_until, modified_at=datetime.now(tz=tz.utc))
         return False
     if not Path(snapshot.output_dir).is_dir():
@@ -311,6 +341,9 @@ def project_snapshot(crawl, fact, iface, lease_until):
     if snapshot.status != Snapshot.StatusChoices.SEALED:
         snapshot.seal()
     snapshot.refresh_from_db()
+    if retry_plugins(snapshot):
+        # Its plugins ran again: the request consumed, as SnapshotService consumes it.
+        let_go_of_redo(snapshot)
     snapshot.ensure_crawl_symlink()
     snapshot.write_index_jsonl()
     return snapshot.status == Snapshot.StatusChoices.SEALED
@@ -380,15 +413,23 @@ def serve_crawl(fact, iface, lease_until):
 
 def refuse(fact):
     """A Crawl abxd cannot run (its URLs or config refused): sealed with the reason in its
-    notes, so that it is not claimed again."""
+    notes, so that it is not claimed again; of a redo refused, its Snapshots are let go of."""
     from archivebox.crawls.models import Crawl
+
+    from archivebox.core.models import Snapshot
 
     crawl = Crawl.objects.filter(id=fact["archivebox_crawl"]).first()
     if crawl is None:
         return
-    notes = (crawl.notes + "\n" if crawl.notes else "") + "abxd refused it: " + fact["why"]
-    Crawl.objects.filter(id=crawl.id).update(status=Crawl.StatusChoices.SEALED, retry_at=None, notes=notes,
-                                            modified_at=datetime.now(tz=tz.utc))
+    redo = fact.get("redo") or []
+    for snapshot in Snapshot.objects.filter(id__in=[uuid.UUID(hex=hexid(value)) for value in redo]):
+        let_go_of_redo(snapshot)
+    what = "a redo of " + ", ".join(redo) if redo else "it"
+    notes = (crawl.notes + "\n" if crawl.notes else "") + f"abxd refused {what}: " + fact["why"]
+    update = {"notes": notes, "modified_at": datetime.now(tz=tz.utc)}
+    if crawl.status != Crawl.StatusChoices.SEALED:
+        update.update(status=Crawl.StatusChoices.SEALED, retry_at=None)
+    Crawl.objects.filter(id=crawl.id).update(**update)
     say(type="released", archivebox_crawl=fact["archivebox_crawl"])
 
 
@@ -414,38 +455,142 @@ def dispatch_schedules(now):
             schedule.dispatch(queued_at=now)
 
 
-def claim(held, at_most, lease_seconds, now):
-    """Due Crawls, each claimed by ArchiveBox's compare-and-set and started as its runner
-    starts one."""
+def start_crawl(crawl):
+    """A claimed Crawl started, as ArchiveBox's runner starts one."""
+    from archivebox.crawls.models import Crawl
+
+    Crawl.objects.filter(id=crawl.id, retry_at=crawl.retry_at).update(
+        status=Crawl.StatusChoices.STARTED, modified_at=datetime.now(tz=tz.utc))
+
+
+def crawl_claim(crawl, urls, depth, **more):
+    """The record of a claimed Crawl (or a redo of some of its Snapshots)."""
+    persona = crawl.resolve_persona()
+    user = crawl.created_by.username if crawl.created_by_id else "system"
+    say(type="claimed", archivebox_crawl=hexid(crawl.id), user=user, urls=urls, depth=depth,
+        tags=crawl.current_tag_names(), config=crawl.config or {},
+        persona=persona.name if persona else None, **more)
+
+
+def claim_redo(snapshots, lease_seconds, now):
+    """Due Snapshots of one Crawl -- queued again alone (`Snapshot.archive`,
+    `schedule_plugin_run`), or left unfinished by a runner that died -- claimed as
+    `_run_due_snapshot_locked` claims each: those that need plugins run again that are the first's
+    (the others wait for a later claim). True if any was claimed."""
     from archivebox.core.models import Snapshot
     from archivebox.crawls.models import Crawl
 
-    due = (Crawl.objects.filter(status__in=(Crawl.StatusChoices.QUEUED, Crawl.StatusChoices.STARTED),
-                                retry_at__lte=now).exclude(id__in=held).order_by("retry_at", "created_at"))
+    crawl = snapshots[0].crawl
+    if crawl.status == Crawl.StatusChoices.PAUSED:
+        return False
+    if crawl.status != Crawl.StatusChoices.SEALED:
+        # Queued again with them (`update_and_requeue`): claimed too, or left to its holder.
+        if crawl.retry_at is None or crawl.retry_at > now or not crawl.claim_processing_lock(lock_seconds=lease_seconds):
+            return False
+        crawl.refresh_from_db()
+        start_crawl(crawl)
+    plugins = None
+    claimed = []
+    for snapshot in snapshots:
+        wanted = retry_plugins(snapshot) or None
+        if claimed and wanted != plugins:
+            continue
+        if snapshot.status == Snapshot.StatusChoices.SEALED:
+            if not Snapshot.claim_for_worker(snapshot, lock_seconds=lease_seconds):
+                continue
+        else:
+            if not snapshot.claim_processing_lock(lock_seconds=lease_seconds):
+                continue
+            if any(process.is_running for process in snapshot.process_set.filter(status="running")):
+                # A hook of a runner that died still runs: not run twice, as ArchiveBox's
+                # runner leaves it.
+                snapshot.update_and_requeue(retry_at=now + timedelta(seconds=lease_seconds))
+                continue
+        snapshot.refresh_from_db()
+        if snapshot.fs_migration_needed:
+            snapshot.migrate_filesystem_to_current_version()
+            snapshot.refresh_from_db()
+        if snapshot.status == Snapshot.StatusChoices.QUEUED:
+            snapshot.start_processing()
+        plugins = wanted
+        claimed.append(snapshot)
+    if not claimed:
+        if crawl.status != Crawl.StatusChoices.SEALED:
+            # (Claimed for nothing: due again at once, for its next claim.)
+            Crawl.objects.filter(id=crawl.id).update(retry_at=now)
+        return False
+    redo = [{"uuid": hexid(snapshot.id), "url": snapshot.url,
+             "bookmarked_at": int((snapshot.bookmarked_at or snapshot.created_at).timestamp() * 1000)}
+            for snapshot in claimed]
+    crawl_claim(crawl, [snapshot.url for snapshot in claimed], 0, plugins=plugins, redo=redo)
+    crawl.refresh_from_db()
+    say(type="seen", archivebox_crawl=hexid(crawl.id), status=crawl.status)
+    return True
+
+
+def due_snapshots(held, now):
+    """The due Snapshots of Crawls abxd does not hold, by Crawl, oldest due first; a Snapshot
+    due because its Crawl was paused or sealed follows its Crawl (`reconcile_parent_lifecycle`),
+    and a sealed one due for no plugins is kept as ArchiveBox keeps one
+    (`run_snapshot_maintenance`)."""
+    from archivebox.core.models import Snapshot
+    from archivebox.services.runner import run_snapshot_maintenance
+
+    by_crawl = {}
+    due = (Snapshot.objects.filter(retry_at__lte=now, status__in=(Snapshot.StatusChoices.QUEUED,
+                                                                  Snapshot.StatusChoices.STARTED,
+                                                                  Snapshot.StatusChoices.SEALED))
+           .exclude(crawl_id__in=[uuid.UUID(hex=value) for value in held])
+           .select_related("crawl").order_by("retry_at"))
+    for snapshot in due[:500]:
+        if snapshot.reconcile_parent_lifecycle() is not None:
+            continue
+        if snapshot.status == Snapshot.StatusChoices.SEALED and not retry_plugins(snapshot):
+            run_snapshot_maintenance(str(snapshot.id))
+            continue
+        by_crawl.setdefault(snapshot.crawl_id, []).append(snapshot)
+    return by_crawl
+
+
+def claim(held, at_most, lease_seconds, now):
+    """Due Snapshots (a redo) and due Crawls, each claimed by ArchiveBox's compare-and-set and
+    started as its runner starts one."""
+    from archivebox.core.models import Snapshot
+    from archivebox.crawls.models import Crawl
+
     claimed = 0
+    by_crawl = due_snapshots(held, now)
+    for snapshots in by_crawl.values():
+        if claimed >= at_most:
+            break
+        if claim_redo(snapshots, lease_seconds, now):
+            claimed += 1
+    due = (Crawl.objects.filter(status__in=(Crawl.StatusChoices.QUEUED, Crawl.StatusChoices.STARTED),
+                                retry_at__lte=now)
+           .exclude(id__in=[uuid.UUID(hex=value) for value in held])
+           .exclude(id__in=list(by_crawl)).order_by("retry_at", "created_at"))
     for crawl in due[: max(at_most, 0) * 4]:
         if claimed >= at_most:
             break
+        made = crawl.snapshot_set.exists()
+        if made and crawl.snapshot_set.exclude(status=Snapshot.StatusChoices.SEALED).exists():
+            # Its open Snapshots are not due: claimed with them, when they are.
+            continue
         if not crawl.claim_processing_lock(lock_seconds=lease_seconds):
             continue
         crawl.refresh_from_db()
-        urls = crawl.get_urls_list()
+        urls = [] if made else crawl.get_urls_list()
         if Crawl._config_value(crawl.get_current_config(), "ONLY_NEW", True):
             # As `create_snapshots_from_urls` skips a URL the collection has a snapshot of.
             urls = [url for url in urls if not Snapshot.objects.filter(url=url).exists()]
         if not urls:
-            # Nothing left to archive: sealed as ArchiveBox's runner seals a Crawl it made no
-            # Snapshot of.
+            # Nothing (left) to archive: sealed as ArchiveBox's runner seals a Crawl it made no
+            # Snapshot of, or one whose Snapshots are all sealed.
             crawl.seal()
             say(type="seen", archivebox_crawl=hexid(crawl.id), status=crawl.status)
             continue
-        Crawl.objects.filter(id=crawl.id, retry_at=crawl.retry_at).update(
-            status=Crawl.StatusChoices.STARTED, modified_at=datetime.now(tz=tz.utc))
-        persona = crawl.resolve_persona()
-        user = crawl.created_by.username if crawl.created_by_id else "system"
-        say(type="claimed", archivebox_crawl=hexid(crawl.id), user=user,
-            urls=urls, depth=crawl.max_depth, tags=crawl.current_tag_names(),
-            config=crawl.config or {}, persona=persona.name if persona else None)
+        start_crawl(crawl)
+        crawl_claim(crawl, urls, crawl.max_depth)
         say(type="seen", archivebox_crawl=hexid(crawl.id), status=Crawl.StatusChoices.STARTED)
         claimed += 1
 

@@ -86,10 +86,32 @@ pub(in crate::store) fn insert_crawl(
         )?
         .get(0)?;
     if let Some(served) = &spec.options.archivebox {
+        let redo = !served.redo.is_empty();
         tx.execute(
-            "INSERT INTO archivebox_crawls (archivebox_id, crawl_id, owner) VALUES (?1, ?2, ?3)",
-            &args![served.id.as_str(), id, served.user.as_str()],
+            "INSERT INTO archivebox_crawls (archivebox_id, crawl_id, owner, redo) \
+             VALUES (?1, ?2, ?3, ?4)",
+            &args![
+                served.id.as_str(),
+                id,
+                served.user.as_str(),
+                i64::from(redo)
+            ],
         )?;
+        // (A redo's seeds are ArchiveBox's Snapshots: made here with their identity, its worker
+        // finds them known.)
+        for snapshot in &served.redo {
+            tx.execute(
+                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
+                 VALUES (?1, ?2, 0, 'queued', ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                &args![
+                    id,
+                    snapshot.url.as_str(),
+                    due,
+                    snapshot.bookmarked_at,
+                    snapshot.uuid.as_str()
+                ],
+            )?;
+        }
     }
     if let Some((dir, user)) = export_to {
         tx.execute(

@@ -2,11 +2,12 @@
 //! link to the ArchiveBox Crawl it runs, what the last turn saw of that Crawl, which of its
 //! snapshots are whole in ArchiveBox, and when abxd let go of it.
 //!
-//! Invariants: an ArchiveBox Crawl is linked to one crawl, once — the link is written in the
-//! transaction that enqueues the crawl (`insert_crawl`), so a crash leaves both or neither; a
-//! linked crawl is held (its Crawl's lease renewed at every turn) until it is released, and a
-//! released one is never held again unless ArchiveBox queues its Crawl anew; a snapshot marked
-//! mirrored is not sent again.
+//! Invariants: a served crawl is linked to its ArchiveBox Crawl once — the link is written in
+//! the transaction that enqueues the crawl (`insert_crawl`), so a crash leaves both or neither;
+//! a linked crawl is held (its Crawl's lease renewed at every turn) until it is released, and a
+//! released one is never held again; an ArchiveBox Crawl is held by one crawl at a time (its
+//! first run, or a redo of some of its Snapshots — migration 39), so what a turn says of a
+//! Crawl is said of the crawl that holds it; a snapshot marked mirrored is not sent again.
 
 use crate::domain::WorkStatus;
 use crate::store::engine::sql::{args, Row, SqlError};
@@ -27,6 +28,8 @@ pub struct HeldCrawl {
     pub paused: bool,
     /// The Crawl's status as the last turn saw it (`None` before the first).
     pub seen: Option<String>,
+    /// It runs Snapshots ArchiveBox has already (a redo): its files replace theirs.
+    pub redo: bool,
 }
 
 /// One of a held crawl's snapshots not yet whole in ArchiveBox.
@@ -65,6 +68,7 @@ fn held_from_row(row: &Row) -> Result<HeldCrawl, SqlError> {
         paused: row.get::<Option<i64>>(3)?.is_some(),
         seen: row.get(4)?,
         owner: row.get(5)?,
+        redo: row.get::<i64>(6)? != 0,
     })
 }
 
@@ -91,7 +95,7 @@ impl Served<'_> {
     /// The crawls abxd holds for ArchiveBox Crawls now, oldest first.
     pub fn held(&self) -> Result<Vec<HeldCrawl>, StoreError> {
         Ok(self.store.db().query_map(
-            "SELECT a.archivebox_id, c.id, c.status, c.paused_at, a.seen, a.owner \
+            "SELECT a.archivebox_id, c.id, c.status, c.paused_at, a.seen, a.owner, a.redo \
              FROM archivebox_crawls a \
              JOIN crawls c ON c.id = a.crawl_id WHERE a.released_at IS NULL ORDER BY c.id",
             &[],
@@ -99,10 +103,11 @@ impl Served<'_> {
         )?)
     }
 
-    /// The crawl linked to the ArchiveBox Crawl `archivebox_id`, if one is.
+    /// The crawl that holds the ArchiveBox Crawl `archivebox_id`, if one does.
     pub fn crawl_of(&self, archivebox_id: &str) -> Result<Option<i64>, StoreError> {
         let row = self.store.db().query_opt(
-            "SELECT crawl_id FROM archivebox_crawls WHERE archivebox_id = ?1",
+            "SELECT crawl_id FROM archivebox_crawls WHERE archivebox_id = ?1 \
+             AND released_at IS NULL",
             &args![archivebox_id],
         )?;
         Ok(row.map(|row| row.get(0)).transpose()?)
@@ -159,21 +164,23 @@ impl Served<'_> {
     pub fn seen(&self, archivebox_id: &str, status: &str) -> Result<(), StoreError> {
         self.store.write_work(|tx| {
             tx.execute(
-                "UPDATE archivebox_crawls SET seen = ?2 WHERE archivebox_id = ?1",
+                "UPDATE archivebox_crawls SET seen = ?2 \
+                 WHERE archivebox_id = ?1 AND released_at IS NULL",
                 &args![archivebox_id, status],
             )?;
             Ok(())
         })
     }
 
-    /// Notes that the snapshot `snapshot_uuid` of the crawl linked to `archivebox_id` is whole
+    /// Notes that the snapshot `snapshot_uuid` of the crawl that holds `archivebox_id` is whole
     /// in ArchiveBox.
     pub fn mirrored(&self, archivebox_id: &str, snapshot_uuid: &str) -> Result<(), StoreError> {
         self.store.write_work(|tx| {
             tx.execute(
                 "INSERT INTO archivebox_mirrored (snapshot_id) SELECT s.id FROM snapshots s \
                  JOIN archivebox_crawls a ON a.crawl_id = s.crawl_id \
-                 WHERE a.archivebox_id = ?1 AND s.uuid = ?2 ON CONFLICT DO NOTHING",
+                 WHERE a.archivebox_id = ?1 AND a.released_at IS NULL AND s.uuid = ?2 \
+                 ON CONFLICT DO NOTHING",
                 &args![archivebox_id, snapshot_uuid],
             )?;
             Ok(())
@@ -187,19 +194,6 @@ impl Served<'_> {
                 "UPDATE archivebox_crawls SET released_at = ?2 \
                  WHERE archivebox_id = ?1 AND released_at IS NULL",
                 &args![archivebox_id, now_ms()],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// Holds the Crawl `archivebox_id` again (ArchiveBox queued it anew, e.g. a retry from its
-    /// UI), the next turn seeing it fresh.
-    pub fn hold_again(&self, archivebox_id: &str) -> Result<(), StoreError> {
-        self.store.write_work(|tx| {
-            tx.execute(
-                "UPDATE archivebox_crawls SET released_at = NULL, seen = NULL \
-                 WHERE archivebox_id = ?1",
-                &args![archivebox_id],
             )?;
             Ok(())
         })

@@ -340,6 +340,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (36, include_str!("postgres/36.sql")),
     (37, include_str!("postgres/37.sql")),
     (38, include_str!("postgres/38.sql")),
+    (39, include_str!("postgres/39.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

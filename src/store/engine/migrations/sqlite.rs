@@ -42,4 +42,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/36.sql"),
     include_str!("sqlite/37.sql"),
     include_str!("sqlite/38.sql"),
+    include_str!("sqlite/39.sql"),
 ];

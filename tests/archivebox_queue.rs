@@ -511,6 +511,72 @@ fn a_crawl_cancelled_in_archivebox_stops_its_processes_in_abxd() {
     daemon.assert_nothing_survives();
 }
 
+/// A Crawl queued with `--crawl-max-concurrent-snapshots 1` runs one page at a time in abxd;
+/// cancelled with abxctl before its second page ran, ArchiveBox's Crawl and both its Snapshots
+/// end sealed (the one that never ran with no files), no lease left, and abxd lets go of it.
+#[test]
+fn a_crawl_cancelled_with_abxctl_before_all_its_pages_ran_is_sealed_and_let_go_in_archivebox() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        _gates,
+        ..
+    } = setup(&archivebox, true);
+    let other = format!("{url}other.html");
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &[
+            "add",
+            "--bg",
+            "--crawl-max-concurrent-snapshots",
+            "1",
+            "--plugins",
+            "gate,title",
+            &url,
+            &other,
+        ],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    daemon.launch();
+    wait_until("the gate hook to run", CRAWL, || {
+        let rows = daemon.ps_json(false);
+        (rows["processes"].as_array()?.iter())
+            .any(|row| row["argv"].to_string().contains("gate"))
+            .then_some(())
+    });
+    let crawl = daemon.store().crawls().get(1).unwrap().unwrap();
+    assert_eq!(crawl.rules.max_concurrent_snapshots, Some(1));
+    let gates = (daemon.ps_json(false)["processes"].as_array().unwrap().iter())
+        .filter(|row| row["argv"].to_string().contains("gate"))
+        .count();
+    assert_eq!(gates, 1, "one page at a time");
+
+    daemon.ctl_ok(&["cancel", "1"]);
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    wait_until("abxd to let go of the Crawl", CRAWL, || {
+        let held = daemon.store().crawls().served().held().unwrap();
+        held.is_empty().then_some(())
+    });
+    let rows = archivebox_rows(
+        &collection,
+        &format!(
+            "SELECT s.url, s.status, s.retry_at, c.retry_at AS crawl_retry_at FROM core_snapshot \
+             s JOIN crawls_crawl c ON c.id = s.crawl_id WHERE c.id = '{id}' ORDER BY s.url"
+        ),
+    );
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    for row in &rows {
+        assert_eq!(row["status"].as_deref(), Some("sealed"), "{row:?}");
+        assert_eq!((&row["retry_at"], &row["crawl_retry_at"]), (&None, &None), "{row:?}");
+    }
+    daemon.assert_nothing_survives();
+}
+
 /// abxd killed (SIGKILL) while a Crawl of ArchiveBox's queue runs, then started again: the
 /// crawl goes on where it was — no finished hook run again, none lost — and ArchiveBox's rows
 /// end consistent: its Crawl and snapshots sealed, no result left started, its lease let go.

@@ -102,6 +102,8 @@ fn crawl_facts(state: &State, crawl: &HeldCrawl) -> Result<Value, StoreError> {
                 "status": snapshot.status,
                 "created_at": snapshot.created_at,
                 "records": runs_of(&dir),
+                // (false: sealed before it ran, so nothing to copy.)
+                "dir": dir.is_dir(),
                 "running": running.remove(&snapshot.id).unwrap_or_default(),
             })
         })

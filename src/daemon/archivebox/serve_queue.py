@@ -332,8 +332,17 @@ def project_snapshot(crawl, fact, iface, lease_until):
                 retry_at=lease_until, modified_at=datetime.now(tz=tz.utc))
         return False
     if not Path(snapshot.output_dir).is_dir():
-        # Sealed in abxd, but not copied into the collection yet: the next turn seals it.
-        return False
+        if fact.get("dir", True):
+            # Sealed in abxd, but not copied into the collection yet: the next turn seals it.
+            return False
+        # Sealed in abxd before it ran (its crawl cancelled): sealed with no files, as
+        # ArchiveBox seals the Snapshots of a Crawl cancelled before they ran.
+        if snapshot.status != Snapshot.StatusChoices.SEALED:
+            snapshot.seal()
+        snapshot.refresh_from_db()
+        if retry_plugins(snapshot):
+            let_go_of_redo(snapshot)
+        return snapshot.status == Snapshot.StatusChoices.SEALED
     if snapshot.downloaded_at is None:
         snapshot.downloaded_at = datetime.now(tz=tz.utc)
         snapshot.save(update_fields=["downloaded_at", "modified_at"])

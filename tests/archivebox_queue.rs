@@ -12,7 +12,8 @@ mod common;
 
 use common::abx::{launch, plugins_of, serve_test_site, Tools};
 use common::archivebox::{
-    archivebox, archivebox_rows, left_empty, new_collection, run_archivebox, Row,
+    archivebox, archivebox_rows, left_empty, new_collection, run_archivebox, run_archivebox_said,
+    Row,
 };
 use common::{plugins_config, wait_until, TestDaemon};
 use std::os::unix::fs::PermissionsExt;
@@ -21,6 +22,10 @@ use std::time::Duration;
 
 /// How long a crawl of a few pages may take here, ArchiveBox's turns included.
 const CRAWL: Duration = Duration::from_secs(180);
+
+/// abxd's daemon's row in ArchiveBox's process table, while it runs (its pid).
+const ABXD_RUNNER: &str = "SELECT pid FROM machine_process WHERE json_extract(env, \
+                           '$.ABXD_DAEMON') IS NOT NULL AND status = 'running'";
 
 /// The one value of the first row of `sql`.
 fn archivebox_value(collection: &Path, sql: &str) -> Option<String> {
@@ -278,15 +283,18 @@ fn a_crawl_archivebox_queued_is_run_by_abxd_and_written_back_as_archiveboxs_runn
     // abxd's daemon is the collection's runner, as ArchiveBox's gate and UI look for one.
     let runner = archivebox_rows(
         &collection,
-        "SELECT pid, status, worker_type FROM machine_process WHERE process_type = 'orchestrator' \
-         AND status = 'running'",
+        "SELECT pid, status, worker_type, started_at, json_extract(env, '$.ABXD_DAEMON') AS \
+         ours FROM machine_process WHERE process_type = 'orchestrator' AND status = 'running'",
     );
     assert_eq!(runner.len(), 1, "{runner:#?}");
     assert_eq!(
         runner[0]["pid"].as_deref(),
         Some(&*daemon.pid().to_string())
     );
-    assert_eq!(runner[0]["worker_type"].as_deref(), Some("abxd"));
+    // (The gate's own type, without a start time: see `orchestrator_row`.)
+    assert_eq!(runner[0]["worker_type"].as_deref(), Some("worker_runner"));
+    assert_eq!(runner[0]["started_at"], None, "{runner:#?}");
+    assert!(runner[0]["ours"].is_some(), "{runner:#?}");
 
     // abxctl marks it ArchiveBox's.
     let listed = daemon.ctl_ok(&["crawls"]);
@@ -551,9 +559,12 @@ fn a_crawl_cancelled_with_abxctl_before_all_its_pages_ran_is_sealed_and_let_go_i
     });
     let crawl = daemon.store().crawls().get(1).unwrap().unwrap();
     assert_eq!(crawl.rules.max_concurrent_snapshots, Some(1));
-    let gates = (daemon.ps_json(false)["processes"].as_array().unwrap().iter())
-        .filter(|row| row["argv"].to_string().contains("gate"))
-        .count();
+    let gates = (daemon.ps_json(false)["processes"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .filter(|row| row["argv"].to_string().contains("gate"))
+    .count();
     assert_eq!(gates, 1, "one page at a time");
 
     daemon.ctl_ok(&["cancel", "1"]);
@@ -684,10 +695,7 @@ fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
     } = setup(&archivebox, false);
     daemon.launch();
     wait_until("abxd to be the collection's runner", CRAWL, || {
-        archivebox_value(
-            &collection,
-            "SELECT pid FROM machine_process WHERE worker_type = 'abxd' AND status = 'running'",
-        )
+        archivebox_value(&collection, ABXD_RUNNER)
     });
     let said = run_archivebox(
         &archivebox,
@@ -707,7 +715,7 @@ fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
     let runners = archivebox_value(
         &collection,
         "SELECT count(*) FROM machine_process WHERE worker_type IN ('worker_runner', \
-         'runner_waiting')",
+         'runner_waiting') AND json_extract(env, '$.ABXD_DAEMON') IS NULL",
     );
     assert_eq!(
         runners.as_deref(),
@@ -720,6 +728,84 @@ fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
     );
     assert_eq!(title.as_deref(), Some("The abxd test page"));
     daemon.assert_nothing_survives();
+}
+
+/// A runner of ArchiveBox's started by hand while abxd serves the collection (`archivebox
+/// run`, which ArchiveBox's docs tell its users to run) finds abxd's daemon the newer runner in
+/// ArchiveBox's gate and exits, taking nothing: a Crawl queued while abxd's daemon is stopped
+/// (SIGSTOP: alive, but taking no turn) is left queued by it, and archived by abxd once the
+/// daemon goes on. Without abxd's row in the gate, `archivebox run` archives that Crawl itself.
+#[test]
+fn an_archivebox_run_started_by_mistake_yields_to_abxd_and_takes_nothing() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        ..
+    } = setup(&archivebox, false);
+    daemon.launch();
+    wait_until("abxd to be the collection's runner", CRAWL, || {
+        archivebox_value(&collection, ABXD_RUNNER)
+    });
+    let stopped = Stopped::new(&daemon);
+    wait_until("the daemon's turn to end", CRAWL, || {
+        common::children_of(daemon.pid()).is_empty().then_some(())
+    });
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "--plugins", "title", &url],
+    );
+    let id = crawl_ids(&collection).remove(0);
+
+    let said = run_archivebox_said(&archivebox, &collection, &["run", "--no-stdin"]);
+    assert!(
+        said.contains(&format!("Newer ArchiveBox runner pid={}", daemon.pid())),
+        "{said}"
+    );
+    let crawl = &archivebox_rows(
+        &collection,
+        &format!(
+            "SELECT status, (SELECT count(*) FROM core_snapshot WHERE crawl_id = c.id) AS \
+             snapshots FROM crawls_crawl c WHERE id = '{id}'"
+        ),
+    )[0];
+    assert_eq!(crawl["status"].as_deref(), Some("queued"), "{said}");
+    assert_eq!(crawl["snapshots"].as_deref(), Some("0"), "{said}");
+
+    drop(stopped);
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    let served = (daemon.store().crawls().get(1).unwrap())
+        .and_then(|c| c.options.archivebox)
+        .map(|a| a.id);
+    assert_eq!(served.as_deref(), Some(id.as_str()), "abxd ran it");
+    let title = archivebox_value(
+        &collection,
+        &format!("SELECT title FROM core_snapshot WHERE crawl_id = '{id}'"),
+    );
+    assert_eq!(title.as_deref(), Some("The abxd test page"));
+    daemon.assert_nothing_survives();
+}
+
+/// The daemon stopped (SIGSTOP) while this lives; continued (SIGCONT) when dropped, also when
+/// the test fails.
+struct Stopped(i32);
+
+impl Stopped {
+    fn new(daemon: &TestDaemon) -> Stopped {
+        daemon.signal(nix::sys::signal::Signal::SIGSTOP);
+        Stopped(daemon.pid())
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
+    }
 }
 
 /// ArchiveBox's web UI alone, as docs/service.md has an operator run it beside abxd: Daphne

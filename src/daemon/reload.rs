@@ -2,7 +2,9 @@
 //!
 //! Invariants: a file that does not load or does not suit the daemon is refused whole, and the
 //! running config is kept; keys that only take effect on restart (`paths.data_dir`,
-//! `paths.database`, `control.socket`, `store.machine_id`, `web.listen`) keep their running values — in the daemon *and* in the
+//! `paths.database`, `control.socket`, `store.machine_id`, `web.listen`,
+//! `archivebox.serve_queue`, and `archivebox.data_dir` while a queue is served: abxd's row in
+//! the collection's runner gate is its daemon's, for its life) keep their running values — in the daemon *and* in the
 //! config handed to new workers, so no worker ever opens another database than its daemon; every
 //! other change is applied at once: log level, supervisor timing, the socket's frame limit and
 //! its access policy (group and mode of the socket file included).
@@ -13,13 +15,22 @@ use crate::control::access::Policy;
 use crate::supervisor::Timing;
 
 /// The keys a reload cannot change.
-const RESTART_ONLY: [&str; 5] = [
+const RESTART_ONLY: [&str; 6] = [
     "paths.data_dir",
     "paths.database",
     "control.socket",
     "store.machine_id",
     "web.listen",
+    "archivebox.serve_queue",
 ];
+
+/// The keys a reload cannot change while `running` serves an ArchiveBox collection's queue.
+fn restart_only_while_serving(running: &Config) -> &'static [&'static str] {
+    match running.archivebox.serve_queue {
+        true => &["archivebox.data_dir"],
+        false => &[],
+    }
+}
 
 /// The config to run with after loading `new` over `running`: `new`, with the restart-only
 /// keys kept as they run.
@@ -30,6 +41,10 @@ fn merged(running: &Config, new: Config) -> Config {
     merged.control.socket = running.control.socket.clone();
     merged.machine_id = running.machine_id.clone();
     merged.web = running.web.clone();
+    merged.archivebox.serve_queue = running.archivebox.serve_queue;
+    if running.archivebox.serve_queue {
+        merged.archivebox.data_dir = running.archivebox.data_dir.clone();
+    }
     merged
 }
 
@@ -59,7 +74,10 @@ impl Daemon {
             }
         };
         let changes = new.changes_from(&self.state.config);
-        for key in RESTART_ONLY {
+        for key in RESTART_ONLY
+            .iter()
+            .chain(restart_only_while_serving(&self.state.config))
+        {
             if changes.iter().any(|c| c.starts_with(&format!("{key}:"))) {
                 log::warn!("reload: {key} changes only on restart; keeping the running value");
             }
@@ -110,5 +128,32 @@ mod tests {
         let handed = Config::parse(path, &merged.running_text()).unwrap();
         assert_eq!(handed.database, running.database);
         assert_eq!(handed.limits.max_crawl_workers, 9);
+    }
+
+    #[test]
+    fn a_served_queue_and_its_collection_change_only_on_restart() {
+        let path = Path::new("/etc/abxd/supervisor.toml");
+        let serving = Config::parse(
+            path,
+            "[archivebox]\ndata_dir = \"/srv/archivebox\"\nserve_queue = true\n",
+        )
+        .unwrap();
+        let off = Config::parse(path, "[archivebox]\ndata_dir = \"/srv/other\"\n").unwrap();
+        let kept = merged(&serving, off.clone());
+        assert!(kept.archivebox.serve_queue);
+        assert_eq!(kept.archivebox.data_dir, serving.archivebox.data_dir);
+        // Not serving, a reload turns no serving on; the collection exports go to follows it.
+        let plain = Config::parse(path, "").unwrap();
+        let not_turned_on = merged(&plain, serving.clone());
+        assert!(!not_turned_on.archivebox.serve_queue);
+        assert_eq!(
+            not_turned_on.archivebox.data_dir,
+            serving.archivebox.data_dir
+        );
+        assert_eq!(
+            restart_only_while_serving(&serving),
+            ["archivebox.data_dir"]
+        );
+        assert!(restart_only_while_serving(&off).is_empty());
     }
 }

@@ -40,9 +40,19 @@ pub fn collection_dir(daemon: &TestDaemon) -> PathBuf {
 
 /// Runs ArchiveBox in `collection` as its owner, as that user would; returns its stdout.
 pub fn run_archivebox(archivebox: &Path, collection: &Path, args: &[&str]) -> String {
+    archivebox_output(archivebox, collection, args).0
+}
+
+/// Runs ArchiveBox as [`run_archivebox`] does; returns all it printed (stdout, then stderr).
+pub fn run_archivebox_said(archivebox: &Path, collection: &Path, args: &[&str]) -> String {
+    let (stdout, stderr) = archivebox_output(archivebox, collection, args);
+    format!("{stdout}{stderr}")
+}
+
+fn archivebox_output(archivebox: &Path, collection: &Path, args: &[&str]) -> (String, String) {
     let mut command = std::process::Command::new(archivebox);
     command.args(args);
-    as_owner(command, collection, &format!("archivebox {args:?}")).0
+    as_owner(command, collection, &format!("archivebox {args:?}"))
 }
 
 /// Runs `code` with ArchiveBox's Python (`python`) in `collection`, as its owner — what

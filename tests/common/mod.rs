@@ -61,6 +61,17 @@ pub fn tagged_pids(tag: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Pids of the running children of `parent` (not the ended ones it has not reaped yet).
+pub fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(all) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
+    (all.filter_map(|process| process.ok()?.stat().ok()))
+        .filter(|stat| stat.ppid == parent && stat.state != 'Z')
+        .map(|stat| stat.pid)
+        .collect()
+}
+
 /// SIGKILLs every live process carrying `tag`, until none is left.
 pub fn kill_tagged(tag: &str) {
     let deadline = Instant::now() + WAIT;

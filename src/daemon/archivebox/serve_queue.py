@@ -81,42 +81,69 @@ def setup():
     logging.getLogger("archivebox.workers.models").setLevel(logging.ERROR)
 
 
+# The key of `env` that marks abxd's daemon's row (its value: the daemon's start time).
+ABXD_ROW = "ABXD_DAEMON"
+
+
 def orchestrator_row(pid, data_dir, ahead):
-    """abxd's daemon as the collection's runner: a RUNNING orchestrator Process row on this
-    Machine, which ArchiveBox's runner gate (`core/takeover_util.py`) and its UI's live progress
-    (`progressmonitor/views.py`) look for. Its pid, start time and command are the daemon's
-    own, so ArchiveBox's `Process.is_running` proves it alive. ArchiveBox elects the newest live
-    runner (`foreground_runner_owner`): the row is kept created ten minutes ahead of now (a turn
-    runs at least every minute), so that a
-    runner ArchiveBox starts by mistake -- `archivebox server`'s, a foreground `archivebox add`
-    -- stands by while abxd lives, and takes over once its pid is gone. (Its worker_type is not
-    one `enter_single_runner_gate` kills: a newer ArchiveBox runner never signals abxd.)"""
+    """abxd's daemon as the collection's runner, in ArchiveBox's runner gate
+    (`core/takeover_util.py`): a RUNNING orchestrator Process row on this Machine, with the
+    gate's own worker_type (`worker_runner`, one a collection by ArchiveBox's partial unique
+    constraint) and the daemon's pid and command, which the UI's live progress
+    (`progressmonitor/views.py`) looks for too. Returns the row, or None with the live runner of
+    ArchiveBox's that holds the gate already (abxd takes no new work while it does).
+
+    ArchiveBox's gate elects the newest live runner by `started_at or created_at`, and stops
+    the older ones (`enter_single_runner_gate`): the row has no `started_at` and is kept created
+    a day ahead of now (renewed every turn), so that any runner ArchiveBox starts -- `archivebox
+    run`, `archivebox server`'s, a foreground `archivebox add` -- finds abxd newer, and exits
+    or stands by, never signals it; `Process.is_running` still proves the row alive by its pid
+    and command (without `started_at` it checks no start time), and once abxd's pid is gone
+    ArchiveBox's own cleanup retires the row. The daemon's start time is kept in `env`, so that
+    abxd tells its own row from an earlier daemon's."""
     import psutil
+    from django.db import IntegrityError
     from archivebox.machine.models import Machine, Process
 
     machine = Machine.current()
     proc = psutil.Process(pid)
-    started_at = datetime.fromtimestamp(proc.create_time(), tz=tz.utc)
+    started = str(proc.create_time())
     rows = Process.objects.filter(machine=machine, process_type=Process.TypeChoices.ORCHESTRATOR,
-                                  worker_type="abxd", status=Process.StatusChoices.RUNNING)
+                                  status=Process.StatusChoices.RUNNING)
     mine = None
     for row in rows:
-        if row.pid == pid and row.started_at and abs((row.started_at - started_at).total_seconds()) < 1:
+        if not ((row.env or {}).get(ABXD_ROW) or row.worker_type == "abxd"):
+            continue
+        if row.pid == pid and (row.env or {}).get(ABXD_ROW) == started and row.pwd == str(data_dir):
             mine = row
         else:
-            # An earlier daemon's row (abxd was restarted): it runs no more.
+            # An earlier daemon's row (abxd was restarted, or an earlier version's): it runs no
+            # more.
             row.status = Process.StatusChoices.EXITED
             row.ended_at = datetime.now(tz=tz.utc)
             row.exit_code = row.exit_code if row.exit_code is not None else 0
             row.save(update_fields=["status", "ended_at", "exit_code", "modified_at"])
-    if mine is None:
-        mine = Process(machine=machine, pid=pid, started_at=started_at, cmd=proc.cmdline(),
-                       pwd=str(data_dir), process_type=Process.TypeChoices.ORCHESTRATOR,
-                       worker_type="abxd", status=Process.StatusChoices.RUNNING, created_at=ahead)
-        mine.save()
-    else:
+    if mine is not None:
         Process.objects.filter(id=mine.id).update(created_at=ahead, modified_at=datetime.now(tz=tz.utc))
-    return mine
+        return mine, None
+    holders = (Process.objects.filter(machine=machine, process_type=Process.TypeChoices.ORCHESTRATOR,
+                                      status=Process.StatusChoices.RUNNING, pwd=str(data_dir),
+                                      worker_type="worker_runner"))
+    for holder in holders:
+        if holder.is_running:
+            return None, holder
+        # (A runner of ArchiveBox's that died without a word: as its gate retires it.)
+        holder.mark_exited(exit_code=holder.exit_code if holder.exit_code is not None else 0)
+    mine = Process(machine=machine, pid=pid, started_at=None, cmd=proc.cmdline(),
+                   pwd=str(data_dir), process_type=Process.TypeChoices.ORCHESTRATOR,
+                   worker_type="worker_runner", env={ABXD_ROW: started},
+                   status=Process.StatusChoices.RUNNING, created_at=ahead)
+    try:
+        mine.save()
+    except IntegrityError:
+        # A runner of ArchiveBox's entered the gate meanwhile: the next turn names it.
+        return None, None
+    return mine, None
 
 
 def hook_process_row(iface, process_id, *, pwd, url, cmd, timeout, started_at, pid=None,
@@ -611,7 +638,14 @@ def main(facts):
     lease_until = now + timedelta(seconds=facts["lease_seconds"])
     from archivebox.services.process_service import current_network_interface_with_machine
 
-    orchestrator_row(facts["orchestrator_pid"], CONSTANTS.DATA_DIR, now + timedelta(minutes=10))
+    mine, holder = orchestrator_row(facts["orchestrator_pid"], CONSTANTS.DATA_DIR, now + timedelta(days=1))
+    if mine is None:
+        # ArchiveBox's own runner serves the collection: abxd finishes what it holds, and takes
+        # nothing new until that runner exits.
+        who = f"pid {holder.pid}, {' '.join(holder.cmd or [])}" if holder is not None else "starting"
+        say(type="error", message=f"ArchiveBox's own runner ({who}) serves this collection: "
+            "abxd takes no new Crawl of it until that runner exits (run ArchiveBox's UI without "
+            "its runner: docs/service.md)")
     iface = current_network_interface_with_machine()
     for fact in facts.get("refused", []):
         refuse(fact)
@@ -621,13 +655,13 @@ def main(facts):
         except Exception as err:  # one crawl's failure must not stop the others' turn
             traceback.print_exc()
             say(type="error", message=f"crawl {fact['archivebox_crawl']}: {type(err).__name__}: {err}")
-    if facts.get("maintenance"):
+    if facts.get("maintenance") and mine is not None:
         try:
             retention()
         except Exception as err:
             traceback.print_exc()
             say(type="error", message=f"retention: {type(err).__name__}: {err}")
-    if facts.get("claim"):
+    if facts.get("claim") and mine is not None:
         dispatch_schedules(now)
         held = [fact["archivebox_crawl"] for fact in facts.get("crawls", [])]
         claim(held, facts.get("max_claims", 1), facts["lease_seconds"], now)

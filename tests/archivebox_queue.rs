@@ -1116,9 +1116,11 @@ fn a_locked_archivebox_database_delays_what_abxd_writes_back_and_loses_nothing()
 }
 
 /// Pages abxd makes at once — the links one hook reports, added in one transaction — each become
-/// a Snapshot in ArchiveBox, whose `timestamp` must be unique: every page is sealed there.
+/// a Snapshot in ArchiveBox, whose `timestamp` must be unique: every page is sealed there, one
+/// level below the page that found it, that page its `parent_snapshot` (as ArchiveBox's runner
+/// links a discovered Snapshot).
 #[test]
-fn every_page_one_hook_discovers_at_once_is_a_snapshot_in_archivebox() {
+fn every_page_one_hook_discovers_at_once_is_a_snapshot_in_archivebox_under_its_parent() {
     let Some(archivebox) = archivebox() else {
         return;
     };
@@ -1149,18 +1151,26 @@ fn every_page_one_hook_discovers_at_once_is_a_snapshot_in_archivebox() {
     let id = crawl_ids(&collection).remove(0);
     daemon.launch();
     wait_sealed_in_archivebox(&daemon, &collection, &id);
-    let urls: Vec<String> = archivebox_rows(
+    let found: Vec<(String, String, Option<String>)> = archivebox_rows(
         &collection,
-        &format!("SELECT url FROM core_snapshot WHERE crawl_id = '{id}' ORDER BY url"),
+        &format!(
+            "SELECT s.url, s.depth, p.url AS parent FROM core_snapshot s LEFT JOIN \
+             core_snapshot p ON p.id = s.parent_snapshot_id WHERE s.crawl_id = '{id}' \
+             ORDER BY s.url"
+        ),
     )
     .into_iter()
-    .map(|row| row["url"].clone().unwrap())
+    .map(|row| {
+        let text = |column: &str| row[column].clone();
+        (text("url").unwrap(), text("depth").unwrap(), text("parent"))
+    })
     .collect();
-    let want: Vec<String> = ["", "a.html", "b.html", "c.html", "d.html"]
-        .iter()
-        .map(|page| format!("{base}{page}"))
-        .collect();
-    assert_eq!(urls, want);
+    // The seed, then what its hook found: one level deeper, the seed their parent.
+    let mut want = vec![(base.clone(), "0".to_string(), None)];
+    for page in ["a.html", "b.html", "c.html", "d.html"] {
+        want.push((format!("{base}{page}"), "1".into(), Some(base.clone())));
+    }
+    assert_eq!(found, want);
     daemon.assert_nothing_survives();
 }
 

@@ -107,6 +107,8 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         true => Some(0),
         false => (depth < max_depth).then_some(depth + 1),
     };
+    // (An import's seeds have no parent: the file is the crawl's.)
+    let parent = (!input).then_some(snapshot_id);
     // The result, its tags and the snapshots it discovered land together or not at all.
     let record = |cx: &mut Context<SnapshotWorkerChild>,
                   runner: &mut HookRunner,
@@ -131,7 +133,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
             }
             let added = store
                 .crawls()
-                .add_snapshots_within(crawl_id, &admitted, depth, &rules)?;
+                .add_snapshots_within(crawl_id, &admitted, depth, parent, &rules)?;
             // (An import's seeds are counted, and their hosts kept, once for all of them; a
             // line each in the log would be a hundred thousand for a library.)
             let mut seeds = Vec::new();

@@ -99,6 +99,7 @@ fn crawl_facts(state: &State, crawl: &HeldCrawl) -> Result<Value, StoreError> {
                 "uuid": snapshot.uuid,
                 "url": snapshot.url,
                 "depth": snapshot.depth,
+                "parent": snapshot.parent_uuid,
                 "status": snapshot.status,
                 "created_at": snapshot.created_at,
                 "records": runs_of(&dir),

@@ -23,18 +23,19 @@ impl Crawls<'_> {
         depth: u32,
         rules: &CrawlRules,
     ) -> Result<Added, StoreError> {
-        let added = self.add_snapshots_within(crawl_id, &[url], depth, rules)?;
+        let added = self.add_snapshots_within(crawl_id, &[url], depth, None, rules)?;
         Ok(added[0])
     }
 
     /// [`Self::add_snapshot_within`] of each of `urls`, in one transaction (what became of each,
-    /// in their order): a page's links, or an import's seeds — a hundred thousand, each its
-    /// own transaction, took seconds.
+    /// in their order): a page's links, found by snapshot `parent`, or an import's seeds — a
+    /// hundred thousand, each its own transaction, took seconds.
     pub fn add_snapshots_within<U: AsRef<str>>(
         &self,
         crawl_id: i64,
         urls: &[U],
         depth: u32,
+        parent: Option<i64>,
         rules: &CrawlRules,
     ) -> Result<Vec<Added>, StoreError> {
         let (due, now) = (self.store.queue_now(), now_ms());
@@ -55,13 +56,22 @@ impl Crawls<'_> {
                 let mut rest = urls;
                 while !rest.is_empty() {
                     let (chunk, after) = rest.split_at(rows_per_insert(rest.len()));
-                    added.extend(add_many(tx, crawl_id, chunk, depth, (due, now))?);
+                    added.extend(add_many(tx, crawl_id, chunk, (depth, parent), (due, now))?);
                     rest = after;
                 }
                 return Ok(added);
             }
             urls.iter()
-                .map(|url| add_one(tx, crawl_id, url.as_ref(), depth, rules, (due, now)))
+                .map(|url| {
+                    add_one(
+                        tx,
+                        crawl_id,
+                        url.as_ref(),
+                        (depth, parent),
+                        rules,
+                        (due, now),
+                    )
+                })
                 .collect()
         })
     }
@@ -131,13 +141,13 @@ impl Crawls<'_> {
     }
 }
 
-/// One URL of [`Crawls::add_snapshots_within`], inside its transaction `tx`; `(due, now)`: the
-/// queue's clock and the wall clock the adds share.
+/// One URL of [`Crawls::add_snapshots_within`], inside its transaction `tx`, at `(depth,
+/// parent)`; `(due, now)`: the queue's clock and the wall clock the adds share.
 fn add_one(
     tx: &Db,
     crawl_id: i64,
     url: &str,
-    depth: u32,
+    (depth, parent): (u32, Option<i64>),
     rules: &CrawlRules,
     (due, now): (i64, i64),
 ) -> Result<Added, StoreError> {
@@ -169,14 +179,15 @@ fn add_one(
         return Ok(refused);
     }
     let id: Option<i64> = tx.query_value(
-        "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
-         VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6) ON CONFLICT DO NOTHING RETURNING id",
-        &args![crawl_id, url, depth, due, now, crate::uuid7::new()],
+        "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid, \
+         parent_id) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING \
+         RETURNING id",
+        &args![crawl_id, url, depth, due, now, crate::uuid7::new(), parent],
     )?;
     Ok(id.map_or(Added::Known, Added::New))
 }
 
-/// How many of `left` URLs one statement of [`add_many`] inserts: 512 (7 values each, well
+/// How many of `left` URLs one statement of [`add_many`] inserts: 512 (8 values each, well
 /// under either engine's bound on a statement's parameters), else the largest power of two
 /// in `left` — so that a few statements, each prepared once, serve every count.
 fn rows_per_insert(left: usize) -> usize {
@@ -187,16 +198,16 @@ fn rows_per_insert(left: usize) -> usize {
     }
 }
 
-/// `urls` added to crawl `crawl_id` by one `INSERT`, inside `tx`: each new, or known already
-/// (the crawl has it, or an earlier one of `urls` is the same URL).
+/// `urls` added to crawl `crawl_id` at `(depth, parent)` by one `INSERT`, inside `tx`: each
+/// new, or known already (the crawl has it, or an earlier one of `urls` is the same URL).
 fn add_many<U: AsRef<str>>(
     tx: &Db,
     crawl_id: i64,
     urls: &[U],
-    depth: u32,
+    (depth, parent): (u32, Option<i64>),
     (due, now): (i64, i64),
 ) -> Result<Vec<Added>, StoreError> {
-    let mut values = Vec::with_capacity(urls.len() * 7);
+    let mut values = Vec::with_capacity(urls.len() * 8);
     for url in urls {
         let uuid = crate::uuid7::new();
         values.extend(args![
@@ -206,13 +217,14 @@ fn add_many<U: AsRef<str>>(
             "queued",
             due,
             now,
-            uuid
+            uuid,
+            parent
         ]);
     }
     let sql = format!(
-        "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
-         VALUES {} ON CONFLICT DO NOTHING RETURNING id, url",
-        value_rows(7, urls.len())
+        "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid, \
+         parent_id) VALUES {} ON CONFLICT DO NOTHING RETURNING id, url",
+        value_rows(8, urls.len())
     );
     let mut inserted = std::collections::HashMap::new();
     for row in tx.query(&sql, &values)? {

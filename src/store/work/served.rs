@@ -42,6 +42,8 @@ pub struct ServedSnapshot {
     pub status: WorkStatus,
     /// When abxd made it (Unix ms).
     pub created_at: i64,
+    /// The UUID of the snapshot whose hooks found its URL (none for a seed).
+    pub parent_uuid: Option<String>,
 }
 
 /// A hook of a held crawl's snapshot that runs now.
@@ -116,7 +118,8 @@ impl Served<'_> {
     /// The snapshots of `crawl_id` not yet whole in ArchiveBox, in the order they were made.
     pub fn unmirrored(&self, crawl_id: i64) -> Result<Vec<ServedSnapshot>, StoreError> {
         Ok(self.store.db().query_map(
-            "SELECT s.id, s.uuid, s.url, s.depth, s.status, s.created_at FROM snapshots s \
+            "SELECT s.id, s.uuid, s.url, s.depth, s.status, s.created_at, \
+             (SELECT p.uuid FROM snapshots p WHERE p.id = s.parent_id) FROM snapshots s \
              WHERE s.crawl_id = ?1 \
              AND s.uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM archivebox_mirrored m \
              WHERE m.snapshot_id = s.id) ORDER BY s.id",
@@ -129,6 +132,7 @@ impl Served<'_> {
                     depth: row.get(3)?,
                     status: row.get(4)?,
                     created_at: row.get(5)?,
+                    parent_uuid: row.get(6)?,
                 })
             },
         )?)

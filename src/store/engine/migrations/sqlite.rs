@@ -43,4 +43,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/37.sql"),
     include_str!("sqlite/38.sql"),
     include_str!("sqlite/39.sql"),
+    include_str!("sqlite/40.sql"),
 ];

@@ -583,14 +583,19 @@ fn a_crawl_cancelled_with_abxctl_before_all_its_pages_ran_is_sealed_and_let_go_i
     assert_eq!(rows.len(), 2, "{rows:#?}");
     for row in &rows {
         assert_eq!(row["status"].as_deref(), Some("sealed"), "{row:?}");
-        assert_eq!((&row["retry_at"], &row["crawl_retry_at"]), (&None, &None), "{row:?}");
+        assert_eq!(
+            (&row["retry_at"], &row["crawl_retry_at"]),
+            (&None, &None),
+            "{row:?}"
+        );
     }
     daemon.assert_nothing_survives();
 }
 
 /// abxd killed (SIGKILL) while a Crawl of ArchiveBox's queue runs, then started again: the
 /// crawl goes on where it was — no finished hook run again, none lost — and ArchiveBox's rows
-/// end consistent: its Crawl and snapshots sealed, no result left started, its lease let go.
+/// end consistent: its Crawl and snapshots sealed, no result left started, its lease let go,
+/// and `archivebox status` counting what `abxctl show` counts.
 #[test]
 fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing() {
     let Some(archivebox) = archivebox() else {
@@ -661,6 +666,37 @@ fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing(
         &format!("SELECT retry_at FROM crawls_crawl WHERE id = '{id}'"),
     );
     assert_eq!(lease, None, "no lease left on the sealed Crawl");
+
+    // ArchiveBox's own `status` says what abxd's `show` says: every snapshot archived, none
+    // pending, each directory there and matched by its row.
+    let shown: serde_json::Value =
+        serde_json::from_str(&daemon.ctl_ok(&["show", "--json", "1"])).unwrap();
+    let (total, sealed) = (
+        shown["crawl"]["snapshots"]["total"].as_u64().unwrap(),
+        shown["crawl"]["snapshots"]["sealed"].as_u64().unwrap(),
+    );
+    assert_eq!((total, sealed), (1, 1), "{shown:#}");
+    let status = run_archivebox(&archivebox, &collection, &["status"]);
+    let count = |label: &str| -> Option<u64> {
+        (status.lines()).find_map(|line| {
+            let rest = line.trim().strip_prefix("> ")?.strip_prefix(label)?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+    };
+    let counted = [
+        "indexed:",
+        "archived:",
+        "unarchived:",
+        "present:",
+        "valid:",
+        "orphaned:",
+    ]
+    .map(count);
+    assert_eq!(
+        counted,
+        [total, sealed, total - sealed, total, total, 0].map(Some),
+        "{status}"
+    );
     daemon.assert_nothing_survives();
 }
 

@@ -48,9 +48,15 @@ fn crawl_ids(collection: &Path) -> Vec<String> {
 
 /// Where ArchiveBox keeps the snapshot `id`: `archive/users/USER/snapshots/DATE/DOMAIN/ID`.
 fn snapshot_dir(collection: &Path, id: &str) -> PathBuf {
+    find_snapshot_dir(collection, id)
+        .unwrap_or_else(|| panic!("no directory of snapshot {id} in the collection"))
+}
+
+/// [`snapshot_dir`], if the collection has it yet.
+fn find_snapshot_dir(collection: &Path, id: &str) -> Option<PathBuf> {
     let users = collection.join("archive/users");
     let mut found = Vec::new();
-    for user in std::fs::read_dir(users).unwrap().flatten() {
+    for user in std::fs::read_dir(users).into_iter().flatten().flatten() {
         for date in std::fs::read_dir(user.path().join("snapshots"))
             .into_iter()
             .flatten()
@@ -60,8 +66,7 @@ fn snapshot_dir(collection: &Path, id: &str) -> PathBuf {
             }
         }
     }
-    (found.into_iter().find(|dir| dir.is_dir()))
-        .unwrap_or_else(|| panic!("no directory of snapshot {id} in the collection"))
+    found.into_iter().find(|dir| dir.is_dir())
 }
 
 /// A daemon serving `collection`'s queue (its turns a second apart), with `config` besides;
@@ -615,24 +620,7 @@ fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing(
     );
     let id = crawl_ids(&collection).remove(0);
     daemon.launch();
-    wait_until(
-        "ArchiveBox to list headers succeeded and the gate started",
-        CRAWL,
-        || {
-            let rows = archivebox_rows(
-                &collection,
-                "SELECT hook_name, status FROM core_archiveresult ORDER BY hook_name",
-            );
-            let status = |hook: &str| {
-                (rows.iter())
-                    .find(|r| r["hook_name"].as_deref().is_some_and(|h| h.contains(hook)))
-                    .and_then(|r| r["status"].clone())
-            };
-            (status("gate").as_deref() == Some("started")
-                && status("headers").as_deref() == Some("succeeded"))
-            .then_some(())
-        },
-    );
+    wait_headers_done_at_the_gate(&collection);
     daemon.crash();
     daemon.launch();
     std::fs::write(&flag, "").unwrap();
@@ -697,6 +685,91 @@ fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing(
         [total, sealed, total - sealed, total, total, 0].map(Some),
         "{status}"
     );
+    daemon.assert_nothing_survives();
+}
+
+/// Waits until ArchiveBox lists the headers hook succeeded and the gate's started.
+fn wait_headers_done_at_the_gate(collection: &Path) {
+    wait_until(
+        "ArchiveBox to list headers succeeded and the gate started",
+        CRAWL,
+        || {
+            let rows = archivebox_rows(
+                collection,
+                "SELECT hook_name, status FROM core_archiveresult ORDER BY hook_name",
+            );
+            let status = |hook: &str| {
+                (rows.iter())
+                    .find(|r| r["hook_name"].as_deref().is_some_and(|h| h.contains(hook)))
+                    .and_then(|r| r["status"].clone())
+            };
+            (status("gate").as_deref() == Some("started")
+                && status("headers").as_deref() == Some("succeeded"))
+            .then_some(())
+        },
+    );
+}
+
+/// A hook's files reach the Snapshot's directory in ArchiveBox once its plugin's hooks ended,
+/// not at the seal (so ArchiveBox's UI shows them, as under its own runner): while the gate
+/// holds the page, the headers plugin's files are there, each one its result names, and no
+/// index yet; at the seal, every plugin's files and the index are.
+#[test]
+fn a_plugins_files_reach_archivebox_as_its_hooks_end() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        flag,
+        _gates,
+    } = setup(&archivebox, true);
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "--plugins", "headers,gate,title", &url],
+    );
+    let id = crawl_ids(&collection).remove(0);
+    daemon.launch();
+    wait_headers_done_at_the_gate(&collection);
+    let snapshot = archivebox_value(
+        &collection,
+        &format!("SELECT id FROM core_snapshot WHERE crawl_id = '{id}'"),
+    )
+    .unwrap();
+    let files_sql = format!(
+        "SELECT output_files FROM core_archiveresult WHERE snapshot_id = '{snapshot}' AND \
+         plugin = 'headers'"
+    );
+    let named: serde_json::Value =
+        serde_json::from_str(&archivebox_value(&collection, &files_sql).unwrap()).unwrap();
+    let named: Vec<String> = named.as_object().unwrap().keys().cloned().collect();
+    assert!(!named.is_empty(), "the headers result names its files");
+    let dir = wait_until("the headers plugin's files in ArchiveBox", CRAWL, || {
+        let dir = find_snapshot_dir(&collection, &snapshot)?;
+        named
+            .iter()
+            .all(|file| dir.join("headers").join(file).is_file())
+            .then_some(dir)
+    });
+    assert!(
+        !dir.join("index.jsonl").exists(),
+        "no index before the seal"
+    );
+    let gates = daemon.ps_json(false);
+    assert!(
+        gates.to_string().contains("gate"),
+        "the gate still holds the page: {gates:#}"
+    );
+
+    std::fs::write(&flag, "").unwrap();
+    wait_sealed_in_archivebox(&daemon, &collection, &id);
+    for file in &named {
+        assert!(dir.join("headers").join(file).is_file(), "{file}");
+    }
+    assert!(dir.join("title").is_dir() && dir.join("index.jsonl").is_file());
     daemon.assert_nothing_survives();
 }
 

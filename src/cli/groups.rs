@@ -51,7 +51,11 @@ pub enum WorkerCommand {
         user: String,
         /// What the crawl made replaces the files of snapshots the collection has (a redo of
         /// ArchiveBox's Snapshots), instead of leaving them as they are.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "as_it_goes")]
         replace: bool,
+        /// Place a started snapshot's files as its plugins end, then the rest at its seal (a
+        /// crawl served from ArchiveBox's queue).
+        #[arg(long)]
+        as_it_goes: bool,
     },
 }

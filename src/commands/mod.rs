@@ -139,7 +139,16 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
                     to,
                     user,
                     replace,
-                } => crate::export::run_export_worker(&config, crawl, &to, (&user, replace)),
+                    as_it_goes,
+                } => {
+                    use crate::export::Placing;
+                    let placing = match (replace, as_it_goes) {
+                        (true, _) => Placing::Replacing,
+                        (false, true) => Placing::AsItGoes,
+                        (false, false) => Placing::Whole,
+                    };
+                    crate::export::run_export_worker(&config, crawl, &to, (&user, placing))
+                }
             })
         }
     }

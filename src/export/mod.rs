@@ -8,9 +8,12 @@
 //! then renamed into place — and one already there is left as it is; only what lies in a
 //! snapshot's own directory is copied (`copy`); what is created belongs to the collection's
 //! owner; a snapshot's `index.jsonl` is sealed before it is copied (a cancel seals snapshots that
-//! never ran to their end). A redo of snapshots ArchiveBox has (`replace`) is the one exception
-//! to "left as it is": each entry it made replaces the one of its name there, a rename each
-//! (`copy::replace_entries`), the snapshot's `index.jsonl` staying ArchiveBox's.
+//! never ran to their end). Two placings differ from that ([`Placing`]): a crawl served from
+//! ArchiveBox's queue is placed as it goes — each plugin's directory of a started snapshot once
+//! that plugin's hooks ended, whole or not at all (a rename), then at the seal every entry the
+//! snapshot made, each replacing the one of its name (a rename each, `copy::replace_entries`);
+//! and a redo of snapshots ArchiveBox has replaces their entries the same way, the snapshot's
+//! `index.jsonl` staying ArchiveBox's.
 
 mod copy;
 
@@ -23,6 +26,21 @@ use crate::store::{Store, StoreError};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// How an export places a crawl's snapshots in the collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placing {
+    /// Each sealed snapshot once, whole; one there already is left as it is (an export for
+    /// ArchiveBox's import).
+    Whole,
+    /// As it goes (a crawl served from ArchiveBox's queue, whose UI shows a snapshot's files as
+    /// its hooks end): each plugin's directory of a started snapshot once the plugin's hooks
+    /// ended, then at the seal everything the snapshot made, over those.
+    AsItGoes,
+    /// What the snapshots made replaces the files of those the collection has, their
+    /// `index.jsonl` kept (a redo of ArchiveBox's Snapshots).
+    Replacing,
+}
 
 /// The oldest ArchiveBox that imports portable snapshot directories as abxd writes them.
 pub const OLDEST_ARCHIVEBOX: &str = "0.9.73";
@@ -188,14 +206,13 @@ pub enum ExportError {
 }
 
 /// Copies the sealed snapshots of crawl `crawl_id` into the collection at `target`, filed under
-/// ArchiveBox user `user`; with `replace`, what they made replaces the files of those already
-/// there (a redo of ArchiveBox's Snapshots).
+/// ArchiveBox user `user`, placed as `placing` says.
 pub fn export_crawl(
     config: &Config,
     store: &Store,
     crawl_id: i64,
     target: &Path,
-    (user, replace): (&str, bool),
+    (user, placing): (&str, Placing),
 ) -> Result<Exported, ExportError> {
     let collection = collection(target).map_err(ExportError::Collection)?;
     let Some(crawl) = store.crawls().get(crawl_id)? else {
@@ -205,10 +222,34 @@ pub fn export_crawl(
     let results = store.results().of_crawl(crawl_id)?;
     let mut exported = Exported::default();
     for snapshot in store.crawls().snapshots(crawl_id)? {
+        let source = crate::hooks::snapshot_dir(&config.data_dir, crawl_id, snapshot.id);
+        if snapshot.status == WorkStatus::Started && placing == Placing::AsItGoes {
+            if let Some(uuid) = snapshot.uuid.as_deref() {
+                let place = target.join(crate::portable::snapshot_dir(
+                    user,
+                    snapshot.created_at,
+                    &snapshot.url,
+                    uuid,
+                ));
+                let ended = ended_plugins(&results, snapshot.id);
+                let live = Live {
+                    collection: &collection,
+                    staging: &staging,
+                    uuid,
+                };
+                (live.place_plugins(&source, &place, &ended)).map_err(|(path, cause)| {
+                    ExportError::Io {
+                        snapshot: snapshot.id,
+                        what: "cannot copy a plugin's files into",
+                        path,
+                        cause,
+                    }
+                })?;
+            }
+        }
         if snapshot.status != WorkStatus::Sealed {
             continue;
         }
-        let source = crate::hooks::snapshot_dir(&config.data_dir, crawl_id, snapshot.id);
         if !source.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             exported.without_dir += 1;
             continue;
@@ -244,7 +285,14 @@ pub fn export_crawl(
         ));
         exported.downloaded.push(downloaded(&snapshot, uuid));
         let there = place.symlink_metadata().is_ok();
-        if there && !replace {
+        // (Placed as it goes, a snapshot is whole there once its index is: the seal's copy
+        // brings it, and a plugin's copy never does.)
+        let whole_there = match placing {
+            Placing::Whole => there,
+            Placing::AsItGoes => place.join(index::FILE).symlink_metadata().is_ok(),
+            Placing::Replacing => false,
+        };
+        if whole_there {
             exported.already_there += 1;
             continue;
         }
@@ -261,7 +309,11 @@ pub fn export_crawl(
             let open = |dir: &Path| make_dirs(target, dir, collection.run_as);
             (open(&staged).and_then(|staged| {
                 let (place, replaced) = (open(&place)?, open(&replaced)?);
-                replace_entries(&staged, &place, &replaced, index::FILE)
+                let keep = match placing {
+                    Placing::Replacing => index::FILE,
+                    Placing::Whole | Placing::AsItGoes => "",
+                };
+                replace_entries(&staged, &place, &replaced, keep)
             }))
             .map_err(io("cannot replace the files in", &place))?;
             for old in [&staged, &replaced] {
@@ -286,6 +338,58 @@ pub fn export_crawl(
     Ok(exported)
 }
 
+/// The plugins of snapshot `snapshot_id` whose every hook that started has ended.
+fn ended_plugins(results: &[crate::domain::HookResult], snapshot_id: i64) -> Vec<&str> {
+    let mut by_plugin: std::collections::BTreeMap<&str, bool> = Default::default();
+    for result in results
+        .iter()
+        .filter(|r| r.snapshot_id == Some(snapshot_id))
+    {
+        *by_plugin.entry(&result.plugin).or_insert(true) &= result.is_final();
+    }
+    (by_plugin.into_iter())
+        .filter_map(|(plugin, ended)| ended.then_some(plugin))
+        .collect()
+}
+
+/// A started snapshot's files placed as its plugins end ([`Placing::AsItGoes`]).
+struct Live<'a> {
+    collection: &'a Collection,
+    staging: &'a Path,
+    /// The snapshot's UUID.
+    uuid: &'a str,
+}
+
+impl Live<'_> {
+    /// Copies the directory of each of `plugins` that `source` has and `place` has not yet into
+    /// `place`: staged first, then renamed into place whole. (Its files change no more: its
+    /// hooks ended. One of its hooks that starts later writes into abxd's copy, which the seal's
+    /// copy brings.)
+    fn place_plugins(
+        &self,
+        source: &Path,
+        place: &Path,
+        plugins: &[&str],
+    ) -> Result<(), (PathBuf, std::io::Error)> {
+        let run_as = self.collection.run_as;
+        for plugin in plugins {
+            let (from, to) = (source.join(plugin), place.join(plugin));
+            let is_dir = |path: &Path| path.symlink_metadata().is_ok_and(|m| m.is_dir());
+            if !is_dir(&from) || to.symlink_metadata().is_ok() {
+                continue;
+            }
+            let staged = self.staging.join(format!("{}.{plugin}", self.uuid));
+            if staged.symlink_metadata().is_ok() {
+                std::fs::remove_dir_all(&staged).map_err(|e| (staged.clone(), e))?;
+            }
+            copy_confined(&from, &staged, run_as).map_err(|e| (staged.clone(), e))?;
+            make_dirs(&self.collection.dir, place, run_as).map_err(|e| (place.to_path_buf(), e))?;
+            std::fs::rename(&staged, &to).map_err(|e| (to.clone(), e))?;
+        }
+        Ok(())
+    }
+}
+
 /// The collection's `tmp/abxd-export`, where snapshots are copied before they are moved into
 /// place (on its file system, so the move is a rename).
 fn make_staging(collection: &Collection) -> Result<PathBuf, ExportError> {
@@ -305,18 +409,18 @@ fn make_dirs(top: &Path, dir: &Path, owner: copy::Owner) -> std::io::Result<Owne
     crate::logs::enter_dirs(top, dir, 0o755, &mut |made| copy::hand_over(made, owner))
 }
 
-/// `abxd worker export`: exports crawl `crawl_id` into `target` (`replace`: see
+/// `abxd worker export`: exports crawl `crawl_id` into `target` (`placing`: see
 /// [`export_crawl`]); prints what was left out, a line each, then what was exported (its last
 /// line: the daemon records it). Returns the exit code.
 pub fn run_export_worker(
     config: &Config,
     crawl_id: i64,
     target: &Path,
-    (user, replace): (&str, bool),
+    (user, placing): (&str, Placing),
 ) -> i32 {
     let exported = Store::open_existing_at(&config.database)
         .map_err(ExportError::from)
-        .and_then(|store| export_crawl(config, &store, crawl_id, target, (user, replace)));
+        .and_then(|store| export_crawl(config, &store, crawl_id, target, (user, placing)));
     let exported = exported.and_then(|exported| {
         let path = downloaded_file(&config.data_dir, crawl_id);
         let text = index::jsonl(&exported.downloaded);
@@ -376,6 +480,39 @@ pub fn summary(exported: &Exported) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{HookResult, ResultStatus};
+
+    #[test]
+    fn a_plugin_has_ended_when_every_hook_of_it_that_started_has() {
+        let result = |snapshot_id, plugin: &str, status| HookResult {
+            id: 0,
+            uuid: None,
+            crawl_id: 1,
+            snapshot_id: Some(snapshot_id),
+            plugin: plugin.into(),
+            hook: format!("on_Snapshot__10_{plugin}.py"),
+            status,
+            process_id: None,
+            attempts: 1,
+            output: None,
+            output_files: Vec::new(),
+            output_size: 0,
+            started_at: None,
+            ended_at: None,
+            session: false,
+        };
+        let results = [
+            result(7, "wget", ResultStatus::Succeeded),
+            result(7, "wget", ResultStatus::Started),
+            result(7, "title", ResultStatus::Failed),
+            result(7, "headers", ResultStatus::Succeeded),
+            result(7, "dom", ResultStatus::Queued),
+            result(8, "pdf", ResultStatus::Succeeded),
+        ];
+        assert_eq!(ended_plugins(&results, 7), ["headers", "title"]);
+        assert_eq!(ended_plugins(&results, 8), ["pdf"]);
+        assert!(ended_plugins(&results, 9).is_empty());
+    }
 
     #[test]
     fn archivebox_versions_that_import_portable_directories() {

@@ -8,9 +8,9 @@
 
 use super::State;
 use crate::domain::WorkStatus;
-use crate::store::{HeldCrawl, StoreError};
+use crate::store::{HeldCrawl, ServedSnapshot, StoreError};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The facts of the next turn; it claims Crawls only when `claim` (and room is left), and
 /// applies ArchiveBox's retention when `retention`.
@@ -43,18 +43,33 @@ pub(super) fn gather(state: &State, claim: bool, retention: bool) -> Result<Valu
     }))
 }
 
-/// The held crawls with snapshots abxd sealed that are not whole in ArchiveBox yet — to be
-/// copied into the collection before the turn.
+/// The held crawls with snapshots under way or sealed that are not whole in ArchiveBox yet —
+/// whose files are copied into the collection before the turn (as they go: see
+/// `export::Placing`).
 pub(super) fn to_copy(state: &State) -> Result<Vec<HeldCrawl>, StoreError> {
     let served = state.store.crawls().served();
     let mut crawls = Vec::new();
     for crawl in served.held()? {
         let snapshots = served.unmirrored(crawl.crawl_id)?;
-        if snapshots.iter().any(|s| s.status == WorkStatus::Sealed) {
+        let copied =
+            |s: &ServedSnapshot| matches!(s.status, WorkStatus::Sealed | WorkStatus::Started);
+        if snapshots.iter().any(copied) {
             crawls.push(crawl);
         }
     }
     Ok(crawls)
+}
+
+/// The snapshots (their UUIDs) the last copy of crawl `crawl_id` left whole in the collection:
+/// those its `export::downloaded_file` names. (A snapshot sealed since that copy is not among
+/// them: ArchiveBox seals it at the turn after its copy, never before.)
+fn copied_whole(state: &State, crawl_id: i64) -> BTreeSet<String> {
+    let path = crate::export::downloaded_file(&state.config.data_dir, crawl_id);
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    (text.lines())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|record| Some(record["id"].as_str()?.to_string()))
+        .collect()
 }
 
 /// The Process and ArchiveResult records of the hook runs a snapshot's `index.jsonl` holds, as
@@ -92,6 +107,7 @@ fn crawl_facts(state: &State, crawl: &HeldCrawl) -> Result<Value, StoreError> {
         }));
     }
     let data_dir = &state.config.data_dir;
+    let copied = copied_whole(state, crawl.crawl_id);
     let snapshots: Vec<Value> = (served.unmirrored(crawl.crawl_id)?.into_iter())
         .map(|snapshot| {
             let dir = crate::hooks::snapshot_dir(data_dir, crawl.crawl_id, snapshot.id);
@@ -105,6 +121,7 @@ fn crawl_facts(state: &State, crawl: &HeldCrawl) -> Result<Value, StoreError> {
                 "records": runs_of(&dir),
                 // (false: sealed before it ran, so nothing to copy.)
                 "dir": dir.is_dir(),
+                "copied": copied.contains(&snapshot.uuid),
                 "running": running.remove(&snapshot.id).unwrap_or_default(),
             })
         })

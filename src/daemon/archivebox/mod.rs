@@ -236,17 +236,19 @@ fn turn_over(state: &mut State, why: &str) {
     state.queue_server.next_at = Some(Instant::now() + state.config.archivebox.queue_interval);
 }
 
-/// The copy of `crawl`'s sealed snapshots into the collection, filed under its owner (a redo's
-/// replacing the files of ArchiveBox's Snapshots).
+/// The copy of `crawl`'s snapshots into the collection, filed under its owner: as they go (a
+/// plugin's files once its hooks ended, the rest at the seal), or, for a redo, replacing the
+/// files of ArchiveBox's Snapshots when sealed.
 fn copy_request(state: &State, collection: &Collection, crawl: &HeldCrawl) -> SpawnRequest {
     let (id, target) = (
         crawl.crawl_id.to_string(),
         collection.dir.display().to_string(),
     );
     let mut args = vec!["export", &id, "--to", &target, "--user", &crawl.owner];
-    if crawl.redo {
-        args.push("--replace");
-    }
+    args.push(match crawl.redo {
+        true => "--replace",
+        false => "--as-it-goes",
+    });
     let argv = crate::pool::worker_argv(&state.config, &args);
     let cwd = state.config.data_dir.display().to_string();
     let mut request = state.errand(argv, cwd, TURN_TIMEOUT, "archivebox-queue");

@@ -358,9 +358,10 @@ def project_snapshot(crawl, fact, iface, lease_until):
             Snapshot.objects.filter(id=snapshot.id, status=snapshot.status).update(
                 retry_at=lease_until, modified_at=datetime.now(tz=tz.utc))
         return False
-    if not Path(snapshot.output_dir).is_dir():
+    if not fact.get("copied"):
         if fact.get("dir", True):
-            # Sealed in abxd, but not copied into the collection yet: the next turn seals it.
+            # Sealed in abxd, but not copied into the collection whole yet (its plugins' files
+            # may be there, copied as they ended): the next turn seals it.
             return False
         # Sealed in abxd before it ran (its crawl cancelled): sealed with no files, as
         # ArchiveBox seals the Snapshots of a Crawl cancelled before they ran.

@@ -606,21 +606,16 @@ fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing(
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let Setup {
-        url,
-        mut daemon,
-        collection,
-        flag,
-        _gates,
-    } = setup(&archivebox, true);
-    run_archivebox(
-        &archivebox,
-        &collection,
-        &["add", "--bg", "--plugins", "headers,gate,title", &url],
-    );
-    let id = crawl_ids(&collection).remove(0);
-    daemon.launch();
-    wait_headers_done_at_the_gate(&collection);
+    let (
+        Setup {
+            mut daemon,
+            collection,
+            flag,
+            _gates,
+            ..
+        },
+        id,
+    ) = held_at_the_gate(&archivebox);
     daemon.crash();
     daemon.launch();
     std::fs::write(&flag, "").unwrap();
@@ -688,8 +683,16 @@ fn abxd_killed_mid_crawl_leaves_archiveboxs_rows_consistent_and_repeats_nothing(
     daemon.assert_nothing_survives();
 }
 
-/// Waits until ArchiveBox lists the headers hook succeeded and the gate's started.
-fn wait_headers_done_at_the_gate(collection: &Path) {
+/// A serving daemon holding a page at the gate: a Crawl of `headers,gate,title` queued with
+/// `archivebox add --bg`, until ArchiveBox lists the headers hook succeeded and the gate
+/// started. The setup, and the Crawl's id.
+fn held_at_the_gate(archivebox: &Path) -> (Setup, String) {
+    let mut setup = setup(archivebox, true);
+    let plugins = ["add", "--bg", "--plugins", "headers,gate,title", &setup.url];
+    run_archivebox(archivebox, &setup.collection, &plugins);
+    let id = crawl_ids(&setup.collection).remove(0);
+    setup.daemon.launch();
+    let collection = &setup.collection;
     wait_until(
         "ArchiveBox to list headers succeeded and the gate started",
         CRAWL,
@@ -708,6 +711,7 @@ fn wait_headers_done_at_the_gate(collection: &Path) {
             .then_some(())
         },
     );
+    (setup, id)
 }
 
 /// A hook's files reach the Snapshot's directory in ArchiveBox once its plugin's hooks ended,
@@ -719,21 +723,16 @@ fn a_plugins_files_reach_archivebox_as_its_hooks_end() {
     let Some(archivebox) = archivebox() else {
         return;
     };
-    let Setup {
-        url,
-        mut daemon,
-        collection,
-        flag,
-        _gates,
-    } = setup(&archivebox, true);
-    run_archivebox(
-        &archivebox,
-        &collection,
-        &["add", "--bg", "--plugins", "headers,gate,title", &url],
-    );
-    let id = crawl_ids(&collection).remove(0);
-    daemon.launch();
-    wait_headers_done_at_the_gate(&collection);
+    let (
+        Setup {
+            daemon,
+            collection,
+            flag,
+            _gates,
+            ..
+        },
+        id,
+    ) = held_at_the_gate(&archivebox);
     let snapshot = archivebox_value(
         &collection,
         &format!("SELECT id FROM core_snapshot WHERE crawl_id = '{id}'"),
@@ -798,14 +797,10 @@ fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
     };
     let Setup {
         url,
-        mut daemon,
+        daemon,
         collection,
         ..
-    } = setup(&archivebox, false);
-    daemon.launch();
-    wait_until("abxd to be the collection's runner", CRAWL, || {
-        archivebox_value(&collection, ABXD_RUNNER)
-    });
+    } = the_collections_runner(&archivebox);
     let said = run_archivebox(
         &archivebox,
         &collection,
@@ -818,9 +813,7 @@ fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
         Some("sealed"),
         "{said}"
     );
-    let crawl = daemon.store().crawls().get(1).unwrap();
-    let served = crawl.and_then(|c| c.options.archivebox).map(|a| a.id);
-    assert_eq!(served.as_deref(), Some(id.as_str()), "abxd ran it");
+    assert_archived_by_abxd(&daemon, &collection, &id);
     let runners = archivebox_value(
         &collection,
         "SELECT count(*) FROM machine_process WHERE worker_type IN ('worker_runner', \
@@ -831,12 +824,29 @@ fn a_foreground_archivebox_add_stands_by_while_abxd_runs_its_crawl() {
         Some("0"),
         "no ArchiveBox runner ran: {said}"
     );
+    daemon.assert_nothing_survives();
+}
+
+/// A serving daemon (no gate) started, once it is the collection's runner there.
+fn the_collections_runner(archivebox: &Path) -> Setup {
+    let mut setup = setup(archivebox, false);
+    setup.daemon.launch();
+    wait_until("abxd to be the collection's runner", CRAWL, || {
+        archivebox_value(&setup.collection, ABXD_RUNNER)
+    });
+    setup
+}
+
+/// ArchiveBox's Crawl `id` was run by abxd (its first crawl), the page's title written there.
+fn assert_archived_by_abxd(daemon: &TestDaemon, collection: &Path, id: &str) {
+    let crawl = daemon.store().crawls().get(1).unwrap();
+    let served = crawl.and_then(|c| c.options.archivebox).map(|a| a.id);
+    assert_eq!(served.as_deref(), Some(id), "abxd ran it");
     let title = archivebox_value(
-        &collection,
+        collection,
         &format!("SELECT title FROM core_snapshot WHERE crawl_id = '{id}'"),
     );
     assert_eq!(title.as_deref(), Some("The abxd test page"));
-    daemon.assert_nothing_survives();
 }
 
 /// A runner of ArchiveBox's started by hand while abxd serves the collection (`archivebox
@@ -851,14 +861,10 @@ fn an_archivebox_run_started_by_mistake_yields_to_abxd_and_takes_nothing() {
     };
     let Setup {
         url,
-        mut daemon,
+        daemon,
         collection,
         ..
-    } = setup(&archivebox, false);
-    daemon.launch();
-    wait_until("abxd to be the collection's runner", CRAWL, || {
-        archivebox_value(&collection, ABXD_RUNNER)
-    });
+    } = the_collections_runner(&archivebox);
     let stopped = Stopped::new(&daemon);
     wait_until("the daemon's turn to end", CRAWL, || {
         common::children_of(daemon.pid()).is_empty().then_some(())
@@ -887,15 +893,7 @@ fn an_archivebox_run_started_by_mistake_yields_to_abxd_and_takes_nothing() {
 
     drop(stopped);
     wait_sealed_in_archivebox(&daemon, &collection, &id);
-    let served = (daemon.store().crawls().get(1).unwrap())
-        .and_then(|c| c.options.archivebox)
-        .map(|a| a.id);
-    assert_eq!(served.as_deref(), Some(id.as_str()), "abxd ran it");
-    let title = archivebox_value(
-        &collection,
-        &format!("SELECT title FROM core_snapshot WHERE crawl_id = '{id}'"),
-    );
-    assert_eq!(title.as_deref(), Some("The abxd test page"));
+    assert_archived_by_abxd(&daemon, &collection, &id);
     daemon.assert_nothing_survives();
 }
 

@@ -112,6 +112,30 @@ impl HookResult {
     pub fn is_final(&self) -> bool {
         self.status.is_final()
     }
+
+    /// A result of plugin `plugin` (its hook `on_Snapshot__10_PLUGIN.sh`) for snapshot
+    /// `snapshot_id` of crawl 1, as `status` says, nothing else of it known: what the tests of
+    /// code that reads results start from.
+    #[cfg(test)]
+    pub fn example(id: i64, snapshot_id: i64, plugin: &str, status: ResultStatus) -> HookResult {
+        HookResult {
+            id,
+            uuid: None,
+            crawl_id: 1,
+            snapshot_id: Some(snapshot_id),
+            plugin: plugin.into(),
+            hook: format!("on_Snapshot__10_{plugin}.sh"),
+            status,
+            process_id: None,
+            attempts: 1,
+            output: None,
+            output_files: Vec::new(),
+            output_size: 0,
+            started_at: None,
+            ended_at: None,
+            session: false,
+        }
+    }
 }
 
 impl Crawl {

@@ -484,23 +484,8 @@ mod tests {
 
     #[test]
     fn a_plugin_has_ended_when_every_hook_of_it_that_started_has() {
-        let result = |snapshot_id, plugin: &str, status| HookResult {
-            id: 0,
-            uuid: None,
-            crawl_id: 1,
-            snapshot_id: Some(snapshot_id),
-            plugin: plugin.into(),
-            hook: format!("on_Snapshot__10_{plugin}.py"),
-            status,
-            process_id: None,
-            attempts: 1,
-            output: None,
-            output_files: Vec::new(),
-            output_size: 0,
-            started_at: None,
-            ended_at: None,
-            session: false,
-        };
+        let result =
+            |snapshot_id, plugin: &str, status| HookResult::example(0, snapshot_id, plugin, status);
         let results = [
             result(7, "wget", ResultStatus::Succeeded),
             result(7, "wget", ResultStatus::Started),

@@ -127,23 +127,7 @@ mod tests {
     }
 
     fn result(id: i64) -> HookResult {
-        HookResult {
-            id,
-            uuid: None,
-            crawl_id: 1,
-            snapshot_id: Some(1),
-            plugin: "p".into(),
-            hook: "on_Snapshot__10_p.sh".into(),
-            status: crate::domain::ResultStatus::Started,
-            process_id: None,
-            attempts: 1,
-            output: None,
-            output_files: Vec::new(),
-            output_size: 0,
-            started_at: None,
-            ended_at: None,
-            session: false,
-        }
+        HookResult::example(id, 1, "p", crate::domain::ResultStatus::Started)
     }
 
     #[test]

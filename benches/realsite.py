@@ -10,8 +10,7 @@ ArchiveBox's virtualenv) by both tools, one after the other, in one session.
              --tools abxd,archivebox,abxd-queue   --out DIR (default /var/tmp/abxd-realsite/<time>)
     abxd-queue: the same crawl queued in an ArchiveBox collection (`archivebox add --bg`) and run
     by abxd serving its queue in place of ArchiveBox's runner (`[archivebox] serve_queue`); its
-    peak PSS leaves out ArchiveBox's Python of each turn (a process of ArchiveBox's, which does
-    not inherit the run's tag), its CPU counts it (the daemon reaps it)
+    peak PSS and CPU count ArchiveBox's Python of each turn (a process below the daemon)
     ABXD_REALSITE_EXE=PATH runs that abxd instead of the release build (e.g. one built with
     symbols and frame pointers, to profile it with `perf record -a -g` during the run)
 
@@ -24,7 +23,7 @@ chrome plugin's abxbus 2.5.74: both use a copy of the plugins with that pin lowe
 (sonic) cannot be had either: its collection uses ripgrep.
 
 Per run it measures, sampling every process of the run twice a second (every process that
-carries the run's tag in its environment): wall time and pages per minute; per plugin the
+carries the run's tag in its environment, and every descendant of the tool's process): wall time and pages per minute; per plugin the
 status counts; per page which plugins produced non-empty output, compared between the tools;
 peak total PSS; peak number of browsers alive (Chrome's main processes); CPU seconds of the
 whole run (the rusage of the tool's process, which reaps everything below it) and of abxd's
@@ -170,6 +169,23 @@ def tagged(tag):
     return pids
 
 
+def descendants(root):
+    """The pids below `root` (by parent links, read from /proc), `root` among them."""
+    children = collections.defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = read(f"/proc/{entry}/stat").decode(errors="replace")
+            fields = stat[stat.rfind(")") + 2:].split()
+            if len(fields) > 1:
+                children[int(fields[1])].append(int(entry))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, ()))
+    return found
+
+
 def read(path):
     try:
         with open(path, "rb") as f:
@@ -184,6 +200,9 @@ class Sampler(threading.Thread):
     def __init__(self, tag, own_exe):
         super().__init__(daemon=True)
         self.tag, self.own_exe = tag, own_exe
+        # The tool's process, once started: its descendants are sampled with the tagged ones
+        # (a process that does not inherit the tag, as ArchiveBox's Python of abxd's turns).
+        self.root = None
         self.peak_pss = 0
         self.peak_browsers = 0
         # pid -> (role, last seen utime+stime in seconds) of abxd's own processes, the role
@@ -195,7 +214,10 @@ class Sampler(threading.Thread):
         ticks = os.sysconf("SC_CLK_TCK")
         while not self.stopped.wait(0.5):
             pss, browsers = 0, 0
-            for pid in tagged(self.tag):
+            pids = set(tagged(self.tag))
+            if self.root is not None:
+                pids.update(descendants(self.root))
+            for pid in pids:
                 try:
                     exe = os.readlink(f"/proc/{pid}/exe")
                 except OSError:
@@ -246,6 +268,7 @@ def measured_run(name, argv, env, cwd, tag, own_exe=None, preexec=None):
     with open(os.path.join(cwd, "..", f"{name}.log"), "w") as log:
         process = subprocess.Popen(argv, env={**env, TAG_ENV: tag}, cwd=cwd,
                                    stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec)
+        sampler.root = process.pid
         _, status, usage = os.wait4(process.pid, 0)
     wall = time.monotonic() - started
     sampler.stopped.set()

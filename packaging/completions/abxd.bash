@@ -67,8 +67,17 @@ _abxd() {
             abxd__subcmd__help__subcmd__machine,forget)
                 cmd="abxd__subcmd__help__subcmd__machine__subcmd__forget"
                 ;;
+            abxd__subcmd__help__subcmd__store,backup)
+                cmd="abxd__subcmd__help__subcmd__store__subcmd__backup"
+                ;;
+            abxd__subcmd__help__subcmd__store,check)
+                cmd="abxd__subcmd__help__subcmd__store__subcmd__check"
+                ;;
             abxd__subcmd__help__subcmd__store,copy)
                 cmd="abxd__subcmd__help__subcmd__store__subcmd__copy"
+                ;;
+            abxd__subcmd__help__subcmd__store,recover)
+                cmd="abxd__subcmd__help__subcmd__store__subcmd__recover"
                 ;;
             abxd__subcmd__machine,forget)
                 cmd="abxd__subcmd__machine__subcmd__forget"
@@ -82,17 +91,35 @@ _abxd() {
             abxd__subcmd__machine__subcmd__help,help)
                 cmd="abxd__subcmd__machine__subcmd__help__subcmd__help"
                 ;;
+            abxd__subcmd__store,backup)
+                cmd="abxd__subcmd__store__subcmd__backup"
+                ;;
+            abxd__subcmd__store,check)
+                cmd="abxd__subcmd__store__subcmd__check"
+                ;;
             abxd__subcmd__store,copy)
                 cmd="abxd__subcmd__store__subcmd__copy"
                 ;;
             abxd__subcmd__store,help)
                 cmd="abxd__subcmd__store__subcmd__help"
                 ;;
+            abxd__subcmd__store,recover)
+                cmd="abxd__subcmd__store__subcmd__recover"
+                ;;
+            abxd__subcmd__store__subcmd__help,backup)
+                cmd="abxd__subcmd__store__subcmd__help__subcmd__backup"
+                ;;
+            abxd__subcmd__store__subcmd__help,check)
+                cmd="abxd__subcmd__store__subcmd__help__subcmd__check"
+                ;;
             abxd__subcmd__store__subcmd__help,copy)
                 cmd="abxd__subcmd__store__subcmd__help__subcmd__copy"
                 ;;
             abxd__subcmd__store__subcmd__help,help)
                 cmd="abxd__subcmd__store__subcmd__help__subcmd__help"
+                ;;
+            abxd__subcmd__store__subcmd__help,recover)
+                cmd="abxd__subcmd__store__subcmd__help__subcmd__recover"
                 ;;
             *)
                 ;;
@@ -271,7 +298,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__help__subcmd__store)
-            opts="copy"
+            opts="copy check recover backup"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -284,7 +311,49 @@ _abxd() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        abxd__subcmd__help__subcmd__store__subcmd__backup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__help__subcmd__store__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         abxd__subcmd__help__subcmd__store__subcmd__copy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__help__subcmd__store__subcmd__recover)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -557,8 +626,52 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__store)
-            opts="-c -h --config --help copy help"
+            opts="-c -h --config --help copy check recover backup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__backup)
+            opts="-c -h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__check)
+            opts="-c -h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -605,8 +718,36 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__store__subcmd__help)
-            opts="copy help"
+            opts="copy check recover backup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__help__subcmd__backup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -639,6 +780,46 @@ _abxd() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__help__subcmd__recover)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxd__subcmd__store__subcmd__recover)
+            opts="-c -h --to --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

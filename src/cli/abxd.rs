@@ -86,10 +86,11 @@ pub enum AbxdCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Work on the store itself (abxd stopped).
+    /// Work on the store itself: check it, back it up, recover a damaged one, move it to
+    /// PostgreSQL.
     #[command(
         subcommand,
-        after_help = "Examples:\n  abxd store copy --to postgres://abxd@/abxd   this host's SQLite history into PostgreSQL"
+        after_help = "Examples:\n  abxd store check                             is the database whole?\n  abxd store backup /var/backups/abxd.sqlite3  a consistent copy, while abxd runs\n  abxd store recover --to NEW.sqlite3          what can be read of a damaged one (abxd stopped)\n  abxd store copy --to postgres://abxd@/abxd   this host's SQLite history into PostgreSQL"
     )]
     Store(StoreCommand),
     /// The machines of a fleet sharing this config's PostgreSQL database.

@@ -19,6 +19,32 @@ pub enum StoreCommand {
         #[arg(long, value_name = "URL")]
         to: String,
     },
+    /// Check this config's SQLite database whole (its header, then SQLite's integrity_check of
+    /// every page, table and index) and list what is wrong; exits 1 if anything is. Reads only:
+    /// it may run while abxd runs.
+    Check,
+    /// Copy every row that can still be read from this config's damaged SQLite database into a
+    /// new database at PATH (its indexes and counts made anew), saying per table how many rows
+    /// were read and how many were lost; the damaged file is left as it is. abxd must be
+    /// stopped. Then put PATH in the old file's place (or set paths.database to it) and start
+    /// abxd.
+    #[command(after_help = "Examples:
+  abxd store check
+  abxd store recover --to /var/lib/abxd/abxd.recovered.sqlite3")]
+    Recover {
+        /// The new database: a path where no file is.
+        #[arg(long, value_name = "PATH")]
+        to: std::path::PathBuf,
+    },
+    /// Write a consistent copy of this config's SQLite database to PATH (a new file), while
+    /// abxd runs: everything committed when the copy began, and nothing after.
+    #[command(after_help = "Examples:
+  abxd store backup /var/backups/abxd.sqlite3")]
+    Backup {
+        /// The copy: a path where no file is.
+        #[arg(value_name = "PATH")]
+        to: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,11 +1,13 @@
 //! abxd's subcommands, run for `src/bin/abxd.rs`: the daemon (`serve`), `run`, `install` and the
 //! workers, and the one-shot commands that only print (`check-config`, `recover --dry-run`,
-//! `store copy`, `machine forget`), whose output `render::admin` writes.
+//! `store …` (`store`), `machine forget`), whose output `render::admin` writes.
 //!
 //! Invariant: every failure is a [`CommandError`] whose [`CommandError::exit_code`] says whose it
 //! is to fix: the user's (a config file, a command line: 2) or abxd's (1).
 
-use crate::cli::{AbxdCli, AbxdCommand, MachineCommand, StoreCommand, WorkerCommand};
+mod store;
+
+use crate::cli::{AbxdCli, AbxdCommand, MachineCommand, WorkerCommand};
 use crate::config::{Config, ConfigError, Found};
 use crate::daemon::{Daemon, DaemonError};
 use crate::exit;
@@ -14,7 +16,7 @@ use crate::lock::LockError;
 use crate::recovery::ForgetError;
 use crate::render::admin;
 use crate::run::RunError;
-use crate::store::{Location, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::worker::WorkerError;
 
 /// Why a subcommand failed.
@@ -117,9 +119,9 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
             print!("{}", admin::recovery_plan(&plan, json));
             Ok(0)
         }
-        AbxdCommand::Store(StoreCommand::Copy { to }) => {
+        AbxdCommand::Store(command) => {
             print_like_a_filter();
-            copy_store(&config, &to)
+            store::run(&config, command)
         }
         AbxdCommand::Machine(MachineCommand::Forget { id }) => {
             print_like_a_filter();
@@ -178,27 +180,6 @@ fn load_config(cli: &AbxdCli) -> Result<Config, ConfigError> {
 
 /// `abxd store copy --to URL`: this config's SQLite file into the empty database `url` names,
 /// with the data dir locked (abxd stopped) for the whole copy.
-fn copy_store(config: &Config, url: &str) -> Result<i32, CommandError> {
-    let Some(file) = config.database.file() else {
-        return Err(CommandError::Usage(
-            "paths.database is a PostgreSQL database already: abxd store copy copies an SQLite \
-             file",
-        ));
-    };
-    let Location::Postgres(server) = Location::parse(url, None, |p| p.to_path_buf()) else {
-        return Err(CommandError::Usage(
-            "--to takes a PostgreSQL URL (postgres://USER@HOST/DBNAME)",
-        ));
-    };
-    let _lock = crate::lock::DataDirLock::acquire(&config.data_dir)?;
-    let source = Store::open_read_only(file)?;
-    let target = Store::open_postgres(&server.url)?;
-    let copied = crate::store::copy(&source, &target)?;
-    let shown = crate::store::sql::redacted(url);
-    print!("{}", admin::copied(&copied, file, &shown));
-    Ok(0)
-}
-
 /// For the commands that only print (`check-config`, `recover --dry-run`): a closed pipe ends
 /// them quietly, as it ends any Unix filter. (Not for the daemon and `abxd run`: SIGPIPE stays
 /// ignored there, and a supervisor never dies of its output.)

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub enum DaemonError {
     #[error(transparent)]
     Lock(#[from] LockError),
-    #[error("database {database}: {cause}")]
+    #[error("{}", store_said(database, cause))]
     Store {
         /// The database as shown (a server without its password).
         database: String,
@@ -25,4 +25,14 @@ pub enum DaemonError {
     Io(#[from] std::io::Error),
     #[error("containment: {0}")]
     Containment(String),
+}
+
+/// A store's error as the operator reads it: naming the database once (many of its errors
+/// name it already).
+fn store_said(database: &str, cause: &StoreError) -> String {
+    let said = cause.to_string();
+    match said.starts_with(&format!("database {database} ")) {
+        true => said,
+        false => format!("database {database}: {said}"),
+    }
 }

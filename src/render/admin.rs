@@ -65,6 +65,64 @@ pub fn copied(copied: &Copied, file: &std::path::Path, shown: &str) -> String {
     )
 }
 
+/// `abxd store check`: the file is whole, or what is wrong with it, a line each.
+pub fn checked(file: &std::path::Path, problems: &[String]) -> String {
+    if problems.is_empty() {
+        return format!("database {}: ok\n", file.display());
+    }
+    let found = match problems.len() {
+        1 => "1 problem".to_string(),
+        n => format!("{n} problems"),
+    };
+    let mut out = format!("database {} is damaged ({found} found):\n", file.display());
+    for problem in problems {
+        out.push_str(&format!("  {}\n", crate::printable::line(problem)));
+    }
+    out.push_str(
+        "With abxd stopped, `abxd store recover --to NEW` copies every row that can still be \
+         read into a new database, leaving this one as it is.\n",
+    );
+    out
+}
+
+/// `abxd store recover`: what was read of `from` into `to`, table by table, and what to do
+/// next.
+pub fn recovered(
+    recovered: &crate::store::Recovered,
+    from: &std::path::Path,
+    to: &std::path::Path,
+) -> String {
+    let mut out = format!("recovered {} into {}:\n", from.display(), to.display());
+    for read in &recovered.tables {
+        out.push_str(&format!("  {}: {} rows", read.table, read.copied));
+        if read.lost > 0 {
+            out.push_str(&format!(
+                "; {} could not be read (their pages are damaged)",
+                read.lost
+            ));
+        }
+        if read.cut_short {
+            out.push_str("; the rows after these could not be reached (how many is not known)");
+        }
+        out.push('\n');
+    }
+    if recovered.dangling > 0 {
+        out.push_str(&format!(
+            "{} rows name a row that was lost (`sqlite3 {} 'PRAGMA foreign_key_check'` lists \
+             them)\n",
+            recovered.dangling,
+            to.display()
+        ));
+    }
+    out.push_str(&format!(
+        "{} is left as it was. Put {} in its place (or set paths.database to it) and start abxd: \
+         its recovery finds what was running.\n",
+        from.display(),
+        to.display()
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

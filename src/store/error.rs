@@ -42,6 +42,14 @@ pub enum StoreError {
     )]
     Symlink { path: PathBuf },
     #[error(
+        "database {path} is damaged: {what}. abxd wrote nothing to it. To recover, with abxd \
+         stopped: `abxd store check` lists what is wrong; `abxd store recover --to NEW` copies \
+         every row that can still be read into a new database NEW, leaving this file as it is; \
+         then put NEW in its place (or set paths.database to it) and start abxd, whose \
+         recovery finds what was running"
+    )]
+    Damaged { path: PathBuf, what: String },
+    #[error(
         "{target} is in use by another abxd daemon of machine {machine}: one daemon per machine \
          and database (stop the other, or give this one another [store] machine_id)"
     )]

@@ -33,7 +33,9 @@ pub use crate::domain::{
     ResultStatus, RetryScope, Status, WorkStatus,
 };
 pub use engine::busy::{write_counts, OrLater, Patience, PATIENT};
+pub use engine::health::check_file;
 pub use engine::outbox::RETRY_AFTER_FAILURE;
+pub use engine::recover::{recover, Recovered, TableRead};
 pub use error::StoreError;
 pub use fleet::clock::{boot_clock_ms, now_ms};
 pub use fleet::copy::{copy, Copied};

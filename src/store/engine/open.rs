@@ -3,10 +3,13 @@
 //!
 //! Invariants: every SQLite connection is configured here alike (WAL, the busy wait,
 //! `synchronous=NORMAL`, `foreign_keys=ON`); a caller that neither creates nor migrates gets a
-//! store at the latest schema or an error saying which side is behind.
+//! store at the latest schema or an error saying which side is behind; the daemon's open
+//! refuses a damaged file before writing to it (`health`), and any open names damage SQLite
+//! finds as such.
 
 use crate::store::engine::busy::{Backoff, Patience};
 use crate::store::engine::file::{check_files, file_id, not_a_link};
+use crate::store::engine::health;
 use crate::store::engine::sql::Db;
 use crate::store::{fleet, migrations, Store, StoreError, WAL_KEEP_BYTES};
 use rusqlite::{Connection, OpenFlags};
@@ -22,12 +25,13 @@ impl Store {
 
     /// Opens the database and migrates it to `version` only. For migration tests, which need a
     /// database as every earlier release left it.
+    ///
+    /// An existing file is looked at first (`health::look`): a damaged one is refused before
+    /// anything is written to it.
     pub fn open_at_version(path: &Path, version: u32) -> Result<Store, StoreError> {
-        let open_err = |cause| StoreError::Open {
-            path: path.to_path_buf(),
-            cause,
-        };
+        let open_err = open_error(path);
         check_files(path)?;
+        health::look(path)?;
         let mut conn = Connection::open(path).map_err(open_err)?;
         configure(&conn).map_err(open_err)?;
         // A new file gives pruned space back as it goes (an existing one is left as it is).
@@ -110,16 +114,24 @@ fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError>
             path: path.to_path_buf(),
         });
     }
-    let open_err = |cause| StoreError::Open {
-        path: path.to_path_buf(),
-        cause,
-    };
+    let open_err = open_error(path);
     let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
     configure(&conn).map_err(open_err)?;
     let found = migrations::user_version(&conn).map_err(open_err)?;
     at_latest(path, found)?;
     Ok(over(Db::Sqlite(conn), path, file_id(path)))
+}
+
+/// What an SQLite error met opening `path` is: damage, said as such, or another failure.
+fn open_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |cause| match health::is_damage(&cause) {
+        true => health::damaged(path, cause.to_string()),
+        false => StoreError::Open {
+            path: path.to_path_buf(),
+            cause,
+        },
+    }
 }
 
 /// `file`: the device and inode of the SQLite file opened at `path` (none for a server).

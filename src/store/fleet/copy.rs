@@ -15,7 +15,7 @@ use crate::store::{Store, StoreError};
 /// The tables in an order that satisfies every reference (a process's parent row precedes it:
 /// ids grow with time), each with whether its `id` is an identity column. (Not `crawl_tallies`
 /// nor the process counts: the target counts the copied rows itself.)
-const TABLES: &[(&str, bool)] = &[
+pub(in crate::store) const TABLES: &[(&str, bool)] = &[
     ("machines", false),
     ("processes", true),
     ("schedules", true),

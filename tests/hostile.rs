@@ -443,7 +443,7 @@ fn a_corrupt_database_is_refused_at_start_and_never_overwritten() {
     let stderr = refused_start(&daemon, &[], abxd::exit::FAILURE);
     assert!(
         stderr.contains(&format!(
-            "cannot open database {}: file is not a database",
+            "database {} is damaged: it is not an SQLite database",
             daemon.database().display()
         )),
         "{stderr}"

@@ -16,8 +16,11 @@
 //! `index.jsonl` staying ArchiveBox's.
 
 mod copy;
+mod place;
 
 pub use copy::{copy_confined, replace_entries, Copied};
+pub use place::Placing;
+use place::{ended_plugins, Placer};
 
 use crate::config::Config;
 use crate::domain::WorkStatus;
@@ -26,21 +29,6 @@ use crate::store::{Store, StoreError};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-/// How an export places a crawl's snapshots in the collection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placing {
-    /// Each sealed snapshot once, whole; one there already is left as it is (an export for
-    /// ArchiveBox's import).
-    Whole,
-    /// As it goes (a crawl served from ArchiveBox's queue, whose UI shows a snapshot's files as
-    /// its hooks end): each plugin's directory of a started snapshot once the plugin's hooks
-    /// ended, then at the seal everything the snapshot made, over those.
-    AsItGoes,
-    /// What the snapshots made replaces the files of those the collection has, their
-    /// `index.jsonl` kept (a redo of ArchiveBox's Snapshots).
-    Replacing,
-}
 
 /// The oldest ArchiveBox that imports portable snapshot directories as abxd writes them.
 pub const OLDEST_ARCHIVEBOX: &str = "0.9.73";
@@ -218,7 +206,11 @@ pub fn export_crawl(
     let Some(crawl) = store.crawls().get(crawl_id)? else {
         return Err(ExportError::Collection(format!("no crawl {crawl_id}")));
     };
-    let staging = make_staging(&collection)?;
+    let placer = Placer {
+        target,
+        staging: &make_staging(&collection)?,
+        collection: &collection,
+    };
     let results = store.results().of_crawl(crawl_id)?;
     let mut exported = Exported::default();
     for snapshot in store.crawls().snapshots(crawl_id)? {
@@ -232,19 +224,14 @@ pub fn export_crawl(
                     uuid,
                 ));
                 let ended = ended_plugins(&results, snapshot.id);
-                let live = Live {
-                    collection: &collection,
-                    staging: &staging,
-                    uuid,
-                };
-                (live.place_plugins(&source, &place, &ended)).map_err(|(path, cause)| {
-                    ExportError::Io {
+                (placer.place_plugins(uuid, &source, &place, &ended)).map_err(
+                    |(path, cause)| ExportError::Io {
                         snapshot: snapshot.id,
                         what: "cannot copy a plugin's files into",
                         path,
                         cause,
-                    }
-                })?;
+                    },
+                )?;
             }
         }
         if snapshot.status != WorkStatus::Sealed {
@@ -296,34 +283,8 @@ pub fn export_crawl(
             exported.already_there += 1;
             continue;
         }
-        let staged = staging.join(uuid);
-        let replaced = staging.join(format!("{uuid}.replaced"));
-        for old in [&staged, &replaced] {
-            if old.symlink_metadata().is_ok() {
-                std::fs::remove_dir_all(old).map_err(io("cannot clear", old))?;
-            }
-        }
-        let copied = copy_confined(&source, &staged, collection.run_as)
-            .map_err(io("cannot copy into", &staged))?;
-        if there {
-            let open = |dir: &Path| make_dirs(target, dir, collection.run_as);
-            (open(&staged).and_then(|staged| {
-                let (place, replaced) = (open(&place)?, open(&replaced)?);
-                let keep = match placing {
-                    Placing::Replacing => index::FILE,
-                    Placing::Whole | Placing::AsItGoes => "",
-                };
-                replace_entries(&staged, &place, &replaced, keep)
-            }))
-            .map_err(io("cannot replace the files in", &place))?;
-            for old in [&staged, &replaced] {
-                std::fs::remove_dir_all(old).map_err(io("cannot clear", old))?;
-            }
-        } else {
-            let parent = place.parent().expect("a snapshot's place has a parent");
-            make_dirs(target, parent, collection.run_as).map_err(io("cannot make", parent))?;
-            std::fs::rename(&staged, &place).map_err(io("cannot move into", &place))?;
-        }
+        let copied = (placer.place_whole(uuid, &source, &place, (there, placing)))
+            .map_err(|(what, path, cause)| io(what, &path)(cause))?;
         let rel = source.strip_prefix(&config.data_dir).unwrap_or(&source);
         exported.copied += 1;
         exported.files += copied.files;
@@ -336,58 +297,6 @@ pub fn export_crawl(
         );
     }
     Ok(exported)
-}
-
-/// The plugins of snapshot `snapshot_id` whose every hook that started has ended.
-fn ended_plugins(results: &[crate::domain::HookResult], snapshot_id: i64) -> Vec<&str> {
-    let mut by_plugin: std::collections::BTreeMap<&str, bool> = Default::default();
-    for result in results
-        .iter()
-        .filter(|r| r.snapshot_id == Some(snapshot_id))
-    {
-        *by_plugin.entry(&result.plugin).or_insert(true) &= result.is_final();
-    }
-    (by_plugin.into_iter())
-        .filter_map(|(plugin, ended)| ended.then_some(plugin))
-        .collect()
-}
-
-/// A started snapshot's files placed as its plugins end ([`Placing::AsItGoes`]).
-struct Live<'a> {
-    collection: &'a Collection,
-    staging: &'a Path,
-    /// The snapshot's UUID.
-    uuid: &'a str,
-}
-
-impl Live<'_> {
-    /// Copies the directory of each of `plugins` that `source` has and `place` has not yet into
-    /// `place`: staged first, then renamed into place whole. (Its files change no more: its
-    /// hooks ended. One of its hooks that starts later writes into abxd's copy, which the seal's
-    /// copy brings.)
-    fn place_plugins(
-        &self,
-        source: &Path,
-        place: &Path,
-        plugins: &[&str],
-    ) -> Result<(), (PathBuf, std::io::Error)> {
-        let run_as = self.collection.run_as;
-        for plugin in plugins {
-            let (from, to) = (source.join(plugin), place.join(plugin));
-            let is_dir = |path: &Path| path.symlink_metadata().is_ok_and(|m| m.is_dir());
-            if !is_dir(&from) || to.symlink_metadata().is_ok() {
-                continue;
-            }
-            let staged = self.staging.join(format!("{}.{plugin}", self.uuid));
-            if staged.symlink_metadata().is_ok() {
-                std::fs::remove_dir_all(&staged).map_err(|e| (staged.clone(), e))?;
-            }
-            copy_confined(&from, &staged, run_as).map_err(|e| (staged.clone(), e))?;
-            make_dirs(&self.collection.dir, place, run_as).map_err(|e| (place.to_path_buf(), e))?;
-            std::fs::rename(&staged, &to).map_err(|e| (to.clone(), e))?;
-        }
-        Ok(())
-    }
 }
 
 /// The collection's `tmp/abxd-export`, where snapshots are copied before they are moved into
@@ -480,24 +389,6 @@ pub fn summary(exported: &Exported) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{HookResult, ResultStatus};
-
-    #[test]
-    fn a_plugin_has_ended_when_every_hook_of_it_that_started_has() {
-        let result =
-            |snapshot_id, plugin: &str, status| HookResult::example(0, snapshot_id, plugin, status);
-        let results = [
-            result(7, "wget", ResultStatus::Succeeded),
-            result(7, "wget", ResultStatus::Started),
-            result(7, "title", ResultStatus::Failed),
-            result(7, "headers", ResultStatus::Succeeded),
-            result(7, "dom", ResultStatus::Queued),
-            result(8, "pdf", ResultStatus::Succeeded),
-        ];
-        assert_eq!(ended_plugins(&results, 7), ["headers", "title"]);
-        assert_eq!(ended_plugins(&results, 8), ["pdf"]);
-        assert!(ended_plugins(&results, 9).is_empty());
-    }
 
     #[test]
     fn archivebox_versions_that_import_portable_directories() {

@@ -57,7 +57,7 @@ pub fn recover(from: &Path, to: &Path) -> Result<Recovered, StoreError> {
         target.pragma_update(None, "foreign_keys", "OFF")?;
         target.execute_batch("BEGIN IMMEDIATE")?;
         let mut recovered = Recovered::default();
-        for &(table, _) in crate::store::fleet::copy::TABLES {
+        for &(table, _) in migrations::TABLES {
             let read = copy_table(&source, &target, table).map_err(|err| {
                 StoreError::Copy(format!("cannot recover table {table}: {}", said(&err)))
             })?;

@@ -9,27 +9,9 @@
 //! marker namespace (`meta.instance_id`) comes along, so leftovers of the old database are
 //! still recognised as its own.
 
+use crate::store::engine::migrations::TABLES;
 use crate::store::engine::sql::{value_rows, Value};
 use crate::store::{Store, StoreError};
-
-/// The tables in an order that satisfies every reference (a process's parent row precedes it:
-/// ids grow with time), each with whether its `id` is an identity column. (Not `crawl_tallies`
-/// nor the process counts: the target counts the copied rows itself.)
-pub(in crate::store) const TABLES: &[(&str, bool)] = &[
-    ("machines", false),
-    ("processes", true),
-    ("schedules", true),
-    ("crawls", true),
-    ("seed_hosts", false),
-    ("refused_urls", false),
-    ("snapshots", true),
-    ("results", true),
-    ("exports", false),
-    ("archivebox_crawls", false),
-    ("archivebox_mirrored", false),
-    ("tags", false),
-    ("binaries", false),
-];
 
 /// The triggers that keep `crawl_tallies` (migration 32), `process_tallies` and
 /// `process_moments` (migration 36), off while the rows arrive.

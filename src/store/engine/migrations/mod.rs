@@ -14,6 +14,26 @@ use sqlite::MIGRATIONS;
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
 
+/// The schema's tables of rows, in an order that satisfies every reference (a process's parent
+/// row precedes it: ids grow with time), each with whether its `id` is an identity column: what
+/// a copy of a store (`store copy`, `store recover`) copies. (Not `meta`, copied on its own, nor
+/// `crawl_tallies` and the process counts: the copy counts its rows itself.)
+pub(in crate::store) const TABLES: &[(&str, bool)] = &[
+    ("machines", false),
+    ("processes", true),
+    ("schedules", true),
+    ("crawls", true),
+    ("seed_hosts", false),
+    ("refused_urls", false),
+    ("snapshots", true),
+    ("results", true),
+    ("exports", false),
+    ("archivebox_crawls", false),
+    ("archivebox_mirrored", false),
+    ("tags", false),
+    ("binaries", false),
+];
+
 pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.query_row("PRAGMA user_version", [], |row| row.get(0))
 }

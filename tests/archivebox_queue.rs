@@ -897,6 +897,68 @@ fn an_archivebox_run_started_by_mistake_yields_to_abxd_and_takes_nothing() {
     daemon.assert_nothing_survives();
 }
 
+/// A runner of ArchiveBox's that holds the collection before abxd serves it keeps it: abxd
+/// claims nothing while it runs and says so, naming its pid, once; a Crawl queued meanwhile is
+/// ArchiveBox's runner's to archive. Once that runner exits, abxd takes the gate and the next
+/// Crawl is abxd's.
+#[test]
+fn an_archivebox_runner_already_running_keeps_the_collection_until_it_exits() {
+    let Some(archivebox) = archivebox() else {
+        return;
+    };
+    let Setup {
+        url,
+        mut daemon,
+        collection,
+        ..
+    } = setup(&archivebox, false);
+    let runner = Owned::start(&archivebox, &["run", "--daemon", "--no-stdin"], &collection);
+    let theirs = "SELECT pid FROM machine_process WHERE worker_type = 'worker_runner' AND \
+                  status = 'running' AND json_extract(env, '$.ABXD_DAEMON') IS NULL";
+    let pid = wait_until("ArchiveBox's runner to hold the gate", CRAWL, || {
+        archivebox_value(&collection, theirs)
+    });
+    daemon.launch();
+    let said = format!("ArchiveBox's own runner (pid {pid}");
+    wait_until("abxd to say who holds the collection", CRAWL, || {
+        daemon.log().contains(&said).then_some(())
+    });
+    run_archivebox(
+        &archivebox,
+        &collection,
+        // (A plugin ArchiveBox's runner needs no binary for: it installs none here.)
+        &["add", "--bg", "--plugins", "hashes", &url],
+    );
+    let first = crawl_ids(&collection).remove(0);
+    wait_sealed_in_archivebox(&daemon, &collection, &first);
+    assert!(
+        daemon.store().crawls().get(1).unwrap().is_none(),
+        "abxd took nothing"
+    );
+    assert_eq!(archivebox_value(&collection, ABXD_RUNNER), None);
+    let warned = (daemon.log().lines())
+        .filter(|line| line.contains("WARN") && line.contains(&said))
+        .count();
+    assert_eq!(warned, 1, "said once while it lasts: {}", daemon.log());
+
+    // (Killed: its row is left running, as a runner that died leaves it.)
+    drop(runner);
+    let other = format!("{url}other.html");
+    run_archivebox(
+        &archivebox,
+        &collection,
+        &["add", "--bg", "--plugins", "title", &other],
+    );
+    let second = crawl_ids(&collection).pop().unwrap();
+    wait_sealed_in_archivebox(&daemon, &collection, &second);
+    assert!(archivebox_value(&collection, ABXD_RUNNER).is_some());
+    let served = (daemon.store().crawls().get(1).unwrap())
+        .and_then(|c| c.options.archivebox)
+        .map(|a| a.id);
+    assert_eq!(served.as_deref(), Some(second.as_str()), "abxd ran it");
+    daemon.assert_nothing_survives();
+}
+
 /// The daemon stopped (SIGSTOP) while this lives; continued (SIGCONT) when dropped, also when
 /// the test fails.
 struct Stopped(i32);
@@ -915,33 +977,16 @@ impl Drop for Stopped {
     }
 }
 
-/// ArchiveBox's web UI alone, as docs/service.md has an operator run it beside abxd: Daphne
-/// serving `archivebox.core.asgi:application` from the collection, as its owner — no runner of
-/// ArchiveBox's. Killed (its process group) when dropped.
-struct WebUi {
-    child: std::process::Child,
-    port: u16,
-}
+/// A long-running process of ArchiveBox's, started in the collection as its owner in a process
+/// group of its own; its group killed when dropped, also when the test fails.
+struct Owned(std::process::Child);
 
-impl WebUi {
-    fn start(archivebox: &Path, collection: &Path) -> WebUi {
+impl Owned {
+    fn start(program: &Path, args: &[&str], collection: &Path) -> Owned {
         use std::os::unix::process::CommandExt;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let user = common::hook_user();
-        let child = std::process::Command::new(archivebox.parent().unwrap().join("python"))
-            .args([
-                "-m",
-                "daphne",
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-            ])
-            .arg("archivebox.core.asgi:application")
+        let child = std::process::Command::new(program)
+            .args(args)
             .current_dir(collection)
             .env("HOME", collection)
             .env("DATA_DIR", collection)
@@ -953,7 +998,42 @@ impl WebUi {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let ui = WebUi { child, port };
+        Owned(child)
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(-(self.0.id() as i32));
+        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// ArchiveBox's web UI alone, as docs/service.md has an operator run it beside abxd: Daphne
+/// serving `archivebox.core.asgi:application` from the collection, as its owner — no runner of
+/// ArchiveBox's.
+struct WebUi {
+    _daphne: Owned,
+    port: u16,
+}
+
+impl WebUi {
+    fn start(archivebox: &Path, collection: &Path) -> WebUi {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let python = archivebox.parent().unwrap().join("python");
+        let port_arg = port.to_string();
+        let args = ["-m", "daphne", "--bind", "127.0.0.1", "--port", &port_arg];
+        let args = [&args[..], &["archivebox.core.asgi:application"]].concat();
+        let daphne = Owned::start(&python, &args, collection);
+        let ui = WebUi {
+            _daphne: daphne,
+            port,
+        };
         wait_until("ArchiveBox's web UI to answer", CRAWL, || {
             ui.request("GET", "/api/v1/docs", "", "").ok()
         });
@@ -978,14 +1058,6 @@ impl WebUi {
         let mut response = String::new();
         stream.read_to_string(&mut response)?;
         Ok(response)
-    }
-}
-
-impl Drop for WebUi {
-    fn drop(&mut self) {
-        let group = nix::unistd::Pid::from_raw(-(self.child.id() as i32));
-        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
     }
 }
 

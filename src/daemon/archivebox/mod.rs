@@ -47,6 +47,15 @@ enum Step {
     Python,
 }
 
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Copy => "a copy into the collection",
+            Step::Python => "ArchiveBox's side of the turn",
+        })
+    }
+}
+
 /// The step under way.
 struct Turn {
     row: i64,
@@ -79,6 +88,10 @@ pub(super) struct QueueServer {
     /// When ArchiveBox's side last applied ArchiveBox's retention (once a minute, as its
     /// runner does).
     last_retention: Option<Instant>,
+    /// What the last turn said went wrong, and what this one has said: a problem said turn
+    /// after turn (ArchiveBox's own runner holding the collection) is logged once as a warning
+    /// while it lasts.
+    errors: (Vec<String>, Vec<String>),
 }
 
 impl State {
@@ -124,10 +137,7 @@ impl State {
             let said = (crate::hooks::last_line_of(stderr))
                 .or_else(|| crate::hooks::last_line_of(stdout))
                 .unwrap_or_default();
-            log::warn!(
-                "ArchiveBox's queue: {:?} ended {outcome}: {said}",
-                turn.step
-            );
+            log::warn!("ArchiveBox's queue: {} ended {outcome}: {said}", turn.step);
         }
         if turn.step == Step::Copy {
             next_step(self, supervisor);
@@ -140,6 +150,8 @@ impl State {
         for said in claims.into_iter().chain(rest) {
             follow(self, supervisor, said);
         }
+        let errors = &mut self.queue_server.errors;
+        errors.0 = std::mem::take(&mut errors.1);
         turn_over(self, "");
         true
     }
@@ -187,7 +199,7 @@ fn next_step(state: &mut State, supervisor: &mut Supervisor<DaemonChild>) {
     );
     match spawned {
         Ok(spawned) => {
-            log::debug!("ArchiveBox's queue: {step:?} (row {})", spawned.row_id);
+            log::debug!("ArchiveBox's queue: {step} (row {})", spawned.row_id);
             if step == Step::Python {
                 state.queue_server.refused.clear();
             }
@@ -302,7 +314,12 @@ fn follow(state: &mut State, supervisor: &mut Supervisor<DaemonChild>, said: Sai
             action,
         } => return follow_control(state, supervisor, &archivebox_crawl, action),
         Said::Error { message } => {
-            log::warn!("ArchiveBox's queue: {message}");
+            let errors = &mut state.queue_server.errors;
+            match errors.0.contains(&message) {
+                true => log::debug!("ArchiveBox's queue, still: {message}"),
+                false => log::warn!("ArchiveBox's queue: {message}"),
+            }
+            errors.1.push(message);
             Ok(())
         }
     };
@@ -324,7 +341,7 @@ fn follow_control(
         Ok(None) => return,
         Err(err) => return log::warn!("ArchiveBox's queue: {err}"),
     };
-    log::info!("crawl {crawl_id}: {action:?} in ArchiveBox (its Crawl {archivebox_crawl})");
+    log::info!("crawl {crawl_id}: {action} in ArchiveBox (its Crawl {archivebox_crawl})");
     let done = match action {
         Control::Cancel => super::handlers::cancel_crawl(state, supervisor, crawl_id).map(drop),
         Control::Pause | Control::Resume => {
@@ -334,7 +351,7 @@ fn follow_control(
     match done {
         Ok(()) => state.wake = true,
         Err(err) => {
-            log::warn!("crawl {crawl_id}: cannot follow ArchiveBox's {action:?}: {err}")
+            log::warn!("crawl {crawl_id}: cannot follow the Crawl {action} in ArchiveBox: {err}")
         }
     }
 }

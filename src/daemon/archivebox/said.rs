@@ -43,6 +43,16 @@ pub(super) enum Control {
     Cancel,
 }
 
+impl std::fmt::Display for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Control::Pause => "paused",
+            Control::Resume => "resumed",
+            Control::Cancel => "cancelled",
+        })
+    }
+}
+
 /// One record of a turn's output.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]

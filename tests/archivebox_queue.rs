@@ -1248,7 +1248,10 @@ fn a_locked_archivebox_database_delays_what_abxd_writes_back_and_loses_nothing()
     lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
     std::fs::write(&flag, "").unwrap();
     daemon.wait_sealed(1, CRAWL);
-    let turns = |log: &str| log.matches("ArchiveBox's queue: Python").count();
+    let turns = |log: &str| {
+        log.matches("ArchiveBox's queue: ArchiveBox's side of the turn")
+            .count()
+    };
     let before = turns(&daemon.log());
     wait_until(
         "a turn to start while the database is locked",

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// How often ArchiveBox's side runs when this look finds nothing for it: for the schedules (a
 /// cron schedule comes due at most once a minute), and to keep abxd's runner row ahead of any
-/// ArchiveBox runner (`serve_queue.py`: it is kept created ten minutes ahead).
+/// ArchiveBox runner (`serve_queue.py`: it is kept created a day ahead).
 pub(super) const IDLE_EVERY: Duration = Duration::from_secs(60);
 
 /// What the collection's queue holds, as far as a turn is concerned.

@@ -67,6 +67,23 @@ fn abxd(daemon: &TestDaemon, args: &[&str]) -> (i32, String) {
     (output.status.code().unwrap_or(-1), printed)
 }
 
+/// Runs `abxd store recover` into `recovered.sqlite3` in `daemon`'s dir: its exit code, what it
+/// printed, and that path.
+fn recover(daemon: &TestDaemon) -> (i32, String, std::path::PathBuf) {
+    let recovered = daemon.dir.path().join("recovered.sqlite3");
+    let (code, said) = abxd(
+        daemon,
+        &["store", "recover", "--to", recovered.to_str().unwrap()],
+    );
+    (code, said, recovered)
+}
+
+/// How many process rows the store at `path` holds.
+fn process_rows(path: &Path) -> usize {
+    let store = Store::open_read_only(path).unwrap();
+    store.processes().list(&Default::default()).unwrap().len()
+}
+
 /// The daemon refuses to start on its store, naming the file, `what`, and the recovery.
 fn assert_refused(daemon: &mut TestDaemon, path: &Path, what: &str) {
     daemon.launch_expecting_failure();
@@ -98,17 +115,10 @@ fn a_truncated_database_is_refused_at_start_naming_what_is_wrong() {
     assert_eq!(code, 1, "{said}");
     assert!(said.contains("truncated"), "{said}");
     // What lay in the first half is recovered; the rest is said to be out of reach.
-    let recovered = daemon.dir.path().join("recovered.sqlite3");
-    let (code, said) = abxd(
-        &daemon,
-        &["store", "recover", "--to", recovered.to_str().unwrap()],
-    );
+    let (code, said, recovered) = recover(&daemon);
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("could not be reached"), "{said}");
-    let kept = (Store::open_read_only(&recovered).unwrap().processes())
-        .list(&Default::default())
-        .unwrap()
-        .len();
+    let kept = process_rows(&recovered);
     assert!(kept > 0 && kept < ROWS, "{kept} of {ROWS}: {said}");
     assert!(!daemon.dir.path().join("recovered.sqlite3.reading").exists());
 }
@@ -122,11 +132,7 @@ fn a_file_whose_schema_is_lost_is_said_to_hold_nothing_recoverable() {
     // Its first pages kept, the schema's later ones cut off.
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     file.set_len(4 * 4096).unwrap();
-    let recovered = daemon.dir.path().join("recovered.sqlite3");
-    let (code, said) = abxd(
-        &daemon,
-        &["store", "recover", "--to", recovered.to_str().unwrap()],
-    );
+    let (code, said, recovered) = recover(&daemon);
     assert_eq!(code, 1, "{said}");
     assert!(said.contains("nothing can be recovered"), "{said}");
     assert!(said.contains("its schema cannot be read"), "{said}");
@@ -165,21 +171,15 @@ fn a_flipped_page_is_refused_at_start_listed_by_check_and_recovered_into_a_new_f
     assert_eq!(code, 1, "{said}");
     assert!(said.contains("is damaged"), "{said}");
 
-    let recovered = daemon.dir.path().join("recovered.sqlite3");
-    let (code, said) = abxd(
-        &daemon,
-        &["store", "recover", "--to", recovered.to_str().unwrap()],
-    );
+    let (code, said, recovered) = recover(&daemon);
     assert_eq!(code, 0, "{said}");
-    let store = Store::open_read_only(&recovered).unwrap();
-    let kept = store.processes().list(&Default::default()).unwrap().len();
+    let kept = process_rows(&recovered);
     assert!(
         kept > 0 && kept < ROWS,
         "{kept} rows kept of {ROWS}: {said}"
     );
     assert!(said.contains("could not be read"), "{said}");
     assert!(said.contains(&format!("processes: {kept} rows")), "{said}");
-    drop(store);
 
     // The new file is whole, and the daemon starts on it.
     std::fs::rename(&recovered, &path).unwrap();

@@ -215,36 +215,6 @@ pub fn export_crawl(
     let mut exported = Exported::default();
     for snapshot in store.crawls().snapshots(crawl_id)? {
         let source = crate::hooks::snapshot_dir(&config.data_dir, crawl_id, snapshot.id);
-        if snapshot.status == WorkStatus::Started && placing == Placing::AsItGoes {
-            if let Some(uuid) = snapshot.uuid.as_deref() {
-                let place = target.join(crate::portable::snapshot_dir(
-                    user,
-                    snapshot.created_at,
-                    &snapshot.url,
-                    uuid,
-                ));
-                let ended = ended_plugins(&results, snapshot.id);
-                (placer.place_plugins(uuid, &source, &place, &ended)).map_err(
-                    |(path, cause)| ExportError::Io {
-                        snapshot: snapshot.id,
-                        what: "cannot copy a plugin's files into",
-                        path,
-                        cause,
-                    },
-                )?;
-            }
-        }
-        if snapshot.status != WorkStatus::Sealed {
-            continue;
-        }
-        if !source.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-            exported.without_dir += 1;
-            continue;
-        }
-        let Some(uuid) = snapshot.uuid.as_deref() else {
-            exported.without_dir += 1;
-            continue;
-        };
         let io = |what, path: &Path| {
             let path = path.to_path_buf();
             move |cause| ExportError::Io {
@@ -253,6 +223,27 @@ pub fn export_crawl(
                 path,
                 cause,
             }
+        };
+        // (Its place in the collection, by its UUID: one without has none.)
+        let place = (snapshot.uuid.as_deref()).map(|uuid| {
+            let dir = crate::portable::snapshot_dir(user, snapshot.created_at, &snapshot.url, uuid);
+            (uuid, target.join(dir))
+        });
+        match (snapshot.status, &place) {
+            (WorkStatus::Started, Some((uuid, place))) if placing == Placing::AsItGoes => {
+                let ended = ended_plugins(&results, snapshot.id);
+                (placer.place_plugins(uuid, &source, place, &ended))
+                    .map_err(|(what, path, cause)| io(what, &path)(cause))?;
+                continue;
+            }
+            (WorkStatus::Sealed, _) => {}
+            _ => continue,
+        }
+        let (Some((uuid, place)), true) =
+            (place, source.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        else {
+            exported.without_dir += 1;
+            continue;
         };
         if !index::is_sealed(&source) {
             let seal = index::Seal {
@@ -264,12 +255,6 @@ pub fn export_crawl(
             index::seal(&config.data_dir, &source, (&crawl, &snapshot), &seal)
                 .map_err(io("cannot seal the index in", &source))?;
         }
-        let place = target.join(crate::portable::snapshot_dir(
-            user,
-            snapshot.created_at,
-            &snapshot.url,
-            uuid,
-        ));
         exported.downloaded.push(downloaded(&snapshot, uuid));
         let there = place.symlink_metadata().is_ok();
         // (Placed as it goes, a snapshot is whole there once its index is: the seal's copy

@@ -52,6 +52,12 @@ pub(super) struct Placer<'a> {
 /// What failed placing a snapshot: what was done, where, and why.
 type PlaceError = (&'static str, PathBuf, std::io::Error);
 
+/// The [`PlaceError`] of `what` failing at `path`.
+fn failed(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> PlaceError {
+    let path = path.to_path_buf();
+    move |cause| (what, path, cause)
+}
+
 impl Placer<'_> {
     /// Copies the directory of each of `plugins` that `source` has and `place` has not yet into
     /// `place`: staged first, then renamed into place whole. (Its files change no more: its
@@ -63,7 +69,7 @@ impl Placer<'_> {
         source: &Path,
         place: &Path,
         plugins: &[&str],
-    ) -> Result<(), (PathBuf, std::io::Error)> {
+    ) -> Result<(), PlaceError> {
         let run_as = self.collection.run_as;
         for plugin in plugins {
             let (from, to) = (source.join(plugin), place.join(plugin));
@@ -72,12 +78,13 @@ impl Placer<'_> {
                 continue;
             }
             let staged = self.staging.join(format!("{uuid}.{plugin}"));
+            let what = "cannot copy a plugin's files into";
             if staged.symlink_metadata().is_ok() {
-                std::fs::remove_dir_all(&staged).map_err(|e| (staged.clone(), e))?;
+                std::fs::remove_dir_all(&staged).map_err(failed(what, &staged))?;
             }
-            copy_confined(&from, &staged, run_as).map_err(|e| (staged.clone(), e))?;
-            make_dirs(&self.collection.dir, place, run_as).map_err(|e| (place.to_path_buf(), e))?;
-            std::fs::rename(&staged, &to).map_err(|e| (to.clone(), e))?;
+            copy_confined(&from, &staged, run_as).map_err(failed(what, &staged))?;
+            make_dirs(&self.collection.dir, place, run_as).map_err(failed(what, place))?;
+            std::fs::rename(&staged, &to).map_err(failed(what, &to))?;
         }
         Ok(())
     }
@@ -95,10 +102,6 @@ impl Placer<'_> {
         let run_as = self.collection.run_as;
         let staged = self.staging.join(uuid);
         let replaced = self.staging.join(format!("{uuid}.replaced"));
-        let failed = |what, path: &Path| {
-            let path = path.to_path_buf();
-            move |cause| (what, path, cause)
-        };
         for old in [&staged, &replaced] {
             if old.symlink_metadata().is_ok() {
                 std::fs::remove_dir_all(old).map_err(failed("cannot clear", old))?;

@@ -51,9 +51,9 @@ pub(super) fn to_copy(state: &State) -> Result<Vec<HeldCrawl>, StoreError> {
     let mut crawls = Vec::new();
     for crawl in served.held()? {
         let snapshots = served.unmirrored(crawl.crawl_id)?;
-        let copied =
+        let to_place =
             |s: &ServedSnapshot| matches!(s.status, WorkStatus::Sealed | WorkStatus::Started);
-        if snapshots.iter().any(copied) {
+        if snapshots.iter().any(to_place) {
             crawls.push(crawl);
         }
     }

@@ -80,20 +80,11 @@ pub fn look(path: &Path) -> Result<(), StoreError> {
         Ok(meta) if meta.len() > 0 => {}
         _ => return Ok(()),
     }
-    let unreadable = |cause: std::io::Error| {
-        StoreError::Copy(format!("cannot read {}: {cause}", path.display()))
-    };
-    if let Some(problem) = file_header_problem(path).map_err(unreadable)? {
+    if let Some(problem) = file_header_problem(path).map_err(unreadable(path))? {
         return Err(damaged(path, problem));
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let open_err = |cause: rusqlite::Error| match is_damage(&cause) {
-        true => damaged(path, cause.to_string()),
-        false => StoreError::Open {
-            path: path.to_path_buf(),
-            cause,
-        },
-    };
+    let open_err = opening(path);
     let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
     conn.busy_timeout(QUICK_CHECK_BUDGET).map_err(open_err)?;
     match quick_check(&conn, QUICK_CHECK_BUDGET).map_err(open_err)? {
@@ -114,13 +105,14 @@ pub fn quick_check(conn: &Connection, budget: Duration) -> rusqlite::Result<Opti
     conn.progress_handler(10_000, None::<fn() -> bool>);
     match found {
         // (Pages so damaged that the check itself stops on them.)
-        Err(err) if is_damage(&err) => Ok(Some(err.to_string())),
+        Err(err) if is_damage(&err) => Ok(Some(said(&err))),
         Err(rusqlite::Error::SqliteFailure(err, _))
             if err.code == rusqlite::ErrorCode::OperationInterrupted =>
         {
             log::info!(
-                "the database's quick check did not end within {budget:?}: the rest is left to \
-                 `abxd store check`"
+                "the database's quick check did not end within {} s: the rest is left to `abxd \
+                 store check`",
+                budget.as_secs_f64()
             );
             Ok(None)
         }
@@ -130,10 +122,7 @@ pub fn quick_check(conn: &Connection, budget: Duration) -> rusqlite::Result<Opti
 
 /// Every problem SQLite's `integrity_check` finds in `conn`'s database (empty: none).
 pub fn integrity_check(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let mut statement = conn.prepare("PRAGMA integrity_check(1000)")?;
-    let said: Vec<String> = statement
-        .query_map([], |row| row.get(0))?
-        .collect::<Result<_, _>>()?;
+    let said = pragma_lines(conn, "PRAGMA integrity_check(1000)")?;
     Ok(said.into_iter().filter(|line| line != "ok").collect())
 }
 
@@ -145,17 +134,14 @@ pub fn check_file(path: &Path) -> Result<Vec<String>, StoreError> {
             path: path.to_path_buf(),
         });
     }
-    let unreadable = |cause: std::io::Error| {
-        StoreError::Copy(format!("cannot read {}: {cause}", path.display()))
-    };
-    if let Some(problem) = file_header_problem(path).map_err(unreadable)? {
+    if let Some(problem) = file_header_problem(path).map_err(unreadable(path))? {
         return Ok(vec![problem]);
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let checked = Connection::open_with_flags(path, flags).and_then(|conn| integrity_check(&conn));
     match checked {
         Ok(problems) => Ok(problems),
-        Err(err) if is_damage(&err) => Ok(vec![err.to_string()]),
+        Err(err) if is_damage(&err) => Ok(vec![said(&err)]),
         Err(cause) => Err(StoreError::Open {
             path: path.to_path_buf(),
             cause,
@@ -165,11 +151,15 @@ pub fn check_file(path: &Path) -> Result<Vec<String>, StoreError> {
 
 /// The problems `sql` (a check pragma) says, one a line, joined; none if it says `ok`.
 fn first_problem(conn: &Connection, sql: &str) -> rusqlite::Result<Option<String>> {
-    let mut statement = conn.prepare(sql)?;
-    let said: Vec<String> = statement
-        .query_map([], |row| row.get(0))?
-        .collect::<Result<_, _>>()?;
+    let said = pragma_lines(conn, sql)?;
     Ok((said != ["ok"]).then(|| said.join("; ")))
+}
+
+/// The lines a check pragma `sql` says.
+fn pragma_lines(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(sql)?;
+    let lines = statement.query_map([], |row| row.get(0))?;
+    lines.collect()
 }
 
 /// Whether `err` is SQLite saying the file is damaged or no database: what a look at a file
@@ -186,6 +176,33 @@ pub fn damaged(path: &Path, what: impl Into<String>) -> StoreError {
     StoreError::Damaged {
         path: path.to_path_buf(),
         what: what.into(),
+    }
+}
+
+/// What an SQLite error met opening `path` is: damage, said as such, or another failure.
+pub fn opening(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |cause| match is_damage(&cause) {
+        true => damaged(path, said(&cause)),
+        false => StoreError::Open {
+            path: path.to_path_buf(),
+            cause,
+        },
+    }
+}
+
+/// A file at `path` that could not be read to be looked at.
+pub fn unreadable(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
+    move |cause| StoreError::Copy(format!("cannot read {}: {cause}", path.display()))
+}
+
+/// What SQLite said, without rusqlite's own words ("Error code 11: …").
+pub fn said(err: &rusqlite::Error) -> String {
+    match err {
+        rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+        rusqlite::Error::SqliteFailure(err, None) => {
+            rusqlite::ffi::code_to_str(err.extended_code).to_string()
+        }
+        other => other.to_string(),
     }
 }
 

@@ -29,7 +29,7 @@ impl Store {
     /// An existing file is looked at first (`health::look`): a damaged one is refused before
     /// anything is written to it.
     pub fn open_at_version(path: &Path, version: u32) -> Result<Store, StoreError> {
-        let open_err = open_error(path);
+        let open_err = health::opening(path);
         check_files(path)?;
         health::look(path)?;
         let mut conn = Connection::open(path).map_err(open_err)?;
@@ -114,24 +114,13 @@ fn open_existing_with(path: &Path, mode: OpenFlags) -> Result<Store, StoreError>
             path: path.to_path_buf(),
         });
     }
-    let open_err = open_error(path);
+    let open_err = health::opening(path);
     let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
     configure(&conn).map_err(open_err)?;
     let found = migrations::user_version(&conn).map_err(open_err)?;
     at_latest(path, found)?;
     Ok(over(Db::Sqlite(conn), path, file_id(path)))
-}
-
-/// What an SQLite error met opening `path` is: damage, said as such, or another failure.
-fn open_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
-    move |cause| match health::is_damage(&cause) {
-        true => health::damaged(path, cause.to_string()),
-        false => StoreError::Open {
-            path: path.to_path_buf(),
-            cause,
-        },
-    }
 }
 
 /// `file`: the device and inode of the SQLite file opened at `path` (none for a server).

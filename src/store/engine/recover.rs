@@ -11,7 +11,7 @@
 //! damaged) are kept and counted, not dropped: the operator decides.
 
 use super::file::beside;
-use super::health::{file_header_problem, header_problem, is_damage};
+use super::health::{file_header_problem, header_problem, is_damage, said, unreadable};
 use crate::store::{migrations, Store, StoreError};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
@@ -154,18 +154,17 @@ fn untrusted_page_count(header: &[u8; 100], len: u64) -> Option<[u8; 4]> {
 
 /// The file to read (`path`, the scratch copy of `from`), at a schema this abxd knows.
 fn open_source(path: &Path, from: &Path) -> Result<Connection, StoreError> {
-    let header = file_header_problem(path)
-        .map_err(|err| StoreError::Copy(format!("cannot read {}: {err}", from.display())))?;
+    let header = file_header_problem(path).map_err(unreadable(from))?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let unreadable = |cause: rusqlite::Error| {
-        let why = header.clone().unwrap_or_else(|| cause.to_string());
+    let nothing_readable = |cause: rusqlite::Error| {
+        let why = header.clone().unwrap_or_else(|| said(&cause));
         StoreError::Copy(format!(
             "nothing can be recovered from {}: {why}",
             from.display()
         ))
     };
-    let source = Connection::open_with_flags(path, flags).map_err(unreadable)?;
-    let found = migrations::user_version(&source).map_err(unreadable)?;
+    let source = Connection::open_with_flags(path, flags).map_err(nothing_readable)?;
+    let found = migrations::user_version(&source).map_err(nothing_readable)?;
     // (Every table is found through the schema's own table: without it, none is.)
     let schema: rusqlite::Result<i64> =
         source.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0));
@@ -185,15 +184,6 @@ fn open_source(path: &Path, from: &Path) -> Result<Connection, StoreError> {
         });
     }
     Ok(source)
-}
-
-/// What SQLite said, without rusqlite's own words ("Error code 11: …").
-fn said(err: &rusqlite::Error) -> String {
-    match err {
-        rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
-        rusqlite::Error::SqliteFailure(err, None) => err.to_string(),
-        other => other.to_string(),
-    }
 }
 
 /// Copies what can be read of `table`.

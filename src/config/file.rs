@@ -48,6 +48,9 @@ pub(super) struct FileStore {
     /// This host's id among the machines sharing the database (default: /etc/machine-id).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) machine_id: Option<String>,
+    /// Whether what abxd answers for is on disk before it answers (default: true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) synchronous_commit: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -229,6 +232,7 @@ impl Config {
                     Location::File(_) => None,
                 },
                 machine_id: self.machine_id.clone(),
+                synchronous_commit: Some(self.synchronous_commit),
             },
             crawl: self.crawl.clone(),
             hooks: self.hooks.clone(),

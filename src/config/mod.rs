@@ -93,6 +93,9 @@ pub struct Config {
     pub database: Location,
     /// `store.machine_id`: this host's id among the machines sharing the database.
     pub machine_id: Option<String>,
+    /// `store.synchronous_commit`: whether a crawl added, a result's end, a seal — every write
+    /// abxd answers for — is on disk before the answer (`store::engine::durable`).
+    pub synchronous_commit: bool,
     pub plugins_dirs: Vec<PathBuf>,
     pub limits: Limits,
     pub timeouts: Timeouts,

@@ -71,6 +71,7 @@ impl Config {
             source: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             database,
             machine_id: file.store.machine_id,
+            synchronous_commit: file.store.synchronous_commit.unwrap_or(true),
             plugins_dirs: match &file.paths.plugins_dirs {
                 Some(dirs) => dirs.iter().map(|p| resolve(p)).collect(),
                 None => super::discover::plugins_dirs(&base, |key| std::env::var(key).ok()),

@@ -254,6 +254,7 @@ fn parsed_seeds(config: &Config, id: i64) -> Result<Parsed> {
 fn add_while_down(config: &Config, spec: CrawlSpec) -> Result<i64> {
     let crawl = verbs::crawl::admit(config, spec).map_err(super::refused_here)?;
     let store = Store::open_existing_at(&config.database)?;
+    store.set_synchronous_commit(config.synchronous_commit);
     Ok(verbs::crawl::enqueue(&store, config, &crawl)?)
 }
 

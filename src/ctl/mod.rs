@@ -297,6 +297,7 @@ fn ask_or_do_locally<T>(
         Ok(response) => Ok((answer(response).map_err(unexpected)?, true)),
         Err(CtlError::Client(ClientError::NotRunning { .. })) => {
             let store = Store::open_existing_at(&config.database)?;
+            store.set_synchronous_commit(config.synchronous_commit);
             Ok((locally(&store)?, false))
         }
         Err(err) => Err(err),

@@ -6,7 +6,7 @@
 //! `archivebox.serve_queue`, and `archivebox.data_dir` while a queue is served: abxd's row in
 //! the collection's runner gate is its daemon's, for its life) keep their running values — in the daemon *and* in the
 //! config handed to new workers, so no worker ever opens another database than its daemon; every
-//! other change is applied at once: log level, supervisor timing, the socket's frame limit and
+//! other change is applied at once: log level, supervisor timing, `store.synchronous_commit`, the socket's frame limit and
 //! its access policy (group and mode of the socket file included).
 
 use super::Daemon;
@@ -96,6 +96,9 @@ impl Daemon {
             log::error!("reload: cannot apply the socket's group or mode: {err}");
         }
         self.supervisor.set_timing(Timing::from_config(&config));
+        self.state
+            .store
+            .set_synchronous_commit(config.synchronous_commit);
         self.state.config = config;
         self.state.settle_hook_user();
         self.state.wake = true;

@@ -36,6 +36,7 @@ impl Daemon {
             cause,
         };
         let store = Store::open_at(&config.database).map_err(store_err)?;
+        store.set_synchronous_commit(config.synchronous_commit);
         store.queue().rebase_queue_clock().map_err(store_err)?;
         let instance = store.marker_namespace().map_err(store_err)?;
         let machine = Machine::this_host(store.shared_now());

@@ -77,6 +77,12 @@ pub struct Store {
     queue_clock: std::cell::Cell<fleet::clock::QueueClock>,
     /// The claim this store's writes of work are fenced to (a worker's; see `work::fence`).
     fence: Cell<Option<Claim>>,
+    /// Whether writes abxd answers for are made durable (`engine::durable`).
+    synchronous_commit: Cell<bool>,
+    /// Whether the write under way is one abxd answers for.
+    durable_next: Cell<bool>,
+    /// How the open transaction is to commit.
+    commit_as: Cell<engine::durable::Commit>,
 }
 
 /// A wall-clock time in ms as people read it (UTC, to the second).
@@ -325,5 +331,27 @@ mod tests {
         let worker = Store::open_existing(&path).unwrap();
         assert_eq!(synchronous(&daemon), 1);
         assert_eq!(synchronous(&worker), 1);
+    }
+
+    /// A write abxd answers for commits under `FULL`, alone or joining a batch, and leaves the
+    /// connection as cheap as before (`engine::durable`).
+    #[test]
+    fn a_durable_write_commits_and_leaves_the_connection_cheap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("abxd.sqlite3")).unwrap();
+        let spec = crate::domain::CrawlSpec::of_urls(vec!["http://a.test/".into()], 0);
+        let alone = store.crawls().add(&spec, None).unwrap();
+        assert_eq!(synchronous(&store), 1);
+        let joined = store.batch(|store| {
+            store.processes().insert(&test_hook()).unwrap();
+            store.crawls().add(&spec, None).unwrap()
+        });
+        assert_eq!(synchronous(&store), 1);
+        let first = store.batch(|store| store.crawls().add(&spec, None).unwrap());
+        assert_eq!(synchronous(&store), 1);
+        let reader = Store::open_read_only(&dir.path().join("abxd.sqlite3")).unwrap();
+        for id in [alone, joined, first] {
+            assert!(reader.crawls().get(id).unwrap().is_some(), "crawl {id}");
+        }
     }
 }

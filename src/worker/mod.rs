@@ -102,6 +102,7 @@ impl<O: RunsHooks> Context<O> {
         }
         // Never a new file: a database deleted under the daemon must not be replaced by workers.
         let store = Store::open_existing_at(&config.database)?;
+        store.set_synchronous_commit(config.synchronous_commit);
         let run_as = match crate::hook_user::for_crawls(&config).map_err(WorkerError::Setup)? {
             RunAs::Abxd => None,
             RunAs::User(user) => {

@@ -8,6 +8,7 @@
 //! differs between the two is said once, in `sql::Dialect`.
 
 pub mod busy;
+pub mod durable;
 pub mod file;
 pub mod health;
 pub mod location;

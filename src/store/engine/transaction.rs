@@ -6,6 +6,7 @@
 //! caller keeps) is counted in [`Store::failed_writes`]
 //! (what makes supervisors go over their rows again) and told to the store's back-off (`busy`).
 
+use crate::store::engine::durable;
 use crate::store::engine::sql::Db;
 use crate::store::{Store, StoreError};
 use std::time::Instant;
@@ -24,21 +25,19 @@ impl Store {
         } else {
             if self.db.in_transaction() {
                 // Left open by a write that never returned (a panic): nothing of it is kept.
-                let _ = self.run("ROLLBACK");
+                self.roll_back();
             }
-            self.run(self.db.dialect().begin_write())
-                .map_err(StoreError::from)
-                .and_then(|()| {
-                    let committed = f(&self.db).and_then(|value| {
-                        self.run("COMMIT")?;
-                        Ok(value)
-                    });
-                    if committed.is_err() {
-                        // (Fails harmlessly if SQLite rolled back already, e.g. on a full disk.)
-                        let _ = self.run("ROLLBACK");
-                    }
-                    committed
-                })
+            self.begin().map_err(StoreError::from).and_then(|()| {
+                let committed = f(&self.db).and_then(|value| {
+                    self.commit()?;
+                    Ok(value)
+                });
+                if committed.is_err() {
+                    // (Fails harmlessly if SQLite rolled back already, e.g. on a full disk.)
+                    self.roll_back();
+                }
+                committed
+            })
         };
         match written {
             Ok(value) => {
@@ -66,8 +65,12 @@ impl Store {
         f: impl FnOnce(&Db) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
-        if !self.db.in_transaction() {
-            self.run(self.db.dialect().begin_write())?;
+        if self.db.in_transaction() {
+            let durable = self.durable_next.get();
+            durable::joining(&self.db, durable)?;
+            self.commit_as.set(self.commit_as.get().joined_by(durable));
+        } else {
+            self.begin()?;
         }
         self.run("SAVEPOINT write")?;
         match f(&self.db) {
@@ -97,9 +100,9 @@ impl Store {
         let value = f(self);
         self.batch_depth.set(self.batch_depth.get() - 1);
         if self.batch_depth.get() == 0 && self.db.in_transaction() {
-            if let Err(err) = self.run("COMMIT") {
+            if let Err(err) = self.commit() {
                 log::error!("cannot commit a batch of writes: {err}");
-                let _ = self.run("ROLLBACK");
+                self.roll_back();
                 self.failed_writes.set(self.failed_writes.get() + 1);
             }
         }
@@ -124,16 +127,16 @@ impl Store {
             return value;
         }
         match value {
-            Ok(value) => match self.run("COMMIT") {
+            Ok(value) => match self.commit() {
                 Ok(()) => Ok(value),
                 Err(err) => {
-                    let _ = self.run("ROLLBACK");
+                    self.roll_back();
                     self.failed_writes.set(self.failed_writes.get() + 1);
                     Err(err.into())
                 }
             },
             Err(err) => {
-                let _ = self.run("ROLLBACK");
+                self.roll_back();
                 Err(err)
             }
         }
@@ -156,6 +159,40 @@ impl Store {
         let mut backoff = self.backoff.get();
         backoff.after_write(busy, self.patience.get(), now);
         self.backoff.set(backoff);
+    }
+
+    /// Makes the write `write` makes one abxd answers for (see `durable`): its transaction is
+    /// on disk before that write returns — or, inside a batch, before the batch's commit does.
+    pub(crate) fn durably<T>(&self, write: impl FnOnce() -> T) -> T {
+        self.durable_next.set(self.synchronous_commit.get());
+        let written = write();
+        self.durable_next.set(false);
+        written
+    }
+
+    /// Whether writes abxd answers for are made durable before it answers (`[store]
+    /// synchronous_commit`, on unless the config turns it off).
+    pub fn set_synchronous_commit(&self, on: bool) {
+        self.synchronous_commit.set(on);
+    }
+
+    /// Begins a write transaction, durable if the write beginning it is.
+    fn begin(&self) -> Result<(), crate::store::engine::sql::SqlError> {
+        let begin = self.db.dialect().begin_write();
+        let commit_as = durable::begin(&self.db, begin, self.durable_next.get())?;
+        self.commit_as.set(commit_as);
+        Ok(())
+    }
+
+    /// Commits the open transaction, durably if a write of it was.
+    fn commit(&self) -> Result<(), crate::store::engine::sql::SqlError> {
+        durable::commit(&self.db, &self.path, self.commit_as.take())
+    }
+
+    /// Rolls the open transaction back (harmlessly if SQLite did already).
+    fn roll_back(&self) {
+        let _ = self.run("ROLLBACK");
+        durable::rolled_back(&self.db, self.commit_as.take());
     }
 
     /// Runs one statement without parameters, kept parsed (transaction control runs on every

@@ -22,18 +22,20 @@ impl Crawls<'_> {
     /// (queued, started) become `cancelled`.
     pub fn cancel(&self, id: i64) -> Result<(), StoreError> {
         let now = now_ms();
-        self.store.write(|tx| {
-            for sql in [
-                "UPDATE results SET status = 'cancelled', ended_at = ?2 \
+        self.store.durably(|| {
+            self.store.write(|tx| {
+                for sql in [
+                    "UPDATE results SET status = 'cancelled', ended_at = ?2 \
                  WHERE crawl_id = ?1 AND status IN ('queued', 'started')",
-                "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
+                    "UPDATE snapshots SET status = 'sealed', sealed_at = ?2 \
                  WHERE crawl_id = ?1 AND status != 'sealed'",
-                "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
+                    "UPDATE crawls SET status = 'sealed', sealed_at = ?2, outcome = 'cancelled' \
                  WHERE id = ?1 AND status != 'sealed'",
-            ] {
-                tx.execute(sql, &args![id, now])?;
-            }
-            Ok(())
+                ] {
+                    tx.execute(sql, &args![id, now])?;
+                }
+                Ok(())
+            })
         })
     }
 
@@ -56,40 +58,42 @@ impl Crawls<'_> {
             RetryScope::All => "('failed', 'cancelled', 'noresults', 'skipped')",
         };
         let now = self.store.queue_now();
-        self.store.write(|tx| {
-            let retried = tx.execute(
-                &format!(
-                    "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
+        self.store.durably(|| {
+            self.store.write(|tx| {
+                let retried = tx.execute(
+                    &format!(
+                        "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
                      output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
                      process_id = NULL WHERE crawl_id = ?1 AND status IN {statuses} \
                      AND (CAST(?2 AS TEXT) IS NULL OR hook = ?2 OR ({FAILED_SESSION}))"
-                ),
-                &args![crawl_id, hook],
-            )?;
-            if !crawl.retry_reopens(retried, hook) {
-                return Ok(None);
-            }
-            tx.execute(
-                "UPDATE snapshots SET status = 'queued', sealed_at = NULL, retry_at = ?2, \
+                    ),
+                    &args![crawl_id, hook],
+                )?;
+                if !crawl.retry_reopens(retried, hook) {
+                    return Ok(None);
+                }
+                tx.execute(
+                    "UPDATE snapshots SET status = 'queued', sealed_at = NULL, retry_at = ?2, \
                  ended_by = NULL, restarts = 0, owner_id = NULL, epoch = epoch + 1 \
                  WHERE crawl_id = ?1 AND status = 'sealed' AND (\
                    id IN (SELECT snapshot_id FROM results WHERE crawl_id = ?1 \
                           AND status = 'queued') \
                    OR (?3 AND NOT EXISTS (SELECT 1 FROM results r \
                                           WHERE r.snapshot_id = snapshots.id)))",
-                &args![
-                    crawl_id,
-                    now,
-                    hook.is_none() && crawl.outcome == Some(CrawlOutcome::Cancelled)
-                ],
-            )?;
-            tx.execute(
-                "UPDATE crawls SET status = 'queued', sealed_at = NULL, outcome = NULL, \
+                    &args![
+                        crawl_id,
+                        now,
+                        hook.is_none() && crawl.outcome == Some(CrawlOutcome::Cancelled)
+                    ],
+                )?;
+                tx.execute(
+                    "UPDATE crawls SET status = 'queued', sealed_at = NULL, outcome = NULL, \
                  ended_by = NULL, retry_at = ?2, restarts = 0, owner_id = NULL, \
                  epoch = epoch + 1 WHERE id = ?1",
-                &args![crawl_id, now],
-            )?;
-            Ok(Some(retried))
+                    &args![crawl_id, now],
+                )?;
+                Ok(Some(retried))
+            })
         })
     }
 
@@ -97,12 +101,14 @@ impl Crawls<'_> {
     /// running hooks go on) or resumes it (judged by the caller: `verbs::work::pause`).
     pub fn set_paused(&self, crawl_id: i64, paused: bool) -> Result<(), StoreError> {
         let at = paused.then(now_ms);
-        self.store.write(|tx| {
-            tx.execute(
-                "UPDATE crawls SET paused_at = ?2 WHERE id = ?1",
-                &args![crawl_id, at],
-            )?;
-            Ok(())
+        self.store.durably(|| {
+            self.store.write(|tx| {
+                tx.execute(
+                    "UPDATE crawls SET paused_at = ?2 WHERE id = ?1",
+                    &args![crawl_id, at],
+                )?;
+                Ok(())
+            })
         })
     }
 

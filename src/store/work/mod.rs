@@ -261,8 +261,10 @@ impl Crawls<'_> {
             schedule_id: None,
             import_url: None,
         };
-        self.store
-            .write(|tx| insert_crawl(tx, &crawl, due, export_to))
+        self.store.durably(|| {
+            self.store
+                .write(|tx| insert_crawl(tx, &crawl, due, export_to))
+        })
     }
 
     pub fn get(&self, id: i64) -> Result<Option<Crawl>, StoreError> {

@@ -194,22 +194,24 @@ impl WorkQueue<'_> {
     ) -> Result<bool, StoreError> {
         let table = table(claim.queue);
         let now = now_ms();
-        let sealed = self.store.write_work(|tx| {
-            first(tx)?;
-            let changed = tx.execute(
-                &format!(
-                    "UPDATE {table} SET status = 'sealed', sealed_at = ?3, epoch = epoch + 1 \
+        let sealed = self.store.durably(|| {
+            self.store.write_work(|tx| {
+                first(tx)?;
+                let changed = tx.execute(
+                    &format!(
+                        "UPDATE {table} SET status = 'sealed', sealed_at = ?3, epoch = epoch + 1 \
                      WHERE id = ?1 AND epoch = ?2 AND status != 'sealed'"
-                ),
-                &args![claim.id, claim.epoch, now],
-            )?;
-            if changed == 1 && claim.queue == Queue::Crawls {
-                tx.execute(
-                    "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
-                    &args![claim.id],
+                    ),
+                    &args![claim.id, claim.epoch, now],
                 )?;
-            }
-            Ok(changed == 1)
+                if changed == 1 && claim.queue == Queue::Crawls {
+                    tx.execute(
+                        "UPDATE crawls SET outcome = COALESCE(outcome, 'finished') WHERE id = ?1",
+                        &args![claim.id],
+                    )?;
+                }
+                Ok(changed == 1)
+            })
         })?;
         if sealed {
             self.store.follow_fence(claim, claim.epoch + 1);

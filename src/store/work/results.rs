@@ -111,14 +111,16 @@ impl Results<'_> {
     ) -> Result<(), StoreError> {
         let files = serde_json::to_string(output_files).expect("strings serialize");
         let now = now_ms();
-        self.store.write_work(|tx| {
-            tx.execute(
-                "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
+        self.store.durably(|| {
+            self.store.write_work(|tx| {
+                tx.execute(
+                    "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \
                  output_size = ?5, ended_at = ?6 WHERE id = ?1 AND status != 'succeeded' \
                  AND (status != 'cancelled' OR ?2 = 'succeeded')",
-                &args![id, status, output, files, output_size, now],
-            )?;
-            Ok(())
+                    &args![id, status, output, files, output_size, now],
+                )?;
+                Ok(())
+            })
         })
     }
 

@@ -116,28 +116,30 @@ impl Schedules<'_> {
             (spec.plugins.as_ref()).map(|p| serde_json::to_string(p).expect("strings serialize"));
         let rules = serde_json::to_string(&spec.rules).expect("rules serialize");
         let options = serde_json::to_string(&spec.options).expect("options serialize");
-        let id = self.store.write(|tx| {
-            Ok(tx
-                .query_one(
-                    "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
+        let id = self.store.durably(|| {
+            self.store.write(|tx| {
+                Ok(tx
+                    .query_one(
+                        "INSERT INTO schedules (urls, max_depth, plugins, rules, every_ms, cron, \
                      anchor_at, next_at, created_at, uuid, import, options, zone) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?7, ?9, ?10, ?11, ?12) RETURNING id",
-                    &args![
-                        urls,
-                        spec.depth,
-                        plugins,
-                        rules,
-                        every_ms,
-                        cron,
-                        now,
-                        next_at,
-                        crate::uuid7::new(),
-                        i64::from(new.import),
-                        options,
-                        zone.iana_name()
-                    ],
-                )?
-                .get(0)?)
+                        &args![
+                            urls,
+                            spec.depth,
+                            plugins,
+                            rules,
+                            every_ms,
+                            cron,
+                            now,
+                            next_at,
+                            crate::uuid7::new(),
+                            i64::from(new.import),
+                            options,
+                            zone.iana_name()
+                        ],
+                    )?
+                    .get(0)?)
+            })
         })?;
         Ok((id, next_at))
     }
@@ -164,12 +166,14 @@ impl Schedules<'_> {
 
     /// Removes schedule `id` (its crawls stay, no longer linked to it); whether it was there.
     pub fn remove(&self, id: i64) -> Result<bool, StoreError> {
-        self.store.write(|tx| {
-            tx.execute(
-                "UPDATE crawls SET schedule_id = NULL WHERE schedule_id = ?1",
-                &args![id],
-            )?;
-            Ok(tx.execute("DELETE FROM schedules WHERE id = ?1", &args![id])? == 1)
+        self.store.durably(|| {
+            self.store.write(|tx| {
+                tx.execute(
+                    "UPDATE crawls SET schedule_id = NULL WHERE schedule_id = ?1",
+                    &args![id],
+                )?;
+                Ok(tx.execute("DELETE FROM schedules WHERE id = ?1", &args![id])? == 1)
+            })
         })
     }
 
@@ -189,11 +193,13 @@ impl Schedules<'_> {
             _ => schedule.next_at,
         };
         let paused_at = paused.then_some(now);
-        self.store.write(|tx| {
-            Ok(tx.execute(
-                "UPDATE schedules SET paused_at = ?2, next_at = ?3 WHERE id = ?1",
-                &args![id, paused_at, next_at],
-            )? == 1)
+        self.store.durably(|| {
+            self.store.write(|tx| {
+                Ok(tx.execute(
+                    "UPDATE schedules SET paused_at = ?2, next_at = ?3 WHERE id = ?1",
+                    &args![id, paused_at, next_at],
+                )? == 1)
+            })
         })
     }
 

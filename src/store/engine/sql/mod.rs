@@ -116,6 +116,10 @@ pub enum SqlError {
     /// The server is out of reach for now (busy: try again later).
     #[error("{0}")]
     Disconnected(String),
+    /// A commit that is made but not known to be on disk: its write-ahead log could not be
+    /// synced (`durable`).
+    #[error("{0}")]
+    Unsynced(String),
 }
 
 impl SqlError {

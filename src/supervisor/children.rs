@@ -73,6 +73,11 @@ impl<O: Owner> Children<O> {
         self.by_pid.remove(&pid)
     }
 
+    /// The stdout and stderr log files of child `pid`.
+    pub fn logs_of(&self, pid: i32) -> Option<&(PathBuf, PathBuf)> {
+        self.by_pid.get(&pid).map(|c| &c.logs)
+    }
+
     /// The row of child `pid`.
     pub fn row_of(&self, pid: i32) -> Option<i64> {
         self.by_pid.get(&pid).map(|c| c.row_id)

@@ -167,6 +167,9 @@ impl<O: Owner> Supervisor<O> {
         reaped: &[reaper::Reaped],
     ) -> Vec<Option<End>> {
         let at = now_ms();
+        for logs in reaped.iter().filter_map(|r| self.children.logs_of(r.pid)) {
+            sync_logs(logs);
+        }
         let ends: Vec<Option<End>> = reaped.iter().map(|r| self.end_of(store, r, at)).collect();
         let children_reaped = reaped
             .iter()
@@ -259,6 +262,17 @@ impl<O: Owner> Supervisor<O> {
                 reason: EndReason::Killed,
                 leaked: false,
             });
+        }
+    }
+}
+
+/// Puts what a reaped child printed on disk before its end is recorded: a run whose end survives
+/// a power cut then has its output too, so the next worker that takes the run over from its
+/// row's end (`hooks::unrecorded`) reads what it printed, not an empty file.
+fn sync_logs((stdout, stderr): &(std::path::PathBuf, std::path::PathBuf)) {
+    for path in [stdout, stderr] {
+        if let Err(err) = std::fs::File::open(path).and_then(|file| file.sync_data()) {
+            log::debug!("cannot sync {}: {err}", path.display());
         }
     }
 }

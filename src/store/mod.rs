@@ -77,12 +77,8 @@ pub struct Store {
     queue_clock: std::cell::Cell<fleet::clock::QueueClock>,
     /// The claim this store's writes of work are fenced to (a worker's; see `work::fence`).
     fence: Cell<Option<Claim>>,
-    /// Whether writes abxd answers for are made durable (`engine::durable`).
-    synchronous_commit: Cell<bool>,
-    /// Whether the write under way is one abxd answers for.
-    durable_next: Cell<bool>,
-    /// How the open transaction is to commit.
-    commit_as: Cell<engine::durable::Commit>,
+    /// How its transactions commit: durably or not (`engine::durable`).
+    commits: engine::durable::Commits,
 }
 
 /// A wall-clock time in ms as people read it (UTC, to the second).

@@ -12,11 +12,12 @@
 //! cheap), as PostgreSQL's own setting of that name does.
 
 use crate::store::engine::sql::{Db, SqlError};
+use std::cell::Cell;
 use std::path::Path;
 
 /// How the open transaction commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Commit {
+enum Commit {
     /// Cheaply: nothing in it was answered for.
     #[default]
     Cheap,
@@ -29,7 +30,7 @@ pub enum Commit {
 impl Commit {
     /// How a transaction commits once a write of it (`durable` or not) joined it, having
     /// committed as `self` so far.
-    pub fn joined_by(self, durable: bool) -> Commit {
+    fn joined_by(self, durable: bool) -> Commit {
         match self {
             Commit::Cheap if durable => Commit::SyncLog,
             other => other,
@@ -37,70 +38,108 @@ impl Commit {
     }
 }
 
-/// Begins a write transaction on `db` with `begin` (the dialect's), durably if `durable`;
-/// returns how it is to commit.
-pub fn begin(db: &Db, begin: &str, durable: bool) -> Result<Commit, SqlError> {
-    match db {
-        Db::Sqlite(_) if durable => {
-            // (Only outside a transaction may SQLite's safety level change.)
-            db.execute("PRAGMA synchronous = FULL", &[])?;
-            if let Err(err) = db.execute(begin, &[]) {
-                let _ = db.execute("PRAGMA synchronous = NORMAL", &[]);
-                return Err(err);
-            }
-            Ok(Commit::Full)
-        }
-        _ => {
-            db.execute(begin, &[])?;
-            if durable {
-                postgres_on(db)?;
-            }
-            Ok(Commit::Cheap)
+/// How a store's transactions commit: whether durable commits are asked for at all, whether the
+/// write under way is one abxd answers for, and how the open transaction is to commit.
+#[derive(Debug)]
+pub struct Commits {
+    synchronous_commit: Cell<bool>,
+    next_durable: Cell<bool>,
+    open: Cell<Commit>,
+}
+
+impl Default for Commits {
+    fn default() -> Self {
+        Commits {
+            synchronous_commit: Cell::new(true),
+            next_durable: Cell::new(false),
+            open: Cell::default(),
         }
     }
 }
 
-/// Asks what a durable write that joins an open transaction needs of it now (PostgreSQL:
-/// `synchronous_commit` on for it; SQLite: nothing until the commit).
-pub fn joining(db: &Db, durable: bool) -> Result<(), SqlError> {
-    if durable {
-        postgres_on(db)?;
+impl Commits {
+    /// Whether writes abxd answers for are made durable (`[store] synchronous_commit`).
+    pub fn set_synchronous_commit(&self, on: bool) {
+        self.synchronous_commit.set(on);
     }
-    Ok(())
+
+    /// Makes the write `write` makes one abxd answers for: its transaction is on disk before
+    /// that write returns — or, inside a batch, before the batch's commit does.
+    pub fn durably<T>(&self, write: impl FnOnce() -> T) -> T {
+        self.next_durable.set(self.synchronous_commit.get());
+        let written = write();
+        self.next_durable.set(false);
+        written
+    }
+
+    /// Begins a write transaction on `db`, durably if the write beginning it is.
+    pub fn begin(&self, db: &Db) -> Result<(), SqlError> {
+        let begin = db.dialect().begin_write();
+        let durable = self.next_durable.get();
+        let commit = match db {
+            Db::Sqlite(_) if durable => {
+                // (Only outside a transaction may SQLite's safety level change.)
+                db.run("PRAGMA synchronous = FULL")?;
+                if let Err(err) = db.run(begin) {
+                    let _ = db.run("PRAGMA synchronous = NORMAL");
+                    return Err(err);
+                }
+                Commit::Full
+            }
+            _ => {
+                db.run(begin)?;
+                if durable {
+                    postgres_on(db)?;
+                }
+                Commit::Cheap
+            }
+        };
+        self.open.set(commit);
+        Ok(())
+    }
+
+    /// A write joins the transaction open on `db`: if it is durable, so is the commit.
+    pub fn join(&self, db: &Db) -> Result<(), SqlError> {
+        let durable = self.next_durable.get();
+        if durable {
+            postgres_on(db)?;
+        }
+        self.open.set(self.open.get().joined_by(durable));
+        Ok(())
+    }
+
+    /// Commits the transaction open on `db` (SQLite's file at `path`), durably if a write of it
+    /// was. An error of the log's sync is returned as such: the transaction is committed but
+    /// not known to be on disk, so its caller must not answer for it.
+    pub fn commit(&self, db: &Db, path: &Path) -> Result<(), SqlError> {
+        let committed = db.run("COMMIT");
+        match self.open.take() {
+            Commit::Cheap => committed,
+            Commit::Full => {
+                let _ = db.run("PRAGMA synchronous = NORMAL");
+                committed
+            }
+            Commit::SyncLog => {
+                committed?;
+                sync_log(db, path)
+            }
+        }
+    }
+
+    /// Rolls the transaction open on `db` back (harmlessly if SQLite did already, e.g. on a
+    /// full disk).
+    pub fn roll_back(&self, db: &Db) {
+        let _ = db.run("ROLLBACK");
+        if self.open.take() == Commit::Full {
+            let _ = db.run("PRAGMA synchronous = NORMAL");
+        }
+    }
 }
 
 fn postgres_on(db: &Db) -> Result<(), SqlError> {
     match db {
-        Db::Postgres(_) => db
-            .execute("SET LOCAL synchronous_commit TO on", &[])
-            .map(drop),
+        Db::Postgres(_) => db.run("SET LOCAL synchronous_commit TO on"),
         Db::Sqlite(_) => Ok(()),
-    }
-}
-
-/// Commits the open transaction on `db` (SQLite's file at `path`) as `commit` says. An error of
-/// the log's sync is returned as an I/O error: the transaction is committed but not known to be
-/// on disk, so its caller must not answer for it.
-pub fn commit(db: &Db, path: &Path, commit: Commit) -> Result<(), SqlError> {
-    let committed = db.execute("COMMIT", &[]).map(drop);
-    match commit {
-        Commit::Cheap => committed,
-        Commit::Full => {
-            let _ = db.execute("PRAGMA synchronous = NORMAL", &[]);
-            committed
-        }
-        Commit::SyncLog => {
-            committed?;
-            sync_log(db, path)
-        }
-    }
-}
-
-/// What is left to undo of a transaction that `commit` would have committed, once it was
-/// rolled back.
-pub fn rolled_back(db: &Db, commit: Commit) {
-    if commit == Commit::Full {
-        let _ = db.execute("PRAGMA synchronous = NORMAL", &[]);
     }
 }
 

@@ -137,9 +137,7 @@ pub(in crate::store) fn over(db: Db, path: &Path, file: Option<(u64, u64)>) -> S
         kept: Default::default(),
         queue_clock: Default::default(),
         fence: Cell::new(None),
-        synchronous_commit: Cell::new(true),
-        durable_next: Cell::new(false),
-        commit_as: Cell::default(),
+        commits: Default::default(),
     }
 }
 

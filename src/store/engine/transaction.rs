@@ -1,12 +1,12 @@
 //! Transactions: every write is all or nothing, and a store's writes can be gathered into one
-//! transaction ([`Store::batch`], [`Store::all_or_nothing`]).
+//! transaction ([`Store::batch`], [`Store::all_or_nothing`]); a transaction holding a write abxd
+//! answers for commits durably (`durable`).
 //!
 //! Invariants: a write takes the lock up front (`BEGIN IMMEDIATE`), so it never fails half-way
 //! with "database is locked"; a write that failed (not one the busy database refused, which its
 //! caller keeps) is counted in [`Store::failed_writes`]
 //! (what makes supervisors go over their rows again) and told to the store's back-off (`busy`).
 
-use crate::store::engine::durable;
 use crate::store::engine::sql::Db;
 use crate::store::{Store, StoreError};
 use std::time::Instant;
@@ -25,19 +25,22 @@ impl Store {
         } else {
             if self.db.in_transaction() {
                 // Left open by a write that never returned (a panic): nothing of it is kept.
-                self.roll_back();
+                self.commits.roll_back(&self.db);
             }
-            self.begin().map_err(StoreError::from).and_then(|()| {
-                let committed = f(&self.db).and_then(|value| {
-                    self.commit()?;
-                    Ok(value)
-                });
-                if committed.is_err() {
-                    // (Fails harmlessly if SQLite rolled back already, e.g. on a full disk.)
-                    self.roll_back();
-                }
-                committed
-            })
+            self.commits
+                .begin(&self.db)
+                .map_err(StoreError::from)
+                .and_then(|()| {
+                    let committed = f(&self.db).and_then(|value| {
+                        self.commits.commit(&self.db, &self.path)?;
+                        Ok(value)
+                    });
+                    if committed.is_err() {
+                        // (Fails harmlessly if SQLite rolled back already, e.g. on a full disk.)
+                        self.commits.roll_back(&self.db);
+                    }
+                    committed
+                })
         };
         match written {
             Ok(value) => {
@@ -66,22 +69,20 @@ impl Store {
     ) -> Result<T, StoreError> {
         // (Also when SQLite rolled the batch's transaction back itself, e.g. on a full disk.)
         if self.db.in_transaction() {
-            let durable = self.durable_next.get();
-            durable::joining(&self.db, durable)?;
-            self.commit_as.set(self.commit_as.get().joined_by(durable));
+            self.commits.join(&self.db)?;
         } else {
-            self.begin()?;
+            self.commits.begin(&self.db)?;
         }
-        self.run("SAVEPOINT write")?;
+        self.db.run("SAVEPOINT write")?;
         match f(&self.db) {
             Ok(value) => {
-                self.run("RELEASE write")?;
+                self.db.run("RELEASE write")?;
                 Ok(value)
             }
             Err(err) => {
                 if self.db.in_transaction() {
-                    let _ = self.run("ROLLBACK TO write");
-                    let _ = self.run("RELEASE write");
+                    let _ = self.db.run("ROLLBACK TO write");
+                    let _ = self.db.run("RELEASE write");
                 }
                 Err(err)
             }
@@ -100,9 +101,9 @@ impl Store {
         let value = f(self);
         self.batch_depth.set(self.batch_depth.get() - 1);
         if self.batch_depth.get() == 0 && self.db.in_transaction() {
-            if let Err(err) = self.commit() {
+            if let Err(err) = self.commits.commit(&self.db, &self.path) {
                 log::error!("cannot commit a batch of writes: {err}");
-                self.roll_back();
+                self.commits.roll_back(&self.db);
                 self.failed_writes.set(self.failed_writes.get() + 1);
             }
         }
@@ -127,16 +128,16 @@ impl Store {
             return value;
         }
         match value {
-            Ok(value) => match self.commit() {
+            Ok(value) => match self.commits.commit(&self.db, &self.path) {
                 Ok(()) => Ok(value),
                 Err(err) => {
-                    self.roll_back();
+                    self.commits.roll_back(&self.db);
                     self.failed_writes.set(self.failed_writes.get() + 1);
                     Err(err.into())
                 }
             },
             Err(err) => {
-                self.roll_back();
+                self.commits.roll_back(&self.db);
                 Err(err)
             }
         }
@@ -161,43 +162,9 @@ impl Store {
         self.backoff.set(backoff);
     }
 
-    /// Makes the write `write` makes one abxd answers for (see `durable`): its transaction is
-    /// on disk before that write returns — or, inside a batch, before the batch's commit does.
-    pub(crate) fn durably<T>(&self, write: impl FnOnce() -> T) -> T {
-        self.durable_next.set(self.synchronous_commit.get());
-        let written = write();
-        self.durable_next.set(false);
-        written
-    }
-
     /// Whether writes abxd answers for are made durable before it answers (`[store]
-    /// synchronous_commit`, on unless the config turns it off).
+    /// synchronous_commit`, on unless the config turns it off; see `durable`).
     pub fn set_synchronous_commit(&self, on: bool) {
-        self.synchronous_commit.set(on);
-    }
-
-    /// Begins a write transaction, durable if the write beginning it is.
-    fn begin(&self) -> Result<(), crate::store::engine::sql::SqlError> {
-        let begin = self.db.dialect().begin_write();
-        let commit_as = durable::begin(&self.db, begin, self.durable_next.get())?;
-        self.commit_as.set(commit_as);
-        Ok(())
-    }
-
-    /// Commits the open transaction, durably if a write of it was.
-    fn commit(&self) -> Result<(), crate::store::engine::sql::SqlError> {
-        durable::commit(&self.db, &self.path, self.commit_as.take())
-    }
-
-    /// Rolls the open transaction back (harmlessly if SQLite did already).
-    fn roll_back(&self) {
-        let _ = self.run("ROLLBACK");
-        durable::rolled_back(&self.db, self.commit_as.take());
-    }
-
-    /// Runs one statement without parameters, kept parsed (transaction control runs on every
-    /// write).
-    fn run(&self, sql: &str) -> Result<(), crate::store::engine::sql::SqlError> {
-        self.db.execute(sql, &[]).map(drop)
+        self.commits.set_synchronous_commit(on);
     }
 }

@@ -22,7 +22,7 @@ impl Crawls<'_> {
     /// (queued, started) become `cancelled`.
     pub fn cancel(&self, id: i64) -> Result<(), StoreError> {
         let now = now_ms();
-        self.store.durably(|| {
+        self.store.commits.durably(|| {
             self.store.write(|tx| {
                 for sql in [
                     "UPDATE results SET status = 'cancelled', ended_at = ?2 \
@@ -58,7 +58,7 @@ impl Crawls<'_> {
             RetryScope::All => "('failed', 'cancelled', 'noresults', 'skipped')",
         };
         let now = self.store.queue_now();
-        self.store.durably(|| {
+        self.store.commits.durably(|| {
             self.store.write(|tx| {
                 let retried = tx.execute(
                     &format!(
@@ -101,7 +101,7 @@ impl Crawls<'_> {
     /// running hooks go on) or resumes it (judged by the caller: `verbs::work::pause`).
     pub fn set_paused(&self, crawl_id: i64, paused: bool) -> Result<(), StoreError> {
         let at = paused.then(now_ms);
-        self.store.durably(|| {
+        self.store.commits.durably(|| {
             self.store.write(|tx| {
                 tx.execute(
                     "UPDATE crawls SET paused_at = ?2 WHERE id = ?1",

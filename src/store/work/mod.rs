@@ -261,7 +261,7 @@ impl Crawls<'_> {
             schedule_id: None,
             import_url: None,
         };
-        self.store.durably(|| {
+        self.store.commits.durably(|| {
             self.store
                 .write(|tx| insert_crawl(tx, &crawl, due, export_to))
         })

@@ -194,7 +194,7 @@ impl WorkQueue<'_> {
     ) -> Result<bool, StoreError> {
         let table = table(claim.queue);
         let now = now_ms();
-        let sealed = self.store.durably(|| {
+        let sealed = self.store.commits.durably(|| {
             self.store.write_work(|tx| {
                 first(tx)?;
                 let changed = tx.execute(

@@ -111,7 +111,7 @@ impl Results<'_> {
     ) -> Result<(), StoreError> {
         let files = serde_json::to_string(output_files).expect("strings serialize");
         let now = now_ms();
-        self.store.durably(|| {
+        self.store.commits.durably(|| {
             self.store.write_work(|tx| {
                 tx.execute(
                     "UPDATE results SET status = ?2, output = ?3, output_files = ?4, \

@@ -116,7 +116,7 @@ impl Schedules<'_> {
             (spec.plugins.as_ref()).map(|p| serde_json::to_string(p).expect("strings serialize"));
         let rules = serde_json::to_string(&spec.rules).expect("rules serialize");
         let options = serde_json::to_string(&spec.options).expect("options serialize");
-        let id = self.store.durably(|| {
+        let id = self.store.commits.durably(|| {
             self.store.write(|tx| {
                 Ok(tx
                     .query_one(
@@ -166,7 +166,7 @@ impl Schedules<'_> {
 
     /// Removes schedule `id` (its crawls stay, no longer linked to it); whether it was there.
     pub fn remove(&self, id: i64) -> Result<bool, StoreError> {
-        self.store.durably(|| {
+        self.store.commits.durably(|| {
             self.store.write(|tx| {
                 tx.execute(
                     "UPDATE crawls SET schedule_id = NULL WHERE schedule_id = ?1",
@@ -193,7 +193,7 @@ impl Schedules<'_> {
             _ => schedule.next_at,
         };
         let paused_at = paused.then_some(now);
-        self.store.durably(|| {
+        self.store.commits.durably(|| {
             self.store.write(|tx| {
                 Ok(tx.execute(
                     "UPDATE schedules SET paused_at = ?2, next_at = ?3 WHERE id = ?1",

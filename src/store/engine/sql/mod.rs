@@ -182,6 +182,12 @@ impl Db {
         }
     }
 
+    /// Runs one statement without parameters, kept parsed (transaction control runs on every
+    /// write).
+    pub fn run(&self, sql: &str) -> Result<(), SqlError> {
+        self.execute(sql, &[]).map(drop)
+    }
+
     /// Every row one statement returns.
     pub fn query(&self, sql: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
         match self {

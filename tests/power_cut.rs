@@ -115,19 +115,7 @@ impl Rig {
 
     /// Ledger lines: (event, snapshot id, hook, unix ms).
     fn ledger(&self) -> Vec<(String, i64, String, i64)> {
-        std::fs::read_to_string(self.daemon.path("ledger.txt"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| {
-                let f: Vec<&str> = line.split_whitespace().collect();
-                Some((
-                    f.first()?.to_string(),
-                    f.get(1)?.parse().ok()?,
-                    f.get(2)?.to_string(),
-                    f.get(3)?.parse().ok()?,
-                ))
-            })
-            .collect()
+        common::ledger_lines(&self.daemon.path("ledger.txt"))
     }
 }
 
@@ -136,33 +124,6 @@ impl Drop for Rig {
         // (Before the mount is dropped: a process with a file open there keeps it mounted.)
         common::kill_tagged(&self.daemon.tag);
     }
-}
-
-/// A small deterministic random number generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
-
-fn seed() -> u64 {
-    let seed = std::env::var("ABXD_POWER_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    println!("power-cut seed: {seed} (replay with ABXD_POWER_SEED={seed})");
-    seed
 }
 
 /// A result reported finished: (snapshot id, hook) → when it ended.
@@ -187,7 +148,7 @@ impl Losses {
 /// before it — and look at what is left, `cuts` times (or until a loss, if `stop_at_loss`).
 /// Returns the crawls added and what was reported, and what the cuts lost.
 fn torture(rig: &mut Rig, cuts: usize, stop_at_loss: bool) -> (Vec<i64>, Reported, Losses) {
-    let mut rng = Rng(seed());
+    let mut rng = common::Rng::seeded("ABXD_POWER_SEED", "power-cut");
     let mut acknowledged: Vec<i64> = Vec::new();
     let mut reported = Reported::new();
     let mut losses = Losses::default();

@@ -81,19 +81,7 @@ fn rows(daemon: &TestDaemon) -> Vec<ProcessRow> {
 
 /// Ledger lines: (event, snapshot id, hook, unix ms).
 fn ledger(daemon: &TestDaemon) -> Vec<(String, i64, String, i64)> {
-    std::fs::read_to_string(daemon.path("ledger.txt"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            Some((
-                f.first()?.to_string(),
-                f.get(1)?.parse().ok()?,
-                f.get(2)?.to_string(),
-                f.get(3)?.parse().ok()?,
-            ))
-        })
-        .collect()
+    common::ledger_lines(&daemon.path("ledger.txt"))
 }
 
 /// Every result of the crawl succeeded, and no hook started again after its success was recorded.
@@ -154,34 +142,11 @@ fn assert_previous_incarnation_gone(daemon: &TestDaemon) {
     );
 }
 
-/// A small deterministic random number generator (xorshift64*), seeded from the output.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
-
 #[test]
 fn kill_9_torture_loses_nothing_and_runs_nothing_twice() {
     for backend in common::backends() {
         eprintln!("backend: {backend}");
-        let seed: u64 = std::env::var("ABXD_TORTURE_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-                    | 1
-            });
-        println!("torture seed: {seed} (replay with ABXD_TORTURE_SEED={seed})");
-        let mut rng = Rng(seed);
+        let mut rng = common::Rng::seeded("ABXD_TORTURE_SEED", "torture");
         let mut daemon = ledger_daemon(backend, "[limits]\nmax_result_attempts = 1000\n");
         daemon.create_database();
         let urls: Vec<String> = (0..24).map(|i| format!("http://127.0.0.1:9/{i}")).collect();

@@ -798,3 +798,50 @@ pub fn sleeping_timeout_ms(pid: i32) -> i64 {
     });
     u64::from_str_radix(syscall[4].trim_start_matches("0x"), 16).unwrap() as u32 as i32 as i64
 }
+
+/// The lines of a ledger (`tests/fixtures/torture/ledger/ledger.sh`) at `path`: (event, snapshot
+/// id, hook, unix ms) — none if there is no ledger yet.
+pub fn ledger_lines(path: &Path) -> Vec<(String, i64, String, i64)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            Some((
+                f.first()?.to_string(),
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.to_string(),
+                f.get(3)?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// A small deterministic random number generator (xorshift64*) for torture tests.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded from the variable `env` if set, else from the clock; prints the seed, so that a
+    /// failure can be replayed.
+    pub fn seeded(env: &str, what: &str) -> Rng {
+        let seed: u64 = std::env::var(env)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+                    | 1
+            });
+        println!("{what} seed: {seed} (replay with {env}={seed})");
+        Rng(seed)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}

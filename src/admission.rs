@@ -21,6 +21,7 @@
 //! without `/proc/meminfo` is not one abxd can reason about, and a supervisor that stops working
 //! for want of a number helps no one) — and says so in its reason.
 
+use crate::disk::{self, mib};
 use std::path::{Path, PathBuf};
 
 /// How often work waiting for admission looks again.
@@ -59,6 +60,8 @@ pub struct Measured {
     pub browsers: u32,
     /// What the pool's running snapshots take (nothing, for starts that are not snapshots).
     pub load: Load,
+    /// The least free space where abxd writes (`None`: not measured).
+    pub disk: Option<crate::disk::Disk>,
 }
 
 /// What a pool's running snapshots take of the memory, as [`Growth`] measured it.
@@ -151,6 +154,8 @@ pub struct Bounds {
     pub max_browsers: u32,
     /// What a snapshot is taken to cost until one was measured (see the module's text).
     pub snapshot_prior: u64,
+    /// Start nothing new while less space than this is free where abxd writes (`disk`).
+    pub min_free_space: u64,
 }
 
 /// abx-plugins' own `MEMORY_LIMIT` for a hook, when nothing sets one: 2 GiB.
@@ -174,6 +179,10 @@ pub enum Decision {
 
 /// Whether a start that launches a browser when `launches_browser` may happen now.
 pub fn decide(bounds: Bounds, measured: &Measured, launches_browser: bool) -> Decision {
+    if let Some(why) = (measured.disk.as_ref()).and_then(|d| disk::short(d, bounds.min_free_space))
+    {
+        return Decision::Wait(why);
+    }
     if let Some(memory) = &measured.memory {
         if memory.available < bounds.memory_floor {
             let below = match &memory.cgroup {
@@ -258,11 +267,10 @@ pub fn describe(bounds: Bounds, measured: &Measured) -> String {
         0 => "no cap".to_string(),
         cap => format!("cap {cap}"),
     };
-    format!("{memory} ({floor}); {} browsers ({cap})", measured.browsers)
-}
-
-fn mib(bytes: u64) -> String {
-    format!("{} MiB", bytes >> 20)
+    let disk = (measured.disk.as_ref()).map(|d| disk::describe(d, bounds.min_free_space));
+    let disk = disk.map(|said| format!("; {said}")).unwrap_or_default();
+    let browsers = measured.browsers;
+    format!("{memory} ({floor}); {browsers} browsers ({cap}){disk}")
 }
 
 /// The cgroups abxd runs in whose memory bounds can be read.
@@ -414,6 +422,7 @@ mod tests {
         memory_floor: 512 << 20,
         max_browsers: 2,
         snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
+        min_free_space: 0,
     };
 
     fn measured(available_mib: u64, browsers: u32) -> Measured {
@@ -425,6 +434,7 @@ mod tests {
             }),
             browsers,
             load: Load::default(),
+            disk: None,
         }
     }
 
@@ -446,12 +456,14 @@ mod tests {
             memory_floor: 0,
             max_browsers: 0,
             snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
+            min_free_space: 0,
         };
         assert_eq!(decide(open, &measured(1, 99), true), Decision::Admit);
         let unmeasured = Measured {
             memory: None,
             browsers: 0,
             load: Load::default(),
+            disk: None,
         };
         assert_eq!(decide(BOUNDS, &unmeasured, false), Decision::Admit);
     }
@@ -464,6 +476,7 @@ mod tests {
             memory_floor: 256 * MIB,
             max_browsers: 0,
             snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
+            min_free_space: 0,
         };
         let with = |left: u64, load: Load| Measured {
             memory: Some(Memory {
@@ -473,6 +486,7 @@ mod tests {
             }),
             browsers: 0,
             load,
+            disk: None,
         };
         let mut growth = Growth::default();
         // Nothing runs: the first start waits for the floor alone.
@@ -536,6 +550,7 @@ mod tests {
             memory_floor: 0,
             max_browsers: 0,
             snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
+            min_free_space: 0,
         };
         let load = Growth::default().observe(GIB, 3);
         assert_eq!(decide(open, &with(GIB, load), false), Decision::Admit);
@@ -568,6 +583,7 @@ mod tests {
             }),
             browsers: 0,
             load: Load::default(),
+            disk: None,
         };
         assert_eq!(decide(BOUNDS, &stalled(9_99), false), Decision::Admit);
         assert_eq!(
@@ -583,6 +599,7 @@ mod tests {
             memory_floor: 0,
             max_browsers: 0,
             snapshot_prior: DEFAULT_SNAPSHOT_PRIOR,
+            min_free_space: 0,
         };
         assert_eq!(decide(open, &stalled(90_00), false), Decision::Admit);
     }

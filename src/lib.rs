@@ -31,7 +31,7 @@
 //!    daemon per data dir), `notify` (systemd), `logging`, `serve` (loopback HTTP), `printable`
 //!    (text from outside escaped for a terminal), `own_exe` (this executable, run again as itself
 //!    through `/proc/self/exe`), `admission` (whether new work may start: memory left, browsers
-//!    alive).
+//!    alive, and — `disk` — free space where abxd writes).
 //! 2. `store` — the database (an SQLite file, or PostgreSQL for a fleet), in four folders:
 //!    `engine` (the two backends behind one `sql::Db`, migrations, transactions — every write
 //!    `BEGIN IMMEDIATE` —, `busy`: a loop's writes never wait for another process's lock past the
@@ -100,6 +100,7 @@ pub mod config;
 pub(crate) mod control;
 pub mod ctl;
 pub mod daemon;
+pub mod disk;
 pub mod domain;
 pub mod egress;
 pub mod exit;

@@ -32,6 +32,7 @@ const LAYERS: &[&[&str]] = &[
         "portable",
         "own_exe",
         "memory",
+        "disk",
         "admission",
     ],
     // The store: the process table and the work queue.

@@ -37,32 +37,14 @@ pub(crate) fn hook_throughput(s: &Sizes, figures: &mut Figures) {
         raw_time += started.elapsed();
 
         let started = Instant::now();
-        for i in 0..size {
-            let result = store
-                .results()
-                .result_for(crawl, None, "bench", &format!("hook{block}-{i}"))
-                .unwrap();
-            store.results().start(result.id, None).unwrap();
-            supervisor
-                .spawn(
-                    &store,
-                    &request,
-                    (SnapshotWorkerChild::Hooks, ChildPolicy::FOREGROUND_HOOK),
-                    &mut abxd::spawn::nothing_more,
-                )
-                .unwrap();
-            'reaped: loop {
-                for event in supervisor.wait(&store, None).unwrap() {
-                    if let Event::Exited { .. } = event {
-                        store
-                            .results()
-                            .finish(result.id, ResultStatus::Succeeded, None, &[], 0)
-                            .unwrap();
-                        break 'reaped;
-                    }
-                }
-            }
-        }
+        run_hooks(
+            &store,
+            &mut supervisor,
+            &request,
+            crawl,
+            &format!("hook{block}"),
+            size,
+        );
         full_time += started.elapsed();
     }
     let raw = s.hooks as f64 / raw_time.as_secs_f64();
@@ -72,4 +54,43 @@ pub(crate) fn hook_throughput(s: &Sizes, figures: &mut Figures) {
         full,
         Some(("raw spawn+wait (per s)", raw)),
     );
+}
+
+/// Runs `count` hooks of `request` one after another through the full path — a result row, the
+/// spawn with its row, the exit reaped by the event loop, the result recorded — as results
+/// `{prefix}-N` of `crawl`.
+pub(crate) fn run_hooks(
+    store: &Store,
+    supervisor: &mut Supervisor<SnapshotWorkerChild>,
+    request: &abxd::spawn::SpawnRequest,
+    crawl: i64,
+    prefix: &str,
+    count: usize,
+) {
+    for i in 0..count {
+        let result = store
+            .results()
+            .result_for(crawl, None, "bench", &format!("{prefix}-{i}"))
+            .unwrap();
+        store.results().start(result.id, None).unwrap();
+        supervisor
+            .spawn(
+                store,
+                request,
+                (SnapshotWorkerChild::Hooks, ChildPolicy::FOREGROUND_HOOK),
+                &mut abxd::spawn::nothing_more,
+            )
+            .unwrap();
+        'reaped: loop {
+            for event in supervisor.wait(store, None).unwrap() {
+                if let Event::Exited { .. } = event {
+                    store
+                        .results()
+                        .finish(result.id, ResultStatus::Succeeded, None, &[], 0)
+                        .unwrap();
+                    break 'reaped;
+                }
+            }
+        }
+    }
 }

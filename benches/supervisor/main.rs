@@ -6,7 +6,7 @@
 //! only (to profile one). See BENCHMARKS.md.
 //!
 //! One file per benchmark (`hooks` 1, `teardown` 2, `ps` 3, `recovery` 4, `idle` 5, `database`
-//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10, `egress` 11, `library` 12); `harness` what
+//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10, `egress` 11, `library` 12, `durable` 13); `harness` what
 //! they share,
 //! `procfs` what they read of processes; the daemon they run is the test suite's fixture
 //! (`tests/common`). Those that run snapshots at once set `memory_floor = 0`: they measure
@@ -19,6 +19,7 @@ mod common;
 
 mod busy_host;
 mod database;
+mod durable;
 mod egress;
 mod fleet;
 mod harness;
@@ -34,6 +35,7 @@ mod web;
 
 use busy_host::busy_host;
 use database::database_under_load;
+use durable::durable_commits;
 use egress::egress_cost;
 use fleet::fleet;
 use harness::{sizes, Figures, Sizes, SCRATCH};
@@ -82,6 +84,9 @@ fn main() {
         }
         if only.as_ref().is_none_or(|only| only.contains(&11)) {
             egress_cost(&s, &mut figures);
+        }
+        if only.as_ref().is_none_or(|only| only.contains(&13)) {
+            durable_commits(&s, &mut figures);
         }
     }
     // (Once: it runs for minutes.)

@@ -39,7 +39,7 @@ use file::{duration, duration_text, level, level_text};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The longest path a Unix socket address can hold (`sun_path` is 108 bytes with its NUL).
@@ -147,9 +147,22 @@ pub struct Limits {
         skip_serializing_if = "Option::is_none"
     )]
     pub snapshot_memory: Option<u64>,
+    /// Start no crawl or snapshot while less space than this is free where abxd writes (the
+    /// data dir's filesystem, the database's; `disk`; 0: none).
+    #[serde(deserialize_with = "bytes::size", serialize_with = "bytes::size_text")]
+    pub min_free_space: u64,
 }
 
 impl Config {
+    /// The filesystems abxd writes to: the data dir's and the SQLite file's (none of a server).
+    pub fn written_places(&self) -> Vec<PathBuf> {
+        let mut places = vec![self.data_dir.clone()];
+        if let Location::File(file) = &self.database {
+            places.extend(file.parent().map(Path::to_path_buf));
+        }
+        places
+    }
+
     /// The bounds admission decides by: `[limits]`, and the hooks' `MEMORY_LIMIT` as they get
     /// it (abxd's environment, else the collection's `ArchiveBox.conf`).
     pub fn admission(&self) -> crate::admission::Bounds {
@@ -158,6 +171,7 @@ impl Config {
             .or_else(|| self.collection.get("MEMORY_LIMIT").map(str::to_owned));
         crate::admission::Bounds {
             memory_floor: self.limits.memory_floor,
+            min_free_space: self.limits.min_free_space,
             max_browsers: self.limits.max_browsers,
             snapshot_prior: crate::admission::snapshot_prior(
                 self.limits.snapshot_memory,
@@ -178,6 +192,7 @@ impl Default for Limits {
             memory_floor: 256 << 20,
             max_browsers: 0,
             snapshot_memory: None,
+            min_free_space: 1 << 30,
         }
     }
 }

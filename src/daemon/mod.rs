@@ -144,6 +144,7 @@ impl Daemon {
             }
             self.state.truncate_wal_at = self.state.keep_wal_small();
             handlers::prune_if_due(&mut self.state);
+            self.look_at_disk();
         }
         for event in self.supervisor.reap_now(&self.state.store) {
             if let Event::Exited {
@@ -243,10 +244,26 @@ impl Daemon {
             state.prune_more_at,
             state.fleet.next_due(&state.config, &state.store),
             state.next_queue_turn(),
+            state.disk.next_due(self.supervisor.has_work()),
         ]
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// Looks at free space where abxd writes when a look is due (while crawls run, or space is
+    /// short): says once when it runs short and once when it is back, and claims again then.
+    fn look_at_disk(&mut self) {
+        let now = Instant::now();
+        if !self.state.disk.is_due(self.supervisor.has_work(), now) {
+            return;
+        }
+        let was_short = self.state.disk.short().is_some();
+        let disk = crate::pool::free_space(&self.state.config);
+        let min = self.state.config.limits.min_free_space;
+        if self.state.disk.look(disk, min, now).is_none() && was_short {
+            self.state.wake = true;
+        }
     }
 
     /// Claims due crawls and starts a worker for each, up to the limit — none while hooks

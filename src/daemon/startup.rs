@@ -114,6 +114,7 @@ impl Daemon {
             parked_requests: Vec::new(),
             truncate_wal_at: None,
             prune_more_at: None,
+            disk: Default::default(),
             orphans,
             installer: Default::default(),
             exporter: Default::default(),

@@ -41,6 +41,8 @@ pub(super) struct State {
     pub(super) truncate_wal_at: Option<Instant>,
     /// `[retention]` left rows to prune at the next turn (see `handlers::apply_retention`).
     pub(super) prune_more_at: Option<Instant>,
+    /// The daemon's look at free space where it writes (`disk`).
+    pub(super) disk: crate::disk::Watch,
     /// Orphan trees of a previous incarnation still being torn down: no work is claimed until
     /// they are gone, then ownerless work is recovered.
     pub(super) orphans: BTreeSet<i64>,

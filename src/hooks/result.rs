@@ -101,6 +101,10 @@ pub fn interpret(stdout: &Path, stderr: &Path, ending: &Ending) -> Outcome {
                     "binary {binary} is missing (abxd install provisions what plugins declare)"
                 )),
             ),
+            _ if out_of_space(stderr) => (
+                ResultStatus::Failed,
+                Some(with_output(NO_SPACE.to_string())),
+            ),
             _ => (
                 ResultStatus::Failed,
                 Some(match (&printed.output, record) {
@@ -233,14 +237,33 @@ fn missing_binary(stderr: &Path) -> Option<String> {
 
 /// The last line of (the tail of) a log file that says something: lines of only punctuation or
 /// box drawing (a frame around an error) are passed over, and a frame's sides are trimmed.
-pub fn last_line_of(path: &Path) -> Option<String> {
+/// What a hook that failed for want of space is recorded with (strerror's ENOSPC).
+pub const NO_SPACE: &str = "no space left on device";
+
+/// Whether a hook that failed did so for want of space: it said so (its stderr at `stderr`), or
+/// the filesystem its logs are on has no space left — where it could not even say so.
+fn out_of_space(stderr: &Path) -> bool {
+    let said =
+        last_lines_of(stderr).is_some_and(|tail| tail.to_ascii_lowercase().contains(NO_SPACE));
+    let full = (stderr.parent())
+        .and_then(|dir| nix::sys::statvfs::statvfs(dir).ok())
+        .is_some_and(|stat| stat.blocks_available() == 0);
+    said || full
+}
+
+/// The last [`MAX_OUTPUT_TEXT`] bytes of the log at `path`, as text.
+fn last_lines_of(path: &Path) -> Option<String> {
     let mut text = Vec::new();
     crate::logs::read_log(path)
         .ok()?
         .read_to_end(&mut text)
         .ok()?;
     let tail = &text[text.len().saturating_sub(MAX_OUTPUT_TEXT)..];
-    String::from_utf8_lossy(tail)
+    Some(String::from_utf8_lossy(tail).into_owned())
+}
+
+pub fn last_line_of(path: &Path) -> Option<String> {
+    last_lines_of(path)?
         .lines()
         .rev()
         .map(|l| l.trim().trim_matches(['│', '┃', '|']).trim())
@@ -354,6 +377,24 @@ mod tests {
         let killed = run(stdout, "", ExitOutcome::Signal(11), EndReason::Exited);
         assert_eq!(killed.status, ResultStatus::Failed);
         assert_eq!(killed.output.as_deref(), Some("killed by SIGSEGV: got it"));
+    }
+
+    #[test]
+    fn a_hook_that_failed_for_want_of_space_says_so() {
+        let stderr = "wget: cannot write to 'index.html' (No space left on device).\n";
+        let full = run("", stderr, ExitOutcome::Code(3), EndReason::Exited);
+        assert_eq!(full.status, ResultStatus::Failed);
+        assert_eq!(
+            full.output.as_deref(),
+            Some("no space left on device: wget: cannot write to 'index.html' (No space left on device).")
+        );
+        let other = run(
+            "",
+            "404 Not Found\n",
+            ExitOutcome::Code(8),
+            EndReason::Exited,
+        );
+        assert_eq!(other.output.as_deref(), Some("404 Not Found"));
     }
 
     #[test]

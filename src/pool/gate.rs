@@ -87,13 +87,24 @@ impl Gate {
     }
 }
 
-/// What admission measures now, for a process in `cgroups`: every browser alive on this host.
-pub fn measure(store: &Store, cgroups: &OwnCgroups) -> Result<Measured, StoreError> {
+/// What admission measures now, for a process in `cgroups`: every browser alive on this host,
+/// and the free space where `config` has abxd write.
+pub fn measure(
+    config: &Config,
+    store: &Store,
+    cgroups: &OwnCgroups,
+) -> Result<Measured, StoreError> {
     Ok(Measured {
         memory: admission::memory(cgroups),
         browsers: store.processes().browsers_alive(None)?,
         load: admission::Load::default(),
+        disk: free_space(config),
     })
+}
+
+/// The least free space where `config` has abxd write.
+pub fn free_space(config: &Config) -> Option<crate::disk::Disk> {
+    crate::disk::tightest(config.written_places().iter().map(|p| &**p))
 }
 
 impl<O: crate::supervisor::Owner> WorkerPool<O> {
@@ -136,7 +147,7 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
     /// Whether the next start waits: there is due work, and admission says not now.
     pub(super) fn held_back(&mut self, config: &Config, store: &Store) -> Result<bool, StoreError> {
         let bounds = config.admission();
-        if bounds.memory_floor == 0 && bounds.max_browsers == 0 {
+        if bounds.memory_floor == 0 && bounds.max_browsers == 0 && bounds.min_free_space == 0 {
             self.gate.waiting = None;
             return Ok(false);
         }
@@ -161,6 +172,7 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
                     } else {
                         0
                     },
+                    disk: free_space(config),
                 };
                 admission::decide(bounds, &measured, launches)
             }

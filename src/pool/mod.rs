@@ -12,7 +12,7 @@
 mod gate;
 mod request;
 
-pub use gate::{measure, Gate, Launches};
+pub use gate::{free_space, measure, Gate, Launches};
 pub use request::own_row;
 pub(crate) use request::{worker_argv, worker_env};
 

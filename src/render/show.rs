@@ -174,6 +174,13 @@ pub fn crawl_report(
     }
     options_lines(&crawl.options, &mut out);
     refused_lines(&store.crawls().refused_urls(crawl_id)?, &mut out);
+    let waits = store.crawls().admission_waits()?;
+    if let Some((_, why)) = waits.iter().find(|(id, _)| *id == crawl_id) {
+        out.push_str(&format!(
+            "  waits: new snapshots wait for {}\n",
+            printable::line(why)
+        ));
+    }
     for export in store.exports().of_crawl(crawl_id)? {
         out.push_str(&format!(
             "  archivebox {} (user {}): {}{}\n",

@@ -66,6 +66,12 @@ pub enum StoreError {
         printable_time(*since_ms)
     )]
     Busy { since_ms: i64 },
+    #[error(
+        "the disk under the database is full: nothing could be written since {}; the write is \
+         tried again once space is freed",
+        printable_time(*since_ms)
+    )]
+    Full { since_ms: i64 },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("database error: {0}")]

@@ -138,6 +138,9 @@ pub struct Gauges {
     /// What the crawls in the table refused, by reason: URLs (the URL rule, the crawls' rules)
     /// and connects (their egress policies).
     pub refused: BTreeMap<String, u64>,
+    /// The least free space where abxd writes (`disk`), and whether it is under
+    /// `min_free_space` (no new crawl or snapshot starts then).
+    pub disk: Option<(u64, bool)>,
 }
 
 /// `text` as a label value: `\`, `"` and newlines escaped.
@@ -336,6 +339,22 @@ pub fn render(tally: &Tally, gauges: &Gauges) -> String {
         "Browsers alive on this machine.",
     );
     let _ = writeln!(out, "abxd_browsers_alive {}", gauges.browsers_alive);
+    if let Some((free, full)) = gauges.disk {
+        family(
+            &mut out,
+            "abxd_disk_free_bytes",
+            "gauge",
+            "The least free space where abxd writes (its data dir's and database's filesystems).",
+        );
+        let _ = writeln!(out, "abxd_disk_free_bytes {free}");
+        family(
+            &mut out,
+            "abxd_disk_full",
+            "gauge",
+            "1 while that space is under min_free_space: no new crawl or snapshot starts.",
+        );
+        let _ = writeln!(out, "abxd_disk_full {}", u8::from(full));
+    }
     family(
         &mut out,
         "abxd_resident_memory_bytes",

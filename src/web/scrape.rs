@@ -69,6 +69,13 @@ fn read(
     ];
     let browsers = store.processes().browsers_alive_by_scope(None)?;
     gauges.browsers_alive = u64::from(browsers.crawl_wide + browsers.per_snapshot);
+    let min_free_space = shared.config.limits.min_free_space;
+    gauges.disk = crate::pool::free_space(&shared.config).map(|disk| {
+        (
+            disk.free,
+            crate::disk::short(&disk, min_free_space).is_some(),
+        )
+    });
     let shared_now = store.shared_now();
     gauges.heartbeats = store
         .machines()

@@ -55,7 +55,9 @@ fn admission(state: &State) -> String {
 fn daemon_admission(state: &State) -> String {
     use crate::admission::{decide, describe, Decision};
     let bounds = state.config.admission();
-    let Ok(measured) = crate::pool::measure(&state.store, &state.crawls.gate().cgroups) else {
+    let Ok(measured) =
+        crate::pool::measure(&state.config, &state.store, &state.crawls.gate().cgroups)
+    else {
         return "not measured (the database did not answer)".into();
     };
     let seen = describe(bounds, &measured);

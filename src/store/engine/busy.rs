@@ -132,14 +132,25 @@ impl Backoff {
 }
 
 impl StoreError {
+    /// Whether this error says the disk under the database is full (the write may succeed once
+    /// space is freed, unchanged: it is busy too).
+    pub fn is_full(&self) -> bool {
+        match self {
+            StoreError::Full { .. } => true,
+            StoreError::Sql(err) => err.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
+            StoreError::Db(err) => err.is_full(),
+            _ => false,
+        }
+    }
+
     /// Whether this error says another process holds the database's lock (the write may succeed
     /// later, unchanged).
     pub fn is_busy(&self) -> bool {
-        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked, DiskFull};
         match self {
-            StoreError::Busy { .. } => true,
+            StoreError::Busy { .. } | StoreError::Full { .. } => true,
             StoreError::Sql(rusqlite::Error::SqliteFailure(failure, _)) => {
-                matches!(failure.code, DatabaseBusy | DatabaseLocked)
+                matches!(failure.code, DatabaseBusy | DatabaseLocked | DiskFull)
             }
             StoreError::Db(err) => err.is_busy(),
             _ => false,

@@ -52,13 +52,18 @@ impl Store {
                     self.failed_writes.set(self.failed_writes.get() + 1);
                     return Err(err);
                 }
-                // SQLite's "database is locked" said as what it means here.
+                // SQLite's "database is locked" (or "database or disk is full") said as what it
+                // means here.
+                let full = err.is_full();
                 self.after_write(true, now);
                 let since_ms = self
                     .outbox()
                     .busy_since()
                     .unwrap_or_else(crate::store::now_ms);
-                Err(StoreError::Busy { since_ms })
+                Err(match full {
+                    true => StoreError::Full { since_ms },
+                    false => StoreError::Busy { since_ms },
+                })
             }
         }
     }

@@ -123,8 +123,18 @@ pub enum SqlError {
 }
 
 impl SqlError {
-    /// Whether another writer held the lock (SQLite) or the row (PostgreSQL's lock timeout):
-    /// something to try again, not a failure of the statement.
+    /// Whether the disk under the database is full: the write may succeed unchanged once space
+    /// is freed, so it is tried again as a busy one is (and [`SqlError::is_busy`] says so too).
+    pub fn is_full(&self) -> bool {
+        match self {
+            SqlError::Sqlite(err) => sqlite::is_full(err),
+            SqlError::Postgres(err) => postgres::is_full(err),
+            _ => false,
+        }
+    }
+
+    /// Whether another writer held the lock (SQLite) or the row (PostgreSQL's lock timeout), or
+    /// the disk is full: something to try again, not a failure of the statement.
     pub fn is_busy(&self) -> bool {
         match self {
             SqlError::Sqlite(err) => sqlite::is_busy(err),

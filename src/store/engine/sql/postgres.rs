@@ -340,6 +340,11 @@ pub(super) fn describe(err: &postgres::Error) -> String {
 /// Whether the statement may succeed later, unchanged: the server refused for a lock another
 /// session holds (a lock timeout, a failed `NOWAIT`, a serialization failure), or it is out of
 /// reach for now.
+/// Whether the server's disk is full (the write may succeed once space is freed).
+pub(super) fn is_full(err: &postgres::Error) -> bool {
+    err.code() == Some(&postgres::error::SqlState::DISK_FULL)
+}
+
 pub(super) fn is_busy(err: &postgres::Error) -> bool {
     use postgres::error::SqlState;
     // (A connection closed, or about to be — a restart, a shutdown, a network error — is made
@@ -364,6 +369,7 @@ pub(super) fn is_busy(err: &postgres::Error) -> bool {
                     SqlState::LOCK_NOT_AVAILABLE,
                     SqlState::T_R_SERIALIZATION_FAILURE,
                     SqlState::T_R_DEADLOCK_DETECTED,
+                    SqlState::DISK_FULL,
                 ]
                 .contains(code)
         })

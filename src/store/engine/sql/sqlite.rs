@@ -71,9 +71,18 @@ pub(super) fn query_map<T>(
     Ok(out)
 }
 
+/// Whether the disk is full (SQLite's `SQLITE_FULL`: a write that found no space, rolled back).
+pub(super) fn is_full(err: &rusqlite::Error) -> bool {
+    err.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
 pub(super) fn is_busy(err: &rusqlite::Error) -> bool {
     matches!(
         err.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        Some(
+            rusqlite::ErrorCode::DatabaseBusy
+                | rusqlite::ErrorCode::DatabaseLocked
+                | rusqlite::ErrorCode::DiskFull
+        )
     )
 }

@@ -148,3 +148,95 @@ fn a_data_dir_short_of_space_holds_new_snapshots_back_until_space_is_freed() {
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     daemon.wait_exit();
 }
+
+/// Writes a file at `path` until the disk under it has no space left.
+fn fill(path: &std::path::Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    while file.write_all(&chunk).is_ok() {}
+    // (The last bytes a partial write left are what fit.)
+    let _ = file.flush();
+}
+
+#[test]
+fn a_hook_that_found_the_disk_full_is_recorded_failed_saying_so_and_the_daemon_answers() {
+    if skip_unless_root() {
+        return;
+    }
+    // The database beside the data dir, on a disk with room: the hook's end is recorded while
+    // the data dir is full.
+    let daemon = TestDaemon::prepare("");
+    let gate = daemon.path("gate");
+    daemon.write_config(&format!(
+        "{}database = {:?}\n[limits]\nmin_free_space = \"16M\"\nmemory_floor = 0\n\
+         [plugins.waiter]\nenv = {{ GATE = {:?} }}\n",
+        plugins_config(&[&fixtures().join("disk")]),
+        daemon.path("abxd.sqlite3").display().to_string(),
+        gate.display().to_string()
+    ));
+    let _disk = SmallDisk::mount(&daemon.data_dir(), "64M");
+    let mut daemon = daemon;
+    daemon.launch();
+    let crawl = daemon.add(&["http://127.0.0.1:9/", "--plugins", "waiter"]);
+    let started = gate.with_extension("started");
+    wait_until("the hook to start", WAIT, || started.exists().then_some(()));
+
+    fill(&daemon.data_dir().join("ballast"));
+    std::fs::write(gate.with_extension("go"), "").unwrap();
+    let ended = gate.with_extension("ended");
+    wait_until("the hook to end", WAIT, || ended.exists().then_some(()));
+    let store = abxd::store::Store::open_read_only(&daemon.path("abxd.sqlite3")).unwrap();
+    let result = wait_until("its result to be recorded", WAIT, || {
+        let results = store.results().of_crawl(crawl).unwrap();
+        results
+            .into_iter()
+            .find(|r| r.status != "queued" && r.status != "started")
+    });
+    assert_eq!(result.status, "failed", "{result:?}");
+    assert!(
+        (result.output.as_deref()).is_some_and(|o| o.starts_with("no space left on device")),
+        "{result:?}"
+    );
+    // The daemon answers all along, and says why nothing new starts.
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(status.contains("disk_full"), "{status}");
+    std::fs::remove_file(daemon.data_dir().join("ballast")).unwrap();
+    wait_until("the crawl to be sealed", CRAWL_WAIT, || {
+        let crawl = store.crawls().get(crawl).unwrap()?;
+        (crawl.status == "sealed").then_some(())
+    });
+}
+
+#[test]
+fn a_database_write_that_found_the_disk_full_is_kept_to_try_again_and_then_lands() {
+    if skip_unless_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let disk = SmallDisk::mount(&dir.path().join("disk"), "4M");
+    let path = dir.path().join("disk/abxd.sqlite3");
+    let store = abxd::store::Store::open(&path).unwrap();
+    let spec = abxd::domain::CrawlSpec::of_urls(vec!["http://a.test/".into()], 0);
+    let before = store.crawls().add(&spec, None).unwrap();
+    fill(&dir.path().join("disk/ballast"));
+    // A large write finds no room: refused whole, said as a full disk, to be tried again.
+    let many: Vec<String> = (0..20_000)
+        .map(|i| format!("http://a.test/{i}/{}", "x".repeat(100)))
+        .collect();
+    let big = abxd::domain::CrawlSpec::of_urls(many, 0);
+    let err = store.crawls().add(&big, None).unwrap_err();
+    assert!(err.is_full() && err.is_busy(), "{err}");
+    assert!(
+        err.to_string().contains("disk under the database is full"),
+        "{err}"
+    );
+    assert_eq!(disk.free(), 0);
+    // Space freed: the same write lands, and nothing written before was lost.
+    std::fs::remove_file(dir.path().join("disk/ballast")).unwrap();
+    let after = store.crawls().add(&big, None).unwrap();
+    assert!(after > before);
+    let check = abxd::store::check_file(&path).unwrap();
+    assert!(check.is_empty(), "{check:?}");
+    assert!(store.crawls().get(before).unwrap().is_some());
+}

@@ -26,9 +26,12 @@ impl HookRunner {
         also: impl FnOnce(&Store, &Outcome) -> Result<(), StoreError>,
     ) -> Result<Option<Outcome>, StoreError> {
         let (row_id, outcome, reason) = exit;
-        let Some(run) = self.running.get(&row_id) else {
+        let Some(run) = self.running.get_mut(&row_id) else {
             return Ok(None);
         };
+        let no_space =
+            *(run.no_space_at_end).get_or_insert_with(|| result::no_space_left(&run.stderr));
+        let run = &*run;
         let stopped_at_end = self.stopped_at_end.contains(&row_id);
         let (outcome, reason) = if stopped_at_end && polite_exit(outcome) {
             // abx-dl: a background hook that exits from the scope-end SIGTERM completed its
@@ -44,6 +47,7 @@ impl HookRunner {
             // (Killed, and not by its own scope's end: an operator's `abxctl kill`.)
             stopped: reason == EndReason::Killed && !stopped_at_end,
             crawl_hook: self.scope.snapshot.is_none(),
+            no_space,
         };
         let mut result = interpret(&run.stdout, &run.stderr, &ending);
         if let Some(overridden) = by_its_limits(store, row_id, outcome) {

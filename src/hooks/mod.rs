@@ -69,6 +69,9 @@ struct Running {
     result_uuid: Option<String>,
     process_uuid: Option<String>,
     started_at: i64,
+    /// Whether its logs' filesystem had no space left when its end was first seen (kept: its
+    /// end may be recorded later, once space is freed, and must say why it failed then too).
+    no_space_at_end: Option<bool>,
 }
 
 /// What keeps the next hook from starting.

@@ -49,6 +49,8 @@ pub struct Ending {
     pub stopped: bool,
     /// A crawl hook (`on_Crawl*`, `on_CrawlSetup*`): it prints no result record.
     pub crawl_hook: bool,
+    /// The filesystem of its logs had no space left at its end ([`no_space_left`]).
+    pub no_space: bool,
 }
 
 /// Derives a result from how the hook ended and what it printed (the hook contract of abx-dl
@@ -101,7 +103,7 @@ pub fn interpret(stdout: &Path, stderr: &Path, ending: &Ending) -> Outcome {
                     "binary {binary} is missing (abxd install provisions what plugins declare)"
                 )),
             ),
-            _ if out_of_space(stderr) => (
+            _ if ending.no_space || said_no_space(stderr) => (
                 ResultStatus::Failed,
                 Some(with_output(NO_SPACE.to_string())),
             ),
@@ -240,15 +242,17 @@ fn missing_binary(stderr: &Path) -> Option<String> {
 /// What a hook that failed for want of space is recorded with (strerror's ENOSPC).
 pub const NO_SPACE: &str = "no space left on device";
 
-/// Whether a hook that failed did so for want of space: it said so (its stderr at `stderr`), or
-/// the filesystem its logs are on has no space left — where it could not even say so.
-fn out_of_space(stderr: &Path) -> bool {
-    let said =
-        last_lines_of(stderr).is_some_and(|tail| tail.to_ascii_lowercase().contains(NO_SPACE));
-    let full = (stderr.parent())
+/// Whether a hook said it failed for want of space (its stderr at `stderr`).
+fn said_no_space(stderr: &Path) -> bool {
+    last_lines_of(stderr).is_some_and(|tail| tail.to_ascii_lowercase().contains(NO_SPACE))
+}
+
+/// Whether the filesystem of the log at `stderr` has no space left: where a hook that failed
+/// could not even say why.
+pub fn no_space_left(stderr: &Path) -> bool {
+    (stderr.parent())
         .and_then(|dir| nix::sys::statvfs::statvfs(dir).ok())
-        .is_some_and(|stat| stat.blocks_available() == 0);
-    said || full
+        .is_some_and(|stat| stat.blocks_available() == 0)
 }
 
 /// The last [`MAX_OUTPUT_TEXT`] bytes of the log at `path`, as text.
@@ -345,6 +349,7 @@ mod tests {
             timeout: Duration::from_secs(3),
             stopped: false,
             crawl_hook: false,
+            no_space: false,
         }
     }
 

@@ -143,6 +143,7 @@ impl HookRunner {
             limit,
         });
         let running = Running {
+            no_space_at_end: None,
             prepared: prepared.clone(),
             result_id: result.id,
             stdout,

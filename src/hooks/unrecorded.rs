@@ -83,6 +83,7 @@ impl HookRunner {
         self.ended_unrecorded.push(ended);
         self.waiting = Waiting::Foreground(row_id);
         let running = Running {
+            no_space_at_end: None,
             prepared: prepared.clone(),
             result_id: result.id,
             stdout: PathBuf::from(stdout),

@@ -74,6 +74,13 @@ fn usage_cells(out: &mut String, usage: Option<&Usage>) {
 /// `--all` (the header's "ended processes" shows them).
 pub fn index_live(data: &IndexData, now_ms: i64) -> String {
     let mut out = String::new();
+    for (crawl, why) in &data.waits {
+        let _ = writeln!(
+            out,
+            "<p class=\"waits\">crawl {crawl}: new snapshots wait for {}</p>",
+            escape(why)
+        );
+    }
     crawls_table(&mut out, data, now_ms);
     let shown = (data.entries.iter())
         .filter(|e| !e.row.status.is_live())

@@ -53,6 +53,8 @@ pub struct IndexData {
     pub ended: u64,
     pub usage: HashMap<i64, Usage>,
     pub crawls: Vec<(Crawl, CrawlCounts)>,
+    /// The running crawls whose snapshots wait for admission (disk, memory, browsers), and why.
+    pub waits: Vec<(i64, String)>,
 }
 
 /// A crawl and its snapshots.
@@ -102,6 +104,7 @@ pub fn index(store: &Store) -> Result<IndexData, StoreError> {
         ended,
         usage,
         crawls,
+        waits: store.crawls().admission_waits()?,
     })
 }
 

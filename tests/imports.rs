@@ -383,7 +383,7 @@ fn an_import_larger_than_the_socket_takes_is_refused_naming_the_file_and_the_key
     // (The base config has a [control] table: the key goes in it.)
     let mut daemon = TestDaemon::prepare("");
     let config = std::fs::read_to_string(&daemon.config).unwrap();
-    let config = config.replace("[control]\n", "[control]\nmax_frame_bytes = 1024\n");
+    let config = config.replace("[control]\n", "[control]\nmax_frame_bytes = 2048\n");
     std::fs::write(&daemon.config, config).unwrap();
     daemon.launch();
     let file = daemon.path("big.txt");
@@ -396,7 +396,7 @@ fn an_import_larger_than_the_socket_takes_is_refused_naming_the_file_and_the_key
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&file.display().to_string()), "{stderr}");
     assert!(
-        stderr.contains("control.max_frame_bytes (1024)"),
+        stderr.contains("control.max_frame_bytes (2048)"),
         "{stderr}"
     );
     assert!(

@@ -42,6 +42,9 @@ fn answer_of(added: Result<i64, StoreError>, crawl: &Admitted) -> Response {
             }
             Response::Added { crawl_id }
         }
+        Err(err) if err.is_full() => failed(format!(
+            "cannot enqueue the crawl: {err}; nothing was queued: try again once space is freed"
+        )),
         Err(err) if err.is_busy() => failed(format!(
             "cannot enqueue the crawl: {err}; nothing was queued: try again once it is released"
         )),

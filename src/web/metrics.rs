@@ -482,6 +482,20 @@ mod tests {
     }
 
     #[test]
+    fn a_disk_short_of_space_is_a_gauge_with_the_space_free() {
+        let gauges = Gauges {
+            disk: Some((5 << 20, true)),
+            ..Gauges::default()
+        };
+        let text = render(&Tally::default(), &gauges);
+        assert!(text.contains("\nabxd_disk_full 1\n"), "{text}");
+        assert!(text.contains("\nabxd_disk_free_bytes 5242880\n"), "{text}");
+        assert!(text.contains("# TYPE abxd_disk_full gauge\n"), "{text}");
+        let unmeasured = render(&Tally::default(), &Gauges::default());
+        assert!(!unmeasured.contains("abxd_disk_full"), "{unmeasured}");
+    }
+
+    #[test]
     fn what_the_crawls_refused_is_a_gauge_by_reason() {
         let gauges = Gauges {
             refused: [

@@ -344,6 +344,28 @@ mod tests {
     }
 
     #[test]
+    fn the_index_names_the_crawls_whose_snapshots_wait_and_why() {
+        let data = IndexData {
+            entries: Vec::new(),
+            ended: 0,
+            usage: Default::default(),
+            crawls: Vec::new(),
+            waits: vec![(
+                3,
+                "disk_full: 5 MiB free on /data, under min_free_space 1024 MiB".into(),
+            )],
+        };
+        let page = index_live(&data, 0);
+        assert!(
+            page.contains(
+                "crawl 3: new snapshots wait for disk_full: 5 MiB free on /data, under \
+                 min_free_space 1024 MiB"
+            ),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn a_document_names_its_machine_and_its_stream() {
         let host = Host {
             hostname: "<b>box</b>".into(),

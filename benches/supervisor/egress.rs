@@ -10,7 +10,7 @@ use crate::harness::*;
 use abxd::cgroup::Cgroup;
 use abxd::egress::crawl::{policy_of, put_in_force};
 use abxd::store::Store;
-use abxd::supervisor::{ChildPolicy, Event, SnapshotWorkerChild, Supervisor};
+use abxd::supervisor::Supervisor;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -85,21 +85,7 @@ fn hook_starts(cgroup: &Path, n: usize, dir: &Path, store: &Store) -> Duration {
     let request = hook_request(dir, &["/bin/true"]);
     let started = Instant::now();
     for _ in 0..n {
-        supervisor
-            .spawn(
-                store,
-                &request,
-                (SnapshotWorkerChild::Hooks, ChildPolicy::FOREGROUND_HOOK),
-                &mut abxd::spawn::nothing_more,
-            )
-            .unwrap();
-        'reaped: loop {
-            for event in supervisor.wait(store, None).unwrap() {
-                if let Event::Exited { .. } = event {
-                    break 'reaped;
-                }
-            }
-        }
+        crate::hooks::spawn_and_reap(store, &mut supervisor, &request);
     }
     started.elapsed()
 }

@@ -73,24 +73,32 @@ pub(crate) fn run_hooks(
             .result_for(crawl, None, "bench", &format!("{prefix}-{i}"))
             .unwrap();
         store.results().start(result.id, None).unwrap();
-        supervisor
-            .spawn(
-                store,
-                request,
-                (SnapshotWorkerChild::Hooks, ChildPolicy::FOREGROUND_HOOK),
-                &mut abxd::spawn::nothing_more,
-            )
+        spawn_and_reap(store, supervisor, request);
+        store
+            .results()
+            .finish(result.id, ResultStatus::Succeeded, None, &[], 0)
             .unwrap();
-        'reaped: loop {
-            for event in supervisor.wait(store, None).unwrap() {
-                if let Event::Exited { .. } = event {
-                    store
-                        .results()
-                        .finish(result.id, ResultStatus::Succeeded, None, &[], 0)
-                        .unwrap();
-                    break 'reaped;
-                }
-            }
+    }
+}
+
+/// Spawns `request` as a foreground hook of `supervisor` and waits until its loop reaped it.
+pub(crate) fn spawn_and_reap(
+    store: &Store,
+    supervisor: &mut Supervisor<SnapshotWorkerChild>,
+    request: &abxd::spawn::SpawnRequest,
+) {
+    supervisor
+        .spawn(
+            store,
+            request,
+            (SnapshotWorkerChild::Hooks, ChildPolicy::FOREGROUND_HOOK),
+            &mut abxd::spawn::nothing_more,
+        )
+        .unwrap();
+    loop {
+        let events = supervisor.wait(store, None).unwrap();
+        if events.iter().any(|e| matches!(e, Event::Exited { .. })) {
+            return;
         }
     }
 }

@@ -115,11 +115,12 @@ boot() {
         sleep 0.2
     done
     [ -n "$(leader)" ] || fail "the container did not start: $(cat "$root.console")"
-    # (Until its bus is up, systemctl says "offline".)
+    # (Until its bus is up, systemctl says "offline" — or nothing, while the first process of
+    # the container is not systemd yet: seen on the first boot of a root just made.)
     local state=offline
     for _ in $(seq 120); do
         state=$(in_ct timeout 120 systemctl is-system-running --wait 2>/dev/null || true)
-        [ "$state" = offline ] || break
+        case "$state" in offline | "") ;; *) break ;; esac
         sleep 0.5
     done
     [ "$state" = running ] || fail "the container's system is $state: $(in_ct systemctl --failed --no-pager)"

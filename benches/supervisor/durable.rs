@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// (13) Durable commits: a crawl added (a write abxd answers for) alone — committed under
-/// `synchronous=FULL` — and joining a batch that began with a cheap write — the log synced after
-/// its `COMMIT` —, per second; trivial hooks through the full path (benchmark 1's loop: its
+/// `synchronous=FULL` — and joining a batch that began with a cheap write — the log synced
+/// after its `COMMIT` —, per second; trivial hooks through the full path (benchmark 1's loop: its
 /// result's end is durable), per second; and a real crawl's wall time: README's first command
 /// (`abxd run` of the example site with every bundled plugin), as a user runs it.
 pub(crate) fn durable_commits(s: &Sizes, figures: &mut Figures) {

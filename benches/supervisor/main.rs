@@ -6,9 +6,8 @@
 //! only (to profile one). See BENCHMARKS.md.
 //!
 //! One file per benchmark (`hooks` 1, `teardown` 2, `ps` 3, `recovery` 4, `idle` 5, `database`
-//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10, `egress` 11, `library` 12, `durable` 13); `harness` what
-//! they share,
-//! `procfs` what they read of processes; the daemon they run is the test suite's fixture
+//! 6, `busy_host` 7, `scale` 8, `fleet` 9, `web` 10, `egress` 11, `library` 12, `durable` 13);
+//! `harness` what they share, `procfs` what they read of processes; the daemon they run is the test suite's fixture
 //! (`tests/common`). Those that run snapshots at once set `memory_floor = 0`: they measure
 //! supervision, and admission would run each crawl's first snapshot alone to learn what one
 //! costs (`benches/realsite_budget.py` measures admission).

@@ -4,10 +4,11 @@
 //! running config is kept; keys that only take effect on restart (`paths.data_dir`,
 //! `paths.database`, `control.socket`, `store.machine_id`, `web.listen`,
 //! `archivebox.serve_queue`, and `archivebox.data_dir` while a queue is served: abxd's row in
-//! the collection's runner gate is its daemon's, for its life) keep their running values — in the daemon *and* in the
-//! config handed to new workers, so no worker ever opens another database than its daemon; every
-//! other change is applied at once: log level, supervisor timing, `store.synchronous_commit`, the socket's frame limit and
-//! its access policy (group and mode of the socket file included).
+//! the collection's runner gate is its daemon's, for its life) keep their running values — in
+//! the daemon *and* in the config handed to new workers, so no worker ever opens another
+//! database than its daemon; every other change is applied at once: log level, supervisor
+//! timing, `store.synchronous_commit`, the socket's frame limit and its access policy (group and
+//! mode of the socket file included).
 
 use super::Daemon;
 use crate::config::{Config, ConfigError};

@@ -92,14 +92,15 @@ impl Watch {
         self.short.as_deref()
     }
 
-    /// When to look again: while there is work (`busy`) or space is short.
-    pub fn next_due(&self, busy: bool) -> Option<Instant> {
-        (busy || self.short.is_some()).then(|| self.next.unwrap_or_else(Instant::now))
+    /// When to look again, as of `now`: while there is work (`busy`) or space is short; the
+    /// first look at once.
+    pub fn next_due(&self, busy: bool, now: Instant) -> Option<Instant> {
+        (busy || self.short.is_some()).then(|| self.next.unwrap_or(now))
     }
 
-    /// Whether a look is due at `now` (the first, at once).
+    /// Whether a look is due at `now`.
     pub fn is_due(&self, busy: bool, now: Instant) -> bool {
-        (busy || self.short.is_some()) && self.next.is_none_or(|at| at <= now)
+        self.next_due(busy, now).is_some_and(|at| at <= now)
     }
 }
 
@@ -129,13 +130,13 @@ mod tests {
     fn the_watch_looks_while_there_is_work_or_space_is_short_and_remembers_why() {
         let now = Instant::now();
         let mut watch = Watch::default();
-        assert_eq!(watch.next_due(false), None);
+        assert_eq!(watch.next_due(false, now), None);
         assert!(watch.is_due(true, now));
         assert!(watch.look(disk(5 << 20), 1 << 30, now).is_some());
-        assert_eq!(watch.next_due(false), Some(now + POLL));
+        assert_eq!(watch.next_due(false, now), Some(now + POLL));
         assert!(!watch.is_due(false, now));
         assert!(watch.look(disk(2 << 30), 1 << 30, now + POLL).is_none());
-        assert_eq!(watch.next_due(false), None);
+        assert_eq!(watch.next_due(false, now), None);
         assert_eq!(watch.short(), None);
     }
 

@@ -244,7 +244,9 @@ impl Daemon {
             state.prune_more_at,
             state.fleet.next_due(&state.config, &state.store),
             state.next_queue_turn(),
-            state.disk.next_due(self.supervisor.has_work()),
+            state
+                .disk
+                .next_due(self.supervisor.has_work(), Instant::now()),
         ]
         .into_iter()
         .flatten()

@@ -143,14 +143,17 @@ impl StoreError {
         }
     }
 
-    /// Whether this error says another process holds the database's lock (the write may succeed
-    /// later, unchanged).
+    /// Whether this error says another process holds the database's lock, or the disk is full
+    /// (the write may succeed later, unchanged).
     pub fn is_busy(&self) -> bool {
-        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked, DiskFull};
+        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+        if self.is_full() {
+            return true;
+        }
         match self {
-            StoreError::Busy { .. } | StoreError::Full { .. } => true,
+            StoreError::Busy { .. } => true,
             StoreError::Sql(rusqlite::Error::SqliteFailure(failure, _)) => {
-                matches!(failure.code, DatabaseBusy | DatabaseLocked | DiskFull)
+                matches!(failure.code, DatabaseBusy | DatabaseLocked)
             }
             StoreError::Db(err) => err.is_busy(),
             _ => false,

@@ -337,14 +337,14 @@ pub(super) fn describe(err: &postgres::Error) -> String {
     }
 }
 
-/// Whether the statement may succeed later, unchanged: the server refused for a lock another
-/// session holds (a lock timeout, a failed `NOWAIT`, a serialization failure), or it is out of
-/// reach for now.
 /// Whether the server's disk is full (the write may succeed once space is freed).
 pub(super) fn is_full(err: &postgres::Error) -> bool {
     err.code() == Some(&postgres::error::SqlState::DISK_FULL)
 }
 
+/// Whether the statement may succeed later, unchanged: the server refused for a lock another
+/// session holds (a lock timeout, a failed `NOWAIT`, a serialization failure), it is out of
+/// reach for now, or its disk is full ([`is_full`]).
 pub(super) fn is_busy(err: &postgres::Error) -> bool {
     use postgres::error::SqlState;
     // (A connection closed, or about to be — a restart, a shutdown, a network error — is made
@@ -361,7 +361,8 @@ pub(super) fn is_busy(err: &postgres::Error) -> bool {
     // (The socket failed under a statement — reset, broken — which closes the connection.)
     let socket_failed =
         std::error::Error::source(err).is_some_and(|cause| cause.is::<std::io::Error>());
-    err.is_closed()
+    is_full(err)
+        || err.is_closed()
         || socket_failed
         || err.code().is_some_and(|code| {
             out_of_reach(code)
@@ -369,7 +370,6 @@ pub(super) fn is_busy(err: &postgres::Error) -> bool {
                     SqlState::LOCK_NOT_AVAILABLE,
                     SqlState::T_R_SERIALIZATION_FAILURE,
                     SqlState::T_R_DEADLOCK_DETECTED,
-                    SqlState::DISK_FULL,
                 ]
                 .contains(code)
         })

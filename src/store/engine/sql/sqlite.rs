@@ -76,13 +76,11 @@ pub(super) fn is_full(err: &rusqlite::Error) -> bool {
     err.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
 }
 
+/// Whether another connection holds the lock, or the disk is full ([`is_full`]): the write may
+/// succeed later, unchanged.
 pub(super) fn is_busy(err: &rusqlite::Error) -> bool {
     matches!(
         err.sqlite_error_code(),
-        Some(
-            rusqlite::ErrorCode::DatabaseBusy
-                | rusqlite::ErrorCode::DatabaseLocked
-                | rusqlite::ErrorCode::DiskFull
-        )
-    )
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    ) || is_full(err)
 }

@@ -96,6 +96,24 @@ pub fn registrable_domain(host: &str) -> &str {
     listed.unwrap_or_else(|| host.strip_prefix("www.").unwrap_or(host))
 }
 
+/// The host key politeness counts `url`'s snapshot under (see `docs/design.md`, "Politeness"):
+/// its host's registrable domain (`a.example.co.uk` and `b.example.co.uk` share
+/// `example.co.uk`), an address as itself (`127.0.0.2`, whatever the port), lower case; `""`
+/// for what is no network host (an import's `input:` snapshot, a `file:` URL), which no limit
+/// holds.
+pub fn host_key(url: &str) -> String {
+    let Ok(url) = Url::parse(url) else {
+        return String::new();
+    };
+    if !matches!(url.scheme(), "http" | "https" | "ftp" | "ws" | "wss") {
+        return String::new();
+    }
+    match url.host_str() {
+        Some(host) => registrable_domain(&host.to_ascii_lowercase()).to_string(),
+        None => String::new(),
+    }
+}
+
 /// The host and port (`None`: the scheme's default) of `url`, as a scope compares them.
 pub fn host_and_port(url: &str) -> Option<(String, Option<u16>)> {
     let url = Url::parse(url).ok()?;
@@ -370,6 +388,21 @@ mod tests {
         assert_eq!(host.admit("http://127.0.0.1:8081/"), Err(Refusal::Scope));
         assert!(domain.admit("https://www.example.org/").is_ok());
         assert_eq!(domain.admit("https://example.com/"), Err(Refusal::Scope));
+    }
+
+    #[test]
+    fn a_host_key_is_the_registrable_domain_or_the_address() {
+        for (url, key) in [
+            ("https://blog.example.co.uk/a", "example.co.uk"),
+            ("http://WWW.Example.com:8080/", "example.com"),
+            ("http://127.0.0.2:8001/x", "127.0.0.2"),
+            ("http://[::1]:80/", "[::1]"),
+            ("http://localhost:3000/", "localhost"),
+            ("input:0190", ""),
+            ("file:///tmp/x.html", ""),
+        ] {
+            assert_eq!(host_key(url), key, "{url}");
+        }
     }
 
     #[test]

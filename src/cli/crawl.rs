@@ -58,6 +58,14 @@ pub struct CrawlArgs {
     /// every crawl.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub crawl_max_concurrent_snapshots: Option<u64>,
+    /// Run at most this many of its snapshots of one site (host key: the registrable domain, or
+    /// the address) at once, in place of [politeness] max_per_host.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_per_host: Option<u64>,
+    /// Start its snapshots of one site at least this far apart ("2s", "500ms", or seconds; 0:
+    /// no wait), in place of [politeness] delay.
+    #[arg(long, value_name = "DURATION", value_parser = millis)]
+    pub delay: Option<u64>,
     /// Follow no discovered URL that another crawl archived already (seeds are crawled
     /// again: a feed, to find what is new in it).
     #[arg(long, overrides_with = "no_only_new")]
@@ -125,6 +133,8 @@ impl CrawlArgs {
                 _ => None,
             },
             max_concurrent_snapshots: self.crawl_max_concurrent_snapshots,
+            max_per_host: self.max_per_host,
+            delay_ms: self.delay,
             allow_networks: self.allow_network.clone(),
             egress: self.egress,
         }
@@ -171,6 +181,22 @@ fn seconds(text: &str) -> Result<u64, String> {
         .map(|d| d.as_secs())
         .map_err(|err| {
             format!("invalid duration {text:?}: {err} (write it like \"90s\" or \"2h\")")
+        })
+}
+
+/// A duration in milliseconds: "2s", "500ms", or a number of seconds ("1.5").
+fn millis(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        if seconds.is_finite() && seconds >= 0.0 {
+            return Ok((seconds * 1000.0).round() as u64);
+        }
+        return Err(format!("invalid duration {text:?}: must not be negative"));
+    }
+    humantime::parse_duration(text)
+        .map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64)
+        .map_err(|err| {
+            format!("invalid duration {text:?}: {err} (write it like \"2s\" or \"500ms\")")
         })
 }
 

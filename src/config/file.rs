@@ -20,6 +20,7 @@ pub(super) struct FileConfig {
     pub(super) control: FileControl,
     pub(super) log: Log,
     pub(super) retention: Retention,
+    pub(super) politeness: super::Politeness,
     pub(super) store: FileStore,
     pub(super) crawl: CrawlDefaults,
     pub(super) hooks: Hooks,
@@ -226,6 +227,7 @@ impl Config {
             },
             log: self.log.clone(),
             retention: self.retention.clone(),
+            politeness: self.politeness.clone(),
             store: FileStore {
                 password_file: match &self.database {
                     Location::Postgres(server) => server.password_file.clone(),

@@ -18,6 +18,7 @@ mod file;
 mod load;
 mod location;
 mod plugin;
+mod politeness;
 mod resolve;
 mod tls;
 mod validate;
@@ -31,6 +32,7 @@ pub use location::{redacted, Location, Server};
 
 pub use bytes::parse as parse_size;
 pub use plugin::PluginConfig;
+pub use politeness::{HostPoliteness, Politeness};
 pub use validate::group_id;
 pub use web::Listen;
 pub use work::{ArchiveBox, CrawlDefaults, Hooks, Install};
@@ -102,6 +104,7 @@ pub struct Config {
     pub control: Control,
     pub log: Log,
     pub retention: Retention,
+    pub politeness: Politeness,
     /// `[crawl]`: the rules a crawl gets unless `add` gives its own.
     pub crawl: CrawlDefaults,
     /// `[hooks]`: who hooks run as.

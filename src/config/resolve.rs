@@ -93,6 +93,7 @@ impl Config {
             timeouts: file.timeouts,
             log: file.log,
             retention: file.retention,
+            politeness: file.politeness,
             crawl: file.crawl,
             hooks: file.hooks,
             install: file.install,

@@ -85,6 +85,9 @@ impl Config {
                 }
             }
         }
+        if let Some((key, why)) = self.politeness.problem() {
+            return Err(self.invalid(&key, why));
+        }
         if let Some(why) = self.crawl.rules().problem() {
             // (The flag's name, as `add` says it, is the key's: `--url-denylist` is `url_denylist`;
             // `--allow-network`, given once per network, is `allow_networks`.)

@@ -64,6 +64,8 @@ impl CrawlDefaults {
             snapshot_max_size: Some(self.snapshot_max_size),
             only_new: Some(self.only_new),
             max_concurrent_snapshots: None,
+            max_per_host: None,
+            delay_ms: None,
             allow_networks: self.allow_networks.clone(),
             egress: Some(self.egress),
         }

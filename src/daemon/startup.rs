@@ -38,6 +38,11 @@ impl Daemon {
         let store = Store::open_at(&config.database).map_err(store_err)?;
         store.set_synchronous_commit(config.synchronous_commit);
         store.queue().rebase_queue_clock().map_err(store_err)?;
+        // (Snapshots an abxd before politeness added are claimed by their host key too.)
+        let keyed = store.hosts().key_unkeyed().map_err(store_err)?;
+        if keyed > 0 {
+            log::info!("politeness: {keyed} snapshots given their host key");
+        }
         let instance = store.marker_namespace().map_err(store_err)?;
         let machine = Machine::this_host(store.shared_now());
         store.machines().register(&machine).map_err(store_err)?;

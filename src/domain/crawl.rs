@@ -82,6 +82,10 @@ pub struct Snapshot {
     pub restarts: u32,
     /// The limit that ended it (`--snapshot-max-size`), if one did.
     pub ended_by: Option<Limit>,
+    /// The site key politeness counts it under (`url_rule::host_key`; `None`: not keyed yet).
+    pub host_key: Option<String>,
+    /// Times it was put back because its site said 429 or 503.
+    pub backoffs: u32,
 }
 
 /// The outcome of one hook for one snapshot (or crawl).

@@ -91,6 +91,14 @@ pub struct CrawlRules {
     /// `[limits] max_snapshot_workers`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_concurrent_snapshots: Option<u64>,
+    /// How many of its snapshots of one host key run at once (`--max-per-host`), in place of
+    /// `[politeness]`'s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_per_host: Option<u64>,
+    /// Milliseconds between two starts of its snapshots on one host key (`--delay`), in place
+    /// of `[politeness]`'s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
     /// Networks its hooks may reach although they are not public (`--allow-network`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_networks: Vec<String>,
@@ -127,6 +135,8 @@ impl CrawlRules {
                 self.max_concurrent_snapshots,
                 defaults.max_concurrent_snapshots,
             ),
+            max_per_host: self.max_per_host.filter(|&n| n > 0),
+            delay_ms: self.delay_ms,
             allow_networks: list(&self.allow_networks, &defaults.allow_networks),
             egress: self.egress.or(defaults.egress),
         }

@@ -123,11 +123,11 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
         if self.waiting().is_some() {
             return Some(Instant::now() + crate::admission::POLL);
         }
-        let at = store
-            .queue()
-            .next_retry_at(self.queue, self.claim_scope())
-            .ok()
-            .flatten()?;
+        let at = match self.queue {
+            Queue::Crawls => store.queue().next_retry_at(self.queue, self.claim_scope()),
+            Queue::Snapshots => store.hosts().next_due(self.claim_scope()),
+        };
+        let at = at.ok().flatten()?;
         Some(
             std::time::Instant::now()
                 + Duration::from_millis((at - store.queue_now()).max(0) as u64),

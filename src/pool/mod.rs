@@ -187,17 +187,13 @@ impl<O: Owner> WorkerPool<O> {
         supervisor: &mut Supervisor<O>,
         store: &Store,
     ) -> Result<(), StoreError> {
-        let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
         while self.workers.len() < self.limit(config) {
             if self.unstarted.is_empty() && self.held_back(config, store)? {
                 return Ok(());
             }
             let held = match self.claimed_unstarted(store)? {
                 Some(held) => held,
-                None => match store
-                    .queue()
-                    .claim(self.queue, self.claim_scope(), lease, claimer)?
-                {
+                None => match self.claim(config, store)? {
                     Some(claim) => self.hold(store, claim)?,
                     None => return Ok(()),
                 },
@@ -249,6 +245,19 @@ impl<O: Owner> WorkerPool<O> {
             }
         }
         Ok(())
+    }
+
+    /// Claims the next piece of work the pool may take: a crawl, or a snapshot whose host key
+    /// has room (`[politeness]`).
+    fn claim(&self, config: &Config, store: &Store) -> Result<Option<Claim>, StoreError> {
+        let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
+        match self.queue {
+            Queue::Crawls => store.queue().claim(self.queue, self.only, lease, claimer),
+            Queue::Snapshots => {
+                let politeness = &config.politeness;
+                (store.hosts()).claim_snapshot(self.crawl, lease, claimer, politeness)
+            }
+        }
     }
 
     /// Work this pool claimed but could not start a worker for yet, if it is still claimed by

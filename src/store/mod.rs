@@ -44,7 +44,7 @@ pub use processes::Compact;
 pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use processes::{EndedRow, Moment, QueueDepth, StartedHook};
 pub use processes::{NewProcess, ProcessRow};
-pub use work::{Added, Binary, Export, RefusedUrls};
+pub use work::{Added, Binary, Export, HostState, RefusedUrls};
 pub use work::{Crawl, HookResult, Snapshot, SnapshotPage};
 pub use work::{Fired, NewSchedule, Schedule};
 pub use work::{HeldCrawl, RunningHook, ServedSnapshot};
@@ -123,6 +123,11 @@ repository!(
     WorkQueue
 );
 repository!(
+    /// Politeness per host key (`work::hosts`): claims that respect it, back-offs, what
+    /// `abxctl hosts` shows.
+    Hosts
+);
+repository!(
     /// Hook results and the binaries hooks reported (`work::results`, `work::binaries`).
     Results
 );
@@ -166,6 +171,10 @@ impl Store {
 
     pub fn queue(&self) -> WorkQueue<'_> {
         WorkQueue { store: self }
+    }
+
+    pub fn hosts(&self) -> Hosts<'_> {
+        Hosts { store: self }
     }
 
     pub fn results(&self) -> Results<'_> {

@@ -135,7 +135,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
         let retry = (refused || !cx.torn_down.is_empty() || all_sealed.is_none())
             .then(|| cx.store.outbox().next_try());
         // Wake for a snapshot that is waiting out a back-off, or for the crawl's hooks.
-        let back_off = (pool.is_empty() && !paused && !cx.failed)
+        let back_off = (!paused && !cx.failed)
             .then(|| pool.next_due(&cx.config, &cx.store))
             .flatten();
         let resume = paused.then(|| Instant::now() + PAUSE_POLL);

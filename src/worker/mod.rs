@@ -19,6 +19,7 @@ mod egress;
 mod end;
 mod input;
 mod limits;
+mod politeness;
 mod selection;
 mod snapshot;
 

@@ -92,6 +92,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     }
     // (What its index says of it once it is sealed.)
     let indexed = (indexed_crawl, snapshot.clone());
+    let throttle_of = (crawl.clone(), snapshot.clone());
     let scope = Scope {
         data_dir: cx.config.data_dir.clone(),
         crawl,
@@ -173,6 +174,11 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
     }
     if !cx.interrupted {
         crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
+    }
+    // A site that said "slow down" gets its cool-down, and the snapshot runs again after it.
+    let (crawl, snapshot) = throttle_of;
+    if super::politeness::back_off_if_throttled(&mut cx, &crawl, &snapshot, &dir)? {
+        return Ok(super::EXIT_INTERRUPTED);
     }
     let data_dir = cx.config.data_dir.clone();
     // (Its hooks are over: what the title hook said is final.)

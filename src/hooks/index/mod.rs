@@ -229,6 +229,8 @@ mod tests {
             sealed_at: None,
             restarts: 0,
             ended_by: None,
+            host_key: Some("a".into()),
+            backoffs: 0,
         }
     }
 

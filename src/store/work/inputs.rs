@@ -54,7 +54,7 @@ impl Crawls<'_> {
             let id: i64 = tx
                 .query_one(
                     "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, \
-                     uuid) VALUES (?1, ?2, 0, 'queued', ?3, ?4, ?5) RETURNING id",
+                     uuid, host_key) VALUES (?1, ?2, 0, 'queued', ?3, ?4, ?5, '') RETURNING id",
                     &args![crawl_id, format!("input:{uuid}"), due, now, uuid.as_str()],
                 )?
                 .get(0)?;

@@ -180,14 +180,23 @@ fn add_one(
     }
     let id: Option<i64> = tx.query_value(
         "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid, \
-         parent_id) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING \
-         RETURNING id",
-        &args![crawl_id, url, depth, due, now, crate::uuid7::new(), parent],
+         parent_id, host_key) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT DO NOTHING RETURNING id",
+        &args![
+            crawl_id,
+            url,
+            depth,
+            due,
+            now,
+            crate::uuid7::new(),
+            parent,
+            crate::url_rule::host_key(url)
+        ],
     )?;
     Ok(id.map_or(Added::Known, Added::New))
 }
 
-/// How many of `left` URLs one statement of [`add_many`] inserts: 512 (8 values each, well
+/// How many of `left` URLs one statement of [`add_many`] inserts: 512 (9 values each, well
 /// under either engine's bound on a statement's parameters), else the largest power of two
 /// in `left` — so that a few statements, each prepared once, serve every count.
 fn rows_per_insert(left: usize) -> usize {
@@ -207,7 +216,7 @@ fn add_many<U: AsRef<str>>(
     (depth, parent): (u32, Option<i64>),
     (due, now): (i64, i64),
 ) -> Result<Vec<Added>, StoreError> {
-    let mut values = Vec::with_capacity(urls.len() * 8);
+    let mut values = Vec::with_capacity(urls.len() * 9);
     for url in urls {
         let uuid = crate::uuid7::new();
         values.extend(args![
@@ -218,13 +227,14 @@ fn add_many<U: AsRef<str>>(
             due,
             now,
             uuid,
-            parent
+            parent,
+            crate::url_rule::host_key(url.as_ref())
         ]);
     }
     let sql = format!(
         "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid, \
-         parent_id) VALUES {} ON CONFLICT DO NOTHING RETURNING id, url",
-        value_rows(8, urls.len())
+         parent_id, host_key) VALUES {} ON CONFLICT DO NOTHING RETURNING id, url",
+        value_rows(9, urls.len())
     );
     let mut inserted = std::collections::HashMap::new();
     for row in tx.query(&sql, &values)? {

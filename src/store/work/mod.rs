@@ -10,6 +10,8 @@ mod admission;
 mod binaries;
 mod exports;
 mod fence;
+mod hosts;
+pub use hosts::HostState;
 mod inputs;
 mod limits;
 mod listing;
@@ -101,14 +103,15 @@ pub(in crate::store) fn insert_crawl(
         // finds them known.)
         for snapshot in &served.redo {
             tx.execute(
-                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid) \
-                 VALUES (?1, ?2, 0, 'queued', ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                "INSERT INTO snapshots (crawl_id, url, depth, status, retry_at, created_at, uuid, \
+                 host_key) VALUES (?1, ?2, 0, 'queued', ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
                 &args![
                     id,
                     snapshot.url.as_str(),
                     due,
                     snapshot.bookmarked_at,
-                    snapshot.uuid.as_str()
+                    snapshot.uuid.as_str(),
+                    crate::url_rule::host_key(&snapshot.url)
                 ],
             )?;
         }
@@ -186,7 +189,7 @@ columns! {
     /// A snapshot's columns, as [`snapshot_from_row`] reads them.
     pub(in crate::store) enum SnapshotColumn {
         id, crawl_id, url, depth, status, retry_at, owner_id, created_at, started_at, sealed_at,
-        restarts, ended_by, uuid,
+        restarts, ended_by, uuid, host_key, backoffs,
     }
 }
 
@@ -207,6 +210,8 @@ pub(in crate::store) fn snapshot_from_row(row: &Row) -> Result<Snapshot, SqlErro
         restarts: row.get(C::restarts)?,
         ended_by: row.get(C::ended_by)?,
         uuid: row.get(C::uuid)?,
+        host_key: row.get(C::host_key)?,
+        backoffs: row.get(C::backoffs)?,
     })
 }
 

@@ -297,17 +297,25 @@ fn claim_scope(queue: Queue, crawl_id: Option<i64>, crawl: &str, machine: &str) 
         // the crawl, reached by its snapshots' hooks on the loopback of its host — keeps its
         // snapshots on that host: elsewhere they would not find it.)
         (Queue::Snapshots, None) => format!(
-            "{unsealed} AND CAST({crawl} AS BIGINT) IS NULL \
-             AND crawl_id IN (SELECT c.id FROM crawls c JOIN processes w ON w.id = c.owner_id \
-                              WHERE c.status = 'started' AND c.paused_at IS NULL \
-                              AND w.machine_id != {machine} \
-                              AND NOT EXISTS (SELECT 1 FROM processes h \
-                                              WHERE h.crawl_id = c.id AND h.kind = 'hook' \
-                                              AND h.snapshot_id IS NULL \
-                                              AND h.status IN {live}))",
-            live = crate::store::processes::LIVE_STATUSES
+            "{unsealed} AND CAST({crawl} AS BIGINT) IS NULL AND crawl_id IN ({})",
+            lendable_crawls(machine)
         ),
     }
+}
+
+/// The crawls whose snapshots a host lends its free slots to: running, unpaused, on another
+/// machine than `machine` (a placeholder), running no crawl-scoped hook in the background.
+pub(super) fn lendable_crawls(machine: &str) -> String {
+    format!(
+        "SELECT c.id FROM crawls c JOIN processes w ON w.id = c.owner_id \
+         WHERE c.status = 'started' AND c.paused_at IS NULL \
+         AND w.machine_id != {machine} \
+         AND NOT EXISTS (SELECT 1 FROM processes h \
+                         WHERE h.crawl_id = c.id AND h.kind = 'hook' \
+                         AND h.snapshot_id IS NULL \
+                         AND h.status IN {live})",
+        live = crate::store::processes::LIVE_STATUSES
+    )
 }
 
 #[cfg(test)]

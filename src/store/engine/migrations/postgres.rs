@@ -342,6 +342,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (38, include_str!("postgres/38.sql")),
     (39, include_str!("postgres/39.sql")),
     (40, include_str!("postgres/40.sql")),
+    (41, include_str!("postgres/41.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

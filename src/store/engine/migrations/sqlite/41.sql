@@ -1,0 +1,44 @@
+-- 41: politeness per host. A snapshot's host key (its URL's registrable domain, an IP literal
+-- by address, '' for what is no network host; NULL until abxd keyed it: rows of earlier
+-- versions are keyed when the store is opened). `hosts`: one shared record per host key — when
+-- the next start on it may be, and its cool-down after it said 429 or 503. `host_lanes`: per
+-- crawl and host key with queued snapshots, when that lane is next looked at — what the claim
+-- reads by index instead of walking the queue; kept by the triggers below, so that every way a
+-- snapshot becomes queued (added, requeued, recovered, retried) is seen.
+ALTER TABLE snapshots ADD COLUMN host_key TEXT;
+ALTER TABLE snapshots ADD COLUMN backoffs INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX snapshots_unkeyed ON snapshots(id) WHERE host_key IS NULL;
+CREATE INDEX snapshots_lane ON snapshots(crawl_id, host_key, retry_at, id) WHERE status = 'queued';
+CREATE INDEX snapshots_host_started ON snapshots(host_key) WHERE status = 'started';
+CREATE TABLE hosts (
+    key             TEXT PRIMARY KEY,
+    next_start_at   INTEGER NOT NULL DEFAULT 0,
+    cooldown_until  INTEGER NOT NULL DEFAULT 0,
+    cooldown_reason TEXT,
+    backoffs        INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE host_lanes (
+    crawl_id  INTEGER NOT NULL,
+    host_key  TEXT NOT NULL,
+    due_at    INTEGER NOT NULL,
+    PRIMARY KEY (crawl_id, host_key)
+);
+CREATE INDEX host_lanes_due ON host_lanes(crawl_id, due_at);
+CREATE INDEX host_lanes_all_due ON host_lanes(due_at);
+CREATE INDEX host_lanes_by_host ON host_lanes(host_key);
+CREATE TRIGGER snapshots_lane_insert AFTER INSERT ON snapshots
+    WHEN NEW.status = 'queued' AND NEW.host_key IS NOT NULL BEGIN
+    INSERT INTO host_lanes (crawl_id, host_key, due_at)
+        VALUES (NEW.crawl_id, NEW.host_key, NEW.retry_at)
+        ON CONFLICT (crawl_id, host_key) DO UPDATE SET due_at = min(due_at, excluded.due_at);
+END;
+CREATE TRIGGER snapshots_lane_update AFTER UPDATE OF status, retry_at, host_key ON snapshots
+    WHEN NEW.status = 'queued' AND NEW.host_key IS NOT NULL BEGIN
+    INSERT INTO host_lanes (crawl_id, host_key, due_at)
+        VALUES (NEW.crawl_id, NEW.host_key, NEW.retry_at)
+        ON CONFLICT (crawl_id, host_key) DO UPDATE SET due_at = min(due_at, excluded.due_at);
+END;
+CREATE TRIGGER snapshots_host_freed AFTER UPDATE OF status ON snapshots
+    WHEN OLD.status = 'started' AND NEW.status != 'started' AND OLD.host_key IS NOT NULL BEGIN
+    UPDATE host_lanes SET due_at = 0 WHERE host_key = OLD.host_key AND due_at > 0;
+END;

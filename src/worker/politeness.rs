@@ -1,0 +1,135 @@
+//! A snapshot whose site said "slow down" (HTTP 429 or 503, as its headers hook recorded it) is
+//! not sealed with the error page: it goes back to the queue for after its host key's cool-down,
+//! which every crawl's claims respect — up to `[politeness] max_backoffs` times, after which it is
+//! sealed with what it has, saying why.
+//!
+//! Invariant: the decision ([`decide`]) is apart from the reading and the writing; only a
+//! snapshot that ran to its end (not interrupted, no limit reached) is judged.
+
+use super::{Context, WorkerError};
+use crate::config::Politeness;
+use crate::domain::{Crawl, CrawlRules, Snapshot, Throttle};
+use crate::supervisor::SnapshotWorkerChild;
+use std::path::Path;
+use std::time::Duration;
+
+/// What becomes of a snapshot whose site throttled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Back to the queue; its host key cools down this long.
+    BackOff(Duration),
+    /// Sealed with what it has: it was put back `max_backoffs` times already.
+    GiveUp,
+}
+
+/// What to do after `throttle` with a snapshot on host key `host` of a crawl with `rules`, put
+/// back `backoffs` times already.
+pub(super) fn decide(
+    politeness: &Politeness,
+    rules: &CrawlRules,
+    backoffs: u32,
+    host: &str,
+    throttle: &Throttle,
+) -> Verdict {
+    if backoffs >= politeness.max_backoffs {
+        return Verdict::GiveUp;
+    }
+    let delay = politeness.limits(host, rules).delay;
+    let cap = politeness.max_cooldown;
+    Verdict::BackOff(crate::domain::cool_down(throttle, delay, backoffs + 1, cap))
+}
+
+/// The throttle the snapshot's hooks recorded in `dir`, if one did: any plugin's
+/// `headers.json` (abx-plugins' headers hook and abxd's bundled one both write it).
+pub(super) fn throttle_in(dir: &Path) -> Option<Throttle> {
+    let now = crate::store::now_ms();
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("headers.json")).ok())
+        .find_map(|text| crate::domain::throttle_in_headers(&text, now))
+}
+
+/// Puts the snapshot back if its site throttled it. `Ok(true)`: put back, the worker exits
+/// without sealing; `Ok(false)`: seal it as usual.
+pub(super) fn back_off_if_throttled(
+    cx: &mut Context<SnapshotWorkerChild>,
+    crawl: &Crawl,
+    snapshot: &Snapshot,
+    dir: &Path,
+) -> Result<bool, WorkerError> {
+    if cx.interrupted || cx.ended_by.is_some() {
+        return Ok(false);
+    }
+    let Some(throttle) = throttle_in(dir) else {
+        return Ok(false);
+    };
+    let host = crate::url_rule::host_key(&snapshot.url);
+    if host.is_empty() {
+        return Ok(false);
+    }
+    let id = snapshot.id;
+    let politeness = &cx.config.politeness;
+    let wait = match decide(
+        politeness,
+        &crawl.rules,
+        snapshot.backoffs,
+        &host,
+        &throttle,
+    ) {
+        Verdict::GiveUp => {
+            log::warn!(
+                "snapshot {id}: {host} said {} again; sealed with what it has after {} \
+                 back-offs (max_backoffs)",
+                throttle.reason(),
+                snapshot.backoffs
+            );
+            return Ok(false);
+        }
+        Verdict::BackOff(wait) => wait,
+    };
+    let Some(claim) = cx.store.fence() else {
+        return Ok(false);
+    };
+    let put_back = cx.persist(|store| store.hosts().back_off(claim, &host, &throttle, wait))?;
+    if put_back == Some(true) {
+        log::warn!(
+            "snapshot {id}: {host} said {}: put back for {} (back-off {} of {})",
+            throttle.reason(),
+            humantime::format_duration(wait),
+            snapshot.backoffs + 1,
+            cx.config.politeness.max_backoffs
+        );
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_throttled_snapshot_backs_off_until_max_backoffs() {
+        let politeness = Politeness {
+            max_backoffs: 2,
+            ..Politeness::default()
+        };
+        let throttle = Throttle {
+            status: 503,
+            retry_after: None,
+        };
+        let rules = CrawlRules::default();
+        let verdicts: Vec<Verdict> = (0..3)
+            .map(|n| decide(&politeness, &rules, n, "example.com", &throttle))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                Verdict::BackOff(Duration::from_secs(1)),
+                Verdict::BackOff(Duration::from_secs(2)),
+                Verdict::GiveUp
+            ]
+        );
+    }
+}

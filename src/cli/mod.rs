@@ -164,6 +164,17 @@ pub enum AbxctlCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Sites (host keys: a registrable domain, or an address) with snapshots running or queued,
+    /// or cooling down after a 429 or 503: when each may start another, and why it waits
+    /// ([politeness] in supervisor.toml(5)).
+    #[command(
+        after_help = "Examples:\n  abxctl hosts\n  abxctl hosts --json | jq '.hosts[] | select(.cooldown_ms != null)'"
+    )]
+    Hosts {
+        /// Print the documented JSON shape (docs/json.md) instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Every snapshot of a URL, in any crawl: its crawl, its status, when it was archived and
     /// where its files are.
     #[command(

@@ -133,6 +133,7 @@ pub fn run(config: &Config, command: AbxctlCommand) -> Result<i32> {
             json,
         } => show::crawls(config, status, limit, Out { json }),
         AbxctlCommand::Find { url, json } => show::find(config, &url, Out { json }),
+        AbxctlCommand::Hosts { json } => show::hosts(config, Out { json }),
         AbxctlCommand::Plugins {
             env: Some(plugin),
             json,

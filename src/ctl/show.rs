@@ -22,6 +22,19 @@ pub(super) fn crawls(
     Ok(0)
 }
 
+/// `abxctl hosts`: the host keys politeness holds, read from the database.
+pub(super) fn hosts(config: &Config, out: Out) -> Result<i32> {
+    let store = Store::open_read_only_at(&config.database)?;
+    let hosts = store.hosts().list()?;
+    if out.json {
+        let document = serde_json::json!({ "hosts": hosts });
+        println!("{}", render::json::document(document));
+    } else {
+        print!("{}", render::hosts_table(&hosts));
+    }
+    Ok(0)
+}
+
 /// `abxctl find URL`: every snapshot of the URL, as it was crawled (without its fragment).
 pub(super) fn find(config: &Config, url: &str, out: Out) -> Result<i32> {
     let url = match url::Url::parse(url.trim()) {

@@ -1,0 +1,34 @@
+//! `abxctl hosts`: each host key with snapshots running or queued, or cooling down — when it may
+//! start another, and why it waits.
+
+use super::short_duration;
+use super::table::Table;
+use crate::printable;
+use crate::store::HostState;
+
+/// The table of `hosts` (as `Hosts::list` orders them).
+pub fn hosts_table(hosts: &[HostState]) -> String {
+    if hosts.is_empty() {
+        return "no host has snapshots queued or running\n".into();
+    }
+    let mut table = Table::new(["HOST", "RUNNING", "QUEUED", "NEXT START", "COOL-DOWN"]);
+    for host in hosts {
+        let next = match host.next_start_in_ms.max(host.cooldown_ms) {
+            Some(ms) => format!("in {}", short_duration(ms)),
+            None => "now".into(),
+        };
+        let cooling = match (host.cooldown_ms, &host.cooldown_reason) {
+            (Some(ms), Some(why)) => format!("{} left: {why}", short_duration(ms)),
+            (Some(ms), None) => format!("{} left", short_duration(ms)),
+            (None, _) => "-".into(),
+        };
+        table.add_row([
+            printable::line(&host.key).into_owned(),
+            host.running.to_string(),
+            host.queued.to_string(),
+            next,
+            cooling,
+        ]);
+    }
+    table.to_string()
+}

@@ -1,0 +1,318 @@
+//! Politeness per host key, seen from the sites: several loopback "sites" (127.0.0.x, each a
+//! server of this test that records when each request arrived and ended, and can answer 429 with
+//! `Retry-After`), crawled by the bundled headers plugin through a real daemon.
+
+mod common;
+
+use common::{plugins_config, wait_until, TestDaemon, WAIT};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// One request as a site saw it: its path, when it arrived and when its answer was sent
+/// (wall-clock ms).
+#[derive(Debug, Clone)]
+struct Visit {
+    path: String,
+    arrived: u128,
+    ended: u128,
+}
+
+/// A loopback site: answers every GET after `hold`, with 429 and `Retry-After` for the first
+/// `throttled` requests.
+struct Site {
+    address: String,
+    visits: Arc<Mutex<Vec<Visit>>>,
+    /// Requests that arrived, answered or not.
+    arrived: Arc<Mutex<usize>>,
+}
+
+fn wall_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+impl Site {
+    fn start(ip: &str, hold: Duration, throttled: usize, retry_after: u64) -> Site {
+        let listener = TcpListener::bind((ip, 0)).expect("bind a loopback address");
+        let address = listener.local_addr().unwrap().to_string();
+        let visits = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&visits);
+        let served = Arc::new(Mutex::new(0usize));
+        let arrived = Arc::clone(&served);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (seen, served) = (Arc::clone(&seen), Arc::clone(&served));
+                std::thread::spawn(move || {
+                    serve(stream, hold, (throttled, retry_after), seen, served)
+                });
+            }
+        });
+        Site {
+            address,
+            visits,
+            arrived,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.address)
+    }
+
+    fn visits(&self) -> Vec<Visit> {
+        let mut visits = self.visits.lock().unwrap().clone();
+        visits.sort_by_key(|v| v.arrived);
+        visits
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    hold: Duration,
+    (throttled, retry_after): (usize, u64),
+    seen: Arc<Mutex<Vec<Visit>>>,
+    served: Arc<Mutex<usize>>,
+) {
+    let arrived = wall_ms();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line == "\r\n" || line == "\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
+    let nth = {
+        let mut served = served.lock().unwrap();
+        *served += 1;
+        *served
+    };
+    std::thread::sleep(hold);
+    let answer = match nth <= throttled {
+        true => format!(
+            "HTTP/1.1 429 Too Many Requests\r\nRetry-After: {retry_after}\r\n\
+             Content-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+        false => "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\
+                  Connection: close\r\n\r\n<p>page</p>\r\n"
+            .to_string(),
+    };
+    let mut stream = stream;
+    let _ = stream.write_all(answer.as_bytes());
+    let _ = stream.flush();
+    seen.lock().unwrap().push(Visit {
+        path,
+        arrived,
+        ended: wall_ms(),
+    });
+}
+
+/// The most requests a site had open at once.
+fn most_at_once(visits: &[Visit]) -> usize {
+    let mut edges: Vec<(u128, i32)> = Vec::new();
+    for visit in visits {
+        edges.push((visit.arrived, 1));
+        // (An answer sent at the same ms as another's arrival is over before it.)
+        edges.push((visit.ended, -1));
+    }
+    edges.sort_by_key(|&(at, change)| (at, change));
+    let (mut open, mut most) = (0i32, 0i32);
+    for (_, change) in edges {
+        open += change;
+        most = most.max(open);
+    }
+    most as usize
+}
+
+fn headers_plugins() -> String {
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    format!(
+        "{}[crawl]\negress = \"unrestricted\"\n",
+        plugins_config(&[&bundled])
+    )
+}
+
+/// What a site sees of a start: abxd's start is its claim; the site sees the hook's request one
+/// process start later (the snapshot worker's, then the hook's), which varies from one start to
+/// the next on a loaded machine. Starts are checked against `delay` less this much.
+const START_JITTER: Duration = Duration::from_millis(400);
+
+/// The smallest gap between two arrivals at one site.
+fn closest_starts(visits: &[Visit]) -> Option<u128> {
+    visits
+        .windows(2)
+        .map(|pair| pair[1].arrived - pair[0].arrived)
+        .min()
+}
+
+#[test]
+fn no_site_sees_more_than_max_per_host_at_once_nor_starts_closer_than_delay_across_two_crawls() {
+    let sites: Vec<Site> = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+        .iter()
+        .map(|ip| Site::start(ip, Duration::from_millis(700), 0, 0))
+        .collect();
+    let config = format!(
+        "{}[limits]\nmax_crawl_workers = 2\nmax_snapshot_workers = 8\n\
+         [politeness]\nmax_per_host = 2\ndelay = \"1s\"\n",
+        headers_plugins()
+    );
+    let daemon = TestDaemon::start_with(&config);
+    let crawls: Vec<i64> = ["a", "b"]
+        .iter()
+        .map(|crawl| {
+            let mut args: Vec<String> = Vec::new();
+            for site in &sites {
+                for n in 0..3 {
+                    args.push(site.url(&format!("{crawl}{n}")));
+                }
+            }
+            args.extend(["--plugins".into(), "headers".into()]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            daemon.add(&args)
+        })
+        .collect();
+    for &crawl in &crawls {
+        daemon.wait_sealed(crawl, WAIT * 4);
+    }
+    let every: Vec<Visit> = sites.iter().flat_map(Site::visits).collect();
+    assert_eq!(every.len(), 18, "each page fetched once: {every:#?}");
+    for site in &sites {
+        let visits = site.visits();
+        assert!(
+            most_at_once(&visits) <= 2,
+            "{} had {} requests open at once: {visits:#?}",
+            site.address,
+            most_at_once(&visits)
+        );
+        let closest = closest_starts(&visits).unwrap();
+        eprintln!("{}: starts at least {closest} ms apart", site.address);
+        assert!(
+            closest + START_JITTER.as_millis() >= 1000,
+            "{}: two starts {closest} ms apart: {visits:#?}",
+            site.address
+        );
+        // (Both crawls' pages of it.)
+        assert!(visits.iter().any(|v| v.path.starts_with("/a")));
+        assert!(visits.iter().any(|v| v.path.starts_with("/b")));
+    }
+    // The limits are per site: the sites were served side by side.
+    assert!(
+        most_at_once(&every) > 2,
+        "no two sites were served at once: {every:#?}"
+    );
+    daemon.assert_nothing_survives();
+}
+
+#[test]
+fn a_429_with_retry_after_leaves_its_site_alone_that_long_while_others_proceed_then_archives_it() {
+    let throttling = Site::start("127.0.0.5", Duration::ZERO, 1, 3);
+    let other = Site::start("127.0.0.6", Duration::from_millis(200), 0, 0);
+    let config = format!(
+        "{}[limits]\nmax_snapshot_workers = 4\n[politeness]\nmax_per_host = 1\ndelay = \"600ms\"\n",
+        headers_plugins()
+    );
+    let daemon = TestDaemon::start_with(&config);
+    let mut args = vec![throttling.url("page")];
+    args.extend((0..8).map(|n| other.url(&format!("p{n}"))));
+    args.extend(["--plugins".into(), "headers".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let crawl = daemon.add(&args);
+    daemon.wait_sealed(crawl, WAIT * 2);
+    let visits = throttling.visits();
+    assert_eq!(visits.len(), 2, "a 429, then the page: {visits:#?}");
+    let (refused, archived) = (&visits[0], &visits[1]);
+    assert!(
+        archived.arrived >= refused.ended + 3000,
+        "asked again {} ms after its 429 (Retry-After: 3)",
+        archived.arrived - refused.ended
+    );
+    let meanwhile = other
+        .visits()
+        .iter()
+        .filter(|v| v.arrived > refused.ended && v.arrived < archived.arrived)
+        .count();
+    assert!(
+        meanwhile > 0,
+        "the other site waited too: {:#?}",
+        other.visits()
+    );
+    // The page was archived: its headers say 200, and its result succeeded.
+    let store = daemon.store();
+    let snapshot = store
+        .crawls()
+        .snapshots(crawl)
+        .unwrap()
+        .into_iter()
+        .find(|s| s.url == throttling.url("page"))
+        .unwrap();
+    assert_eq!(snapshot.backoffs, 1);
+    let dir = daemon
+        .data_dir()
+        .join(format!("crawls/{crawl}/snapshots/{}/headers", snapshot.id));
+    let headers = std::fs::read_to_string(dir.join("headers.json")).unwrap();
+    assert!(headers.contains("\"status\": 200"), "{headers}");
+    let hosts = daemon.ctl_ok(&["hosts", "--json"]);
+    let hosts: serde_json::Value = serde_json::from_str(&hosts).unwrap();
+    let listed = hosts["hosts"].as_array().unwrap();
+    assert!(
+        listed.iter().all(|h| h["running"] == 0 && h["queued"] == 0),
+        "{hosts}"
+    );
+    // Its worker said why it put the snapshot back.
+    let rows = store
+        .processes()
+        .list(&abxd::store::ProcessFilter::default())
+        .unwrap();
+    let said = rows
+        .iter()
+        .filter(|r| r.kind == abxd::domain::Kind::SnapshotWorker)
+        .filter_map(|r| std::fs::read_to_string(r.stderr_path.as_ref()?).ok())
+        .any(|log| log.contains("127.0.0.5 said HTTP 429, Retry-After 3s: put back for 3s"));
+    assert!(said, "no worker said why it backed off");
+    daemon.assert_nothing_survives();
+}
+
+#[test]
+fn a_sigkilled_snapshot_worker_leaves_its_site_blocked_no_longer_than_recovery() {
+    let site = Site::start("127.0.0.7", Duration::from_millis(1500), 0, 0);
+    let config = format!(
+        "{}[politeness]\nmax_per_host = 1\ndelay = \"0s\"\n",
+        headers_plugins()
+    );
+    let daemon = TestDaemon::start_with(&config);
+    let crawl = daemon.add(&[&site.url("one"), &site.url("two"), "--plugins", "headers"]);
+    // The first page is being fetched: its worker holds the site's one slot.
+    let worker = wait_until("a snapshot worker to fetch", WAIT, || {
+        (*site.arrived.lock().unwrap() > 0)
+            .then(|| {
+                daemon
+                    .live_rows(abxd::domain::Kind::SnapshotWorker)
+                    .into_iter()
+                    .next()
+            })
+            .flatten()
+    });
+    let pid = worker.pid.expect("a live worker has a pid") as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    daemon.wait_sealed(crawl, WAIT * 2);
+    let store = daemon.store();
+    let sealed = store.crawls().snapshots(crawl).unwrap();
+    assert!(sealed.iter().all(|s| s.status == "sealed"), "{sealed:#?}");
+    let hosts = daemon.ctl_ok(&["hosts"]);
+    assert!(hosts.contains("no host has snapshots"), "{hosts}");
+    daemon.assert_nothing_survives();
+}

@@ -15,18 +15,6 @@ use std::time::Duration;
 /// How long a fleet's crawl may take at most.
 const CRAWL_WAIT: Duration = Duration::from_secs(120);
 
-/// Whether this process may make PID namespaces (root, with util-linux's `unshare`); outside
-/// CI a test that needs them skips, saying so.
-fn can_unshare() -> bool {
-    let root = rustix::process::geteuid().is_root();
-    let unshare = Path::new("/usr/bin/unshare").exists();
-    assert!(
-        std::env::var_os("CI").is_none() || (root && unshare),
-        "CI runs as root with util-linux: the fleet's tests need PID namespaces"
-    );
-    root && unshare
-}
-
 /// How a fleet's hosts are set up: at most `slots` snapshot workers each (their own crawls'
 /// and those they lend to others'), the ledger hook taking `hook_seconds`, `extra` config.
 struct Setup<'a> {
@@ -69,10 +57,10 @@ fn host_config(server: &Postgres, name: &str, ledger: &Path, setup: &Setup) -> S
 /// The hosts of every fleet here.
 const NAMES: [&str; 3] = ["host-a", "host-b", "host-c"];
 
-/// A throwaway PostgreSQL cluster for a fleet, where hosts can be made (see [`can_unshare`]);
+/// A throwaway PostgreSQL cluster for a fleet, where hosts can be made (see [`common::can_unshare`]);
 /// `None` (after saying why) where they cannot, outside CI.
 fn fleet_server() -> Option<Postgres> {
-    if !can_unshare() {
+    if !common::can_unshare() {
         eprintln!("SKIPPED: PID namespaces need root and util-linux's unshare");
         return None;
     }

@@ -156,14 +156,15 @@ fn closest_starts(visits: &[Visit]) -> Option<u128> {
 }
 
 #[test]
-fn no_site_sees_more_than_max_per_host_at_once_nor_starts_closer_than_delay_across_two_crawls() {
+fn by_default_no_site_sees_more_than_two_at_once_nor_starts_closer_than_a_second_across_two_crawls()
+{
     let sites: Vec<Site> = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
         .iter()
         .map(|ip| Site::start(ip, Duration::from_millis(700), 0, 0))
         .collect();
     let config = format!(
         "{}[limits]\nmax_crawl_workers = 2\nmax_snapshot_workers = 8\n\
-         [politeness]\nmax_per_host = 2\ndelay = \"1s\"\n",
+         [politeness]\n",
         headers_plugins()
     );
     let daemon = TestDaemon::start_with(&config);
@@ -315,4 +316,78 @@ fn a_sigkilled_snapshot_worker_leaves_its_site_blocked_no_longer_than_recovery()
     let hosts = daemon.ctl_ok(&["hosts"]);
     assert!(hosts.contains("no host has snapshots"), "{hosts}");
     daemon.assert_nothing_survives();
+}
+
+#[test]
+fn two_daemons_on_one_postgresql_share_each_sites_limits() {
+    if !common::can_unshare() {
+        eprintln!("SKIPPED: the fleet's hosts need PID namespaces (root, util-linux's unshare)");
+        return;
+    }
+    let Some(server) = common::postgres::Postgres::start() else {
+        return;
+    };
+    let sites: Vec<Site> = ["127.0.0.8", "127.0.0.9"]
+        .iter()
+        .map(|ip| Site::start(ip, Duration::from_millis(500), 0, 0))
+        .collect();
+    let hosts: Vec<TestDaemon> = ["host-a", "host-b"]
+        .iter()
+        .map(|name| {
+            let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+            // (`plugins_config` ends in `[paths]`: the database joins it.)
+            let config = format!(
+                "{}database = {:?}\n[store]\nmachine_id = {name:?}\n\
+                 [limits]\nmax_snapshot_workers = 4\n\
+                 [politeness]\nmax_per_host = 1\ndelay = \"700ms\"\n\
+                 [crawl]\negress = \"unrestricted\"\n",
+                plugins_config(&[&bundled]),
+                server.database_url()
+            );
+            let mut daemon = TestDaemon::prepare(&config);
+            daemon.launch_in_own_pid_namespace();
+            daemon
+        })
+        .collect();
+    let crawls: Vec<(usize, i64)> = hosts
+        .iter()
+        .enumerate()
+        .map(|(n, host)| {
+            let mut args: Vec<String> = Vec::new();
+            for site in &sites {
+                args.extend((0..3).map(|page| site.url(&format!("h{n}p{page}"))));
+            }
+            args.extend(["--plugins".into(), "headers".into()]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            (n, host.add(&args))
+        })
+        .collect();
+    for &(n, crawl) in &crawls {
+        hosts[n].wait_sealed(crawl, WAIT * 4);
+    }
+    for site in &sites {
+        let visits = site.visits();
+        assert_eq!(visits.len(), 6, "{visits:#?}");
+        assert_eq!(most_at_once(&visits), 1, "{}: {visits:#?}", site.address);
+        let closest = closest_starts(&visits).unwrap();
+        assert!(
+            closest + START_JITTER.as_millis() >= 700,
+            "{}: two starts {closest} ms apart: {visits:#?}",
+            site.address
+        );
+    }
+    // Both hosts ran snapshots (the limits held across them, not by one host doing it all).
+    let store = hosts[0].store();
+    let machines: std::collections::BTreeSet<Option<String>> = store
+        .processes()
+        .list(&abxd::store::ProcessFilter::default())
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind == abxd::domain::Kind::SnapshotWorker)
+        .map(|r| r.machine_id)
+        .collect();
+    assert!(machines.len() == 2, "snapshots ran on {machines:?}");
+    for host in &hosts {
+        host.assert_nothing_survives();
+    }
 }

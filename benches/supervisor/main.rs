@@ -25,6 +25,7 @@ mod harness;
 mod hooks;
 mod idle;
 mod library;
+mod politeness;
 mod procfs;
 mod ps;
 mod recovery;
@@ -86,6 +87,9 @@ fn main() {
         }
         if only.as_ref().is_none_or(|only| only.contains(&13)) {
             durable_commits(&s, &mut figures);
+        }
+        if only.as_ref().is_none_or(|only| only.contains(&14)) {
+            politeness::politeness_cost(&s, &mut figures);
         }
     }
     // (Once: it runs for minutes.)

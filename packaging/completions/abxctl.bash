@@ -40,6 +40,9 @@ _abxctl() {
             abxctl,help)
                 cmd="abxctl__subcmd__help"
                 ;;
+            abxctl,hosts)
+                cmd="abxctl__subcmd__hosts"
+                ;;
             abxctl,kill)
                 cmd="abxctl__subcmd__kill"
                 ;;
@@ -99,6 +102,9 @@ _abxctl() {
                 ;;
             abxctl__subcmd__help,help)
                 cmd="abxctl__subcmd__help__subcmd__help"
+                ;;
+            abxctl__subcmd__help,hosts)
+                cmd="abxctl__subcmd__help__subcmd__hosts"
                 ;;
             abxctl__subcmd__help,kill)
                 cmd="abxctl__subcmd__help__subcmd__kill"
@@ -194,7 +200,7 @@ _abxctl() {
 
     case "${cmd}" in
         abxctl)
-            opts="-c -h -V --config --help --version status ps add schedule follow crawls find plugins binaries show logs kill cancel pause resume web-url prune retry export help"
+            opts="-c -h -V --config --help --version status ps add schedule follow crawls hosts find plugins binaries show logs kill cancel pause resume web-url prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -216,7 +222,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__add)
-            opts="-d -p -t -c -h --from --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --only-new --no-only-new --allow-network --egress --wait --bg --index-only --json --config --help"
+            opts="-d -p -t -c -h --from --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --only-new --no-only-new --allow-network --egress --wait --bg --index-only --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -291,6 +297,14 @@ _abxctl() {
                     return 0
                     ;;
                 --crawl-max-concurrent-snapshots)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-per-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -466,7 +480,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help)
-            opts="status ps add schedule follow crawls find plugins binaries show logs kill cancel pause resume web-url prune retry export help"
+            opts="status ps add schedule follow crawls hosts find plugins binaries show logs kill cancel pause resume web-url prune retry export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -578,6 +592,20 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__help__subcmd__hosts)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -822,6 +850,28 @@ _abxctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abxctl__subcmd__hosts)
+            opts="-c -h --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1084,7 +1134,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__schedule__subcmd__add)
-            opts="-d -p -t -c -h --from --every --cron --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --only-new --no-only-new --allow-network --egress --json --config --help"
+            opts="-d -p -t -c -h --from --every --cron --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --only-new --no-only-new --allow-network --egress --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1167,6 +1217,14 @@ _abxctl() {
                     return 0
                     ;;
                 --crawl-max-concurrent-snapshots)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-per-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -25,7 +25,7 @@ pub(super) fn crawls(
 /// `abxctl hosts`: the host keys politeness holds, read from the database.
 pub(super) fn hosts(config: &Config, out: Out) -> Result<i32> {
     let store = Store::open_read_only_at(&config.database)?;
-    let hosts = store.hosts().list()?;
+    let hosts = store.queue().hosts().list()?;
     if out.json {
         let document = serde_json::json!({ "hosts": hosts });
         println!("{}", render::json::document(document));

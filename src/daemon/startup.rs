@@ -39,7 +39,7 @@ impl Daemon {
         store.set_synchronous_commit(config.synchronous_commit);
         store.queue().rebase_queue_clock().map_err(store_err)?;
         // (Snapshots an abxd before politeness added are claimed by their host key too.)
-        let keyed = store.hosts().key_unkeyed().map_err(store_err)?;
+        let keyed = store.queue().hosts().key_unkeyed().map_err(store_err)?;
         if keyed > 0 {
             log::info!("politeness: {keyed} snapshots given their host key");
         }

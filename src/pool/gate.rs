@@ -125,7 +125,7 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
         }
         let at = match self.queue {
             Queue::Crawls => store.queue().next_retry_at(self.queue, self.claim_scope()),
-            Queue::Snapshots => store.hosts().next_due(self.claim_scope()),
+            Queue::Snapshots => store.queue().hosts().next_due(self.claim_scope()),
         };
         let at = at.ok().flatten()?;
         Some(

@@ -255,7 +255,7 @@ impl<O: Owner> WorkerPool<O> {
             Queue::Crawls => store.queue().claim(self.queue, self.only, lease, claimer),
             Queue::Snapshots => {
                 let politeness = &config.politeness;
-                (store.hosts()).claim_snapshot(self.crawl, lease, claimer, politeness)
+                (store.queue().hosts()).claim_snapshot(self.crawl, lease, claimer, politeness)
             }
         }
     }

@@ -6,6 +6,26 @@ use super::table::Table;
 use crate::printable;
 use crate::store::HostState;
 
+/// Why `host`'s queued snapshots wait, for `abxctl show`: "2 snapshots wait for their site
+/// example.com: it cools down 3s more (HTTP 429, Retry-After 3s)".
+pub fn site_wait(host: &HostState) -> String {
+    let why = match (
+        host.cooldown_ms,
+        &host.cooldown_reason,
+        host.next_start_in_ms,
+    ) {
+        (Some(ms), Some(why), _) => format!("it cools down {} more ({why})", short_duration(ms)),
+        (Some(ms), None, _) => format!("it cools down {} more", short_duration(ms)),
+        (None, _, Some(ms)) => format!("its next start is in {}", short_duration(ms)),
+        (None, _, None) => "it has no room".to_string(),
+    };
+    format!(
+        "{} snapshots wait for their site {}: {why}",
+        host.queued,
+        printable::line(&host.key)
+    )
+}
+
 /// The table of `hosts` (as `Hosts::list` orders them).
 pub fn hosts_table(hosts: &[HostState]) -> String {
     if hosts.is_empty() {

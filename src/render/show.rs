@@ -181,6 +181,11 @@ pub fn crawl_report(
             printable::line(why)
         ));
     }
+    if crawl.status != crate::domain::WorkStatus::Sealed {
+        for host in store.queue().hosts().waiting_in(crawl_id)? {
+            out.push_str(&format!("  waits: {}\n", super::site_wait(&host)));
+        }
+    }
     for export in store.exports().of_crawl(crawl_id)? {
         out.push_str(&format!(
             "  archivebox {} (user {}): {}{}\n",

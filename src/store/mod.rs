@@ -123,8 +123,8 @@ repository!(
     WorkQueue
 );
 repository!(
-    /// Politeness per host key (`work::hosts`): claims that respect it, back-offs, what
-    /// `abxctl hosts` shows.
+    /// Politeness per host key (`work::hosts`, reached by `store.queue().hosts()`): claims that
+    /// respect it, back-offs, what `abxctl hosts` shows.
     Hosts
 );
 repository!(
@@ -171,10 +171,6 @@ impl Store {
 
     pub fn queue(&self) -> WorkQueue<'_> {
         WorkQueue { store: self }
-    }
-
-    pub fn hosts(&self) -> Hosts<'_> {
-        Hosts { store: self }
     }
 
     pub fn results(&self) -> Results<'_> {

@@ -141,6 +141,8 @@ pub struct Gauges {
     /// The least free space where abxd writes (`disk`), and whether it is under
     /// `min_free_space` (no new crawl or snapshot starts then).
     pub disk: Option<(u64, bool)>,
+    /// Politeness: host keys by state, back-offs by reason.
+    pub politeness: super::politeness::HostGauges,
 }
 
 /// `text` as a label value: `\`, `"` and newlines escaped.
@@ -150,7 +152,7 @@ pub fn label(text: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
@@ -332,6 +334,7 @@ pub fn render(tally: &Tally, gauges: &Gauges) -> String {
             seconds(*oldest)
         );
     }
+    super::politeness::render(&mut out, &gauges.politeness);
     family(
         &mut out,
         "abxd_browsers_alive",

@@ -19,6 +19,7 @@ mod http;
 mod listener;
 mod metrics;
 mod page;
+mod politeness;
 mod route;
 mod scrape;
 mod seen;

@@ -81,6 +81,27 @@ pub fn index_live(data: &IndexData, now_ms: i64) -> String {
             escape(why)
         );
     }
+    for host in &data.hosts_waiting {
+        let why = match (
+            &host.cooldown_reason,
+            host.cooldown_ms,
+            host.next_start_in_ms,
+        ) {
+            (Some(why), Some(ms), _) => {
+                format!("cools down {} more ({why})", render::short_duration(ms))
+            }
+            (None, Some(ms), _) => format!("cools down {} more", render::short_duration(ms)),
+            (_, None, Some(ms)) => format!("starts its next in {}", render::short_duration(ms)),
+            _ => "waits".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<p class=\"waits\">site {}: {} snapshots queued; it {}</p>",
+            escape(&host.key),
+            host.queued,
+            escape(&why)
+        );
+    }
     crawls_table(&mut out, data, now_ms);
     let shown = (data.entries.iter())
         .filter(|e| !e.row.status.is_live())
@@ -344,7 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn the_index_names_the_crawls_whose_snapshots_wait_and_why() {
+    fn the_index_names_the_crawls_and_sites_whose_snapshots_wait_and_why() {
         let data = IndexData {
             entries: Vec::new(),
             ended: 0,
@@ -354,12 +375,28 @@ mod tests {
                 3,
                 "disk_full: 5 MiB free on /data, under min_free_space 1024 MiB".into(),
             )],
+            hosts_waiting: vec![crate::store::HostState {
+                key: "<b>example.com".into(),
+                running: 0,
+                queued: 4,
+                next_start_in_ms: None,
+                cooldown_ms: Some(3000),
+                cooldown_reason: Some("HTTP 429, Retry-After 3s".into()),
+                backoffs: 1,
+            }],
         };
         let page = index_live(&data, 0);
         assert!(
             page.contains(
                 "crawl 3: new snapshots wait for disk_full: 5 MiB free on /data, under \
                  min_free_space 1024 MiB"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "site &lt;b&gt;example.com: 4 snapshots queued; it cools down 3s more (HTTP 429, \
+                 Retry-After 3s)"
             ),
             "{page}"
         );

@@ -88,6 +88,10 @@ fn read(
     gauges.refused = (store.crawls().refusal_totals()?.into_iter())
         .map(|(reason, count)| (reason.to_string(), count))
         .collect();
+    gauges.politeness = super::politeness::HostGauges {
+        hosts: store.queue().hosts().list()?,
+        backoffs: store.queue().hosts().backoff_counts()?,
+    };
     Ok(metrics::render(tally, &gauges))
 }
 

@@ -55,7 +55,13 @@ pub struct IndexData {
     pub crawls: Vec<(Crawl, CrawlCounts)>,
     /// The running crawls whose snapshots wait for admission (disk, memory, browsers), and why.
     pub waits: Vec<(i64, String)>,
+    /// The sites whose queued snapshots wait on politeness (its delay, or a cool-down), the
+    /// busiest first, at most [`HOSTS_SHOWN`].
+    pub hosts_waiting: Vec<crate::store::HostState>,
 }
+
+/// Waiting sites the index names.
+pub const HOSTS_SHOWN: usize = 20;
 
 /// A crawl and its snapshots.
 pub struct CrawlData {
@@ -105,6 +111,10 @@ pub fn index(store: &Store) -> Result<IndexData, StoreError> {
         usage,
         crawls,
         waits: store.crawls().admission_waits()?,
+        hosts_waiting: (store.queue().hosts().list()?.into_iter())
+            .filter(|h| h.queued > 0 && (h.cooldown_ms.is_some() || h.next_start_in_ms.is_some()))
+            .take(HOSTS_SHOWN)
+            .collect(),
     })
 }
 

@@ -91,7 +91,12 @@ pub(super) fn back_off_if_throttled(
     let Some(claim) = cx.store.fence() else {
         return Ok(false);
     };
-    let put_back = cx.persist(|store| store.hosts().back_off(claim, &host, &throttle, wait))?;
+    let put_back = cx.persist(|store| {
+        store
+            .queue()
+            .hosts()
+            .back_off(claim, &host, &throttle, wait)
+    })?;
     if put_back == Some(true) {
         log::warn!(
             "snapshot {id}: {host} said {}: put back for {} (back-off {} of {})",

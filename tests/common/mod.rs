@@ -377,7 +377,14 @@ impl TestDaemon {
             Some(control) if extra.contains("[hooks]") => &Self::BASE_CONFIG[control..],
             _ => Self::BASE_CONFIG,
         };
-        format!("{base}{extra}")
+        // (Tests of other things crawl many pages of one loopback "site" and time nothing by
+        // it: politeness, which would space their starts a second apart, is lifted unless the
+        // test speaks of it — an empty `[politeness]` keeps its defaults.)
+        let polite = match extra.contains("[politeness") {
+            true => "",
+            false => "\n[politeness]\nmax_per_host = 1000\ndelay = \"0s\"\n",
+        };
+        format!("{base}{extra}{polite}")
     }
 
     /// Its PostgreSQL server (a daemon started `on` it).
@@ -844,4 +851,17 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
     }
+}
+
+/// Whether this process may make PID namespaces (root, with util-linux's `unshare`), as a fleet's
+/// hosts need ([`TestDaemon::launch_in_own_pid_namespace`]); outside CI a test that needs them
+/// skips, saying so.
+pub fn can_unshare() -> bool {
+    let root = rustix::process::geteuid().is_root();
+    let unshare = Path::new("/usr/bin/unshare").exists();
+    assert!(
+        std::env::var_os("CI").is_none() || (root && unshare),
+        "CI runs as root with util-linux: the fleet's tests need PID namespaces"
+    );
+    root && unshare
 }

@@ -41,6 +41,13 @@ pub struct HostState {
     pub backoffs: u64,
 }
 
+impl crate::store::WorkQueue<'_> {
+    /// The queue's politeness per host key.
+    pub fn hosts(&self) -> crate::store::Hosts<'_> {
+        crate::store::Hosts { store: self.store }
+    }
+}
+
 impl crate::store::Hosts<'_> {
     /// Claims the next queued snapshot whose host key has room, within crawl `crawl_id` (else
     /// among the crawls this host lends its slots to, as [`WorkQueue::claim`] says), for
@@ -198,45 +205,114 @@ impl crate::store::Hosts<'_> {
                  cooldown_reason = ?3, backoffs = hosts.backoffs + 1",
                 &args![host, until, reason.as_str()],
             )?;
+            tx.execute(
+                "INSERT INTO backoff_counts (reason, count) VALUES (?1, 1) \
+                 ON CONFLICT (reason) DO UPDATE SET count = backoff_counts.count + 1",
+                &args![format!("HTTP {}", throttle.status)],
+            )?;
             Ok(true)
         })
     }
 
-    /// The host keys with snapshots queued or running, or cooling down, busiest first.
+    /// The host keys with snapshots queued or running, or cooling down, busiest first. (One
+    /// pass over the running and queued snapshots' index, grouped: what a scrape or a page
+    /// reads, whatever the number of host keys.)
     pub fn list(&self) -> Result<Vec<HostState>, StoreError> {
         let now = self.store.queue_now();
-        let rows = self.store.db().query(
-            "SELECT k.key, \
-               (SELECT count(*) FROM snapshots s WHERE s.host_key = k.key \
-                AND s.status = 'started'), \
-               (SELECT count(*) FROM snapshots s WHERE s.host_key = k.key \
-                AND s.status = 'queued'), \
-               h.next_start_at, h.cooldown_until, h.cooldown_reason, h.backoffs \
-             FROM (SELECT host_key AS key FROM host_lanes \
-                   UNION SELECT host_key FROM snapshots WHERE status = 'started' \
-                   UNION SELECT key FROM hosts WHERE cooldown_until > ?1) k \
-             LEFT JOIN hosts h ON h.key = k.key WHERE k.key != '' AND k.key IS NOT NULL",
+        let db = self.store.db();
+        let mut hosts: std::collections::BTreeMap<String, HostState> = Default::default();
+        fn entry(
+            hosts: &mut std::collections::BTreeMap<String, HostState>,
+            key: String,
+        ) -> &mut HostState {
+            hosts.entry(key.clone()).or_insert_with(|| HostState {
+                key,
+                running: 0,
+                queued: 0,
+                next_start_in_ms: None,
+                cooldown_ms: None,
+                cooldown_reason: None,
+                backoffs: 0,
+            })
+        }
+        for (status, running) in [("started", true), ("queued", false)] {
+            let rows = db.query(
+                "SELECT host_key, count(*) FROM snapshots WHERE status = ?1 \
+                 AND host_key IS NOT NULL AND host_key != '' GROUP BY host_key",
+                &args![status],
+            )?;
+            for row in &rows {
+                let count: u64 = row.get(1)?;
+                let host = entry(&mut hosts, row.get(0)?);
+                match running {
+                    true => host.running = count,
+                    false => host.queued = count,
+                }
+            }
+        }
+        let rows = db.query(
+            "SELECT key, next_start_at, cooldown_until, cooldown_reason, backoffs FROM hosts \
+             WHERE next_start_at > ?1 OR cooldown_until > ?1",
             &args![now],
         )?;
-        let mut hosts = rows
-            .iter()
-            .map(|r| {
-                let next: Option<i64> = r.get(3)?;
-                let cool: Option<i64> = r.get(4)?;
-                let cooling = cool.filter(|&at| at > now).map(|at| at - now);
-                Ok(HostState {
-                    key: r.get(0)?,
-                    running: r.get(1)?,
-                    queued: r.get(2)?,
-                    next_start_in_ms: next.filter(|&at| at > now).map(|at| at - now),
-                    cooldown_ms: cooling,
-                    cooldown_reason: cooling.and(r.get(5)?),
-                    backoffs: r.get::<Option<u64>>(6)?.unwrap_or(0),
-                })
-            })
-            .collect::<Result<Vec<_>, crate::store::engine::sql::SqlError>>()?;
+        for row in &rows {
+            let host = entry(&mut hosts, row.get(0)?);
+            let (next, cool): (i64, i64) = (row.get(1)?, row.get(2)?);
+            host.next_start_in_ms = (next > now).then_some(next - now);
+            host.cooldown_ms = (cool > now).then_some(cool - now);
+            host.cooldown_reason = host.cooldown_ms.and(row.get(3)?);
+            host.backoffs = row.get(4)?;
+        }
+        let mut hosts: Vec<HostState> = hosts.into_values().collect();
         hosts.sort_by(|a, b| (b.running, b.queued, &a.key).cmp(&(a.running, a.queued, &b.key)));
         Ok(hosts)
+    }
+
+    /// The sites crawl `crawl_id`'s queued snapshots wait on — a cool-down, or the delay since
+    /// the last start — each with how many of the crawl's snapshots it holds back (`queued`).
+    pub fn waiting_in(&self, crawl_id: i64) -> Result<Vec<HostState>, StoreError> {
+        let now = self.store.queue_now();
+        let rows = self.store.db().query(
+            "SELECT h.key, h.next_start_at, h.cooldown_until, h.cooldown_reason, h.backoffs, \
+               (SELECT count(*) FROM snapshots s WHERE s.crawl_id = l.crawl_id \
+                AND s.host_key = l.host_key AND s.status = 'queued') \
+             FROM host_lanes l JOIN hosts h ON h.key = l.host_key \
+             WHERE l.crawl_id = ?1 AND (h.next_start_at > ?2 OR h.cooldown_until > ?2) \
+             ORDER BY h.key",
+            &args![crawl_id, now],
+        )?;
+        let hosts = rows.iter().map(|row| {
+            let (next, cool): (i64, i64) = (row.get(1)?, row.get(2)?);
+            let cooldown_ms = (cool > now).then_some(cool - now);
+            Ok(HostState {
+                key: row.get(0)?,
+                running: 0,
+                queued: row.get(5)?,
+                next_start_in_ms: (next > now).then_some(next - now),
+                cooldown_ms,
+                cooldown_reason: cooldown_ms.and(row.get(3)?),
+                backoffs: row.get(4)?,
+            })
+        });
+        Ok(hosts
+            .filter(
+                |h: &Result<HostState, crate::store::engine::sql::SqlError>| {
+                    h.as_ref().map_or(true, |h| h.queued > 0)
+                },
+            )
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The back-offs sites caused, all told, by reason ("HTTP 429", "HTTP 503").
+    pub fn backoff_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let rows = (self.store.db()).query(
+            "SELECT reason, count FROM backoff_counts ORDER BY reason",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
     }
 
     /// Gives every snapshot without a host key (added by an abxd before politeness) its key.

@@ -4,12 +4,17 @@ ALTER TABLE snapshots ADD COLUMN backoffs BIGINT NOT NULL DEFAULT 0;
 CREATE INDEX snapshots_unkeyed ON snapshots(id) WHERE host_key IS NULL;
 CREATE INDEX snapshots_lane ON snapshots(crawl_id, host_key, retry_at, id) WHERE status = 'queued';
 CREATE INDEX snapshots_host_started ON snapshots(host_key) WHERE status = 'started';
+CREATE INDEX snapshots_host_queued ON snapshots(host_key) WHERE status = 'queued';
 CREATE TABLE hosts (
     key             TEXT PRIMARY KEY,
     next_start_at   BIGINT NOT NULL DEFAULT 0,
     cooldown_until  BIGINT NOT NULL DEFAULT 0,
     cooldown_reason TEXT,
     backoffs        BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE backoff_counts (
+    reason  TEXT PRIMARY KEY,
+    count   BIGINT NOT NULL
 );
 CREATE TABLE host_lanes (
     crawl_id  BIGINT NOT NULL,

@@ -67,7 +67,9 @@ def main():
             f'[paths]\nplugins_dirs = ["{ROOT}/tests/fixtures/plugins"]\n'
             f'[limits]\nmemory_floor = 0\nmax_snapshot_workers = 8\n'
             f'[hooks]\nuser = "{USER}"\n'
-            f'[archivebox]\ncommand = "{ARCHIVEBOX}"\n')
+            f'[archivebox]\ncommand = "{ARCHIVEBOX}"\n'
+            # (One loopback "site" for every crawl, timed: no politeness delay between them.)
+            f'[politeness]\nmax_per_host = 1000\ndelay = "0s"\n')
     abxd = subprocess.Popen([os.path.join(exe, "abxd"), "--config", config], cwd=home,
                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, "abxd.log"), "w"))
     ctl = [os.path.join(exe, "abxctl"), "--config", config]

@@ -208,6 +208,10 @@ allow_debug_spawn = true
 [hooks]
 # (The peers run their jobs as whoever starts them; so does abxd here, root included.)
 user = "$(id -un)"
+# (Its jobs are all of one loopback "site", and the peers know no per-site limit.)
+[politeness]
+max_per_host = 1000
+delay = "0s"
 EOF
     "$bin/abxd" --config "$config" >"$dir/log" 2>&1 &
     DAEMONS+=($!)

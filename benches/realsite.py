@@ -297,6 +297,11 @@ def as_user(argv, env):
             *argv]
 
 
+# The site is our own on loopback, and ArchiveBox holds itself to no per-site limit: abxd's
+# politeness (supervisor.toml(5) [politeness]) is lifted, so that both run at the concurrency asked.
+UNHELD = '[politeness]\nmax_per_host = 1000\ndelay = "0s"\n'
+
+
 def run_abxd(work, env, url, max_urls, concurrency, tag, limits="", preexec=None):
     """`abxd run` of the crawl; `limits`: more lines of its config's [limits]."""
     home = os.path.join(work, "abxd")
@@ -304,7 +309,7 @@ def run_abxd(work, env, url, max_urls, concurrency, tag, limits="", preexec=None
     os.chmod(home, 0o755)
     workers = f"max_snapshot_workers = {concurrency}\n" if concurrency else ""
     with open(os.path.join(home, "supervisor.toml"), "w") as f:
-        f.write(f"[limits]\n{workers}{limits}")
+        f.write(f"[limits]\n{workers}{limits}{UNHELD}")
     exe = EXE or os.path.join(ROOT, "target/release/abxd")
     argv = [exe, "run", "--hooks-user", USER, "--depth", "1", "--plugins", PLUGINS]
     if max_urls:
@@ -385,7 +390,7 @@ def run_abxd_queue(work, env, url, max_urls, concurrency, tag):
     with open(config, "w") as f:
         f.write(f"[hooks]\nuser = \"{USER}\"\n[limits]\n{workers}[archivebox]\n"
                 f"data_dir = \"{collection}\"\ncommand = \"{archivebox}\"\n"
-                f"serve_queue = true\nqueue_interval = \"1s\"\n")
+                f"serve_queue = true\nqueue_interval = \"1s\"\n{UNHELD}")
     exe = EXE or os.path.join(ROOT, "target/release/abxd")
     argv = [sys.executable, "-c", DRIVE_QUEUE, exe, config, collection]
     figures = measured_run("abxd-queue", argv, {**env, "HOME": home}, home, tag,

@@ -119,7 +119,7 @@ class Abxd:
         self.config = os.path.join(self.home, "supervisor.toml")
         with open(self.config, "w") as f:
             f.write(f'[hooks]\nuser = "{realsite.USER}"\n'
-                    f"[limits]\nmax_snapshot_workers = {concurrency}\n")
+                    f"[limits]\nmax_snapshot_workers = {concurrency}\n{realsite.UNHELD}")
         self.env = {**env, "HOME": self.home}
         self.db = os.path.join(self.home, "data/abxd.sqlite3")
         self.crawl = None

@@ -75,7 +75,14 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     // plugins, its rules).
     crate::hook_user::for_crawls(&config).map_err(RunError::BadInput)?;
     let urls = urls_for(args)?;
-    let admitted = crate::verbs::crawl::admit(&config, crawl.spec(urls.clone()))
+    let mut spec = crawl.spec(urls.clone());
+    // (Pages abxd serves itself on loopback are no site to be polite to: unless the flags say
+    // otherwise, their snapshots start as fast as the workers allow.)
+    if args.iter().all(|arg| !arg.contains("://")) {
+        spec.rules.delay_ms.get_or_insert(0);
+        spec.rules.max_per_host.get_or_insert(u64::from(u32::MAX));
+    }
+    let admitted = crate::verbs::crawl::admit(&config, spec)
         .map_err(|refusal| RunError::BadInput(refusal.message))?;
     let mut daemon = Daemon::start(config)?;
     if let Some(why) = daemon.egress_refusal(&admitted) {

@@ -762,6 +762,7 @@ fn every_listing_and_action_has_a_versioned_json_shape() {
         ),
         ("plugins", json_of(daemon.ctl(&["plugins", "--json"]))),
         ("binaries", json_of(daemon.ctl(&["binaries", "--json"]))),
+        ("hosts", json_of(daemon.ctl(&["hosts", "--json"]))),
         (
             "check-config",
             json_of(

@@ -303,7 +303,7 @@ fn a_sigkilled_snapshot_worker_leaves_its_site_blocked_no_longer_than_recovery()
             })
             .flatten()
     });
-    let pid = worker.pid.expect("a live worker has a pid") as i32;
+    let pid = worker.pid.expect("a live worker has a pid");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
@@ -349,7 +349,7 @@ fn two_daemons_on_one_postgresql_share_each_sites_limits() {
             daemon
         })
         .collect();
-    let crawls: Vec<(usize, i64)> = hosts
+    let crawls: Vec<i64> = hosts
         .iter()
         .enumerate()
         .map(|(n, host)| {
@@ -359,12 +359,21 @@ fn two_daemons_on_one_postgresql_share_each_sites_limits() {
             }
             args.extend(["--plugins".into(), "headers".into()]);
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            (n, host.add(&args))
+            host.add(&args)
         })
         .collect();
-    for &(n, crawl) in &crawls {
-        hosts[n].wait_sealed(crawl, WAIT * 4);
-    }
+    let store =
+        abxd::store::Store::open_at(&abxd::store::Location::Postgres(abxd::store::Server {
+            url: server.database_url(),
+            password_file: None,
+        }))
+        .unwrap();
+    wait_until("both crawls to be sealed", WAIT * 4, || {
+        crawls
+            .iter()
+            .all(|&id| (store.crawls().get(id).unwrap()).is_some_and(|c| c.status == "sealed"))
+            .then_some(())
+    });
     for site in &sites {
         let visits = site.visits();
         assert_eq!(visits.len(), 6, "{visits:#?}");
@@ -377,7 +386,6 @@ fn two_daemons_on_one_postgresql_share_each_sites_limits() {
         );
     }
     // Both hosts ran snapshots (the limits held across them, not by one host doing it all).
-    let store = hosts[0].store();
     let machines: std::collections::BTreeSet<Option<String>> = store
         .processes()
         .list(&abxd::store::ProcessFilter::default())
@@ -387,7 +395,150 @@ fn two_daemons_on_one_postgresql_share_each_sites_limits() {
         .map(|r| r.machine_id)
         .collect();
     assert!(machines.len() == 2, "snapshots ran on {machines:?}");
-    for host in &hosts {
-        host.assert_nothing_survives();
+    // (Each daemon is the first process of a PID namespace of its own: what it ran is read
+    // from the table, which names every live process of either.)
+    wait_until("every worker and hook to end on both hosts", WAIT, || {
+        let rows = store
+            .processes()
+            .list(&abxd::store::ProcessFilter::default())
+            .unwrap();
+        rows.iter()
+            .all(|r| !r.status.is_live() || r.kind == abxd::domain::Kind::Orchestrator)
+            .then_some(())
+    });
+}
+
+/// A plugin dir with one hook that takes `seconds`, for crawls whose order is what a test reads.
+fn slow_plugin(seconds: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    common::plugin(
+        dir.path(),
+        "slow",
+        "on_Snapshot__10_slow.sh",
+        &format!(
+            "sleep {seconds}\necho '{{\"type\": \"ArchiveResult\", \"status\": \"succeeded\"}}'\n"
+        ),
+    );
+    dir
+}
+
+/// How many of crawl `crawl`'s snapshots ever started.
+fn started(daemon: &TestDaemon, crawl: i64) -> usize {
+    (daemon.store().crawls().snapshots(crawl).unwrap().iter())
+        .filter(|s| s.started_at.is_some())
+        .count()
+}
+
+#[test]
+fn a_one_url_crawl_added_while_ten_thousand_snapshots_run_starts_within_one_dispatch_turn() {
+    let plugins = slow_plugin("5");
+    let daemon = TestDaemon::start_with(&plugins_config(&[plugins.path()]));
+    let mut args: Vec<String> = (0..10_000)
+        .map(|n| format!("http://big.example/{n}"))
+        .collect();
+    args.extend(["--plugins".into(), "slow".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let big = daemon.add(&args);
+    wait_until("the big crawl to run two snapshots", WAIT, || {
+        (started(&daemon, big) >= 2).then_some(())
+    });
+    let before = started(&daemon, big);
+    let small = daemon.add(&["http://small.example/", "--plugins", "slow"]);
+    wait_until("the one-URL crawl's snapshot to start", WAIT, || {
+        (started(&daemon, small) == 1).then_some(())
+    });
+    // (Its snapshots take 5 s: in one turn of its pool it starts at most its two slots' worth.)
+    let meanwhile = started(&daemon, big) - before;
+    assert!(
+        meanwhile <= 2,
+        "the big crawl started {meanwhile} snapshots before the one-URL crawl's first"
+    );
+    daemon.ctl_ok(&["cancel", &big.to_string()]);
+    daemon.wait_sealed(small, WAIT);
+    daemon.wait_sealed(big, WAIT);
+}
+
+#[test]
+fn a_queued_crawl_of_higher_priority_is_claimed_first() {
+    let plugins = slow_plugin("1");
+    let config = format!(
+        "{}[limits]\nmax_crawl_workers = 1\n",
+        plugins_config(&[plugins.path()])
+    );
+    let daemon = TestDaemon::start_with(&config);
+    let running = daemon.add(&["http://first.example/", "--plugins", "slow"]);
+    wait_until("the first crawl to run", WAIT, || {
+        (started(&daemon, running) == 1).then_some(())
+    });
+    let plain = daemon.add(&["http://plain.example/", "--plugins", "slow"]);
+    let urgent = daemon.add(&[
+        "http://urgent.example/",
+        "--plugins",
+        "slow",
+        "--priority",
+        "5",
+    ]);
+    for crawl in [running, plain, urgent] {
+        daemon.wait_sealed(crawl, WAIT);
     }
+    let store = daemon.store();
+    let started_at = |id| store.crawls().get(id).unwrap().unwrap().started_at.unwrap();
+    assert!(
+        started_at(urgent) < started_at(plain),
+        "the crawl of priority 5 started after the one of 0"
+    );
+    let shown = daemon.ctl_ok(&["show", &urgent.to_string()]);
+    assert!(shown.contains("priority 5"), "{shown}");
+}
+
+#[test]
+fn abxctl_add_refuses_bad_politeness_values_naming_the_flag() {
+    let daemon = TestDaemon::start();
+    for (flag, value, why) in [
+        ("--max-per-host", "0", "--max-per-host"),
+        ("--delay", "soon", "invalid duration \"soon\""),
+        ("--delay=-1", "", "must not be negative"),
+        ("--priority", "high", "--priority"),
+    ] {
+        let mut args = vec!["add", "http://example.com/", flag];
+        args.extend((!value.is_empty()).then_some(value));
+        let out = daemon.ctl(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(why), "{flag} {value}: {stderr}");
+    }
+    let crawls = daemon.ctl_ok(&["crawls"]);
+    assert!(crawls.contains("no crawls"), "{crawls}");
+}
+
+#[test]
+fn a_site_that_keeps_saying_429_gets_max_backoffs_tries_then_the_snapshot_is_sealed_saying_why() {
+    let site = Site::start("127.0.0.10", Duration::ZERO, usize::MAX, 1);
+    let config = format!(
+        "{}[politeness]\nmax_backoffs = 2\ndelay = \"0s\"\n",
+        headers_plugins()
+    );
+    let daemon = TestDaemon::start_with(&config);
+    let crawl = daemon.add(&[&site.url("always"), "--plugins", "headers"]);
+    daemon.wait_sealed(crawl, WAIT);
+    let visits = site.visits();
+    assert_eq!(
+        visits.len(),
+        3,
+        "the first try and two back-offs: {visits:#?}"
+    );
+    for pair in visits.windows(2) {
+        assert!(
+            pair[1].arrived >= pair[0].ended + 1000,
+            "asked again {} ms after a 429 with Retry-After: 1",
+            pair[1].arrived - pair[0].ended
+        );
+    }
+    let snapshot = daemon.store().crawls().snapshots(crawl).unwrap().remove(0);
+    assert_eq!(snapshot.status, "sealed");
+    assert_eq!(snapshot.backoffs, 2);
+    assert_eq!(snapshot.ended_by, Some(abxd::domain::Limit::MaxBackoffs));
+    let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+    assert!(shown.contains("max_backoffs"), "{shown}");
+    daemon.assert_nothing_survives();
 }

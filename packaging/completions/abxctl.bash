@@ -222,7 +222,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__add)
-            opts="-d -p -t -c -h --from --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --only-new --no-only-new --allow-network --egress --wait --bg --index-only --json --config --help"
+            opts="-d -p -t -c -h --from --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --priority --only-new --no-only-new --allow-network --egress --wait --bg --index-only --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -305,6 +305,10 @@ _abxctl() {
                     return 0
                     ;;
                 --delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1134,7 +1138,7 @@ _abxctl() {
             return 0
             ;;
         abxctl__subcmd__schedule__subcmd__add)
-            opts="-d -p -t -c -h --from --every --cron --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --only-new --no-only-new --allow-network --egress --json --config --help"
+            opts="-d -p -t -c -h --from --every --cron --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --priority --only-new --no-only-new --allow-network --egress --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1225,6 +1229,10 @@ _abxctl() {
                     return 0
                     ;;
                 --delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -502,7 +502,7 @@ _abxd() {
             return 0
             ;;
         abxd__subcmd__run)
-            opts="-d -p -t -c -h --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --only-new --no-only-new --allow-network --egress --hooks-user --config --help"
+            opts="-d -p -t -c -h --depth --plugins --extract --tag --parser --persona --url-allowlist --url-denylist --scope --max-urls --crawl-max-size --crawl-timeout --snapshot-max-size --crawl-max-concurrent-snapshots --max-per-host --delay --priority --only-new --no-only-new --allow-network --egress --hooks-user --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -581,6 +581,10 @@ _abxd() {
                     return 0
                     ;;
                 --delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

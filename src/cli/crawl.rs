@@ -66,6 +66,10 @@ pub struct CrawlArgs {
     /// no wait), in place of [politeness] delay.
     #[arg(long, value_name = "DURATION", value_parser = millis)]
     pub delay: Option<u64>,
+    /// Claim this crawl before queued crawls of lower priority (higher first; default 0,
+    /// negative allowed): which crawl gets the next of [limits] max_crawl_workers.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub priority: Option<i64>,
     /// Follow no discovered URL that another crawl archived already (seeds are crawled
     /// again: a feed, to find what is new in it).
     #[arg(long, overrides_with = "no_only_new")]
@@ -135,6 +139,7 @@ impl CrawlArgs {
             max_concurrent_snapshots: self.crawl_max_concurrent_snapshots,
             max_per_host: self.max_per_host,
             delay_ms: self.delay,
+            priority: self.priority,
             allow_networks: self.allow_network.clone(),
             egress: self.egress,
         }

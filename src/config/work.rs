@@ -66,6 +66,7 @@ impl CrawlDefaults {
             max_concurrent_snapshots: None,
             max_per_host: None,
             delay_ms: None,
+            priority: None,
             allow_networks: self.allow_networks.clone(),
             egress: Some(self.egress),
         }

@@ -43,6 +43,9 @@ words!(
         Timeout => "timeout",
         /// `--snapshot-max-size`: bytes archived by one snapshot.
         SnapshotMaxSize => "snapshot_max_size",
+        /// `[politeness] max_backoffs`: its site said 429 or 503 that many times; the snapshot
+        /// was sealed with what it had.
+        MaxBackoffs => "max_backoffs",
     }
 );
 
@@ -54,6 +57,7 @@ impl Limit {
             Limit::MaxSize => "--max-size",
             Limit::Timeout => "--timeout",
             Limit::SnapshotMaxSize => "--snapshot-max-size",
+            Limit::MaxBackoffs => "[politeness] max_backoffs",
         }
     }
 }
@@ -99,6 +103,10 @@ pub struct CrawlRules {
     /// of `[politeness]`'s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    /// Which queued crawl is claimed first (`--priority`; higher first, 0 by default): kept on
+    /// the crawl's row too, where the claim orders by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
     /// Networks its hooks may reach although they are not public (`--allow-network`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_networks: Vec<String>,
@@ -137,6 +145,7 @@ impl CrawlRules {
             ),
             max_per_host: self.max_per_host.filter(|&n| n > 0),
             delay_ms: self.delay_ms,
+            priority: self.priority.filter(|&p| p != 0),
             allow_networks: list(&self.allow_networks, &defaults.allow_networks),
             egress: self.egress.or(defaults.egress),
         }
@@ -176,6 +185,8 @@ impl CrawlRules {
             Limit::MaxSize => self.max_size,
             Limit::Timeout => self.timeout,
             Limit::SnapshotMaxSize => self.snapshot_max_size,
+            // (The config's, not the crawl's.)
+            Limit::MaxBackoffs => None,
         }
         .filter(|&n| n > 0)
     }

@@ -19,6 +19,7 @@ use table::Table;
 pub use clock::short_duration;
 
 pub mod admin;
+mod asked;
 pub mod binaries;
 mod clock;
 mod crawl;

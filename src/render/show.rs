@@ -9,15 +9,13 @@
 //! rows change (`crawl_tallies`). Rendering reads, never writes; what came from outside (URLs,
 //! hook output) is printed escaped.
 
+use super::asked::{options_lines, refused_lines, rules_line};
 use super::crawl::{crawl_status, ended_by, CrawlCounts};
 use super::results::{exit_text, failures, latest_runs, results_table, RunByResult};
-use crate::domain::{
-    CrawlOptions, CrawlRules, Limit, PageStart, Refusal, SnapshotState, WorkCounts,
-};
+use crate::domain::{PageStart, SnapshotState, WorkCounts};
 use crate::printable;
-use crate::store::{Crawl, HookResult, RefusedUrls, Snapshot, Store, StoreError};
-use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use crate::store::{Crawl, HookResult, Snapshot, Store, StoreError};
+use std::collections::HashMap;
 
 /// Snapshots a page holds unless `--limit` says otherwise.
 pub const DEFAULT_PAGE: u32 = 50;
@@ -339,84 +337,4 @@ fn page_footer(
         }
     }
     Ok(())
-}
-
-/// The links the crawl's hooks discovered and the URL rule refused: a line per reason, with the
-/// first ones refused (shown escaped: they come from pages); and what its egress policy refused.
-fn refused_lines(refused: &BTreeMap<Refusal, RefusedUrls>, out: &mut String) {
-    for (reason, urls) in refused {
-        if urls.first.is_empty() {
-            // (Its egress policy's: connects and sends the kernel refused, no URL named.)
-            out.push_str(&format!(
-                "  refused: {} {reason} (connects or sends of its hooks)\n",
-                urls.count
-            ));
-            continue;
-        }
-        let more = if urls.count > urls.first.len() as u64 {
-            ", …"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "  refused: {} {reason}: {}{more}\n",
-            urls.count,
-            printable::line(&urls.first.join(", "))
-        ));
-    }
-}
-
-/// A crawl's rules as shown, if it has any: `scope host, denylist \.pdf$, max_urls 3`.
-fn rules_line(rules: &CrawlRules) -> Option<String> {
-    let mut parts = Vec::new();
-    if let Some(scope) = rules.scope {
-        parts.push(format!("scope {scope}"));
-    }
-    for (name, list) in [
-        ("allowlist", &rules.url_allowlist),
-        ("denylist", &rules.url_denylist),
-    ] {
-        if !list.is_empty() {
-            parts.push(format!("{name} {}", printable::line(&list.join(" "))));
-        }
-    }
-    if rules.only_new() {
-        parts.push("only_new".into());
-    }
-    if let Some(most) = rules.max_concurrent_snapshots {
-        parts.push(format!("max_concurrent_snapshots {most}"));
-    }
-    for limit in Limit::ALL {
-        if let Some(value) = rules.limit(*limit) {
-            let shown = match limit {
-                Limit::MaxUrls => value.to_string(),
-                Limit::Timeout => {
-                    humantime::format_duration(Duration::from_secs(value)).to_string()
-                }
-                Limit::MaxSize | Limit::SnapshotMaxSize => format!("{value} bytes"),
-            };
-            parts.push(format!("{limit} {shown}"));
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join(", "))
-}
-
-/// A crawl's ArchiveBox Crawl, tags, persona and parser, a line each that it has.
-fn options_lines(options: &CrawlOptions, out: &mut String) {
-    if let Some(served) = &options.archivebox {
-        let (id, user) = (printable::line(&served.id), printable::line(&served.user));
-        out.push_str(&format!(
-            "  ArchiveBox's: its Crawl {id}, queued there by {user}\n"
-        ));
-    }
-    if !options.tags.is_empty() {
-        let tags = options.tags.join(", ");
-        out.push_str(&format!("  tags: {}\n", printable::line(&tags)));
-    }
-    if let Some(persona) = &options.persona {
-        out.push_str(&format!("  persona: {}\n", printable::line(persona)));
-    }
-    if let Some(parser) = &options.parser {
-        out.push_str(&format!("  parser: {}\n", printable::line(parser)));
-    }
 }

@@ -12,6 +12,7 @@
 //! counted once, also one that ends late — a commit that lands after a scrape with an older
 //! `ended_at` ([`Seen`]).
 
+use super::exposition::{family, label};
 use super::histogram::Histogram;
 use super::seen::Seen;
 use crate::domain::Kind;
@@ -143,18 +144,6 @@ pub struct Gauges {
     pub disk: Option<(u64, bool)>,
     /// Politeness: host keys by state, back-offs by reason.
     pub politeness: super::politeness::HostGauges,
-}
-
-/// `text` as a label value: `\`, `"` and newlines escaped.
-pub fn label(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// The whole exposition.

@@ -14,6 +14,7 @@
 
 mod crawl_page;
 mod events;
+mod exposition;
 mod histogram;
 mod http;
 mod listener;

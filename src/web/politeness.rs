@@ -4,7 +4,7 @@
 //! Invariant: the label sets are bounded — a state, a reason ("HTTP 429", "HTTP 503"), and host
 //! labels for no more than [`TOP_HOSTS`] host keys, whatever the number crawled.
 
-use super::metrics::{family, label};
+use super::exposition::{family, label};
 use crate::store::HostState;
 use std::fmt::Write as _;
 

@@ -1,7 +1,7 @@
 //! A snapshot whose site said "slow down" (HTTP 429 or 503, as its headers hook recorded it) is
 //! not sealed with the error page: it goes back to the queue for after its host key's cool-down,
 //! which every crawl's claims respect — up to `[politeness] max_backoffs` times, after which it is
-//! sealed with what it has, saying why.
+//! sealed with what it has, ended by `max_backoffs` (which `abxctl show` names).
 //!
 //! Invariant: the decision ([`decide`]) is apart from the reading and the writing; only a
 //! snapshot that ran to its end (not interrupted, no limit reached) is judged.
@@ -84,6 +84,8 @@ pub(super) fn back_off_if_throttled(
                 throttle.reason(),
                 snapshot.backoffs
             );
+            // (Its row says why: `abxctl show` names the limit that ended it.)
+            cx.ended_by = Some(crate::domain::Limit::MaxBackoffs);
             return Ok(false);
         }
         Verdict::BackOff(wait) => wait,

@@ -1,17 +1,19 @@
 //! Politeness in the queue: a snapshot is claimed only while its host key has room — fewer of
-//! its snapshots started than the limit, its last start `delay` ago, no cool-down — read from
-//! one shared record per host key (`hosts`), never a counter kept in one process.
+//! its snapshots started than the limit, the claimer's `delay` since the last start on it, no
+//! cool-down — read from one shared record per host key (`hosts`), never a counter kept in one
+//! process.
 //!
 //! Invariants: what a host key holds is counted from the snapshots `started` on it, so whatever
 //! gives a snapshot back (its seal, a requeue, the recovery of a dead worker's or host's work)
 //! gives its slot back with it, and nothing can leave a host key blocked; the check and the claim
-//! are one transaction that holds the host key's record (`FOR UPDATE` on PostgreSQL; SQLite has
-//! one writer), so no two claimers, of any host of a fleet, both take its last slot; the claim
-//! reads `host_lanes` (one per crawl and host key with queued snapshots, kept by triggers: see
-//! migration 41) by index, so its cost is the lanes it looks at, never the queue's length.
+//! are one transaction that holds the host key's record (SQLite has one writer; PostgreSQL locks
+//! the row, passing over one another claimer holds rather than waiting), so no two claimers, of
+//! any host of a fleet, both take its last slot; the claim reads `host_lanes` (one per crawl and
+//! host key with queued snapshots, kept by triggers: see migration 41) by index, so its cost is
+//! the lanes it looks at, never the queue's length.
 
 use crate::config::Politeness;
-use crate::domain::{Claim, CrawlRules, Queue, Throttle};
+use crate::domain::{Claim, CrawlRules, HostLimits, Queue, Throttle};
 use crate::store::engine::sql::{args, Db};
 use crate::store::work::{millis, queue::lendable_crawls};
 use crate::store::{now_ms, StoreError};
@@ -25,21 +27,6 @@ const PROBES: usize = 64;
 /// How long a lane whose host key is full waits before it is looked at again, unless one of the
 /// host key's snapshots ends first (which makes every lane of it due at once).
 const FULL_RECHECK: Duration = Duration::from_secs(1);
-
-/// One host key as `abxctl hosts` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HostState {
-    pub key: String,
-    pub running: u64,
-    pub queued: u64,
-    /// When the next start on it may be (queue clock, ms), if later than now.
-    pub next_start_in_ms: Option<i64>,
-    /// How long it still cools down (ms), and why.
-    pub cooldown_ms: Option<i64>,
-    pub cooldown_reason: Option<String>,
-    /// Times it made abxd back off.
-    pub backoffs: u64,
-}
 
 impl crate::store::WorkQueue<'_> {
     /// The queue's politeness per host key.
@@ -100,16 +87,22 @@ impl crate::store::Hosts<'_> {
                     // (No network host: nothing to be polite to.)
                     true => Duration::ZERO,
                     false => {
-                        if !rules.contains_key(&crawl) {
-                            rules.insert(crawl, rules_of(tx, crawl)?);
-                        }
-                        let limits = politeness.limits(&host, &rules[&crawl]);
-                        match room(tx, &host, limits.most, now)? {
+                        let rules = match rules.entry(crawl) {
+                            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                            std::collections::hash_map::Entry::Vacant(new) => {
+                                new.insert(rules_of(tx, crawl)?)
+                            }
+                        };
+                        let limits = politeness.limits(&host, rules);
+                        match room(tx, &host, limits, now)? {
                             Room::Free => limits.delay,
                             Room::NotBefore(at) => {
                                 move_lane(at)?;
                                 continue;
                             }
+                            // (Another claimer holds the site's record now: this claim ends,
+                            // and the next looks again once it committed.)
+                            Room::Taken => return Ok(None),
                             Room::Full => {
                                 move_lane(now + millis(FULL_RECHECK.max(limits.delay)))?;
                                 continue;
@@ -130,8 +123,8 @@ impl crate::store::Hosts<'_> {
                 let next = now + millis(delay);
                 if !host.is_empty() {
                     tx.execute(
-                        "UPDATE hosts SET next_start_at = ?2 WHERE key = ?1",
-                        &args![host.as_str(), next],
+                        "UPDATE hosts SET last_start_at = ?2, next_start_at = ?3 WHERE key = ?1",
+                        &args![host.as_str(), now, next],
                     )?;
                 }
                 // (Behind the lanes already due: host keys take turns.)
@@ -214,107 +207,6 @@ impl crate::store::Hosts<'_> {
         })
     }
 
-    /// The host keys with snapshots queued or running, or cooling down, busiest first. (One
-    /// pass over the running and queued snapshots' index, grouped: what a scrape or a page
-    /// reads, whatever the number of host keys.)
-    pub fn list(&self) -> Result<Vec<HostState>, StoreError> {
-        let now = self.store.queue_now();
-        let db = self.store.db();
-        let mut hosts: std::collections::BTreeMap<String, HostState> = Default::default();
-        fn entry(
-            hosts: &mut std::collections::BTreeMap<String, HostState>,
-            key: String,
-        ) -> &mut HostState {
-            hosts.entry(key.clone()).or_insert_with(|| HostState {
-                key,
-                running: 0,
-                queued: 0,
-                next_start_in_ms: None,
-                cooldown_ms: None,
-                cooldown_reason: None,
-                backoffs: 0,
-            })
-        }
-        for (status, running) in [("started", true), ("queued", false)] {
-            let rows = db.query(
-                "SELECT host_key, count(*) FROM snapshots WHERE status = ?1 \
-                 AND host_key IS NOT NULL AND host_key != '' GROUP BY host_key",
-                &args![status],
-            )?;
-            for row in &rows {
-                let count: u64 = row.get(1)?;
-                let host = entry(&mut hosts, row.get(0)?);
-                match running {
-                    true => host.running = count,
-                    false => host.queued = count,
-                }
-            }
-        }
-        let rows = db.query(
-            "SELECT key, next_start_at, cooldown_until, cooldown_reason, backoffs FROM hosts \
-             WHERE next_start_at > ?1 OR cooldown_until > ?1",
-            &args![now],
-        )?;
-        for row in &rows {
-            let host = entry(&mut hosts, row.get(0)?);
-            let (next, cool): (i64, i64) = (row.get(1)?, row.get(2)?);
-            host.next_start_in_ms = (next > now).then_some(next - now);
-            host.cooldown_ms = (cool > now).then_some(cool - now);
-            host.cooldown_reason = host.cooldown_ms.and(row.get(3)?);
-            host.backoffs = row.get(4)?;
-        }
-        let mut hosts: Vec<HostState> = hosts.into_values().collect();
-        hosts.sort_by(|a, b| (b.running, b.queued, &a.key).cmp(&(a.running, a.queued, &b.key)));
-        Ok(hosts)
-    }
-
-    /// The sites crawl `crawl_id`'s queued snapshots wait on — a cool-down, or the delay since
-    /// the last start — each with how many of the crawl's snapshots it holds back (`queued`).
-    pub fn waiting_in(&self, crawl_id: i64) -> Result<Vec<HostState>, StoreError> {
-        let now = self.store.queue_now();
-        let rows = self.store.db().query(
-            "SELECT h.key, h.next_start_at, h.cooldown_until, h.cooldown_reason, h.backoffs, \
-               (SELECT count(*) FROM snapshots s WHERE s.crawl_id = l.crawl_id \
-                AND s.host_key = l.host_key AND s.status = 'queued') \
-             FROM host_lanes l JOIN hosts h ON h.key = l.host_key \
-             WHERE l.crawl_id = ?1 AND (h.next_start_at > ?2 OR h.cooldown_until > ?2) \
-             ORDER BY h.key",
-            &args![crawl_id, now],
-        )?;
-        let hosts = rows.iter().map(|row| {
-            let (next, cool): (i64, i64) = (row.get(1)?, row.get(2)?);
-            let cooldown_ms = (cool > now).then_some(cool - now);
-            Ok(HostState {
-                key: row.get(0)?,
-                running: 0,
-                queued: row.get(5)?,
-                next_start_in_ms: (next > now).then_some(next - now),
-                cooldown_ms,
-                cooldown_reason: cooldown_ms.and(row.get(3)?),
-                backoffs: row.get(4)?,
-            })
-        });
-        Ok(hosts
-            .filter(
-                |h: &Result<HostState, crate::store::engine::sql::SqlError>| {
-                    h.as_ref().map_or(true, |h| h.queued > 0)
-                },
-            )
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// The back-offs sites caused, all told, by reason ("HTTP 429", "HTTP 503").
-    pub fn backoff_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        let rows = (self.store.db()).query(
-            "SELECT reason, count FROM backoff_counts ORDER BY reason",
-            &[],
-        )?;
-        Ok(rows
-            .iter()
-            .map(|r| Ok((r.get(0)?, r.get(1)?)))
-            .collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
-    }
-
     /// Gives every snapshot without a host key (added by an abxd before politeness) its key.
     /// Returns how many it keyed.
     pub fn key_unkeyed(&self) -> Result<usize, StoreError> {
@@ -346,26 +238,33 @@ impl crate::store::Hosts<'_> {
 /// the transaction.
 enum Room {
     Free,
-    /// Its delay or cool-down runs until then.
+    /// The claimer's delay since the last start, or the cool-down, runs until then.
     NotBefore(i64),
     /// `most` of its snapshots run.
     Full,
+    /// Another transaction holds its record (PostgreSQL): looked at again next time.
+    Taken,
 }
 
-fn room(tx: &Db, host: &str, most: u32, now: i64) -> Result<Room, StoreError> {
+fn room(tx: &Db, host: &str, limits: HostLimits, now: i64) -> Result<Room, StoreError> {
     tx.execute(
         "INSERT INTO hosts (key) VALUES (?1) ON CONFLICT (key) DO NOTHING",
         &args![host],
     )?;
+    // (Skipping a record another claimer holds, never waiting for it: a claim holds lanes too,
+    // and two claims each waiting for what the other holds would deadlock.)
     let sql = format!(
-        "SELECT next_start_at, cooldown_until FROM hosts WHERE key = ?1{}",
-        tx.dialect().for_update()
+        "SELECT last_start_at, cooldown_until FROM hosts WHERE key = ?1{}",
+        tx.dialect().skip_locked()
     );
-    let row = tx.query_one(&sql, &args![host])?;
-    let ready = row.get::<i64>(0)?.max(row.get::<i64>(1)?);
+    let Some(row) = tx.query_opt(&sql, &args![host])? else {
+        return Ok(Room::Taken);
+    };
+    let ready = (row.get::<i64>(0)? + millis(limits.delay)).max(row.get::<i64>(1)?);
     if ready > now {
         return Ok(Room::NotBefore(ready));
     }
+    let most = limits.most;
     let running: i64 = tx
         .query_one(
             "SELECT count(*) FROM snapshots WHERE host_key = ?1 AND status = 'started'",
@@ -386,21 +285,23 @@ fn next_lane(
     now: i64,
     me: &str,
 ) -> Result<Option<(i64, String)>, StoreError> {
+    // (A lane another claimer holds is passed over, as its site's record is: see `room`.)
+    let skip = tx.dialect().skip_locked();
     let sql = match crawl_id {
-        Some(_) => "SELECT crawl_id, host_key FROM host_lanes WHERE crawl_id = ?1 \
-                    AND due_at <= ?2 AND CAST(?3 AS TEXT) IS NOT NULL \
-                    ORDER BY due_at, host_key LIMIT 1"
-            .to_string(),
+        Some(_) => format!(
+            "SELECT crawl_id, host_key FROM host_lanes WHERE crawl_id = ?1 \
+             AND due_at <= ?2 AND CAST(?3 AS TEXT) IS NOT NULL \
+             ORDER BY due_at, host_key LIMIT 1{skip}"
+        ),
         None => format!(
             "SELECT crawl_id, host_key FROM host_lanes WHERE CAST(?1 AS BIGINT) IS NULL \
-             AND due_at <= ?2 AND crawl_id IN ({}) ORDER BY due_at, host_key LIMIT 1",
+             AND due_at <= ?2 AND crawl_id IN ({}) ORDER BY due_at, host_key LIMIT 1{skip}",
             lendable_crawls("?3")
         ),
     };
     let row = tx.query_opt(&sql, &args![crawl_id, now, me])?;
-    Ok(row
-        .map(|row| Ok::<_, StoreError>((row.get(0)?, row.get(1)?)))
-        .transpose()?)
+    row.map(|row| Ok::<_, StoreError>((row.get(0)?, row.get(1)?)))
+        .transpose()
 }
 
 /// Crawl `crawl`'s rules, as kept on its row.

@@ -11,7 +11,8 @@ mod binaries;
 mod exports;
 mod fence;
 mod hosts;
-pub use hosts::HostState;
+mod sites;
+pub use sites::HostState;
 mod inputs;
 mod limits;
 mod listing;
@@ -68,8 +69,9 @@ pub(in crate::store) fn insert_crawl(
     let id: i64 = tx
         .query_one(
             "INSERT INTO crawls (urls, max_depth, plugins, status, retry_at, created_at, \
-             rules, uuid, schedule_id, input, import_url, options, paused_at, env) VALUES (?1, \
-             ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
+             rules, uuid, schedule_id, input, import_url, options, paused_at, env, priority) \
+             VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+             RETURNING id",
             &args![
                 urls,
                 spec.depth,
@@ -83,7 +85,8 @@ pub(in crate::store) fn insert_crawl(
                 crawl.import_url,
                 options,
                 paused_at,
-                env
+                env,
+                spec.rules.priority.unwrap_or(0)
             ],
         )?
         .get(0)?;

@@ -265,9 +265,14 @@ impl WorkQueue<'_> {
 /// The query for the row of `queue` a claim within crawl `crawl_id` takes: the first due at
 /// `now` (a placeholder), as [`claim_scope`] scopes it.
 fn next_due(queue: Queue, crawl_id: Option<i64>, now: &str, crawl: &str, machine: &str) -> String {
+    // (Crawls by their `--priority` first.)
+    let order = match queue {
+        Queue::Crawls => "priority DESC, retry_at, id",
+        Queue::Snapshots => "retry_at, id",
+    };
     format!(
         "SELECT id FROM {} WHERE status = 'queued' AND retry_at <= {now} AND {} \
-         ORDER BY retry_at, id LIMIT 1",
+         ORDER BY {order} LIMIT 1",
         table(queue),
         claim_scope(queue, crawl_id, crawl, machine)
     )

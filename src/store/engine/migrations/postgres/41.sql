@@ -5,8 +5,11 @@ CREATE INDEX snapshots_unkeyed ON snapshots(id) WHERE host_key IS NULL;
 CREATE INDEX snapshots_lane ON snapshots(crawl_id, host_key, retry_at, id) WHERE status = 'queued';
 CREATE INDEX snapshots_host_started ON snapshots(host_key) WHERE status = 'started';
 CREATE INDEX snapshots_host_queued ON snapshots(host_key) WHERE status = 'queued';
+ALTER TABLE crawls ADD COLUMN priority BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX crawls_by_priority ON crawls(priority DESC, retry_at, id) WHERE status = 'queued';
 CREATE TABLE hosts (
     key             TEXT PRIMARY KEY,
+    last_start_at   BIGINT NOT NULL DEFAULT 0,
     next_start_at   BIGINT NOT NULL DEFAULT 0,
     cooldown_until  BIGINT NOT NULL DEFAULT 0,
     cooldown_reason TEXT,

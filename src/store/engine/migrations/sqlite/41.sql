@@ -1,7 +1,8 @@
 -- 41: politeness per host. A snapshot's host key (its URL's registrable domain, an IP literal
 -- by address, '' for what is no network host; NULL until abxd keyed it: rows of earlier
 -- versions are keyed when the daemon starts). `hosts`: one shared record per host key — when the
--- next start on it may be, and its cool-down after it said 429 or 503. `backoff_counts`: the
+-- last start on it was (each claimer holds it to its own delay) and when the next may be, as
+-- shown, and its cool-down after it said 429 or 503. `backoff_counts`: the
 -- back-offs by reason, for `/metrics`. `host_lanes`: per crawl and host key with queued
 -- snapshots, when that lane is next looked at — what the claim reads by index instead of walking
 -- the queue; kept by the triggers below, so that every way a snapshot becomes queued (added,
@@ -12,8 +13,12 @@ CREATE INDEX snapshots_unkeyed ON snapshots(id) WHERE host_key IS NULL;
 CREATE INDEX snapshots_lane ON snapshots(crawl_id, host_key, retry_at, id) WHERE status = 'queued';
 CREATE INDEX snapshots_host_started ON snapshots(host_key) WHERE status = 'started';
 CREATE INDEX snapshots_host_queued ON snapshots(host_key) WHERE status = 'queued';
+-- A crawl's `--priority`: queued crawls are claimed highest first.
+ALTER TABLE crawls ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX crawls_by_priority ON crawls(priority DESC, retry_at, id) WHERE status = 'queued';
 CREATE TABLE hosts (
     key             TEXT PRIMARY KEY,
+    last_start_at   INTEGER NOT NULL DEFAULT 0,
     next_start_at   INTEGER NOT NULL DEFAULT 0,
     cooldown_until  INTEGER NOT NULL DEFAULT 0,
     cooldown_reason TEXT,

@@ -4,135 +4,10 @@
 
 mod common;
 
+use common::sites::{closest_starts, most_at_once, Site, Visit};
 use common::{plugins_config, wait_until, TestDaemon, WAIT};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// One request as a site saw it: its path, when it arrived and when its answer was sent
-/// (wall-clock ms).
-#[derive(Debug, Clone)]
-struct Visit {
-    path: String,
-    arrived: u128,
-    ended: u128,
-}
-
-/// A loopback site: answers every GET after `hold`, with 429 and `Retry-After` for the first
-/// `throttled` requests.
-struct Site {
-    address: String,
-    visits: Arc<Mutex<Vec<Visit>>>,
-    /// Requests that arrived, answered or not.
-    arrived: Arc<Mutex<usize>>,
-}
-
-fn wall_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-}
-
-impl Site {
-    fn start(ip: &str, hold: Duration, throttled: usize, retry_after: u64) -> Site {
-        let listener = TcpListener::bind((ip, 0)).expect("bind a loopback address");
-        let address = listener.local_addr().unwrap().to_string();
-        let visits = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&visits);
-        let served = Arc::new(Mutex::new(0usize));
-        let arrived = Arc::clone(&served);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (seen, served) = (Arc::clone(&seen), Arc::clone(&served));
-                std::thread::spawn(move || {
-                    serve(stream, hold, (throttled, retry_after), seen, served)
-                });
-            }
-        });
-        Site {
-            address,
-            visits,
-            arrived,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}/{path}", self.address)
-    }
-
-    fn visits(&self) -> Vec<Visit> {
-        let mut visits = self.visits.lock().unwrap().clone();
-        visits.sort_by_key(|v| v.arrived);
-        visits
-    }
-}
-
-fn serve(
-    stream: TcpStream,
-    hold: Duration,
-    (throttled, retry_after): (usize, u64),
-    seen: Arc<Mutex<Vec<Visit>>>,
-    served: Arc<Mutex<usize>>,
-) {
-    let arrived = wall_ms();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut first = String::new();
-    if reader.read_line(&mut first).is_err() {
-        return;
-    }
-    loop {
-        let mut line = String::new();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line == "\r\n" || line == "\n" => break,
-            Ok(_) => {}
-        }
-    }
-    let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
-    let nth = {
-        let mut served = served.lock().unwrap();
-        *served += 1;
-        *served
-    };
-    std::thread::sleep(hold);
-    let answer = match nth <= throttled {
-        true => format!(
-            "HTTP/1.1 429 Too Many Requests\r\nRetry-After: {retry_after}\r\n\
-             Content-Length: 0\r\nConnection: close\r\n\r\n"
-        ),
-        false => "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\
-                  Connection: close\r\n\r\n<p>page</p>\r\n"
-            .to_string(),
-    };
-    let mut stream = stream;
-    let _ = stream.write_all(answer.as_bytes());
-    let _ = stream.flush();
-    seen.lock().unwrap().push(Visit {
-        path,
-        arrived,
-        ended: wall_ms(),
-    });
-}
-
-/// The most requests a site had open at once.
-fn most_at_once(visits: &[Visit]) -> usize {
-    let mut edges: Vec<(u128, i32)> = Vec::new();
-    for visit in visits {
-        edges.push((visit.arrived, 1));
-        // (An answer sent at the same ms as another's arrival is over before it.)
-        edges.push((visit.ended, -1));
-    }
-    edges.sort_by_key(|&(at, change)| (at, change));
-    let (mut open, mut most) = (0i32, 0i32);
-    for (_, change) in edges {
-        open += change;
-        most = most.max(open);
-    }
-    most as usize
-}
+use std::time::Duration;
 
 fn headers_plugins() -> String {
     let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
@@ -146,14 +21,6 @@ fn headers_plugins() -> String {
 /// process start later (the snapshot worker's, then the hook's), which varies from one start to
 /// the next on a loaded machine. Starts are checked against `delay` less this much.
 const START_JITTER: Duration = Duration::from_millis(400);
-
-/// The smallest gap between two arrivals at one site.
-fn closest_starts(visits: &[Visit]) -> Option<u128> {
-    visits
-        .windows(2)
-        .map(|pair| pair[1].arrived - pair[0].arrived)
-        .min()
-}
 
 #[test]
 fn by_default_no_site_sees_more_than_two_at_once_nor_starts_closer_than_a_second_across_two_crawls()
@@ -228,6 +95,21 @@ fn a_429_with_retry_after_leaves_its_site_alone_that_long_while_others_proceed_t
     args.extend(["--plugins".into(), "headers".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let crawl = daemon.add(&args);
+    // While the site cools down, `abxctl show` and `abxctl hosts` say why its snapshot waits.
+    let (shown, hosts) = wait_until("show to name the site the snapshot waits on", WAIT, || {
+        let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+        let hosts = daemon.ctl_ok(&["hosts"]);
+        shown
+            .contains("1 snapshots wait for their site 127.0.0.5: it cools down")
+            .then_some((shown, hosts))
+    });
+    assert!(shown.contains("HTTP 429, Retry-After 3s"), "{shown}");
+    assert!(
+        hosts
+            .lines()
+            .any(|l| l.starts_with("127.0.0.5") && l.contains("HTTP 429")),
+        "{hosts}"
+    );
     daemon.wait_sealed(crawl, WAIT * 2);
     let visits = throttling.visits();
     assert_eq!(visits.len(), 2, "a 429, then the page: {visits:#?}");

@@ -90,6 +90,7 @@ fn main() {
         }
         if only.as_ref().is_none_or(|only| only.contains(&14)) {
             politeness::politeness_cost(&s, &mut figures);
+            politeness::politeness_seen(&s, &mut figures);
         }
     }
     // (Once: it runs for minutes.)

@@ -10,6 +10,7 @@ pub mod abx;
 pub mod archivebox;
 pub mod browser;
 pub mod postgres;
+pub mod sites;
 
 use abxd::identity;
 use nix::sys::signal::{kill, Signal};

@@ -56,7 +56,7 @@ complete -c abxd -n "__fish_abxd_using_subcommand run" -l snapshot-max-size -d '
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-max-concurrent-snapshots -d 'Run at most this many of its snapshots at once, in place of the limit [limits] sets for every crawl' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-per-host -d 'Run at most this many of its snapshots of one site (host key: the registrable domain, or the address) at once, in place of [politeness] max_per_host' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l delay -d 'Start its snapshots of one site at least this far apart ("2s", "500ms", or seconds; 0: no wait), in place of [politeness] delay' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l priority -d 'Claim this crawl before queued crawls of lower priority (higher first; default 0, negative allowed): which crawl gets the next of [limits] max_crawl_workers' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l priority -d 'Start this crawl before queued crawls of lower priority when a crawl slot frees (higher first; default 0, negative allowed)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l allow-network -d 'Let its hooks reach this network although it is not public: an address or ADDRESS/PREFIX ("10.1.0.0/16"; repeat the flag for more). The metadata address never' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l egress -d 'Hold its hooks to its egress policy (restricted), or let them reach whatever the host reaches (unrestricted)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l hooks-user -d 'Run the hooks as this user, instead of `hooks.user` (abxd as root only)' -r

@@ -66,8 +66,8 @@ pub struct CrawlArgs {
     /// no wait), in place of [politeness] delay.
     #[arg(long, value_name = "DURATION", value_parser = millis)]
     pub delay: Option<u64>,
-    /// Claim this crawl before queued crawls of lower priority (higher first; default 0,
-    /// negative allowed): which crawl gets the next of [limits] max_crawl_workers.
+    /// Start this crawl before queued crawls of lower priority when a crawl slot frees (higher
+    /// first; default 0, negative allowed).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub priority: Option<i64>,
     /// Follow no discovered URL that another crawl archived already (seeds are crawled

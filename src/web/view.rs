@@ -111,10 +111,12 @@ pub fn index(store: &Store) -> Result<IndexData, StoreError> {
         usage,
         crawls,
         waits: store.crawls().admission_waits()?,
-        hosts_waiting: (store.queue().hosts().list()?.into_iter())
-            .filter(|h| h.queued > 0 && (h.cooldown_ms.is_some() || h.next_start_in_ms.is_some()))
-            .take(HOSTS_SHOWN)
-            .collect(),
+        hosts_waiting: {
+            let mut waiting = store.queue().hosts().waiting()?;
+            waiting.sort_by(|a, b| b.queued.cmp(&a.queued));
+            waiting.truncate(HOSTS_SHOWN);
+            waiting
+        },
     })
 }
 

@@ -83,36 +83,60 @@ impl crate::store::Hosts<'_> {
     /// The sites crawl `crawl_id`'s queued snapshots wait on — a cool-down, or the delay since
     /// the last start — each with how many of the crawl's snapshots it holds back (`queued`).
     pub fn waiting_in(&self, crawl_id: i64) -> Result<Vec<HostState>, StoreError> {
+        self.waiting_where(
+            "(SELECT count(*) FROM snapshots s WHERE s.crawl_id = l.crawl_id \
+              AND s.host_key = l.host_key AND s.status = 'queued') \
+             FROM host_lanes l JOIN hosts h ON h.key = l.host_key WHERE l.crawl_id = ?1",
+            crawl_id,
+        )
+    }
+
+    /// The sites whose queued snapshots (of any crawl) wait on politeness, as the web view's
+    /// index names them: from the sites' records that say so, each counted (not a pass over the
+    /// whole queue, which the index would make each second someone watches it).
+    pub fn waiting(&self) -> Result<Vec<HostState>, StoreError> {
+        self.waiting_where(
+            "(SELECT count(*) FROM snapshots s WHERE s.host_key = h.key \
+              AND s.status = 'queued') \
+             FROM hosts h WHERE CAST(?1 AS BIGINT) IS NULL",
+            None::<i64>,
+        )
+    }
+
+    /// The sites waiting (delay or cool-down running at `now`) among those `from` (the count of
+    /// queued snapshots, then `FROM … WHERE` with `?1`, naming the sites `h`) selects.
+    fn waiting_where(
+        &self,
+        from: &str,
+        first: impl Into<crate::store::engine::sql::Value>,
+    ) -> Result<Vec<HostState>, StoreError> {
         let now = self.store.queue_now();
         let rows = self.store.db().query(
-            "SELECT h.key, h.next_start_at, h.cooldown_until, h.cooldown_reason, h.backoffs, \
-               (SELECT count(*) FROM snapshots s WHERE s.crawl_id = l.crawl_id \
-                AND s.host_key = l.host_key AND s.status = 'queued') \
-             FROM host_lanes l JOIN hosts h ON h.key = l.host_key \
-             WHERE l.crawl_id = ?1 AND (h.next_start_at > ?2 OR h.cooldown_until > ?2) \
-             ORDER BY h.key",
-            &args![crawl_id, now],
+            &format!(
+                "SELECT h.key, h.next_start_at, h.cooldown_until, h.cooldown_reason, \
+                 h.backoffs, {from} AND (h.next_start_at > ?2 OR h.cooldown_until > ?2) \
+                 ORDER BY h.key"
+            ),
+            &[first.into(), now.into()],
         )?;
-        let hosts = rows.iter().map(|row| {
+        let mut hosts = Vec::new();
+        for row in &rows {
             let (next, cool): (i64, i64) = (row.get(1)?, row.get(2)?);
             let cooldown_ms = (cool > now).then_some(cool - now);
-            Ok(HostState {
-                key: row.get(0)?,
-                running: 0,
-                queued: row.get(5)?,
-                next_start_in_ms: (next > now).then_some(next - now),
-                cooldown_ms,
-                cooldown_reason: cooldown_ms.and(row.get(3)?),
-                backoffs: row.get(4)?,
-            })
-        });
-        Ok(hosts
-            .filter(
-                |h: &Result<HostState, crate::store::engine::sql::SqlError>| {
-                    h.as_ref().map_or(true, |h| h.queued > 0)
-                },
-            )
-            .collect::<Result<_, _>>()?)
+            let queued: u64 = row.get(5)?;
+            if queued > 0 {
+                hosts.push(HostState {
+                    key: row.get(0)?,
+                    running: 0,
+                    queued,
+                    next_start_in_ms: (next > now).then_some(next - now),
+                    cooldown_ms,
+                    cooldown_reason: cooldown_ms.and(row.get(3)?),
+                    backoffs: row.get(4)?,
+                });
+            }
+        }
+        Ok(hosts)
     }
 
     /// The back-offs sites caused, all told, by reason ("HTTP 429", "HTTP 503").

@@ -113,7 +113,7 @@ pub fn index(store: &Store) -> Result<IndexData, StoreError> {
         waits: store.crawls().admission_waits()?,
         hosts_waiting: {
             let mut waiting = store.queue().hosts().waiting()?;
-            waiting.sort_by(|a, b| b.queued.cmp(&a.queued));
+            waiting.sort_by_key(|h| std::cmp::Reverse(h.queued));
             waiting.truncate(HOSTS_SHOWN);
             waiting
         },

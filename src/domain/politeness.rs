@@ -55,8 +55,9 @@ pub fn cool_down(throttle: &Throttle, delay: Duration, backoffs: u32, cap: Durat
     wait.min(cap)
 }
 
-/// The throttle a `headers.json` (abx-plugins' headers hook, and abxd's bundled one) records, if
-/// its status is one of [`Throttle::STATUSES`]: `{"status": 429, "response_headers": {...}}` (or
+/// The throttle a `headers.json` (abx-plugins' headers hook, and abxd's bundled one) or a
+/// `navigation.json` (abx-plugins' chrome navigate hook: the status alone) records, if its status
+/// is one of [`Throttle::STATUSES`]: `{"status": 429, "response_headers": {...}}` (or
 /// `"headers"`), with `Retry-After` read as seconds or an HTTP date (`now_unix_ms` is when it is
 /// read: a date in the past is no wait).
 pub fn throttle_in_headers(text: &str, now_unix_ms: i64) -> Option<Throttle> {

@@ -1,4 +1,5 @@
-//! A snapshot whose site said "slow down" (HTTP 429 or 503, as its headers hook recorded it) is
+//! A snapshot whose site said "slow down" (HTTP 429 or 503, as its headers or chrome navigate
+//! hook recorded it) is
 //! not sealed with the error page: it goes back to the queue for after its host key's cool-down,
 //! which every crawl's claims respect — up to `[politeness] max_backoffs` times, after which it is
 //! sealed with what it has, ended by `max_backoffs` (which `abxctl show` names).
@@ -39,15 +40,25 @@ pub(super) fn decide(
     Verdict::BackOff(crate::domain::cool_down(throttle, delay, backoffs + 1, cap))
 }
 
-/// The throttle the snapshot's hooks recorded in `dir`, if one did: any plugin's
-/// `headers.json` (abx-plugins' headers hook and abxd's bundled one both write it).
+/// What the hooks that record a page's HTTP status write, in their plugin's directory:
+/// abx-plugins' headers hook and abxd's bundled one (`headers.json`, with the response headers
+/// and so `Retry-After`), and abx-plugins' chrome navigate hook (`navigation.json`, the status
+/// alone).
+const STATUS_FILES: [&str; 2] = ["headers.json", "navigation.json"];
+
+/// The throttle the snapshot's hooks recorded in `dir`, if one did — one that says how long to
+/// wait (`Retry-After`) before one that does not.
 pub(super) fn throttle_in(dir: &Path) -> Option<Throttle> {
     let now = crate::store::now_ms();
-    std::fs::read_dir(dir)
+    let mut found: Vec<Throttle> = std::fs::read_dir(dir)
         .ok()?
         .flatten()
-        .filter_map(|entry| std::fs::read_to_string(entry.path().join("headers.json")).ok())
-        .find_map(|text| crate::domain::throttle_in_headers(&text, now))
+        .flat_map(|entry| STATUS_FILES.map(|file| entry.path().join(file)))
+        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .filter_map(|text| crate::domain::throttle_in_headers(&text, now))
+        .collect();
+    found.sort_by_key(|throttle| throttle.retry_after.is_none());
+    found.into_iter().next()
 }
 
 /// Puts the snapshot back if its site throttled it. `Ok(true)`: put back, the worker exits
@@ -115,6 +126,35 @@ pub(super) fn back_off_if_throttled(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_throttle_is_read_from_the_headers_or_the_navigation_a_hook_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(throttle_in(dir.path()), None);
+        std::fs::create_dir(dir.path().join("chrome")).unwrap();
+        std::fs::write(
+            dir.path().join("chrome/navigation.json"),
+            r#"{"url": "u", "status": 503, "waitUntil": "load"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            throttle_in(dir.path()),
+            Some(Throttle {
+                status: 503,
+                retry_after: None
+            })
+        );
+        std::fs::create_dir(dir.path().join("headers")).unwrap();
+        std::fs::write(
+            dir.path().join("headers/headers.json"),
+            r#"{"status": 503, "response_headers": {"Retry-After": "9"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            throttle_in(dir.path()).and_then(|t| t.retry_after),
+            Some(Duration::from_secs(9))
+        );
+    }
 
     #[test]
     fn a_throttled_snapshot_backs_off_until_max_backoffs() {

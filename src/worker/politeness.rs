@@ -19,8 +19,9 @@ use std::time::Duration;
 pub(super) enum Verdict {
     /// Back to the queue; its host key cools down this long.
     BackOff(Duration),
-    /// Sealed with what it has: it was put back `max_backoffs` times already.
-    GiveUp,
+    /// Sealed with what it has: it was put back `max_backoffs` times already. Its host key
+    /// still cools down this long.
+    GiveUp(Duration),
 }
 
 /// What to do after `throttle` with a snapshot on host key `host` of a crawl with `rules`, put
@@ -32,12 +33,13 @@ pub(super) fn decide(
     host: &str,
     throttle: &Throttle,
 ) -> Verdict {
-    if backoffs >= politeness.max_backoffs {
-        return Verdict::GiveUp;
-    }
     let delay = politeness.limits(host, rules).delay;
     let cap = politeness.max_cooldown;
-    Verdict::BackOff(crate::domain::cool_down(throttle, delay, backoffs + 1, cap))
+    let wait = crate::domain::cool_down(throttle, delay, backoffs + 1, cap);
+    match backoffs >= politeness.max_backoffs {
+        true => Verdict::GiveUp(wait),
+        false => Verdict::BackOff(wait),
+    }
 }
 
 /// What the hooks that record a page's HTTP status write, in their plugin's directory:
@@ -88,7 +90,12 @@ pub(super) fn back_off_if_throttled(
         &host,
         &throttle,
     ) {
-        Verdict::GiveUp => {
+        Verdict::GiveUp(wait) => {
+            // (Best effort: the snapshot is sealed whether or not the site's record says so.)
+            let cooled = cx.store.queue().hosts().cool_down(&host, &throttle, wait);
+            if let Err(err) = cooled {
+                log::warn!("snapshot {id}: {host} not cooled down: {err}");
+            }
             log::warn!(
                 "snapshot {id}: {host} said {} again; sealed with what it has after {} \
                  back-offs (max_backoffs)",
@@ -175,7 +182,7 @@ mod tests {
             [
                 Verdict::BackOff(Duration::from_secs(1)),
                 Verdict::BackOff(Duration::from_secs(2)),
-                Verdict::GiveUp
+                Verdict::GiveUp(Duration::from_secs(4))
             ]
         );
     }

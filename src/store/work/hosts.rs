@@ -186,14 +186,7 @@ impl crate::store::Hosts<'_> {
                  session = 0, process_id = NULL WHERE snapshot_id = ?1",
                 &args![claim.id],
             )?;
-            tx.execute(
-                "INSERT INTO hosts (key, cooldown_until, cooldown_reason, backoffs) \
-                 VALUES (?1, ?2, ?3, 1) ON CONFLICT (key) DO UPDATE SET \
-                 cooldown_until = CASE WHEN hosts.cooldown_until > ?2 THEN hosts.cooldown_until \
-                                  ELSE ?2 END, \
-                 cooldown_reason = ?3, backoffs = hosts.backoffs + 1",
-                &args![host, until, reason.as_str()],
-            )?;
+            cool(tx, host, until, &reason)?;
             tx.execute(
                 "INSERT INTO backoff_counts (reason, count) VALUES (?1, 1) \
                  ON CONFLICT (reason) DO UPDATE SET count = backoff_counts.count + 1",
@@ -201,6 +194,20 @@ impl crate::store::Hosts<'_> {
             )?;
             Ok(true)
         })
+    }
+
+    /// Begins (or lengthens) host key `host`'s cool-down after `throttle`, for `wait`, putting
+    /// nothing back: a snapshot out of back-offs is sealed, and the site is left alone all the
+    /// same.
+    pub fn cool_down(
+        &self,
+        host: &str,
+        throttle: &Throttle,
+        wait: Duration,
+    ) -> Result<(), StoreError> {
+        let until = self.store.queue_now() + millis(wait);
+        self.store
+            .write(|tx| cool(tx, host, until, &throttle.reason()))
     }
 
     /// Gives every snapshot without a host key (added by an abxd before politeness) its key.
@@ -228,6 +235,20 @@ impl crate::store::Hosts<'_> {
             keyed += rows.len();
         }
     }
+}
+
+/// Makes host key `host` cool down until `until` (never shorter than it already does), saying
+/// `reason`, counting one more back-off of it.
+fn cool(tx: &Db, host: &str, until: i64, reason: &str) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO hosts (key, cooldown_until, cooldown_reason, backoffs) \
+         VALUES (?1, ?2, ?3, 1) ON CONFLICT (key) DO UPDATE SET \
+         cooldown_until = CASE WHEN hosts.cooldown_until > ?2 THEN hosts.cooldown_until \
+                          ELSE ?2 END, \
+         cooldown_reason = ?3, backoffs = hosts.backoffs + 1",
+        &args![host, until, reason],
+    )?;
+    Ok(())
 }
 
 /// Whether host key `host` has room for a start at `now`, holding its record for the rest of

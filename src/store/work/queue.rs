@@ -23,7 +23,9 @@ impl WorkQueue<'_> {
     /// the background — what a host of a fleet lends its free snapshot slots to) for `lease`: one compare-and-set on `retry_at`. The row is owned
     /// by process row `claimer` until it hands it to a worker ([`WorkQueue::set_owner`]), so work
     /// claimed by a process that died before it started the worker is recovered with the rest
-    /// of that process's work (`None`: no process claims, for tools and tests).
+    /// of that process's work (`None`: no process claims, for tools and tests). Worker pools
+    /// claim snapshots through [`Hosts::claim_snapshot`](crate::store::Hosts::claim_snapshot)
+    /// instead, which holds them to `[politeness]`; this one takes the next due whatever its site.
     pub fn claim(
         &self,
         queue: Queue,

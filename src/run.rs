@@ -77,10 +77,12 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
     let urls = urls_for(args)?;
     let mut spec = crawl.spec(urls.clone());
     // (Pages abxd serves itself on loopback are no site to be polite to: unless the flags say
-    // otherwise, their snapshots start as fast as the workers allow.)
+    // otherwise, their snapshots start as fast and as many at once as the crawl's workers allow.)
     if args.iter().all(|arg| !arg.contains("://")) {
+        let workers = (spec.rules.max_concurrent_snapshots)
+            .unwrap_or(u64::from(config.limits.max_snapshot_workers));
         spec.rules.delay_ms.get_or_insert(0);
-        spec.rules.max_per_host.get_or_insert(u64::from(u32::MAX));
+        spec.rules.max_per_host.get_or_insert(workers);
     }
     let admitted = crate::verbs::crawl::admit(&config, spec)
         .map_err(|refusal| RunError::BadInput(refusal.message))?;

@@ -536,6 +536,11 @@ fn abxd_run_crawls_a_local_directory_and_prints_a_summary() {
             stdout.contains("skipped: the tool this needs is missing"),
             "{stdout}"
         );
+        // Its own loopback server is no site to be polite to: the crawl's rules lift
+        // `[politeness]` to what its workers allow.
+        let crawl = daemon.store().crawls().all().unwrap().remove(0);
+        assert_eq!(crawl.rules.delay_ms, Some(0));
+        assert_eq!(crawl.rules.max_per_host, Some(2));
         // The daemon stopped cleanly: its row is final, nothing of it runs.
         let rows = daemon
             .store()

@@ -178,12 +178,9 @@ impl crate::store::Hosts<'_> {
             if changed != 1 {
                 return Ok(false);
             }
-            // (What its hooks got was the site's refusal, not the page: no result stands, as
-            // `reopen_successes` makes a session's.)
+            // (What its hooks got was the site's refusal, not the page: no result stands.)
             tx.execute(
-                "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
-                 output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
-                 session = 0, process_id = NULL WHERE snapshot_id = ?1",
+                &format!("{} WHERE snapshot_id = ?1", super::results::REOPEN),
                 &args![claim.id],
             )?;
             cool(tx, host, until, &reason)?;

@@ -10,6 +10,13 @@ use crate::store::work::{result_from_row, HookResult, ResultColumn};
 use crate::store::Results;
 use crate::store::{now_ms, StoreError};
 
+/// What makes a result queued again as if it had never run (its `WHERE` is the caller's): a
+/// session a new run needs (`reopen_successes`), or a snapshot put back because its site said
+/// 429 or 503 (`Hosts::back_off`).
+pub(in crate::store) const REOPEN: &str = "UPDATE results SET status = 'queued', attempts = 0, \
+    output = NULL, output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
+    session = 0, process_id = NULL";
+
 impl Results<'_> {
     /// Puts an interrupted result back to `queued`, so that it runs again.
     pub fn retry(&self, id: i64) -> Result<(), StoreError> {
@@ -68,9 +75,7 @@ impl Results<'_> {
         self.store.write_work(|tx| {
             for &id in ids {
                 tx.execute(
-                    "UPDATE results SET status = 'queued', attempts = 0, output = NULL, \
-                     output_files = '[]', output_size = 0, started_at = NULL, ended_at = NULL, \
-                     session = 0, process_id = NULL WHERE id = ?1 AND status = 'succeeded'",
+                    &format!("{REOPEN} WHERE id = ?1 AND status = 'succeeded'"),
                     &args![id],
                 )?;
             }

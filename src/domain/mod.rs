@@ -18,7 +18,7 @@ mod work;
 
 pub use crawl::{Added, Crawl, HookResult, Snapshot, WorkCounts, WorkTally};
 pub use machine::Machine;
-pub use politeness::{cool_down, retry_after, throttle_in_headers, HostLimits, Throttle};
+pub use politeness::{cool_down, retry_after, throttle_recorded, HostLimits, Throttle};
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, ProcessRow, Pruned, Status};
 pub use rules::{CrawlRules, Egress, Limit, Pattern, UrlScope};
 pub use schedule::{Cadence, Cron, Schedule};

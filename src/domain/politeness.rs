@@ -60,7 +60,7 @@ pub fn cool_down(throttle: &Throttle, delay: Duration, backoffs: u32, cap: Durat
 /// is one of [`Throttle::STATUSES`]: `{"status": 429, "response_headers": {...}}` (or
 /// `"headers"`), with `Retry-After` read as seconds or an HTTP date (`now_unix_ms` is when it is
 /// read: a date in the past is no wait).
-pub fn throttle_in_headers(text: &str, now_unix_ms: i64) -> Option<Throttle> {
+pub fn throttle_recorded(text: &str, now_unix_ms: i64) -> Option<Throttle> {
     let record: serde_json::Value = serde_json::from_str(text).ok()?;
     let status = record.get("status").and_then(status_of)?;
     if !Throttle::STATUSES.contains(&status) {
@@ -123,7 +123,7 @@ mod tests {
     fn a_throttle_is_read_from_either_headers_hook() {
         let ours = r#"{"url": "u", "status": 429, "headers": {"Retry-After": "3"}}"#;
         assert_eq!(
-            throttle_in_headers(ours, NOW),
+            throttle_recorded(ours, NOW),
             Some(Throttle {
                 status: 429,
                 retry_after: Some(Duration::from_secs(3))
@@ -132,13 +132,13 @@ mod tests {
         let theirs =
             r#"{"status": 503, "response_headers": {"retry-after": "7", ":status": "503"}}"#;
         assert_eq!(
-            throttle_in_headers(theirs, NOW).and_then(|t| t.retry_after),
+            throttle_recorded(theirs, NOW).and_then(|t| t.retry_after),
             Some(Duration::from_secs(7))
         );
         let plain = r#"{"status": 429, "response_headers": {}}"#;
-        assert_eq!(throttle_in_headers(plain, NOW).unwrap().retry_after, None);
+        assert_eq!(throttle_recorded(plain, NOW).unwrap().retry_after, None);
         for fine in [r#"{"status": 200}"#, r#"{"status": null}"#, "not json"] {
-            assert_eq!(throttle_in_headers(fine, NOW), None, "{fine}");
+            assert_eq!(throttle_recorded(fine, NOW), None, "{fine}");
         }
     }
 

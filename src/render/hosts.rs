@@ -9,7 +9,18 @@ use crate::store::HostState;
 /// Why `host`'s queued snapshots wait, for `abxctl show`: "2 snapshots wait for their site
 /// example.com: it cools down 3s more (HTTP 429, Retry-After 3s)".
 pub fn site_wait(host: &HostState) -> String {
-    let why = match (
+    format!(
+        "{} snapshots wait for their site {}: {}",
+        host.queued,
+        printable::line(&host.key),
+        why_site_waits(host)
+    )
+}
+
+/// Why a site starts nothing now, as every view says it: "it cools down 3s more (HTTP 429,
+/// Retry-After 3s)", "its next start is in 400ms".
+pub fn why_site_waits(host: &HostState) -> String {
+    match (
         host.cooldown_ms,
         &host.cooldown_reason,
         host.next_start_in_ms,
@@ -18,12 +29,7 @@ pub fn site_wait(host: &HostState) -> String {
         (Some(ms), None, _) => format!("it cools down {} more", short_duration(ms)),
         (None, _, Some(ms)) => format!("its next start is in {}", short_duration(ms)),
         (None, _, None) => "it has no room".to_string(),
-    };
-    format!(
-        "{} snapshots wait for their site {}: {why}",
-        host.queued,
-        printable::line(&host.key)
-    )
+    }
 }
 
 /// The table of `hosts` (as `Hosts::list` orders them).

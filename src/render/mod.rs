@@ -38,7 +38,7 @@ mod table;
 pub use crawl::{bytes, crawl_status, crawls_table, log_tail, seeds_line, CrawlCounts};
 pub use find::found_table;
 pub use follow::{say, Follow};
-pub use hosts::{hosts_table, site_wait};
+pub use hosts::{hosts_table, site_wait, why_site_waits};
 pub use plugin_env::plugin_env_table;
 pub use progress::{Change, Progress, Standing};
 pub use schedule::{local_moment, schedules_table};

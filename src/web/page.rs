@@ -82,24 +82,12 @@ pub fn index_live(data: &IndexData, now_ms: i64) -> String {
         );
     }
     for host in &data.hosts_waiting {
-        let why = match (
-            &host.cooldown_reason,
-            host.cooldown_ms,
-            host.next_start_in_ms,
-        ) {
-            (Some(why), Some(ms), _) => {
-                format!("cools down {} more ({why})", render::short_duration(ms))
-            }
-            (None, Some(ms), _) => format!("cools down {} more", render::short_duration(ms)),
-            (_, None, Some(ms)) => format!("starts its next in {}", render::short_duration(ms)),
-            _ => "waits".to_string(),
-        };
         let _ = writeln!(
             out,
-            "<p class=\"waits\">site {}: {} snapshots queued; it {}</p>",
+            "<p class=\"waits\">site {}: {} snapshots queued; {}</p>",
             escape(&host.key),
             host.queued,
-            escape(&why)
+            escape(&render::why_site_waits(host))
         );
     }
     crawls_table(&mut out, data, now_ms);

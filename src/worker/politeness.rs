@@ -57,7 +57,7 @@ pub(super) fn throttle_in(dir: &Path) -> Option<Throttle> {
         .flatten()
         .flat_map(|entry| STATUS_FILES.map(|file| entry.path().join(file)))
         .filter_map(|file| std::fs::read_to_string(file).ok())
-        .filter_map(|text| crate::domain::throttle_in_headers(&text, now))
+        .filter_map(|text| crate::domain::throttle_recorded(&text, now))
         .collect();
     found.sort_by_key(|throttle| throttle.retry_after.is_none());
     found.into_iter().next()

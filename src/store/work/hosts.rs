@@ -354,13 +354,10 @@ mod tests {
         ];
         for (table, sql, params) in reads {
             let steps = crate::store::sql::sqlite_plan(db, &sql, params);
-            let scanned = steps
-                .iter()
-                .any(|step| step.starts_with(&format!("SCAN {table}")));
-            let searched = steps
-                .iter()
-                .any(|step| step.starts_with(&format!("SEARCH {table} USING ")));
-            assert!(searched && !scanned, "{sql}: {steps:?}");
+            assert!(
+                crate::store::sql::searches_by_index(&steps, table),
+                "{sql}: {steps:?}"
+            );
         }
     }
 

@@ -342,15 +342,8 @@ mod tests {
             for crawl_id in [Some(1), None] {
                 let sql = next_due(queue, crawl_id, "?1", "?2", "?3");
                 let steps = crate::store::sql::sqlite_plan(db, &sql, 3);
-                let table = table(queue);
-                let searched = steps
-                    .iter()
-                    .any(|step| step.starts_with(&format!("SEARCH {table} USING ")));
-                let scanned = steps
-                    .iter()
-                    .any(|step| step.starts_with(&format!("SCAN {table}")));
                 assert!(
-                    searched && !scanned,
+                    crate::store::sql::searches_by_index(&steps, table(queue)),
                     "{queue:?} within {crawl_id:?}: {steps:?}"
                 );
             }

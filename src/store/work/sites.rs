@@ -5,7 +5,7 @@
 //! Invariant: reads only, each a pass over an index of the running or queued snapshots (or of
 //! one crawl's lanes), whatever the number of host keys — never the queue's history.
 
-use crate::store::engine::sql::args;
+use crate::store::engine::sql::{args, Row, SqlError, Value};
 use crate::store::StoreError;
 use std::collections::BTreeMap;
 
@@ -36,6 +36,17 @@ impl HostState {
             cooldown_reason: None,
             backoffs: 0,
         }
+    }
+
+    /// Takes its times from a `hosts` row read at queue time `now`, whose columns from `at` on
+    /// are `next_start_at, cooldown_until, cooldown_reason, backoffs`: what lies ahead of now.
+    fn timed(&mut self, row: &Row, at: usize, now: i64) -> Result<(), SqlError> {
+        let (next, cool): (i64, i64) = (row.get(at)?, row.get(at + 1)?);
+        self.next_start_in_ms = (next > now).then_some(next - now);
+        self.cooldown_ms = (cool > now).then_some(cool - now);
+        self.cooldown_reason = self.cooldown_ms.and(row.get(at + 2)?);
+        self.backoffs = row.get(at + 3)?;
+        Ok(())
     }
 }
 
@@ -68,12 +79,7 @@ impl crate::store::Hosts<'_> {
             &args![now],
         )?;
         for row in &rows {
-            let host = entry(&mut hosts, row.get(0)?);
-            let (next, cool): (i64, i64) = (row.get(1)?, row.get(2)?);
-            host.next_start_in_ms = (next > now).then_some(next - now);
-            host.cooldown_ms = (cool > now).then_some(cool - now);
-            host.cooldown_reason = host.cooldown_ms.and(row.get(3)?);
-            host.backoffs = row.get(4)?;
+            entry(&mut hosts, row.get(0)?).timed(row, 1, now)?;
         }
         let mut hosts: Vec<HostState> = hosts.into_values().collect();
         hosts.sort_by(|a, b| (b.running, b.queued, &a.key).cmp(&(a.running, a.queued, &b.key)));
@@ -108,7 +114,7 @@ impl crate::store::Hosts<'_> {
     fn waiting_where(
         &self,
         from: &str,
-        first: impl Into<crate::store::engine::sql::Value>,
+        first: impl Into<Value>,
     ) -> Result<Vec<HostState>, StoreError> {
         let now = self.store.queue_now();
         let rows = self.store.db().query(
@@ -121,19 +127,12 @@ impl crate::store::Hosts<'_> {
         )?;
         let mut hosts = Vec::new();
         for row in &rows {
-            let (next, cool): (i64, i64) = (row.get(1)?, row.get(2)?);
-            let cooldown_ms = (cool > now).then_some(cool - now);
             let queued: u64 = row.get(5)?;
             if queued > 0 {
-                hosts.push(HostState {
-                    key: row.get(0)?,
-                    running: 0,
-                    queued,
-                    next_start_in_ms: (next > now).then_some(next - now),
-                    cooldown_ms,
-                    cooldown_reason: cooldown_ms.and(row.get(3)?),
-                    backoffs: row.get(4)?,
-                });
+                let mut host = HostState::idle(row.get(0)?);
+                host.queued = queued;
+                host.timed(row, 1, now)?;
+                hosts.push(host);
             }
         }
         Ok(hosts)
@@ -148,7 +147,7 @@ impl crate::store::Hosts<'_> {
         Ok(rows
             .iter()
             .map(|r| Ok((r.get(0)?, r.get(1)?)))
-            .collect::<Result<_, crate::store::engine::sql::SqlError>>()?)
+            .collect::<Result<_, SqlError>>()?)
     }
 }
 

@@ -311,5 +311,13 @@ pub(crate) fn sqlite_plan(conn: &rusqlite::Connection, sql: &str, params: usize)
         .collect()
 }
 
+/// Whether a plan's `steps` find rows of `table` through an index and never read it whole.
+#[cfg(test)]
+pub(crate) fn searches_by_index(steps: &[String], table: &str) -> bool {
+    let searched = (steps.iter()).any(|step| step.starts_with(&format!("SEARCH {table} USING ")));
+    let scanned = (steps.iter()).any(|step| step.starts_with(&format!("SCAN {table}")));
+    searched && !scanned
+}
+
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,9 @@
 //! mkdir) are applied to the backing directory at once: the cut loses file contents, not names
 //! (a journaling filesystem's metadata, in ordered mode, is the model; it is the weaker half of
 //! LazyFS's, said in docs/design.md). Remounting after a cut ([`Mount::cut_power`]) drops the
-//! kernel's page cache too.
+//! kernel's page cache too. The backing filesystem gives a freed inode number to the next file
+//! at once, so names are looked up and changed one at a time, and a file unlinked or replaced
+//! leaves nothing of its own behind for the next holder of its number.
 
 #![allow(dead_code)]
 
@@ -150,6 +152,11 @@ pub struct LazyFs {
     /// The backing directory's own inode number (shown as the root, 1).
     root_ino: u64,
     state: Arc<Mutex<State>>,
+    /// Held by every operation that looks a name up or changes one, from its backing call to
+    /// its record in [`State::names`]: the backing filesystem gives a freed inode number to the
+    /// next file at once, so a lookup recorded after another thread's unlink and mkdir would
+    /// give the new directory the old file's name (and everything below it `ENOENT`).
+    namespace: Arc<Mutex<()>>,
 }
 
 fn errno(err: io::Error) -> Errno {
@@ -163,7 +170,17 @@ impl LazyFs {
             backing: backing.to_path_buf(),
             root_ino,
             state: Arc::default(),
+            namespace: Arc::default(),
         }
+    }
+
+    /// Runs `op` (one that looks a name up or changes one) while no other such runs.
+    fn naming<T>(&self, op: impl FnOnce() -> T) -> T {
+        let _held = self
+            .namespace
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        op()
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -326,7 +343,7 @@ fn reply_empty(reply: ReplyEmpty, done: Result<(), Errno>) {
 
 impl Filesystem for LazyFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply_entry(reply, self.entry(parent, name));
+        reply_entry(reply, self.naming(|| self.entry(parent, name)));
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -407,7 +424,7 @@ impl Filesystem for LazyFs {
             Self::own(&path, req)?;
             self.entry(parent, name)
         };
-        reply_entry(reply, made());
+        reply_entry(reply, self.naming(made));
     }
 
     fn mkdir(
@@ -427,7 +444,7 @@ impl Filesystem for LazyFs {
             Self::own(&path, req)?;
             self.entry(parent, name)
         };
-        reply_entry(reply, made());
+        reply_entry(reply, self.naming(made));
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -436,12 +453,16 @@ impl Filesystem for LazyFs {
             let meta = fs::symlink_metadata(&path).map_err(errno)?;
             fs::remove_file(&path).map_err(errno)?;
             if meta.nlink() <= 1 {
-                // (An open descriptor may still read it: its overlay is kept until the cut.)
-                self.state().names.remove(&self.ino(meta.ino()));
+                // Its inode number is free for the next file at once: nothing of it may stay
+                // (what is unlinked cannot be read here anyway, its path being gone).
+                let ino = self.ino(meta.ino());
+                let mut state = self.state();
+                state.names.remove(&ino);
+                state.overlays.remove(&ino);
             }
             Ok(())
         };
-        reply_empty(reply, removed());
+        reply_empty(reply, self.naming(removed));
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -452,7 +473,7 @@ impl Filesystem for LazyFs {
             self.state().names.remove(&self.ino(ino));
             Ok(())
         };
-        reply_empty(reply, removed());
+        reply_empty(reply, self.naming(removed));
     }
 
     fn symlink(
@@ -469,7 +490,7 @@ impl Filesystem for LazyFs {
             Self::own(&path, req)?;
             self.entry(parent, link_name)
         };
-        reply_entry(reply, made());
+        reply_entry(reply, self.naming(made));
     }
 
     fn rename(
@@ -497,13 +518,14 @@ impl Filesystem for LazyFs {
             let mut state = self.state();
             if let Some(replaced) = replaced {
                 state.names.remove(&replaced);
+                state.overlays.remove(&replaced);
             }
             state
                 .names
                 .insert(ino, (newparent.0, newname.to_os_string()));
             Ok(())
         };
-        reply_empty(reply, renamed());
+        reply_empty(reply, self.naming(renamed));
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -710,7 +732,7 @@ impl Filesystem for LazyFs {
             }
             self.entry(parent, name)
         };
-        match made() {
+        match self.naming(made) {
             Ok(attr) => reply.created(
                 &TTL,
                 &attr,

@@ -70,7 +70,7 @@ fn urls_for(args: &[String]) -> Result<Vec<String>, RunError> {
     Ok(urls)
 }
 
-pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, RunError> {
+pub fn run(mut config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, RunError> {
     // A crawl that could not start is refused before anything runs (who hooks run as, which
     // plugins, its rules).
     crate::hook_user::for_crawls(&config).map_err(RunError::BadInput)?;
@@ -83,6 +83,13 @@ pub fn run(config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, Ru
             .unwrap_or(u64::from(config.limits.max_snapshot_workers));
         spec.rules.delay_ms.get_or_insert(0);
         spec.rules.max_per_host.get_or_insert(workers);
+    }
+    // (Its one crawl may run as many at once as `--crawl-max-concurrent-snapshots` asks, even
+    // beyond the host's `max_snapshots`.)
+    if let Some(asked) = spec.rules.max_concurrent_snapshots {
+        let asked = u32::try_from(asked).unwrap_or(u32::MAX);
+        let budget = config.limits.snapshot_budget().max(asked);
+        config.limits.max_snapshots = Some(budget);
     }
     let admitted = crate::verbs::crawl::admit(&config, spec)
         .map_err(|refusal| RunError::BadInput(refusal.message))?;

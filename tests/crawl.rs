@@ -540,7 +540,8 @@ fn abxd_run_crawls_a_local_directory_and_prints_a_summary() {
         // `[politeness]` to what its workers allow.
         let crawl = daemon.store().crawls().all().unwrap().remove(0);
         assert_eq!(crawl.rules.delay_ms, Some(0));
-        assert_eq!(crawl.rules.max_per_host, Some(2));
+        let workers = abxd::config::Limits::default().max_snapshot_workers;
+        assert_eq!(crawl.rules.max_per_host, Some(u64::from(workers)));
         // The daemon stopped cleanly: its row is final, nothing of it runs.
         let rows = daemon
             .store()

@@ -311,33 +311,140 @@ fn started(daemon: &TestDaemon, crawl: i64) -> usize {
         .count()
 }
 
+/// How many of crawl `crawl`'s snapshots run now.
+fn running(daemon: &TestDaemon, crawl: i64) -> usize {
+    (daemon.store().crawls().snapshots(crawl).unwrap().iter())
+        .filter(|s| s.status == abxd::domain::WorkStatus::Started)
+        .count()
+}
+
+/// A plugin whose one hook ends only once the test released its snapshot (made a file named by
+/// the snapshot's id in the second dir), and the config lines that run it (`extra` in
+/// `[limits]`).
+fn held_plugin(limits: &str) -> (tempfile::TempDir, tempfile::TempDir, String) {
+    let plugins = tempfile::tempdir().unwrap();
+    let release = tempfile::tempdir().unwrap();
+    common::plugin(
+        plugins.path(),
+        "held",
+        "on_Snapshot__10_held.sh",
+        "while [ ! -e \"$RELEASE/$SNAPSHOT_ID\" ]; do sleep 0.05; done\n\
+         echo '{\"type\": \"ArchiveResult\", \"status\": \"succeeded\"}'\n",
+    );
+    let config = format!(
+        "{}[limits]\n{limits}[plugins.held]\nenv = {{ RELEASE = {:?} }}\n",
+        plugins_config(&[plugins.path()]),
+        release.path().display().to_string()
+    );
+    (plugins, release, config)
+}
+
+/// Ends one running snapshot of crawl `crawl` (of a [`held_plugin`]) and waits until it is
+/// sealed and `slots` snapshots of `crawls` run again; returns how many of each.
+fn release_one(
+    daemon: &TestDaemon,
+    release: &Path,
+    crawl: i64,
+    crawls: &[i64],
+    slots: usize,
+) -> Vec<usize> {
+    let store = daemon.store();
+    let snapshots = store.crawls().snapshots(crawl).unwrap();
+    let held = (snapshots.iter())
+        .find(|s| s.status == abxd::domain::WorkStatus::Started)
+        .expect("a running snapshot to release");
+    std::fs::write(release.join(held.id.to_string()), "").unwrap();
+    let id = held.id;
+    wait_until("the released slot to be taken again", WAIT, || {
+        let sealed = store.crawls().snapshot(id).unwrap().unwrap().status
+            == abxd::domain::WorkStatus::Sealed;
+        let counts: Vec<usize> = crawls.iter().map(|&c| running(daemon, c)).collect();
+        (sealed && counts.iter().sum::<usize>() == slots).then_some(counts)
+    })
+}
+
+/// A `max_snapshots` crawl that waits for a turn says so.
+fn wait_for_a_turn(daemon: &TestDaemon, crawl: i64) {
+    wait_until("the new crawl to wait for a turn", WAIT, || {
+        let shown = daemon.ctl_ok(&["show", &crawl.to_string()]);
+        shown
+            .contains("new snapshots wait for a turn")
+            .then_some(())
+    });
+}
+
+/// With the host's snapshot slots (`max_snapshots`, 4 by default) all held by a crawl of 10 000,
+/// the first slot that frees goes to a one-URL crawl added meanwhile: the big crawl starts no
+/// snapshot between the two (counted, no timing).
 #[test]
 fn a_one_url_crawl_added_while_ten_thousand_snapshots_run_starts_within_one_dispatch_turn() {
-    let plugins = slow_plugin("5");
-    let daemon = TestDaemon::start_with(&plugins_config(&[plugins.path()]));
+    let (_plugins, release, config) = held_plugin("");
+    let daemon = TestDaemon::start_with(&config);
     let mut args: Vec<String> = (0..10_000)
         .map(|n| format!("http://big.example/{n}"))
         .collect();
-    args.extend(["--plugins".into(), "slow".into()]);
+    args.extend(["--plugins".into(), "held".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let big = daemon.add(&args);
-    wait_until("the big crawl to run two snapshots", WAIT, || {
-        (started(&daemon, big) >= 2).then_some(())
+    wait_until("the big crawl to hold all four slots", WAIT, || {
+        (running(&daemon, big) == 4).then_some(())
     });
-    let before = started(&daemon, big);
-    let small = daemon.add(&["http://small.example/", "--plugins", "slow"]);
-    wait_until("the one-URL crawl's snapshot to start", WAIT, || {
-        (started(&daemon, small) == 1).then_some(())
-    });
-    // (Its snapshots take 5 s: in one turn of its pool it starts at most its two slots' worth.)
-    let meanwhile = started(&daemon, big) - before;
-    assert!(
-        meanwhile <= 2,
-        "the big crawl started {meanwhile} snapshots before the one-URL crawl's first"
+    let small = daemon.add(&["http://small.example/", "--plugins", "held"]);
+    wait_for_a_turn(&daemon, small);
+    let counts = release_one(&daemon, release.path(), big, &[big, small], 4);
+    assert_eq!(
+        counts,
+        [3, 1],
+        "(big, one-URL) running after one slot freed"
+    );
+    assert_eq!(
+        started(&daemon, big),
+        4,
+        "the big crawl started another meanwhile"
     );
     daemon.ctl_ok(&["cancel", &big.to_string()]);
+    let store = daemon.store();
+    for snapshot in store.crawls().snapshots(small).unwrap() {
+        std::fs::write(release.path().join(snapshot.id.to_string()), "").unwrap();
+    }
     daemon.wait_sealed(small, WAIT);
     daemon.wait_sealed(big, WAIT);
+}
+
+/// Three slots between a crawl of `--priority 1` and one of 0, each with more queued than it can
+/// run: whichever snapshot ends, the slot goes where the shares say, and they settle at two to
+/// one.
+#[test]
+fn the_hosts_snapshot_slots_are_dealt_round_robin_weighted_by_priority() {
+    let (_plugins, release, config) = held_plugin("max_snapshots = 3\nmax_snapshot_workers = 3\n");
+    let daemon = TestDaemon::start_with(&config);
+    let urls = |site: &str| -> Vec<String> {
+        let mut args: Vec<String> = (0..8).map(|n| format!("http://{site}/{n}")).collect();
+        args.extend(["--plugins".into(), "held".into()]);
+        args
+    };
+    let add = |args: Vec<String>| daemon.add(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let low = add(urls("low.example"));
+    wait_until("the crawl of priority 0 to run three", WAIT, || {
+        (running(&daemon, low) == 3).then_some(())
+    });
+    let mut high_args = urls("high.example");
+    high_args.extend(["--priority".into(), "1".into()]);
+    let high = add(high_args);
+    wait_for_a_turn(&daemon, high);
+    assert_eq!((running(&daemon, high), running(&daemon, low)), (0, 3));
+    let release = |crawl| release_one(&daemon, release.path(), crawl, &[high, low], 3);
+    // The crawl of 0 held all three: the next two that free go to the crawl of 1.
+    assert_eq!(release(low), [1, 2], "(priority 1, priority 0) running");
+    assert_eq!(release(low), [2, 1], "(priority 1, priority 0) running");
+    // Settled at two to one: a slot that frees goes back to the crawl it came from.
+    assert_eq!(release(low), [2, 1], "(priority 1, priority 0) running");
+    assert_eq!(release(high), [2, 1], "(priority 1, priority 0) running");
+    assert_eq!(release(high), [2, 1], "(priority 1, priority 0) running");
+    for crawl in [low, high] {
+        daemon.ctl_ok(&["cancel", &crawl.to_string()]);
+        daemon.wait_sealed(crawl, WAIT);
+    }
 }
 
 #[test]

@@ -41,10 +41,14 @@ pub(crate) fn politeness_cost(s: &Sizes, figures: &mut Figures) {
         let lease = Duration::from_secs(60);
         let started = Instant::now();
         for _ in 0..claims {
-            let claim = (store.queue().hosts())
-                .claim_snapshot(Some(crawl), lease, None, &lifted)
-                .unwrap()
-                .expect("a snapshot is due");
+            // (The host's budget at its default: its deal is read at every claim.)
+            let budget = abxd::store::Budget::of(&Default::default());
+            let claimed = (store.queue().hosts())
+                .claim_snapshot(Some(crawl), lease, None, (&lifted, budget))
+                .unwrap();
+            let abxd::store::SnapshotClaim::Claimed(claim) = claimed else {
+                panic!("no snapshot claimed: {claimed:?}");
+            };
             assert!(store.queue().seal(claim).unwrap());
         }
         claims as f64 / started.elapsed().as_secs_f64()

@@ -53,10 +53,10 @@ complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-urls -d 'Start no 
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-max-size -d 'Stop the crawl once it archived this much ("500M", "2G"; 0: no limit)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-timeout -d 'Stop the crawl this long after it first started ("90s", "2h", or seconds; 0: no limit)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l snapshot-max-size -d 'Stop a snapshot once it archived this much ("50M"; 0: no limit)' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-max-concurrent-snapshots -d 'Run at most this many of its snapshots at once, in place of the limit [limits] sets for every crawl' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l crawl-max-concurrent-snapshots -d 'Run at most this many of its snapshots at once, in place of the limit [limits] sets for every crawl (within the host\'s [limits] max_snapshots, which `abxd run` raises to it)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l max-per-host -d 'Run at most this many of its snapshots of one site (host key: the registrable domain, or the address) at once, in place of [politeness] max_per_host' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l delay -d 'Start its snapshots of one site at least this far apart ("2s", "500ms", or seconds; 0: no wait), in place of [politeness] delay' -r
-complete -c abxd -n "__fish_abxd_using_subcommand run" -l priority -d 'Start this crawl before queued crawls of lower priority when a crawl slot frees (higher first; default 0, negative allowed)' -r
+complete -c abxd -n "__fish_abxd_using_subcommand run" -l priority -d 'Start this crawl before queued crawls of lower priority when a crawl slot frees (higher first; default 0, negative allowed), and weigh its share of the host\'s snapshot slots ([limits] max_snapshots) by it: 1 takes twice the slots of 0, -1 half' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l allow-network -d 'Let its hooks reach this network although it is not public: an address or ADDRESS/PREFIX ("10.1.0.0/16"; repeat the flag for more). The metadata address never' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l egress -d 'Hold its hooks to its egress policy (restricted), or let them reach whatever the host reaches (unrestricted)' -r
 complete -c abxd -n "__fish_abxd_using_subcommand run" -l hooks-user -d 'Run the hooks as this user, instead of `hooks.user` (abxd as root only)' -r

@@ -55,7 +55,7 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "SIZE", value_parser = size)]
     pub snapshot_max_size: Option<u64>,
     /// Run at most this many of its snapshots at once, in place of the limit [limits] sets for
-    /// every crawl.
+    /// every crawl (within the host's [limits] max_snapshots, which `abxd run` raises to it).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub crawl_max_concurrent_snapshots: Option<u64>,
     /// Run at most this many of its snapshots of one site (host key: the registrable domain, or
@@ -67,7 +67,8 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "DURATION", value_parser = millis)]
     pub delay: Option<u64>,
     /// Start this crawl before queued crawls of lower priority when a crawl slot frees (higher
-    /// first; default 0, negative allowed).
+    /// first; default 0, negative allowed), and weigh its share of the host's snapshot slots
+    /// ([limits] max_snapshots) by it: 1 takes twice the slots of 0, -1 half.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub priority: Option<i64>,
     /// Follow no discovered URL that another crawl archived already (seeds are crawled

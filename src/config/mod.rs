@@ -134,6 +134,11 @@ pub struct Limits {
     pub containment: crate::cgroup::Mode,
     pub max_crawl_workers: u32,
     pub max_snapshot_workers: u32,
+    /// How many snapshots run at once on this host, every crawl's and those lent to other
+    /// hosts' together, dealt out as `domain::turn` says (unset: 4, or `max_snapshot_workers`
+    /// where that is more, so that one crawl alone may run as many as it is allowed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_snapshots: Option<u32>,
     pub max_result_attempts: u32,
     pub max_log_bytes: u64,
     /// Start no crawl or snapshot while less memory than this is left (`admission`; 0: none).
@@ -155,6 +160,17 @@ pub struct Limits {
     #[serde(deserialize_with = "bytes::size", serialize_with = "bytes::size_text")]
     pub min_free_space: u64,
 }
+
+impl Limits {
+    /// How many snapshots run at once on this host: `max_snapshots`, else its default.
+    pub fn snapshot_budget(&self) -> u32 {
+        self.max_snapshots
+            .unwrap_or(self.max_snapshot_workers.max(DEFAULT_SNAPSHOT_BUDGET))
+    }
+}
+
+/// `max_snapshots` unless set (or `max_snapshot_workers` is more).
+const DEFAULT_SNAPSHOT_BUDGET: u32 = 4;
 
 impl Config {
     /// The filesystems abxd writes to: the data dir's and the SQLite file's (none of a server).
@@ -189,7 +205,8 @@ impl Default for Limits {
         Limits {
             containment: crate::cgroup::Mode::Auto,
             max_crawl_workers: 2,
-            max_snapshot_workers: 2,
+            max_snapshot_workers: 4,
+            max_snapshots: None,
             max_result_attempts: 3,
             max_log_bytes: 64 << 20,
             memory_floor: 256 << 20,

@@ -46,6 +46,7 @@ impl Config {
                 "limits.max_snapshot_workers",
                 self.limits.max_snapshot_workers,
             ),
+            ("limits.max_snapshots", self.limits.snapshot_budget()),
         ] {
             if value == 0 {
                 return Err(self.invalid(key, "must be at least 1, got 0"));

@@ -1,6 +1,7 @@
 //! The vocabulary every layer speaks: what a process is and where it is in its life, why a row
 //! ended, how a reaped process ended, where work and results are, claims and leases, a crawl's
-//! request (its spec) and rules and the limits that end it, when a schedule fires.
+//! request (its spec) and rules and the limits that end it, when a schedule fires, whose turn a
+//! free snapshot slot is.
 //!
 //! Invariant: nothing here does I/O or knows about persistence; each string-valued enum has one
 //! word per variant, the same in SQL, JSON and on screen (`words`, proved by the tests below for
@@ -12,6 +13,7 @@ mod politeness;
 mod process;
 mod rules;
 mod schedule;
+mod shares;
 mod spec;
 mod words;
 mod work;
@@ -22,6 +24,7 @@ pub use politeness::{cool_down, retry_after, throttle_recorded, HostLimits, Thro
 pub use process::{EndDetail, EndReason, ExitOutcome, Kind, ProcessRow, Pruned, Status};
 pub use rules::{CrawlRules, Egress, Limit, Pattern, UrlScope};
 pub use schedule::{Cadence, Cron, Schedule};
+pub use shares::{turn, weight, Contender, Turn};
 pub use spec::{split_tags, ArchiveBoxCrawl, CrawlOptions, CrawlSpec, RedoSnapshot};
 pub use words::Word;
 pub use work::{

@@ -123,6 +123,9 @@ impl<O: crate::supervisor::Owner> WorkerPool<O> {
         if self.waiting().is_some() {
             return Some(Instant::now() + crate::admission::POLL);
         }
+        if let Some((at, _)) = &self.turn {
+            return Some(*at);
+        }
         let at = match self.queue {
             Queue::Crawls => store.queue().next_retry_at(self.queue, self.claim_scope()),
             Queue::Snapshots => store.queue().hosts().next_due(self.claim_scope()),

@@ -20,9 +20,13 @@ use crate::config::Config;
 use crate::domain::{Claim, Queue, WorkStatus};
 use crate::recovery;
 use crate::spawn::SpawnError;
-use crate::store::{Store, StoreError};
+use crate::store::{Budget, SnapshotClaim, Store, StoreError};
 use crate::supervisor::{ChildPolicy, CrawlWorkerChild, DaemonChild, Owner, Supervisor};
 use std::collections::HashMap;
+
+/// How soon a pool whose snapshot claim was not its turn asks again: a slot another crawl's
+/// snapshot frees is seen by no event of this process.
+const TURN_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What the exit of one of the pool's workers meant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +77,8 @@ pub struct WorkerPool<O> {
     /// How many workers run at once, in place of `[limits]`'s (a crawl's
     /// `--crawl-max-concurrent-snapshots`).
     most: Option<usize>,
+    /// Its last snapshot claim was not its turn (`domain::turn`): when to ask again, and why.
+    turn: Option<(std::time::Instant, String)>,
 }
 
 /// A piece of work the pool claimed: the claim, and the crawl it belongs to (a crawl's is
@@ -118,6 +124,7 @@ impl<O: Owner> WorkerPool<O> {
             unstarted: Vec::new(),
             gate: gate::Gate::new(gate::Launches::Nothing),
             most: None,
+            turn: None,
         }
     }
 
@@ -248,16 +255,30 @@ impl<O: Owner> WorkerPool<O> {
     }
 
     /// Claims the next piece of work the pool may take: a crawl, or a snapshot whose host key
-    /// has room (`[politeness]`).
-    fn claim(&self, config: &Config, store: &Store) -> Result<Option<Claim>, StoreError> {
+    /// has room (`[politeness]`), when it is the pool's turn for one of the host's snapshot
+    /// slots (else it asks again [`TURN_POLL`] later).
+    fn claim(&mut self, config: &Config, store: &Store) -> Result<Option<Claim>, StoreError> {
         let (lease, claimer) = (config.timeouts.lease, Some(self.parent_row));
-        match self.queue {
-            Queue::Crawls => store.queue().claim(self.queue, self.only, lease, claimer),
-            Queue::Snapshots => {
-                let politeness = &config.politeness;
-                (store.queue().hosts()).claim_snapshot(self.crawl, lease, claimer, politeness)
-            }
+        if self.queue == Queue::Crawls {
+            return store.queue().claim(self.queue, self.only, lease, claimer);
         }
+        let rules = (&config.politeness, Budget::of(&config.limits));
+        let claimed = (store.queue().hosts()).claim_snapshot(self.crawl, lease, claimer, rules)?;
+        self.turn = match claimed {
+            SnapshotClaim::NotYourTurn(turn) => {
+                Some((std::time::Instant::now() + TURN_POLL, turn.to_string()))
+            }
+            _ => None,
+        };
+        Ok(match claimed {
+            SnapshotClaim::Claimed(claim) => Some(claim),
+            _ => None,
+        })
+    }
+
+    /// Why its last claim was not its turn, if it was not.
+    pub fn waiting_for_turn(&self) -> Option<&str> {
+        self.turn.as_ref().map(|(_, why)| why.as_str())
     }
 
     /// Work this pool claimed but could not start a worker for yet, if it is still claimed by

@@ -44,7 +44,7 @@ pub use processes::Compact;
 pub use processes::{BrowsersAlive, LiveRow, ProcessFilter};
 pub use processes::{EndedRow, Moment, QueueDepth, StartedHook};
 pub use processes::{NewProcess, ProcessRow};
-pub use work::{Added, Binary, Export, HostState, RefusedUrls};
+pub use work::{Added, Binary, Budget, Export, HostState, RefusedUrls, SnapshotClaim};
 pub use work::{Crawl, HookResult, Snapshot, SnapshotPage};
 pub use work::{Fired, NewSchedule, Schedule};
 pub use work::{HeldCrawl, RunningHook, ServedSnapshot};

@@ -125,7 +125,8 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
                 let filled = cx.fill(&mut pool);
                 cx.unless_lost(filled).or_later()?.is_none()
             });
-        say_what_waits(&mut cx, crawl_id, pool.waiting(), &mut said);
+        let waits = pool.waiting().or(pool.waiting_for_turn());
+        say_what_waits(&mut cx, crawl_id, waits, &mut said);
         // (Unread while the database is out of reach: read again soon.)
         let all_sealed = cx.store.crawls().all_sealed(crawl_id).or_later()?;
         if pool.is_idle() && (all_sealed == Some(true) || cx.failed) {

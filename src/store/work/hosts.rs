@@ -12,8 +12,9 @@
 //! host key with queued snapshots, kept by triggers: see migration 41) by index, so its cost is
 //! the lanes it looks at, never the queue's length.
 
+use super::shares::Budget;
 use crate::config::Politeness;
-use crate::domain::{Claim, CrawlRules, HostLimits, Queue, Throttle};
+use crate::domain::{Claim, CrawlRules, HostLimits, Queue, Throttle, Turn};
 use crate::store::engine::sql::{args, Db};
 use crate::store::work::{millis, queue::lendable_crawls};
 use crate::store::{now_ms, StoreError};
@@ -35,11 +36,23 @@ impl crate::store::WorkQueue<'_> {
     }
 }
 
+/// What a snapshot claim came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotClaim {
+    Claimed(Claim),
+    /// No snapshot is due whose site has room.
+    NoneDue,
+    /// Not this claimer's turn: the host's slots are spent or owed to other crawls
+    /// (`domain::turn`), or another claimer holds what it looked at — looked at again soon.
+    NotYourTurn(Turn),
+}
+
 impl crate::store::Hosts<'_> {
     /// Claims the next queued snapshot whose host key has room, within crawl `crawl_id` (else
     /// among the crawls this host lends its slots to, as [`WorkQueue::claim`] says), for
-    /// `lease`, owned by process row `claimer`. Lanes are taken by when they are due, so host
-    /// keys interleave: one served goes behind the others for its `delay`.
+    /// `lease`, owned by process row `claimer` — when it is the crawl's turn for one of the
+    /// host's `budget` slots. Lanes are taken by when they are due, so host keys interleave:
+    /// one served goes behind the others for its `delay`.
     ///
     /// [`WorkQueue::claim`]: crate::store::WorkQueue::claim
     pub fn claim_snapshot(
@@ -47,15 +60,23 @@ impl crate::store::Hosts<'_> {
         crawl_id: Option<i64>,
         lease: Duration,
         claimer: Option<i64>,
-        politeness: &Politeness,
-    ) -> Result<Option<Claim>, StoreError> {
+        (politeness, budget): (&Politeness, Budget),
+    ) -> Result<SnapshotClaim, StoreError> {
         let (now, wall) = (self.store.queue_now(), now_ms());
         let me = crate::identity::machine_id();
         self.store.write_work(|tx| {
+            match super::shares::turn_of(tx, budget, crawl_id, me, now)? {
+                Turn::Yours => {}
+                // (Nothing due: nothing to wait for a turn for.)
+                _ if next_lane(tx, crawl_id, now, me)?.is_none() => {
+                    return Ok(SnapshotClaim::NoneDue)
+                }
+                not_yet => return Ok(SnapshotClaim::NotYourTurn(not_yet)),
+            }
             let mut rules: HashMap<i64, CrawlRules> = HashMap::new();
             for _ in 0..PROBES {
                 let Some((crawl, host)) = next_lane(tx, crawl_id, now, me)? else {
-                    return Ok(None);
+                    return Ok(SnapshotClaim::NoneDue);
                 };
                 let move_lane = |due: i64| -> Result<(), StoreError> {
                     tx.execute(
@@ -98,7 +119,7 @@ impl crate::store::Hosts<'_> {
                             }
                             // (Another claimer holds the site's record now: this claim ends,
                             // and the next looks again once it committed.)
-                            Room::Taken => return Ok(None),
+                            Room::Taken => return Ok(SnapshotClaim::NotYourTurn(Turn::Yours)),
                             Room::Full => {
                                 move_lane(now + millis(FULL_RECHECK.max(limits.delay)))?;
                                 continue;
@@ -125,13 +146,13 @@ impl crate::store::Hosts<'_> {
                 }
                 // (Behind the lanes already due: host keys take turns.)
                 move_lane(next.max(now + 1))?;
-                return Ok(Some(Claim {
+                return Ok(SnapshotClaim::Claimed(Claim {
                     queue: Queue::Snapshots,
                     id,
                     epoch: row.get(0)?,
                 }));
             }
-            Ok(None)
+            Ok(SnapshotClaim::NoneDue)
         })
     }
 

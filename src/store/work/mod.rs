@@ -22,6 +22,9 @@ mod refused;
 mod results;
 mod schedules;
 mod served;
+mod shares;
+pub use hosts::SnapshotClaim;
+pub use shares::Budget;
 
 pub use binaries::Binary;
 pub use exports::Export;

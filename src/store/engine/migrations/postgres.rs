@@ -343,6 +343,7 @@ const AFTER_BASELINE: &[(u32, &str)] = &[
     (39, include_str!("postgres/39.sql")),
     (40, include_str!("postgres/40.sql")),
     (41, include_str!("postgres/41.sql")),
+    (42, include_str!("postgres/42.sql")),
 ];
 
 /// Any number: the key of the advisory lock migrations hold (`abxd` in ASCII).

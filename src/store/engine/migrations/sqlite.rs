@@ -45,4 +45,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/39.sql"),
     include_str!("sqlite/40.sql"),
     include_str!("sqlite/41.sql"),
+    include_str!("sqlite/42.sql"),
 ];

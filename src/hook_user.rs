@@ -73,6 +73,19 @@ fn decide<'a>(root: bool, user: Option<&'a str>, source: &Path) -> Result<Option
     }
 }
 
+/// The hook user a root abxd would switch to under `config`, if any (before it checks what
+/// that user can reach).
+pub fn named(config: &Config) -> Result<Option<HookUser>, String> {
+    match decide(
+        Uid::effective().is_root(),
+        config.hooks.user.as_deref(),
+        &config.source,
+    )? {
+        Some(name) => user(name, &config.data_dir).map(Some),
+        None => Ok(None),
+    }
+}
+
 fn user(name: &str, data_dir: &Path) -> Result<HookUser, String> {
     let found = match User::from_name(name) {
         Ok(Some(found)) => found,
@@ -209,13 +222,26 @@ impl HookUser {
     /// What it cannot reach of `path` (a plugins dir, the data dir): the first directory on
     /// the way it may not enter, by the mode bits (ACLs are not read).
     pub fn reach_problem(&self, path: &Path) -> Option<String> {
+        let blocked = self.blocked_at(path)?;
+        let meta = std::fs::metadata(&blocked).ok()?;
+        Some(format!(
+            "user {} cannot enter {} (mode {:04o}, owner uid {}): hooks there cannot run as it; \
+             put it where {} can read it, or set {KEY} = \"root\"",
+            self.name,
+            blocked.display(),
+            meta.mode() & 0o7777,
+            meta.uid(),
+            self.name
+        ))
+    }
+
+    /// The first directory on the way to `path` it may not enter, by the mode bits.
+    pub fn blocked_at(&self, path: &Path) -> Option<PathBuf> {
         let groups = user_groups(&self.name, self.gid);
         let mut walked = PathBuf::new();
         for part in path.components() {
             walked.push(part);
-            let Ok(meta) = std::fs::metadata(&walked) else {
-                return None;
-            };
+            let meta = std::fs::metadata(&walked).ok()?;
             let mode = meta.mode();
             let bits = if meta.uid() == self.uid {
                 mode >> 6
@@ -225,15 +251,7 @@ impl HookUser {
                 mode
             };
             if meta.is_dir() && bits & 0o1 == 0 {
-                return Some(format!(
-                    "user {} cannot enter {} (mode {:04o}, owner uid {}): hooks there cannot \
-                     run as it; put it where {} can read it, or set {KEY} = \"root\"",
-                    self.name,
-                    walked.display(),
-                    mode & 0o7777,
-                    meta.uid(),
-                    self.name
-                ));
+                return Some(walked);
             }
         }
         None

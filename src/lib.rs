@@ -117,6 +117,7 @@ pub(crate) mod marker;
 pub(crate) mod memory;
 pub(crate) mod notify;
 pub mod own_exe;
+pub mod passage;
 pub mod plugins;
 pub(crate) mod pool;
 pub mod portable;

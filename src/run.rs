@@ -70,7 +70,56 @@ fn urls_for(args: &[String]) -> Result<Vec<String>, RunError> {
     Ok(urls)
 }
 
+/// Opens a passage (see `passage`) for the hook user through each directory it may not enter
+/// on the way to what this run needs: the data dir, the database, the plugins, the config, abxd
+/// itself, the working directory and the local paths it serves.
+fn open_passages(config: &Config, args: &[String]) -> Result<(), RunError> {
+    let Ok(Some(user)) = crate::hook_user::named(config) else {
+        // (No user to switch to, or none that exists: `for_crawls` says why.)
+        return Ok(());
+    };
+    let mut needed = vec![config.data_dir.clone(), config.source.clone()];
+    needed.extend(config.plugins_dirs.iter().cloned());
+    if let crate::config::Location::File(file) = &config.database {
+        needed.push(file.clone());
+    }
+    needed.extend(std::env::current_exe().ok());
+    needed.extend(std::env::current_dir().ok());
+    let local = args.iter().filter(|arg| !arg.contains("://"));
+    needed.extend(local.filter_map(|arg| std::fs::canonicalize(arg).ok()));
+    // (The data dir is made now, to be kept; what does not exist otherwise needs no passage.)
+    std::fs::create_dir_all(&config.data_dir).map_err(|cause| {
+        RunError::BadInput(format!(
+            "cannot make the data dir {}: {cause}",
+            config.data_dir.display()
+        ))
+    })?;
+    let needed: Vec<_> = (needed.into_iter())
+        .filter(|path| path.is_absolute() && path.exists())
+        .collect();
+    let here = std::env::current_dir().ok();
+    for passage in crate::passage::plan(&user, &needed) {
+        passage.open().map_err(|cause| {
+            RunError::BadInput(format!(
+                "user {} cannot enter {}, and no passage could be opened for it ({cause}): put \
+                 what the run needs where {} can read it, or set hooks.user = \"root\"",
+                user.name,
+                passage.through.display(),
+                user.name
+            ))
+        })?;
+        say(format_args!("hooks run as {}: {passage}", user.name));
+    }
+    // (The working directory was taken before the passage hid it: taken again through it.)
+    if let Some(here) = here {
+        let _ = std::env::set_current_dir(here);
+    }
+    Ok(())
+}
+
 pub fn run(mut config: Config, args: &[String], crawl: &CrawlArgs) -> Result<i32, RunError> {
+    // (Before any thread starts: a thread keeps the mount namespace it was started in.)
+    open_passages(&config, args)?;
     // A crawl that could not start is refused before anything runs (who hooks run as, which
     // plugins, its rules).
     crate::hook_user::for_crawls(&config).map_err(RunError::BadInput)?;

@@ -439,6 +439,50 @@ fn abxd_run_as_root_runs_its_hooks_as_the_user_it_is_given() {
     assert!(said.starts_with(&format!("uid={} ", user.uid)), "{said}");
 }
 
+/// README's first command as root in a checkout under `/root` (mode 0700): `abxd run` opens its
+/// hook user a passage (a mount namespace of its own in which the directory holds only what the
+/// run needs), the hooks run as that user, and nothing outside the run changed.
+#[test]
+fn abxd_run_as_root_reaches_a_checkout_in_a_home_its_hook_user_cannot_enter() {
+    if !common::can_unshare() {
+        return;
+    }
+    let user = hook_user();
+    let daemon = daemon_with_hook_user();
+    daemon.write_config("[hooks]\n");
+    std::fs::write(daemon.path("site.html"), "<title>x</title>").unwrap();
+    let home = daemon.dir.path();
+    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let output = daemon
+        .abxd_command(&[
+            "run",
+            "--hooks-user",
+            HOOK_USER,
+            "--plugins",
+            "whoami",
+            daemon.path("site.html").to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", daemon.log());
+    assert!(
+        stdout.contains(&format!("this run sees {} as only ", home.display())),
+        "{stdout}"
+    );
+    let (said, _) = whoami(&daemon, 1);
+    assert!(said.starts_with(&format!("uid={} ", user.uid)), "{said}");
+    // Outside the run, nothing changed: the directory is root's alone, and no mount is left.
+    let mode = std::fs::metadata(home).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o700);
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(&home.display().to_string()),
+        "a mount of the run outlived it: {mounts}"
+    );
+}
+
 #[test]
 fn a_root_abxd_with_no_hook_user_starts_no_crawl_and_says_which_key() {
     let mut daemon = TestDaemon::prepare(&rules_config("[hooks]\n"));

@@ -5,7 +5,7 @@
 #   ROUNDS=1 IDLE_SECONDS=3 benches/peers.sh    a quick look
 #
 # Installs what is missing under ~/.cache/abxd-ci/ (supervisor 4.3.0 from PyPI in a virtualenv,
-# pueue 4.0.4 from crates.io), builds abxd in release mode, then runs, for each supervisor:
+# pueue 4.0.4 by cargo install), builds abxd in release mode, then runs, for each supervisor:
 #   start   50 long-running programs (which ignore SIGTERM): time until all 50 run (each writes
 #           its pid file as it starts, so "running" means the program itself runs)
 #   status  latency of one status call (abxctl ps / supervisorctl status / pueue status) with the
@@ -71,7 +71,7 @@ install_peers() {
             || die "pip install supervisor==$SUPERVISOR_VERSION failed"
     fi
     if [ ! -x "$PEERS/bin/pueued" ]; then
-        echo "installing pueue from crates.io into $PEERS (takes a few minutes)" >&2
+        echo "installing pueue (cargo install) into $PEERS (takes a few minutes)" >&2
         cargo install --quiet --locked pueue --version "$PUEUE_VERSION" --root "$PEERS" \
             || die "cargo install pueue $PUEUE_VERSION failed"
     fi

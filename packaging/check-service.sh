@@ -10,7 +10,8 @@
 #     unit's sandbox, every hook and browser in the service's cgroup, as user abxd;
 #   - ArchiveBox 0.9.73's plugins (abx-plugins 1.13.162, its virtualenv bound in from the CI
 #     cache), given to the service by the drop-in of docs/service.md, archive a page;
-#   - ArchiveBox's own chrome plugin archives a page under the service (Chromium, every hook
+#   - ArchiveBox's own chrome plugin archives a page under the service (screenshot, dom and
+#     pdf by Chromium, every hook
 #     and browser in the service's cgroup, as abxd), its binaries the ones `abx-dl install`
 #     put in user abxd's library, found by the service with no network to install them; and
 #     the export of that crawl into a collection of another user's (the drop-in that makes the
@@ -64,22 +65,59 @@ done
 [ -x "$node_prefix/node_modules/.bin/node" ] || fail "no node 22 in ABXD_NODE_BIN (.ci/run installs it)"
 [ -x "$npm_prefix/node_modules/.bin/npm" ] || fail "no npm in ABXD_NPM_BIN (.ci/run installs it)"
 
+# The Debian mirror of this host's own apt sources for SUITE (one-line or deb822 format): a
+# machine behind a mirror has no other, and this check names none of its own.
+host_mirror() { # SUITE
+    python3 - "$1" <<'SOURCES'
+import glob, sys
+suite, found = sys.argv[1], []
+for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        words = line.split("#")[0].split()
+        if words[:1] == ["deb"]:
+            words = [w for w in words[1:] if not w.startswith("[")]
+            if len(words) >= 2 and words[1] == suite:
+                found.append(words[0])
+for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+    for stanza in open(path).read().split("\n\n"):
+        fields = {}
+        for line in stanza.splitlines():
+            if ":" in line and not line.startswith(("#", " ")):
+                key, value = line.split(":", 1)
+                fields[key.strip().lower()] = value.split()
+        if "deb" in fields.get("types", []) and suite in fields.get("suites", []):
+            found.extend(fields.get("uris", [])[:1])
+print(found[0] if found else "")
+SOURCES
+}
+mirror=$(host_mirror bookworm)
+security_mirror=$(host_mirror bookworm-security)
+
 # The root, made once: Debian 12 with systemd; then what the package, its plugins and this
 # check use, installed again whenever that list changes.
 # (Debian's chromium comes with its security updates: the chrome plugin wants a recent one.)
-packages="chromium wget fonts-liberation rpm (with bookworm-security)"
+# (poppler-utils: the pdf plugin's pdftoppm, which its abx-dl install would apt-get: an operator
+# installs it as root, docs/service.md.)
+packages="chromium wget fonts-liberation rpm poppler-utils (with bookworm-security)"
 if [ ! -x "$base/bin/systemctl" ]; then
-    say "making a Debian 12 root in $base (once)"
+    [ -n "$mirror" ] || fail "this host's apt sources name no mirror of Debian 12 (bookworm)"
+    say "making a Debian 12 root in $base (once), from $mirror"
     rm -rf "$base.partial"
     debootstrap --variant=minbase \
         --include=systemd,systemd-sysv,dbus,adduser,python3,ca-certificates,procps,libpam-systemd \
-        bookworm "$base.partial" http://deb.debian.org/debian
+        bookworm "$base.partial" "$mirror"
     mv "$base.partial" "$base"
 fi
 if [ "$(cat "$base/.abxd-ci-packages" 2>/dev/null)" != "$packages" ]; then
     say "installing $packages in $base"
-    grep -q bookworm-security "$base/etc/apt/sources.list" \
-        || echo "deb http://deb.debian.org/debian-security bookworm-security main" >>"$base/etc/apt/sources.list"
+    # (The security updates where this host has a mirror of them.)
+    if [ -n "$security_mirror" ] && ! grep -q bookworm-security "$base/etc/apt/sources.list"; then
+        echo "deb $security_mirror bookworm-security main" >>"$base/etc/apt/sources.list"
+    fi
     chroot "$base" /bin/sh -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
         apt-get install -y -q --no-install-recommends ${packages%% (*} >/dev/null \
         && DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -q >/dev/null && apt-get clean" \
@@ -367,19 +405,20 @@ nsenter --target "$(leader)" --mount --pid --uts --ipc -- runuser -u abxd -- \
     env HOME=/var/lib/abxd PATH="$chrome_path" CHROME_BINARY=/usr/bin/chromium \
     ABX_PLUGINS_DIR=/opt/abxd-ci/abx-plugins NODE_EXTRA_CA_CERTS=/opt/abxd-ci/host-ca.crt \
     npm_config_cafile=/opt/abxd-ci/host-ca.crt \
-    sh -c "cd /var/lib/abxd && abx-dl install chrome title screenshot" >"$root.abx-dl-install" 2>&1 \
+    sh -c "cd /var/lib/abxd && abx-dl install chrome title screenshot dom pdf" >"$root.abx-dl-install" 2>&1 \
     || fail "abx-dl install as abxd failed: $(tail -20 "$root.abx-dl-install")"
 in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
 ctl plugins | contains "/opt/abxd-ci/abx-plugins/chrome" \
     || fail "the service does not run ArchiveBox's chrome plugin: $(ctl plugins)"
-crawl=$(add_crawl --plugins chrome,title,screenshot http://127.0.0.1:8080/p2)
+crawl=$(add_crawl --plugins chrome,title,screenshot,dom,pdf http://127.0.0.1:8080/p2)
 wait_for 120 'in_ct pgrep -u abxd chromium >/dev/null' \
     || fail "no Chromium of user abxd ran: $(ctl show "$crawl")"
 assert_in_the_unit
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal: $(ctl show "$crawl")"
-# (Its three crawl hooks — zombies, launch, wait — and tab, navigate, screenshot, title.)
-assert_succeeded "$crawl" 7 "ArchiveBox's chrome plugin under the service"
+# (Its three crawl hooks — zombies, launch, wait — and tab, navigate, screenshot, title, dom,
+# pdf.)
+assert_succeeded "$crawl" 9 "ArchiveBox's chrome plugin under the service"
 ctl binaries --json | python3 -c '
 import json, sys
 found = {b["name"]: b for b in json.load(sys.stdin)["binaries"] if b["plugin"] == "chrome"}

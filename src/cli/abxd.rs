@@ -57,7 +57,9 @@ pub enum AbxdCommand {
         urls: Vec<String>,
         #[command(flatten)]
         crawl: Box<CrawlArgs>,
-        /// Run the hooks as this user, instead of `hooks.user` (abxd as root only).
+        /// Run the hooks as this user, instead of `hooks.user` (abxd as root only). Where it may
+        /// not enter a directory on the way to what the run needs (a checkout in /root), the run
+        /// sees that directory as only those entries, in a mount namespace of its own.
         #[arg(long, value_name = "USER")]
         hooks_user: Option<String>,
     },

@@ -370,7 +370,7 @@ mod parse_tests {
 │ Unable to install binary abxbus via providers pnpm.                          │\n\
 │ pnpm: PnpmProvider install failed for ['abxbus@2.5.79'] with returncode 1    │\n\
 │     ERR_PNPM_NO_MATCHING_VERSION  No matching version found for              │\n\
-│ abxbus@2.5.79 while fetching it from https://registry.npmjs.org/             │\n\
+│ abxbus@2.5.79 while fetching it from https://registry.example/               │\n\
 │                                                                              │\n\
 │     The latest release of abxbus is \"2.5.56\". Published at 9/13/2026         │\n\
 ╰─╯\n";
@@ -378,7 +378,7 @@ mod parse_tests {
             failure_of(pnpm).unwrap(),
             "pnpm: PnpmProvider install failed for ['abxbus@2.5.79'] with returncode 1 \
              ERR_PNPM_NO_MATCHING_VERSION  No matching version found for abxbus@2.5.79 while \
-             fetching it from https://registry.npmjs.org/ The latest release of abxbus is \
+             fetching it from https://registry.example/ The latest release of abxbus is \
              \"2.5.56\". Published at 9/13/2026"
         );
         assert_eq!(failure_of("Traceback …\nValueError: x\n"), None);

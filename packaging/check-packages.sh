@@ -62,6 +62,9 @@ for file in "$config" /usr/share/man/man8/abxd.8.gz /usr/share/man/man1/abxctl.1
 done
 unit=$(dpkg -L abxd | grep '/systemd/system/abxd.service$') || fail "no unit installed"
 getent passwd abxd >/dev/null || fail "no abxd user"
+getent passwd abxd-hook >/dev/null || fail "no abxd-hook user (its hooks')"
+id -nG abxd | tr ' ' '\n' | grep -qx abxd-hook || fail "abxd is not in group abxd-hook"
+id -nG abxd-hook | tr ' ' '\n' | grep -qx abxd && fail "abxd-hook is in group abxd"
 [ "$(stat -c %U:%a /var/lib/abxd)" = "abxd:750" ] || fail "/var/lib/abxd is not abxd's, 0750"
 [ -L /etc/systemd/system/multi-user.target.wants/abxd.service ] || fail "the unit is not enabled"
 systemd-analyze verify "$unit"
@@ -85,12 +88,14 @@ if [ -n "$cgroup2" ] && mkdir "$cgroup2/abxd-check.$$" 2>/dev/null; then
     chown abxd:abxd "$delegated" "$delegated"/cgroup.procs "$delegated"/cgroup.subtree_control \
         "$delegated"/cgroup.threads
 fi
-# (Moved there as root, as systemd would: then it drops to abxd, keeping the two capabilities
-# the unit grants it for the egress policy — AmbientCapabilities= — and becomes the daemon.)
+# (Moved there as root, as systemd would: then it drops to abxd, keeping the capabilities the
+# unit grants it — AmbientCapabilities=: the egress policy's two, and the four that start hooks
+# as abxd-hook — and becomes the daemon.)
 # shellcheck disable=SC2016
 HOME=/var/lib/abxd sh -c 'if [ -n "$1" ]; then echo $$ > "$1/cgroup.procs"; fi; shift; exec "$@"' \
     sh "$delegated" setpriv --reuid=abxd --regid=abxd --init-groups \
-    --inh-caps=+bpf,+net_admin --ambient-caps=+bpf,+net_admin \
+    --inh-caps=+bpf,+net_admin,+setuid,+setgid,+chown,+kill \
+    --ambient-caps=+bpf,+net_admin,+setuid,+setgid,+chown,+kill \
     /usr/bin/abxd --config "$config" > "$site/abxd.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 300); do
@@ -117,7 +122,10 @@ kinds = {r["kind"] for r in rows}
 assert {"orchestrator", "crawl_worker", "snapshot_worker", "hook"} <= kinds, kinds
 live = [r for r in rows if r["status"] in ("starting", "running", "stopping") and r["kind"] != "orchestrator"]
 assert not live, live
-'
+hook_uid = int(sys.argv[1])
+assert all(r["uid"] == hook_uid for r in rows if r["kind"] == "hook"), [
+    (r["argv"][0], r["uid"]) for r in rows if r["kind"] == "hook"]
+' "$(id -u abxd-hook)" || fail "a hook did not run as abxd-hook"
 say "importing a browser's bookmarks with the packaged plugins alone"
 printf '%s\n' '<!DOCTYPE NETSCAPE-Bookmark-file-1>' '<DL><p>' \
     "    <DT><A HREF=\"http://127.0.0.1:$port/\" ADD_DATE=\"1700000001\" TAGS=\"check\">The site</A>" \

@@ -7,13 +7,17 @@
 #     `journalctl -u abxd -p err` shows errors and nothing else;
 #   - abxctl works for root and for a member of group abxd, and is refused to anyone else;
 #   - a crawl of a local page with the bundled plugins (Chromium among them) runs under the
-#     unit's sandbox, every hook and browser in the service's cgroup, as user abxd;
+#     unit's sandbox, every hook and browser in the service's cgroup, as user abxd-hook;
+#   - a hook that tries every way out of its user (cgroups, BPF, the database, the socket,
+#     the web token, the config, its worker's signals, another crawl's directory) is refused
+#     each time and still cannot reach loopback or the metadata address; with hooks as abxd,
+#     the daemon's own user, the same hook gets out (so the check can fail);
 #   - ArchiveBox 0.9.73's plugins (abx-plugins 1.13.162, its virtualenv bound in from the CI
 #     cache), given to the service by the drop-in of docs/service.md, archive a page;
 #   - ArchiveBox's own chrome plugin archives a page under the service (screenshot, dom and
 #     pdf by Chromium, every hook
-#     and browser in the service's cgroup, as abxd), its binaries the ones `abx-dl install`
-#     put in user abxd's library, found by the service with no network to install them; and
+#     and browser in the service's cgroup, as abxd-hook), its binaries the ones `abx-dl install`
+#     put in the hook user's library, found by the service with no network to install them; and
 #     the export of that crawl into a collection of another user's (the drop-in that makes the
 #     daemon root, its hooks still abxd) is imported by that user's ArchiveBox;
 #   - `systemctl stop` mid-crawl ends the whole tree before TimeoutStopSec (nothing left for
@@ -203,15 +207,17 @@ assert_in_the_unit() {
     [ -z "$outside" ] || fail "processes outside abxd.service's cgroup: $outside"
     [ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U root || true)" ] \
         || fail "a hook runs as root"
-    echo "hooks and Chromium run as abxd, inside abxd.service"
+    [ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U abxd || true)" ] \
+        || fail "a hook runs as abxd, the daemon's own user"
+    echo "hooks and Chromium run as abxd-hook, inside abxd.service"
 }
 # Queues a crawl (abxctl add ARGS…); prints its id.
 add_crawl() {
     ctl add --json "$@" | python3 -c 'import json, sys; print(json.load(sys.stdin)["crawl_id"])'
 }
-# Waits until a snapshot hook of user abxd runs: a crawl under way.
+# Waits until a snapshot hook of user abxd-hook runs: a crawl under way.
 wait_for_a_hook() {
-    wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+    wait_for 60 'in_ct pgrep -u abxd-hook -f on_Snapshot >/dev/null' || fail "the crawl did not start"
 }
 # Crawl $1 has at least $2 results succeeded and none failed; $3 says whose.
 assert_succeeded() {
@@ -334,9 +340,12 @@ fi
 grep -q "members of group abxd" <<<"$said" || fail "bob is not told who may: $said"
 echo "bob is refused: $said"
 
-say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as abxd"
+say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as abxd-hook"
+ctl status | contains "hooks:    run as user abxd-hook" || fail "hooks do not run as abxd-hook: $(ctl status)"
+in_ct abxd check-config --config /etc/abxd/supervisor.toml | contains "hooks run as abxd-hook" \
+    || fail "check-config does not say hooks run as abxd-hook"
 crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/)
-wait_for 60 'in_ct pgrep -u abxd chromium >/dev/null' || fail "no Chromium of user abxd ran"
+wait_for 60 'in_ct pgrep -u abxd-hook chromium >/dev/null' || fail "no Chromium of user abxd-hook ran"
 assert_in_the_unit
 ctl status | contains "egress:   restricted" || fail "egress is not in force under the service: $(ctl status)"
 # (The unit's CAP_BPF and CAP_NET_ADMIN are the workers': a hook could take the egress programs off.)
@@ -349,13 +358,129 @@ echo "egress is restricted, and hooks hold no capability"
 say "systemctl stop mid-crawl: the whole tree ends before TimeoutStopSec; start resumes"
 crawl_is "$crawl" sealed && fail "the crawl ended before it could be interrupted"
 in_ct systemctl stop abxd
-[ -z "$(in_ct pgrep -u abxd || true)" ] || fail "processes of abxd outlived the stop"
+[ -z "$(in_ct pgrep -u abxd,abxd-hook || true)" ] || fail "processes of abxd outlived the stop"
 if in_ct journalctl -u abxd --no-pager | grep -E "Killing process|timed out|SIGKILL"; then
     fail "systemd had to kill what abxd left"
 fi
 in_ct systemctl start abxd
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the restart"
 assert_whole "$crawl" 7
+
+say "a hook that tries every way out: refused as abxd-hook; out, as abxd (the daemon's own user)"
+# Its one hook tries each escape, then whether loopback and the metadata address are reachable
+# after them, and writes what happened (done, or the error) to escape.json. The crawl's seed is a
+# public address (it is never fetched: the container has no network), so its egress policy
+# allows no loopback. Before it, the web view is turned on, so that there is a token to steal.
+mkdir -p "$root/opt/abxd-ci/escape/escape" "$root/etc/systemd/system/abxd.service.d"
+cat >"$root/opt/abxd-ci/escape/escape/on_Snapshot__10_escape.py" <<'EOF'
+#!/usr/bin/env python3
+import ctypes, errno, glob, json, os, socket
+report = {}
+def attempt(name, action):
+    try:
+        action()
+        report[name] = "done"
+    except OSError as err:
+        report[name] = errno.errorcode.get(err.errno, str(err.errno))
+def parent_of(pid):
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+chain = [os.getppid()]
+while chain[-1] > 1:
+    chain.append(parent_of(chain[-1]))
+snapshot_worker, crawl_worker, daemon = chain[0], chain[1], chain[-2]
+mine = open("/proc/self/cgroup").read().split("::")[-1].strip()
+service = mine.split("/abxd.service")[0] + "/abxd.service"
+def move_to(cgroup):
+    with open(f"/sys/fs/cgroup{cgroup}/cgroup.procs", "w") as procs:
+        procs.write(str(os.getpid()))
+moved = []
+for procs in sorted(glob.glob(f"/sys/fs/cgroup{service}/**/cgroup.procs", recursive=True)):
+    try:
+        move_to(procs[len("/sys/fs/cgroup"):-len("/cgroup.procs")])
+        moved.append(procs)
+    except OSError:
+        pass
+report["cgroup_moves"] = len(moved)
+# Last, into the daemon's own cgroup, which no egress program holds.
+attempt("cgroup_daemon", lambda: move_to(open(f"/proc/{daemon}/cgroup").read().split("::")[-1].strip()))
+def bpf_detach():
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/sys/fs/cgroup" + mine, os.O_RDONLY | os.O_DIRECTORY)
+    attr = (ctypes.c_uint32 * 16)(fd, 0, 10, 0)  # target_fd, attach_bpf_fd, BPF_CGROUP_INET4_CONNECT
+    if libc.syscall(321, 9, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:  # BPF_PROG_DETACH
+        raise OSError(ctypes.get_errno(), "bpf")
+attempt("bpf_detach", bpf_detach)
+attempt("database_write", lambda: open("/var/lib/abxd/abxd.sqlite3", "r+b").close())
+def control():
+    client = socket.socket(socket.AF_UNIX)
+    client.connect("/run/abxd/abxd.sock")
+    client.close()
+attempt("control_socket", control)
+attempt("web_token", lambda: open("/var/lib/abxd/web-token").read())
+attempt("config_write", lambda: open("/etc/abxd/supervisor.toml", "a").close())
+attempt("signal_crawl_worker", lambda: os.kill(crawl_worker, 0))
+here = os.getcwd()
+others = [d for d in glob.glob("/var/lib/abxd/crawls/*") if not here.startswith(d + "/")]
+def write_others():
+    if not others:
+        raise OSError(errno.ENOENT, "no other crawl")
+    for other in others:
+        open(os.path.join(other, "escape-probe"), "w").close()
+attempt("other_crawl_write", write_others)
+def connect(address):
+    socket.create_connection(address, timeout=5).close()
+attempt("loopback_after", lambda: connect(("127.0.0.1", 8080)))
+attempt("metadata_after", lambda: connect(("169.254.169.254", 80)))
+json.dump(report, open("escape.json", "w"))
+print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": json.dumps(report)}))
+EOF
+chmod -R a+rX "$root/opt/abxd-ci/escape"
+chmod a+x "$root/opt/abxd-ci/escape/escape/on_Snapshot__10_escape.py"
+cat >"$root/etc/systemd/system/abxd.service.d/escape.conf" <<DROPIN
+[Service]
+Environment=ABX_PLUGINS_DIR=/opt/abxd-ci/escape
+DROPIN
+in_ct sed -i 's|^# listen = "127.0.0.1:8631"|listen = "127.0.0.1:8631"|' /etc/abxd/supervisor.toml
+# What the hook found, crawl $1: its escape.json (read as root, in the container).
+escape_report() {
+    in_ct sh -c "cat /var/lib/abxd/crawls/$1/snapshots/*/escape/escape.json"
+}
+escape_crawl() { # USER: runs the hook with hooks as USER; prints the crawl's id
+    in_ct sed -i "s|^user = \".*\"|user = \"$1\"|" /etc/abxd/supervisor.toml
+    in_ct systemctl daemon-reload
+    in_ct systemctl restart abxd
+    wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd is not active"
+    local crawl
+    crawl=$(add_crawl --plugins escape http://93.184.216.34/)
+    wait_for 120 'crawl_is "$crawl" sealed' || fail "the escape crawl did not seal: $(ctl show "$crawl")"
+    echo "$crawl"
+}
+crawl=$(escape_crawl abxd-hook)
+report=$(escape_report "$crawl") || fail "the escape hook wrote no report: $(ctl show "$crawl")"
+echo "as abxd-hook: $report"
+python3 -c '
+import json, sys
+report = json.loads(sys.argv[1])
+got_out = {k: v for k, v in report.items() if (v == "done" or (k == "cgroup_moves" and v))}
+assert not got_out, f"a hook as abxd-hook got out: {got_out}"
+assert report["other_crawl_write"] != "ENOENT", "no other crawl to write into"
+' "$report" || fail "the hook user is not apart from the daemon"
+crawl=$(escape_crawl abxd)
+report=$(escape_report "$crawl") || fail "the escape hook wrote no report: $(ctl show "$crawl")"
+echo "as abxd: $report"
+python3 -c '
+import json, sys
+report = json.loads(sys.argv[1])
+for what in ("cgroup_daemon", "database_write", "control_socket", "web_token",
+             "signal_crawl_worker", "other_crawl_write", "loopback_after"):
+    assert report[what] == "done", f"as abxd, {what} was refused: {report}"
+' "$report" || fail "the check cannot fail: a hook as abxd did not get out"
+in_ct sed -i 's|^user = ".*"|user = "abxd-hook"|' /etc/abxd/supervisor.toml
+in_ct sed -i 's|^listen = "127.0.0.1:8631"|# listen = "127.0.0.1:8631"|' /etc/abxd/supervisor.toml
+rm "$root/etc/systemd/system/abxd.service.d/escape.conf"
+in_ct systemctl daemon-reload
+in_ct systemctl restart abxd
+echo "as abxd-hook every escape was refused; as abxd the same hook got out"
 
 say "ArchiveBox's plugins, given to the service by the drop-in docs/service.md shows"
 # (ArchiveBox 0.9.73's virtualenv from the CI cache, at the same path in the container.)
@@ -375,7 +500,7 @@ wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal"
 assert_succeeded "$crawl" 3 "ArchiveBox's hooks under the service"
 ab_crawl=$crawl
 
-say "ArchiveBox's chrome plugin under the service, its binaries from abx-dl install as abxd"
+say "ArchiveBox's chrome plugin under the service, its binaries from abx-dl install as abxd-hook"
 # (This machine's npm registry lacks abxbus 2.5.74, the chrome plugin's pin at 1.13.162: a copy
 # of the plugins lowers it to 2.5.56 — the override an ArchiveBox user here would write, named
 # by ABX_PLUGINS_DIR as abx-dl reads it. tests/archivebox_pins.rs does the same.)
@@ -401,19 +526,19 @@ DROPIN
 # crawls next can find these binaries but could not install them.
 cp /etc/ssl/certs/ca-certificates.crt "$root/opt/abxd-ci/host-ca.crt"
 chmod -R a+rX "$root/opt/abxd-ci"
-nsenter --target "$(leader)" --mount --pid --uts --ipc -- runuser -u abxd -- \
-    env HOME=/var/lib/abxd PATH="$chrome_path" CHROME_BINARY=/usr/bin/chromium \
+nsenter --target "$(leader)" --mount --pid --uts --ipc -- runuser -u abxd-hook -- \
+    env HOME=/var/lib/abxd/home/abxd-hook PATH="$chrome_path" CHROME_BINARY=/usr/bin/chromium \
     ABX_PLUGINS_DIR=/opt/abxd-ci/abx-plugins NODE_EXTRA_CA_CERTS=/opt/abxd-ci/host-ca.crt \
     npm_config_cafile=/opt/abxd-ci/host-ca.crt \
-    sh -c "cd /var/lib/abxd && abx-dl install chrome title screenshot dom pdf" >"$root.abx-dl-install" 2>&1 \
-    || fail "abx-dl install as abxd failed: $(tail -20 "$root.abx-dl-install")"
+    sh -c "cd && abx-dl install chrome title screenshot dom pdf" >"$root.abx-dl-install" 2>&1 \
+    || fail "abx-dl install as abxd-hook failed: $(tail -20 "$root.abx-dl-install")"
 in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
 ctl plugins | contains "/opt/abxd-ci/abx-plugins/chrome" \
     || fail "the service does not run ArchiveBox's chrome plugin: $(ctl plugins)"
 crawl=$(add_crawl --plugins chrome,title,screenshot,dom,pdf http://127.0.0.1:8080/p2)
-wait_for 120 'in_ct pgrep -u abxd chromium >/dev/null' \
-    || fail "no Chromium of user abxd ran: $(ctl show "$crawl")"
+wait_for 120 'in_ct pgrep -u abxd-hook chromium >/dev/null' \
+    || fail "no Chromium of user abxd-hook ran: $(ctl show "$crawl")"
 assert_in_the_unit
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal: $(ctl show "$crawl")"
 # (Its three crawl hooks — zombies, launch, wait — and tab, navigate, screenshot, title, dom,
@@ -422,10 +547,10 @@ assert_succeeded "$crawl" 9 "ArchiveBox's chrome plugin under the service"
 ctl binaries --json | python3 -c '
 import json, sys
 found = {b["name"]: b for b in json.load(sys.stdin)["binaries"] if b["plugin"] == "chrome"}
-library = "/var/lib/abxd/.config/abx/lib/"
+library = "/var/lib/abxd/home/abxd-hook/.config/abx/lib/"
 for name in ("abxbus", "browsers"):
     assert found[name]["found"] and found[name]["abspath"].startswith(library), found.get(name)
-print("abxbus and browsers found in", library)' || fail "the chrome plugin's binaries are not abxd's library's"
+print("abxbus and browsers found in", library)' || fail "the chrome plugin's binaries are not the hook user's library's"
 rm "$root/etc/systemd/system/abxd.service.d/chrome.conf"
 
 say "an export into a collection of another user's, from the service (docs/service.md)"
@@ -455,7 +580,7 @@ grep -q '"status": "sealed"' <<<"$listed" || fail "ArchiveBox lists no sealed sn
 [ -z "$(in_ct find /srv/archivebox -not -user carol)" ] \
     || fail "files of the collection's are not carol's: $(in_ct find /srv/archivebox -not -user carol | head)"
 echo "carol's ArchiveBox lists abxd's snapshot, every file hers"
-# A root daemon still crawls, its hooks as abxd.
+# A root daemon still crawls, its hooks as abxd-hook.
 crawl=$(add_crawl --plugins favicon,wget,hashes http://127.0.0.1:8080/p1)
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl of the root daemon did not seal"
 assert_succeeded "$crawl" 3 "the root daemon's hooks"

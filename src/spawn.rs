@@ -322,6 +322,16 @@ fn start(
         // (std drops the supplementary groups, then sets the group, then the user — before
         // `pre_exec` runs: the cgroup entry below writes on a descriptor opened as abxd.)
         command.uid(uid).gid(gid);
+        // What the hook makes is its group's to read and clear too (abxd is in it where it is
+        // not root: `hook_user`), and no one else's.
+        // SAFETY: between fork and exec only umask(2) runs: a system call that cannot fail,
+        // async-signal-safe, no allocation, no lock.
+        unsafe {
+            command.pre_exec(|| {
+                nix::libc::umask(0o007);
+                Ok(())
+            });
+        }
     }
     if let Some(placement) = placement {
         command.env(CGROUP_ENV, &placement.cgroup.dir);

@@ -81,7 +81,8 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
             print_like_a_filter();
             config.check_environment()?;
             crate::plugins::check_settings(&config)?;
-            print!("{}", admin::check_config(&config, json)?);
+            let hooks = crate::hook_user::check_line(&config);
+            print!("{}", admin::check_config(&config, json, &hooks)?);
             Ok(0)
         }
         AbxdCommand::Serve => {

@@ -94,7 +94,11 @@ impl HookRunner {
         if let Some(user) = &scope.run_as {
             // The hook writes below its crawl's or snapshot's dir: those are its user's.
             let crawls = scope.data_dir.join("crawls");
-            if let Err(err) = user.own_dirs(&crawls, Path::new(&request.process.cwd)) {
+            // (What is in its own dir already — an earlier attempt's, or one made before an
+            // upgrade changed who hooks run as — is given too.)
+            let cwd = Path::new(&request.process.cwd);
+            let given = (user.own_dirs(&crawls, cwd)).and_then(|()| user.own_tree(cwd));
+            if let Err(err) = given {
                 log::error!(
                     "{}: cannot give its dirs to {}: {err}",
                     hook.file_name,

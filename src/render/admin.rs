@@ -8,13 +8,15 @@ use crate::config::Config;
 use crate::recovery::Forgotten;
 use crate::store::Copied;
 
-/// `abxd check-config`: the settings abxd runs with, every path resolved, as TOML or as JSON.
-pub fn check_config(config: &Config, json: bool) -> Result<String, toml::de::Error> {
+/// `abxd check-config`: the settings abxd runs with, every path resolved, as TOML or as JSON,
+/// with what `hooks` says of who its hooks run as (`hook_user::check_line`).
+pub fn check_config(config: &Config, json: bool, hooks: &str) -> Result<String, toml::de::Error> {
     let shown = config.shown_text();
     if !json {
         return Ok(format!(
-            "# {}: ok. The settings abxd runs with, every path resolved:\n\n{shown}",
-            config.source.display()
+            "# {}: ok. {}.\n# The settings abxd runs with, every path resolved:\n\n{shown}",
+            config.source.display(),
+            crate::printable::line(hooks)
         ));
     }
     // The shown text as JSON: the same keys and values, every path resolved.
@@ -24,6 +26,7 @@ pub fn check_config(config: &Config, json: bool) -> Result<String, toml::de::Err
         document(serde_json::json!({
             "source": config.source,
             "ok": true,
+            "hooks": hooks,
             "config": settings,
         }))
     ))
@@ -139,14 +142,16 @@ mod tests {
     #[test]
     fn check_config_shows_the_resolved_settings_as_toml_or_json() {
         let config = Config::parse(std::path::Path::new("/etc/abxd/supervisor.toml"), "").unwrap();
-        let text = check_config(&config, false).unwrap();
+        let hooks = "hooks run as abxd-hook";
+        let text = check_config(&config, false, hooks).unwrap();
         assert!(
-            text.starts_with("# /etc/abxd/supervisor.toml: ok."),
+            text.starts_with("# /etc/abxd/supervisor.toml: ok. hooks run as abxd-hook.\n"),
             "{text}"
         );
         let json: serde_json::Value =
-            serde_json::from_str(&check_config(&config, true).unwrap()).unwrap();
+            serde_json::from_str(&check_config(&config, true, hooks).unwrap()).unwrap();
         assert_eq!(json["ok"], true);
+        assert_eq!(json["hooks"], hooks);
         assert_eq!(json["config"]["paths"]["data_dir"], "/etc/abxd/data");
     }
 }

@@ -1,8 +1,9 @@
 //! The end of a worker's work: sealing it — unless the worker was interrupted or its work
 //! changed hands — and adding what its writes found of a busy database to its machine's counts.
 //!
-//! Invariant: only work really finished is sealed, through the fence of its claim; the counts
-//! are a report (best effort), never the reason a worker fails.
+//! Invariant: only work really finished is sealed, through the fence of its claim; a sealed
+//! crawl's directory is taken back from the hook user (`hook_user::take_back`); the counts are a
+//! report (best effort), never the reason a worker fails.
 
 use super::{Context, WorkerError, EXIT_DONE, EXIT_INTERRUPTED};
 use crate::domain::Queue;
@@ -47,6 +48,17 @@ impl<O: crate::supervisor::RunsHooks> Context<O> {
             Some(false) | None => return Ok(EXIT_INTERRUPTED),
         }
         log::info!("{queue} {id} sealed");
+        if let (Queue::Crawls, Some(user)) = (queue, &self.run_as) {
+            let dir = crate::hooks::crawl_dir(&self.config.data_dir, id);
+            // (Best effort: the crawl is sealed either way; what is left open is said.)
+            if let Err(err) = user.take_back(&dir, &self.config.data_dir) {
+                log::warn!(
+                    "cannot take {} back from {}: {err}",
+                    dir.display(),
+                    user.name
+                );
+            }
+        }
         Ok(EXIT_DONE)
     }
 }

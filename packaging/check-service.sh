@@ -419,8 +419,10 @@ attempt("control_socket", control)
 attempt("web_token", lambda: open("/var/lib/abxd/web-token").read())
 attempt("config_write", lambda: open("/etc/abxd/supervisor.toml", "a").close())
 attempt("signal_crawl_worker", lambda: os.kill(crawl_worker, 0))
+# (crawls/ may be entered, not listed: other crawls are found by their ids.)
 here = os.getcwd()
-others = [d for d in glob.glob("/var/lib/abxd/crawls/*") if not here.startswith(d + "/")]
+others = [d for d in (f"/var/lib/abxd/crawls/{n}" for n in range(1, 40))
+          if os.path.isdir(d) and not here.startswith(d + "/")]
 def write_others():
     if not others:
         raise OSError(errno.ENOENT, "no other crawl")

@@ -296,6 +296,30 @@ impl TestDaemon {
         chown_all(self.dir.path());
     }
 
+    /// Hands this daemon's dir to `user` and runs the daemon as that user from now on, with its
+    /// groups and the ambient capabilities `caps` (setpriv's list, e.g. "+setuid,+kill"), as the
+    /// packaged unit runs abxd.
+    pub fn run_as_with_capabilities(&mut self, user: &nix::unistd::User, caps: &str) {
+        fn chown_all(path: &Path, user: &nix::unistd::User) {
+            std::os::unix::fs::lchown(path, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
+                .unwrap();
+            if path.is_dir() && !path.is_symlink() {
+                for entry in std::fs::read_dir(path).unwrap().flatten() {
+                    chown_all(&entry.path(), user);
+                }
+            }
+        }
+        chown_all(self.dir.path(), user);
+        self.wrapper = vec![
+            "setpriv".into(),
+            format!("--reuid={}", user.name),
+            format!("--regid={}", user.name),
+            "--init-groups".into(),
+            format!("--inh-caps={caps}"),
+            format!("--ambient-caps={caps}"),
+        ];
+    }
+
     /// Starts the daemon and expects it to exit at once with an error (and leave nothing running).
     pub fn launch_expecting_failure(&mut self) {
         let mut child = self.abxd_command(&[]).spawn().expect("start abxd");
@@ -753,6 +777,33 @@ pub fn hook_user() -> nix::unistd::User {
         );
     }
     nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap()
+}
+
+/// A user the tests create for a daemon that is not root (tests never remove it), in the group
+/// of [`HOOK_USER`] — as the packages put abxd in abxd-hook's —, so that it reads what hooks
+/// write.
+pub const DAEMON_USER: &str = "abxd-daemontest";
+
+/// Creates [`DAEMON_USER`] (and [`HOOK_USER`]) unless it exists.
+pub fn daemon_user() -> nix::unistd::User {
+    hook_user();
+    if nix::unistd::User::from_name(DAEMON_USER).unwrap().is_none() {
+        let status = std::process::Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+            ])
+            .args(["--groups", HOOK_USER, DAEMON_USER])
+            .status()
+            .expect("useradd");
+        assert!(
+            status.success() || nix::unistd::User::from_name(DAEMON_USER).unwrap().is_some(),
+            "useradd {DAEMON_USER}: {status}"
+        );
+    }
+    nix::unistd::User::from_name(DAEMON_USER).unwrap().unwrap()
 }
 
 /// Every thread of `pid` but its first comes to block in a call that has no timeout: the web

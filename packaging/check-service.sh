@@ -388,24 +388,27 @@ chain = [os.getppid()]
 while chain[-1] > 1:
     chain.append(parent_of(chain[-1]))
 snapshot_worker, crawl_worker, daemon = chain[0], chain[1], chain[-2]
-mine = open("/proc/self/cgroup").read().split("::")[-1].strip()
+# (cgroup v2 where this host mounts it: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid.)
+mount = next(line.split()[4] for line in open("/proc/self/mountinfo")
+             if line.split(" - ")[1].startswith("cgroup2 "))
+mine = open("/proc/self/cgroup").read().split("0::")[-1].split()[0]
 service = mine.split("/abxd.service")[0] + "/abxd.service"
 def move_to(cgroup):
-    with open(f"/sys/fs/cgroup{cgroup}/cgroup.procs", "w") as procs:
+    with open(f"{mount}{cgroup}/cgroup.procs", "w") as procs:
         procs.write(str(os.getpid()))
 moved = []
-for procs in sorted(glob.glob(f"/sys/fs/cgroup{service}/**/cgroup.procs", recursive=True)):
+for procs in sorted(glob.glob(f"{mount}{service}/**/cgroup.procs", recursive=True)):
     try:
-        move_to(procs[len("/sys/fs/cgroup"):-len("/cgroup.procs")])
+        move_to(procs[len(mount):-len("/cgroup.procs")])
         moved.append(procs)
     except OSError:
         pass
 report["cgroup_moves"] = len(moved)
 # Last, into the daemon's own cgroup, which no egress program holds.
-attempt("cgroup_daemon", lambda: move_to(open(f"/proc/{daemon}/cgroup").read().split("::")[-1].strip()))
+attempt("cgroup_daemon", lambda: move_to(open(f"/proc/{daemon}/cgroup").read().split("0::")[-1].split()[0]))
 def bpf_detach():
     libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open("/sys/fs/cgroup" + mine, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(mount + mine, os.O_RDONLY | os.O_DIRECTORY)
     attr = (ctypes.c_uint32 * 16)(fd, 0, 10, 0)  # target_fd, attach_bpf_fd, BPF_CGROUP_INET4_CONNECT
     if libc.syscall(321, 9, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:  # BPF_PROG_DETACH
         raise OSError(ctypes.get_errno(), "bpf")
@@ -607,15 +610,26 @@ in_ct journalctl -u abxd --no-pager | contains "Watchdog timeout" || fail "no wa
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the watchdog"
 assert_whole "$crawl" 7
 
-say "an upgrade mid-crawl: nothing lost, nothing run twice"
+say "an upgrade mid-crawl from hooks as abxd (the earlier packages' config): nothing lost, nothing run twice"
+# The crawl starts with its hooks as abxd, as the packages before ran them; the upgrade restarts
+# the daemon mid-crawl; then the config the packages now ship (hooks as abxd-hook) takes over
+# the same crawl, whose directories and files hooks as abxd made.
+in_ct sed -i 's|^user = ".*"|user = "abxd"|' /etc/abxd/supervisor.toml
+in_ct systemctl restart abxd
 crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/?upgrade)
-wait_for_a_hook
+wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start as abxd"
 before=$(in_ct systemctl show abxd -p MainPID --value)
 in_ct dpkg -i /root/abxd-ci/abxd-higher.deb >/dev/null || fail "the upgrade failed"
 wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd is not active after the upgrade"
 [ "$(in_ct systemctl show abxd -p MainPID --value)" != "$before" ] || fail "the upgrade did not restart abxd"
-wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the upgrade"
+in_ct getent passwd abxd-hook >/dev/null || fail "the upgrade made no user abxd-hook"
+in_ct sed -i 's|^user = ".*"|user = "abxd-hook"|' /etc/abxd/supervisor.toml
+in_ct systemctl restart abxd
+wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the upgrade: $(ctl show "$crawl")"
 assert_whole "$crawl" 7
+if ctl show "$crawl" | grep -i "permission denied"; then
+    fail "hooks as abxd-hook could not use what hooks as abxd left"
+fi
 
 say "every process dies at once (the container's init SIGKILLed), then a boot"
 crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/?power)
@@ -632,11 +646,13 @@ in_ct test -d /var/lib/abxd || fail "remove deleted /var/lib/abxd"
 in_ct apt-get purge -y -q abxd >/dev/null
 in_ct test ! -e /var/lib/abxd || fail "purge left /var/lib/abxd"
 if in_ct getent passwd abxd >/dev/null; then fail "purge left the user abxd"; fi
+if in_ct getent passwd abxd-hook >/dev/null; then fail "purge left the user abxd-hook"; fi
 
 say "the .rpm: its scriptlets and unit under the same systemd"
 # (rpm's database here knows none of Debian's packages: their dependencies are not checked.)
 in_ct rpm -i --nodeps /root/abxd-ci/abxd.rpm || fail "rpm -i failed"
 in_ct getent passwd abxd >/dev/null || fail "the .rpm's pre-install script made no user abxd"
+in_ct getent passwd abxd-hook >/dev/null || fail "the .rpm's pre-install script made no user abxd-hook"
 [ "$(in_ct systemctl is-enabled abxd)" = enabled ] || fail "the .rpm did not enable abxd.service"
 in_ct systemctl start abxd
 wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "the .rpm's abxd is not active"

@@ -4,10 +4,11 @@
 //! Invariants: a root abxd runs crawl hooks — and so everything under them — as `hooks.user`;
 //! with none set it starts no crawl, and says why naming the key; `hooks.user = "root"` is the
 //! one explicit way to run them as root. An abxd that is not root runs hooks as `hooks.user`
-//! where it holds CAP_SETUID, CAP_SETGID and CAP_CHOWN (the packaged unit grants them, hooks as
-//! `abxd-hook`), refuses crawls where it names another user and abxd lacks them, and else runs
-//! them as its own user — which `abxctl status` and `abxd check-config` warn of. The hook user gets a `HOME` and a default `TMP_DIR` it owns, and
-//! owns the directories of the work it writes (see `own_dirs`); abxd's own files (database, logs, socket) stay abxd's.
+//! where it holds CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL (the packaged unit grants
+//! them, hooks as `abxd-hook`), refuses crawls where it names another user and abxd lacks them,
+//! and else runs them as its own user — which `abxctl status` and `abxd check-config` warn of.
+//! The hook user gets a `HOME` and a default `TMP_DIR` it may write, and the directories of the
+//! work it writes (see `give`); abxd's own files (database, logs, socket) stay abxd's.
 
 use crate::config::Config;
 use nix::unistd::{Gid, Uid, User};
@@ -41,8 +42,9 @@ pub enum RunAs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Switcher {
     root: bool,
-    /// Its effective set holds `CAP_SETUID`, `CAP_SETGID` and `CAP_CHOWN`: it may start a child
-    /// as another user and give it the directories of its work (the packaged unit grants them).
+    /// Its effective set holds `CAP_SETUID`, `CAP_SETGID`, `CAP_CHOWN` and `CAP_KILL`: it may
+    /// start a child as another user, give it a home and signal it (the packaged unit grants
+    /// them).
     may_switch: bool,
     /// Its own user's name (its uid, where it has none).
     own: String,
@@ -63,12 +65,12 @@ impl Switcher {
     }
 }
 
-/// Whether this process's effective capabilities hold `CAP_SETUID`, `CAP_SETGID` and
-/// `CAP_CHOWN` (read once: they never change while abxd runs).
+/// Whether this process's effective capabilities hold `CAP_SETUID`, `CAP_SETGID`, `CAP_CHOWN`
+/// and `CAP_KILL` (read once: they never change while abxd runs).
 fn holds_switching_capabilities() -> bool {
     static HOLDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HOLDS.get_or_init(|| {
-        const NEEDED: u64 = (1 << 0) | (1 << 6) | (1 << 7);
+        const NEEDED: u64 = (1 << 0) | (1 << 5) | (1 << 6) | (1 << 7);
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         (status.lines())
             .find_map(|line| line.strip_prefix("CapEff:"))
@@ -113,9 +115,9 @@ fn decide<'a>(
         (false, Some(name)) if name == this.own => Ok(None),
         (false, Some(name)) if this.may_switch => Ok(Some(name)),
         (false, Some(name)) => Err(format!(
-            "{KEY} = {name:?} in {}, but abxd runs as {own} without CAP_SETUID, CAP_SETGID and \
-             CAP_CHOWN: it cannot start its hooks as another user. Grant them (the unit's \
-             AmbientCapabilities=, as the packaged unit does) or set {KEY} = {own:?}",
+            "{KEY} = {name:?} in {}, but abxd runs as {own} without CAP_SETUID, CAP_SETGID, \
+             CAP_CHOWN and CAP_KILL: it cannot start its hooks as another user. Grant them (the \
+             unit's AmbientCapabilities=, as the packaged unit does) or set {KEY} = {own:?}",
             source.display(),
             own = this.own
         )),
@@ -400,8 +402,8 @@ pub fn describe(decided: &Result<RunAs, String>) -> String {
         Ok(RunAs::Abxd) => format!(
             "run as abxd's own user (uid {}) — WARNING: a hook can then reach what abxd can (its \
              database, socket and cgroups; the crawl worker's signals): set {KEY} to a user of \
-             their own (the packages create {HOOK_USER}) and grant abxd CAP_SETUID, CAP_SETGID \
-             and CAP_CHOWN",
+             their own (the packages create {HOOK_USER}) and grant abxd CAP_SETUID, CAP_SETGID, \
+             CAP_CHOWN and CAP_KILL",
             Uid::effective()
         ),
         Err(why) => format!("NO CRAWL STARTS: {why}"),

@@ -68,7 +68,25 @@ impl Installer {
     }
 }
 
+/// The environment an install is planned in: abxd's, but for the `HOME` of the user installs
+/// run as (`home`: the hooks' user's, who runs what is installed — its library is under it).
+fn installer_environ(name: &str, home: Option<&str>) -> Option<String> {
+    match (name, home) {
+        ("HOME", Some(home)) => Some(home.to_string()),
+        ("XDG_CONFIG_HOME", Some(_)) => None,
+        _ => crate::plugins::env::process_environ(name),
+    }
+}
+
 impl State {
+    /// The home of the user hooks run as, where that is not abxd's own.
+    fn hooks_home(&self) -> Option<String> {
+        match &self.hooks {
+            Ok(crate::hook_user::RunAs::User(user)) => Some(user.home.display().to_string()),
+            _ => None,
+        }
+    }
+
     /// Plans the install of the binaries of `plugins` (every enabled one when absent) and starts
     /// it; returns the report at once when there is nothing to run.
     pub(super) fn begin_install(
@@ -78,7 +96,8 @@ impl State {
     ) -> Result<Option<InstallReport>, UnknownPlugins> {
         let catalog = Catalog::load(&self.config.plugins_dirs);
         let selected = catalog.select(&self.config, plugins)?;
-        let environ = crate::plugins::env::process_environ;
+        let home = self.hooks_home();
+        let environ = |name: &str| installer_environ(name, home.as_deref());
         let (steps, problems) = install::plan(&catalog, &selected, &self.config, &environ);
         self.installer.begin(steps, problems);
         Ok(self.install_next(supervisor))
@@ -136,7 +155,8 @@ impl State {
         }
         let installed = self.store.results().installed_binaries()?;
         let catalog = Catalog::load(&self.config.plugins_dirs);
-        let environ = crate::plugins::env::process_environ;
+        let home = self.hooks_home();
+        let environ = |name: &str| installer_environ(name, home.as_deref());
         let mut steps: Vec<InstallStep> = Vec::new();
         for crawl in due {
             // (A crawl naming a plugin that is gone runs without it, saying so: `worker`.)

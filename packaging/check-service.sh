@@ -225,7 +225,7 @@ assert_succeeded() {
 import json, sys
 results = json.load(sys.stdin)["crawl"]["results"]
 assert results["succeeded"] >= int(sys.argv[1]) and results["failed"] == 0, results
-print(sys.argv[2] + ":", results)' "$2" "$3" || fail "$3 failed"
+print(sys.argv[2] + ":", results)' "$2" "$3" || fail "$3 failed: $(ctl show "$1")"
 }
 # The crawl's JSON (abxctl show --json), read by python3 on the host.
 crawl_is() { # ID STATUS

@@ -542,7 +542,8 @@ in_ct systemctl restart abxd
 ctl plugins | contains "/opt/abxd-ci/abx-plugins/chrome" \
     || fail "the service does not run ArchiveBox's chrome plugin: $(ctl plugins)"
 crawl=$(add_crawl --plugins chrome,title,screenshot,dom,pdf http://127.0.0.1:8080/p2)
-wait_for 120 'in_ct pgrep -u abxd-hook chromium >/dev/null' \
+# (The browser the chrome plugin launched — a provisioning probe of chromium --version is not.)
+wait_for 120 'in_ct pgrep -u abxd-hook -f -- "chromium.*--remote-debugging-port" >/dev/null' \
     || fail "no Chromium of user abxd-hook ran: $(ctl show "$crawl")"
 assert_in_the_unit
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal: $(ctl show "$crawl")"

@@ -4,7 +4,8 @@ getent group abxd >/dev/null || groupadd --system abxd
 getent passwd abxd >/dev/null || useradd --system --gid abxd --home-dir /var/lib/abxd \
     --no-create-home --shell /sbin/nologin --comment "abxd web-archiving supervisor" abxd
 getent group abxd-hook >/dev/null || groupadd --system abxd-hook
-getent passwd abxd-hook >/dev/null || useradd --system --gid abxd-hook --home-dir /nonexistent \
-    --no-create-home --shell /sbin/nologin --comment "abxd's hooks" abxd-hook
+getent passwd abxd-hook >/dev/null || useradd --system --gid abxd-hook \
+    --home-dir /var/lib/abxd/home/abxd-hook --no-create-home --shell /sbin/nologin \
+    --comment "abxd's hooks" abxd-hook
 usermod --append --groups abxd-hook abxd
 exit 0

@@ -273,7 +273,11 @@ cat >"$root/root/abxd-ci/site.py" <<'EOF'
 import http.server, time
 class Page(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        if self.path.startswith("/p"):
+        if self.path.startswith("/long"):
+            # (Long enough for the dom plugin, which keeps no page shorter than a few hundred bytes.)
+            text = "<p>A paragraph of a page long enough to be archived whole.</p>" * 40
+            body = f"<html><head><title>A long page</title></head><body>{text}</body></html>"
+        elif self.path.startswith("/p"):
             time.sleep(1)
             body = f"<html><head><title>Page {self.path}</title></head><body>{self.path}</body></html>"
         else:
@@ -541,7 +545,7 @@ in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
 ctl plugins | contains "/opt/abxd-ci/abx-plugins/chrome" \
     || fail "the service does not run ArchiveBox's chrome plugin: $(ctl plugins)"
-crawl=$(add_crawl --plugins chrome,title,screenshot,dom,pdf http://127.0.0.1:8080/p2)
+crawl=$(add_crawl --plugins chrome,title,screenshot,dom,pdf http://127.0.0.1:8080/long)
 # (The browser the chrome plugin launched — a provisioning probe of chromium --version is not.)
 wait_for 120 'in_ct pgrep -u abxd-hook -f -- "chromium.*--remote-debugging-port" >/dev/null' \
     || fail "no Chromium of user abxd-hook ran: $(ctl show "$crawl")"

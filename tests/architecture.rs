@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
         "egress",
         "url_rule",
         "hook_user",
+        "passage",
         "uuid7",
         "portable",
         "own_exe",

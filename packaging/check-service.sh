@@ -593,7 +593,8 @@ echo "carol's ArchiveBox lists abxd's snapshot, every file hers"
 # A root daemon still crawls, its hooks as abxd-hook.
 crawl=$(add_crawl --plugins favicon,wget,hashes http://127.0.0.1:8080/p1)
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl of the root daemon did not seal"
-assert_succeeded "$crawl" 3 "the root daemon's hooks"
+assert_succeeded "$crawl" 3 "the root daemon's hooks (the hook user's library: \
+$(in_ct ls -la /var/lib/abxd/home/abxd-hook /var/lib/abxd/home/abxd-hook/.config/abx/lib 2>&1))"
 [ -z "$(ctl ps --all --json | python3 -c '
 import json, sys
 print(*[p["argv"] for p in json.load(sys.stdin)["processes"]

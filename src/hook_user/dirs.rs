@@ -74,9 +74,22 @@ impl HookUser {
                 .mode(0o700)
                 .create(&self.home)?;
         }
+        // (Not its own: new, or taken from it — systemd gives a StateDirectory= whole to the
+        // service's user when that changes, the user's library with it: given back whole.)
         let meta = std::fs::symlink_metadata(&self.home)?;
         if meta.uid() != self.uid {
-            self.chown(&self.home)?;
+            self.chown_tree(&self.home)?;
+        }
+        Ok(())
+    }
+
+    /// Makes it the owner of `path` and everything below it, never through a symbolic link.
+    fn chown_tree(&self, path: &Path) -> std::io::Result<()> {
+        self.chown(path)?;
+        if std::fs::symlink_metadata(path)?.is_dir() {
+            for entry in std::fs::read_dir(path)? {
+                self.chown_tree(&entry?.path())?;
+            }
         }
         Ok(())
     }

@@ -371,83 +371,18 @@ wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after
 assert_whole "$crawl" 7
 
 say "a hook that tries every way out: refused as abxd-hook; out, as abxd (the daemon's own user)"
-# Its one hook tries each escape, then whether loopback and the metadata address are reachable
-# after them, and writes what happened (done, or the error) to escape.json. The crawl's seed is a
+# Its one hook (tests/fixtures/escape) tries each escape, then whether loopback and the metadata
+# address are reachable after them, and writes what happened to escape.json. The crawl's seed is a
 # public address (it is never fetched: the container has no network), so its egress policy
 # allows no loopback. Before it, the web view is turned on, so that there is a token to steal.
-mkdir -p "$root/opt/abxd-ci/escape/escape" "$root/etc/systemd/system/abxd.service.d"
-cat >"$root/opt/abxd-ci/escape/escape/on_Snapshot__10_escape.py" <<'EOF'
-#!/usr/bin/env python3
-import ctypes, errno, glob, json, os, socket
-report = {}
-def attempt(name, action):
-    try:
-        action()
-        report[name] = "done"
-    except OSError as err:
-        report[name] = errno.errorcode.get(err.errno, str(err.errno))
-def parent_of(pid):
-    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-chain = [os.getppid()]
-while chain[-1] > 1:
-    chain.append(parent_of(chain[-1]))
-snapshot_worker, crawl_worker, daemon = chain[0], chain[1], chain[-2]
-# (cgroup v2 where this host mounts it: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid.)
-mount = next(line.split()[4] for line in open("/proc/self/mountinfo")
-             if line.split(" - ")[1].startswith("cgroup2 "))
-mine = open("/proc/self/cgroup").read().split("0::")[-1].split()[0]
-service = mine.split("/abxd.service")[0] + "/abxd.service"
-def move_to(cgroup):
-    with open(f"{mount}{cgroup}/cgroup.procs", "w") as procs:
-        procs.write(str(os.getpid()))
-moved = []
-for procs in sorted(glob.glob(f"{mount}{service}/**/cgroup.procs", recursive=True)):
-    try:
-        move_to(procs[len(mount):-len("/cgroup.procs")])
-        moved.append(procs)
-    except OSError:
-        pass
-report["cgroup_moves"] = len(moved)
-# Last, into the daemon's own cgroup, which no egress program holds.
-attempt("cgroup_daemon", lambda: move_to(open(f"/proc/{daemon}/cgroup").read().split("0::")[-1].split()[0]))
-def bpf_detach():
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(mount + mine, os.O_RDONLY | os.O_DIRECTORY)
-    attr = (ctypes.c_uint32 * 16)(fd, 0, 10, 0)  # target_fd, attach_bpf_fd, BPF_CGROUP_INET4_CONNECT
-    if libc.syscall(321, 9, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:  # BPF_PROG_DETACH
-        raise OSError(ctypes.get_errno(), "bpf")
-attempt("bpf_detach", bpf_detach)
-attempt("database_write", lambda: open("/var/lib/abxd/abxd.sqlite3", "r+b").close())
-def control():
-    client = socket.socket(socket.AF_UNIX)
-    client.connect("/run/abxd/abxd.sock")
-    client.close()
-attempt("control_socket", control)
-attempt("web_token", lambda: open("/var/lib/abxd/web-token").read())
-attempt("config_write", lambda: open("/etc/abxd/supervisor.toml", "a").close())
-attempt("signal_crawl_worker", lambda: os.kill(crawl_worker, 0))
-# (crawls/ may be entered, not listed: other crawls are found by their ids.)
-here = os.getcwd()
-others = [d for d in (f"/var/lib/abxd/crawls/{n}" for n in range(1, 40))
-          if os.path.isdir(d) and not here.startswith(d + "/")]
-def write_others():
-    if not others:
-        raise OSError(errno.ENOENT, "no other crawl")
-    for other in others:
-        open(os.path.join(other, "escape-probe"), "w").close()
-attempt("other_crawl_write", write_others)
-def connect(address):
-    socket.create_connection(address, timeout=5).close()
-attempt("loopback_after", lambda: connect(("127.0.0.1", 8080)))
-attempt("metadata_after", lambda: connect(("169.254.169.254", 80)))
-json.dump(report, open("escape.json", "w"))
-print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": json.dumps(report)}))
-EOF
+mkdir -p "$root/opt/abxd-ci" "$root/etc/systemd/system/abxd.service.d"
+cp -r tests/fixtures/escape "$root/opt/abxd-ci/escape"
 chmod -R a+rX "$root/opt/abxd-ci/escape"
 chmod a+x "$root/opt/abxd-ci/escape/escape/on_Snapshot__10_escape.py"
 cat >"$root/etc/systemd/system/abxd.service.d/escape.conf" <<DROPIN
 [Service]
 Environment=ABX_PLUGINS_DIR=/opt/abxd-ci/escape
+Environment=ESCAPE_SOCKET=/run/abxd/abxd.sock
 DROPIN
 in_ct sed -i 's|^# listen = "127.0.0.1:8631"|listen = "127.0.0.1:8631"|' /etc/abxd/supervisor.toml
 # What the hook found, crawl $1: its escape.json (read as root, in the container).

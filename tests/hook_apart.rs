@@ -2,48 +2,14 @@
 //! unit gives abxd (CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL), runs its hooks as
 //! `hooks.user` — a user that cannot open its database, use its socket, signal its workers or
 //! write into a crawl that sealed — and still reads what they wrote. The same hook as the
-//! daemon's own user does all of that (so the test can fail). The whole escape, cgroups and
-//! BPF included, is tried under the real unit by `packaging/check-service.sh`.
+//! daemon's own user does all of that (so the test can fail). The same hook
+//! (`tests/fixtures/escape`), cgroups and BPF included, is tried under the real unit by
+//! `packaging/check-service.sh`.
 
 mod common;
 
-use common::{daemon_user, plugins_config, TestDaemon, HOOK_USER, WAIT};
+use common::{daemon_user, fixtures, plugins_config, TestDaemon, HOOK_USER, WAIT};
 use std::os::unix::fs::PermissionsExt;
-
-/// The plugin `escape`: its hook tries each way out and writes what happened to escape.json.
-const ESCAPE: &str = r#"#!/usr/bin/env python3
-import errno, glob, json, os, socket, sys
-data = sys.argv[0].split("/plugins/")[0] + "/data"
-report = {}
-def attempt(name, action):
-    try:
-        action()
-        report[name] = "done"
-    except OSError as err:
-        report[name] = errno.errorcode.get(err.errno, str(err.errno))
-def parent_of(pid):
-    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-attempt("database_write", lambda: open(data + "/abxd.sqlite3", "r+b").close())
-def control():
-    client = socket.socket(socket.AF_UNIX)
-    client.connect(data + "/abxd.sock")
-    client.close()
-attempt("control_socket", control)
-attempt("signal_crawl_worker", lambda: os.kill(parent_of(os.getppid()), 0))
-# (crawls/ may be entered, not listed: other crawls are found by their ids.)
-here = os.getcwd()
-others = [d for d in (f"{data}/crawls/{n}" for n in range(1, 10))
-          if os.path.isdir(d) and not here.startswith(d + "/")]
-def write_others():
-    if not others:
-        raise OSError(errno.ENOENT, "no other crawl")
-    for other in others:
-        open(os.path.join(other, "escape-probe"), "w").close()
-attempt("other_crawl_write", write_others)
-report["uid"] = os.getuid()
-json.dump(report, open("escape.json", "w"))
-print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": "tried"}))
-"#;
 
 /// What the escape hook of crawl `crawl` found.
 fn report(daemon: &TestDaemon, crawl: i64) -> serde_json::Value {
@@ -77,14 +43,14 @@ fn a_daemon_with_the_units_capabilities_runs_hooks_as_a_user_that_cannot_reach_i
     let owner = daemon_user();
     let hooks = nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap();
     let mut daemon = TestDaemon::prepare("");
-    common::plugin(
-        &daemon.path("plugins"),
-        "escape",
-        "on_Snapshot__10_escape.py",
-        "",
-    );
-    let script = daemon.path("plugins/escape/on_Snapshot__10_escape.py");
-    std::fs::write(&script, ESCAPE).unwrap();
+    // (The hook that tries each way out, copied where the hook user reaches it.)
+    let hook = "escape/on_Snapshot__10_escape.py";
+    std::fs::create_dir_all(daemon.path("plugins/escape")).unwrap();
+    std::fs::copy(
+        fixtures().join("escape").join(hook),
+        daemon.path("plugins").join(hook),
+    )
+    .unwrap();
     let plugins = plugins_config(&[&daemon.path("plugins")]);
     let config =
         |user: &str| format!("{plugins}[hooks]\n{user}[crawl]\negress = \"unrestricted\"\n");

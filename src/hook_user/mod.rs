@@ -127,7 +127,7 @@ fn decide<'a>(
         (true, None) => Err(format!(
             "abxd runs as root and {KEY} is not set: its hooks — and the browsers under them, \
              which read hostile pages — would run as root. Set {KEY} in {} to the user they run \
-             as (the packages create `abxd`; `abxd run --hooks-user NAME` for one run), or to \
+             as (the packages create `abxd-hook`; `abxd run --hooks-user NAME` for one run), or to \
              \"root\" to accept the risk",
             source.display()
         )),

@@ -411,24 +411,26 @@ fn a_crawl_archives_as_the_archivebox_persona_it_names_through_a_copy_the_hook_u
     );
 }
 
+/// `abxd run --hooks-user` HOOK_USER of the whoami plugin over a page in the daemon's dir, its
+/// stdout kept.
+fn run_whoami_page(daemon: &TestDaemon) -> std::process::Output {
+    std::fs::write(daemon.path("site.html"), "<title>x</title>").unwrap();
+    let page = daemon.path("site.html");
+    let args = ["run", "--hooks-user", HOOK_USER, "--plugins", "whoami"];
+    daemon
+        .abxd_command(&[&args[..], &[page.to_str().unwrap()]].concat())
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn abxd_run_as_root_runs_its_hooks_as_the_user_it_is_given() {
     let user = hook_user();
     let daemon = daemon_with_hook_user();
     // (`abxd run`'s flag, over a config that names none.)
     daemon.write_config("[hooks]\n");
-    std::fs::write(daemon.path("site.html"), "<title>x</title>").unwrap();
-    let output = daemon
-        .abxd_command(&[
-            "run",
-            "--hooks-user",
-            HOOK_USER,
-            "--plugins",
-            "whoami",
-            daemon.path("site.html").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let output = run_whoami_page(&daemon);
     assert!(
         output.status.success(),
         "{}\n{}",
@@ -450,21 +452,9 @@ fn abxd_run_as_root_reaches_a_checkout_in_a_home_its_hook_user_cannot_enter() {
     let user = hook_user();
     let daemon = daemon_with_hook_user();
     daemon.write_config("[hooks]\n");
-    std::fs::write(daemon.path("site.html"), "<title>x</title>").unwrap();
     let home = daemon.dir.path();
     std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let output = daemon
-        .abxd_command(&[
-            "run",
-            "--hooks-user",
-            HOOK_USER,
-            "--plugins",
-            "whoami",
-            daemon.path("site.html").to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .output()
-        .unwrap();
+    let output = run_whoami_page(&daemon);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", daemon.log());
     assert!(

@@ -759,24 +759,7 @@ pub const HOOK_USER: &str = "abxd-hooktest";
 
 /// Creates [`HOOK_USER`] unless it exists (tests never remove it: another may be using it).
 pub fn hook_user() -> nix::unistd::User {
-    if nix::unistd::User::from_name(HOOK_USER).unwrap().is_none() {
-        let status = std::process::Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-            ])
-            .arg(HOOK_USER)
-            .status()
-            .expect("useradd");
-        // (Two tests may race to create it: either made it.)
-        assert!(
-            status.success() || nix::unistd::User::from_name(HOOK_USER).unwrap().is_some(),
-            "useradd {HOOK_USER}: {status}"
-        );
-    }
-    nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap()
+    system_user(HOOK_USER, &[])
 }
 
 /// A user the tests create for a daemon that is not root (tests never remove it), in the group
@@ -787,7 +770,12 @@ pub const DAEMON_USER: &str = "abxd-daemontest";
 /// Creates [`DAEMON_USER`] (and [`HOOK_USER`]) unless it exists.
 pub fn daemon_user() -> nix::unistd::User {
     hook_user();
-    if nix::unistd::User::from_name(DAEMON_USER).unwrap().is_none() {
+    system_user(DAEMON_USER, &["--groups", HOOK_USER])
+}
+
+/// Creates system user `name` (no home, no login; `more` of useradd's options) unless it exists.
+fn system_user(name: &str, more: &[&str]) -> nix::unistd::User {
+    if nix::unistd::User::from_name(name).unwrap().is_none() {
         let status = std::process::Command::new("useradd")
             .args([
                 "--system",
@@ -795,15 +783,17 @@ pub fn daemon_user() -> nix::unistd::User {
                 "--shell",
                 "/usr/sbin/nologin",
             ])
-            .args(["--groups", HOOK_USER, DAEMON_USER])
+            .args(more)
+            .arg(name)
             .status()
             .expect("useradd");
+        // (Two tests may race to create it: either made it.)
         assert!(
-            status.success() || nix::unistd::User::from_name(DAEMON_USER).unwrap().is_some(),
-            "useradd {DAEMON_USER}: {status}"
+            status.success() || nix::unistd::User::from_name(name).unwrap().is_some(),
+            "useradd {name}: {status}"
         );
     }
-    nix::unistd::User::from_name(DAEMON_USER).unwrap().unwrap()
+    nix::unistd::User::from_name(name).unwrap().unwrap()
 }
 
 /// Every thread of `pid` but its first comes to block in a call that has no timeout: the web

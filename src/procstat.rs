@@ -1,5 +1,5 @@
-//! `/proc/PID/stat`, read and parsed in one place (and the owner line of `/proc/PID/status`, and
-//! the list of pids in `/proc`).
+//! `/proc/PID/stat`, read and parsed in one place (and the owner and capability lines of
+//! `/proc/PID/status`, and the list of pids in `/proc`).
 //!
 //! Invariant: this is the only parser of those files in abxd. The command (field 2) may hold
 //! spaces and parentheses, so fields are counted from the *last* closing parenthesis; a pid that
@@ -36,6 +36,17 @@ impl Stat {
 pub fn real_uid(pid: i32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     parse_real_uid(&status)
+}
+
+/// This process's capability set `set` ("Eff", "Amb", …: the `Cap<set>:` line of
+/// `/proc/self/status`), as a mask (empty where it cannot be read).
+pub fn own_capabilities(set: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = format!("Cap{set}:");
+    (status.lines())
+        .find_map(|line| line.strip_prefix(field.as_str()))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or(0)
 }
 
 fn parse_real_uid(status: &str) -> Option<u32> {

@@ -83,8 +83,9 @@ fn open_passages(config: &Config, args: &[String]) -> Result<(), RunError> {
     if let crate::config::Location::File(file) = &config.database {
         needed.push(file.clone());
     }
+    let here = std::env::current_dir().ok();
     needed.extend(std::env::current_exe().ok());
-    needed.extend(std::env::current_dir().ok());
+    needed.extend(here.clone());
     let local = args.iter().filter(|arg| !arg.contains("://"));
     needed.extend(local.filter_map(|arg| std::fs::canonicalize(arg).ok()));
     // (The data dir is made now, to be kept; what does not exist otherwise needs no passage.)
@@ -97,7 +98,6 @@ fn open_passages(config: &Config, args: &[String]) -> Result<(), RunError> {
     let needed: Vec<_> = (needed.into_iter())
         .filter(|path| path.is_absolute() && path.exists())
         .collect();
-    let here = std::env::current_dir().ok();
     for passage in crate::passage::plan(&user, &needed) {
         passage.open().map_err(|cause| {
             RunError::BadInput(format!(

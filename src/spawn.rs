@@ -383,13 +383,7 @@ fn start(
 /// programs off. (Read once: they never change while abxd runs.)
 fn holds_ambient_capabilities() -> bool {
     static HOLDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HOLDS.get_or_init(|| {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        (status.lines())
-            .find_map(|line| line.strip_prefix("CapAmb:"))
-            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-            .is_some_and(|mask| mask != 0)
-    })
+    *HOLDS.get_or_init(|| crate::procstat::own_capabilities("Amb") != 0)
 }
 
 /// write(2) on a raw descriptor, for the moment between fork and exec (where nothing may

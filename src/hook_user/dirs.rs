@@ -148,21 +148,7 @@ impl HookUser {
             true => 0o770,
             false => (meta.mode() & 0o7777) | 0o060,
         };
-        // (Opened without following a link, then changed through the descriptor.)
-        let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC;
-        let flags = match meta.is_dir() {
-            true => flags | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_RDONLY,
-            false => flags | nix::fcntl::OFlag::O_PATH,
-        };
-        let fd = nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())?;
-        match meta.is_dir() {
-            true => nix::sys::stat::fchmod(&fd, nix::sys::stat::Mode::from_bits_truncate(mode))?,
-            false => std::fs::set_permissions(
-                format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)),
-                std::fs::Permissions::from_mode(mode),
-            )?,
-        }
-        Ok(())
+        chmod_nofollow(path, meta.is_dir(), mode)
     }
 
     /// Takes back the directory `dir` of a crawl that sealed: the data dir's (`data_dir`: its
@@ -183,13 +169,7 @@ impl HookUser {
             Some(Gid::from_raw(data.gid())),
             nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
         )?;
-        let flags = nix::fcntl::OFlag::O_NOFOLLOW
-            | nix::fcntl::OFlag::O_CLOEXEC
-            | nix::fcntl::OFlag::O_DIRECTORY
-            | nix::fcntl::OFlag::O_RDONLY;
-        let fd = nix::fcntl::open(dir, flags, nix::sys::stat::Mode::empty())?;
-        nix::sys::stat::fchmod(&fd, nix::sys::stat::Mode::from_bits_truncate(0o750))?;
-        Ok(())
+        chmod_nofollow(dir, true, 0o750)
     }
 
     fn chown(&self, path: &Path) -> std::io::Result<()> {
@@ -250,4 +230,25 @@ fn user_groups(name: &str, gid: u32) -> Vec<u32> {
     nix::unistd::getgrouplist(&name, Gid::from_raw(gid))
         .map(|groups| groups.into_iter().map(Gid::as_raw).collect())
         .unwrap_or_else(|_| vec![gid])
+}
+
+/// Sets the mode of `path` (a directory, else a file) to `mode`, opened without following a
+/// symbolic link and changed through the descriptor.
+fn chmod_nofollow(path: &Path, is_dir: bool, mode: u32) -> std::io::Result<()> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let flags = match is_dir {
+        true => flags | OFlag::O_DIRECTORY | OFlag::O_RDONLY,
+        false => flags | OFlag::O_PATH,
+    };
+    let fd = nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())?;
+    match is_dir {
+        true => nix::sys::stat::fchmod(&fd, nix::sys::stat::Mode::from_bits_truncate(mode))?,
+        // (fchmod refuses an O_PATH descriptor; its /proc link is the file itself.)
+        false => std::fs::set_permissions(
+            format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)),
+            std::fs::Permissions::from_mode(mode),
+        )?,
+    }
+    Ok(())
 }

@@ -71,14 +71,8 @@ impl Switcher {
 /// and `CAP_KILL` (read once: they never change while abxd runs).
 fn holds_switching_capabilities() -> bool {
     static HOLDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HOLDS.get_or_init(|| {
-        const NEEDED: u64 = (1 << 0) | (1 << 5) | (1 << 6) | (1 << 7);
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        (status.lines())
-            .find_map(|line| line.strip_prefix("CapEff:"))
-            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-            .is_some_and(|effective| effective & NEEDED == NEEDED)
-    })
+    const NEEDED: u64 = (1 << 0) | (1 << 5) | (1 << 6) | (1 << 7);
+    *HOLDS.get_or_init(|| crate::procstat::own_capabilities("Eff") & NEEDED == NEEDED)
 }
 
 /// Who crawl hooks run as under `config`, or why no crawl may start.

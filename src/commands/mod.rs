@@ -100,7 +100,9 @@ pub fn run(cli: AbxdCli) -> Result<i32, CommandError> {
             crate::logging::init(quiet);
             let mut config = config;
             if hooks_user.is_some() {
+                // (One run, one crawl: its hooks as that user, whatever the config names.)
                 config.hooks.user = hooks_user;
+                config.hooks.crawl_users = None;
             }
             Ok(crate::run::run(config, &urls, &crawl)?)
         }

@@ -26,6 +26,30 @@ pub fn user_of(name: &str) -> Result<nix::unistd::User, String> {
     }
 }
 
+/// What is wrong with group `name` as `hooks.crawl_users` beside `hooks.user` = `user`, if
+/// anything: it must exist and list members, none of them root or `user`.
+fn crawl_users_problem(name: &str, user: Option<&str>) -> Option<String> {
+    let Some(user) = user else {
+        return Some(
+            "needs hooks.user, the user who installs the binaries their hooks read".into(),
+        );
+    };
+    let group = match nix::unistd::Group::from_name(name) {
+        Ok(Some(group)) => group,
+        Ok(None) => return Some(format!("no group named {name:?}")),
+        Err(err) => return Some(format!("cannot look up group {name:?}: {err}")),
+    };
+    match group.mem.iter().find(|m| *m == "root" || *m == user) {
+        _ if group.mem.is_empty() => Some(format!(
+            "group {name:?} lists no member: add the users crawls' hooks run as to it"
+        )),
+        Some(member) => Some(format!(
+            "group {name:?} lists {member:?}: its members run nothing but crawls' hooks"
+        )),
+        None => None,
+    }
+}
+
 impl Config {
     pub(super) fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
@@ -101,6 +125,11 @@ impl Config {
         }
         if let Some(user) = &self.hooks.user {
             user_of(user).map_err(|message| self.invalid("hooks.user", message))?;
+        }
+        if let Some(group) = &self.hooks.crawl_users {
+            crawl_users_problem(group, self.hooks.user.as_deref()).map_or(Ok(()), |message| {
+                Err(self.invalid("hooks.crawl_users", message))
+            })?;
         }
         if let Some(why) = crate::portable::user_problem(&self.archivebox.user) {
             return Err(self.invalid("archivebox.user", why));

@@ -83,6 +83,12 @@ pub struct Hooks {
     /// root (hooks run as abxd's own user).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// A group whose members (as the group database lists them) are the users crawls' hooks run
+    /// as: each crawl running on this host as one of its own, so that a hook of one cannot
+    /// reach another's directories or processes. `user` then installs the binaries, into the
+    /// library they all read. Unset: every crawl's hooks run as `user`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crawl_users: Option<String>,
 }
 
 /// `[install]`: the binaries the plugins declare (`required_binaries`).

@@ -81,10 +81,8 @@ fn installer_environ(name: &str, home: Option<&str>) -> Option<String> {
 impl State {
     /// The home of the user hooks run as, where that is not abxd's own.
     fn hooks_home(&self) -> Option<String> {
-        match &self.hooks {
-            Ok(crate::hook_user::RunAs::User(user)) => Some(user.home.display().to_string()),
-            _ => None,
-        }
+        let installer = self.hooks.as_ref().ok()?.installer()?;
+        Some(installer.home.display().to_string())
     }
 
     /// Plans the install of the binaries of `plugins` (every enabled one when absent) and starts
@@ -226,7 +224,7 @@ impl State {
             let mut request = self.errand(step.argv.clone(), cwd, INSTALL_TIMEOUT, "install");
             // (Installed as the hooks' user, who runs what is installed: nothing root-owned in
             // its library, and no install as root it did not ask for.)
-            if let Ok(crate::hook_user::RunAs::User(user)) = &self.hooks {
+            if let Some(user) = self.hooks.as_ref().ok().and_then(|h| h.installer()) {
                 // (Its home, in the data dir, opened to it as a crawl's worker opens it.)
                 if let Err(err) = user.prepare_for(&self.config) {
                     let why = format!("cannot open the data dir to {}: {err}", user.name);

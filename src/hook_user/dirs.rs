@@ -48,14 +48,18 @@ impl HookUser {
         for dir in [data_dir.join("crawls"), data_dir.join("home")] {
             std::fs::create_dir_all(&dir)?;
         }
-        // The default TMP_DIR of its hooks (browser profiles, runtime files) is its own.
+        // The default TMP_DIR of its hooks (browser profiles, runtime files) is its own — a
+        // crawl user's below it, apart from other crawls' (`make_tmp`, as its hooks start).
         let tmp = data_dir.join("tmp");
         std::fs::create_dir_all(&tmp)?;
-        self.give(&tmp)?;
+        if self.library.is_none() {
+            self.give(&tmp)?;
+        }
         for dir in [
             data_dir.to_path_buf(),
             data_dir.join("crawls"),
             data_dir.join("home"),
+            tmp,
         ] {
             let mode = std::fs::symlink_metadata(&dir)?.mode() & 0o7777;
             if mode & 0o001 == 0 {
@@ -65,13 +69,14 @@ impl HookUser {
         self.make_home()
     }
 
-    /// Makes its `HOME` where it is missing, owned by it (mode 0700).
+    /// Makes its `HOME` where it is missing, owned by it (mode 0711: others may not list it,
+    /// but crawl users reach the library below an installer's).
     fn make_home(&self) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         if !self.home.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o700)
+                .mode(0o711)
                 .create(&self.home)?;
         }
         // (Not its own: new, or taken from it — systemd gives a StateDirectory= whole to the
@@ -110,6 +115,16 @@ impl HookUser {
             self.give(&path)?;
         }
         Ok(())
+    }
+
+    /// Makes `tmp` (its own `TMP_DIR`, below the shared one) where missing, and gives it.
+    pub fn make_tmp(&self, tmp: &Path) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new().mode(0o700).create(tmp) {
+            Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
+            _ => {}
+        }
+        self.give(tmp)
     }
 
     /// Gives it `dir` and everything below it, never through a symbolic link (a link itself is

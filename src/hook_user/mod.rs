@@ -8,9 +8,14 @@
 //! them, hooks as `abxd-hook`), refuses crawls where it names another user and abxd lacks them,
 //! and else runs them as its own user — which `abxctl status` and `abxd check-config` warn of.
 //! The hook user gets a `HOME` and a default `TMP_DIR` it may write, and the directories of the
-//! work it writes (see `give`); abxd's own files (database, logs, socket) stay abxd's.
+//! work it writes (see `give`); abxd's own files (database, logs, socket) stay abxd's. With
+//! `hooks.crawl_users`, each crawl's hooks run as a member of that group of their own
+//! (`crawl_users`), `hooks.user` installing the binaries they read.
 
+mod crawl_users;
 mod dirs;
+
+pub use crawl_users::{CrawlUsers, Taken};
 
 use crate::config::Config;
 use nix::unistd::{Uid, User};
@@ -29,6 +34,28 @@ pub struct HookUser {
     /// A `HOME` it can write: its own home directory when it owns one, else
     /// `<data_dir>/home/<name>` (made by [`HookUser::make_home`]).
     pub home: PathBuf,
+    /// The library of binaries its hooks read where it is not below its own `HOME`: a crawl
+    /// user's is the installer's (`hooks.crawl_users`).
+    pub library: Option<PathBuf>,
+}
+
+impl HookUser {
+    /// The library its hooks read (abxpkg's default below the `HOME` of who installs).
+    pub fn library_dir(&self) -> PathBuf {
+        match &self.library {
+            Some(library) => library.clone(),
+            None => self.home.join(".config/abx/lib"),
+        }
+    }
+
+    /// Its `TMP_DIR` below the shared default `tmp` (none of its own: every hook of abxd's
+    /// shares it) — a crawl user's own, apart from other crawls'.
+    pub fn tmp_below(&self, tmp: &Path) -> PathBuf {
+        match self.library {
+            Some(_) => tmp.join(&self.name),
+            None => tmp.to_path_buf(),
+        }
+    }
 }
 
 /// Who a crawl's hooks run as.
@@ -36,8 +63,21 @@ pub struct HookUser {
 pub enum RunAs {
     /// As abxd's own user: abxd is not root — or is, and `hooks.user = "root"` says so.
     Abxd,
-    /// As this user (abxd is root).
+    /// As this user (abxd is root, or holds the capabilities to switch).
     User(HookUser),
+    /// Each crawl as a member of its own of `hooks.crawl_users` (taken by its workers).
+    PerCrawl(CrawlUsers),
+}
+
+impl RunAs {
+    /// Who installs the binaries hooks read, where that is not abxd's own user.
+    pub fn installer(&self) -> Option<&HookUser> {
+        match self {
+            RunAs::Abxd => None,
+            RunAs::User(user) => Some(user),
+            RunAs::PerCrawl(users) => Some(&users.installer),
+        }
+    }
 }
 
 /// What this process is, for who its hooks may run as.
@@ -86,16 +126,45 @@ pub fn for_crawls(config: &Config) -> Result<RunAs, String> {
         None => Ok(RunAs::Abxd),
         Some(name) => {
             let user = user(name, &config.data_dir)?;
-            // (The data dir itself abxd opens to it: `HookUser::prepare`.)
+            let run_as = match &config.hooks.crawl_users {
+                None => RunAs::User(user),
+                Some(group) => RunAs::PerCrawl(per_crawl(group, user, config)?),
+            };
+            // (The data dir itself abxd opens to them: `HookUser::prepare`.)
             let above_data = config.data_dir.parent().unwrap_or(Path::new("/"));
-            let reached =
-                std::iter::once(above_data).chain(config.plugins_dirs.iter().map(|d| d.as_path()));
-            match reached.into_iter().find_map(|dir| user.reach_problem(dir)) {
+            let reached: Vec<&Path> = std::iter::once(above_data)
+                .chain(config.plugins_dirs.iter().map(|d| d.as_path()))
+                .collect();
+            let users: Vec<&HookUser> = match &run_as {
+                RunAs::PerCrawl(users) => users.members.iter().collect(),
+                RunAs::User(user) => vec![user],
+                RunAs::Abxd => Vec::new(),
+            };
+            let problem = (users.iter())
+                .find_map(|user| reached.iter().find_map(|dir| user.reach_problem(dir)));
+            match problem {
                 Some(why) => Err(why),
-                None => Ok(RunAs::User(user)),
+                None => Ok(run_as),
             }
         }
     })
+}
+
+/// The members of `group` crawls' hooks run as, `installer` installing for them; enough of them
+/// that every crawl this host may run — its own and those it lends snapshot slots to — has one.
+fn per_crawl(group: &str, installer: HookUser, config: &Config) -> Result<CrawlUsers, String> {
+    let users = CrawlUsers::of(group, installer, &config.data_dir)?;
+    let needed = config.limits.max_crawl_workers as usize;
+    if users.members.len() < needed {
+        return Err(format!(
+            "hooks.crawl_users: group {group:?} lists {} user(s), fewer than the {needed} crawls \
+             this host runs at once (limits.max_crawl_workers) in {}: add users to it, or lower \
+             the limit",
+            users.members.len(),
+            config.source.display()
+        ));
+    }
+    Ok(users)
 }
 
 /// The decision apart from the machine: the name of the user to switch to, if any.
@@ -159,13 +228,31 @@ fn user(name: &str, data_dir: &Path) -> Result<HookUser, String> {
         uid: found.uid.as_raw(),
         gid: found.gid.as_raw(),
         home,
+        library: None,
     })
 }
 
 /// How `status` says who hooks run as, by what [`for_crawls`] decided.
 pub fn describe(decided: &Result<RunAs, String>) -> String {
     match decided {
-        Ok(RunAs::User(user)) => format!("run as user {} (uid {})", user.name, user.uid),
+        Ok(RunAs::User(user)) => format!(
+            "run as user {} (uid {}) — every crawl's: a hook of one can reach another's running \
+             work (set hooks.crawl_users for a user of their own per crawl)",
+            user.name, user.uid
+        ),
+        Ok(RunAs::PerCrawl(users)) => format!(
+            "run as a user of their own per crawl, from group {} ({}: {}); binaries installed \
+             as {}",
+            users.group,
+            users.members.len(),
+            users
+                .members
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            users.installer.name
+        ),
         Ok(RunAs::Abxd) if Uid::effective().is_root() => {
             format!("run as root: {KEY} = \"root\" accepts the risk")
         }
@@ -191,6 +278,12 @@ pub fn check_line(config: &Config) -> String {
         .ok()
         .and_then(|meta| User::from_uid(Uid::from_raw(meta.uid())).ok().flatten())
         .map(|user| user.name);
+    if let (Some(group), Some(installer)) = (&config.hooks.crawl_users, &config.hooks.user) {
+        return format!(
+            "hooks run as a user of their own per crawl, from group {group}; binaries installed \
+             as {installer}"
+        );
+    }
     match (config.hooks.user.as_deref(), owner) {
         (Some("root"), _) => format!("hooks run as root ({KEY} = \"root\" accepts the risk)"),
         (Some(name), Some(owner)) if name == owner => format!(

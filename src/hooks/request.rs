@@ -61,12 +61,16 @@ impl Scope {
 }
 
 /// The `TMP_DIR` of a scope's hooks (disposable runtime files, browser profiles): abxd's own
-/// `TMP_DIR` when set, else `<data_dir>/tmp`.
-pub fn tmp_dir(data_dir: &Path) -> PathBuf {
-    crate::plugins::env::process_environ("TMP_DIR")
+/// `TMP_DIR` when set, else `<data_dir>/tmp` — below it, a crawl user's own (`run_as`).
+pub fn tmp_dir(data_dir: &Path, run_as: Option<&HookUser>) -> PathBuf {
+    let shared = crate::plugins::env::process_environ("TMP_DIR")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| data_dir.join("tmp"))
+        .unwrap_or_else(|| data_dir.join("tmp"));
+    match run_as {
+        Some(user) => user.tmp_below(&shared),
+        None => shared,
+    }
 }
 
 /// Where the runtime persona (a browser profile) of the work in `dir` lives, as abx-dl 1.13
@@ -97,9 +101,9 @@ fn host_linked_persona(dir: &Path) -> bool {
 
 /// Removes the runtime persona of the work in `dir` (its work is over), unless the host linked
 /// one there.
-pub fn drop_runtime_persona(dir: &Path, data_dir: &Path) {
+pub fn drop_runtime_persona(dir: &Path, data_dir: &Path, run_as: Option<&HookUser>) {
     let linked = host_linked_persona(dir);
-    let persona = runtime_persona(dir, &tmp_dir(data_dir), linked);
+    let persona = runtime_persona(dir, &tmp_dir(data_dir, run_as), linked);
     if let (false, Some(key_dir)) = (linked, persona.parent()) {
         match std::fs::remove_dir_all(key_dir) {
             Ok(()) => log::debug!("removed the runtime persona {}", key_dir.display()),
@@ -188,7 +192,7 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             crate::plugins::env::process_environ("PERSONAS_DIR").filter(|v| !v.is_empty())
         });
     let snapshot_dir = scope.snapshot.is_some().then_some(dir.as_path());
-    let tmp = tmp_dir(&scope.data_dir);
+    let tmp = tmp_dir(&scope.data_dir, scope.run_as.as_ref());
     let persona_of = |dir: &Path| runtime_persona(dir, &tmp, host_linked_persona(dir));
     if !prepared.env.contains_key("TMP_DIR") {
         env.push(("TMP_DIR".into(), tmp.display().to_string()));
@@ -216,6 +220,16 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             ("USER".into(), user.name.clone()),
             ("LOGNAME".into(), user.name.clone()),
         ]);
+        // (A crawl user reads the library its installer's installs filled.)
+        let configured = |key: &str| {
+            prepared.env.contains_key(key)
+                || crate::plugins::env::process_environ(key).is_some_and(|v| !v.is_empty())
+        };
+        if user.library.is_some() && !configured("ABXPKG_LIB_DIR") {
+            env.retain(|(key, _)| key != "ABXPKG_LIB_DIR");
+            let library = user.library_dir().display().to_string();
+            env.push(("ABXPKG_LIB_DIR".into(), library));
+        }
     }
     let logs = dir.join("logs");
     let timeout_ms = (!hook.background).then_some(prepared.timeout.as_millis() as i64);

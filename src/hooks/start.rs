@@ -98,6 +98,9 @@ impl HookRunner {
             // upgrade changed who hooks run as — is given too.)
             let cwd = Path::new(&request.process.cwd);
             let given = (user.own_dirs(&crawls, cwd)).and_then(|()| user.own_tree(cwd));
+            // (A crawl user's TMP_DIR is its own, below the shared one.)
+            let tmp = super::request::tmp_dir(&scope.data_dir, Some(user));
+            let given = given.and_then(|()| user.make_tmp(&tmp));
             if let Err(err) = given {
                 log::error!(
                     "{}: cannot give its dirs to {}: {err}",

@@ -188,7 +188,7 @@ pub fn run_crawl_worker(config: Config, crawl_id: i64) -> Result<i32, WorkerErro
     }
     if !cx.interrupted {
         let dir = crate::hooks::crawl_dir(&cx.config.data_dir, crawl_id);
-        crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
+        crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir, cx.run_as.as_ref());
     }
     cx.finish(Queue::Crawls, crawl_id)
 }

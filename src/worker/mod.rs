@@ -29,7 +29,7 @@ pub use snapshot::run_snapshot_worker;
 
 use crate::config::Config;
 use crate::domain::{EndReason, ExitOutcome, Lease, Limit, Queue};
-use crate::hook_user::{HookUser, RunAs};
+use crate::hook_user::{HookUser, RunAs, Taken};
 use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
 use crate::pool::WorkerPool;
@@ -69,6 +69,8 @@ struct Context<O> {
     deferred: Vec<Exit<O>>,
     /// Who its hooks run as, if not abxd's own user (`hook_user`).
     run_as: Option<HookUser>,
+    /// The user of its own its crawl's hooks run as (`hooks.crawl_users`), held while it lives.
+    _crawl_user: Option<Taken>,
     /// The size and time limits of its work.
     watches: Watches,
     /// Set once one of them was reached: the children are torn down as a cancel would, and the
@@ -104,19 +106,38 @@ impl<O: RunsHooks> Context<O> {
         // Never a new file: a database deleted under the daemon must not be replaced by workers.
         let store = Store::open_existing_at(&config.database)?;
         store.set_synchronous_commit(config.synchronous_commit);
-        let run_as = match crate::hook_user::for_crawls(&config).map_err(WorkerError::Setup)? {
-            RunAs::Abxd => None,
-            RunAs::User(user) => {
-                user.prepare_for(&config).map_err(|err| {
-                    WorkerError::Setup(format!("cannot open the data dir to {}: {err}", user.name))
-                })?;
-                Some(user)
-            }
-        };
+        let decided = crate::hook_user::for_crawls(&config).map_err(WorkerError::Setup)?;
         let Some(claim) = store.queue().claim_of(queue, id, row_id)? else {
             log::warn!("{queue} {id} is no longer this worker's: it changed hands before it began");
             return Ok(None);
         };
+        let crawl = match queue {
+            Queue::Crawls => Some(id),
+            Queue::Snapshots => store.crawls().snapshot(id)?.map(|s| s.crawl_id),
+        };
+        let taken = match (decided, crawl) {
+            (RunAs::PerCrawl(users), Some(crawl)) => {
+                let taken = users.take(crawl, &config.data_dir).map_err(|err| {
+                    WorkerError::Setup(format!("cannot take a user of {}: {err}", users.group))
+                })?;
+                (Some(taken.user.clone()), Some(taken))
+            }
+            (RunAs::PerCrawl(users), None) => {
+                let why = format!(
+                    "{queue} {id} has no crawl to take a user of {} for",
+                    users.group
+                );
+                return Err(WorkerError::Setup(why));
+            }
+            (RunAs::User(user), _) => (Some(user), None),
+            (RunAs::Abxd, _) => (None, None),
+        };
+        let (run_as, crawl_user) = taken;
+        if let Some(user) = &run_as {
+            user.prepare_for(&config).map_err(|err| {
+                WorkerError::Setup(format!("cannot open the data dir to {}: {err}", user.name))
+            })?;
+        }
         store.fence_to(claim);
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, store.marker_namespace()?, Some(row_id))?;
@@ -139,6 +160,7 @@ impl<O: RunsHooks> Context<O> {
             torn_down: Vec::new(),
             deferred: Vec::new(),
             run_as,
+            _crawl_user: crawl_user,
             watches: Watches::default(),
             ended_by: None,
             failed: false,

@@ -173,7 +173,7 @@ pub fn run_snapshot_worker(config: Config, snapshot_id: i64) -> Result<i32, Work
         cx.persist(|store| counts.record(store, crawl_id))?;
     }
     if !cx.interrupted {
-        crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir);
+        crate::hooks::drop_runtime_persona(&dir, &cx.config.data_dir, cx.run_as.as_ref());
     }
     // A site that said "slow down" gets its cool-down, and the snapshot runs again after it.
     let (crawl, snapshot) = throttle_of;

@@ -100,3 +100,111 @@ fn a_daemon_with_the_units_capabilities_runs_hooks_as_a_user_that_cannot_reach_i
         assert_eq!(found[what], "done", "{what}: {found}");
     }
 }
+
+/// With `hooks.crawl_users`, two crawls that run at once run their hooks as two users of the
+/// group: a hook of one cannot write into the other's running crawl nor signal its hook. With
+/// one `hooks.user` for both, it can (so the test can fail).
+#[test]
+fn crawls_that_run_at_once_run_their_hooks_as_users_of_their_own() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIPPED: making users and starting a daemon as one needs root");
+        return;
+    }
+    let members: Vec<u32> = common::crawl_users()
+        .iter()
+        .map(|u| u.uid.as_raw())
+        .collect();
+    let owner = daemon_user();
+    let mut daemon = TestDaemon::prepare("");
+    let hook = "escape/on_Snapshot__10_escape.py";
+    std::fs::create_dir_all(daemon.path("plugins/escape")).unwrap();
+    std::fs::copy(
+        fixtures().join("escape").join(hook),
+        daemon.path("plugins").join(hook),
+    )
+    .unwrap();
+    // (Holds its crawl running until the test writes the release file; says its uid and pid.)
+    common::plugin(
+        &daemon.path("plugins"),
+        "held",
+        "on_Snapshot__10_held.sh",
+        "id -u > uid; echo $$ > pid\n\
+         while [ ! -e \"$RELEASE\" ]; do sleep 0.05; done\n\
+         echo '{\"type\": \"ArchiveResult\", \"status\": \"succeeded\"}'\n",
+    );
+    let release = daemon.path("release");
+    let victim = daemon.path("victim");
+    let plugins = plugins_config(&[&daemon.path("plugins")]);
+    let config = |hooks: &str| {
+        format!(
+            "{}[hooks]\nuser = \"{HOOK_USER}\"\n{hooks}[crawl]\negress = \"unrestricted\"\n\
+             [plugins.held]\nenv = {{ RELEASE = {:?} }}\n\
+             [plugins.escape]\nenv = {{ ESCAPE_VICTIM = {:?} }}\n",
+            plugins,
+            release.display().to_string(),
+            victim.display().to_string()
+        )
+    };
+    daemon.write_config(&config(&format!(
+        "crawl_users = \"{}\"\n",
+        common::CRAWL_USERS
+    )));
+    daemon.run_as_with_capabilities(&owner, "+setuid,+setgid,+chown,+kill");
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    daemon.launch();
+    let status = daemon.ctl_ok(&["status"]);
+    assert!(
+        status.contains(&format!(
+            "run as a user of their own per crawl, from group {}",
+            common::CRAWL_USERS
+        )),
+        "{status}"
+    );
+
+    // A crawl held running, then one whose hook tries to reach it.
+    let both_at_once = |daemon: &TestDaemon| {
+        let _ = std::fs::remove_file(&release);
+        let held = daemon.add(&["--plugins", "held", "http://127.0.0.1:9/"]);
+        let held_dir = daemon.data_dir().join(format!("crawls/{held}/snapshots"));
+        let (uid, pid) = common::wait_until("the held hook to start", WAIT, || {
+            let snapshot = std::fs::read_dir(&held_dir).ok()?.next()?.ok()?.path();
+            let read = |name: &str| std::fs::read_to_string(snapshot.join("held").join(name));
+            let (uid, pid) = (read("uid").ok()?, read("pid").ok()?);
+            Some((uid.trim().parse::<u32>().ok()?, pid.trim().to_string()))
+        });
+        std::fs::write(&victim, pid).unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let escaping = crawl(daemon);
+        let found = report(daemon, escaping);
+        std::fs::write(&release, "").unwrap();
+        daemon.wait_sealed(held, WAIT);
+        (uid, found)
+    };
+    let (held_uid, found) = both_at_once(&daemon);
+    let escaping_uid = found["uid"].as_u64().unwrap() as u32;
+    assert!(members.contains(&held_uid), "{held_uid} of {members:?}");
+    assert!(members.contains(&escaping_uid), "{found}");
+    assert_ne!(held_uid, escaping_uid, "{found}");
+    for (what, refused) in [
+        ("other_crawl_write", "EACCES"),
+        ("signal_other_crawl", "EPERM"),
+        ("database_write", "EACCES"),
+        ("signal_crawl_worker", "EPERM"),
+    ] {
+        assert_eq!(found[what], refused, "{what}: {found}");
+    }
+
+    // One user for every crawl: the same hook reaches the other crawl.
+    daemon.write_config(&config(""));
+    daemon.signal(nix::sys::signal::Signal::SIGHUP);
+    common::wait_until("the reload to run hooks as one user", WAIT, || {
+        let status = daemon.ctl_ok(&["status"]);
+        status
+            .contains(&format!("run as user {HOOK_USER}"))
+            .then_some(())
+    });
+    let (_, found) = both_at_once(&daemon);
+    for what in ["other_crawl_write", "signal_other_crawl"] {
+        assert_eq!(found[what], "done", "{what}: {found}");
+    }
+}

@@ -773,6 +773,45 @@ pub fn daemon_user() -> nix::unistd::User {
     system_user(DAEMON_USER, &["--groups", HOOK_USER])
 }
 
+/// The group of users crawls' hooks run as (`hooks.crawl_users`) that the tests create, and its
+/// members — each in a group of its own, which [`DAEMON_USER`] is in, as the packages make
+/// `abxd-crawl`.
+pub const CRAWL_USERS: &str = "abxd-crawltest";
+pub const CRAWL_USER_NAMES: [&str; 2] = ["abxd-crawltest1", "abxd-crawltest2"];
+
+/// Creates [`CRAWL_USERS`] and its members unless they exist, and puts [`DAEMON_USER`] in each
+/// member's group.
+pub fn crawl_users() -> Vec<nix::unistd::User> {
+    let daemon = daemon_user();
+    if nix::unistd::Group::from_name(CRAWL_USERS)
+        .unwrap()
+        .is_none()
+    {
+        let status = std::process::Command::new("groupadd")
+            .args(["--system", CRAWL_USERS])
+            .status()
+            .expect("groupadd");
+        assert!(
+            status.success()
+                || nix::unistd::Group::from_name(CRAWL_USERS)
+                    .unwrap()
+                    .is_some(),
+            "groupadd {CRAWL_USERS}: {status}"
+        );
+    }
+    let members: Vec<_> = (CRAWL_USER_NAMES.iter())
+        .map(|name| system_user(name, &["--groups", CRAWL_USERS]))
+        .collect();
+    for name in CRAWL_USER_NAMES {
+        let status = std::process::Command::new("usermod")
+            .args(["--append", "--groups", name, &daemon.name])
+            .status()
+            .expect("usermod");
+        assert!(status.success(), "usermod: {status}");
+    }
+    members
+}
+
 /// Creates system user `name` (no home, no login; `more` of useradd's options) unless it exists.
 fn system_user(name: &str, more: &[&str]) -> nix::unistd::User {
     if nix::unistd::User::from_name(name).unwrap().is_none() {

@@ -84,6 +84,9 @@ pub struct SpawnRequest {
     pub limits: cgroup::Limits,
     /// The user and group it runs as (a hook of a root abxd: `hook_user`), if not abxd's own.
     pub run_as: Option<(u32, u32)>,
+    /// Its umask where it runs as another user (`run_as`), if not 0007 — what a hook makes is
+    /// its group's to read and clear, and no one else's; a library others read is 0022.
+    pub umask: Option<u32>,
     /// The file its stdin reads, opened by abxd (before the child drops to `run_as`) without
     /// following a link; else `/dev/null`.
     pub stdin: Option<PathBuf>,
@@ -326,9 +329,10 @@ fn start(
         // not root: `hook_user`), and no one else's.
         // SAFETY: between fork and exec only umask(2) runs: a system call that cannot fail,
         // async-signal-safe, no allocation, no lock.
+        let umask = request.umask.unwrap_or(0o007) as nix::libc::mode_t;
         unsafe {
-            command.pre_exec(|| {
-                nix::libc::umask(0o007);
+            command.pre_exec(move || {
+                nix::libc::umask(umask);
                 Ok(())
             });
         }

@@ -206,6 +206,7 @@ impl State {
             logs: Logs::InDir(self.config.data_dir.join("logs").join(what)),
             limits: Default::default(),
             run_as: None,
+            umask: None,
             stdin: None,
         }
     }
@@ -233,6 +234,8 @@ impl State {
                     continue;
                 }
                 request.run_as = Some((user.uid, user.gid));
+                // (A library every crawl user reads: `hooks.crawl_users`.)
+                request.umask = Some(0o022);
                 request.process.cwd = user.home.display().to_string();
                 request.env.extend([
                     ("HOME".into(), user.home.display().to_string()),

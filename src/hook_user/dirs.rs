@@ -71,7 +71,7 @@ impl HookUser {
 
     /// Makes its `HOME` where it is missing, owned by it (mode 0711: others may not list it,
     /// but crawl users reach the library below an installer's).
-    fn make_home(&self) -> std::io::Result<()> {
+    pub fn make_home(&self) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         if !self.home.exists() {
             std::fs::DirBuilder::new()

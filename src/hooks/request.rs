@@ -253,6 +253,7 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         },
         limits: cgroup_limits(prepared),
         run_as: scope.run_as.as_ref().map(|user| (user.uid, user.gid)),
+        umask: None,
         stdin: None,
     }
 }

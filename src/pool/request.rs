@@ -46,6 +46,7 @@ pub(super) fn worker_request(
         logs: Logs::InDir(config.data_dir.join("logs")),
         limits: Default::default(),
         run_as: None,
+        umask: None,
         stdin: None,
     }
 }

@@ -42,6 +42,7 @@ pub(super) fn handle(
         logs: Logs::InDir(state.config.data_dir.join("logs")),
         limits: Default::default(),
         run_as: None,
+        umask: None,
         stdin: None,
     };
     match supervisor.spawn(

@@ -65,6 +65,13 @@ getent passwd abxd >/dev/null || fail "no abxd user"
 getent passwd abxd-hook >/dev/null || fail "no abxd-hook user (its hooks')"
 id -nG abxd | tr ' ' '\n' | grep -qx abxd-hook || fail "abxd is not in group abxd-hook"
 id -nG abxd-hook | tr ' ' '\n' | grep -qx abxd && fail "abxd-hook is in group abxd"
+for n in 1 2 3 4 5 6 7 8; do
+    member=abxd-crawl$n
+    getent passwd "$member" >/dev/null || fail "no $member user (a crawl's hooks')"
+    id -nG "$member" | tr ' ' '\n' | grep -qx abxd-crawl || fail "$member is not in group abxd-crawl"
+    id -nG "$member" | tr ' ' '\n' | grep -qxE 'abxd|abxd-hook' && fail "$member is in abxd's groups"
+    id -nG abxd | tr ' ' '\n' | grep -qx "$member" || fail "abxd is not in group $member"
+done
 [ "$(stat -c %U:%a /var/lib/abxd)" = "abxd:750" ] || fail "/var/lib/abxd is not abxd's, 0750"
 [ -L /etc/systemd/system/multi-user.target.wants/abxd.service ] || fail "the unit is not enabled"
 systemd-analyze verify "$unit"
@@ -90,7 +97,7 @@ if [ -n "$cgroup2" ] && mkdir "$cgroup2/abxd-check.$$" 2>/dev/null; then
 fi
 # (Moved there as root, as systemd would: then it drops to abxd, keeping the capabilities the
 # unit grants it — AmbientCapabilities=: the egress policy's two, and the four that start hooks
-# as abxd-hook — and becomes the daemon.)
+# as the crawl users — and becomes the daemon.)
 # shellcheck disable=SC2016
 HOME=/var/lib/abxd sh -c 'if [ -n "$1" ]; then echo $$ > "$1/cgroup.procs"; fi; shift; exec "$@"' \
     sh "$delegated" setpriv --reuid=abxd --regid=abxd --init-groups \
@@ -122,10 +129,11 @@ kinds = {r["kind"] for r in rows}
 assert {"orchestrator", "crawl_worker", "snapshot_worker", "hook"} <= kinds, kinds
 live = [r for r in rows if r["status"] in ("starting", "running", "stopping") and r["kind"] != "orchestrator"]
 assert not live, live
-hook_uid = int(sys.argv[1])
-assert all(r["uid"] == hook_uid for r in rows if r["kind"] == "hook"), [
+crawl_uids = {int(uid) for uid in sys.argv[1:]}
+assert all(r["uid"] in crawl_uids for r in rows if r["kind"] == "hook"), [
     (r["argv"][0], r["uid"]) for r in rows if r["kind"] == "hook"]
-' "$(id -u abxd-hook)" || fail "a hook did not run as abxd-hook"
+' $(for n in 1 2 3 4 5 6 7 8; do id -u "abxd-crawl$n"; done) \
+    || fail "a hook did not run as a crawl user (abxd-crawl1 … abxd-crawl8)"
 say "importing a browser's bookmarks with the packaged plugins alone"
 printf '%s\n' '<!DOCTYPE NETSCAPE-Bookmark-file-1>' '<DL><p>' \
     "    <DT><A HREF=\"http://127.0.0.1:$port/\" ADD_DATE=\"1700000001\" TAGS=\"check\">The site</A>" \
@@ -160,6 +168,10 @@ for path in /usr/bin/abxd /usr/bin/abxctl /etc/abxd /var/lib/abxd /run/abxd /usr
 done
 ! getent passwd abxd >/dev/null || fail "the abxd user is left after purge"
 ! getent group abxd >/dev/null || fail "the abxd group is left after purge"
+for user in abxd-hook abxd-crawl1 abxd-crawl8; do
+    ! getent passwd "$user" >/dev/null || fail "the $user user is left after purge"
+done
+! getent group abxd-crawl >/dev/null || fail "the abxd-crawl group is left after purge"
 
 say "inspecting the .rpm"
 rpm -qip "$rpm"

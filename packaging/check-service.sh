@@ -7,19 +7,22 @@
 #     `journalctl -u abxd -p err` shows errors and nothing else;
 #   - abxctl works for root and for a member of group abxd, and is refused to anyone else;
 #   - a crawl of a local page with the bundled plugins (Chromium among them) runs under the
-#     unit's sandbox, every hook and browser in the service's cgroup, as user abxd-hook;
+#     unit's sandbox, every hook and browser in the service's cgroup, as a crawl user
+#     (abxd-crawl1 … abxd-crawl8, a user of its own per crawl);
 #   - a hook that tries every way out of its user (cgroups, BPF, the database, the socket,
-#     the web token, the config, its worker's signals, another crawl's directory) is refused
-#     each time and still cannot reach loopback or the metadata address; with hooks as abxd,
-#     the daemon's own user, the same hook gets out (so the check can fail);
+#     the web token, the config, its worker's signals, a sealed crawl's directory, the directory
+#     and the hook of another crawl that runs at once) is refused each time and still cannot
+#     reach loopback or the metadata address; with hooks as abxd, the daemon's own user, the
+#     same hook gets out (so the check can fail);
 #   - ArchiveBox 0.9.73's plugins (abx-plugins 1.13.162, its virtualenv bound in from the CI
 #     cache), given to the service by the drop-in of docs/service.md, archive a page;
 #   - ArchiveBox's own chrome plugin archives a page under the service (screenshot, dom and
 #     pdf by Chromium, every hook
-#     and browser in the service's cgroup, as abxd-hook), its binaries the ones `abx-dl install`
-#     put in the hook user's library, found by the service with no network to install them; and
-#     the export of that crawl into a collection of another user's (the drop-in that makes the
-#     daemon root, its hooks still abxd) is imported by that user's ArchiveBox;
+#     and browser in the service's cgroup, as a crawl user), its binaries the ones `abx-dl
+#     install` put in abxd-hook's library, found by the service with no network to install them
+#     and read by the crawl users; and the export of that crawl into a collection of another
+#     user's (the drop-in that makes the daemon root, its hooks still crawl users) is imported
+#     by that user's ArchiveBox;
 #   - `systemctl stop` mid-crawl ends the whole tree before TimeoutStopSec (nothing left for
 #     systemd's SIGKILL); `systemctl start` resumes the crawl and seals it;
 #   - the watchdog: a daemon stopped with SIGSTOP is restarted by systemd and seals its crawl;
@@ -27,7 +30,7 @@
 #     restart-after-upgrade): no snapshot lost, no finished hook run twice;
 #   - every process dying at once (the container's init killed with SIGKILL mid-crawl), then a
 #     boot: the service starts by itself and seals the crawl, no finished hook run twice;
-#   - apt-get remove keeps /var/lib/abxd; purge removes it and the user.
+#   - apt-get remove keeps /var/lib/abxd; purge removes it and the users.
 #   - the .rpm in the same container: its scriptlets make the user and enable the unit, which
 #     starts; rpm -e disables it and keeps /var/lib/abxd.
 # Usage: packaging/check-service.sh DEB HIGHER_DEB RPM (built by packaging/check-packages.sh).
@@ -42,6 +45,9 @@ cache=/var/cache/abxd-ci
 base="$cache/debian12-root"
 # ArchiveBox 0.9.73 as .ci/run installs it (its Python beside it), bound into the container.
 ab_venv="$cache/archivebox-0.9.73"
+# The users the packages make for crawls' hooks (group abxd-crawl), as pgrep -u takes them.
+crawl_users=$(printf 'abxd-crawl%s,' 1 2 3 4 5 6 7 8)
+crawl_users=${crawl_users%,}
 ab_python=$(dirname "$(dirname "$(readlink -f "$ab_venv/bin/python")")")
 # Node.js 22 and npm as .ci/run installs them, bound in at /opt (Debian 12's node is 18, too old
 # for the chrome plugin; an operator installs a newer one, e.g. from NodeSource).
@@ -207,17 +213,17 @@ assert_in_the_unit() {
     [ -z "$outside" ] || fail "processes outside abxd.service's cgroup: $outside"
     [ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U root || true)" ] \
         || fail "a hook runs as root"
-    [ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U abxd || true)" ] \
-        || fail "a hook runs as abxd, the daemon's own user"
-    echo "hooks and Chromium run as abxd-hook, inside abxd.service"
+    [ -z "$(in_ct pgrep -f '[c]hromium|[o]n_Snapshot|[o]n_Crawl' -U abxd,abxd-hook || true)" ] \
+        || fail "a hook runs as abxd, the daemon's own user, or as abxd-hook, the installer"
+    echo "hooks and Chromium run as crawl users, inside abxd.service"
 }
 # Queues a crawl (abxctl add ARGS…); prints its id.
 add_crawl() {
     ctl add --json "$@" | python3 -c 'import json, sys; print(json.load(sys.stdin)["crawl_id"])'
 }
-# Waits until a snapshot hook of user abxd-hook runs: a crawl under way.
+# Waits until a snapshot hook of a crawl user runs: a crawl under way.
 wait_for_a_hook() {
-    wait_for 60 'in_ct pgrep -u abxd-hook -f on_Snapshot >/dev/null' || fail "the crawl did not start"
+    wait_for 60 'in_ct pgrep -u "$crawl_users" -f on_Snapshot >/dev/null' || fail "the crawl did not start"
 }
 # Crawl $1 has at least $2 results succeeded and none failed; $3 says whose.
 assert_succeeded() {
@@ -344,12 +350,14 @@ fi
 grep -q "members of group abxd" <<<"$said" || fail "bob is not told who may: $said"
 echo "bob is refused: $said"
 
-say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as abxd-hook"
-ctl status | contains "hooks:    run as user abxd-hook" || fail "hooks do not run as abxd-hook: $(ctl status)"
-in_ct abxd check-config --config /etc/abxd/supervisor.toml | contains "hooks run as abxd-hook" \
-    || fail "check-config does not say hooks run as abxd-hook"
+say "a crawl under the sandbox: every hook and Chromium in the service's cgroup, as a crawl user"
+per_crawl="run as a user of their own per crawl, from group abxd-crawl"
+ctl status | contains "hooks:    $per_crawl" || fail "hooks do not run as crawl users: $(ctl status)"
+in_ct abxd check-config --config /etc/abxd/supervisor.toml \
+    | contains "hooks run as a user of their own per crawl, from group abxd-crawl" \
+    || fail "check-config does not say hooks run as crawl users"
 crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/)
-wait_for 60 'in_ct pgrep -u abxd-hook chromium >/dev/null' || fail "no Chromium of user abxd-hook ran"
+wait_for 60 'in_ct pgrep -u "$crawl_users" chromium >/dev/null' || fail "no Chromium of a crawl user ran"
 assert_in_the_unit
 ctl status | contains "egress:   restricted" || fail "egress is not in force under the service: $(ctl status)"
 # (The unit's CAP_BPF and CAP_NET_ADMIN are the workers': a hook could take the egress programs off.)
@@ -362,7 +370,7 @@ echo "egress is restricted, and hooks hold no capability"
 say "systemctl stop mid-crawl: the whole tree ends before TimeoutStopSec; start resumes"
 crawl_is "$crawl" sealed && fail "the crawl ended before it could be interrupted"
 in_ct systemctl stop abxd
-[ -z "$(in_ct pgrep -u abxd,abxd-hook || true)" ] || fail "processes of abxd outlived the stop"
+[ -z "$(in_ct pgrep -u "abxd,abxd-hook,$crawl_users" || true)" ] || fail "processes of abxd outlived the stop"
 if in_ct journalctl -u abxd --no-pager | grep -E "Killing process|timed out|SIGKILL"; then
     fail "systemd had to kill what abxd left"
 fi
@@ -370,61 +378,96 @@ in_ct systemctl start abxd
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the restart"
 assert_whole "$crawl" 7
 
-say "a hook that tries every way out: refused as abxd-hook; out, as abxd (the daemon's own user)"
+say "a hook that tries every way out: refused as a crawl user; out, as abxd (the daemon's own user)"
 # Its one hook (tests/fixtures/escape) tries each escape, then whether loopback and the metadata
-# address are reachable after them, and writes what happened to escape.json. The crawl's seed is a
-# public address (it is never fetched: the container has no network), so its egress policy
-# allows no loopback. Before it, the web view is turned on, so that there is a token to steal.
-mkdir -p "$root/opt/abxd-ci" "$root/etc/systemd/system/abxd.service.d"
-cp -r tests/fixtures/escape "$root/opt/abxd-ci/escape"
+# address are reachable after them, and writes what happened to escape.json — while a hook of
+# another crawl is held running (plugin held, released by a file), whose pid it tries to signal
+# and whose crawl it tries to write into. The crawls' seed is a public address (it is never
+# fetched: the container has no network), so their egress policy allows no loopback. Before it,
+# the web view is turned on, so that there is a token to steal.
+mkdir -p "$root/opt/abxd-ci/escape/held" "$root/etc/systemd/system/abxd.service.d"
+cp -r tests/fixtures/escape/escape "$root/opt/abxd-ci/escape/"
+cat >"$root/opt/abxd-ci/escape/held/on_Snapshot__10_held.sh" <<'HOOK'
+#!/bin/sh
+id -u > uid; echo $$ > pid
+while [ ! -e /opt/abxd-ci/release ]; do sleep 0.1; done
+echo '{"type": "ArchiveResult", "status": "succeeded"}'
+HOOK
 chmod -R a+rX "$root/opt/abxd-ci/escape"
-chmod a+x "$root/opt/abxd-ci/escape/escape/on_Snapshot__10_escape.py"
+chmod a+x "$root/opt/abxd-ci/escape/escape/on_Snapshot__10_escape.py" \
+    "$root/opt/abxd-ci/escape/held/on_Snapshot__10_held.sh"
 cat >"$root/etc/systemd/system/abxd.service.d/escape.conf" <<DROPIN
 [Service]
 Environment=ABX_PLUGINS_DIR=/opt/abxd-ci/escape
 Environment=ESCAPE_SOCKET=/run/abxd/abxd.sock
+Environment=ESCAPE_VICTIM=/opt/abxd-ci/victim
 DROPIN
 in_ct sed -i 's|^# listen = "127.0.0.1:8631"|listen = "127.0.0.1:8631"|' /etc/abxd/supervisor.toml
 # What the hook found, crawl $1: its escape.json (read as root, in the container).
 escape_report() {
     in_ct sh -c "cat /var/lib/abxd/crawls/$1/snapshots/*/escape/escape.json"
 }
-escape_crawl() { # USER: runs the hook with hooks as USER; prints the crawl's id
+# What the held hook of crawl $1 wrote: $2 (uid or pid).
+held_said() {
+    in_ct sh -c "cat /var/lib/abxd/crawls/$1/snapshots/*/held/$2" 2>/dev/null
+}
+# USER PER_CRAWL (yes or no): runs the escape hook with hooks as USER — with yes, each crawl as
+# a member of abxd-crawl of its own — while a held crawl runs; prints the escape crawl's id and
+# the held hook's uid.
+escape_crawl() {
     in_ct sed -i "s|^user = \".*\"|user = \"$1\"|" /etc/abxd/supervisor.toml
+    if [ "$2" = yes ]; then
+        in_ct sed -i 's|^# crawl_users = |crawl_users = |' /etc/abxd/supervisor.toml
+    else
+        in_ct sed -i 's|^crawl_users = |# crawl_users = |' /etc/abxd/supervisor.toml
+    fi
     in_ct systemctl daemon-reload
     in_ct systemctl restart abxd
     wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd is not active"
-    local crawl
+    rm -f "$root/opt/abxd-ci/release"
+    local held crawl
+    held=$(add_crawl --plugins held http://93.184.216.34/)
+    wait_for 60 'held_said "$held" pid >/dev/null' || fail "the held hook did not start: $(ctl show "$held")"
+    held_said "$held" pid >"$root/opt/abxd-ci/victim"
+    chmod a+r "$root/opt/abxd-ci/victim"
     crawl=$(add_crawl --plugins escape http://93.184.216.34/)
     wait_for 120 'crawl_is "$crawl" sealed' || fail "the escape crawl did not seal: $(ctl show "$crawl")"
-    echo "$crawl"
+    touch "$root/opt/abxd-ci/release"
+    wait_for 60 'crawl_is "$held" sealed' || fail "the held crawl did not seal: $(ctl show "$held")"
+    echo "$crawl $(held_said "$held" uid)"
 }
-crawl=$(escape_crawl abxd-hook)
+read -r crawl held_uid < <(escape_crawl abxd-hook yes)
 report=$(escape_report "$crawl") || fail "the escape hook wrote no report: $(ctl show "$crawl")"
-echo "as abxd-hook: $report"
+echo "as a crawl user (the held crawl's: uid $held_uid): $report"
 python3 -c '
 import json, sys
-report = json.loads(sys.argv[1])
+report, held_uid = json.loads(sys.argv[1]), int(sys.argv[2])
+crawl_uids = {int(uid) for uid in sys.argv[3:]}
 got_out = {k: v for k, v in report.items() if (v == "done" or (k == "cgroup_moves" and v))}
-assert not got_out, f"a hook as abxd-hook got out: {got_out}"
+assert not got_out, f"a hook as a crawl user got out: {got_out}"
 assert report["other_crawl_write"] != "ENOENT", "no other crawl to write into"
-' "$report" || fail "the hook user is not apart from the daemon"
-crawl=$(escape_crawl abxd)
+assert report["signal_other_crawl"] == "EPERM", report["signal_other_crawl"]
+assert report["uid"] in crawl_uids and held_uid in crawl_uids, (report["uid"], held_uid)
+assert report["uid"] != held_uid, "two crawls at once ran their hooks as one user"
+' "$report" "$held_uid" $(for n in 1 2 3 4 5 6 7 8; do in_ct id -u "abxd-crawl$n"; done) \
+    || fail "the crawl users are not apart from the daemon and from each other"
+read -r crawl held_uid < <(escape_crawl abxd no)
 report=$(escape_report "$crawl") || fail "the escape hook wrote no report: $(ctl show "$crawl")"
 echo "as abxd: $report"
 python3 -c '
 import json, sys
 report = json.loads(sys.argv[1])
 for what in ("cgroup_daemon", "database_write", "control_socket", "web_token",
-             "signal_crawl_worker", "other_crawl_write", "loopback_after"):
+             "signal_crawl_worker", "other_crawl_write", "signal_other_crawl", "loopback_after"):
     assert report[what] == "done", f"as abxd, {what} was refused: {report}"
 ' "$report" || fail "the check cannot fail: a hook as abxd did not get out"
 in_ct sed -i 's|^user = ".*"|user = "abxd-hook"|' /etc/abxd/supervisor.toml
+in_ct sed -i 's|^# crawl_users = |crawl_users = |' /etc/abxd/supervisor.toml
 in_ct sed -i 's|^listen = "127.0.0.1:8631"|# listen = "127.0.0.1:8631"|' /etc/abxd/supervisor.toml
 rm "$root/etc/systemd/system/abxd.service.d/escape.conf"
 in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
-echo "as abxd-hook every escape was refused; as abxd the same hook got out"
+echo "as crawl users every escape was refused, each crawl's apart; as abxd the same hook got out"
 
 say "ArchiveBox's plugins, given to the service by the drop-in docs/service.md shows"
 # (ArchiveBox 0.9.73's virtualenv from the CI cache, at the same path in the container.)
@@ -444,7 +487,7 @@ wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal"
 assert_succeeded "$crawl" 3 "ArchiveBox's hooks under the service"
 ab_crawl=$crawl
 
-say "ArchiveBox's chrome plugin under the service, its binaries from abx-dl install as abxd-hook"
+say "ArchiveBox's chrome plugin under the service as crawl users, its binaries from abx-dl install as abxd-hook"
 # (This machine's npm registry lacks abxbus 2.5.74, the chrome plugin's pin at 1.13.162: a copy
 # of the plugins lowers it to 2.5.56 — the override an ArchiveBox user here would write, named
 # by ABX_PLUGINS_DIR as abx-dl reads it. tests/archivebox_pins.rs does the same.)
@@ -474,7 +517,7 @@ nsenter --target "$(leader)" --mount --pid --uts --ipc -- runuser -u abxd-hook -
     env HOME=/var/lib/abxd/home/abxd-hook PATH="$chrome_path" CHROME_BINARY=/usr/bin/chromium \
     ABX_PLUGINS_DIR=/opt/abxd-ci/abx-plugins NODE_EXTRA_CA_CERTS=/opt/abxd-ci/host-ca.crt \
     npm_config_cafile=/opt/abxd-ci/host-ca.crt \
-    sh -c "cd && abx-dl install chrome title screenshot dom pdf" >"$root.abx-dl-install" 2>&1 \
+    sh -c "umask 022; cd && abx-dl install chrome title screenshot dom pdf" >"$root.abx-dl-install" 2>&1 \
     || fail "abx-dl install as abxd-hook failed: $(tail -20 "$root.abx-dl-install")"
 in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
@@ -482,8 +525,8 @@ ctl plugins | contains "/opt/abxd-ci/abx-plugins/chrome" \
     || fail "the service does not run ArchiveBox's chrome plugin: $(ctl plugins)"
 crawl=$(add_crawl --plugins chrome,title,screenshot,dom,pdf http://127.0.0.1:8080/long)
 # (The browser the chrome plugin launched — a provisioning probe of chromium --version is not.)
-wait_for 120 'in_ct pgrep -u abxd-hook -f -- "chromium.*--remote-debugging-port" >/dev/null' \
-    || fail "no Chromium of user abxd-hook ran: $(ctl show "$crawl")"
+wait_for 120 'in_ct pgrep -u "$crawl_users" -f -- "chromium.*--remote-debugging-port" >/dev/null' \
+    || fail "no Chromium of a crawl user ran: $(ctl show "$crawl")"
 assert_in_the_unit
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal: $(ctl show "$crawl")"
 # (Its three crawl hooks — zombies, launch, wait — and tab, navigate, screenshot, title, dom,
@@ -495,7 +538,7 @@ found = {b["name"]: b for b in json.load(sys.stdin)["binaries"] if b["plugin"] =
 library = "/var/lib/abxd/home/abxd-hook/.config/abx/lib/"
 for name in ("abxbus", "browsers"):
     assert found[name]["found"] and found[name]["abspath"].startswith(library), found.get(name)
-print("abxbus and browsers found in", library)' || fail "the chrome plugin's binaries are not the hook user's library's"
+print("abxbus and browsers found in", library)' || fail "the chrome plugin's binaries are not abxd-hook's library's"
 rm "$root/etc/systemd/system/abxd.service.d/chrome.conf"
 
 say "an export into a collection of another user's, from the service (docs/service.md)"
@@ -525,7 +568,7 @@ grep -q '"status": "sealed"' <<<"$listed" || fail "ArchiveBox lists no sealed sn
 [ -z "$(in_ct find /srv/archivebox -not -user carol)" ] \
     || fail "files of the collection's are not carol's: $(in_ct find /srv/archivebox -not -user carol | head)"
 echo "carol's ArchiveBox lists abxd's snapshot, every file hers"
-# A root daemon still crawls, its hooks as abxd-hook.
+# A root daemon still crawls, its hooks as crawl users.
 crawl=$(add_crawl --plugins favicon,wget,hashes http://127.0.0.1:8080/p1)
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl of the root daemon did not seal"
 assert_succeeded "$crawl" 3 "the root daemon's hooks (the hook user's library: \
@@ -553,9 +596,10 @@ assert_whole "$crawl" 7
 
 say "an upgrade mid-crawl from hooks as abxd (the earlier packages' config): nothing lost, nothing run twice"
 # The crawl starts with its hooks as abxd, as the packages before ran them; the upgrade restarts
-# the daemon mid-crawl; then the config the packages now ship (hooks as abxd-hook) takes over
+# the daemon mid-crawl; then the config the packages now ship (hooks as crawl users) takes over
 # the same crawl, whose directories and files hooks as abxd made.
 in_ct sed -i 's|^user = ".*"|user = "abxd"|' /etc/abxd/supervisor.toml
+in_ct sed -i 's|^crawl_users = |# crawl_users = |' /etc/abxd/supervisor.toml
 in_ct systemctl restart abxd
 crawl=$(add_crawl --depth 1 http://127.0.0.1:8080/?upgrade)
 wait_for 60 'in_ct pgrep -u abxd -f on_Snapshot >/dev/null' || fail "the crawl did not start as abxd"
@@ -563,13 +607,14 @@ before=$(in_ct systemctl show abxd -p MainPID --value)
 in_ct dpkg -i /root/abxd-ci/abxd-higher.deb >/dev/null || fail "the upgrade failed"
 wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd is not active after the upgrade"
 [ "$(in_ct systemctl show abxd -p MainPID --value)" != "$before" ] || fail "the upgrade did not restart abxd"
-in_ct getent passwd abxd-hook >/dev/null || fail "the upgrade made no user abxd-hook"
+in_ct getent passwd abxd-crawl1 >/dev/null || fail "the upgrade made no user abxd-crawl1"
 in_ct sed -i 's|^user = ".*"|user = "abxd-hook"|' /etc/abxd/supervisor.toml
+in_ct sed -i 's|^# crawl_users = |crawl_users = |' /etc/abxd/supervisor.toml
 in_ct systemctl restart abxd
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the upgrade: $(ctl show "$crawl")"
 assert_whole "$crawl" 7
 if ctl show "$crawl" | grep -i "permission denied"; then
-    fail "hooks as abxd-hook could not use what hooks as abxd left"
+    fail "hooks as a crawl user could not use what hooks as abxd left"
 fi
 
 say "every process dies at once (the container's init SIGKILLed), then a boot"
@@ -581,19 +626,22 @@ wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "abxd did
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl did not seal after the power cut"
 assert_whole "$crawl" 7
 
-say "apt-get remove keeps /var/lib/abxd; purge removes it and the user"
+say "apt-get remove keeps /var/lib/abxd; purge removes it and the users"
 in_ct apt-get remove -y -q abxd >/dev/null
 in_ct test -d /var/lib/abxd || fail "remove deleted /var/lib/abxd"
 in_ct apt-get purge -y -q abxd >/dev/null
 in_ct test ! -e /var/lib/abxd || fail "purge left /var/lib/abxd"
 if in_ct getent passwd abxd >/dev/null; then fail "purge left the user abxd"; fi
-if in_ct getent passwd abxd-hook >/dev/null; then fail "purge left the user abxd-hook"; fi
+for user in abxd-hook abxd-crawl1 abxd-crawl8; do
+    if in_ct getent passwd "$user" >/dev/null; then fail "purge left the user $user"; fi
+done
 
 say "the .rpm: its scriptlets and unit under the same systemd"
 # (rpm's database here knows none of Debian's packages: their dependencies are not checked.)
 in_ct rpm -i --nodeps /root/abxd-ci/abxd.rpm || fail "rpm -i failed"
 in_ct getent passwd abxd >/dev/null || fail "the .rpm's pre-install script made no user abxd"
 in_ct getent passwd abxd-hook >/dev/null || fail "the .rpm's pre-install script made no user abxd-hook"
+in_ct id -nG abxd | grep -qw abxd-crawl8 || fail "the .rpm's pre-install script did not put abxd in group abxd-crawl8"
 [ "$(in_ct systemctl is-enabled abxd)" = enabled ] || fail "the .rpm did not enable abxd.service"
 in_ct systemctl start abxd
 wait_for 30 '[ "$(in_ct systemctl is-active abxd)" = active ]' || fail "the .rpm's abxd is not active"

@@ -327,9 +327,9 @@ fn start(
         command.uid(uid).gid(gid);
         // What the hook makes is its group's to read and clear too (abxd is in it where it is
         // not root: `hook_user`), and no one else's.
+        let umask = request.umask.unwrap_or(0o007) as nix::libc::mode_t;
         // SAFETY: between fork and exec only umask(2) runs: a system call that cannot fail,
         // async-signal-safe, no allocation, no lock.
-        let umask = request.umask.unwrap_or(0o007) as nix::libc::mode_t;
         unsafe {
             command.pre_exec(move || {
                 nix::libc::umask(umask);

@@ -202,6 +202,7 @@ pub(crate) fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
         logs: Logs::InDir(dir.join("logs")),
         limits: Default::default(),
         run_as: None,
+        umask: None,
         stdin: None,
     }
 }

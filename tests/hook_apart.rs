@@ -23,6 +23,27 @@ fn report(daemon: &TestDaemon, crawl: i64) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// A daemon not launched yet, whose `plugins` dir holds the hook that tries each way out (where
+/// the hook users reach it).
+fn with_escape_hook() -> TestDaemon {
+    let daemon = TestDaemon::prepare("");
+    let hook = "escape/on_Snapshot__10_escape.py";
+    std::fs::create_dir_all(daemon.path("plugins/escape")).unwrap();
+    std::fs::copy(
+        fixtures().join("escape").join(hook),
+        daemon.path("plugins").join(hook),
+    )
+    .unwrap();
+    daemon
+}
+
+/// Launches `daemon` as `owner` with the capabilities the packaged unit grants.
+fn launch_as(daemon: &mut TestDaemon, owner: &nix::unistd::User) {
+    daemon.run_as_with_capabilities(owner, "+setuid,+setgid,+chown,+kill");
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    daemon.launch();
+}
+
 fn crawl(daemon: &TestDaemon) -> i64 {
     let crawl = daemon.add(&["--plugins", "escape", "http://127.0.0.1:9/"]);
     daemon.wait_sealed(crawl, WAIT);
@@ -42,22 +63,12 @@ fn a_daemon_with_the_units_capabilities_runs_hooks_as_a_user_that_cannot_reach_i
     }
     let owner = daemon_user();
     let hooks = nix::unistd::User::from_name(HOOK_USER).unwrap().unwrap();
-    let mut daemon = TestDaemon::prepare("");
-    // (The hook that tries each way out, copied where the hook user reaches it.)
-    let hook = "escape/on_Snapshot__10_escape.py";
-    std::fs::create_dir_all(daemon.path("plugins/escape")).unwrap();
-    std::fs::copy(
-        fixtures().join("escape").join(hook),
-        daemon.path("plugins").join(hook),
-    )
-    .unwrap();
+    let mut daemon = with_escape_hook();
     let plugins = plugins_config(&[&daemon.path("plugins")]);
     let config =
         |user: &str| format!("{plugins}[hooks]\n{user}[crawl]\negress = \"unrestricted\"\n");
     daemon.write_config(&config(&format!("user = \"{HOOK_USER}\"\n")));
-    daemon.run_as_with_capabilities(&owner, "+setuid,+setgid,+chown,+kill");
-    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    daemon.launch();
+    launch_as(&mut daemon, &owner);
     let status = daemon.ctl_ok(&["status"]);
     assert!(
         status.contains(&format!("run as user {HOOK_USER}")),
@@ -115,14 +126,7 @@ fn crawls_that_run_at_once_run_their_hooks_as_users_of_their_own() {
         .map(|u| u.uid.as_raw())
         .collect();
     let owner = daemon_user();
-    let mut daemon = TestDaemon::prepare("");
-    let hook = "escape/on_Snapshot__10_escape.py";
-    std::fs::create_dir_all(daemon.path("plugins/escape")).unwrap();
-    std::fs::copy(
-        fixtures().join("escape").join(hook),
-        daemon.path("plugins").join(hook),
-    )
-    .unwrap();
+    let mut daemon = with_escape_hook();
     // (Holds its crawl running until the test writes the release file; says its uid and pid.)
     common::plugin(
         &daemon.path("plugins"),
@@ -149,9 +153,7 @@ fn crawls_that_run_at_once_run_their_hooks_as_users_of_their_own() {
         "crawl_users = \"{}\"\n",
         common::CRAWL_USERS
     )));
-    daemon.run_as_with_capabilities(&owner, "+setuid,+setgid,+chown,+kill");
-    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    daemon.launch();
+    launch_as(&mut daemon, &owner);
     let status = daemon.ctl_ok(&["status"]);
     assert!(
         status.contains(&format!(

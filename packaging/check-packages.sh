@@ -73,6 +73,8 @@ for n in 1 2 3 4 5 6 7 8; do
     id -nG abxd | tr ' ' '\n' | grep -qx "$member" || fail "abxd is not in group $member"
 done
 [ "$(stat -c %U:%a /var/lib/abxd)" = "abxd:750" ] || fail "/var/lib/abxd is not abxd's, 0750"
+[ "$(stat -c %U:%G:%a /var/lib/abxd/lib)" = "abxd-hook:abxd-crawl:2775" ] \
+    || fail "the crawl users' library is not abxd-hook:abxd-crawl, 2775"
 [ -L /etc/systemd/system/multi-user.target.wants/abxd.service ] || fail "the unit is not enabled"
 systemd-analyze verify "$unit"
 /usr/bin/abxd --config "$config" check-config >/dev/null

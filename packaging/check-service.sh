@@ -19,8 +19,8 @@
 #   - ArchiveBox's own chrome plugin archives a page under the service (screenshot, dom and
 #     pdf by Chromium, every hook
 #     and browser in the service's cgroup, as a crawl user), its binaries the ones `abx-dl
-#     install` put in abxd-hook's library, found by the service with no network to install them
-#     and read by the crawl users; and the export of that crawl into a collection of another
+#     install` (as abxd-hook) put in the library the crawl users share, found by the service
+#     with no network to install them; and the export of that crawl into a collection of another
 #     user's (the drop-in that makes the daemon root, its hooks still crawl users) is imported
 #     by that user's ArchiveBox;
 #   - `systemctl stop` mid-crawl ends the whole tree before TimeoutStopSec (nothing left for
@@ -60,7 +60,7 @@ nspawn=""
 say() { printf '\n== check-service: %s\n' "$*"; }
 fail() {
     printf 'check-service: FAILED: %s\n' "$*" >&2
-    if [ -n "$(leader)" ]; then
+    if declare -F leader >/dev/null && [ -n "$(leader)" ]; then
         echo "--- journalctl -u abxd (in the container):" >&2
         in_ct journalctl -u abxd --no-pager -n 200 >&2 || true
     fi
@@ -75,35 +75,8 @@ done
 [ -x "$node_prefix/node_modules/.bin/node" ] || fail "no node 22 in ABXD_NODE_BIN (.ci/run installs it)"
 [ -x "$npm_prefix/node_modules/.bin/npm" ] || fail "no npm in ABXD_NPM_BIN (.ci/run installs it)"
 
-# The Debian mirror of this host's own apt sources for SUITE (one-line or deb822 format): a
-# machine behind a mirror has no other, and this check names none of its own.
-host_mirror() { # SUITE
-    python3 - "$1" <<'SOURCES'
-import glob, sys
-suite, found = sys.argv[1], []
-for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
-    try:
-        lines = open(path).read().splitlines()
-    except OSError:
-        continue
-    for line in lines:
-        words = line.split("#")[0].split()
-        if words[:1] == ["deb"]:
-            words = [w for w in words[1:] if not w.startswith("[")]
-            if len(words) >= 2 and words[1] == suite:
-                found.append(words[0])
-for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
-    for stanza in open(path).read().split("\n\n"):
-        fields = {}
-        for line in stanza.splitlines():
-            if ":" in line and not line.startswith(("#", " ")):
-                key, value = line.split(":", 1)
-                fields[key.strip().lower()] = value.split()
-        if "deb" in fields.get("types", []) and suite in fields.get("suites", []):
-            found.extend(fields.get("uris", [])[:1])
-print(found[0] if found else "")
-SOURCES
-}
+# shellcheck source=packaging/lib/host-mirror.sh
+. packaging/lib/host-mirror.sh
 mirror=$(host_mirror bookworm)
 security_mirror=$(host_mirror bookworm-security)
 
@@ -513,11 +486,12 @@ DROPIN
 # crawls next can find these binaries but could not install them.
 cp /etc/ssl/certs/ca-certificates.crt "$root/opt/abxd-ci/host-ca.crt"
 chmod -R a+rX "$root/opt/abxd-ci"
-nsenter --target "$(leader)" --mount --pid --uts --ipc -- runuser -u abxd-hook -- \
-    env HOME=/var/lib/abxd/home/abxd-hook PATH="$chrome_path" CHROME_BINARY=/usr/bin/chromium \
+nsenter --target "$(leader)" --mount --pid --uts --ipc -- runuser -u abxd-hook -g abxd-crawl -- \
+    env HOME=/var/lib/abxd/home/abxd-hook ABXPKG_LIB_DIR=/var/lib/abxd/lib PATH="$chrome_path" \
+    CHROME_BINARY=/usr/bin/chromium \
     ABX_PLUGINS_DIR=/opt/abxd-ci/abx-plugins NODE_EXTRA_CA_CERTS=/opt/abxd-ci/host-ca.crt \
     npm_config_cafile=/opt/abxd-ci/host-ca.crt \
-    sh -c "umask 022; cd && abx-dl install chrome title screenshot dom pdf" >"$root.abx-dl-install" 2>&1 \
+    sh -c "umask 002; cd && abx-dl install chrome title screenshot dom pdf" >"$root.abx-dl-install" 2>&1 \
     || fail "abx-dl install as abxd-hook failed: $(tail -20 "$root.abx-dl-install")"
 in_ct systemctl daemon-reload
 in_ct systemctl restart abxd
@@ -535,10 +509,10 @@ assert_succeeded "$crawl" 9 "ArchiveBox's chrome plugin under the service"
 ctl binaries --json | python3 -c '
 import json, sys
 found = {b["name"]: b for b in json.load(sys.stdin)["binaries"] if b["plugin"] == "chrome"}
-library = "/var/lib/abxd/home/abxd-hook/.config/abx/lib/"
+library = "/var/lib/abxd/lib/"
 for name in ("abxbus", "browsers"):
     assert found[name]["found"] and found[name]["abspath"].startswith(library), found.get(name)
-print("abxbus and browsers found in", library)' || fail "the chrome plugin's binaries are not abxd-hook's library's"
+print("abxbus and browsers found in", library)' || fail "the chrome plugin's binaries are not the crawl users' library's"
 rm "$root/etc/systemd/system/abxd.service.d/chrome.conf"
 
 say "an export into a collection of another user's, from the service (docs/service.md)"
@@ -572,7 +546,7 @@ echo "carol's ArchiveBox lists abxd's snapshot, every file hers"
 crawl=$(add_crawl --plugins favicon,wget,hashes http://127.0.0.1:8080/p1)
 wait_for 300 'crawl_is "$crawl" sealed' || fail "crawl $crawl of the root daemon did not seal"
 assert_succeeded "$crawl" 3 "the root daemon's hooks (the hook user's library: \
-$(in_ct ls -la /var/lib/abxd/home/abxd-hook /var/lib/abxd/home/abxd-hook/.config/abx/lib 2>&1))"
+$(in_ct ls -la /var/lib/abxd/lib 2>&1))"
 [ -z "$(ctl ps --all --json | python3 -c '
 import json, sys
 print(*[p["argv"] for p in json.load(sys.stdin)["processes"]

@@ -87,6 +87,8 @@ pub struct SpawnRequest {
     /// Its umask where it runs as another user (`run_as`), if not 0007 — what a hook makes is
     /// its group's to read and clear, and no one else's; a library others read is 0022.
     pub umask: Option<u32>,
+    /// The groups it holds beside `run_as`'s own (a crawl user's: its shared library's).
+    pub groups: Vec<u32>,
     /// The file its stdin reads, opened by abxd (before the child drops to `run_as`) without
     /// following a link; else `/dev/null`.
     pub stdin: Option<PathBuf>,
@@ -322,16 +324,30 @@ fn start(
     command.env(PROCESS_ID_ENV, row_id.to_string());
     command.env(INSTANCE_ENV, instance);
     if let Some((uid, gid)) = request.run_as {
-        // (std drops the supplementary groups, then sets the group, then the user — before
-        // `pre_exec` runs: the cgroup entry below writes on a descriptor opened as abxd.)
-        command.uid(uid).gid(gid);
         // What the hook makes is its group's to read and clear too (abxd is in it where it is
         // not root: `hook_user`), and no one else's.
         let umask = request.umask.unwrap_or(0o007) as nix::libc::mode_t;
-        // SAFETY: between fork and exec only umask(2) runs: a system call that cannot fail,
-        // async-signal-safe, no allocation, no lock.
+        if request.groups.is_empty() {
+            // (std drops the supplementary groups, then sets the group, then the user — before
+            // `pre_exec` runs: the cgroup entry below writes on a descriptor opened as abxd.)
+            command.uid(uid).gid(gid);
+        }
+        // (With groups beside its own, the first `pre_exec` sets them, then the group, then the
+        // user, as std would — std's own way to name them is not stable.)
+        let groups: Vec<nix::libc::gid_t> = request.groups.clone();
+        // SAFETY: between fork and exec only setgroups(2), setgid(2), setuid(2) and umask(2)
+        // run: system calls, async-signal-safe, on `groups`, allocated before the fork; no
+        // allocation, no lock (the child has one thread: glibc's set*id need not signal others).
         unsafe {
             command.pre_exec(move || {
+                if !groups.is_empty() {
+                    let switched = nix::libc::setgroups(groups.len(), groups.as_ptr()) == 0
+                        && nix::libc::setgid(gid) == 0
+                        && nix::libc::setuid(uid) == 0;
+                    if !switched {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 nix::libc::umask(umask);
                 Ok(())
             });

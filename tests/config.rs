@@ -118,16 +118,19 @@ fn the_installed_config_checks_clean_and_points_at_the_system_paths() {
     let text = std::fs::read_to_string(&path).unwrap();
     // Members of the abxd group (which the package creates) may use abxctl.
     assert!(text.contains("group = \"abxd\""), "{text}");
-    // Its hooks run as abxd-hook (a user the package creates, apart from the daemon's abxd),
-    // never as root nor as the daemon.
+    // Each crawl's hooks run as a member of abxd-crawl of its own, abxd-hook installing (users
+    // the package creates, apart from the daemon's abxd), never as root nor as the daemon.
     assert!(
-        text.contains("\n[hooks]\n") && text.contains("\nuser = \"abxd-hook\"\n"),
+        text.contains("\n[hooks]\n")
+            && text.contains("\nuser = \"abxd-hook\"\n")
+            && text.contains("\ncrawl_users = \"abxd-crawl\"\n"),
         "{text}"
     );
     // (This machine may have no abxd group or user: the rest is checked without those lines.)
     let text = text
         .replace("group = \"abxd\"\n", "")
-        .replace("user = \"abxd-hook\"\n", "");
+        .replace("user = \"abxd-hook\"\n", "")
+        .replace("crawl_users = \"abxd-crawl\"\n", "");
     let config = abxd::config::Config::parse(&path, &text).unwrap();
     assert_eq!(config.data_dir, std::path::Path::new("/var/lib/abxd"));
     assert_eq!(

@@ -132,7 +132,7 @@ fn crawls_that_run_at_once_run_their_hooks_as_users_of_their_own() {
         &daemon.path("plugins"),
         "held",
         "on_Snapshot__10_held.sh",
-        "id -u > uid; echo $$ > pid\n\
+        "id -u > uid; echo $$ > pid; id -G > groups; echo \"$ABXPKG_LIB_DIR\" > library\n\
          while [ ! -e \"$RELEASE\" ]; do sleep 0.05; done\n\
          echo '{\"type\": \"ArchiveResult\", \"status\": \"succeeded\"}'\n",
     );
@@ -154,14 +154,42 @@ fn crawls_that_run_at_once_run_their_hooks_as_users_of_their_own() {
         common::CRAWL_USERS
     )));
     launch_as(&mut daemon, &owner);
+    // (Without the library they share, no crawl starts, and status says how to make it.)
     let status = daemon.ctl_ok(&["status"]);
+    let make = format!(
+        "install -d -o {HOOK_USER} -g {} -m 2775",
+        common::CRAWL_USERS
+    );
     assert!(
-        status.contains(&format!(
-            "run as a user of their own per crawl, from group {}",
-            common::CRAWL_USERS
-        )),
+        status.contains("NO CRAWL STARTS") && status.contains(&make),
         "{status}"
     );
+    let library = daemon.data_dir().join("lib");
+    let made = std::process::Command::new("install")
+        .args([
+            "-d",
+            "-o",
+            HOOK_USER,
+            "-g",
+            common::CRAWL_USERS,
+            "-m",
+            "2775",
+        ])
+        .arg(&library)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    daemon.signal(nix::sys::signal::Signal::SIGHUP);
+    let per_crawl = format!(
+        "run as a user of their own per crawl, from group {}",
+        common::CRAWL_USERS
+    );
+    common::wait_until("the reload to run hooks per crawl", WAIT, || {
+        daemon
+            .ctl_ok(&["status"])
+            .contains(&per_crawl)
+            .then_some(())
+    });
 
     // A crawl held running, then one whose hook tries to reach it.
     let both_at_once = |daemon: &TestDaemon| {
@@ -183,6 +211,27 @@ fn crawls_that_run_at_once_run_their_hooks_as_users_of_their_own() {
         (uid, found)
     };
     let (held_uid, found) = both_at_once(&daemon);
+    // (Its hooks hold the group of the library the crawl users share, and are pointed at it.)
+    let group = nix::unistd::Group::from_name(common::CRAWL_USERS)
+        .unwrap()
+        .unwrap();
+    let held_said = |name: &str| {
+        let snapshots = daemon.data_dir().join("crawls/1/snapshots");
+        let snapshot = std::fs::read_dir(snapshots)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        std::fs::read_to_string(snapshot.path().join("held").join(name)).unwrap()
+    };
+    assert_eq!(held_said("library").trim(), library.display().to_string());
+    let groups = held_said("groups");
+    assert!(
+        groups
+            .split_whitespace()
+            .any(|g| g == group.gid.to_string()),
+        "{groups}"
+    );
     let escaping_uid = found["uid"].as_u64().unwrap() as u32;
     assert!(members.contains(&held_uid), "{held_uid} of {members:?}");
     assert!(members.contains(&escaping_uid), "{found}");

@@ -203,6 +203,7 @@ pub(crate) fn hook_request(dir: &Path, argv: &[&str]) -> SpawnRequest {
         limits: Default::default(),
         run_as: None,
         umask: None,
+        groups: Vec::new(),
         stdin: None,
     }
 }

@@ -9,6 +9,7 @@
 use super::{Daemon, State};
 use crate::control::protocol::{InstallReport, InstalledBinary};
 use crate::domain::{ExitOutcome, Kind};
+use crate::hook_user::HookUser;
 use crate::logs::Logs;
 use crate::plugins::install::{self, InstallStep};
 use crate::plugins::{Catalog, UnknownPlugins};
@@ -69,20 +70,22 @@ impl Installer {
 }
 
 /// The environment an install is planned in: abxd's, but for the `HOME` of the user installs
-/// run as (`home`: the hooks' user's, who runs what is installed — its library is under it).
-fn installer_environ(name: &str, home: Option<&str>) -> Option<String> {
-    match (name, home) {
-        ("HOME", Some(home)) => Some(home.to_string()),
-        ("XDG_CONFIG_HOME", Some(_)) => None,
+/// run as (the hooks' user's, who runs what is installed — its library is under it), and the
+/// library it shares with the crawl users, where it does.
+fn installer_environ(name: &str, installer: Option<&HookUser>) -> Option<String> {
+    let library = installer.and_then(|user| user.library.as_ref());
+    match (name, installer, library) {
+        ("ABXPKG_LIB_DIR", _, Some(library)) => Some(library.dir.display().to_string()),
+        ("HOME", Some(user), _) => Some(user.home.display().to_string()),
+        ("XDG_CONFIG_HOME", Some(_), _) => None,
         _ => crate::plugins::env::process_environ(name),
     }
 }
 
 impl State {
-    /// The home of the user hooks run as, where that is not abxd's own.
-    fn hooks_home(&self) -> Option<String> {
-        let installer = self.hooks.as_ref().ok()?.installer()?;
-        Some(installer.home.display().to_string())
+    /// Who installs run as, where that is not abxd's own user.
+    fn installer(&self) -> Option<&HookUser> {
+        self.hooks.as_ref().ok()?.installer()
     }
 
     /// Plans the install of the binaries of `plugins` (every enabled one when absent) and starts
@@ -94,8 +97,8 @@ impl State {
     ) -> Result<Option<InstallReport>, UnknownPlugins> {
         let catalog = Catalog::load(&self.config.plugins_dirs);
         let selected = catalog.select(&self.config, plugins)?;
-        let home = self.hooks_home();
-        let environ = |name: &str| installer_environ(name, home.as_deref());
+        let installer = self.installer();
+        let environ = |name: &str| installer_environ(name, installer);
         let (steps, problems) = install::plan(&catalog, &selected, &self.config, &environ);
         self.installer.begin(steps, problems);
         Ok(self.install_next(supervisor))
@@ -153,8 +156,8 @@ impl State {
         }
         let installed = self.store.results().installed_binaries()?;
         let catalog = Catalog::load(&self.config.plugins_dirs);
-        let home = self.hooks_home();
-        let environ = |name: &str| installer_environ(name, home.as_deref());
+        let installer = self.installer();
+        let environ = |name: &str| installer_environ(name, installer);
         let mut steps: Vec<InstallStep> = Vec::new();
         for crawl in due {
             // (A crawl naming a plugin that is gone runs without it, saying so: `worker`.)
@@ -207,6 +210,7 @@ impl State {
             limits: Default::default(),
             run_as: None,
             umask: None,
+            groups: Vec::new(),
             stdin: None,
         }
     }
@@ -225,7 +229,7 @@ impl State {
             let mut request = self.errand(step.argv.clone(), cwd, INSTALL_TIMEOUT, "install");
             // (Installed as the hooks' user, who runs what is installed: nothing root-owned in
             // its library, and no install as root it did not ask for.)
-            if let Some(user) = self.hooks.as_ref().ok().and_then(|h| h.installer()) {
+            if let Some(user) = self.installer() {
                 // (Its home, in the data dir, opened to it as a crawl's worker opens it.)
                 if let Err(err) = user.prepare_for(&self.config) {
                     let why = format!("cannot open the data dir to {}: {err}", user.name);
@@ -234,14 +238,19 @@ impl State {
                     continue;
                 }
                 request.run_as = Some((user.uid, user.gid));
-                // (A library every crawl user reads: `hooks.crawl_users`.)
-                request.umask = Some(0o022);
                 request.process.cwd = user.home.display().to_string();
                 request.env.extend([
                     ("HOME".into(), user.home.display().to_string()),
                     ("USER".into(), user.name.clone()),
                     ("LOGNAME".into(), user.name.clone()),
                 ]);
+                // (A library the crawl users share: what it installs there, they may update.)
+                if let Some(library) = &user.library {
+                    request.groups = user.more_groups();
+                    request.umask = Some(0o002);
+                    let dir = library.dir.display().to_string();
+                    request.env.push(("ABXPKG_LIB_DIR".into(), dir));
+                }
             }
             log::info!("install: {} for plugin {}", step.binary, step.plugin);
             match supervisor.spawn(

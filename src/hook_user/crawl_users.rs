@@ -7,20 +7,21 @@
 //! shared, naming the crawl, for as long as it lives; a member is given to another crawl only
 //! when no worker holds it. The choice is made under one lock of the whole pool, so two workers
 //! never take the same member for different crawls. (Lock files are in a directory of abxd's own:
-//! no hook can open one.)
+//! no hook can open one.) The library of binaries is the one thing members share
+//! ([`SharedLibrary`]).
 
-use super::HookUser;
+use super::{HookUser, SharedLibrary};
 use nix::fcntl::{Flock, FlockArg};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The members of `hooks.crawl_users`, and who installs the binaries they read.
+/// The members of `hooks.crawl_users`, and who installs the binaries they share.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrawlUsers {
     /// The group's name.
     pub group: String,
-    /// `hooks.user`: installs the binaries (its library is what every member reads).
+    /// `hooks.user`: installs the binaries into the library every member reads.
     pub installer: HookUser,
     /// The users crawls' hooks run as, in the group's order.
     pub members: Vec<HookUser>,
@@ -54,13 +55,65 @@ pub fn choose(slots: &[Slot], crawl: i64) -> Option<usize> {
 /// The directory below the data dir that holds a lock file per member.
 const LOCK_DIR: &str = "crawl-users";
 
+/// The directory below the data dir of the library the crawl users share.
+pub const LIBRARY: &str = "lib";
+
+/// Whether `library` is as it must be but for its group.
+fn lost_its_group(library: &SharedLibrary) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(&library.dir).is_ok_and(|meta| {
+        meta.is_dir() && meta.gid() != library.gid && meta.mode() & 0o2020 == 0o2020
+    })
+}
+
+/// Gives `path` and everything below it to group `gid`, never through a symbolic link.
+fn regroup(path: &Path, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.gid() != gid {
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            path,
+            None,
+            Some(nix::unistd::Gid::from_raw(gid)),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )?;
+    }
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            regroup(&entry?.path(), gid)?;
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong with `library` as the crawl users' shared library, if anything.
+fn library_problem(library: &SharedLibrary) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = library.dir.display();
+    let meta = match std::fs::symlink_metadata(&library.dir) {
+        Ok(meta) => meta,
+        Err(err) => return Some(format!("{dir}: {err}")),
+    };
+    let mode = meta.mode() & 0o7777;
+    if !meta.is_dir() {
+        return Some(format!("{dir} is not a directory"));
+    }
+    if meta.gid() != library.gid || mode & 0o2020 != 0o2020 {
+        return Some(format!("{dir} is of gid {}, mode {mode:04o}", meta.gid()));
+    }
+    None
+}
+
 /// How often a worker looks again while every member serves another crawl.
 const RETRY: Duration = Duration::from_millis(500);
 
 impl CrawlUsers {
-    /// The members of group `group` (as the group database lists them), with `installer`'s
-    /// library, their homes below `data_dir` unless they own one.
-    pub fn of(group: &str, installer: HookUser, data_dir: &Path) -> Result<CrawlUsers, String> {
+    /// The members of group `group` (as the group database lists them), their homes below
+    /// `data_dir` unless they own one, sharing `<data_dir>/lib` with `installer` — which must be
+    /// that group's, set-group-ID and group-writable (the packages make it; abxd, under a unit
+    /// that refuses set-group-ID bits, cannot).
+    pub fn of(group: &str, mut installer: HookUser, data_dir: &Path) -> Result<CrawlUsers, String> {
         let found = match nix::unistd::Group::from_name(group) {
             Ok(Some(found)) => found,
             Ok(None) => return Err(format!("hooks.crawl_users: no group named {group:?}")),
@@ -70,7 +123,31 @@ impl CrawlUsers {
                 ))
             }
         };
-        let library = installer.library_dir();
+        let library = SharedLibrary {
+            dir: data_dir.join(LIBRARY),
+            gid: found.gid.as_raw(),
+        };
+        if lost_its_group(&library) {
+            // (systemd gives a StateDirectory= whole to the service's user when that changes —
+            // a drop-in that runs abxd as root, and back: the group is given back, modes kept.)
+            log::warn!("{} lost group {group}: given back", library.dir.display());
+            if let Err(err) = regroup(&library.dir, library.gid) {
+                log::warn!(
+                    "cannot give {} back to {group}: {err}",
+                    library.dir.display()
+                );
+            }
+        }
+        if let Some(why) = library_problem(&library) {
+            return Err(format!(
+                "hooks.crawl_users: {why}: the crawl users' library must be a directory of group \
+                 {group}, set-group-ID and group-writable — as root, `install -d -o {installer} \
+                 -g {group} -m 2775 {dir}` (the packages make it)",
+                installer = installer.name,
+                dir = library.dir.display()
+            ));
+        }
+        installer.library = Some(library.clone());
         let members = found
             .mem
             .iter()

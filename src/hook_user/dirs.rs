@@ -69,14 +69,13 @@ impl HookUser {
         self.make_home()
     }
 
-    /// Makes its `HOME` where it is missing, owned by it (mode 0711: others may not list it,
-    /// but crawl users reach the library below an installer's).
-    pub fn make_home(&self) -> std::io::Result<()> {
+    /// Makes its `HOME` where it is missing, owned by it (mode 0700).
+    fn make_home(&self) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         if !self.home.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o711)
+                .mode(0o700)
                 .create(&self.home)?;
         }
         // (Not its own: new, or taken from it — systemd gives a StateDirectory= whole to the

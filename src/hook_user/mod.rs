@@ -15,7 +15,7 @@
 mod crawl_users;
 mod dirs;
 
-pub use crawl_users::{CrawlUsers, Taken};
+pub use crawl_users::{CrawlUsers, Taken, LIBRARY};
 
 use crate::config::Config;
 use nix::unistd::{Uid, User};
@@ -34,20 +34,22 @@ pub struct HookUser {
     /// A `HOME` it can write: its own home directory when it owns one, else
     /// `<data_dir>/home/<name>` (made by [`HookUser::make_home`]).
     pub home: PathBuf,
-    /// The library of binaries its hooks read where it is not below its own `HOME`: a crawl
-    /// user's is the installer's (`hooks.crawl_users`).
-    pub library: Option<PathBuf>,
+    /// The library the crawl users and their installer share (`hooks.crawl_users`), where it
+    /// is one of them; else its hooks' library is abxpkg's default, below its `HOME`.
+    pub library: Option<SharedLibrary>,
+}
+
+/// The library of binaries the crawl users and their installer share: `<data_dir>/lib`, of the
+/// group `hooks.crawl_users`, set-group-ID and group-writable — abxpkg updates what it found
+/// there at every hook's start, whoever installed it. Hooks of these users run with that group
+/// beside their own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedLibrary {
+    pub dir: PathBuf,
+    pub gid: u32,
 }
 
 impl HookUser {
-    /// The library its hooks read (abxpkg's default below the `HOME` of who installs).
-    pub fn library_dir(&self) -> PathBuf {
-        match &self.library {
-            Some(library) => library.clone(),
-            None => self.home.join(".config/abx/lib"),
-        }
-    }
-
     /// Its `TMP_DIR` below the shared default `tmp` (none of its own: every hook of abxd's
     /// shares it) — a crawl user's own, apart from other crawls'.
     pub fn tmp_below(&self, tmp: &Path) -> PathBuf {
@@ -55,6 +57,11 @@ impl HookUser {
             Some(_) => tmp.join(&self.name),
             None => tmp.to_path_buf(),
         }
+    }
+
+    /// The groups its processes hold beside its own: the shared library's.
+    pub fn more_groups(&self) -> Vec<u32> {
+        self.library.iter().map(|library| library.gid).collect()
     }
 }
 

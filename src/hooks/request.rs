@@ -220,15 +220,10 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
             ("USER".into(), user.name.clone()),
             ("LOGNAME".into(), user.name.clone()),
         ]);
-        // (A crawl user reads the library its installer's installs filled.)
-        let configured = |key: &str| {
-            prepared.env.contains_key(key)
-                || crate::plugins::env::process_environ(key).is_some_and(|v| !v.is_empty())
-        };
-        if user.library.is_some() && !configured("ABXPKG_LIB_DIR") {
+        // (A crawl user's hooks use the library the crawl users share.)
+        if let Some(library) = &user.library {
             env.retain(|(key, _)| key != "ABXPKG_LIB_DIR");
-            let library = user.library_dir().display().to_string();
-            env.push(("ABXPKG_LIB_DIR".into(), library));
+            env.push(("ABXPKG_LIB_DIR".into(), library.dir.display().to_string()));
         }
     }
     let logs = dir.join("logs");
@@ -254,6 +249,11 @@ pub fn spawn_request(prepared: &Prepared, scope: &Scope, result_id: i64) -> Spaw
         limits: cgroup_limits(prepared),
         run_as: scope.run_as.as_ref().map(|user| (user.uid, user.gid)),
         umask: None,
+        groups: scope
+            .run_as
+            .as_ref()
+            .map(HookUser::more_groups)
+            .unwrap_or_default(),
         stdin: None,
     }
 }

@@ -47,6 +47,7 @@ pub(super) fn worker_request(
         limits: Default::default(),
         run_as: None,
         umask: None,
+        groups: Vec::new(),
         stdin: None,
     }
 }

@@ -117,11 +117,6 @@ impl<O: RunsHooks> Context<O> {
         };
         let taken = match (decided, crawl) {
             (RunAs::PerCrawl(users), Some(crawl)) => {
-                // (The library its hooks read is below the installer's home.)
-                users.installer.make_home().map_err(|err| {
-                    let name = &users.installer.name;
-                    WorkerError::Setup(format!("cannot make the home of {name}: {err}"))
-                })?;
                 let taken = users.take(crawl, &config.data_dir).map_err(|err| {
                     WorkerError::Setup(format!("cannot take a user of {}: {err}", users.group))
                 })?;

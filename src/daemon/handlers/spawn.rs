@@ -43,6 +43,7 @@ pub(super) fn handle(
         limits: Default::default(),
         run_as: None,
         umask: None,
+        groups: Vec::new(),
         stdin: None,
     };
     match supervisor.spawn(

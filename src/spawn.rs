@@ -84,8 +84,7 @@ pub struct SpawnRequest {
     pub limits: cgroup::Limits,
     /// The user and group it runs as (a hook of a root abxd: `hook_user`), if not abxd's own.
     pub run_as: Option<(u32, u32)>,
-    /// Its umask where it runs as another user (`run_as`), if not 0007 — what a hook makes is
-    /// its group's to read and clear, and no one else's; a library others read is 0022.
+    /// Its umask as `run_as`, if not a hook's 0007 (a shared library's installs: 0002).
     pub umask: Option<u32>,
     /// The groups it holds beside `run_as`'s own (a crawl user's: its shared library's).
     pub groups: Vec<u32>,
@@ -332,12 +331,11 @@ fn start(
             // `pre_exec` runs: the cgroup entry below writes on a descriptor opened as abxd.)
             command.uid(uid).gid(gid);
         }
-        // (With groups beside its own, the first `pre_exec` sets them, then the group, then the
-        // user, as std would — std's own way to name them is not stable.)
+        // (With groups beside its own, this sets them, then the group, then the user, as std
+        // would: std's way to name them is not stable.)
         let groups: Vec<nix::libc::gid_t> = request.groups.clone();
-        // SAFETY: between fork and exec only setgroups(2), setgid(2), setuid(2) and umask(2)
-        // run: system calls, async-signal-safe, on `groups`, allocated before the fork; no
-        // allocation, no lock (the child has one thread: glibc's set*id need not signal others).
+        // SAFETY: between fork and exec only setgroups, setgid, setuid and umask run: system
+        // calls, async-signal-safe, on `groups` (allocated before the fork); no lock.
         unsafe {
             command.pre_exec(move || {
                 if !groups.is_empty() {

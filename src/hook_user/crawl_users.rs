@@ -14,7 +14,6 @@ use super::{HookUser, SharedLibrary};
 use nix::fcntl::{Flock, FlockArg};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The members of `hooks.crawl_users`, and who installs the binaries they share.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,9 +104,6 @@ fn library_problem(library: &SharedLibrary) -> Option<String> {
     None
 }
 
-/// How often a worker looks again while every member serves another crawl.
-const RETRY: Duration = Duration::from_millis(500);
-
 impl CrawlUsers {
     /// The members of group `group` (as the group database lists them), their homes below
     /// `data_dir` unless they own one, sharing `<data_dir>/lib` with `installer` — which must be
@@ -174,6 +170,12 @@ impl CrawlUsers {
             .recursive(true)
             .mode(0o700)
             .create(lock_dir)?;
+        if self.members.is_empty() {
+            return Err(std::io::Error::other(format!(
+                "group {} lists no user",
+                self.group
+            )));
+        }
         let mut waited = false;
         loop {
             if let Some(taken) = self.try_take(crawl, lock_dir)? {
@@ -187,7 +189,11 @@ impl CrawlUsers {
                 );
                 waited = true;
             }
-            std::thread::sleep(RETRY);
+            // (Until the crawls of one member — chosen by the crawl, to spread the waiters —
+            // let go of it; then every member is looked at again.)
+            let member = &self.members[crawl.unsigned_abs() as usize % self.members.len()];
+            let file = open(&lock_dir.join(&member.name))?;
+            drop(lock(file, FlockArg::LockExclusive)?);
         }
     }
 

@@ -87,15 +87,15 @@ impl HookUser {
         Ok(())
     }
 
-    /// Makes it the owner of `path` and everything below it, never through a symbolic link.
+    /// Makes it the owner of `path` and everything below it, never through a symbolic link — a
+    /// directory last, while abxd may still read it.
     fn chown_tree(&self, path: &Path) -> std::io::Result<()> {
-        self.chown(path)?;
         if std::fs::symlink_metadata(path)?.is_dir() {
             for entry in std::fs::read_dir(path)? {
                 self.chown_tree(&entry?.path())?;
             }
         }
-        Ok(())
+        self.chown(path)
     }
 
     /// Gives it the directories from below `above` down to `dir` (a hook's cwd below its crawl

@@ -77,6 +77,31 @@ pub enum RunAs {
 }
 
 impl RunAs {
+    /// Who the hooks of crawl `crawl` (that of a worker's work) run as on this host, with the
+    /// crawl user it took and holds, if any — its `HOME` and the way to the work opened to it.
+    pub fn for_crawl(
+        self,
+        crawl: Option<i64>,
+        config: &Config,
+    ) -> Result<(Option<HookUser>, Option<Taken>), String> {
+        let (user, taken) = match (self, crawl) {
+            (RunAs::Abxd, _) => return Ok((None, None)),
+            (RunAs::User(user), _) => (user, None),
+            (RunAs::PerCrawl(users), Some(crawl)) => {
+                let taken = users
+                    .take(crawl, &config.data_dir)
+                    .map_err(|err| format!("cannot take a user of {}: {err}", users.group))?;
+                (taken.user.clone(), Some(taken))
+            }
+            (RunAs::PerCrawl(users), None) => {
+                return Err(format!("no crawl to take a user of {} for", users.group))
+            }
+        };
+        user.prepare_for(config)
+            .map_err(|err| format!("cannot open the data dir to {}: {err}", user.name))?;
+        Ok((Some(user), taken))
+    }
+
     /// Who installs the binaries hooks read, where that is not abxd's own user.
     pub fn installer(&self) -> Option<&HookUser> {
         match self {

@@ -29,7 +29,7 @@ pub use snapshot::run_snapshot_worker;
 
 use crate::config::Config;
 use crate::domain::{EndReason, ExitOutcome, Lease, Limit, Queue};
-use crate::hook_user::{HookUser, RunAs, Taken};
+use crate::hook_user::{HookUser, Taken};
 use crate::hooks::{HookRunner, Outcome};
 use crate::marker::PROCESS_ID_ENV;
 use crate::pool::WorkerPool;
@@ -115,29 +115,9 @@ impl<O: RunsHooks> Context<O> {
             Queue::Crawls => Some(id),
             Queue::Snapshots => store.crawls().snapshot(id)?.map(|s| s.crawl_id),
         };
-        let taken = match (decided, crawl) {
-            (RunAs::PerCrawl(users), Some(crawl)) => {
-                let taken = users.take(crawl, &config.data_dir).map_err(|err| {
-                    WorkerError::Setup(format!("cannot take a user of {}: {err}", users.group))
-                })?;
-                (Some(taken.user.clone()), Some(taken))
-            }
-            (RunAs::PerCrawl(users), None) => {
-                let why = format!(
-                    "{queue} {id} has no crawl to take a user of {} for",
-                    users.group
-                );
-                return Err(WorkerError::Setup(why));
-            }
-            (RunAs::User(user), _) => (Some(user), None),
-            (RunAs::Abxd, _) => (None, None),
-        };
-        let (run_as, crawl_user) = taken;
-        if let Some(user) = &run_as {
-            user.prepare_for(&config).map_err(|err| {
-                WorkerError::Setup(format!("cannot open the data dir to {}: {err}", user.name))
-            })?;
-        }
+        let (run_as, crawl_user) = decided
+            .for_crawl(crawl, &config)
+            .map_err(|why| WorkerError::Setup(format!("{queue} {id}: {why}")))?;
         store.fence_to(claim);
         let timing = Timing::from_config(&config);
         let mut supervisor = Supervisor::new(timing, store.marker_namespace()?, Some(row_id))?;

@@ -400,7 +400,9 @@ escape_crawl() {
     rm -f "$root/opt/abxd-ci/release"
     local held crawl
     held=$(add_crawl --plugins held http://93.184.216.34/)
-    wait_for 60 'held_said "$held" pid >/dev/null' || fail "the held hook did not start: $(ctl show "$held")"
+    # (Each file whole: the shell makes it empty, then writes it.)
+    wait_for 60 '[ -n "$(held_said "$held" pid)" ] && [ -n "$(held_said "$held" uid)" ]' \
+        || fail "the held hook did not start: $(ctl show "$held")"
     held_said "$held" pid >"$root/opt/abxd-ci/victim"
     chmod a+r "$root/opt/abxd-ci/victim"
     crawl=$(add_crawl --plugins escape http://93.184.216.34/)

@@ -21,7 +21,7 @@ use crate::store::{NewProcess, Store, StoreError};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// Variables a child must not inherit: they speak for the supervisor to its own service manager,
@@ -322,34 +322,16 @@ fn start(
     command.envs(request.env.iter().map(|(k, v)| (k, v)));
     command.env(PROCESS_ID_ENV, row_id.to_string());
     command.env(INSTANCE_ENV, instance);
-    if let Some((uid, gid)) = request.run_as {
-        // What the hook makes is its group's to read and clear too (abxd is in it where it is
-        // not root: `hook_user`), and no one else's.
-        let umask = request.umask.unwrap_or(0o007) as nix::libc::mode_t;
-        if request.groups.is_empty() {
-            // (std drops the supplementary groups, then sets the group, then the user — before
-            // `pre_exec` runs: the cgroup entry below writes on a descriptor opened as abxd.)
-            command.uid(uid).gid(gid);
-        }
-        // (With groups beside its own, this sets them, then the group, then the user, as std
-        // would: std's way to name them is not stable.)
-        let groups: Vec<nix::libc::gid_t> = request.groups.clone();
-        // SAFETY: between fork and exec only setgroups, setgid, setuid and umask run: system
-        // calls, async-signal-safe, on `groups` (allocated before the fork); no lock.
-        unsafe {
-            command.pre_exec(move || {
-                if !groups.is_empty() {
-                    let switched = nix::libc::setgroups(groups.len(), groups.as_ptr()) == 0
-                        && nix::libc::setgid(gid) == 0
-                        && nix::libc::setuid(uid) == 0;
-                    if !switched {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                nix::libc::umask(umask);
-                Ok(())
-            });
-        }
+    if let Some(ids) = request.run_as {
+        // (Before the cgroup entry below, which writes on a descriptor opened as abxd.)
+        let umask = request.umask.unwrap_or(0o007);
+        let cwd = Path::new(&request.process.cwd);
+        crate::hook_user::exec_as(&mut command, ids, &request.groups, umask, cwd).map_err(
+            |cause| SpawnError::Exec {
+                program: program.to_string(),
+                cause,
+            },
+        )?;
     }
     if let Some(placement) = placement {
         command.env(CGROUP_ENV, &placement.cgroup.dir);

@@ -200,7 +200,9 @@ fn crawls_that_run_at_once_run_their_hooks_as_users_of_their_own() {
             let snapshot = std::fs::read_dir(&held_dir).ok()?.next()?.ok()?.path();
             let read = |name: &str| std::fs::read_to_string(snapshot.join("held").join(name));
             let (uid, pid) = (read("uid").ok()?, read("pid").ok()?);
-            Some((uid.trim().parse::<u32>().ok()?, pid.trim().to_string()))
+            // (Each file whole: the shell makes it empty, then writes it.)
+            let pid = pid.trim().parse::<u32>().ok()?;
+            Some((uid.trim().parse::<u32>().ok()?, pid.to_string()))
         });
         std::fs::write(&victim, pid).unwrap();
         std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();

@@ -55,7 +55,7 @@ pub fn choose(slots: &[Slot], crawl: i64) -> Option<usize> {
 const LOCK_DIR: &str = "crawl-users";
 
 /// The directory below the data dir of the library the crawl users share.
-pub const LIBRARY: &str = "lib";
+const LIBRARY: &str = "lib";
 
 /// Whether `library` is as it must be but for its group.
 fn lost_its_group(library: &SharedLibrary) -> bool {

@@ -14,8 +14,10 @@
 
 mod crawl_users;
 mod dirs;
+mod exec;
 
-pub use crawl_users::{CrawlUsers, Taken, LIBRARY};
+pub use crawl_users::{CrawlUsers, Taken};
+pub use exec::exec_as;
 
 use crate::config::Config;
 use nix::unistd::{Uid, User};
@@ -88,6 +90,11 @@ impl RunAs {
             (RunAs::Abxd, _) => return Ok((None, None)),
             (RunAs::User(user), _) => (user, None),
             (RunAs::PerCrawl(users), Some(crawl)) => {
+                // (The installer's home too, where an operator's install runs: docs/service.md.)
+                let installer = &users.installer;
+                installer.prepare_for(config).map_err(|err| {
+                    format!("cannot open the data dir to {}: {err}", installer.name)
+                })?;
                 let taken = users
                     .take(crawl, &config.data_dir)
                     .map_err(|err| format!("cannot take a user of {}: {err}", users.group))?;

@@ -101,6 +101,9 @@ in_ct() { # SCRIPT
 say "the prerequisites: $apt_line"
 # (A fresh machine's package lists may be missing: README says to update them.)
 in_ct "$apt_line" || fail "README's apt-get line failed"
+# (This host reaches the registries through whatever its own trust store vouches for — on a
+# machine behind an inspecting proxy, the proxy's CA: the container trusts what the host does.)
+cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 say "rustup's line (its toolchain copied, see above): $env_line; then $nextest_line"
 in_ct "$env_line && $nextest_line" || fail "README's cargo-nextest line failed"
 

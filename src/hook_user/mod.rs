@@ -10,7 +10,7 @@
 //! The hook user gets a `HOME` and a default `TMP_DIR` it may write, and the directories of the
 //! work it writes (see `give`); abxd's own files (database, logs, socket) stay abxd's. With
 //! `hooks.crawl_users`, each crawl's hooks run as a member of that group of their own
-//! (`crawl_users`), `hooks.user` installing the binaries they read.
+//! (`crawl_users`), `hooks.user` installing the binaries into the library they share.
 
 mod crawl_users;
 mod dirs;
@@ -189,8 +189,9 @@ pub fn for_crawls(config: &Config) -> Result<RunAs, String> {
     })
 }
 
-/// The members of `group` crawls' hooks run as, `installer` installing for them; enough of them
-/// that every crawl this host may run — its own and those it lends snapshot slots to — has one.
+/// The members of `group` crawls' hooks run as, `installer` installing for them; at least one
+/// for each crawl this host runs at once (the crawls of snapshot slots it lends to a fleet may
+/// wait for one: `CrawlUsers::take`).
 fn per_crawl(group: &str, installer: HookUser, config: &Config) -> Result<CrawlUsers, String> {
     let users = CrawlUsers::of(group, installer, &config.data_dir)?;
     let needed = config.limits.max_crawl_workers as usize;

@@ -91,9 +91,11 @@ for tool in cargo rustc rustup rustdoc rustfmt cargo-fmt cargo-clippy clippy-dri
 done
 
 # Runs SCRIPT in the container as root, in root's home, with the host's network (the package
-# registries); its output goes to the log, its end to the caller.
+# registries) and what root has on a machine of its own that a container withholds by default
+# (BPF, for abxd's egress policy); its output goes to the log, its end to the caller.
 in_ct() { # SCRIPT
     systemd-nspawn --quiet --directory="$root" --register=no --keep-unit --chdir=/root \
+        --capability=CAP_BPF,CAP_NET_ADMIN --system-call-filter=bpf \
         --setenv=HOME=/root --setenv=DEBIAN_FRONTEND=noninteractive --as-pid2 \
         /bin/bash -euo pipefail -c "$1"
 }

@@ -151,6 +151,14 @@ fn isolated_network(dir: &std::path::Path) -> Option<()> {
         eprintln!("skipped: needs root (a network namespace, cgroup BPF)");
         return None;
     }
+    if Command::new("ip").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs iproute2: the test's network needs `ip`"
+        );
+        eprintln!("skipped: needs `ip` to address its network (apt-get install iproute2)");
+        return None;
+    }
     unshare(CloneFlags::CLONE_NEWNET | CloneFlags::CLONE_NEWNS).expect("new namespaces");
     mount(
         None::<&str>,

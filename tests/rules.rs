@@ -8,7 +8,6 @@ mod common;
 use common::{fixtures, hook_user, plugins_config, wait_until, TestDaemon, HOOK_USER, WAIT};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
 
 fn rules_config(extra: &str) -> String {
     format!(
@@ -257,17 +256,10 @@ fn invalid_rules_are_refused_at_add_naming_the_flag_and_nothing_is_queued() {
 fn daemon_with_hook_user() -> TestDaemon {
     let daemon = TestDaemon::prepare(&format!("[hooks]\nuser = \"{HOOK_USER}\"\n"));
     let plugins = daemon.path("plugins");
-    copy_dir(&fixtures().join("rules/whoami"), &plugins.join("whoami"));
-    copy_dir(&fixtures().join("order/endless"), &plugins.join("endless"));
+    common::copy_dir(&fixtures().join("rules/whoami"), &plugins.join("whoami"));
+    common::copy_dir(&fixtures().join("order/endless"), &plugins.join("endless"));
     std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     daemon
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
 }
 
 /// What the whoami hook of crawl `crawl` said, and its dir.
@@ -355,7 +347,7 @@ fn a_root_abxd_runs_hooks_and_their_children_as_the_hook_user_with_a_home_it_can
 fn a_crawl_archives_as_the_archivebox_persona_it_names_through_a_copy_the_hook_user_owns() {
     let user = hook_user();
     let mut daemon = daemon_with_hook_user();
-    copy_dir(
+    common::copy_dir(
         &fixtures().join("persona/persona"),
         &daemon.path("plugins/persona"),
     );

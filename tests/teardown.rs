@@ -677,10 +677,14 @@ fn the_status_says_procfs_and_why_when_cgroups_are_not_used() {
 #[test]
 fn an_unprivileged_daemon_finds_a_non_dumpable_descendant_left_by_a_crash_and_kills_it() {
     let escapees = Escapees(format!("abxd-escapee-{}", common::unique_tag()));
-    let mut daemon = TestDaemon::prepare(&format!(
+    let mut daemon = TestDaemon::prepare("");
+    // (Its plugin copied where nobody reaches it.)
+    let plugin = fixtures().join("escape/nondumpable");
+    common::copy_dir(&plugin, &daemon.path("plugins/nondumpable"));
+    daemon.write_config(&format!(
         "{}{}[timeouts]\nhook_timeout = \"300s\"\nmin_grace = \"300ms\"\n\
          [plugins.nondumpable]\nenv = {{ ESCAPE_NAME = {:?} }}\n",
-        plugins_config(&[&fixtures().join("escape")]),
+        plugins_config(&[&daemon.path("plugins")]),
         // (Its own user has no cgroup here: procfs.)
         common::egress_for("procfs"),
         escapees.0

@@ -818,6 +818,15 @@ pub fn crawl_users() -> Vec<nix::unistd::User> {
     members
 }
 
+/// Copies the files of directory `from` (a plugin's) into `to`, made where missing: where a
+/// user the test runs the daemon as reaches them (a checkout in root's home is not).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
 /// Creates system user `name` (no home, no login; `more` of useradd's options) unless it exists.
 fn system_user(name: &str, more: &[&str]) -> nix::unistd::User {
     if nix::unistd::User::from_name(name).unwrap().is_none() {

@@ -65,27 +65,6 @@ fn lost_its_group(library: &SharedLibrary) -> bool {
     })
 }
 
-/// Gives `path` and everything below it to group `gid`, never through a symbolic link.
-fn regroup(path: &Path, gid: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(path)?;
-    if meta.gid() != gid {
-        nix::unistd::fchownat(
-            nix::fcntl::AT_FDCWD,
-            path,
-            None,
-            Some(nix::unistd::Gid::from_raw(gid)),
-            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-        )?;
-    }
-    if meta.is_dir() {
-        for entry in std::fs::read_dir(path)? {
-            regroup(&entry?.path(), gid)?;
-        }
-    }
-    Ok(())
-}
-
 /// What is wrong with `library` as the crawl users' shared library, if anything.
 fn library_problem(library: &SharedLibrary) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
@@ -127,7 +106,8 @@ impl CrawlUsers {
             // (systemd gives a StateDirectory= whole to the service's user when that changes —
             // a drop-in that runs abxd as root, and back: the group is given back, modes kept.)
             log::warn!("{} lost group {group}: given back", library.dir.display());
-            if let Err(err) = regroup(&library.dir, library.gid) {
+            let gid = Some(nix::unistd::Gid::from_raw(library.gid));
+            if let Err(err) = super::dirs::chown_tree(&library.dir, None, gid) {
                 log::warn!(
                     "cannot give {} back to {group}: {err}",
                     library.dir.display()

@@ -90,12 +90,8 @@ impl HookUser {
     /// Makes it the owner of `path` and everything below it, never through a symbolic link — a
     /// directory last, while abxd may still read it.
     fn chown_tree(&self, path: &Path) -> std::io::Result<()> {
-        if std::fs::symlink_metadata(path)?.is_dir() {
-            for entry in std::fs::read_dir(path)? {
-                self.chown_tree(&entry?.path())?;
-            }
-        }
-        self.chown(path)
+        let (uid, gid) = (Uid::from_raw(self.uid), Gid::from_raw(self.gid));
+        chown_tree(path, Some(uid), Some(gid))
     }
 
     /// Gives it the directories from below `above` down to `dir` (a hook's cwd below its crawl
@@ -234,6 +230,23 @@ impl HookUser {
         }
         None
     }
+}
+
+/// Gives `path` and everything below it to `owner` and `group` (each where named), never through
+/// a symbolic link — a directory last, while abxd may still read it.
+pub(super) fn chown_tree(
+    path: &Path,
+    owner: Option<Uid>,
+    group: Option<Gid>,
+) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            chown_tree(&entry?.path(), owner, group)?;
+        }
+    }
+    let no_follow = nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW;
+    nix::unistd::fchownat(nix::fcntl::AT_FDCWD, path, owner, group, no_follow)?;
+    Ok(())
 }
 
 /// The groups of user `name` (its primary one, `gid`, included).
